@@ -1,0 +1,58 @@
+"""The tape autodiff core (course chapters 15-16) and the row gather."""
+
+from llm_from_scratch.autograd.errors import (
+    GatherIndexCountError,
+    GatherIndexOutOfBoundsError,
+    GatherIndexTypeError,
+    GatherTableRankError,
+    GraphReleasedError,
+    IndexContainerError,
+    InvalidShapeError,
+    NonFiniteGradientError,
+    NonFiniteSeedError,
+    NotAParameterError,
+    NotRecordedError,
+    NotScalarOutputError,
+    OperandDtypeMismatchError,
+    OperandShapeMismatchError,
+    OperandTypeError,
+    OutputAllocationError,
+    ReleasedOperandError,
+    ReshapeCountMismatchError,
+    SeedShapeMismatchError,
+    SeedTypeError,
+    StaleValueError,
+    TensorAutodiffError,
+)
+from llm_from_scratch.autograd.gradient import RowSparseGradient
+from llm_from_scratch.autograd.tape import GraphRetention, no_grad
+from llm_from_scratch.autograd.value import TensorValue
+
+__all__ = [
+    "GatherIndexCountError",
+    "GatherIndexOutOfBoundsError",
+    "GatherIndexTypeError",
+    "GatherTableRankError",
+    "GraphReleasedError",
+    "GraphRetention",
+    "IndexContainerError",
+    "InvalidShapeError",
+    "NonFiniteGradientError",
+    "NonFiniteSeedError",
+    "NotAParameterError",
+    "NotRecordedError",
+    "NotScalarOutputError",
+    "OperandDtypeMismatchError",
+    "OperandShapeMismatchError",
+    "OperandTypeError",
+    "OutputAllocationError",
+    "ReleasedOperandError",
+    "ReshapeCountMismatchError",
+    "RowSparseGradient",
+    "SeedShapeMismatchError",
+    "SeedTypeError",
+    "StaleValueError",
+    "TensorAutodiffError",
+    "TensorValue",
+    "no_grad",
+]

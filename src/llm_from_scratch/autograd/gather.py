@@ -1,0 +1,244 @@
+"""The row gather (course chapter 16): one checked entry, one trusted plan, one kernel, one VJP.
+
+Public boundaries (``TensorValue.gather_rows`` and ``Embedding.forward``) validate the caller's
+IDs once with :class:`FlatIds`, then build a :class:`_RowGatherPlan` through the package-private
+trusted constructor :meth:`_RowGatherPlan._from_validated_indices`, which re-checks nothing. The
+single kernel :func:`gather_rows_forward` copies one table row per index; its VJP
+:func:`gather_rows_vjp` scatter-adds upstream rows into a row-sparse table gradient.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, cast
+
+import numpy as np
+
+from llm_from_scratch.autograd.errors import (
+    GatherIndexCountError,
+    GatherIndexOutOfBoundsError,
+    GatherIndexTypeError,
+    GatherTableRankError,
+    IndexContainerError,
+    InvalidShapeError,
+    OutputAllocationError,
+)
+from llm_from_scratch.autograd.gradient import Gradient, IndexArray, RowSparseGradient
+from llm_from_scratch.autograd.tape import Node, check_operands, record
+from llm_from_scratch.tensor.storage import (
+    FloatArray,
+    Shape,
+    TensorError,
+    checked_row_major_layout,
+    checked_shape,
+    read_only,
+)
+
+# Validating caller IDs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IdProblem:
+    """The first ID, in flat order, that is not an integer row: its position and value."""
+
+    kind: Literal["type", "bounds"]
+    position: int
+    value: object
+
+
+class IdContainerProblem(Exception):
+    """IDs that are not a flat sequence or a one-dimensional array; ``detail`` says why."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(detail)
+
+
+class FlatIds:
+    """A caller's flat IDs, normalized but not yet validated.
+
+    Args:
+        ids: a sequence of Python or NumPy integers, or a one-dimensional NumPy array.
+
+    Raises:
+        IdContainerProblem: anything else (each boundary maps it to its own error class).
+    """
+
+    __slots__ = ("_array", "_items")
+
+    def __init__(self, ids: object) -> None:
+        self._array: np.ndarray[Any, Any] | None = None
+        self._items: list[object] | None = None
+        if isinstance(ids, np.ndarray):
+            if ids.ndim != 1:
+                raise IdContainerProblem(f"expected a one-dimensional array, got {ids.ndim} axes")
+            if ids.dtype.kind == "O":
+                self._items = ids.tolist()
+            else:
+                self._array = ids
+        elif isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
+            raise IdContainerProblem(f"expected a sequence of integers, got {type(ids).__name__}")
+        else:
+            self._items = list(ids)
+
+    @property
+    def count(self) -> int:
+        """How many IDs there are."""
+        return len(self._array) if self._array is not None else len(self._items or ())
+
+    def first_problem(self, rows: int) -> IdProblem | None:
+        """Scan once, in flat order, for the first non-integer or out-of-range ID."""
+        if self._array is None:
+            return self._first_item_problem(rows)
+        return _first_array_problem(self._array, rows)
+
+    def to_indices(self) -> IndexArray:
+        """Convert validated IDs into a new index buffer (may raise ``MemoryError``)."""
+        if self._array is not None:
+            return self._array.astype(np.intp, copy=True)
+        return np.array(self._items, dtype=np.intp)
+
+    def _first_item_problem(self, rows: int) -> IdProblem | None:
+        items = self._items or []
+        if set(map(type, items)) <= {int}:
+            try:
+                as_array = np.array(items, dtype=np.int64)
+            except OverflowError:
+                pass  # a huge int: the item-by-item scan below names its position
+            else:
+                self._items, self._array = None, as_array
+                return _first_array_problem(as_array, rows)
+        for position, value in enumerate(items):
+            problem = _item_problem(position, value, rows)
+            if problem is not None:
+                return problem
+        return None
+
+
+def _item_problem(position: int, value: object, rows: int) -> IdProblem | None:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        return IdProblem("type", position, value)
+    as_int = int(value)
+    if not 0 <= as_int < rows:
+        return IdProblem("bounds", position, as_int)
+    return None
+
+
+def _first_array_problem(array: np.ndarray[Any, Any], rows: int) -> IdProblem | None:
+    if array.size == 0:
+        return None
+    if array.dtype.kind not in "iu":
+        return IdProblem("type", 0, array[0].item())
+    low, high = int(array.min()), int(array.max())
+    if low >= 0 and high < rows:
+        return None
+    position = int(np.flatnonzero((array < 0) | (array >= rows))[0])
+    return IdProblem("bounds", position, int(array[position]))
+
+
+# The plan ----------------------------------------------------------------------------------
+
+_PLAN_KEY: Final = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _RowGatherPlan:
+    """Validated facts for one row gather. Built only by the two constructors below.
+
+    Shape:
+        ``indices``: ``[N]`` with ``N = prod(index_shape)``; ``table_shape``: ``(V, d)``;
+        ``output_shape``: ``index_shape + (d,)``.
+    """
+
+    indices: IndexArray
+    index_shape: Shape
+    table_shape: tuple[int, int]
+    output_shape: Shape
+    output_elements: int
+    _key: object = field(repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self._key is not _PLAN_KEY:
+            raise TypeError("a row-gather plan is built only by the package's constructors")
+
+    @classmethod
+    def _from_validated_indices(
+        cls, indices: IndexArray, index_shape: Shape, table_shape: tuple[int, int]
+    ) -> _RowGatherPlan:
+        """Trusted: the caller has checked the rank, the count and every index; not repeated.
+
+        Takes ownership of ``indices`` (it becomes read-only).
+        """
+        output_shape = (*index_shape, table_shape[1])
+        try:
+            _, output_elements = checked_row_major_layout(output_shape)
+        except TensorError as error:
+            raise InvalidShapeError("row gather output shape", error) from error
+        return cls(read_only(indices), index_shape, table_shape, output_shape, output_elements,
+                   _PLAN_KEY)
+
+    @classmethod
+    def _checked(cls, table_shape: Shape, indices: object, index_shape: object) -> _RowGatherPlan:
+        """The checks of ``gather_rows``, in the contract's order, then the trusted build."""
+        if len(table_shape) != 2:
+            raise GatherTableRankError(len(table_shape))
+        try:
+            shape = checked_shape(index_shape)
+            _, expected = checked_row_major_layout(shape)
+        except TensorError as error:
+            raise InvalidShapeError("gather index shape", error) from error
+        try:
+            ids = FlatIds(indices)
+        except IdContainerProblem as problem:
+            raise IndexContainerError(problem.detail) from None
+        if ids.count != expected:
+            raise GatherIndexCountError(expected, ids.count)
+        rows, width = table_shape
+        problem = ids.first_problem(rows)
+        if problem is not None:
+            if problem.kind == "type":
+                raise GatherIndexTypeError(problem.position, problem.value)
+            raise GatherIndexOutOfBoundsError(cast(int, problem.value), problem.position, rows)
+        try:
+            converted = ids.to_indices()
+        except MemoryError as error:
+            raise OutputAllocationError("gather index conversion", expected) from error
+        return cls._from_validated_indices(converted, shape, (rows, width))
+
+
+# The kernel and its VJP --------------------------------------------------------------------
+
+
+def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
+    """Copy table row ``indices[p]`` to output position ``p``; the one forward kernel.
+
+    Shape:
+        ``table``: ``[V, d]``; output: ``index_shape + (d,)``.
+
+    Raises:
+        ReleasedOperandError: the table reaches a released tape.
+        OutputAllocationError: the output cannot be allocated (nothing is recorded).
+    """
+    check_operands("gather_rows", (("table", table),))
+    rows_out = plan.indices.size
+    try:
+        output = np.empty((rows_out, plan.table_shape[1]), dtype=table.array.dtype)
+    except MemoryError as error:
+        raise OutputAllocationError("gather_rows", plan.output_elements) from error
+    # mode="clip" skips NumPy's own bounds pass (the plan's indices are valid) and its buffering.
+    np.take(table.array, plan.indices, axis=0, out=output, mode="clip")
+    return record(
+        "gather_rows", (("table", table),), output.reshape(plan.output_shape), plan,
+        gather_rows_vjp,
+    )
+
+
+def gather_rows_vjp(plan: _RowGatherPlan, upstream: FloatArray) -> Sequence[Gradient]:
+    """Scatter-add upstream rows into a row-sparse ``[V, d]`` table gradient.
+
+    Rows no position selects are absent (exactly zero); repeated indices sum in flat order.
+    """
+    flat_upstream = upstream.reshape(plan.indices.size, plan.table_shape[1])
+    return (RowSparseGradient.from_scatter(plan.indices, flat_upstream, plan.table_shape),)

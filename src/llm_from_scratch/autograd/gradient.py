@@ -1,0 +1,157 @@
+"""Gradient values on the tape: dense arrays, and row-sparse tables fed by a row gather.
+
+A row gather's VJP touches only the rows its indices select, so its table gradient is stored as
+sorted unique ``rows`` plus one summed vector per row. Dense and row-sparse gradients combine by
+the rules in :func:`add_gradients`; the dense view is materialized only on demand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from llm_from_scratch.tensor.storage import FloatArray, Shape, read_only
+
+IndexArray: TypeAlias = npt.NDArray[np.intp]
+
+
+@dataclass(frozen=True, slots=True)
+class RowSparseGradient:
+    """A ``[V, d]`` gradient that is zero outside a few rows.
+
+    Attributes:
+        rows: sorted unique row indices, read-only, shape ``[k]``.
+        values: the gradient of each listed row, read-only, shape ``[k, d]``.
+        shape: the dense shape ``(V, d)``.
+
+    Example:
+        >>> import numpy as np
+        >>> g = RowSparseGradient.from_scatter(
+        ...     np.array([2, 1, 2]), np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]]), (4, 2))
+        >>> g.rows.tolist(), g.values.tolist()
+        ([1, 2], [[0.0, 2.0], [4.0, 4.0]])
+        >>> g.to_dense().tolist()
+        [[0.0, 0.0], [0.0, 2.0], [4.0, 4.0], [0.0, 0.0]]
+    """
+
+    rows: IndexArray
+    values: FloatArray
+    shape: Shape
+
+    @classmethod
+    def empty(cls, shape: Shape, dtype: np.dtype[Any]) -> RowSparseGradient:
+        """The all-zero gradient of a ``shape`` table, holding no rows."""
+        rows = np.empty(0, dtype=np.intp)
+        values = np.empty((0, shape[1]), dtype=dtype)
+        return cls(read_only(rows), read_only(values), shape)
+
+    @classmethod
+    def from_scatter(
+        cls, indices: IndexArray, upstream: FloatArray, shape: Shape
+    ) -> RowSparseGradient:
+        """Sum upstream rows that share an index, in flat position order.
+
+        Each row's sum starts from ``0.0`` and adds its positions left to right, so the
+        result is bit-identical to the plain loop ``g[indices[p]] += upstream[p]``.
+
+        Shape:
+            ``indices``: ``[N]``; ``upstream``: ``[N, d]``; ``shape``: ``(V, d)``.
+        """
+        if indices.size == 0:
+            return cls.empty(shape, upstream.dtype)
+        order = np.argsort(indices, kind="stable")
+        sorted_indices = indices[order]
+        starts = _run_starts(sorted_indices)
+        values = np.add.reduceat(upstream[order], starts, axis=0)
+        values += 0.0  # a row's sum starts from +0.0, like the loop: -0.0 becomes +0.0
+        return cls(read_only(sorted_indices[starts]), read_only(values), shape)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The dtype of :attr:`values`."""
+        return self.values.dtype
+
+    def to_dense(self) -> FloatArray:
+        """Materialize the ``[V, d]`` array; rows not listed are exactly zero."""
+        dense = np.zeros(self.shape, dtype=self.values.dtype)
+        dense[self.rows] = self.values
+        return dense
+
+    def merged_with(self, later: RowSparseGradient) -> RowSparseGradient:
+        """``self + later`` row by row (``self`` first), keeping rows sorted and unique."""
+        if later.rows.size == 0:
+            return self
+        if self.rows.size == 0:
+            return later
+        rows = np.concatenate([self.rows, later.rows])
+        order = np.argsort(rows, kind="stable")
+        sorted_rows = rows[order]
+        starts = _run_starts(sorted_rows)
+        stacked = np.concatenate([self.values, later.values])[order]
+        values = np.add.reduceat(stacked, starts, axis=0)
+        return RowSparseGradient(read_only(sorted_rows[starts]), read_only(values), self.shape)
+
+    def added_to_dense(self, dense: FloatArray) -> FloatArray:
+        """A new dense array ``dense + self`` (``dense`` first); ``dense`` is not changed."""
+        result = np.array(dense, copy=True)
+        result[self.rows] += self.values
+        return result
+
+    def dense_plus_self(self, dense: FloatArray) -> FloatArray:
+        """A new dense array ``self + dense`` (``self`` first); ``dense`` is not changed."""
+        result = np.array(dense, copy=True)
+        result[self.rows] = self.values + dense[self.rows]
+        return result
+
+
+Gradient: TypeAlias = FloatArray | RowSparseGradient
+
+
+def _run_starts(sorted_values: IndexArray) -> IndexArray:
+    changes = np.flatnonzero(sorted_values[1:] != sorted_values[:-1]) + 1
+    return np.concatenate([np.zeros(1, dtype=np.intp), changes.astype(np.intp)])
+
+
+def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:
+    """``earlier + later`` without changing either; row-sparse stays row-sparse when both are."""
+    if isinstance(earlier, RowSparseGradient):
+        if isinstance(later, RowSparseGradient):
+            return earlier.merged_with(later)
+        return earlier.dense_plus_self(later)
+    if isinstance(later, RowSparseGradient):
+        return later.added_to_dense(earlier)
+    return np.add(earlier, later)
+
+
+def as_dense(gradient: Gradient) -> FloatArray:
+    """The dense array of ``gradient`` (row-sparse gradients are materialized)."""
+    return gradient.to_dense() if isinstance(gradient, RowSparseGradient) else gradient
+
+
+def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
+    """The dense flat index and value of the first NaN or infinity, or None if all are finite."""
+    if isinstance(gradient, RowSparseGradient):
+        found = _first_non_finite_flat(gradient.values)
+        if found is None:
+            return None
+        position, value = found
+        width = gradient.shape[1]
+        row = int(gradient.rows[position // width])
+        return row * width + position % width, value
+    return _first_non_finite_flat(gradient)
+
+
+def _first_non_finite_flat(array: FloatArray) -> tuple[int, float] | None:
+    # A finite sum proves every term finite in one pass without a mask; only a non-finite
+    # sum (a NaN, an infinity, or an overflow of finite terms) pays for the exact search.
+    if array.size == 0 or bool(np.isfinite(np.sum(array))):
+        return None
+    flat = array.reshape(-1)
+    bad = np.flatnonzero(~np.isfinite(flat))
+    if bad.size == 0:
+        return None
+    position = int(bad[0])
+    return position, float(flat[position])

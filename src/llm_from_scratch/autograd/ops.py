@@ -1,0 +1,138 @@
+"""Differentiable element-wise and shape operations, each forward next to its VJP.
+
+These are the operations a scalar loss on top of an embedding output needs: ``add``, ``mul``,
+``sum`` and ``reshape``. Operands have one shape and one dtype (there is no broadcasting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_from_scratch.autograd.errors import (
+    InvalidShapeError,
+    OperandDtypeMismatchError,
+    OperandShapeMismatchError,
+    OutputAllocationError,
+    ReshapeCountMismatchError,
+)
+from llm_from_scratch.autograd.gradient import Gradient
+from llm_from_scratch.autograd.tape import Node, check_operands, record
+from llm_from_scratch.tensor.storage import (
+    FloatArray,
+    Shape,
+    TensorError,
+    checked_row_major_layout,
+    checked_shape,
+)
+
+
+def _computed(operation: str, elements: int, compute: Callable[[], FloatArray]) -> FloatArray:
+    try:
+        return compute()
+    except MemoryError as error:
+        raise OutputAllocationError(operation, elements) from error
+
+
+def _check_pair(operation: str, left: Node, right: Node) -> None:
+    if left.array.shape != right.array.shape:
+        raise OperandShapeMismatchError(operation, left.array.shape, right.array.shape)
+    if left.array.dtype != right.array.dtype:
+        raise OperandDtypeMismatchError(
+            operation, str(left.array.dtype), str(right.array.dtype)
+        )
+    check_operands(operation, (("left", left), ("right", right)))
+
+
+# add ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class AddSaved:
+    """``add`` needs no facts: its VJP passes the upstream gradient to both operands."""
+
+
+def add_forward(left: Node, right: Node) -> Node:
+    """``left + right``. Shape: both ``[*]``, output ``[*]``."""
+    _check_pair("add", left, right)
+    value = _computed("add", left.array.size, lambda: np.add(left.array, right.array))
+    return record("add", (("left", left), ("right", right)), value, AddSaved(), add_vjp)
+
+
+def add_vjp(saved: AddSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """Both operands receive ``upstream`` unchanged."""
+    return upstream, upstream
+
+
+# mul ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class MulSaved:
+    """The two operand values (read-only; a later in-place change is caught by revisions)."""
+
+    left: FloatArray
+    right: FloatArray
+
+
+def mul_forward(left: Node, right: Node) -> Node:
+    """``left * right`` element-wise. Shape: both ``[*]``, output ``[*]``."""
+    _check_pair("mul", left, right)
+    value = _computed("mul", left.array.size, lambda: np.multiply(left.array, right.array))
+    saved = MulSaved(left.array, right.array)
+    return record("mul", (("left", left), ("right", right)), value, saved, mul_vjp)
+
+
+def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """``(upstream * right, upstream * left)``."""
+    return np.multiply(upstream, saved.right), np.multiply(upstream, saved.left)
+
+
+# sum ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SumSaved:
+    """The summed input's shape."""
+
+    input_shape: Shape
+
+
+def sum_forward(source: Node) -> Node:
+    """The sum of every element. Shape: input ``[*]``, output ``[]`` (a scalar)."""
+    check_operands("sum", (("input", source),))
+    value = np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
+    return record("sum", (("input", source),), value, SumSaved(source.array.shape), sum_vjp)
+
+
+def sum_vjp(saved: SumSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """Every input element receives the scalar upstream gradient."""
+    return (np.full(saved.input_shape, upstream.reshape(()), dtype=upstream.dtype),)
+
+
+# reshape -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ReshapeSaved:
+    """The input's shape, to reshape the gradient back."""
+
+    input_shape: Shape
+
+
+def reshape_forward(source: Node, shape: object) -> Node:
+    """The same values in row-major order under ``shape`` (same element count)."""
+    try:
+        target = checked_shape(shape)
+        _, count = checked_row_major_layout(target)
+    except TensorError as error:
+        raise InvalidShapeError("reshape target shape", error) from error
+    if count != source.array.size:
+        raise ReshapeCountMismatchError(source.array.shape, target, source.array.size, count)
+    check_operands("reshape", (("input", source),))
+    value = source.array.reshape(target)
+    saved = ReshapeSaved(source.array.shape)
+    return record("reshape", (("input", source),), value, saved, reshape_vjp)
+
+
+def reshape_vjp(saved: ReshapeSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """The upstream gradient under the input's shape."""
+    return (upstream.reshape(saved.input_shape),)

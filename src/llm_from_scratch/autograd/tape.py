@@ -1,0 +1,277 @@
+"""The tape: nodes, operation records, ``no_grad()``, graph release and the backward pass.
+
+A node is a parameter leaf (it stores a gradient), a constant leaf, or an operation result that
+records its operation: the parents, each parent's value revision at recording time, a small
+frozen record of the facts its VJP needs, and the VJP itself (which sits next to its forward in
+:mod:`~llm_from_scratch.autograd.ops` or :mod:`~llm_from_scratch.autograd.gather`).
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+import numpy as np
+
+from llm_from_scratch.autograd.errors import (
+    GraphReleasedError,
+    NonFiniteGradientError,
+    NotRecordedError,
+    ReleasedOperandError,
+    StaleValueError,
+)
+from llm_from_scratch.autograd.gradient import (
+    Gradient,
+    RowSparseGradient,
+    add_gradients,
+    as_dense,
+    first_non_finite,
+)
+from llm_from_scratch.tensor.storage import FloatArray
+
+NodeKind: TypeAlias = Literal["parameter", "constant", "operation"]
+Vjp: TypeAlias = Callable[[Any, FloatArray], Sequence[Gradient | None]]
+
+
+class GraphRetention(enum.Enum):
+    """What a backward pass does with the recorded operations it walked."""
+
+    RETAIN = "retain"
+    """Keep every saved fact so that another backward can run (gradients add up again)."""
+    RELEASE = "release"
+    """Free every non-leaf node's saved facts after a successful pass."""
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """What an operation result recorded: enough to run its VJP, nothing more."""
+
+    name: str
+    operand_names: tuple[str, ...]
+    parents: tuple[Node, ...]
+    parent_revisions: tuple[int, ...]
+    saved: object
+    vjp: Vjp
+
+
+class Node:
+    """One value on the tape. Package-private: users hold a ``TensorValue``."""
+
+    __slots__ = ("array", "clean_epoch", "gradient", "kind", "operation", "released_name",
+                 "revision")
+
+    def __init__(self, array: FloatArray, kind: NodeKind, operation: Operation | None) -> None:
+        array.flags.writeable = False
+        self.array = array
+        self.kind: NodeKind = kind
+        self.operation = operation
+        self.released_name: str | None = None
+        self.revision = 0
+        self.clean_epoch = _release_state.epoch
+        self.gradient: Gradient | None = (
+            RowSparseGradient.empty(_table_shape(array), array.dtype)
+            if kind == "parameter" and array.ndim == 2
+            else np.zeros(array.shape, dtype=array.dtype) if kind == "parameter" else None
+        )
+
+    @property
+    def requires_grad(self) -> bool:
+        return self.kind != "constant"
+
+    def release(self) -> None:
+        if self.operation is not None:
+            self.released_name = self.operation.name
+            self.operation = None
+
+
+def _table_shape(array: FloatArray) -> tuple[int, int]:
+    return int(array.shape[0]), int(array.shape[1])
+
+
+class _ReleaseState:
+    """Counts release passes so that clean nodes need not be walked again."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+
+
+_release_state = _ReleaseState()
+_recording = threading.local()
+
+
+def is_recording() -> bool:
+    """False inside ``no_grad()``."""
+    return bool(getattr(_recording, "enabled", True))
+
+
+@contextmanager
+def no_grad() -> Iterator[None]:
+    """Switch recording off: operations inside build untracked constant values.
+
+    Example:
+        >>> from llm_from_scratch.autograd import TensorValue
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
+        >>> with no_grad():
+        ...     y = w.mul(w)
+        >>> y.kind
+        'constant'
+    """
+    previous = is_recording()
+    _recording.enabled = False
+    try:
+        yield
+    finally:
+        _recording.enabled = previous
+
+
+def check_operands(operation: str, operands: Sequence[tuple[str, Node]]) -> None:
+    """Raise ``ReleasedOperandError`` if an operand reaches a released tape (while recording)."""
+    if not is_recording():
+        return
+    for operand_name, node in operands:
+        if _reaches_released(node):
+            raise ReleasedOperandError(operation, operand_name)
+
+
+def record(
+    operation: str,
+    operands: Sequence[tuple[str, Node]],
+    value: FloatArray,
+    saved: object,
+    vjp: Vjp,
+) -> Node:
+    """Wrap a forward ``value``: an operation node, or a constant when nothing needs a gradient."""
+    if not is_recording() or not any(node.requires_grad for _, node in operands):
+        return Node(value, "constant", None)
+    parents = tuple(node for _, node in operands)
+    return Node(
+        value,
+        "operation",
+        Operation(
+            name=operation,
+            operand_names=tuple(name for name, _ in operands),
+            parents=parents,
+            parent_revisions=tuple(parent.revision for parent in parents),
+            saved=saved,
+            vjp=vjp,
+        ),
+    )
+
+
+def _reaches_released(start: Node) -> bool:
+    epoch = _release_state.epoch
+    stack, walked, seen = [start], [], set()
+    while stack:
+        node = stack.pop()
+        if node.released_name is not None:
+            return True
+        if node.clean_epoch == epoch or id(node) in seen:
+            continue
+        seen.add(id(node))
+        walked.append(node)
+        if node.operation is not None:
+            stack.extend(node.operation.parents)
+    for node in walked:  # nothing below them is released as of this epoch: skip them next time
+        node.clean_epoch = epoch
+    return False
+
+
+def backward(root: Node, seed: FloatArray, retention: GraphRetention) -> None:
+    """Propagate ``seed`` from ``root`` and add each parameter's pass gradient to its store.
+
+    Transactional: every check runs and every new gradient is computed before any is stored.
+    ``seed`` has been validated (shape, dtype, finiteness) by the caller.
+    """
+    if not root.requires_grad:
+        raise NotRecordedError()
+    order = _topological_order(root)
+    _check_revisions(order)
+    pass_gradients = _propagate(root, seed, order)
+    updates = _accumulated(pass_gradients)
+    for node, gradient in updates:
+        node.gradient = gradient
+    if retention is GraphRetention.RELEASE:
+        for node in order:
+            node.release()
+        _release_state.epoch += 1
+
+
+def _topological_order(root: Node) -> list[Node]:
+    """Operation nodes reachable from ``root``, every node before its parents."""
+    order: list[Node] = []
+    visited: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if node.released_name is not None:
+            raise GraphReleasedError(node.released_name)
+        if node.operation is None:
+            continue
+        stack.append((node, True))
+        stack.extend((parent, False) for parent in node.operation.parents)
+    order.reverse()
+    return order
+
+
+def _check_revisions(order: Sequence[Node]) -> None:
+    for node in order:
+        operation = node.operation
+        assert operation is not None  # only operation nodes are ordered
+        for name, parent, recorded in zip(
+            operation.operand_names, operation.parents, operation.parent_revisions, strict=True
+        ):
+            if parent.revision != recorded:
+                raise StaleValueError(operation.name, name, recorded, parent.revision)
+
+
+def _propagate(
+    root: Node, seed: FloatArray, order: Sequence[Node]
+) -> dict[int, tuple[Node, Gradient]]:
+    pending: dict[int, tuple[Node, Gradient]] = {id(root): (root, seed)}
+    for node in order:
+        operation = node.operation
+        assert operation is not None
+        entry = pending.pop(id(node), None)
+        if entry is None:
+            continue
+        upstream = as_dense(entry[1])
+        for parent, gradient in zip(
+            operation.parents, operation.vjp(operation.saved, upstream), strict=True
+        ):
+            if gradient is None or not parent.requires_grad:
+                continue
+            _raise_if_non_finite(operation.name, gradient)
+            earlier = pending.get(id(parent))
+            total = gradient if earlier is None else add_gradients(earlier[1], gradient)
+            pending[id(parent)] = (parent, total)
+    return pending
+
+
+def _accumulated(
+    pass_gradients: dict[int, tuple[Node, Gradient]],
+) -> list[tuple[Node, Gradient]]:
+    updates = []
+    for node, gradient in pass_gradients.values():
+        if node.kind != "parameter" or node.gradient is None:
+            continue
+        total = add_gradients(node.gradient, gradient)
+        _raise_if_non_finite("accumulated parameter", total)
+        updates.append((node, total))
+    return updates
+
+
+def _raise_if_non_finite(operation: str, gradient: Gradient) -> None:
+    found = first_non_finite(gradient)
+    if found is not None:
+        raise NonFiniteGradientError(operation, found[0], found[1])

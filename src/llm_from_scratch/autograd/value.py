@@ -1,0 +1,255 @@
+"""``TensorValue``: the public handle of a value on the tape."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from llm_from_scratch.autograd.errors import (
+    NonFiniteSeedError,
+    NotAParameterError,
+    NotScalarOutputError,
+    OperandTypeError,
+    SeedShapeMismatchError,
+    SeedTypeError,
+)
+from llm_from_scratch.autograd.gather import _RowGatherPlan, gather_rows_forward
+from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
+from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
+from llm_from_scratch.autograd.tape import GraphRetention, Node, backward
+from llm_from_scratch.tensor.storage import FloatArray, Shape, Tensor, read_only
+
+
+class TensorValue:
+    """A tensor on the tape: a parameter leaf, a constant leaf, or an operation result.
+
+    Build leaves with :meth:`parameter` and :meth:`constant`; operations (:meth:`add`,
+    :meth:`mul`, :meth:`sum`, :meth:`reshape`, :meth:`gather_rows`) build results that record
+    what their VJP needs.
+
+    Example:
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> table = TensorValue.parameter(Tensor((4, 2), [10, 11, 20, 21, 30, 31, 40, 41]))
+        >>> rows = table.gather_rows([2, 1, 2], (1, 3))
+        >>> rows.shape
+        (1, 3, 2)
+        >>> rows.sum().backward()
+        >>> table.gradient_snapshot().numpy().tolist()
+        [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [0.0, 0.0]]
+    """
+
+    __slots__ = ("_node",)
+    _node: Node
+
+    def __init__(self) -> None:
+        raise TypeError("build a TensorValue with TensorValue.parameter or TensorValue.constant")
+
+    @classmethod
+    def _wrap(cls, node: Node) -> TensorValue:
+        value = object.__new__(cls)
+        object.__setattr__(value, "_node", node)
+        return value
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"TensorValue fields cannot be replaced; cannot set {name!r}")
+
+    @classmethod
+    def parameter(cls, tensor: Tensor) -> TensorValue:
+        """A trainable leaf holding a copy of ``tensor``'s values; its gradient starts at zero."""
+        return cls._wrap(Node(_leaf_array(tensor), "parameter", None))
+
+    @classmethod
+    def _parameter_from_owned(cls, array: FloatArray) -> TensorValue:
+        """A parameter that takes ownership of ``array`` (package-private: no copy)."""
+        return cls._wrap(Node(array, "parameter", None))
+
+    @classmethod
+    def constant(cls, tensor: Tensor) -> TensorValue:
+        """A leaf that receives no gradient."""
+        return cls._wrap(Node(_leaf_array(tensor), "constant", None))
+
+    # Reading ---------------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> Literal["parameter", "constant", "operation"]:
+        """``"parameter"``, ``"constant"`` or ``"operation"``."""
+        return self._node.kind
+
+    @property
+    def shape(self) -> Shape:
+        """The value's extents."""
+        return tuple(int(extent) for extent in self._node.array.shape)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """``float64`` or ``float32``."""
+        return self._node.array.dtype
+
+    @property
+    def value(self) -> Tensor:
+        """The forward values (read-only; an optimizer step on a parameter shows through)."""
+        return Tensor._adopt(self._node.array)
+
+    def value_snapshot(self) -> Tensor:
+        """An independent copy of the forward values."""
+        return Tensor._adopt(np.array(self._node.array, copy=True))
+
+    def numpy(self) -> FloatArray:
+        """The forward values as a read-only NumPy array."""
+        return read_only(self._node.array)
+
+    @property
+    def gradient(self) -> Tensor | None:
+        """The accumulated dense gradient of a parameter (None for any other value)."""
+        stored = self._node.gradient
+        return None if stored is None else Tensor._adopt(as_dense(stored))
+
+    def gradient_snapshot(self) -> Tensor | None:
+        """An independent copy of :attr:`gradient`."""
+        stored = self._node.gradient
+        if stored is None:
+            return None
+        return Tensor._adopt(np.array(as_dense(stored), copy=True))
+
+    @property
+    def sparse_gradient(self) -> RowSparseGradient | None:
+        """The stored gradient in row-sparse form, or None when it is stored dense.
+
+        A rank-two parameter fed only by row gathers keeps its gradient row-sparse; a dense
+        operation on it turns the store dense.
+        """
+        stored = self._node.gradient
+        return stored if isinstance(stored, RowSparseGradient) else None
+
+    @property
+    def value_revision(self) -> int:
+        """How many times the values changed in place (by an optimizer step)."""
+        return self._node.revision
+
+    def is_same_node(self, other: TensorValue) -> bool:
+        """True when ``other`` is this very node (identity, not equal values)."""
+        return self._node is other._node
+
+    # Operations -------------------------------------------------------------------------------
+
+    def add(self, other: TensorValue | Tensor) -> TensorValue:
+        """Element-wise sum; ``other`` has the same shape and dtype."""
+        return TensorValue._wrap(add_forward(self._node, _operand_node("add", other)))
+
+    def mul(self, other: TensorValue | Tensor) -> TensorValue:
+        """Element-wise product; ``other`` has the same shape and dtype."""
+        return TensorValue._wrap(mul_forward(self._node, _operand_node("mul", other)))
+
+    def sum(self) -> TensorValue:
+        """The scalar sum of every element."""
+        return TensorValue._wrap(sum_forward(self._node))
+
+    def reshape(self, shape: Shape) -> TensorValue:
+        """The same values under another shape with the same element count."""
+        return TensorValue._wrap(reshape_forward(self._node, shape))
+
+    def __add__(self, other: TensorValue | Tensor) -> TensorValue:
+        return self.add(other)
+
+    def __mul__(self, other: TensorValue | Tensor) -> TensorValue:
+        return self.mul(other)
+
+    def gather_rows(self, indices: object, index_shape: Shape) -> TensorValue:
+        """Select table rows: ``output[p, :] = table[indices[p], :]``.
+
+        Args:
+            indices: flat IDs in row-major order (a sequence of ints or a 1-D integer array).
+            index_shape: the shape the IDs form.
+
+        Shape:
+            table (``self``): ``[V, d]``; ``indices``: ``[prod(index_shape)]``;
+            output: ``index_shape + (d,)``.
+
+        Raises:
+            GatherTableRankError: the table is not rank two (checked first).
+            InvalidShapeError: the index shape's layout is invalid.
+            IndexContainerError: ``indices`` is not a flat sequence or 1-D array.
+            GatherIndexCountError: the index count differs from the shape's element count.
+            GatherIndexTypeError, GatherIndexOutOfBoundsError: the first bad index in flat
+                order.
+            ReleasedOperandError, OutputAllocationError: from the tape.
+        """
+        plan = _RowGatherPlan._checked(self.shape, indices, index_shape)
+        return TensorValue._wrap(gather_rows_forward(self._node, plan))
+
+    # Reverse mode -----------------------------------------------------------------------------
+
+    def backward_with_seed(
+        self,
+        seed: Tensor | npt.NDArray[Any],
+        retention: GraphRetention = GraphRetention.RETAIN,
+    ) -> None:
+        """Run reverse mode from this value and add each parameter's gradient to its store.
+
+        Args:
+            seed: the gradient of the loss with respect to this value; the same shape. A
+                seed of another float dtype is converted to this value's dtype.
+            retention: keep the recorded operations (``RETAIN``) or free them (``RELEASE``).
+
+        Raises:
+            SeedTypeError, SeedShapeMismatchError, NonFiniteSeedError: a bad seed.
+            GraphReleasedError: the pass reaches a released operation.
+            StaleValueError: a parameter changed in place after an operation recorded it.
+            NonFiniteGradientError: a VJP or an accumulated gradient is not finite; no stored
+                gradient changed.
+            NotRecordedError: this value is a constant.
+        """
+        backward(self._node, self._checked_seed(seed), retention)
+
+    def backward(self) -> None:
+        """``backward_with_seed(1.0)`` with ``RETAIN``, for a scalar output."""
+        if self._node.array.ndim != 0:
+            raise NotScalarOutputError(self.shape)
+        self.backward_with_seed(np.ones((), dtype=self.dtype), GraphRetention.RETAIN)
+
+    def zero_grad(self) -> None:
+        """Reset a parameter's gradient to zeros."""
+        node = self._node
+        if node.kind != "parameter":
+            raise NotAParameterError("zero_grad", node.kind)
+        array = node.array
+        node.gradient = (
+            RowSparseGradient.empty((int(array.shape[0]), int(array.shape[1])), array.dtype)
+            if array.ndim == 2
+            else np.zeros(array.shape, dtype=array.dtype)
+        )
+
+    def _checked_seed(self, seed: object) -> FloatArray:
+        if isinstance(seed, Tensor):
+            array = seed.numpy()
+        elif isinstance(seed, np.ndarray) and seed.dtype.kind in "biuf":
+            array = seed
+        else:
+            raise SeedTypeError(seed)
+        if array.shape != self._node.array.shape:
+            raise SeedShapeMismatchError(self.shape, tuple(int(n) for n in array.shape))
+        converted = np.array(array, dtype=self.dtype, copy=True)
+        found = first_non_finite(converted)
+        if found is not None:
+            raise NonFiniteSeedError(found[0], found[1])
+        converted.flags.writeable = False
+        return converted
+
+    def __repr__(self) -> str:
+        return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype})"
+
+
+def _leaf_array(tensor: Tensor) -> FloatArray:
+    if not isinstance(tensor, Tensor):
+        raise OperandTypeError("a leaf", tensor)
+    return np.array(tensor.numpy(), copy=True)
+
+
+def _operand_node(operation: str, other: object) -> Node:
+    if isinstance(other, TensorValue):
+        return other._node
+    if isinstance(other, Tensor):
+        return Node(_leaf_array(other), "constant", None)
+    raise OperandTypeError(operation, other)

@@ -1,0 +1,31 @@
+"""Float tensors with checked row-major layouts (course chapter 8)."""
+
+from llm_from_scratch.tensor.storage import (
+    INDEX_LIMIT,
+    DataLengthMismatchError,
+    NegativeExtentError,
+    NonIntegerExtentError,
+    Shape,
+    ShapeOverflowError,
+    ShapeTypeError,
+    Tensor,
+    TensorAllocationError,
+    TensorError,
+    TensorValueTypeError,
+    checked_row_major_layout,
+)
+
+__all__ = [
+    "INDEX_LIMIT",
+    "DataLengthMismatchError",
+    "NegativeExtentError",
+    "NonIntegerExtentError",
+    "Shape",
+    "ShapeOverflowError",
+    "ShapeTypeError",
+    "Tensor",
+    "TensorAllocationError",
+    "TensorError",
+    "TensorValueTypeError",
+    "checked_row_major_layout",
+]

@@ -1,0 +1,293 @@
+"""Contiguous row-major float storage (course chapter 8).
+
+A shape is a tuple of non-negative ints; ``()`` is a scalar with one element and any zero extent
+gives zero elements. :func:`checked_row_major_layout` is the one place that turns a shape into
+strides and an element count.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+Shape: TypeAlias = tuple[int, ...]
+FloatArray: TypeAlias = npt.NDArray[np.floating[Any]]
+
+INDEX_LIMIT: Final = 2**63 - 1
+"""The largest element count or stride a signed 64-bit index can address."""
+
+SUPPORTED_DTYPES: Final = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+class TensorError(Exception):
+    """Base class of every error raised by :mod:`llm_from_scratch.tensor`."""
+
+
+class ShapeOverflowError(TensorError, ValueError):
+    """A shape whose suffix products or element count do not fit a signed 64-bit index."""
+
+    def __init__(self, shape: Shape) -> None:
+        self.shape = shape
+        super().__init__("shape does not fit a row-major usize layout")
+
+
+class NegativeExtentError(TensorError, ValueError):
+    """A shape with a negative extent."""
+
+    def __init__(self, axis: int, extent: int) -> None:
+        self.axis = axis
+        self.extent = extent
+        super().__init__(f"shape extent {extent} at axis {axis} is negative")
+
+
+class NonIntegerExtentError(TensorError, TypeError):
+    """A shape extent that is not an integer (``bool`` is not an integer here)."""
+
+    def __init__(self, axis: int, extent: object) -> None:
+        self.axis = axis
+        self.extent = extent
+        super().__init__(
+            f"shape extent at axis {axis} must be an integer, got {type(extent).__name__} "
+            f"{extent!r}"
+        )
+
+
+class ShapeTypeError(TensorError, TypeError):
+    """A shape that is not a sequence of extents."""
+
+    def __init__(self, shape: object) -> None:
+        self.shape = shape
+        super().__init__(f"a shape must be a sequence of integers, got {type(shape).__name__}")
+
+
+class DataLengthMismatchError(TensorError, ValueError):
+    """Flat values whose count differs from the shape's element count."""
+
+    def __init__(self, expected: int, actual: int) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"shape needs {expected} values, but data has {actual}")
+
+
+class TensorValueTypeError(TensorError, TypeError):
+    """Flat values that are not real numbers, or a dtype other than float32/float64."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"tensor values must be real numbers: {detail}")
+
+
+class TensorAllocationError(TensorError, MemoryError):
+    """The storage for a valid shape could not be allocated."""
+
+    def __init__(self, elements: int) -> None:
+        self.elements = elements
+        super().__init__(f"could not allocate {elements} tensor values")
+
+
+def checked_shape(shape: object) -> Shape:
+    """Return ``shape`` as a tuple of Python ints, rejecting non-integer or negative extents.
+
+    Raises:
+        ShapeTypeError: ``shape`` is not a sequence.
+        NonIntegerExtentError: an extent is not an integer (``bool`` counts as non-integer).
+        NegativeExtentError: an extent is negative.
+    """
+    if isinstance(shape, str | bytes) or not isinstance(shape, Iterable):
+        raise ShapeTypeError(shape)
+    extents: list[int] = []
+    for axis, extent in enumerate(shape):
+        if isinstance(extent, bool | np.bool_) or not isinstance(extent, numbers.Integral):
+            raise NonIntegerExtentError(axis, extent)
+        value = operator.index(extent)
+        if value < 0:
+            raise NegativeExtentError(axis, value)
+        extents.append(value)
+    return tuple(extents)
+
+
+def checked_row_major_layout(shape: object) -> tuple[Shape, int]:
+    """Turn a shape into row-major strides (in elements) and an element count.
+
+    This never allocates. The element count of ``()`` is one; any zero extent gives zero.
+
+    Args:
+        shape: a sequence of non-negative integer extents.
+
+    Returns:
+        ``(strides, element_count)``.
+
+    Raises:
+        ShapeTypeError, NonIntegerExtentError, NegativeExtentError: as :func:`checked_shape`.
+        ShapeOverflowError: a suffix product or the count exceeds ``2**63 - 1``.
+
+    Example:
+        >>> checked_row_major_layout((2, 3, 4))
+        ((12, 4, 1), 24)
+        >>> checked_row_major_layout(())
+        ((), 1)
+    """
+    extents = checked_shape(shape)
+    strides = [0] * len(extents)
+    running = 1
+    for axis in range(len(extents) - 1, -1, -1):
+        strides[axis] = running
+        running *= extents[axis]
+        if running > INDEX_LIMIT:
+            raise ShapeOverflowError(extents)
+    return tuple(strides), running
+
+
+def checked_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
+    """Return ``dtype`` as a NumPy dtype if it is float64 or float32.
+
+    Raises:
+        TensorValueTypeError: any other dtype.
+    """
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError as error:
+        raise TensorValueTypeError(f"unsupported dtype {dtype!r}") from error
+    if resolved not in SUPPORTED_DTYPES:
+        raise TensorValueTypeError(f"dtype must be float64 or float32, got {resolved}")
+    return resolved
+
+
+def read_only(array: FloatArray) -> FloatArray:
+    """Return a read-only view of ``array`` (the array itself stays as it is)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+class Tensor:
+    """An immutable float tensor: a shape and its values in row-major order.
+
+    Args:
+        shape: the extents, e.g. ``(4, 2)``; ``()`` is a scalar.
+        values: a flat sequence of real numbers, or a NumPy array with that many elements
+            (read in row-major order). The values are always copied.
+        dtype: ``numpy.float64`` (the default) or ``numpy.float32``.
+
+    Shape:
+        ``values``: ``[prod(shape)]``; :meth:`numpy`: ``shape``.
+
+    Raises:
+        TensorError: a subclass for an invalid shape (checked first), a value count that
+            differs from the element count, values that are not real numbers, or a storage
+            that cannot be allocated.
+
+    Example:
+        >>> t = Tensor((2, 2), [1, 2, 3, 4])
+        >>> t.shape, t.numpy().tolist()
+        ((2, 2), [[1.0, 2.0], [3.0, 4.0]])
+        >>> Tensor((2, 2), [1, 2, 3])
+        Traceback (most recent call last):
+        ...
+        llm_from_scratch.tensor.storage.DataLengthMismatchError: shape needs 4 values, but data has 3
+    """
+
+    __slots__ = ("_array",)
+    _array: FloatArray
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        values: Sequence[float] | npt.ArrayLike,
+        dtype: npt.DTypeLike = np.float64,
+    ) -> None:
+        extents = checked_shape(shape)
+        _, count = checked_row_major_layout(extents)
+        resolved = checked_dtype(dtype)
+        flat = _flat_values(values, resolved)
+        if flat.size != count:
+            raise DataLengthMismatchError(count, int(flat.size))
+        array = np.array(flat, dtype=resolved, copy=True).reshape(extents)
+        array.flags.writeable = False
+        object.__setattr__(self, "_array", array)
+
+    @classmethod
+    def _adopt(cls, array: FloatArray) -> Tensor:
+        """Wrap ``array`` without copying; package-private, for arrays nobody else writes."""
+        tensor = object.__new__(cls)
+        object.__setattr__(tensor, "_array", read_only(array))
+        return tensor
+
+    @classmethod
+    def zeros(cls, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> Tensor:
+        """A tensor of zeros (the shape and dtype are checked like the constructor's)."""
+        extents = checked_shape(shape)
+        _, count = checked_row_major_layout(extents)
+        resolved = checked_dtype(dtype)
+        try:
+            array = np.zeros(extents, dtype=resolved)
+        except MemoryError as error:
+            raise TensorAllocationError(count) from error
+        return cls._adopt(array)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Tensor is immutable; cannot set {name!r}")
+
+    @property
+    def shape(self) -> Shape:
+        """The extents, a tuple of ints."""
+        return tuple(int(extent) for extent in self._array.shape)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """``float64`` or ``float32``."""
+        return self._array.dtype
+
+    @property
+    def element_count(self) -> int:
+        """The number of values (one for a scalar)."""
+        return int(self._array.size)
+
+    def numpy(self) -> FloatArray:
+        """The values as a read-only NumPy array of shape :attr:`shape` (no copy)."""
+        return read_only(self._array)
+
+    def tolist(self) -> Any:
+        """The values as nested Python lists (a float for a scalar)."""
+        return self._array.tolist()
+
+    def flat_values(self) -> list[float]:
+        """The values as one flat Python list in row-major order."""
+        return [float(value) for value in self._array.reshape(-1)]
+
+    def equals(self, other: Tensor) -> bool:
+        """True when ``other`` has the same shape, dtype and bit-for-bit equal values."""
+        return (
+            self.shape == other.shape
+            and self.dtype == other.dtype
+            and bool(np.array_equal(self._array, other._array))
+        )
+
+    def __repr__(self) -> str:
+        return f"Tensor(shape={self.shape}, dtype={self.dtype}, values={self.flat_values()})"
+
+
+def _flat_values(values: object, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    if isinstance(values, str | bytes):
+        raise TensorValueTypeError(f"got {type(values).__name__}")
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind not in "biuf":
+            raise TensorValueTypeError(f"array dtype {values.dtype} is not real")
+        return values.reshape(-1)
+    if not isinstance(values, Iterable):
+        raise TensorValueTypeError(f"got {type(values).__name__}, not a sequence")
+    flat = list(values)
+    for position, value in enumerate(flat):
+        if not isinstance(value, numbers.Real):
+            raise TensorValueTypeError(
+                f"value at flat position {position} is {type(value).__name__} {value!r}"
+            )
+    try:
+        return np.asarray(flat, dtype=dtype)
+    except (OverflowError, MemoryError) as error:
+        raise TensorValueTypeError(str(error)) from error
