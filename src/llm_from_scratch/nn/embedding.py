@@ -1,0 +1,368 @@
+"""The token embedding layer (course chapter 18).
+
+``Embedding`` owns one named ``[V, d]`` parameter. :meth:`Embedding.forward` is the public
+boundary: it checks the token shape, the ID count and every ID once, in that order, converts the
+IDs into an index buffer, and hands it to the package-private trusted row-gather plan. The
+kernel and VJP are the ones :meth:`TensorValue.gather_rows` uses.
+"""
+
+from __future__ import annotations
+
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd.gather import (
+    FlatIds,
+    IdContainerProblem,
+    _RowGatherPlan,
+    gather_rows_forward,
+)
+from llm_from_scratch.nn.init import (
+    InitializationError,
+    NamedParameter,
+    SplitMix64,
+    ZeroFanInError,
+    ZeroFanOutError,
+)
+from llm_from_scratch.tensor.storage import (
+    Shape,
+    TensorError,
+    checked_row_major_layout,
+    checked_shape,
+)
+
+
+class EmbeddingError(Exception):
+    """Base class of every error raised by :mod:`llm_from_scratch.nn.embedding`."""
+
+
+class TableRankError(EmbeddingError, ValueError):
+    """A table parameter that is not rank two."""
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+        super().__init__(f"embedding table must have rank two, got rank {rank}")
+
+
+class EmptyVocabularyError(EmbeddingError, ValueError):
+    """A table with no rows (``V == 0``)."""
+
+    def __init__(self) -> None:
+        self.vocabulary_size = 0
+        super().__init__("embedding vocabulary must contain at least one row")
+
+
+class ZeroEmbeddingWidthError(EmbeddingError, ValueError):
+    """A table with no columns (``d == 0``)."""
+
+    def __init__(self) -> None:
+        self.embedding_width = 0
+        super().__init__("embedding width must be greater than zero")
+
+
+class EmbeddingInitializationError(EmbeddingError, ValueError):
+    """``Embedding.new`` failed while initializing; ``__cause__`` is the InitializationError."""
+
+    def __init__(self, cause: InitializationError) -> None:
+        self.cause = cause
+        super().__init__(f"cannot initialize the embedding table: {cause}")
+
+
+class TokenShapeError(EmbeddingError, ValueError):
+    """A token shape whose checked layout failed; ``__cause__`` is the tensor error."""
+
+    def __init__(self, token_shape: object, cause: TensorError) -> None:
+        self.token_shape = token_shape
+        super().__init__(f"invalid token-ID shape: {cause}")
+
+
+class TokenIdContainerError(EmbeddingError, TypeError):
+    """Token IDs that are not a flat sequence / 1-D array (``forward``), or ragged lists."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"token IDs must be integers in a regular array: {detail}")
+
+
+class TokenCountMismatchError(EmbeddingError, ValueError):
+    """A flat ID count that differs from the token shape's element count."""
+
+    def __init__(self, expected: int, actual: int) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"token-ID shape needs {expected} IDs, but received {actual}")
+
+
+class TokenIdOutOfBoundsError(EmbeddingError, IndexError):
+    """The first ID, in flat order, outside ``[0, V)`` (negative IDs included)."""
+
+    def __init__(self, token_id: int, position: int, vocabulary_size: int) -> None:
+        self.id = token_id
+        self.position = position
+        self.vocabulary_size = vocabulary_size
+        super().__init__(
+            f"token ID {token_id} at flat position {position} is out of bounds for "
+            f"vocabulary size {vocabulary_size}"
+        )
+
+
+class TokenIdTypeError(EmbeddingError, TypeError):
+    """The first ID, in flat order, that is not an integer (bools and floats are not)."""
+
+    def __init__(self, value: object, position: int) -> None:
+        self.value = value
+        self.position = position
+        super().__init__(
+            f"token ID at flat position {position} must be an integer, got "
+            f"{type(value).__name__} {value!r}"
+        )
+
+
+class IndexAllocationError(EmbeddingError, MemoryError):
+    """The converted index buffer could not be allocated."""
+
+    def __init__(self, elements: int) -> None:
+        self.elements = elements
+        super().__init__(f"could not reserve {elements} converted embedding indices")
+
+
+class Embedding:
+    """A trainable ``[V, d]`` token table and its row lookup.
+
+    Build one with :meth:`new` (Xavier-uniform from a :class:`SplitMix64`) or
+    :meth:`from_parameter`. Calling the layer looks up rows: ``X[..., :] = E[z[...], :]``;
+    reverse mode adds the gradients of repeated IDs into one shared row.
+
+    Shape:
+        table: ``[V, d]``; ``token_ids``: ``[*]``; output: ``[*, d]``.
+
+    Example:
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> table = NamedParameter.from_tensor(
+        ...     "token_embedding.weight", Tensor((4, 2), [10, 11, 20, 21, 30, 31, 40, 41]))
+        >>> embedding = Embedding.from_parameter(table)
+        >>> x = embedding([[2, 1, 2]])
+        >>> x.shape, x.numpy().tolist()
+        ((1, 3, 2), [[[30.0, 31.0], [20.0, 21.0], [30.0, 31.0]]])
+        >>> seed = np.array([1, 0, 0, 2, 3, 4], dtype=float).reshape(1, 3, 2)
+        >>> x.backward_with_seed(seed)
+        >>> embedding.table.tensor.gradient.numpy().tolist()
+        [[0.0, 0.0], [0.0, 2.0], [4.0, 4.0], [0.0, 0.0]]
+        >>> embedding([1, 4, 9])
+        Traceback (most recent call last):
+        ...
+        llm_from_scratch.nn.embedding.TokenIdOutOfBoundsError: token ID 4 at flat position 1 is out of bounds for vocabulary size 4
+    """
+
+    __slots__ = ("_embedding_width", "_table", "_vocabulary_size")
+    _table: NamedParameter
+    _vocabulary_size: int
+    _embedding_width: int
+
+    def __init__(self) -> None:
+        raise TypeError("build an Embedding with Embedding.new or Embedding.from_parameter")
+
+    @classmethod
+    def _seal(cls, table: NamedParameter) -> Embedding:
+        rows, width = table.tensor.shape
+        layer = object.__new__(cls)
+        object.__setattr__(layer, "_table", table)
+        object.__setattr__(layer, "_vocabulary_size", rows)
+        object.__setattr__(layer, "_embedding_width", width)
+        return layer
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Embedding fields cannot be replaced; cannot set {name!r}")
+
+    # Construction -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_parameter(cls, table: NamedParameter) -> Embedding:
+        """Wrap an existing named parameter (the same leaf, not a copy).
+
+        Raises:
+            TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: in this order.
+        """
+        if not isinstance(table, NamedParameter):
+            raise TypeError(f"from_parameter needs a NamedParameter, got {type(table).__name__}")
+        shape = table.tensor.shape
+        if len(shape) != 2:
+            raise TableRankError(len(shape))
+        if shape[0] == 0:
+            raise EmptyVocabularyError()
+        if shape[1] == 0:
+            raise ZeroEmbeddingWidthError()
+        return cls._seal(table)
+
+    @classmethod
+    def new(
+        cls,
+        name: str,
+        vocabulary_size: int,
+        embedding_width: int,
+        rng: SplitMix64,
+        dtype: npt.DTypeLike = np.float64,
+    ) -> Embedding:
+        """A Xavier-uniform ``[vocabulary_size, embedding_width]`` table named ``name``.
+
+        The name is checked first; ``rng`` advances only if the whole construction succeeds.
+
+        Raises:
+            EmbeddingInitializationError: a bad name, fan or dtype, or no memory
+                (``__cause__`` is the InitializationError).
+            EmptyVocabularyError: ``vocabulary_size == 0``.
+            ZeroEmbeddingWidthError: ``embedding_width == 0``.
+
+        Example:
+            >>> a = Embedding.new("token_embedding.weight", 4, 2, SplitMix64.from_seed(18))
+            >>> b = Embedding.new("token_embedding.weight", 4, 2, SplitMix64.from_seed(18))
+            >>> a.table.tensor.value.equals(b.table.tensor.value)
+            True
+            >>> a.table.tensor.is_same_node(b.table.tensor)
+            False
+        """
+        try:
+            table = NamedParameter.xavier_uniform(
+                name, vocabulary_size, embedding_width, rng, dtype
+            )
+        except ZeroFanInError as error:
+            raise EmptyVocabularyError() from error
+        except ZeroFanOutError as error:
+            raise ZeroEmbeddingWidthError() from error
+        except InitializationError as error:
+            raise EmbeddingInitializationError(error) from error
+        return cls._seal(table)
+
+    def clone(self) -> Embedding:
+        """A new layer object holding the same parameter leaf."""
+        return Embedding._seal(self._table)
+
+    def __copy__(self) -> Embedding:
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Embedding:
+        leaf = TensorValue.parameter(self._table.tensor.value_snapshot())
+        return Embedding._seal(NamedParameter.from_value(self._table.name, leaf))
+
+    # Reading ------------------------------------------------------------------------------------
+
+    @property
+    def table(self) -> NamedParameter:
+        """The named ``[V, d]`` parameter (its ``tensor`` is the leaf)."""
+        return self._table
+
+    @property
+    def vocabulary_size(self) -> int:
+        """``V``, the number of rows."""
+        return self._vocabulary_size
+
+    @property
+    def embedding_width(self) -> int:
+        """``d``, the features per row."""
+        return self._embedding_width
+
+    def parameters(self) -> tuple[NamedParameter]:
+        """The layer's parameters: a one-element tuple holding :attr:`table`."""
+        return (self._table,)
+
+    def __repr__(self) -> str:
+        return (
+            f"Embedding(name={self._table.name!r}, vocabulary_size={self._vocabulary_size}, "
+            f"embedding_width={self._embedding_width}, dtype={self._table.tensor.dtype})"
+        )
+
+    # Lookup -------------------------------------------------------------------------------------
+
+    def forward(self, token_ids: Sequence[int] | npt.NDArray[Any], token_shape: Shape) -> TensorValue:
+        """Look up one table row per ID.
+
+        Args:
+            token_ids: flat IDs in row-major order: a sequence of ints, or a 1-D NumPy array
+                of any integer dtype.
+            token_shape: the shape the IDs form; ``()`` takes one ID.
+
+        Shape:
+            ``token_ids``: ``[prod(token_shape)]``; output: ``token_shape + (d,)``.
+
+        Raises:
+            TokenShapeError: the token shape's layout is invalid (checked first).
+            TokenIdContainerError: ``token_ids`` is not a flat sequence or 1-D array.
+            TokenCountMismatchError: the ID count differs from the shape's element count.
+            TokenIdTypeError, TokenIdOutOfBoundsError: the first bad ID in flat order.
+            IndexAllocationError: the converted index buffer cannot be allocated.
+            TensorAutodiffError: from the tape, as its own type.
+        """
+        try:
+            shape = checked_shape(token_shape)
+            _, expected = checked_row_major_layout(shape)
+        except TensorError as error:
+            raise TokenShapeError(token_shape, error) from error
+        try:
+            ids = FlatIds(token_ids)
+        except IdContainerProblem as problem:
+            raise TokenIdContainerError(problem.detail) from None
+        if ids.count != expected:
+            raise TokenCountMismatchError(expected, ids.count)
+        problem = ids.first_problem(self._vocabulary_size)
+        if problem is not None:
+            if problem.kind == "type":
+                raise TokenIdTypeError(problem.value, problem.position)
+            raise TokenIdOutOfBoundsError(
+                cast(int, problem.value), problem.position, self._vocabulary_size
+            )
+        try:
+            indices = ids.to_indices()
+        except MemoryError as error:
+            raise IndexAllocationError(expected) from error
+        plan = _RowGatherPlan._from_validated_indices(
+            indices, shape, (self._vocabulary_size, self._embedding_width)
+        )
+        return TensorValue._wrap(gather_rows_forward(self._table.tensor._node, plan))
+
+    def __call__(self, ids: object) -> TensorValue:
+        """Look up rows for ``ids``, an integer array or nested lists; its shape is the token shape.
+
+        Shape:
+            ``ids``: ``[*]``; output: ``[*, d]``.
+        """
+        if isinstance(ids, np.ndarray) and ids.dtype.kind != "O":
+            return self.forward(np.ascontiguousarray(ids).reshape(-1), ids.shape)
+        flat, shape = _flatten_nested(ids)
+        return self.forward(flat, shape)
+
+
+def _flatten_nested(ids: object) -> tuple[list[object], Shape]:
+    """Flatten nested lists (or a single ID) in row-major order, insisting on a regular shape."""
+    if isinstance(ids, np.ndarray):
+        return _flatten_nested(ids.tolist())
+    if not isinstance(ids, list | tuple):
+        return [ids], ()
+    shape: list[int] = []
+    probe: object = ids
+    while isinstance(probe, list | tuple):
+        shape.append(len(probe))
+        if not probe:
+            break
+        probe = probe[0]
+    flat: list[object] = []
+    stack: list[tuple[object, int, tuple[int, ...]]] = [(ids, 0, ())]
+    while stack:
+        item, depth, path = stack.pop()
+        if depth == len(shape):
+            if isinstance(item, list | tuple):
+                raise TokenIdContainerError(f"ragged nesting at index {list(path)}")
+            flat.append(item)
+            continue
+        if not isinstance(item, list | tuple) or len(item) != shape[depth]:
+            raise TokenIdContainerError(
+                f"ragged nesting at index {list(path)}: expected {shape[depth]} items"
+            )
+        stack.extend((item[i], depth + 1, (*path, i)) for i in reversed(range(len(item))))
+    return flat, tuple(shape)
+
+

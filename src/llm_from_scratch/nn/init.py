@@ -1,0 +1,346 @@
+"""Parameter initialization (course chapter 17): ``SplitMix64``, names and Xavier tables.
+
+Initialization is transactional: a caller's generator advances only when the whole construction
+succeeds; after any error its state is what it was.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.tensor.storage import (
+    FloatArray,
+    Tensor,
+    TensorError,
+    checked_dtype,
+    checked_row_major_layout,
+)
+
+_MASK64: Final = (1 << 64) - 1
+_CHUNK: Final = 1 << 20  # generator values per vectorized block (bounds temporary memory)
+
+
+class InitializationError(Exception):
+    """Base class of every error raised by :mod:`llm_from_scratch.nn.init`."""
+
+
+class ParameterNameError(InitializationError, ValueError):
+    """Base class of the parameter-name errors; ``name`` is the rejected name."""
+
+    def __init__(self, name: str, message: str) -> None:
+        self.name = name
+        super().__init__(message)
+
+
+class EmptyParameterNameError(ParameterNameError):
+    """The empty name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, "parameter name must not be empty")
+
+
+class EmptyNameSegmentError(ParameterNameError):
+    """Two dots in a row, or a dot at either end; ``index`` is the byte where it shows."""
+
+    def __init__(self, name: str, index: int) -> None:
+        self.index = index
+        super().__init__(
+            name, f"parameter name has an empty dot-separated segment at byte {index}"
+        )
+
+
+class InvalidNameByteError(ParameterNameError):
+    """A byte other than lowercase ASCII, a digit, underscore or dot (names are UTF-8)."""
+
+    def __init__(self, name: str, index: int, byte: int) -> None:
+        self.index = index
+        self.byte = byte
+        super().__init__(
+            name,
+            f"parameter name byte {index} must be lowercase ASCII, a digit, underscore, "
+            f"or dot; got 0x{byte:02x}",
+        )
+
+
+class ParameterNameTypeError(InitializationError, TypeError):
+    """A name that is not a ``str``."""
+
+    def __init__(self, name: object) -> None:
+        self.name_type = type(name).__name__
+        super().__init__(f"parameter name must be a str, got {self.name_type}")
+
+
+class ZeroFanInError(InitializationError, ValueError):
+    """Xavier initialization with ``fan_in == 0``."""
+
+    def __init__(self) -> None:
+        super().__init__("fan-in must be greater than zero")
+
+
+class ZeroFanOutError(InitializationError, ValueError):
+    """Xavier initialization with ``fan_out == 0``."""
+
+    def __init__(self) -> None:
+        super().__init__("fan-out must be greater than zero")
+
+
+class FanValueError(InitializationError, ValueError):
+    """A fan that is not a non-negative integer (``bool`` is not an integer here)."""
+
+    def __init__(self, which: str, value: object) -> None:
+        self.which = which
+        self.value = value
+        super().__init__(f"{which} must be a non-negative integer, got {value!r}")
+
+
+class SeedRangeError(InitializationError, ValueError):
+    """A generator seed or state outside ``[0, 2**64)`` or not an integer."""
+
+    def __init__(self, seed: object) -> None:
+        self.seed = seed
+        super().__init__(f"SplitMix64 state must be an integer in [0, 2**64), got {seed!r}")
+
+
+class ParameterTableError(InitializationError, ValueError):
+    """A table whose layout or dtype is invalid, or that cannot be allocated."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"cannot build the parameter table: {detail}")
+
+
+class NotAParameterLeafError(InitializationError, TypeError):
+    """A named parameter built from a value that is not a parameter leaf."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        super().__init__(f"a named parameter needs a parameter leaf, got a {kind}")
+
+
+class SplitMix64:
+    """The standard SplitMix64 generator: one 64-bit state, advanced by the golden gamma.
+
+    Example:
+        >>> rng = SplitMix64.from_seed(18)
+        >>> twin = SplitMix64.from_seed(18)
+        >>> rng.next_u64() == twin.next_u64()
+        True
+        >>> SplitMix64.from_seed(0).next_u64()
+        16294208416658607535
+    """
+
+    GOLDEN_GAMMA: Final = 0x9E3779B97F4A7C15
+    __slots__ = ("_state",)
+
+    def __init__(self, state: int) -> None:
+        if isinstance(state, bool) or not isinstance(state, numbers.Integral):
+            raise SeedRangeError(state)
+        if not 0 <= int(state) <= _MASK64:
+            raise SeedRangeError(state)
+        self._state = int(state)
+
+    @classmethod
+    def from_seed(cls, seed: int) -> SplitMix64:
+        """A generator whose state is ``seed``."""
+        return cls(seed)
+
+    @property
+    def state(self) -> int:
+        """The current 64-bit state."""
+        return self._state
+
+    def next_u64(self) -> int:
+        """Advance the state by the golden gamma and return its mixed value."""
+        self._state = (self._state + self.GOLDEN_GAMMA) & _MASK64
+        z = self._state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        return z ^ (z >> 31)
+
+    def next_unit_f64(self) -> float:
+        """A float in ``[0, 1)`` from the top 53 bits of :meth:`next_u64`."""
+        return (self.next_u64() >> 11) * 2.0**-53
+
+    def __copy__(self) -> SplitMix64:
+        return SplitMix64(self._state)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SplitMix64) and other._state == self._state
+
+    def __hash__(self) -> int:
+        return hash(("SplitMix64", self._state))
+
+    def __repr__(self) -> str:
+        return f"SplitMix64(state={self._state:#018x})"
+
+    def _unit_f64_block(self, count: int) -> npt.NDArray[np.float64]:
+        """The next ``count`` values of :meth:`next_unit_f64`, computed vectorized."""
+        steps = np.arange(1, count + 1, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            z = np.uint64(self._state) + steps * np.uint64(self.GOLDEN_GAMMA)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z = z ^ (z >> np.uint64(31))
+        self._state = (self._state + count * self.GOLDEN_GAMMA) & _MASK64
+        return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def validate_parameter_name(name: object) -> str:
+    """Return ``name`` if it is a valid parameter name, else raise at its first bad byte.
+
+    Rules: non-empty; dot-separated segments, none empty (a trailing dot reports index =
+    length); every other byte lowercase ASCII, a digit or underscore.
+
+    Example:
+        >>> validate_parameter_name("token_embedding.weight")
+        'token_embedding.weight'
+        >>> validate_parameter_name("token..weight")
+        Traceback (most recent call last):
+        ...
+        llm_from_scratch.nn.init.EmptyNameSegmentError: parameter name has an empty dot-separated segment at byte 6
+    """
+    if not isinstance(name, str):
+        raise ParameterNameTypeError(name)
+    encoded = name.encode("utf-8", errors="surrogatepass")
+    if not encoded:
+        raise EmptyParameterNameError(name)
+    segment_start = 0
+    for index, byte in enumerate(encoded):
+        if byte == 0x2E:  # "."
+            if index == segment_start:
+                raise EmptyNameSegmentError(name, index)
+            segment_start = index + 1
+        elif not (0x61 <= byte <= 0x7A or 0x30 <= byte <= 0x39 or byte == 0x5F):
+            raise InvalidNameByteError(name, index, byte)
+    if segment_start == len(encoded):
+        raise EmptyNameSegmentError(name, len(encoded))
+    return name
+
+
+def xavier_limit(fan_in: int, fan_out: int) -> float:
+    """``sqrt(6 / (fan_in + fan_out))``, the Glorot uniform bound."""
+    return math.sqrt(6.0 / (fan_in + fan_out))
+
+
+def _checked_fan(which: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
+        raise FanValueError(which, value)
+    return int(value)
+
+
+def xavier_uniform_array(
+    fan_in: int, fan_out: int, rng: SplitMix64, dtype: npt.DTypeLike = np.float64
+) -> FloatArray:
+    """A new ``[fan_in, fan_out]`` Xavier-uniform array; advances ``rng`` only on success.
+
+    Each value, in row-major order, is ``limit * (2 * rng.next_unit_f64() - 1)`` computed in
+    float64 (then rounded to ``dtype``).
+
+    Raises:
+        FanValueError, ZeroFanInError, ZeroFanOutError: bad fans, in this order per fan.
+        ParameterTableError: the shape overflows, the dtype is not a float, or no memory.
+    """
+    fan_in, fan_out = _checked_fan("fan-in", fan_in), _checked_fan("fan-out", fan_out)
+    if fan_in == 0:
+        raise ZeroFanInError()
+    if fan_out == 0:
+        raise ZeroFanOutError()
+    try:
+        resolved = checked_dtype(dtype)
+        _, count = checked_row_major_layout((fan_in, fan_out))
+    except TensorError as error:
+        raise ParameterTableError(str(error)) from error
+    limit = xavier_limit(fan_in, fan_out)
+    trial = SplitMix64(rng.state)
+    try:
+        table = np.empty(count, dtype=resolved)
+        for start in range(0, count, _CHUNK):
+            stop = min(start + _CHUNK, count)
+            table[start:stop] = limit * (2.0 * trial._unit_f64_block(stop - start) - 1.0)
+    except MemoryError as error:
+        raise ParameterTableError(f"could not allocate {count} values") from error
+    rng._state = trial.state
+    return table.reshape(fan_in, fan_out)
+
+
+class NamedParameter:
+    """One validated name paired with one parameter leaf.
+
+    Example:
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> p = NamedParameter.from_tensor("token_embedding.weight", Tensor((1, 2), [1, 2]))
+        >>> p.name, p.tensor.kind, p.tensor.shape
+        ('token_embedding.weight', 'parameter', (1, 2))
+    """
+
+    __slots__ = ("_name", "_tensor")
+    _name: str
+    _tensor: TensorValue
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "build a NamedParameter with from_tensor, from_value or xavier_uniform"
+        )
+
+    @classmethod
+    def _seal(cls, name: str, tensor: TensorValue) -> NamedParameter:
+        parameter = object.__new__(cls)
+        object.__setattr__(parameter, "_name", name)
+        object.__setattr__(parameter, "_tensor", tensor)
+        return parameter
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"NamedParameter fields cannot be replaced; cannot set {name!r}")
+
+    @classmethod
+    def from_tensor(cls, name: str, tensor: Tensor) -> NamedParameter:
+        """A new parameter leaf holding a copy of ``tensor``, named ``name`` (checked first)."""
+        checked = validate_parameter_name(name)
+        return cls._seal(checked, TensorValue.parameter(tensor))
+
+    @classmethod
+    def from_value(cls, name: str, value: TensorValue) -> NamedParameter:
+        """Name an existing parameter leaf (the same node, not a copy)."""
+        checked = validate_parameter_name(name)
+        if not isinstance(value, TensorValue) or value.kind != "parameter":
+            raise NotAParameterLeafError(getattr(value, "kind", type(value).__name__))
+        return cls._seal(checked, value)
+
+    @classmethod
+    def xavier_uniform(
+        cls,
+        name: str,
+        fan_in: int,
+        fan_out: int,
+        rng: SplitMix64,
+        dtype: npt.DTypeLike = np.float64,
+    ) -> NamedParameter:
+        """A ``[fan_in, fan_out]`` Xavier-uniform parameter; the name is checked first.
+
+        Raises:
+            ParameterNameError: the name (before anything else).
+            ZeroFanInError, ZeroFanOutError, FanValueError, ParameterTableError: see
+                :func:`xavier_uniform_array`.
+        """
+        checked = validate_parameter_name(name)
+        table = xavier_uniform_array(fan_in, fan_out, rng, dtype)
+        return cls._seal(checked, TensorValue._parameter_from_owned(table))
+
+    @property
+    def name(self) -> str:
+        """The validated name, e.g. ``token_embedding.weight``."""
+        return self._name
+
+    @property
+    def tensor(self) -> TensorValue:
+        """The parameter leaf."""
+        return self._tensor
+
+    def __repr__(self) -> str:
+        return f"NamedParameter(name={self._name!r}, shape={self._tensor.shape})"
