@@ -1,0 +1,1 @@
+"""The course's chapter demos: each computes a report, and separate code formats it."""

@@ -1,0 +1,195 @@
+"""Run the chapter's fixture through the library and collect every fact the demo shows.
+
+The demo text, the trace and the figure all format this one report; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_from_scratch.demos.ch18_token_embeddings import fixture
+from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64, TokenIdOutOfBoundsError
+from llm_from_scratch.tensor import Shape, Tensor
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One output position: its ID, one-hot indicator, selected row, output and upstream."""
+
+    flat: int
+    coordinate: tuple[int, ...]
+    token_id: int
+    repeated: bool
+    one_hot: tuple[int, ...]
+    selected_row: int
+    output: tuple[float, ...]
+    upstream: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One table row: its values, the positions that selected it, their upstream vectors, and
+    the gradient read from the table after backward."""
+
+    row: int
+    values: tuple[float, ...]
+    flat_positions: tuple[int, ...]
+    contributions: tuple[tuple[float, ...], ...]
+    accumulated: tuple[float, ...]
+
+    @property
+    def uses(self) -> int:
+        """How many positions selected this row."""
+        return len(self.flat_positions)
+
+
+@dataclass(frozen=True)
+class BoundsCheck:
+    """What the layer said about an out-of-vocabulary ID."""
+
+    token_id: int
+    vocabulary_size: int
+    position: int
+    rejected: bool
+
+
+@dataclass(frozen=True)
+class Ch18Report:
+    """Every computed fact of the chapter demo."""
+
+    fixture_name: str
+    table_name: str
+    table_shape: Shape
+    token_ids: tuple[int, ...]
+    token_shape: Shape
+    output_shape: Shape
+    output_values: tuple[float, ...]
+    one_hot_equals_lookup: bool
+    upstream_shape: Shape
+    upstream_values: tuple[float, ...]
+    gradient_shape: Shape
+    gradient_values: tuple[float, ...]
+    lookups: tuple[Lookup, ...]
+    rows: tuple[TableRow, ...]
+    unused_rows_zero: bool
+    init_seed: int
+    init_shape: Shape
+    init_reproducible: bool
+    clone_same_node: bool
+    empty_output_shape: Shape
+    empty_value_count: int
+    bounds: BoundsCheck
+    embedding_width: int
+
+    @property
+    def repeated_rows(self) -> tuple[TableRow, ...]:
+        """Rows selected by more than one position."""
+        return tuple(row for row in self.rows if row.uses > 1)
+
+
+def build_report() -> Ch18Report:
+    """Run the fixture: forward, one-hot baseline, backward, init, clone, empty and bounds."""
+    table = NamedParameter.from_tensor(
+        fixture.TABLE_NAME, Tensor(fixture.TABLE_SHAPE, fixture.TABLE_VALUES)
+    )
+    embedding = Embedding.from_parameter(table)
+    output = embedding.forward(list(fixture.TOKEN_IDS), fixture.TOKEN_SHAPE)
+    output_values = tuple(output.value_snapshot().flat_values())
+    indicators, one_hot_values = explicit_one_hot_product(
+        table.tensor.value_snapshot().numpy(), fixture.TOKEN_IDS
+    )
+    upstream = Tensor(fixture.UPSTREAM_SHAPE, fixture.UPSTREAM_VALUES)
+    output.backward_with_seed(upstream)
+    gradient = table.tensor.gradient_snapshot()
+    if gradient is None:
+        raise RuntimeError("a parameter leaf has no gradient")
+    rows = _table_rows(embedding, upstream, gradient)
+    first, second = (
+        Embedding.new(fixture.TABLE_NAME, *fixture.TABLE_SHAPE, SplitMix64.from_seed(seed))
+        for seed in (fixture.INIT_SEED, fixture.INIT_SEED)
+    )
+    empty = embedding.forward([], fixture.EMPTY_SHAPE)
+    return Ch18Report(
+        fixture_name=fixture.FIXTURE_NAME,
+        table_name=table.name,
+        table_shape=table.tensor.shape,
+        token_ids=fixture.TOKEN_IDS,
+        token_shape=fixture.TOKEN_SHAPE,
+        output_shape=output.shape,
+        output_values=output_values,
+        one_hot_equals_lookup=list(output_values) == one_hot_values,
+        upstream_shape=upstream.shape,
+        upstream_values=tuple(upstream.flat_values()),
+        gradient_shape=gradient.shape,
+        gradient_values=tuple(gradient.flat_values()),
+        lookups=_lookups(output, upstream, indicators),
+        rows=rows,
+        unused_rows_zero=all(not any(row.accumulated) for row in rows if row.uses == 0),
+        init_seed=fixture.INIT_SEED,
+        init_shape=first.table.tensor.shape,
+        init_reproducible=first.table.tensor.value.equals(second.table.tensor.value),
+        clone_same_node=copy.copy(embedding).table.tensor.is_same_node(table.tensor),
+        empty_output_shape=empty.shape,
+        empty_value_count=empty.value.element_count,
+        bounds=_bounds_check(embedding),
+        embedding_width=embedding.embedding_width,
+    )
+
+
+def _lookups(
+    output: TensorValue, upstream: Tensor, indicators: list[list[int]]
+) -> tuple[Lookup, ...]:
+    width = output.shape[-1]
+    out_rows = output.numpy().reshape(-1, width)
+    up_rows = upstream.numpy().reshape(-1, width)
+    counts = Counter(fixture.TOKEN_IDS)
+    lookups = []
+    for flat, token_id in enumerate(fixture.TOKEN_IDS):
+        coordinate = tuple(int(i) for i in np.unravel_index(flat, fixture.TOKEN_SHAPE))
+        lookups.append(
+            Lookup(
+                flat=flat,
+                coordinate=coordinate,
+                token_id=token_id,
+                repeated=counts[token_id] > 1,
+                one_hot=tuple(indicators[flat]),
+                selected_row=indicators[flat].index(1),
+                output=tuple(float(v) for v in out_rows[flat]),
+                upstream=tuple(float(v) for v in up_rows[flat]),
+            )
+        )
+    return tuple(lookups)
+
+
+def _table_rows(embedding: Embedding, upstream: Tensor, gradient: Tensor) -> tuple[TableRow, ...]:
+    width = embedding.embedding_width
+    values = embedding.table.tensor.numpy()
+    up_rows = upstream.numpy().reshape(-1, width)
+    grad = gradient.numpy()
+    rows = []
+    for row in range(embedding.vocabulary_size):
+        positions = tuple(p for p, token in enumerate(fixture.TOKEN_IDS) if token == row)
+        rows.append(
+            TableRow(
+                row=row,
+                values=tuple(float(v) for v in values[row]),
+                flat_positions=positions,
+                contributions=tuple(tuple(float(v) for v in up_rows[p]) for p in positions),
+                accumulated=tuple(float(v) for v in grad[row]),
+            )
+        )
+    return tuple(rows)
+
+
+def _bounds_check(embedding: Embedding) -> BoundsCheck:
+    try:
+        embedding.forward([fixture.OUT_OF_VOCABULARY_ID], (1,))
+    except TokenIdOutOfBoundsError as error:
+        return BoundsCheck(error.id, error.vocabulary_size, error.position, rejected=True)
+    return BoundsCheck(fixture.OUT_OF_VOCABULARY_ID, embedding.vocabulary_size, -1, False)
