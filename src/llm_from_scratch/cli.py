@@ -41,35 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     configure_parser(figure)
 
-    bench = commands.add_parser(
-        "bench",
-        help="benchmarks (timings, not tests)",
-        description="Benchmarks that print medians and ratios measured side by side in one run.",
-    )
-    bench_targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
-    embedding = bench_targets.add_parser(
-        "embedding",
-        help="row gather and row-sparse backward against allocate-and-copy and PyTorch",
-        description=(
-            "Time our embedding forward, forward+backward and SGD step against allocating "
-            "and copying the output once, and against PyTorch when it is installed."
-        ),
-    )
-    embedding.add_argument(
-        "--quick", action="store_true", help="run one small shape in a few seconds"
-    )
-    embedding.add_argument(
-        "--repeats", type=int, default=None, help="timed repetitions per measurement"
-    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit status."""
     args = build_parser().parse_args(argv)
-    if args.command == "ch18":
-        return _run_ch18(args)
-    return _run_bench(args)
+    return _run_ch18(args)
 
 
 def _run_ch18(args: argparse.Namespace) -> int:
@@ -82,9 +60,3 @@ def _run_ch18(args: argparse.Namespace) -> int:
     text = chapter.render_trace() if args.view == "trace" else chapter.render_demo()
     sys.stdout.write(text)
     return 0
-
-
-def _run_bench(args: argparse.Namespace) -> int:
-    from llm_from_scratch.bench.embedding import run
-
-    return run(quick=args.quick, repeats=args.repeats)

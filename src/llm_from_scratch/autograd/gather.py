@@ -191,8 +191,8 @@ class _RowGatherPlan:
             raise InvalidShapeError("gather index shape", error) from error
         try:
             ids = FlatIds(indices)
-        except IdContainerProblem as problem:
-            raise IndexContainerError(problem.detail) from None
+        except IdContainerProblem as container:
+            raise IndexContainerError(container.detail) from None
         if ids.count != expected:
             raise GatherIndexCountError(expected, ids.count)
         rows, width = table_shape

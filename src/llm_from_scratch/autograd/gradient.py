@@ -65,7 +65,8 @@ class RowSparseGradient:
         order = np.argsort(indices, kind="stable")
         sorted_indices = indices[order]
         starts = _run_starts(sorted_indices)
-        values = np.add.reduceat(upstream[order], starts, axis=0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = np.add.reduceat(upstream[order], starts, axis=0)
         values += 0.0  # a row's sum starts from +0.0, like the loop: -0.0 becomes +0.0
         return cls(read_only(sorted_indices[starts]), read_only(values), shape)
 
@@ -91,19 +92,22 @@ class RowSparseGradient:
         sorted_rows = rows[order]
         starts = _run_starts(sorted_rows)
         stacked = np.concatenate([self.values, later.values])[order]
-        values = np.add.reduceat(stacked, starts, axis=0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = np.add.reduceat(stacked, starts, axis=0)
         return RowSparseGradient(read_only(sorted_rows[starts]), read_only(values), self.shape)
 
     def added_to_dense(self, dense: FloatArray) -> FloatArray:
         """A new dense array ``dense + self`` (``dense`` first); ``dense`` is not changed."""
         result = np.array(dense, copy=True)
-        result[self.rows] += self.values
+        with np.errstate(over="ignore", invalid="ignore"):
+            result[self.rows] += self.values
         return result
 
     def dense_plus_self(self, dense: FloatArray) -> FloatArray:
         """A new dense array ``self + dense`` (``self`` first); ``dense`` is not changed."""
         result = np.array(dense, copy=True)
-        result[self.rows] = self.values + dense[self.rows]
+        with np.errstate(over="ignore", invalid="ignore"):
+            result[self.rows] = self.values + dense[self.rows]
         return result
 
 
@@ -123,7 +127,8 @@ def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:
         return earlier.dense_plus_self(later)
     if isinstance(later, RowSparseGradient):
         return later.added_to_dense(earlier)
-    return np.add(earlier, later)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(np.add(earlier, later))
 
 
 def as_dense(gradient: Gradient) -> FloatArray:
@@ -147,7 +152,9 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
 def _first_non_finite_flat(array: FloatArray) -> tuple[int, float] | None:
     # A finite sum proves every term finite in one pass without a mask; only a non-finite
     # sum (a NaN, an infinity, or an overflow of finite terms) pays for the exact search.
-    if array.size == 0 or bool(np.isfinite(np.sum(array))):
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.sum(array)
+    if array.size == 0 or bool(np.isfinite(total)):
         return None
     flat = array.reshape(-1)
     bad = np.flatnonzero(~np.isfinite(flat))

@@ -31,7 +31,8 @@ from llm_from_scratch.tensor.storage import (
 
 def _computed(operation: str, elements: int, compute: Callable[[], FloatArray]) -> FloatArray:
     try:
-        return compute()
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(compute())  # NumPy returns scalars for rank-zero operands
     except MemoryError as error:
         raise OutputAllocationError(operation, elements) from error
 
@@ -85,7 +86,11 @@ def mul_forward(left: Node, right: Node) -> Node:
 
 def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
     """``(upstream * right, upstream * left)``."""
-    return np.multiply(upstream, saved.right), np.multiply(upstream, saved.left)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (
+            np.asarray(np.multiply(upstream, saved.right)),
+            np.asarray(np.multiply(upstream, saved.left)),
+        )
 
 
 # sum ---------------------------------------------------------------------------------------

@@ -20,12 +20,14 @@ import numpy as np
 from llm_from_scratch.autograd.errors import (
     GraphReleasedError,
     NonFiniteGradientError,
+    NotAParameterError,
     NotRecordedError,
     ReleasedOperandError,
     StaleValueError,
 )
 from llm_from_scratch.autograd.gradient import (
     Gradient,
+    IndexArray,
     RowSparseGradient,
     add_gradients,
     as_dense,
@@ -275,3 +277,19 @@ def _raise_if_non_finite(operation: str, gradient: Gradient) -> None:
     found = first_non_finite(gradient)
     if found is not None:
         raise NonFiniteGradientError(operation, found[0], found[1])
+
+
+def write_parameter_values(node: Node, rows: IndexArray | None, values: FloatArray) -> None:
+    """Overwrite a parameter's values in place (all of them, or the listed rows) and bump its
+    revision, so that operations recorded before the change refuse to run backward."""
+    if node.kind != "parameter":
+        raise NotAParameterError("an in-place update", node.kind)
+    node.array.flags.writeable = True
+    try:
+        if rows is None:
+            node.array[...] = values
+        else:
+            node.array[rows] = values
+    finally:
+        node.array.flags.writeable = False
+    node.revision += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -158,7 +158,10 @@ def checked_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     return resolved
 
 
-def read_only(array: FloatArray) -> FloatArray:
+_ArrayT = TypeVar("_ArrayT", bound="np.ndarray[Any, Any]")
+
+
+def read_only(array: _ArrayT) -> _ArrayT:
     """Return a read-only view of ``array`` (the array itself stays as it is)."""
     view = array.view()
     view.flags.writeable = False
