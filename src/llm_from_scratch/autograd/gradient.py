@@ -62,13 +62,11 @@ class RowSparseGradient:
         """
         if indices.size == 0:
             return cls.empty(shape, upstream.dtype)
-        order = np.argsort(indices, kind="stable")
-        sorted_indices = indices[order]
-        starts = _run_starts(sorted_indices)
+        rows, inverse = np.unique(indices, return_inverse=True)
+        values = np.zeros((rows.size, shape[1]), dtype=upstream.dtype)
         with np.errstate(over="ignore", invalid="ignore"):
-            values = np.add.reduceat(upstream[order], starts, axis=0)
-        values += 0.0  # a row's sum starts from +0.0, like the loop: -0.0 becomes +0.0
-        return cls(read_only(sorted_indices[starts]), read_only(values), shape)
+            np.add.at(values, inverse.reshape(-1), upstream)  # unbuffered, in flat order
+        return cls(read_only(rows.astype(np.intp, copy=False)), read_only(values), shape)
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -87,14 +85,12 @@ class RowSparseGradient:
             return self
         if self.rows.size == 0:
             return later
-        rows = np.concatenate([self.rows, later.rows])
-        order = np.argsort(rows, kind="stable")
-        sorted_rows = rows[order]
-        starts = _run_starts(sorted_rows)
-        stacked = np.concatenate([self.values, later.values])[order]
+        rows = np.union1d(self.rows, later.rows).astype(np.intp, copy=False)
+        values = np.zeros((rows.size, self.shape[1]), dtype=self.values.dtype)
+        values[np.searchsorted(rows, self.rows)] = self.values
         with np.errstate(over="ignore", invalid="ignore"):
-            values = np.add.reduceat(stacked, starts, axis=0)
-        return RowSparseGradient(read_only(sorted_rows[starts]), read_only(values), self.shape)
+            values[np.searchsorted(rows, later.rows)] += later.values
+        return RowSparseGradient(read_only(rows), read_only(values), self.shape)
 
     def added_to_dense(self, dense: FloatArray) -> FloatArray:
         """A new dense array ``dense + self`` (``dense`` first); ``dense`` is not changed."""
@@ -112,11 +108,6 @@ class RowSparseGradient:
 
 
 Gradient: TypeAlias = FloatArray | RowSparseGradient
-
-
-def _run_starts(sorted_values: IndexArray) -> IndexArray:
-    changes = np.flatnonzero(sorted_values[1:] != sorted_values[:-1]) + 1
-    return np.concatenate([np.zeros(1, dtype=np.intp), changes.astype(np.intp)])
 
 
 def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:

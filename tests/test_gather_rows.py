@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_from_scratch.autograd import (
+    GatherIndexCountError,
+    GatherIndexOutOfBoundsError,
+    GatherIndexTypeError,
+    GatherTableRankError,
+    IndexContainerError,
+    InvalidShapeError,
+    TensorAutodiffError,
+    TensorValue,
+)
+from llm_from_scratch.autograd import gather as gather_module
+from llm_from_scratch.tensor import NegativeExtentError, Tensor
+
+from conftest import KNOWN_TABLE
+
+
+def known_table() -> TensorValue:
+    return TensorValue.parameter(Tensor((4, 2), KNOWN_TABLE))
+
+
+def test_gather_selects_rows_and_scatter_adds_repeated_ids() -> None:
+    table = known_table()
+    out = table.gather_rows([2, 1, 2], (1, 3))
+    assert out.numpy().tolist() == [[[30, 31], [20, 21], [30, 31]]]
+    out.backward_with_seed(np.array([1, 0, 0, 2, 3, 4], dtype=float).reshape(1, 3, 2))
+    assert table.gradient.numpy().tolist() == [[0, 0], [0, 2], [4, 4], [0, 0]]  # type: ignore[union-attr]
+
+
+def test_gather_checks_the_table_rank_first() -> None:
+    vector = TensorValue.parameter(Tensor((3,), [1, 2, 3]))
+    with pytest.raises(GatherTableRankError) as caught:
+        vector.gather_rows([9, 9], (-1,))
+    assert caught.value.rank == 1
+    assert str(caught.value) == "row gather needs a rank-two table, got rank 1"
+
+
+def test_gather_checks_the_index_shape_layout_before_the_count() -> None:
+    with pytest.raises(InvalidShapeError) as caught:
+        known_table().gather_rows([9], (-2,))
+    assert isinstance(caught.value.__cause__, NegativeExtentError)
+
+
+def test_gather_checks_the_count_before_the_ids() -> None:
+    with pytest.raises(GatherIndexCountError) as caught:
+        known_table().gather_rows([9, 9, 9], (2,))
+    assert (caught.value.expected, caught.value.actual) == (2, 3)
+    assert str(caught.value) == "gather index shape needs 2 IDs, but received 3"
+
+
+def test_gather_reports_the_first_out_of_bounds_index_in_flat_order() -> None:
+    with pytest.raises(GatherIndexOutOfBoundsError) as caught:
+        known_table().gather_rows([1, 4, 9], (3,))
+    assert (caught.value.index, caught.value.position, caught.value.rows) == (4, 1, 4)
+    assert str(caught.value) == "gather ID 4 at flat position 1 is out of bounds for 4 rows"
+
+
+def test_gather_reports_a_non_integer_index_at_its_position() -> None:
+    with pytest.raises(GatherIndexTypeError) as caught:
+        known_table().gather_rows([1, True], (2,))
+    assert caught.value.position == 1
+
+
+def test_gather_rejects_indices_that_are_not_flat() -> None:
+    with pytest.raises(IndexContainerError):
+        known_table().gather_rows(np.zeros((1, 2), dtype=np.int64), (2,))
+
+
+def test_gather_errors_belong_to_the_autodiff_family() -> None:
+    for error in (GatherTableRankError, GatherIndexCountError, GatherIndexOutOfBoundsError):
+        assert issubclass(error, TensorAutodiffError)
+
+
+def test_the_plan_cannot_be_built_outside_its_constructors() -> None:
+    with pytest.raises(TypeError):
+        gather_module._RowGatherPlan(  # noqa: SLF001
+            np.zeros(1, dtype=np.intp), (1,), (4, 2), (1, 2), 2, object()
+        )
+
+
+def test_the_trusted_constructor_does_not_repeat_the_checks() -> None:
+    plan = gather_module._RowGatherPlan._from_validated_indices(  # noqa: SLF001
+        np.array([1, 3], dtype=np.intp), (2,), (4, 2)
+    )
+    assert (plan.output_shape, plan.output_elements) == ((2, 2), 4)
+    assert not plan.indices.flags.writeable

@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+from llm_from_scratch.nn.init import (
+    EmptyNameSegmentError,
+    EmptyParameterNameError,
+    FanValueError,
+    InitializationError,
+    InvalidNameByteError,
+    NamedParameter,
+    ParameterNameTypeError,
+    SeedRangeError,
+    SplitMix64,
+    ZeroFanInError,
+    ZeroFanOutError,
+    validate_parameter_name,
+)
+from llm_from_scratch.tensor import Tensor
+
+MASK = 2**64 - 1
+
+
+def reference_splitmix64(state: int, count: int) -> list[int]:
+    """The published SplitMix64, written out independently of the library."""
+    out = []
+    for _ in range(count):
+        state = (state + 0x9E3779B97F4A7C15) & MASK
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+        out.append(z ^ (z >> 31))
+    return out
+
+
+def test_splitmix64_from_seed_zero_matches_the_published_first_output() -> None:
+    assert SplitMix64.from_seed(0).next_u64() == 0xE220A8397B1DCDAF
+
+
+@pytest.mark.parametrize("seed", [0, 1, 18, 2**63, MASK])
+def test_splitmix64_matches_an_independent_reference(seed: int) -> None:
+    rng = SplitMix64.from_seed(seed)
+    assert [rng.next_u64() for _ in range(5)] == reference_splitmix64(seed, 5)
+
+
+def test_next_unit_f64_uses_the_top_53_bits() -> None:
+    rng = SplitMix64.from_seed(18)
+    expected = (reference_splitmix64(18, 1)[0] >> 11) * 2.0**-53
+    value = rng.next_unit_f64()
+    assert value == expected and 0.0 <= value < 1.0
+
+
+def test_copies_and_equal_states_produce_the_same_stream() -> None:
+    rng = SplitMix64.from_seed(7)
+    rng.next_u64()
+    twin = copy.copy(rng)
+    assert twin is not rng and twin.state == rng.state
+    assert [twin.next_u64() for _ in range(3)] == [rng.next_u64() for _ in range(3)]
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, True, 1.5])
+def test_seeds_outside_64_bits_are_rejected(seed: object) -> None:
+    with pytest.raises(SeedRangeError):
+        SplitMix64.from_seed(seed)  # type: ignore[arg-type]
+
+
+def test_xavier_values_follow_the_generator_in_row_major_order() -> None:
+    rng, reference = SplitMix64.from_seed(18), SplitMix64.from_seed(18)
+    parameter = NamedParameter.xavier_uniform("w", 3, 5, rng)
+    limit = math.sqrt(6.0 / (3 + 5))
+    expected = [limit * (2.0 * reference.next_unit_f64() - 1.0) for _ in range(15)]
+    assert parameter.tensor.value.flat_values() == expected
+    assert rng.state == reference.state
+
+
+def test_xavier_float32_rounds_the_float64_values() -> None:
+    wide = NamedParameter.xavier_uniform("w", 4, 2, SplitMix64.from_seed(3))
+    narrow = NamedParameter.xavier_uniform("w", 4, 2, SplitMix64.from_seed(3), np.float32)
+    assert narrow.tensor.dtype == np.float32
+    assert np.array_equal(narrow.tensor.numpy(), wide.tensor.numpy().astype(np.float32))
+
+
+def test_xavier_rejects_zero_fan_in_before_zero_fan_out() -> None:
+    with pytest.raises(ZeroFanInError, match="^fan-in must be greater than zero$"):
+        NamedParameter.xavier_uniform("w", 0, 0, SplitMix64.from_seed(1))
+    with pytest.raises(ZeroFanOutError, match="^fan-out must be greater than zero$"):
+        NamedParameter.xavier_uniform("w", 1, 0, SplitMix64.from_seed(1))
+
+
+@pytest.mark.parametrize(
+    ("name", "error", "fields"),
+    [
+        ("", EmptyParameterNameError, {}),
+        (".weight", EmptyNameSegmentError, {"index": 0}),
+        ("token..weight", EmptyNameSegmentError, {"index": 6}),
+        ("weight.", EmptyNameSegmentError, {"index": 7}),
+        ("Weight", InvalidNameByteError, {"index": 0, "byte": 0x57}),
+        ("token-embedding", InvalidNameByteError, {"index": 5, "byte": 0x2D}),
+        ("wé", InvalidNameByteError, {"index": 1, "byte": 0xC3}),
+    ],
+)
+def test_names_are_rejected_at_their_first_bad_byte(
+    name: str, error: type[Exception], fields: dict[str, int]
+) -> None:
+    with pytest.raises(error) as caught:
+        validate_parameter_name(name)
+    assert {key: getattr(caught.value, key) for key in fields} == fields
+
+
+def test_name_messages_keep_the_contract_wording() -> None:
+    with pytest.raises(InvalidNameByteError) as caught:
+        validate_parameter_name("a b")
+    assert str(caught.value) == (
+        "parameter name byte 1 must be lowercase ASCII, a digit, underscore, or dot; got 0x20"
+    )
+    with pytest.raises(EmptyNameSegmentError) as segment:
+        validate_parameter_name("a.")
+    assert str(segment.value) == "parameter name has an empty dot-separated segment at byte 2"
+
+
+def test_valid_names_pass() -> None:
+    for name in ("token_embedding.weight", "a", "layer_0.attn.w_q"):
+        assert validate_parameter_name(name) == name
+
+
+def test_a_name_that_is_not_a_string_is_a_type_error() -> None:
+    with pytest.raises(ParameterNameTypeError):
+        validate_parameter_name(3)
+
+
+@pytest.mark.parametrize(
+    ("name", "fan_in", "fan_out", "error"),
+    [
+        ("Bad", 4, 2, InvalidNameByteError),
+        ("", 0, 2, EmptyParameterNameError),
+        ("w", 0, 2, ZeroFanInError),
+        ("w", 4, 0, ZeroFanOutError),
+        ("w", -1, 2, FanValueError),
+        ("w", 4, True, FanValueError),
+        ("w", 2**40, 2**40, InitializationError),
+    ],
+)
+def test_the_generator_is_unchanged_after_every_failing_constructor(
+    name: str, fan_in: int, fan_out: int, error: type[Exception]
+) -> None:
+    rng = SplitMix64.from_seed(99)
+    rng.next_u64()
+    before = rng.state
+    with pytest.raises(error):
+        NamedParameter.xavier_uniform(name, fan_in, fan_out, rng)
+    assert rng.state == before
+
+
+def test_the_name_is_checked_before_the_fans() -> None:
+    with pytest.raises(EmptyParameterNameError):
+        NamedParameter.xavier_uniform("", 0, 0, SplitMix64.from_seed(1))
+
+
+def test_from_tensor_copies_the_values_into_a_new_leaf() -> None:
+    tensor = Tensor((1, 2), [1.0, 2.0])
+    a = NamedParameter.from_tensor("w", tensor)
+    b = NamedParameter.from_tensor("w", tensor)
+    assert a.tensor.kind == "parameter" and not a.tensor.is_same_node(b.tensor)
+
+
+def test_named_parameter_fields_cannot_be_replaced() -> None:
+    parameter = NamedParameter.from_tensor("w", Tensor((1,), [1.0]))
+    with pytest.raises(AttributeError):
+        parameter._name = "other"  # type: ignore[misc]
