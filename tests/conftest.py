@@ -14,7 +14,10 @@ from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import Tensor
 
 settings.register_profile(
-    "ci", derandomize=True, max_examples=60, deadline=None,
+    "ci",
+    derandomize=True,
+    max_examples=60,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("long", max_examples=5000, deadline=None)

@@ -59,7 +59,9 @@ def test_a_bad_subcommand_exits_2_with_usage(capsys: pytest.CaptureFixture[str])
 
 def test_python_dash_m_runs_the_same_demo() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "llm_from_scratch", "ch18"], capture_output=True, text=True,
+        [sys.executable, "-m", "llm_from_scratch", "ch18"],
+        capture_output=True,
+        text=True,
         check=True,
     )
     assert result.stdout == (GOLDEN / "ch18_demo.txt").read_text()

@@ -72,7 +72,9 @@ def test_an_overflowing_token_shape_is_a_shape_error(known_layer: Embedding) -> 
     with pytest.raises(TokenShapeError) as caught:
         known_layer.forward([], (2**32, 2**32))
     assert isinstance(caught.value.__cause__, ShapeOverflowError)
-    assert str(caught.value) == "invalid token-ID shape: shape does not fit a row-major usize layout"
+    assert (
+        str(caught.value) == "invalid token-ID shape: shape does not fit a row-major usize layout"
+    )
 
 
 def test_a_huge_valid_shape_fails_on_the_count_without_allocating(known_layer: Embedding) -> None:
@@ -185,9 +187,13 @@ def test_from_parameter_checks_rank_then_rows_then_width() -> None:
         Embedding.from_parameter(named((0,)))
     assert rank.value.rank == 1
     assert str(rank.value) == "embedding table must have rank two, got rank 1"
-    with pytest.raises(EmptyVocabularyError, match="^embedding vocabulary must contain at least one row$"):
+    with pytest.raises(
+        EmptyVocabularyError, match=r"^embedding vocabulary must contain at least one row$"
+    ):
         Embedding.from_parameter(named((0, 0)))
-    with pytest.raises(ZeroEmbeddingWidthError, match="^embedding width must be greater than zero$"):
+    with pytest.raises(
+        ZeroEmbeddingWidthError, match=r"^embedding width must be greater than zero$"
+    ):
         Embedding.from_parameter(named((3, 0)))
 
 

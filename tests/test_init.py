@@ -85,9 +85,9 @@ def test_xavier_float32_rounds_the_float64_values() -> None:
 
 
 def test_xavier_rejects_zero_fan_in_before_zero_fan_out() -> None:
-    with pytest.raises(ZeroFanInError, match="^fan-in must be greater than zero$"):
+    with pytest.raises(ZeroFanInError, match=r"^fan-in must be greater than zero$"):
         NamedParameter.xavier_uniform("w", 0, 0, SplitMix64.from_seed(1))
-    with pytest.raises(ZeroFanOutError, match="^fan-out must be greater than zero$"):
+    with pytest.raises(ZeroFanOutError, match=r"^fan-out must be greater than zero$"):
         NamedParameter.xavier_uniform("w", 1, 0, SplitMix64.from_seed(1))
 
 

@@ -224,6 +224,12 @@ def test_reshape_keeps_the_element_count() -> None:
 
 
 def test_every_tape_error_is_a_tensor_autodiff_error() -> None:
-    for error in (GraphReleasedError, ReleasedOperandError, SeedShapeMismatchError,
-                  NonFiniteSeedError, StaleValueError, NonFiniteGradientError):
+    for error in (
+        GraphReleasedError,
+        ReleasedOperandError,
+        SeedShapeMismatchError,
+        NonFiniteSeedError,
+        StaleValueError,
+        NonFiniteGradientError,
+    ):
         assert issubclass(error, TensorAutodiffError)

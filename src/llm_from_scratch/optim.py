@@ -43,9 +43,14 @@ class SGD:
     def __init__(
         self, parameters: Iterable[NamedParameter | TensorValue], learning_rate: float
     ) -> None:
-        if not (isinstance(learning_rate, float | int) and math.isfinite(learning_rate)
-                and learning_rate > 0):
-            raise OptimizerError(f"learning rate must be finite and positive, got {learning_rate!r}")
+        if not (
+            isinstance(learning_rate, float | int)
+            and math.isfinite(learning_rate)
+            and learning_rate > 0
+        ):
+            raise OptimizerError(
+                f"learning rate must be finite and positive, got {learning_rate!r}"
+            )
         leaves = [p.tensor if isinstance(p, NamedParameter) else p for p in parameters]
         for leaf in leaves:
             if not isinstance(leaf, TensorValue) or leaf.kind != "parameter":

@@ -152,8 +152,7 @@ class ReshapeCountMismatchError(TensorAutodiffError, ValueError):
         self.expected = expected
         self.actual = actual
         super().__init__(
-            f"cannot reshape {list(source)} ({expected} values) to {list(target)} "
-            f"({actual} values)"
+            f"cannot reshape {list(source)} ({expected} values) to {list(target)} ({actual} values)"
         )
 
 

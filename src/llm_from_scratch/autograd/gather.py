@@ -48,7 +48,7 @@ class IdProblem:
     value: object
 
 
-class IdContainerProblem(Exception):
+class IdContainerError(Exception):
     """IDs that are not a flat sequence or a one-dimensional array; ``detail`` says why."""
 
     def __init__(self, detail: str) -> None:
@@ -63,7 +63,7 @@ class FlatIds:
         ids: a sequence of Python or NumPy integers, or a one-dimensional NumPy array.
 
     Raises:
-        IdContainerProblem: anything else (each boundary maps it to its own error class).
+        IdContainerError: anything else (each boundary maps it to its own error class).
     """
 
     __slots__ = ("_array", "_items")
@@ -73,13 +73,13 @@ class FlatIds:
         self._items: list[object] | None = None
         if isinstance(ids, np.ndarray):
             if ids.ndim != 1:
-                raise IdContainerProblem(f"expected a one-dimensional array, got {ids.ndim} axes")
+                raise IdContainerError(f"expected a one-dimensional array, got {ids.ndim} axes")
             if ids.dtype.kind == "O":
                 self._items = ids.tolist()
             else:
                 self._array = ids
         elif isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
-            raise IdContainerProblem(f"expected a sequence of integers, got {type(ids).__name__}")
+            raise IdContainerError(f"expected a sequence of integers, got {type(ids).__name__}")
         else:
             self._items = list(ids)
 
@@ -176,8 +176,9 @@ class _RowGatherPlan:
             _, output_elements = checked_row_major_layout(output_shape)
         except TensorError as error:
             raise InvalidShapeError("row gather output shape", error) from error
-        return cls(read_only(indices), index_shape, table_shape, output_shape, output_elements,
-                   _PLAN_KEY)
+        return cls(
+            read_only(indices), index_shape, table_shape, output_shape, output_elements, _PLAN_KEY
+        )
 
     @classmethod
     def _checked(cls, table_shape: Shape, indices: object, index_shape: object) -> _RowGatherPlan:
@@ -191,7 +192,7 @@ class _RowGatherPlan:
             raise InvalidShapeError("gather index shape", error) from error
         try:
             ids = FlatIds(indices)
-        except IdContainerProblem as container:
+        except IdContainerError as container:
             raise IndexContainerError(container.detail) from None
         if ids.count != expected:
             raise GatherIndexCountError(expected, ids.count)
@@ -230,7 +231,10 @@ def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
     # mode="clip" skips NumPy's own bounds pass (the plan's indices are valid) and its buffering.
     np.take(table.array, plan.indices, axis=0, out=output, mode="clip")
     return record(
-        "gather_rows", (("table", table),), output.reshape(plan.output_shape), plan,
+        "gather_rows",
+        (("table", table),),
+        output.reshape(plan.output_shape),
+        plan,
         gather_rows_vjp,
     )
 

@@ -41,13 +41,12 @@ def _check_pair(operation: str, left: Node, right: Node) -> None:
     if left.array.shape != right.array.shape:
         raise OperandShapeMismatchError(operation, left.array.shape, right.array.shape)
     if left.array.dtype != right.array.dtype:
-        raise OperandDtypeMismatchError(
-            operation, str(left.array.dtype), str(right.array.dtype)
-        )
+        raise OperandDtypeMismatchError(operation, str(left.array.dtype), str(right.array.dtype))
     check_operands(operation, (("left", left), ("right", right)))
 
 
 # add ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class AddSaved:
@@ -67,6 +66,7 @@ def add_vjp(saved: AddSaved, upstream: FloatArray) -> Sequence[Gradient]:
 
 
 # mul ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class MulSaved:
@@ -95,6 +95,7 @@ def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
 
 # sum ---------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class SumSaved:
     """The summed input's shape."""
@@ -115,6 +116,7 @@ def sum_vjp(saved: SumSaved, upstream: FloatArray) -> Sequence[Gradient]:
 
 
 # reshape -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class ReshapeSaved:

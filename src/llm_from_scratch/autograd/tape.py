@@ -63,8 +63,15 @@ class Operation:
 class Node:
     """One value on the tape. Package-private: users hold a ``TensorValue``."""
 
-    __slots__ = ("array", "clean_epoch", "gradient", "kind", "operation", "released_name",
-                 "revision")
+    __slots__ = (
+        "array",
+        "clean_epoch",
+        "gradient",
+        "kind",
+        "operation",
+        "released_name",
+        "revision",
+    )
 
     def __init__(self, array: FloatArray, kind: NodeKind, operation: Operation | None) -> None:
         array.flags.writeable = False
@@ -77,7 +84,9 @@ class Node:
         self.gradient: Gradient | None = (
             RowSparseGradient.empty(_table_shape(array), array.dtype)
             if kind == "parameter" and array.ndim == 2
-            else np.zeros(array.shape, dtype=array.dtype) if kind == "parameter" else None
+            else np.zeros(array.shape, dtype=array.dtype)
+            if kind == "parameter"
+            else None
         )
 
     @property

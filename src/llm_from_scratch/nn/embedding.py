@@ -8,7 +8,6 @@ kernel and VJP are the ones :meth:`TensorValue.gather_rows` uses.
 
 from __future__ import annotations
 
-
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -18,7 +17,7 @@ import numpy.typing as npt
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.gather import (
     FlatIds,
-    IdContainerProblem,
+    IdContainerError,
     _RowGatherPlan,
     gather_rows_forward,
 )
@@ -153,10 +152,13 @@ class Embedding:
         >>> x.backward_with_seed(seed)
         >>> embedding.table.tensor.gradient.numpy().tolist()
         [[0.0, 0.0], [0.0, 2.0], [4.0, 4.0], [0.0, 0.0]]
-        >>> embedding([1, 4, 9])
-        Traceback (most recent call last):
-        ...
-        llm_from_scratch.nn.embedding.TokenIdOutOfBoundsError: token ID 4 at flat position 1 is out of bounds for vocabulary size 4
+        >>> try:
+        ...     embedding([1, 4, 9])
+        ... except TokenIdOutOfBoundsError as error:
+        ...     print(error.id, error.position, error.vocabulary_size)
+        ...     print(error)
+        4 1 4
+        token ID 4 at flat position 1 is out of bounds for vocabulary size 4
     """
 
     __slots__ = ("_embedding_width", "_table", "_vocabulary_size")
@@ -278,7 +280,9 @@ class Embedding:
 
     # Lookup -------------------------------------------------------------------------------------
 
-    def forward(self, token_ids: Sequence[int] | npt.NDArray[Any], token_shape: Shape) -> TensorValue:
+    def forward(
+        self, token_ids: Sequence[object] | npt.NDArray[Any], token_shape: Shape
+    ) -> TensorValue:
         """Look up one table row per ID.
 
         Args:
@@ -304,8 +308,8 @@ class Embedding:
             raise TokenShapeError(token_shape, error) from error
         try:
             ids = FlatIds(token_ids)
-        except IdContainerProblem as problem:
-            raise TokenIdContainerError(problem.detail) from None
+        except IdContainerError as container:
+            raise TokenIdContainerError(container.detail) from None
         if ids.count != expected:
             raise TokenCountMismatchError(expected, ids.count)
         problem = ids.first_problem(self._vocabulary_size)
@@ -364,5 +368,3 @@ def _flatten_nested(ids: object) -> tuple[list[object], Shape]:
             )
         stack.extend((item[i], depth + 1, (*path, i)) for i in reversed(range(len(item))))
     return flat, tuple(shape)
-
-

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -50,9 +50,7 @@ class EmptyNameSegmentError(ParameterNameError):
 
     def __init__(self, name: str, index: int) -> None:
         self.index = index
-        super().__init__(
-            name, f"parameter name has an empty dot-separated segment at byte {index}"
-        )
+        super().__init__(name, f"parameter name has an empty dot-separated segment at byte {index}")
 
 
 class InvalidNameByteError(ParameterNameError):
@@ -137,6 +135,7 @@ class SplitMix64:
 
     GOLDEN_GAMMA: Final = 0x9E3779B97F4A7C15
     __slots__ = ("_state",)
+    _state: int
 
     def __init__(self, state: int) -> None:
         if isinstance(state, bool) or not isinstance(state, numbers.Integral):
@@ -200,10 +199,11 @@ def validate_parameter_name(name: object) -> str:
     Example:
         >>> validate_parameter_name("token_embedding.weight")
         'token_embedding.weight'
-        >>> validate_parameter_name("token..weight")
-        Traceback (most recent call last):
-        ...
-        llm_from_scratch.nn.init.EmptyNameSegmentError: parameter name has an empty dot-separated segment at byte 6
+        >>> try:
+        ...     validate_parameter_name("token..weight")
+        ... except EmptyNameSegmentError as error:
+        ...     print(error)
+        parameter name has an empty dot-separated segment at byte 6
     """
     if not isinstance(name, str):
         raise ParameterNameTypeError(name)
@@ -284,9 +284,7 @@ class NamedParameter:
     _tensor: TensorValue
 
     def __init__(self) -> None:
-        raise TypeError(
-            "build a NamedParameter with from_tensor, from_value or xavier_uniform"
-        )
+        raise TypeError("build a NamedParameter with from_tensor, from_value or xavier_uniform")
 
     @classmethod
     def _seal(cls, name: str, tensor: TensorValue) -> NamedParameter:

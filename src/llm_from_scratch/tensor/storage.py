@@ -189,10 +189,11 @@ class Tensor:
         >>> t = Tensor((2, 2), [1, 2, 3, 4])
         >>> t.shape, t.numpy().tolist()
         ((2, 2), [[1.0, 2.0], [3.0, 4.0]])
-        >>> Tensor((2, 2), [1, 2, 3])
-        Traceback (most recent call last):
-        ...
-        llm_from_scratch.tensor.storage.DataLengthMismatchError: shape needs 4 values, but data has 3
+        >>> try:
+        ...     Tensor((2, 2), [1, 2, 3])
+        ... except DataLengthMismatchError as error:
+        ...     print(error)
+        shape needs 4 values, but data has 3
     """
 
     __slots__ = ("_array",)

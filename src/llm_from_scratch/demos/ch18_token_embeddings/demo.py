@@ -37,7 +37,6 @@ def format_demo(report: Ch18Report) -> str:
         f"value-count={report.empty_value_count}",
         f"bounds: id={report.bounds.token_id} rows={report.bounds.vocabulary_size} "
         f"rejected={bool_text(report.bounds.rejected)}",
-        "chapter 19 handoff: preserve leading axes and project width "
-        f"{report.embedding_width}",
+        f"chapter 19 handoff: preserve leading axes and project width {report.embedding_width}",
     ]
     return "".join(f"{line}\n" for line in lines)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -23,6 +21,7 @@ def explicit_one_hot_product(
         ``[N * d]``.
 
     Example:
+        >>> import numpy as np
         >>> table = np.array([[10.0, 11.0], [20.0, 21.0]])
         >>> explicit_one_hot_product(table, [1])
         ([[0, 1]], [20.0, 21.0])
@@ -34,7 +33,9 @@ def explicit_one_hot_product(
         one_hot = [1 if row == token_id else 0 for row in range(vocabulary_size)]
         for feature in range(width):
             output.append(
-                float(sum(active * float(table[row, feature]) for row, active in enumerate(one_hot)))
+                float(
+                    sum(active * float(table[row, feature]) for row, active in enumerate(one_hot))
+                )
             )
         indicators.append(one_hot)
     return indicators, output

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.demos.ch18_token_embeddings import fixture
 from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
-from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64, TokenIdOutOfBoundsError
 from llm_from_scratch.tensor import Shape, Tensor
 
