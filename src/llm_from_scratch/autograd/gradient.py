@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 
 from llm_from_scratch.tensor.storage import FloatArray, Shape, read_only
 
-IndexArray: TypeAlias = npt.NDArray[np.intp]
+IndexArray: TypeAlias = "np.ndarray[Any, np.dtype[np.intp]]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +106,7 @@ class RowSparseGradient:
         return result
 
 
-Gradient: TypeAlias = FloatArray | RowSparseGradient
+Gradient: TypeAlias = "FloatArray | RowSparseGradient"
 
 
 def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:

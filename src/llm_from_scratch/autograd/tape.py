@@ -36,7 +36,7 @@ from llm_from_scratch.autograd.gradient import (
 from llm_from_scratch.tensor.storage import FloatArray
 
 NodeKind: TypeAlias = Literal["parameter", "constant", "operation"]
-Vjp: TypeAlias = Callable[[Any, FloatArray], Sequence[Gradient | None]]
+Vjp: TypeAlias = "Callable[[Any, FloatArray], Sequence[Gradient | None]]"
 
 
 class GraphRetention(enum.Enum):

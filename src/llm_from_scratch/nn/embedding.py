@@ -9,10 +9,12 @@ kernel and VJP are the ones :meth:`TensorValue.gather_rows` uses.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.gather import (

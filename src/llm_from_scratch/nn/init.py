@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.tensor.storage import (

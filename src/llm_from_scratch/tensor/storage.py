@@ -10,13 +10,15 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 import numpy as np
-import numpy.typing as npt
+
+if TYPE_CHECKING:  # numpy.typing costs import time; annotations alone need it
+    import numpy.typing as npt
 
 Shape: TypeAlias = tuple[int, ...]
-FloatArray: TypeAlias = npt.NDArray[np.floating[Any]]
+FloatArray: TypeAlias = "np.ndarray[Any, np.dtype[np.floating[Any]]]"
 
 INDEX_LIMIT: Final = 2**63 - 1
 """The largest element count or stride a signed 64-bit index can address."""
