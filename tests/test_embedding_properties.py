@@ -6,6 +6,11 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llm_from_scratch.autograd.gradient import (
+    SPARSE_PRODUCT_MIN_VALUES,
+    scatter_by_add_at,
+    scatter_by_sparse_product,
+)
 from llm_from_scratch.nn import Embedding, SplitMix64
 
 from conftest import plain_lookup, plain_scatter
@@ -53,3 +58,37 @@ def test_shaped_call_equals_flat_forward(
     assert by_call.value.equals(by_forward.value)
     if np.array(nested.tolist()).shape == shape:  # nested lists cannot spell a [0, 0] shape
         assert layer(nested.tolist()).value.equals(by_forward.value)
+
+
+@given(
+    st.lists(st.integers(0, 6), min_size=0, max_size=300),
+    st.integers(1, 4),
+    st.sampled_from(["float64", "float32"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_both_scatter_strategies_equal_the_plain_loop_bit_for_bit(
+    ids: list[int], width: int, dtype: str, seed: int
+) -> None:
+    indices = np.array(ids, dtype=np.intp)
+    upstream = np.random.default_rng(seed).normal(size=(len(ids), width)).astype(dtype)
+    upstream[::7] = -0.0  # signed zeros must sum like the loop, which starts from +0.0
+    dense = plain_scatter(ids, upstream, 7, width)
+    for strategy in (scatter_by_add_at, scatter_by_sparse_product):
+        if not ids:
+            continue
+        rows, values = strategy(indices, upstream)
+        assert rows.tolist() == sorted(set(ids))
+        assert values.dtype == upstream.dtype
+        assert values.tobytes() == dense[rows].tobytes()
+
+
+def test_a_large_backward_uses_the_sparse_product_and_matches_the_loop() -> None:
+    rng = np.random.default_rng(4)
+    ids = rng.integers(0, 50, size=SPARSE_PRODUCT_MIN_VALUES // 8 + 3).tolist()
+    layer = Embedding.new("w", 50, 8, SplitMix64.from_seed(2))
+    out = layer.forward(ids, (len(ids),))
+    assert out.value.element_count >= SPARSE_PRODUCT_MIN_VALUES
+    upstream = rng.normal(size=out.shape)
+    out.backward_with_seed(upstream)
+    expected = plain_scatter(ids, upstream, 50, 8)
+    assert layer.table.tensor.gradient.numpy().tobytes() == expected.tobytes()  # type: ignore[union-attr]

@@ -233,3 +233,14 @@ def test_every_tape_error_is_a_tensor_autodiff_error() -> None:
         NonFiniteGradientError,
     ):
         assert issubclass(error, TensorAutodiffError)
+
+
+def test_a_seed_changed_after_backward_does_not_change_the_stored_gradient() -> None:
+    w = TensorValue.parameter(Tensor((2, 2), [1, 2, 3, 4]))
+    seed = np.ones((4,))
+    w.reshape((4,)).backward_with_seed(seed)
+    direct = np.ones((2, 2))
+    w.backward_with_seed(direct)
+    seed[0] = 99.0
+    direct[0, 0] = 99.0
+    assert w.gradient.flat_values() == [2.0, 2.0, 2.0, 2.0]  # type: ignore[union-attr]

@@ -8,11 +8,14 @@ the rules in :func:`add_gradients`; the dense view is materialized only on deman
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 
 from llm_from_scratch.tensor.storage import FloatArray, Shape, read_only
+
+SPARSE_PRODUCT_MIN_VALUES: Final = 1 << 15
+"""Upstream sizes from which the VJP sums through a sparse product instead of ``add.at``."""
 
 IndexArray: TypeAlias = "np.ndarray[Any, np.dtype[np.intp]]"
 
@@ -61,11 +64,11 @@ class RowSparseGradient:
         """
         if indices.size == 0:
             return cls.empty(shape, upstream.dtype)
-        rows, inverse = np.unique(indices, return_inverse=True)
-        values = np.zeros((rows.size, shape[1]), dtype=upstream.dtype)
-        with np.errstate(over="ignore", invalid="ignore"):
-            np.add.at(values, inverse.reshape(-1), upstream)  # unbuffered, in flat order
-        return cls(read_only(rows.astype(np.intp, copy=False)), read_only(values), shape)
+        if upstream.size >= SPARSE_PRODUCT_MIN_VALUES:
+            rows, values = scatter_by_sparse_product(indices, upstream)
+        else:
+            rows, values = scatter_by_add_at(indices, upstream)
+        return cls(read_only(rows), read_only(values), shape)
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -104,6 +107,44 @@ class RowSparseGradient:
         with np.errstate(over="ignore", invalid="ignore"):
             result[self.rows] = self.values + dense[self.rows]
         return result
+
+
+def scatter_by_add_at(indices: IndexArray, upstream: FloatArray) -> tuple[IndexArray, FloatArray]:
+    """Sorted unique rows and their sums, by NumPy's unbuffered ``add.at`` in flat order.
+
+    Each sum starts from ``+0.0`` and adds its positions left to right, like the plain loop.
+    Used for small scatters: it needs nothing beyond NumPy.
+    """
+    rows, inverse = np.unique(indices, return_inverse=True)
+    values = np.zeros((rows.size, upstream.shape[1]), dtype=upstream.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.add.at(values, inverse.reshape(-1), upstream)
+    return rows.astype(np.intp, copy=False), values
+
+
+def scatter_by_sparse_product(
+    indices: IndexArray, upstream: FloatArray
+) -> tuple[IndexArray, FloatArray]:
+    """The same sums as :func:`scatter_by_add_at`, as one sparse 0/1 selector times upstream.
+
+    Row ``k`` of the ``[rows, N]`` CSR selector lists, in increasing order, the positions whose
+    index is ``rows[k]``; SciPy's product accumulates each output row from zero in that order,
+    so the sums are bit-identical to the loop, at close to memory speed.
+    """
+    from scipy import sparse  # imported on first large backward: it costs start-up time
+
+    count = indices.size
+    order = np.argsort(indices, kind="stable")
+    sorted_indices = indices[order]
+    starts = np.flatnonzero(sorted_indices[1:] != sorted_indices[:-1]) + 1
+    indptr = np.concatenate([[0], starts, [count]]).astype(np.intp)
+    rows = sorted_indices[indptr[:-1]].astype(np.intp, copy=False)
+    selector = sparse.csr_matrix(
+        (np.ones(count, dtype=upstream.dtype), order, indptr), shape=(rows.size, count)
+    )
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = np.asarray(selector @ np.ascontiguousarray(upstream))
+    return rows, values
 
 
 Gradient: TypeAlias = "FloatArray | RowSparseGradient"

@@ -232,11 +232,12 @@ class TensorValue:
             raise SeedTypeError(seed)
         if array.shape != self._node.array.shape:
             raise SeedShapeMismatchError(self.shape, tuple(int(n) for n in array.shape))
-        converted = np.array(array, dtype=self.dtype, copy=True)
+        # No copy when the dtype matches: the pass only reads the seed and stores new arrays.
+        with np.errstate(over="ignore"):
+            converted = read_only(np.asarray(array, dtype=self.dtype))
         found = first_non_finite(converted)
         if found is not None:
             raise NonFiniteSeedError(found[0], found[1])
-        converted.flags.writeable = False
         return converted
 
     def __repr__(self) -> str:
