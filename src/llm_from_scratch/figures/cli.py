@@ -1,0 +1,102 @@
+"""The command ``llm-from-scratch ch18 figure``: write the token-embedding figure.
+
+The top-level parser imports this module while it is being built, so it imports nothing
+heavy at module level: the parser, renderer and the chapter demo are imported inside
+:func:`run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["configure_parser", "run"]
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the figure options to the ``ch18 figure`` subparser.
+
+    Args:
+        parser: the subparser to extend with ``--lang``, ``--output`` and ``--trace``.
+    """
+    parser.add_argument(
+        "--lang",
+        choices=("en", "ru"),
+        default="en",
+        help="language of every label in the figure (default: en)",
+    )
+    parser.add_argument(
+        "--output",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="write the HTML document to PATH instead of standard output",
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        default=None,
+        help=(
+            "draw a saved token-embeddings-v1 trace (as printed by 'llm-from-scratch ch18 "
+            "trace'; '-' reads standard input) instead of computing a fresh one"
+        ),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Render the figure as the parsed arguments ask.
+
+    Args:
+        args: the namespace with ``lang``, ``output`` and ``trace`` from
+            :func:`configure_parser`.
+
+    Returns:
+        0 on success; 1 when the trace file cannot be read or is not a valid trace, or the
+        output cannot be written (the reason goes to standard error as ``error: ...``).
+    """
+    from llm_from_scratch.figures.token_embeddings import (
+        LabelError,
+        TraceFormatError,
+        parse_trace,
+        render_figure,
+    )
+
+    try:
+        text = _read_trace(args.trace)
+    except (OSError, UnicodeDecodeError) as error:
+        return _fail(f"cannot read trace file {args.trace}: {error}")
+    try:
+        html = render_figure(parse_trace(text), args.lang)
+    except (TraceFormatError, LabelError) as error:
+        return _fail(str(error))
+    try:
+        _write(html, args.output)
+    except OSError as error:
+        return _fail(f"cannot write {args.output}: {error}")
+    return 0
+
+
+def _read_trace(source: str | None) -> str:
+    """Return the trace text, bytes decoded as UTF-8 with line endings untouched."""
+    if source is None:
+        from llm_from_scratch.demos.ch18_token_embeddings import render_trace
+
+        return render_trace()
+    data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    return data.decode("utf-8")
+
+
+def _write(html: str, output: Path | None) -> None:
+    data = html.encode("utf-8")
+    if output is not None:
+        output.write_bytes(data)
+        return
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1

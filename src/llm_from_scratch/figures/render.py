@@ -1,0 +1,76 @@
+"""Render a parsed token-embedding trace as one self-contained HTML document.
+
+The renderer only arranges the trace's lexemes: it pairs each table row with its row
+gradient and each contributing position with its vector, and picks a label for each state,
+sharing and rule word. It computes no number. Jinja2 is imported on first use so that the
+command line starts quickly.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Final
+
+from llm_from_scratch.figures.labels import load_labels
+from llm_from_scratch.figures.trace_parser import Trace
+
+if TYPE_CHECKING:
+    import jinja2
+
+__all__ = ["TEMPLATE_NAME", "render_figure"]
+
+TEMPLATE_NAME: Final = "token_embeddings.html.j2"
+
+#: The row state each ROW-GRADIENT rule belongs to (both are words of the trace grammar).
+_RULE_STATES: Final = {
+    "unused-zero": "unused",
+    "single-copy": "selected-once",
+    "repeated-sum": "selected-repeated",
+}
+_STATES: Final = ("unused", "selected-once", "selected-repeated")
+
+
+def render_figure(trace: Trace, lang: str) -> str:
+    """Render the figure of a parsed trace in one language.
+
+    Args:
+        trace: a trace returned by :func:`~llm_from_scratch.figures.trace_parser.parse_trace`.
+        lang: ``"en"`` or ``"ru"``.
+
+    Returns:
+        One HTML document with inline CSS, no script and no external reference.
+
+    Raises:
+        LabelError: when the language has no label table or a label is missing or blank.
+    """
+    labels = load_labels(lang)
+    template = _environment().get_template(TEMPLATE_NAME)
+    return template.render(
+        lang=lang,
+        labels=labels,
+        trace=trace,
+        states=_STATES,
+        rows=list(zip(trace.table_rows, trace.row_gradients, strict=True)),
+        reverse_rows=[
+            (
+                gradient,
+                _RULE_STATES[gradient.rule],
+                list(zip(gradient.flat_positions, gradient.contributions, strict=True)),
+            )
+            for gradient in trace.row_gradients
+        ],
+    )
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("llm_from_scratch.figures", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )

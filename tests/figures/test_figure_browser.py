@@ -1,0 +1,239 @@
+"""The figure in a real browser: Debian's Chromium, headless, driven by Playwright.
+
+Outside CI these tests skip, saying how to install the browser, when no Chromium is found;
+under ``CI=true`` a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, FloatRect, Page, expect, sync_playwright
+
+from llm_from_scratch.figures.token_embeddings import LANGUAGES, parse_trace, render_figure
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WIDTHS = (1280, 360)
+CASES = [
+    pytest.param(lang, width, id=f"{lang}-{width}px") for lang in LANGUAGES for width in WIDTHS
+]
+STATES = ("unused", "selected-once", "selected-repeated")
+
+
+#: The trace of spec section 7, byte for byte (LF endings kept: read as bytes).
+SPEC_TRACE = (Path(__file__).parent / "spec_trace.txt").read_bytes().decode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def trace_text() -> str:
+    """The 15-line trace of spec section 7."""
+    return SPEC_TRACE
+
+
+def find_chromium() -> str | None:
+    """Debian's ``chromium`` on the PATH, or at its usual place."""
+    found = shutil.which("chromium")
+    if found is None and Path("/usr/bin/chromium").is_file():
+        found = "/usr/bin/chromium"
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = find_chromium()
+    if executable is None:
+        message = "no Chromium found; install Debian's chromium: apt-get install chromium"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the browser tests: {message}")
+        pytest.skip(message)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def documents(trace_text: str) -> dict[str, str]:
+    trace = parse_trace(trace_text)
+    return {lang: render_figure(trace, lang) for lang in LANGUAGES}
+
+
+@contextmanager
+def opened(
+    browser: Browser, document: str, width: int, **options: Any
+) -> Iterator[tuple[Page, list[str]]]:
+    """Open the document in a fresh context; yield the page and every URL it requested."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, **options)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        requests: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.set_content(document, wait_until="load")
+        yield page, requests
+    finally:
+        context.close()
+
+
+def shoot(page: Page, folder: Path, name: str) -> None:
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 1000
+
+
+@pytest.mark.parametrize(("lang", "width"), CASES)
+def test_the_page_never_overflows_sideways_and_wide_tables_scroll_in_their_region(
+    browser: Browser, documents: dict[str, str], tmp_path: Path, lang: str, width: int
+) -> None:
+    with opened(browser, documents[lang], width) as (page, requests):
+        shoot(page, tmp_path, f"token-embeddings-{lang}-{width}px")
+
+        page_width = page.evaluate(
+            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        regions = page.eval_on_selector_all(
+            "[role=region]",
+            """els => els.map(el => ({
+                scroll: el.scrollWidth, client: el.clientWidth,
+                right: el.getBoundingClientRect().right,
+                overflowX: getComputedStyle(el).overflowX}))""",
+        )
+
+    assert page_width[0] == page_width[1] == width
+    assert len(regions) == 3
+    for region in regions:
+        assert region["overflowX"] == "auto"
+        assert region["right"] <= width
+    if width == 360:
+        assert any(region["scroll"] > region["client"] for region in regions)
+    assert requests == []
+
+
+@pytest.mark.parametrize(("lang", "width"), CASES)
+def test_every_scroll_region_is_reached_with_tab_has_a_name_and_shows_its_focus(
+    browser: Browser, documents: dict[str, str], tmp_path: Path, lang: str, width: int
+) -> None:
+    with opened(browser, documents[lang], width) as (page, _):
+        regions = page.locator("[role=region]")
+        count = regions.count()
+        reached: list[str] = []
+        for _ in range(count):
+            page.keyboard.press("Tab")
+            reached.append(page.evaluate("document.activeElement.getAttribute('aria-label')"))
+            focused = page.locator(":focus")
+            expect(focused).to_have_attribute("role", "region")
+            expect(focused).to_have_accessible_name(re.compile(r"\S"))
+            outline = focused.evaluate(
+                "el => { const s = getComputedStyle(el);"
+                " return [s.outlineStyle, parseFloat(s.outlineWidth)]; }"
+            )
+            assert outline[0] != "none"
+            assert outline[1] >= 2
+        page.evaluate("document.activeElement.blur(); window.scrollTo(0, 0)")
+        box = regions.first.bounding_box()
+        assert box is not None
+        clip: FloatRect = {
+            "x": max(box["x"] - 6, 0),
+            "y": max(box["y"] - 6, 0),
+            "width": min(box["width"] + 12, width - max(box["x"] - 6, 0)),
+            "height": box["height"] + 12,
+        }
+        regions.first.focus()
+        with_focus = page.screenshot(clip=clip)
+        page.evaluate("document.activeElement.blur()")
+        without_focus = page.screenshot(clip=clip)
+        regions.first.focus()
+        shoot(page, tmp_path, f"focus-{lang}-{width}px")
+
+    names = [name for name in reached if name]
+    assert len(names) == len(set(names)) == count == 3
+    assert with_focus != without_focus, "the focus outline must change what is shown"
+
+
+@pytest.mark.parametrize(("lang", "width"), CASES)
+def test_forced_colours_keep_the_row_states_apart_by_border_style_and_symbol(
+    browser: Browser, documents: dict[str, str], tmp_path: Path, lang: str, width: int
+) -> None:
+    with opened(browser, documents[lang], width, forced_colors="active") as (page, _):
+        assert page.evaluate("matchMedia('(forced-colors: active)').matches")
+        shoot(page, tmp_path, f"forced-colours-{lang}-{width}px")
+        marks = page.eval_on_selector_all(
+            "[data-state]",
+            """els => els.map(el => ({
+                state: el.dataset.state,
+                border: getComputedStyle(el).borderTopStyle,
+                symbol: el.querySelector('.sym').textContent}))""",
+        )
+
+    by_state: dict[str, set[tuple[str, str]]] = {}
+    for mark in marks:
+        by_state.setdefault(mark["state"], set()).add((mark["border"], mark["symbol"]))
+    assert sorted(by_state) == sorted(STATES)
+    assert all(len(looks) == 1 for looks in by_state.values()), by_state
+    borders = {next(iter(looks))[0] for looks in by_state.values()}
+    symbols = {next(iter(looks))[1] for looks in by_state.values()}
+    assert borders == {"dotted", "solid", "double"}
+    assert len(symbols) == 3
+
+
+@pytest.mark.parametrize(("lang", "width"), CASES)
+def test_numbers_stay_left_to_right_under_a_right_to_left_ancestor(
+    browser: Browser, documents: dict[str, str], tmp_path: Path, lang: str, width: int
+) -> None:
+    with opened(browser, documents[lang], width) as (page, _):
+        page.evaluate("document.documentElement.setAttribute('dir', 'rtl')")
+        assert page.evaluate("getComputedStyle(document.querySelector('h1')).direction") == "rtl"
+        shoot(page, tmp_path, f"rtl-{lang}-{width}px")
+        numbers = page.eval_on_selector_all(
+            ".num",
+            """els => els.map(el => {
+                const s = getComputedStyle(el);
+                const text = el.firstChild;
+                const at = i => { const r = document.createRange();
+                    r.setStart(text, i); r.setEnd(text, i + 1);
+                    return r.getClientRects()[0]; };
+                const n = text.length, first = at(0), last = at(n - 1);
+                const sameLine = n > 1 && Math.abs(first.top - last.top) < 2;
+                return {text: text.data, direction: s.direction, bidi: s.unicodeBidi,
+                        leftToRight: !sameLine || first.left < last.left};
+            })""",
+        )
+
+    assert len(numbers) > 40
+    for number in numbers:
+        assert number["direction"] == "ltr", number
+        assert number["bidi"] == "isolate", number
+        assert number["leftToRight"], number
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_page_has_no_script_fetches_nothing_and_reads_the_same_without_javascript(
+    browser: Browser, documents: dict[str, str], lang: str
+) -> None:
+    with opened(browser, documents[lang], 1280, java_script_enabled=False) as (page, requests):
+        assert page.locator("script").count() == 0
+        expect(page.locator("h1")).to_be_visible()
+        expect(page).to_have_title(re.compile(r"\S"))
+        description = page.locator("main").get_attribute("aria-describedby")
+        assert description is not None
+        expect(page.locator(f"#{description}")).to_be_visible()
+        assert page.locator("section").count() == 4
+
+    assert requests == []

@@ -1,0 +1,155 @@
+"""The command ``llm-from-scratch ch18 figure``."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+import pytest
+
+from llm_from_scratch.cli import main
+from llm_from_scratch.figures.cli import configure_parser, run
+
+#: The trace of spec section 7, byte for byte (LF endings kept: read as bytes).
+SPEC_TRACE = (Path(__file__).parent / "spec_trace.txt").read_bytes().decode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def trace_text() -> str:
+    """The 15-line trace of spec section 7."""
+    return SPEC_TRACE
+
+
+@pytest.fixture
+def trace_file(tmp_path: Path, trace_text: str) -> Path:
+    path = tmp_path / "trace.txt"
+    path.write_bytes(trace_text.encode("utf-8"))
+    return path
+
+
+def test_a_saved_trace_is_drawn_to_standard_output_in_english_by_default(
+    trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["ch18", "figure", "--trace", str(trace_file)])
+
+    out, err = capsys.readouterr()
+    assert status == 0
+    assert err == ""
+    assert out.startswith("<!DOCTYPE html>")
+    assert '<html lang="en"' in out
+
+
+def test_a_saved_trace_is_written_in_russian_to_the_output_path(
+    trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "figure.html"
+
+    status = main(
+        ["ch18", "figure", "--lang", "ru", "--trace", str(trace_file), "--output", str(output)]
+    )
+
+    assert status == 0
+    assert capsys.readouterr() == ("", "")
+    page = output.read_text(encoding="utf-8")
+    assert '<html lang="ru"' in page
+    assert "Эмбеддинги токенов" in page
+
+
+def test_a_bad_trace_file_exits_non_zero_with_the_parser_message(
+    tmp_path: Path, trace_text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_text(trace_text.replace("state=unused", "state=selected-once", 1), "utf-8")
+
+    status = main(["ch18", "figure", "--trace", str(path)])
+
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert out == ""
+    assert err == ("error: TABLE 0 state: expected unused for uses=0, found selected-once\n")
+
+
+def test_a_crlf_trace_file_is_rejected_because_its_bytes_are_read_untouched(
+    tmp_path: Path, trace_text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "crlf.txt"
+    path.write_bytes(trace_text.replace("\n", "\r\n").encode("utf-8"))
+
+    status = main(["ch18", "figure", "--trace", str(path)])
+
+    assert status == 1
+    assert capsys.readouterr().err == (
+        "error: TRACE BEGIN line ending: expected LF line endings, found CR\n"
+    )
+
+
+@pytest.mark.parametrize("content", [None, b"\xff\xfe not UTF-8"], ids=["missing", "not utf-8"])
+def test_an_unreadable_trace_file_exits_non_zero_with_a_message(
+    tmp_path: Path, content: bytes | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "trace.txt"
+    if content is not None:
+        path.write_bytes(content)
+
+    status = main(["ch18", "figure", "--trace", str(path)])
+
+    assert status == 1
+    assert capsys.readouterr().err.startswith(f"error: cannot read trace file {path}: ")
+
+
+def test_an_unwritable_output_exits_non_zero_with_a_message(
+    trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "missing-folder" / "figure.html"
+
+    status = main(["ch18", "figure", "--trace", str(trace_file), "--output", str(output)])
+
+    assert status == 1
+    assert capsys.readouterr().err.startswith(f"error: cannot write {output}: ")
+
+
+def test_a_dash_reads_the_trace_from_standard_input(
+    trace_text: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stdin = io.TextIOWrapper(io.BytesIO(trace_text.encode("utf-8")), encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", stdin)
+
+    assert main(["ch18", "figure", "--trace", "-"]) == 0
+    assert capsys.readouterr().out.startswith("<!DOCTYPE html>")
+
+
+def test_the_options_are_documented_and_the_language_is_checked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = argparse.ArgumentParser(prog="figure")
+    configure_parser(parser)
+
+    help_text = parser.format_help()
+    for option in ("--lang {en,ru}", "--output PATH", "--trace FILE"):
+        assert option in help_text
+    assert parser.parse_args([]).lang == "en"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--lang", "de"])
+    assert "invalid choice: 'de'" in capsys.readouterr().err
+
+
+def test_run_takes_the_namespace_the_parser_builds(trace_file: Path, tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    configure_parser(parser)
+    output = tmp_path / "figure.html"
+
+    status = run(parser.parse_args(["--trace", str(trace_file), "--output", str(output)]))
+
+    assert status == 0
+    assert output.read_text(encoding="utf-8").endswith("</html>\n")
+
+
+def test_a_fresh_trace_from_the_chapter_demo_is_drawn(
+    trace_text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from llm_from_scratch.demos.ch18_token_embeddings import render_trace
+
+    assert render_trace() == trace_text
+    assert main(["ch18", "figure", "--lang", "ru"]) == 0
+    assert "[4.000000000000, 4.000000000000]" in capsys.readouterr().out
