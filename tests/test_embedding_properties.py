@@ -76,8 +76,9 @@ def test_both_scatter_strategies_equal_the_plain_loop_bit_for_bit(
     for strategy in (scatter_by_add_at, scatter_by_sparse_product):
         if not ids:
             continue
-        rows, values = strategy(indices, upstream)
+        rows, values, counts = strategy(indices, upstream)
         assert rows.tolist() == sorted(set(ids))
+        assert counts.tolist() == [ids.count(row) for row in rows.tolist()]
         assert values.dtype == upstream.dtype
         assert values.tobytes() == dense[rows].tobytes()
 

@@ -244,3 +244,19 @@ def test_a_seed_changed_after_backward_does_not_change_the_stored_gradient() -> 
     seed[0] = 99.0
     direct[0, 0] = 99.0
     assert w.gradient.flat_values() == [2.0, 2.0, 2.0, 2.0]  # type: ignore[union-attr]
+
+
+def test_an_overflowing_repeated_row_is_caught_even_though_copies_are_not_rescanned() -> None:
+    table = TensorValue.parameter(Tensor((3, 1), [0.0, 0.0, 0.0]))
+    rows = table.gather_rows([0, 2, 2], (3,))
+    with pytest.raises(NonFiniteGradientError) as caught:
+        rows.backward_with_seed(np.array([[1.0], [1e308], [1e308]]))
+    assert (caught.value.operation, caught.value.index) == ("gather_rows", 2)
+    assert not table.gradient.numpy().any()  # type: ignore[union-attr]
+
+
+def test_two_finite_contributions_that_overflow_together_are_caught() -> None:
+    w = parameter(1e308)
+    with pytest.raises(NonFiniteGradientError):
+        w.add(w).sum().backward_with_seed(np.array(1e308))
+    assert w.gradient.flat_values() == [0.0]  # type: ignore[union-attr]

@@ -28,6 +28,9 @@ class RowSparseGradient:
         rows: sorted unique row indices, read-only, shape ``[k]``.
         values: the gradient of each listed row, read-only, shape ``[k, d]``.
         shape: the dense shape ``(V, d)``.
+        summed: positions in :attr:`rows` whose values add two or more upstream rows, or None
+            when unknown. The other rows are copies of one upstream row each, so they are
+            finite whenever the upstream is: only summed rows need a finiteness check.
 
     Example:
         >>> import numpy as np
@@ -42,6 +45,7 @@ class RowSparseGradient:
     rows: IndexArray
     values: FloatArray
     shape: Shape
+    summed: IndexArray | None = None
 
     @classmethod
     def empty(cls, shape: Shape, dtype: np.dtype[Any]) -> RowSparseGradient:
@@ -65,10 +69,11 @@ class RowSparseGradient:
         if indices.size == 0:
             return cls.empty(shape, upstream.dtype)
         if upstream.size >= SPARSE_PRODUCT_MIN_VALUES:
-            rows, values = scatter_by_sparse_product(indices, upstream)
+            rows, values, counts = scatter_by_sparse_product(indices, upstream)
         else:
-            rows, values = scatter_by_add_at(indices, upstream)
-        return cls(read_only(rows), read_only(values), shape)
+            rows, values, counts = scatter_by_add_at(indices, upstream)
+        summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
+        return cls(read_only(rows), read_only(values), shape, read_only(summed))
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -109,22 +114,24 @@ class RowSparseGradient:
         return result
 
 
-def scatter_by_add_at(indices: IndexArray, upstream: FloatArray) -> tuple[IndexArray, FloatArray]:
-    """Sorted unique rows and their sums, by NumPy's unbuffered ``add.at`` in flat order.
+def scatter_by_add_at(
+    indices: IndexArray, upstream: FloatArray
+) -> tuple[IndexArray, FloatArray, IndexArray]:
+    """Sorted unique rows, their sums and their use counts, by NumPy's unbuffered ``add.at``.
 
     Each sum starts from ``+0.0`` and adds its positions left to right, like the plain loop.
     Used for small scatters: it needs nothing beyond NumPy.
     """
-    rows, inverse = np.unique(indices, return_inverse=True)
+    rows, inverse, counts = np.unique(indices, return_inverse=True, return_counts=True)
     values = np.zeros((rows.size, upstream.shape[1]), dtype=upstream.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         np.add.at(values, inverse.reshape(-1), upstream)
-    return rows.astype(np.intp, copy=False), values
+    return rows.astype(np.intp, copy=False), values, counts
 
 
 def scatter_by_sparse_product(
     indices: IndexArray, upstream: FloatArray
-) -> tuple[IndexArray, FloatArray]:
+) -> tuple[IndexArray, FloatArray, IndexArray]:
     """The same sums as :func:`scatter_by_add_at`, as one sparse 0/1 selector times upstream.
 
     Row ``k`` of the ``[rows, N]`` CSR selector lists, in increasing order, the positions whose
@@ -144,7 +151,7 @@ def scatter_by_sparse_product(
     )
     with np.errstate(over="ignore", invalid="ignore"):
         values = np.asarray(selector @ np.ascontiguousarray(upstream))
-    return rows, values
+    return rows, values, np.diff(indptr)
 
 
 Gradient: TypeAlias = "FloatArray | RowSparseGradient"
@@ -168,16 +175,27 @@ def as_dense(gradient: Gradient) -> FloatArray:
 
 
 def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
-    """The dense flat index and value of the first NaN or infinity, or None if all are finite."""
+    """The dense flat index and value of the first NaN or infinity, or None if all are finite.
+
+    A row-sparse gradient that knows its summed rows is checked on those rows only: its other
+    rows copy one upstream row each, and the tape only ever passes finite upstream gradients.
+    """
     if isinstance(gradient, RowSparseGradient):
-        found = _first_non_finite_flat(gradient.values)
-        if found is None:
-            return None
-        position, value = found
-        width = gradient.shape[1]
-        row = int(gradient.rows[position // width])
-        return row * width + position % width, value
+        return _first_non_finite_row_sparse(gradient)
     return _first_non_finite_flat(gradient)
+
+
+def _first_non_finite_row_sparse(gradient: RowSparseGradient) -> tuple[int, float] | None:
+    """Check every row, or only the summed rows when the gradient knows which they are."""
+    positions = gradient.summed
+    candidates = gradient.values if positions is None else gradient.values[positions]
+    found = _first_non_finite_flat(candidates)
+    if found is None:
+        return None
+    flat, value = found
+    width = gradient.shape[1]
+    position = flat // width if positions is None else int(positions[flat // width])
+    return int(gradient.rows[position]) * width + flat % width, value
 
 
 def _first_non_finite_flat(array: FloatArray) -> tuple[int, float] | None:

@@ -264,7 +264,11 @@ def _propagate(
                 continue
             _raise_if_non_finite(operation.name, gradient)
             earlier = pending.get(id(parent))
-            total = gradient if earlier is None else add_gradients(earlier[1], gradient)
+            if earlier is None:
+                pending[id(parent)] = (parent, gradient)
+                continue
+            total = add_gradients(earlier[1], gradient)
+            _raise_if_non_finite(operation.name, total)  # every upstream a VJP sees is finite
             pending[id(parent)] = (parent, total)
     return pending
 
@@ -277,7 +281,8 @@ def _accumulated(
         if node.kind != "parameter" or node.gradient is None:
             continue
         total = add_gradients(node.gradient, gradient)
-        _raise_if_non_finite("accumulated parameter", total)
+        if total is not gradient:  # adding to an all-zero store returns the checked pass
+            _raise_if_non_finite("accumulated parameter", total)
         updates.append((node, total))
     return updates
 

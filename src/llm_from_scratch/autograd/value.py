@@ -226,8 +226,8 @@ class TensorValue:
     def _checked_seed(self, seed: object) -> FloatArray:
         if isinstance(seed, Tensor):
             array = seed.numpy()
-        elif isinstance(seed, np.ndarray) and seed.dtype.kind in "biuf":
-            array = seed
+        elif isinstance(seed, np.ndarray | np.generic) and seed.dtype.kind in "biuf":
+            array = np.asarray(seed)
         else:
             raise SeedTypeError(seed)
         if array.shape != self._node.array.shape:
