@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd.gradient import (
-    SPARSE_PRODUCT_MIN_VALUES,
-    scatter_by_add_at,
-    scatter_by_sparse_product,
-)
+from llm_from_scratch.autograd.gradient import COMPILED_KERNEL_MIN_VALUES, scatter_by_add_at
+from llm_from_scratch.autograd.kernels import scatter_rows
 from llm_from_scratch.nn import Embedding, SplitMix64
 
 from conftest import plain_lookup, plain_scatter
@@ -73,23 +71,28 @@ def test_both_scatter_strategies_equal_the_plain_loop_bit_for_bit(
     upstream = np.random.default_rng(seed).normal(size=(len(ids), width)).astype(dtype)
     upstream[::7] = -0.0  # signed zeros must sum like the loop, which starts from +0.0
     dense = plain_scatter(ids, upstream, 7, width)
-    for strategy in (scatter_by_add_at, scatter_by_sparse_product):
-        if not ids:
-            continue
-        rows, values, counts = strategy(indices, upstream)
+    if not ids:
+        return
+    for rows, values, counts in (
+        scatter_by_add_at(indices, upstream),
+        scatter_rows(indices, upstream, 7),
+    ):
         assert rows.tolist() == sorted(set(ids))
         assert counts.tolist() == [ids.count(row) for row in rows.tolist()]
         assert values.dtype == upstream.dtype
         assert values.tobytes() == dense[rows].tobytes()
 
 
-def test_a_large_backward_uses_the_sparse_product_and_matches_the_loop() -> None:
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_large_lookup_and_backward_run_compiled_and_match_the_loop(dtype: str) -> None:
     rng = np.random.default_rng(4)
-    ids = rng.integers(0, 50, size=SPARSE_PRODUCT_MIN_VALUES // 8 + 3).tolist()
-    layer = Embedding.new("w", 50, 8, SplitMix64.from_seed(2))
+    ids = rng.integers(0, 50, size=COMPILED_KERNEL_MIN_VALUES // 8 + 3).tolist()
+    layer = Embedding.new("w", 50, 8, SplitMix64.from_seed(2), dtype)
     out = layer.forward(ids, (len(ids),))
-    assert out.value.element_count >= SPARSE_PRODUCT_MIN_VALUES
-    upstream = rng.normal(size=out.shape)
+    assert out.value.element_count >= COMPILED_KERNEL_MIN_VALUES
+    assert out.value.flat_values() == plain_lookup(layer.table.tensor.numpy(), ids, 8)
+    upstream = rng.normal(size=out.shape).astype(dtype)
+    upstream[5] = -0.0
     out.backward_with_seed(upstream)
     expected = plain_scatter(ids, upstream, 50, 8)
     assert layer.table.tensor.gradient.numpy().tobytes() == expected.tobytes()  # type: ignore[union-attr]

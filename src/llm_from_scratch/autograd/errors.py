@@ -44,6 +44,16 @@ class NonFiniteSeedError(TensorAutodiffError, ValueError):
         super().__init__(f"backward seed value {value} at flat index {index} is not finite")
 
 
+class RetentionTypeError(TensorAutodiffError, TypeError):
+    """A ``retention`` argument that is not a ``GraphRetention`` member."""
+
+    def __init__(self, retention: object) -> None:
+        self.retention = retention
+        super().__init__(
+            f"retention must be GraphRetention.RETAIN or GraphRetention.RELEASE, got {retention!r}"
+        )
+
+
 class NonFiniteGradientError(TensorAutodiffError, ArithmeticError):
     """A VJP or an accumulated gradient produced NaN or an infinity; nothing was stored."""
 

@@ -25,7 +25,12 @@ from llm_from_scratch.autograd.errors import (
     InvalidShapeError,
     OutputAllocationError,
 )
-from llm_from_scratch.autograd.gradient import Gradient, IndexArray, RowSparseGradient
+from llm_from_scratch.autograd.gradient import (
+    COMPILED_KERNEL_MIN_VALUES,
+    Gradient,
+    IndexArray,
+    RowSparseGradient,
+)
 from llm_from_scratch.autograd.tape import Node, check_operands, record
 from llm_from_scratch.tensor.storage import (
     FloatArray,
@@ -228,8 +233,13 @@ def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
         output = np.empty((rows_out, plan.table_shape[1]), dtype=table.array.dtype)
     except MemoryError as error:
         raise OutputAllocationError("gather_rows", plan.output_elements) from error
-    # mode="clip" skips NumPy's own bounds pass (the plan's indices are valid) and its buffering.
-    np.take(table.array, plan.indices, axis=0, out=output, mode="clip")
+    if plan.output_elements >= COMPILED_KERNEL_MIN_VALUES:
+        from llm_from_scratch.autograd.kernels import gather_rows_into
+
+        gather_rows_into(output, table.array, plan.indices)
+    else:
+        # mode="clip" skips NumPy's own bounds pass (the plan's indices are valid).
+        np.take(table.array, plan.indices, axis=0, out=output, mode="clip")
     return record(
         "gather_rows",
         (("table", table),),

@@ -14,8 +14,9 @@ import numpy as np
 
 from llm_from_scratch.tensor.storage import FloatArray, Shape, read_only
 
-SPARSE_PRODUCT_MIN_VALUES: Final = 1 << 15
-"""Upstream sizes from which the VJP sums through a sparse product instead of ``add.at``."""
+COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16
+"""Array sizes from which gathers, scatters and finiteness checks run compiled kernels
+(:mod:`~llm_from_scratch.autograd.kernels`); below it NumPy alone is faster than loading them."""
 
 IndexArray: TypeAlias = "np.ndarray[Any, np.dtype[np.intp]]"
 
@@ -68,8 +69,10 @@ class RowSparseGradient:
         """
         if indices.size == 0:
             return cls.empty(shape, upstream.dtype)
-        if upstream.size >= SPARSE_PRODUCT_MIN_VALUES:
-            rows, values, counts = scatter_by_sparse_product(indices, upstream)
+        if upstream.size >= COMPILED_KERNEL_MIN_VALUES:
+            from llm_from_scratch.autograd.kernels import scatter_rows
+
+            rows, values, counts = scatter_rows(indices, upstream, shape[0])
         else:
             rows, values, counts = scatter_by_add_at(indices, upstream)
         summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
@@ -119,39 +122,14 @@ def scatter_by_add_at(
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
     """Sorted unique rows, their sums and their use counts, by NumPy's unbuffered ``add.at``.
 
-    Each sum starts from ``+0.0`` and adds its positions left to right, like the plain loop.
-    Used for small scatters: it needs nothing beyond NumPy.
+    Each sum starts from ``+0.0`` and adds its positions left to right, like the plain loop
+    (and like :func:`~llm_from_scratch.autograd.kernels.scatter_rows`, used for large scatters).
     """
     rows, inverse, counts = np.unique(indices, return_inverse=True, return_counts=True)
     values = np.zeros((rows.size, upstream.shape[1]), dtype=upstream.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         np.add.at(values, inverse.reshape(-1), upstream)
     return rows.astype(np.intp, copy=False), values, counts
-
-
-def scatter_by_sparse_product(
-    indices: IndexArray, upstream: FloatArray
-) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """The same sums as :func:`scatter_by_add_at`, as one sparse 0/1 selector times upstream.
-
-    Row ``k`` of the ``[rows, N]`` CSR selector lists, in increasing order, the positions whose
-    index is ``rows[k]``; SciPy's product accumulates each output row from zero in that order,
-    so the sums are bit-identical to the loop, at close to memory speed.
-    """
-    from scipy import sparse  # imported on first large backward: it costs start-up time
-
-    count = indices.size
-    order = np.argsort(indices, kind="stable")
-    sorted_indices = indices[order]
-    starts = np.flatnonzero(sorted_indices[1:] != sorted_indices[:-1]) + 1
-    indptr = np.concatenate([[0], starts, [count]]).astype(np.intp)
-    rows = sorted_indices[indptr[:-1]].astype(np.intp, copy=False)
-    selector = sparse.csr_matrix(
-        (np.ones(count, dtype=upstream.dtype), order, indptr), shape=(rows.size, count)
-    )
-    with np.errstate(over="ignore", invalid="ignore"):
-        values = np.asarray(selector @ np.ascontiguousarray(upstream))
-    return rows, values, np.diff(indptr)
 
 
 Gradient: TypeAlias = "FloatArray | RowSparseGradient"
@@ -201,10 +179,16 @@ def _first_non_finite_row_sparse(gradient: RowSparseGradient) -> tuple[int, floa
 def _first_non_finite_flat(array: FloatArray) -> tuple[int, float] | None:
     # A finite sum proves every term finite in one pass without a mask; only a non-finite
     # sum (a NaN, an infinity, or an overflow of finite terms) pays for the exact search.
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = np.sum(array)
-    if array.size == 0 or bool(np.isfinite(total)):
-        return None
+    if array.size >= COMPILED_KERNEL_MIN_VALUES:
+        from llm_from_scratch.autograd.kernels import all_finite
+
+        if all_finite(array):
+            return None
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.sum(array)
+        if array.size == 0 or bool(np.isfinite(total)):
+            return None
     flat = array.reshape(-1)
     bad = np.flatnonzero(~np.isfinite(flat))
     if bad.size == 0:

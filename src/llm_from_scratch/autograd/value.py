@@ -14,6 +14,8 @@ from llm_from_scratch.autograd.errors import (
     NotAParameterError,
     NotScalarOutputError,
     OperandTypeError,
+    OutputAllocationError,
+    RetentionTypeError,
     SeedShapeMismatchError,
     SeedTypeError,
 )
@@ -60,7 +62,12 @@ class TensorValue:
     @classmethod
     def parameter(cls, tensor: Tensor) -> TensorValue:
         """A trainable leaf holding a copy of ``tensor``'s values; its gradient starts at zero."""
-        return cls._wrap(Node(_leaf_array(tensor), "parameter", None))
+        array = _leaf_array(tensor)
+        try:
+            node = Node(array, "parameter", None)
+        except MemoryError as error:  # a non-table parameter's dense zero gradient
+            raise OutputAllocationError("parameter gradient", int(array.size)) from error
+        return cls._wrap(node)
 
     @classmethod
     def _parameter_from_owned(cls, array: FloatArray) -> TensorValue:
@@ -96,7 +103,7 @@ class TensorValue:
 
     def value_snapshot(self) -> Tensor:
         """An independent copy of the forward values."""
-        return Tensor._adopt(np.array(self._node.array, copy=True))
+        return Tensor._adopt(_copied("value snapshot", self._node.array))
 
     def numpy(self) -> FloatArray:
         """The forward values as a read-only NumPy array."""
@@ -106,14 +113,15 @@ class TensorValue:
     def gradient(self) -> Tensor | None:
         """The accumulated dense gradient of a parameter (None for any other value)."""
         stored = self._node.gradient
-        return None if stored is None else Tensor._adopt(as_dense(stored))
+        return None if stored is None else Tensor._adopt(_dense("gradient", stored))
 
     def gradient_snapshot(self) -> Tensor | None:
         """An independent copy of :attr:`gradient`."""
         stored = self._node.gradient
         if stored is None:
             return None
-        return Tensor._adopt(np.array(as_dense(stored), copy=True))
+        dense = _dense("gradient snapshot", stored)
+        return Tensor._adopt(dense if dense is not stored else _copied("gradient snapshot", dense))
 
     @property
     def sparse_gradient(self) -> RowSparseGradient | None:
@@ -202,8 +210,12 @@ class TensorValue:
             NonFiniteGradientError: a VJP or an accumulated gradient is not finite; no stored
                 gradient changed.
             NotRecordedError: this value is a constant.
+            RetentionTypeError: ``retention`` is not a GraphRetention (checked after the seed).
         """
-        backward(self._node, self._checked_seed(seed), retention)
+        checked = self._checked_seed(seed)
+        if not isinstance(retention, GraphRetention):
+            raise RetentionTypeError(retention)
+        backward(self._node, checked, retention)
 
     def backward(self) -> None:
         """``backward_with_seed(1.0)`` with ``RETAIN``, for a scalar output."""
@@ -247,7 +259,30 @@ class TensorValue:
 def _leaf_array(tensor: Tensor) -> FloatArray:
     if not isinstance(tensor, Tensor):
         raise OperandTypeError("a leaf", tensor)
-    return np.array(tensor.numpy(), copy=True)
+    return _copied("leaf copy", tensor.numpy())
+
+
+def _copied(what: str, array: FloatArray) -> FloatArray:
+    """A new array owning a copy of ``array``; no memory is an OutputAllocationError."""
+    try:
+        return np.array(array, copy=True)
+    except MemoryError as error:
+        raise OutputAllocationError(what, int(array.size)) from error
+
+
+def _dense(what: str, gradient: RowSparseGradient | FloatArray) -> FloatArray:
+    """The dense view of a stored gradient; no memory is an OutputAllocationError."""
+    try:
+        return as_dense(gradient)
+    except MemoryError as error:
+        raise OutputAllocationError(what, _element_count(gradient.shape)) from error
+
+
+def _element_count(shape: Shape) -> int:
+    count = 1
+    for extent in shape:
+        count *= int(extent)
+    return count
 
 
 def _operand_node(operation: str, other: object) -> Node:

@@ -211,11 +211,13 @@ def format_results(results: list[CaseResult]) -> str:
 
 
 def _torch_ratios(case: CaseResult) -> list[str]:
-    ours = case.medians["fwd+bwd"]
     lines = []
     for name in ("torch fwd+bwd dense", "torch fwd+bwd sparse"):
         if name in case.medians:
-            lines.append(f"  our fwd+bwd is {case.medians[name] / ours:.2f}x faster than {name}")
+            lines.append(
+                f"  {name} / our fwd+bwd = {case.ratio(name, 'fwd+bwd'):.2f} "
+                "(above 1: ours is faster)"
+            )
     return lines
 
 

@@ -1,0 +1,108 @@
+"""Compiled kernels for large row gathers, scatters and finiteness checks (Numba).
+
+Importing this module imports Numba and loads (or compiles, the first time) the kernels, which
+costs a few hundred milliseconds; the tape imports it only on the first large operation, so small
+work and the chapter demo never pay for it. Every kernel writes into arrays NumPy allocated
+(NumPy asks the kernel for huge pages; Numba's own allocations fault more slowly), and none uses
+fast-math, so sums keep their left-to-right order and match the plain loop bit for bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from llm_from_scratch.autograd.gradient import IndexArray
+from llm_from_scratch.tensor.storage import FloatArray
+
+
+@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
+def _gather_rows_into(out: Any, table: Any, indices: Any) -> None:  # pragma: no cover - JIT
+    width = table.shape[1]
+    for position in prange(indices.shape[0]):
+        row = indices[position]
+        for feature in range(width):
+            out[position, feature] = table[row, feature]
+
+
+@njit(cache=True, nogil=True)  # type: ignore[untyped-decorator]
+def _counting_plan(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover - JIT
+    """A stable counting sort: sorted unique rows, where each row's positions start, and the
+    positions grouped by row in increasing order."""
+    cursor = np.zeros(rows_in_table, np.int64)
+    for position in range(indices.shape[0]):
+        cursor[indices[position]] += 1
+    unique = 0
+    for row in range(rows_in_table):
+        if cursor[row] > 0:
+            unique += 1
+    rows = np.empty(unique, np.intp)
+    starts = np.empty(unique + 1, np.intp)
+    total, slot = 0, 0
+    for row in range(rows_in_table):
+        count = cursor[row]
+        if count > 0:
+            rows[slot] = row
+            starts[slot] = total
+            slot += 1
+        cursor[row] = total
+        total += count
+    starts[unique] = indices.shape[0]
+    order = np.empty(indices.shape[0], np.intp)
+    for position in range(indices.shape[0]):
+        row = indices[position]
+        order[cursor[row]] = position
+        cursor[row] += 1
+    return rows, starts, order
+
+
+@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
+def _sum_rows_into(values: Any, upstream: Any, starts: Any, order: Any) -> None:  # pragma: no cover
+    width = upstream.shape[1]
+    for slot in prange(values.shape[0]):
+        for feature in range(width):
+            values[slot, feature] = 0.0
+        for entry in range(starts[slot], starts[slot + 1]):
+            position = order[entry]
+            for feature in range(width):
+                values[slot, feature] += upstream[position, feature]
+
+
+@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
+def _count_non_finite(flat: Any) -> int:  # pragma: no cover - JIT
+    bad = 0
+    for index in prange(flat.shape[0]):
+        if not np.isfinite(flat[index]):
+            bad += 1
+    return bad
+
+
+def gather_rows_into(out: FloatArray, table: FloatArray, indices: IndexArray) -> None:
+    """``out[p, :] = table[indices[p], :]`` for valid ``indices``, two threads.
+
+    Shape:
+        ``out``: ``[N, d]``; ``table``: ``[V, d]``; ``indices``: ``[N]``.
+    """
+    _gather_rows_into(out, np.ascontiguousarray(table), indices)
+
+
+def scatter_rows(
+    indices: IndexArray, upstream: FloatArray, rows_in_table: int
+) -> tuple[IndexArray, FloatArray, IndexArray]:
+    """Sorted unique rows, each row's sum of upstream rows in flat order, and the use counts.
+
+    Shape:
+        ``indices``: ``[N]`` valid rows of a ``rows_in_table``-row table; ``upstream``:
+        ``[N, d]``; returns ``[k]``, ``[k, d]`` and ``[k]``.
+    """
+    rows, starts, order = _counting_plan(indices, rows_in_table)
+    values = np.empty((rows.shape[0], upstream.shape[1]), dtype=upstream.dtype)
+    _sum_rows_into(values, np.ascontiguousarray(upstream), starts, order)
+    return rows, values, np.diff(starts)
+
+
+def all_finite(array: FloatArray) -> bool:
+    """True when no element is NaN or infinite (two threads, no temporary array)."""
+    return int(_count_non_finite(np.ascontiguousarray(array).reshape(-1))) == 0
