@@ -63,12 +63,27 @@ def build_parser() -> argparse.ArgumentParser:
     embedding.add_argument(
         "--repeats", type=int, default=None, help="timed repetitions per measurement"
     )
+    startup = bench_targets.add_parser(
+        "startup",
+        help="the ch18 demo's process time against `python -c 'import numpy'`",
+        description=(
+            "Run `llm-from-scratch ch18` and `python -c 'import numpy'` as fresh processes, "
+            "interleaved, and print their medians and ratio."
+        ),
+    )
+    startup.add_argument(
+        "--repeats", type=int, default=None, help="runs of each process (default 21)"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit status."""
     args = build_parser().parse_args(argv)
+    if args.command == "bench" and args.target == "startup":
+        from llm_from_scratch.bench.startup import run as run_startup
+
+        return run_startup(args.repeats)
     if args.command == "bench":
         from llm_from_scratch.bench.embedding import run
 
