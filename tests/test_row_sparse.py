@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import RowSparseGradient, TensorValue
+from llm_from_scratch.autograd.gradient import COMPILED_KERNEL_MIN_VALUES
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import SGD, OptimizerError
 from llm_from_scratch.tensor import Tensor
@@ -144,3 +145,34 @@ def test_row_sparse_values_are_read_only() -> None:
         sparse.values[0, 0] = 5.0
     with pytest.raises(ValueError):
         sparse.rows[0] = 2
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_large_compiled_sgd_step_rounds_like_the_numpy_expression(dtype: str) -> None:
+    rows, width = 3000, 64
+    layer = Embedding.new("w", rows, width, SplitMix64.from_seed(9), dtype)
+    ids = np.random.default_rng(1).integers(0, rows, size=2000).tolist()
+    out = layer(ids)
+    upstream = np.random.default_rng(2).normal(size=out.shape).astype(dtype)
+    out.backward_with_seed(upstream)
+    sparse = layer.table.tensor.sparse_gradient
+    assert sparse is not None and sparse.values.size >= COMPILED_KERNEL_MIN_VALUES
+    before = layer.table.tensor.value_snapshot().numpy()
+    SGD(layer.parameters(), learning_rate=0.3).step()
+    rate = np.dtype(dtype).type(0.3)
+    expected = before.copy()
+    expected[sparse.rows] = before[sparse.rows] - rate * sparse.values
+    assert layer.table.tensor.numpy().tobytes() == expected.tobytes()
+
+
+def test_a_large_compiled_step_that_would_overflow_changes_nothing() -> None:
+    layer = Embedding.new("w", 2000, 64, SplitMix64.from_seed(9))
+    out = layer(list(range(2000)))
+    seed = np.ones(out.shape)
+    seed[1999, 63] = -1e308
+    out.backward_with_seed(seed)
+    before = layer.table.tensor.value_snapshot().numpy()
+    with pytest.raises(OptimizerError):
+        SGD(layer.parameters(), learning_rate=10.0).step()
+    assert layer.table.tensor.numpy().tobytes() == before.tobytes()
+    assert layer.table.tensor.value_revision == 0

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from llm_from_scratch.autograd import RowSparseGradient, TensorValue
-from llm_from_scratch.autograd.gradient import IndexArray, first_non_finite
-from llm_from_scratch.autograd.tape import Node, write_parameter_values
+from llm_from_scratch.autograd.gradient import COMPILED_KERNEL_MIN_VALUES, first_non_finite
+from llm_from_scratch.autograd.tape import Node, update_parameter_in_place
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.tensor.storage import FloatArray
 
@@ -45,11 +46,16 @@ class SGD:
     ) -> None:
         if not (
             isinstance(learning_rate, float | int)
+            and not isinstance(learning_rate, bool)
             and math.isfinite(learning_rate)
             and learning_rate > 0
         ):
             raise OptimizerError(
                 f"learning rate must be finite and positive, got {learning_rate!r}"
+            )
+        if not isinstance(parameters, Iterable) or isinstance(parameters, NamedParameter):
+            raise OptimizerError(
+                f"SGD needs an iterable of parameters, got {type(parameters).__name__}"
             )
         leaves = [p.tensor if isinstance(p, NamedParameter) else p for p in parameters]
         for leaf in leaves:
@@ -60,26 +66,62 @@ class SGD:
 
     def step(self) -> None:
         """Apply one update to every parameter; if any new value is not finite, change nothing."""
-        planned = [self._planned_update(leaf._node) for leaf in self._leaves]
-        for node, rows, values in planned:
-            write_parameter_values(node, rows, values)
+        planned = [(leaf._node, self._planned_update(leaf._node)) for leaf in self._leaves]
+        for node, update in planned:
+            update_parameter_in_place(node, update)
 
     def zero_grad(self) -> None:
         """Reset every parameter's gradient."""
         for leaf in self._leaves:
             leaf.zero_grad()
 
-    def _planned_update(self, node: Node) -> tuple[Node, IndexArray | None, FloatArray]:
+    def _planned_update(self, node: Node) -> Callable[[FloatArray], None]:
+        """Check that the step keeps every value finite; return the in-place write."""
         gradient = node.gradient
         if gradient is None:
             raise OptimizerError("SGD updates parameter leaves, which always hold a gradient")
         rate = node.array.dtype.type(self.learning_rate)
+        if isinstance(gradient, RowSparseGradient):
+            if gradient.values.size >= COMPILED_KERNEL_MIN_VALUES:
+                return _compiled_row_update(node.array, gradient, rate)
+            return _row_update(node.array, gradient, rate)
         with np.errstate(over="ignore", invalid="ignore"):
-            if isinstance(gradient, RowSparseGradient):
-                rows: IndexArray | None = gradient.rows
-                values = node.array[gradient.rows] - rate * gradient.values
-            else:
-                rows, values = None, node.array - rate * gradient
-        if first_non_finite(values) is not None:
-            raise OptimizerError("the SGD step would make a parameter value non-finite")
-        return node, rows, values
+            values = node.array - rate * gradient
+        _raise_if_non_finite(values)
+
+        def write_all(array: FloatArray) -> None:
+            array[...] = values
+
+        return write_all
+
+
+def _row_update(
+    table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
+) -> Callable[[FloatArray], None]:
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = table[gradient.rows] - rate * gradient.values
+    _raise_if_non_finite(values)
+
+    def write_rows(array: FloatArray) -> None:
+        array[gradient.rows] = values
+
+    return write_rows
+
+
+def _compiled_row_update(
+    table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
+) -> Callable[[FloatArray], None]:
+    from llm_from_scratch.autograd.kernels import sgd_rows_apply, sgd_rows_stay_finite
+
+    if not sgd_rows_stay_finite(table, gradient.rows, gradient.values, rate):
+        raise OptimizerError("the SGD step would make a parameter value non-finite")
+
+    def write_rows(array: FloatArray) -> None:
+        sgd_rows_apply(array, gradient.rows, gradient.values, rate)
+
+    return write_rows
+
+
+def _raise_if_non_finite(values: FloatArray) -> None:
+    if first_non_finite(values) is not None:
+        raise OptimizerError("the SGD step would make a parameter value non-finite")

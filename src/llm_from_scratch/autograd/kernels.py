@@ -79,6 +79,29 @@ def _count_non_finite(flat: Any) -> int:  # pragma: no cover - JIT
     return bad
 
 
+@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
+def _count_non_finite_steps(
+    table: Any, rows: Any, values: Any, rate: Any
+) -> int:  # pragma: no cover
+    bad = 0
+    for slot in prange(rows.shape[0]):
+        row = rows[slot]
+        for feature in range(values.shape[1]):
+            if not np.isfinite(table[row, feature] - rate * values[slot, feature]):
+                bad += 1
+    return bad
+
+
+@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
+def _subtract_scaled_rows(
+    table: Any, rows: Any, values: Any, rate: Any
+) -> None:  # pragma: no cover
+    for slot in prange(rows.shape[0]):
+        row = rows[slot]
+        for feature in range(values.shape[1]):
+            table[row, feature] = table[row, feature] - rate * values[slot, feature]
+
+
 def gather_rows_into(out: FloatArray, table: FloatArray, indices: IndexArray) -> None:
     """``out[p, :] = table[indices[p], :]`` for valid ``indices``, two threads.
 
@@ -106,3 +129,22 @@ def scatter_rows(
 def all_finite(array: FloatArray) -> bool:
     """True when no element is NaN or infinite (two threads, no temporary array)."""
     return int(_count_non_finite(np.ascontiguousarray(array).reshape(-1))) == 0
+
+
+def sgd_rows_stay_finite(
+    table: FloatArray, rows: IndexArray, values: FloatArray, rate: np.floating[Any]
+) -> bool:
+    """True when ``table[rows] - rate * values`` is finite everywhere (nothing is written)."""
+    return int(_count_non_finite_steps(table, rows, values, rate)) == 0
+
+
+def sgd_rows_apply(
+    table: FloatArray, rows: IndexArray, values: FloatArray, rate: np.floating[Any]
+) -> None:
+    """``table[rows] -= rate * values`` in place, rounding like the NumPy expression.
+
+    Shape:
+        ``table``: ``[V, d]`` (C-contiguous, writeable); ``rows``: ``[k]`` unique;
+        ``values``: ``[k, d]``.
+    """
+    _subtract_scaled_rows(table, rows, values, rate)

@@ -27,7 +27,6 @@ from llm_from_scratch.autograd.errors import (
 )
 from llm_from_scratch.autograd.gradient import (
     Gradient,
-    IndexArray,
     RowSparseGradient,
     add_gradients,
     as_dense,
@@ -293,17 +292,14 @@ def _raise_if_non_finite(operation: str, gradient: Gradient) -> None:
         raise NonFiniteGradientError(operation, found[0], found[1])
 
 
-def write_parameter_values(node: Node, rows: IndexArray | None, values: FloatArray) -> None:
-    """Overwrite a parameter's values in place (all of them, or the listed rows) and bump its
-    revision, so that operations recorded before the change refuse to run backward."""
+def update_parameter_in_place(node: Node, update: Callable[[FloatArray], None]) -> None:
+    """Let ``update`` write a parameter's values in place, then bump the value revision, so that
+    operations recorded before the change refuse to run backward."""
     if node.kind != "parameter":
         raise NotAParameterError("an in-place update", node.kind)
     node.array.flags.writeable = True
     try:
-        if rows is None:
-            node.array[...] = values
-        else:
-            node.array[rows] = values
+        update(node.array)
     finally:
         node.array.flags.writeable = False
     node.revision += 1
