@@ -69,8 +69,9 @@ def check_gradient(
         >>> check_gradient(lambda p: p.mul(p).sum(), w).passed
         True
     """
-    if parameter.kind != "parameter":
-        raise GradientCheckError(f"the probe needs a parameter leaf, got a {parameter.kind}")
+    if not isinstance(parameter, TensorValue) or parameter.kind != "parameter":
+        kind = parameter.kind if isinstance(parameter, TensorValue) else type(parameter).__name__
+        raise GradientCheckError(f"the probe needs a parameter leaf, got a {kind}")
     values = parameter.value_snapshot().numpy()
     analytic = _analytic(loss, values)
     numeric = np.zeros(values.shape, dtype=np.float64)

@@ -35,6 +35,7 @@ from llm_from_scratch.autograd.tape import Node, check_operands, record
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
+    ShapeOverflowError,
     TensorError,
     checked_row_major_layout,
     checked_shape,
@@ -75,7 +76,7 @@ class FlatIds:
 
     def __init__(self, ids: object) -> None:
         self._array: np.ndarray[Any, Any] | None = None
-        self._items: list[object] | None = None
+        self._items: Sequence[object] | None = None
         if isinstance(ids, np.ndarray):
             if ids.ndim != 1:
                 raise IdContainerError(f"expected a one-dimensional array, got {ids.ndim} axes")
@@ -86,7 +87,7 @@ class FlatIds:
         elif isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
             raise IdContainerError(f"expected a sequence of integers, got {type(ids).__name__}")
         else:
-            self._items = list(ids)
+            self._items = ids  # not copied yet: a count mismatch must not read a single ID
 
     @property
     def count(self) -> int:
@@ -94,7 +95,11 @@ class FlatIds:
         return len(self._array) if self._array is not None else len(self._items or ())
 
     def first_problem(self, rows: int) -> IdProblem | None:
-        """Scan once, in flat order, for the first non-integer or out-of-range ID."""
+        """Scan once, in flat order, for the first non-integer or out-of-range ID.
+
+        A sequence is copied first, so later changes to the caller's list cannot reach the
+        index buffer (may raise ``MemoryError``).
+        """
         if self._array is None:
             return self._first_item_problem(rows)
         return _first_array_problem(self._array, rows)
@@ -106,7 +111,8 @@ class FlatIds:
         return np.array(self._items, dtype=np.intp)
 
     def _first_item_problem(self, rows: int) -> IdProblem | None:
-        items = self._items or []
+        items = list(self._items or ())
+        self._items = items
         if set(map(type, items)) <= {int}:
             try:
                 as_array = np.array(items, dtype=np.int64)
@@ -202,7 +208,10 @@ class _RowGatherPlan:
         if ids.count != expected:
             raise GatherIndexCountError(expected, ids.count)
         rows, width = table_shape
-        problem = ids.first_problem(rows)
+        try:
+            problem = ids.first_problem(rows)
+        except MemoryError as error:
+            raise OutputAllocationError("gather index conversion", expected) from error
         if problem is not None:
             if problem.kind == "type":
                 raise GatherIndexTypeError(problem.position, problem.value)
@@ -231,8 +240,12 @@ def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
     rows_out = plan.indices.size
     try:
         output = np.empty((rows_out, plan.table_shape[1]), dtype=table.array.dtype)
+        shaped = output.reshape(plan.output_shape)
     except MemoryError as error:
         raise OutputAllocationError("gather_rows", plan.output_elements) from error
+    except ValueError as error:  # a zero-element shape whose byte count NumPy cannot describe
+        overflow = ShapeOverflowError(plan.output_shape)
+        raise InvalidShapeError("row gather output shape", overflow) from error
     if plan.output_elements >= COMPILED_KERNEL_MIN_VALUES:
         from llm_from_scratch.autograd.kernels import gather_rows_into
 
@@ -240,10 +253,11 @@ def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
     else:
         # mode="clip" skips NumPy's own bounds pass (the plan's indices are valid).
         np.take(table.array, plan.indices, axis=0, out=output, mode="clip")
+    output.flags.writeable = False  # the output owns its buffer: no view can re-enable writes
     return record(
         "gather_rows",
         (("table", table),),
-        output.reshape(plan.output_shape),
+        shaped,
         plan,
         gather_rows_vjp,
     )

@@ -22,6 +22,7 @@ from llm_from_scratch.autograd.errors import (
     NonFiniteGradientError,
     NotAParameterError,
     NotRecordedError,
+    OutputAllocationError,
     ReleasedOperandError,
     StaleValueError,
 )
@@ -201,8 +202,10 @@ def backward(root: Node, seed: FloatArray, retention: GraphRetention) -> None:
         raise NotRecordedError()
     order = _topological_order(root)
     _check_revisions(order)
-    pass_gradients = _propagate(root, seed, order)
-    updates = _accumulated(pass_gradients)
+    try:
+        updates = _accumulated(_propagate(root, seed, order))
+    except MemoryError as error:
+        raise OutputAllocationError("backward", int(root.array.size)) from error
     for node, gradient in updates:
         node.gradient = gradient
     if retention is GraphRetention.RELEASE:

@@ -300,7 +300,7 @@ class Embedding:
             TokenIdContainerError: ``token_ids`` is not a flat sequence or 1-D array.
             TokenCountMismatchError: the ID count differs from the shape's element count.
             TokenIdTypeError, TokenIdOutOfBoundsError: the first bad ID in flat order.
-            IndexAllocationError: the converted index buffer cannot be allocated.
+            IndexAllocationError: the IDs cannot be copied or converted into an index buffer.
             TensorAutodiffError: from the tape, as its own type.
         """
         try:
@@ -312,9 +312,14 @@ class Embedding:
             ids = FlatIds(token_ids)
         except IdContainerError as container:
             raise TokenIdContainerError(container.detail) from None
+        except MemoryError as error:  # a huge lazy sequence (a range) cannot be materialized
+            raise IndexAllocationError(expected) from error
         if ids.count != expected:
             raise TokenCountMismatchError(expected, ids.count)
-        problem = ids.first_problem(self._vocabulary_size)
+        try:
+            problem = ids.first_problem(self._vocabulary_size)
+        except MemoryError as error:  # the scan may convert a long list to an array first
+            raise IndexAllocationError(expected) from error
         if problem is not None:
             if problem.kind == "type":
                 raise TokenIdTypeError(problem.value, problem.position)

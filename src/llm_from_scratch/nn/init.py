@@ -115,6 +115,14 @@ class ParameterTableError(InitializationError, ValueError):
         super().__init__(f"cannot build the parameter table: {detail}")
 
 
+class GeneratorTypeError(InitializationError, TypeError):
+    """A generator argument that is not a :class:`SplitMix64`."""
+
+    def __init__(self, rng: object) -> None:
+        self.rng_type = type(rng).__name__
+        super().__init__(f"the generator must be a SplitMix64, got {self.rng_type}")
+
+
 class NotAParameterLeafError(InitializationError, TypeError):
     """A named parameter built from a value that is not a parameter leaf."""
 
@@ -246,6 +254,7 @@ def xavier_uniform_array(
 
     Raises:
         FanValueError, ZeroFanInError, ZeroFanOutError: bad fans, in this order per fan.
+        GeneratorTypeError: ``rng`` is not a SplitMix64.
         ParameterTableError: the shape overflows, the dtype is not a float, or no memory.
     """
     fan_in, fan_out = _checked_fan("fan-in", fan_in), _checked_fan("fan-out", fan_out)
@@ -253,6 +262,8 @@ def xavier_uniform_array(
         raise ZeroFanInError()
     if fan_out == 0:
         raise ZeroFanOutError()
+    if not isinstance(rng, SplitMix64):
+        raise GeneratorTypeError(rng)
     try:
         resolved = checked_dtype(dtype)
         _, count = checked_row_major_layout((fan_in, fan_out))
@@ -261,14 +272,16 @@ def xavier_uniform_array(
     limit = xavier_limit(fan_in, fan_out)
     trial = SplitMix64(rng.state)
     try:
-        table = np.empty(count, dtype=resolved)
+        # NumPy raises ValueError, not MemoryError, when the byte count overflows.
+        table = np.empty((fan_in, fan_out), dtype=resolved)
+        flat = table.reshape(-1)  # a view: the table itself owns its memory
         for start in range(0, count, _CHUNK):
             stop = min(start + _CHUNK, count)
-            table[start:stop] = limit * (2.0 * trial._unit_f64_block(stop - start) - 1.0)
-    except MemoryError as error:
+            flat[start:stop] = limit * (2.0 * trial._unit_f64_block(stop - start) - 1.0)
+    except (MemoryError, ValueError) as error:
         raise ParameterTableError(f"could not allocate {count} values") from error
     rng._state = trial.state
-    return table.reshape(fan_in, fan_out)
+    return table
 
 
 class NamedParameter:
@@ -325,8 +338,8 @@ class NamedParameter:
 
         Raises:
             ParameterNameError: the name (before anything else).
-            ZeroFanInError, ZeroFanOutError, FanValueError, ParameterTableError: see
-                :func:`xavier_uniform_array`.
+            ZeroFanInError, ZeroFanOutError, FanValueError, GeneratorTypeError,
+                ParameterTableError: see :func:`xavier_uniform_array`.
         """
         checked = validate_parameter_name(name)
         table = xavier_uniform_array(fan_in, fan_out, rng, dtype)

@@ -213,7 +213,11 @@ class Tensor:
         flat = _flat_values(values, resolved)
         if flat.size != count:
             raise DataLengthMismatchError(count, int(flat.size))
-        array = np.array(flat, dtype=resolved, copy=True).reshape(extents)
+        try:
+            # The copy owns its memory, so no view handed out can be made writeable again.
+            array = np.array(flat.reshape(extents), dtype=resolved, copy=True)
+        except (MemoryError, ValueError) as error:
+            raise _allocation_error(extents, count) from error
         array.flags.writeable = False
         object.__setattr__(self, "_array", array)
 
@@ -232,8 +236,9 @@ class Tensor:
         resolved = checked_dtype(dtype)
         try:
             array = np.zeros(extents, dtype=resolved)
-        except MemoryError as error:
-            raise TensorAllocationError(count) from error
+        except (MemoryError, ValueError) as error:  # NumPy: ValueError when bytes overflow
+            raise _allocation_error(extents, count) from error
+        array.flags.writeable = False
         return cls._adopt(array)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -276,6 +281,16 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.dtype}, values={self.flat_values()})"
+
+
+def _allocation_error(extents: Shape, count: int) -> TensorError:
+    """The error for a NumPy array that cannot be made for a valid layout.
+
+    NumPy also needs ``itemsize * product of the non-zero extents`` to fit a signed 64-bit
+    byte count, so a zero-element shape such as ``(2**62, 0)`` has no NumPy array: that is a
+    :class:`ShapeOverflowError`. Any other failure is a :class:`TensorAllocationError`.
+    """
+    return ShapeOverflowError(extents) if count == 0 else TensorAllocationError(count)
 
 
 def _flat_values(values: object, dtype: np.dtype[Any]) -> npt.NDArray[Any]:

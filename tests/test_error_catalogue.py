@@ -1,0 +1,328 @@
+"""docs/errors.md lists exactly the package's exception classes, and each behaves as listed.
+
+The package is walked for exception classes (so a new class missing from the catalogue fails
+here). Every class that is not a base class has one public trigger below; the raised error
+must be exactly that class, also the listed built-in classes, carry the listed attributes and
+read as one of the listed messages.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fuzz_support import NumpyWithFailing
+
+import llm_from_scratch
+import llm_from_scratch.autograd.ops as ops_module
+from llm_from_scratch.autograd import GraphRetention, TensorValue
+from llm_from_scratch.autograd.gather import FlatIds
+from llm_from_scratch.figures.labels import load_labels
+from llm_from_scratch.figures.trace_parser import parse_trace
+from llm_from_scratch.gradcheck import check_gradient
+from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
+from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
+from llm_from_scratch.optim import SGD
+from llm_from_scratch.tensor import Tensor, checked_row_major_layout
+
+from conftest import KNOWN_TABLE
+
+CATALOGUE = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
+SECTION = re.compile(r"^## `(?P<module>llm_from_scratch[\w.]*)`")
+OTHER_SECTION = re.compile(r"^## ")
+ROW = re.compile(
+    r"^\| `(?P<name>\w+)` \| (?P<also>[^|]*) \| (?P<attributes>[^|]*) \| (?P<messages>[^|]*) \|"
+    r" (?P<when>[^|]*) \|$"
+)
+PLACEHOLDER = re.compile(r"\{(?P<name>\*|\w+)(?:!(?P<conversion>[rs]))?(?::(?P<spec>[^}]*))?\}")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the catalogue."""
+
+    name: str
+    module: str | None
+    also: frozenset[str]
+    attributes: tuple[str, ...]
+    messages: tuple[str, ...]
+    is_base: bool
+
+
+def catalogue() -> dict[str, Entry]:
+    entries: dict[str, Entry] = {}
+    module: str | None = None
+    for line in CATALOGUE.read_text(encoding="utf-8").splitlines():
+        if OTHER_SECTION.match(line):
+            heading = SECTION.match(line)
+            module = heading["module"] if heading else None
+        row = ROW.match(line)
+        if row is None:
+            continue
+        assert row["name"] not in entries, f"{row['name']} is listed twice"
+        entries[row["name"]] = Entry(
+            name=row["name"],
+            module=module,
+            also=frozenset(re.findall(r"`(\w+)`", row["also"])),
+            attributes=tuple(re.findall(r"`(\w+)`", row["attributes"])),
+            messages=tuple(re.findall(r"`([^`]+)`", row["messages"])),
+            is_base=row["when"].startswith("Never raised itself"),
+        )
+    return entries
+
+
+def package_exception_classes() -> dict[str, type[BaseException]]:
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(llm_from_scratch.__path__, "llm_from_scratch."):
+        if info.name.endswith("__main__"):
+            continue  # running it would run the command line
+        for value in vars(importlib.import_module(info.name)).values():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__.startswith("llm_from_scratch")
+            ):
+                assert found.setdefault(value.__name__, value) is value, value.__name__
+    return found
+
+
+def builtin_kinds(cls: type[BaseException]) -> frozenset[str]:
+    """The most specific built-in classes an error also is (``IndexError``, not ``LookupError``)."""
+    builtins = [
+        base
+        for base in cls.__mro__
+        if base.__module__ == "builtins" and base not in (Exception, BaseException, object)
+    ]
+    return frozenset(
+        base.__name__
+        for base in builtins
+        if not any(other is not base and issubclass(other, base) for other in builtins)
+    )
+
+
+def message_pattern(template: str, error: BaseException) -> re.Pattern[str]:
+    """The template as a regex: attributes filled in from ``error``, ``{*}`` as any text."""
+    parts, last = [], 0
+    for placeholder in PLACEHOLDER.finditer(template):
+        parts.append(re.escape(template[last : placeholder.start()]))
+        last = placeholder.end()
+        name = placeholder["name"]
+        if name == "*":
+            parts.append(".*")
+            continue
+        if hasattr(error, name):
+            value = getattr(error, name)
+        elif name == "cause":
+            value = error.__cause__
+        else:
+            raise AssertionError(f"{type(error).__name__} has no attribute {name!r}")
+        if isinstance(value, tuple):
+            value = list(value)
+        if placeholder["conversion"] == "r":
+            text = repr(value)
+        else:
+            text = format(value, placeholder["spec"] or "")
+        parts.append(re.escape(text))
+    parts.append(re.escape(template[last:]))
+    return re.compile("".join(parts), re.DOTALL)
+
+
+# One public trigger per class ----------------------------------------------------------------
+
+
+def layer() -> Embedding:
+    table = NamedParameter.from_tensor("token_embedding.weight", Tensor((4, 2), KNOWN_TABLE))
+    return Embedding.from_parameter(table)
+
+
+def released_output() -> TensorValue:
+    output = layer()([[2, 1, 2]])
+    output.backward_with_seed(np.ones((1, 3, 2)), GraphRetention.RELEASE)
+    return output
+
+
+def stale_output() -> TensorValue:
+    embedding = layer()
+    output = embedding([[2, 1, 2]])
+    output.backward_with_seed(np.ones((1, 3, 2)))
+    SGD(embedding.parameters(), learning_rate=0.1).step()
+    return output
+
+
+def parameter(shape: tuple[int, ...], dtype: type = np.float64) -> TensorValue:
+    count = int(np.prod(shape, dtype=np.int64))
+    return TensorValue.parameter(Tensor(shape, np.arange(count, dtype=float), dtype=dtype))
+
+
+def add_without_memory() -> None:
+    original = ops_module.np
+    ops_module.np = NumpyWithFailing("add")  # type: ignore[assignment]
+    try:
+        parameter((2,)).add(parameter((2,)))
+    finally:
+        ops_module.np = original
+
+
+TRIGGERS: dict[str, Callable[[], object]] = {
+    # llm_from_scratch.tensor
+    "ShapeTypeError": lambda: checked_row_major_layout(7),
+    "NonIntegerExtentError": lambda: checked_row_major_layout((2, 1.5)),
+    "NegativeExtentError": lambda: checked_row_major_layout((2, -1)),
+    "ShapeOverflowError": lambda: checked_row_major_layout((2**32, 2**32)),
+    "DataLengthMismatchError": lambda: Tensor((2, 2), [1.0, 2.0, 3.0]),
+    "TensorValueTypeError": lambda: Tensor((2,), [1.0, None]),  # type: ignore[list-item]
+    "TensorAllocationError": lambda: Tensor.zeros((2**31, 2**31)),
+    # llm_from_scratch.autograd
+    "OperandTypeError": lambda: parameter((2,)).add(3),  # type: ignore[arg-type]
+    "OperandShapeMismatchError": lambda: parameter((2,)).add(parameter((3,))),
+    "OperandDtypeMismatchError": lambda: parameter((2,)).mul(parameter((2,), np.float32)),
+    "InvalidShapeError": lambda: parameter((2,)).reshape((-2,)),
+    "ReshapeCountMismatchError": lambda: parameter((2, 3)).reshape((5,)),
+    "GatherTableRankError": lambda: parameter((4,)).gather_rows([0], (1,)),
+    "IndexContainerError": lambda: parameter((4, 2)).gather_rows(5, ()),
+    "GatherIndexCountError": lambda: parameter((4, 2)).gather_rows([0, 1], (3,)),
+    "GatherIndexTypeError": lambda: parameter((4, 2)).gather_rows([0, 1.5], (2,)),
+    "GatherIndexOutOfBoundsError": lambda: parameter((4, 2)).gather_rows([0, 4], (2,)),
+    "OutputAllocationError": add_without_memory,
+    "ReleasedOperandError": lambda: released_output().sum(),
+    "SeedTypeError": lambda: layer()([1]).backward_with_seed([[1.0, 1.0]]),  # type: ignore[arg-type]
+    "SeedShapeMismatchError": lambda: layer()([1]).backward_with_seed(np.ones((2, 1))),
+    "NonFiniteSeedError": lambda: layer()([1]).backward_with_seed(np.array([[1.0, np.nan]])),
+    "RetentionTypeError": lambda: layer()([1]).backward_with_seed(np.ones((1, 2)), "release"),  # type: ignore[arg-type]
+    "NotScalarOutputError": lambda: layer()([1, 2]).backward(),
+    "NotRecordedError": lambda: TensorValue.constant(Tensor((), [1.0])).backward(),
+    "GraphReleasedError": lambda: released_output().backward_with_seed(np.ones((1, 3, 2))),
+    "StaleValueError": lambda: stale_output().backward_with_seed(np.ones((1, 3, 2))),
+    "NonFiniteGradientError": lambda: layer()([0, 0]).backward_with_seed(np.full((2, 2), 1.7e308)),
+    "NotAParameterError": lambda: TensorValue.constant(Tensor((1,), [1.0])).zero_grad(),
+    # llm_from_scratch.autograd.gather (internal)
+    "IdContainerError": lambda: FlatIds(5),
+    # llm_from_scratch.nn.init
+    "ParameterNameTypeError": lambda: validate_parameter_name(5),
+    "EmptyParameterNameError": lambda: validate_parameter_name(""),
+    "EmptyNameSegmentError": lambda: validate_parameter_name("token..weight"),
+    "InvalidNameByteError": lambda: validate_parameter_name("Token"),
+    "FanValueError": lambda: xavier_uniform_array(-1, 2, SplitMix64.from_seed(0)),
+    "ZeroFanInError": lambda: xavier_uniform_array(0, 2, SplitMix64.from_seed(0)),
+    "ZeroFanOutError": lambda: xavier_uniform_array(2, 0, SplitMix64.from_seed(0)),
+    "GeneratorTypeError": lambda: xavier_uniform_array(2, 2, None),  # type: ignore[arg-type]
+    "ParameterTableError": lambda: NamedParameter.xavier_uniform(
+        "w", 2**31, 2**31, SplitMix64.from_seed(0)
+    ),
+    "SeedRangeError": lambda: SplitMix64.from_seed(-1),
+    "NotAParameterLeafError": lambda: NamedParameter.from_value(
+        "w", TensorValue.constant(Tensor((1,), [1.0]))
+    ),
+    # llm_from_scratch.nn
+    "EmbeddingInitializationError": lambda: Embedding.new("Token", 4, 2, SplitMix64.from_seed(0)),
+    "TableRankError": lambda: Embedding.from_parameter(
+        NamedParameter.from_tensor("w", Tensor((2,), [1.0, 2.0]))
+    ),
+    "EmptyVocabularyError": lambda: Embedding.new("w", 0, 2, SplitMix64.from_seed(0)),
+    "ZeroEmbeddingWidthError": lambda: Embedding.new("w", 4, 0, SplitMix64.from_seed(0)),
+    "TokenShapeError": lambda: layer().forward([1], (1.0,)),  # type: ignore[arg-type]
+    "TokenIdContainerError": lambda: layer()([[1, 2], [3]]),
+    "TokenCountMismatchError": lambda: layer().forward([1, 2, 3], (2, 2)),
+    "TokenIdTypeError": lambda: layer()([0, True]),
+    "TokenIdOutOfBoundsError": lambda: layer()([1, 4, 9]),
+    "IndexAllocationError": lambda: layer().forward(range(2**62), (2**31, 2**31)),
+    # the other modules
+    "OptimizerError": lambda: SGD(layer().parameters(), learning_rate=0.0),
+    "GradientCheckError": lambda: check_gradient(lambda p: p, parameter((2,))),
+    "LabelError": lambda: load_labels("xx"),
+    "TraceFormatError": lambda: parse_trace(""),
+}
+
+
+def test_the_catalogue_lists_every_exception_class_of_the_package_and_nothing_else() -> None:
+    documented, defined = catalogue(), package_exception_classes()
+    assert sorted(set(defined) - set(documented)) == [], "classes missing from docs/errors.md"
+    assert sorted(set(documented) - set(defined)) == [], "docs/errors.md lists unknown classes"
+
+
+@pytest.mark.parametrize("entry", catalogue().values(), ids=lambda entry: entry.name)
+def test_each_class_is_importable_from_its_section_and_is_the_listed_builtin_kinds(
+    entry: Entry,
+) -> None:
+    cls = package_exception_classes()[entry.name]
+    if entry.module is not None:
+        assert getattr(importlib.import_module(entry.module), entry.name) is cls
+    else:  # "Other modules": the row names the module in its text
+        assert cls.__module__.startswith("llm_from_scratch")
+    assert builtin_kinds(cls) == entry.also
+
+
+def test_base_classes_are_never_triggered_and_every_other_class_is() -> None:
+    entries = catalogue()
+    bases = {name for name, entry in entries.items() if entry.is_base}
+    assert bases.isdisjoint(TRIGGERS)
+    assert set(TRIGGERS) | bases == set(entries)
+    defined = package_exception_classes()
+    for base in bases:
+        assert any(
+            issubclass(defined[name], defined[base]) and name != base for name in TRIGGERS
+        ), f"{base} is documented as a base class but nothing triggered derives from it"
+
+
+@pytest.mark.parametrize("name", TRIGGERS, ids=str)
+def test_each_class_is_raised_with_its_listed_attributes_and_message(name: str) -> None:
+    entry = catalogue()[name]
+    with pytest.raises(Exception) as caught:
+        TRIGGERS[name]()
+    error = caught.value
+    assert type(error) is package_exception_classes()[name]
+    for attribute in entry.attributes:
+        assert hasattr(error, attribute), f"{name} has no attribute {attribute!r}"
+    assert entry.messages, f"{name} lists no message"
+    message = str(error)
+    assert any(
+        message_pattern(template, error).fullmatch(message) for template in entry.messages
+    ), f"{message!r} matches none of {entry.messages}"
+
+
+def test_the_internal_id_container_error_never_escapes_a_public_boundary() -> None:
+    from llm_from_scratch.autograd import IndexContainerError
+    from llm_from_scratch.nn import TokenIdContainerError
+
+    for call, public in (
+        (lambda: parameter((4, 2)).gather_rows(5, ()), IndexContainerError),
+        (lambda: layer().forward(5, ()), TokenIdContainerError),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(public) as caught:
+            call()
+        assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_every_class_named_in_the_precedence_lists_is_catalogued() -> None:
+    text = CATALOGUE.read_text(encoding="utf-8")
+    precedence = text.split("## Precedence", 1)[1].split("\n## ", 1)[0]
+    builtins = {"TypeError", "MemoryError", "ValueError"}
+    named = set(re.findall(r"`(\w+Error)`", precedence)) - builtins
+    assert named and named <= set(catalogue())
+
+
+BUILTIN_TRIGGERS: list[tuple[type[BaseException], Callable[[], object]]] = [
+    (AttributeError, lambda: setattr(Tensor((1,), [1.0]), "shape", (2,))),
+    (AttributeError, lambda: setattr(layer(), "_table", None)),
+    (TypeError, TensorValue),
+    (TypeError, Embedding),
+    (TypeError, NamedParameter),
+    (TypeError, lambda: Embedding.from_parameter(parameter((4, 2)))),  # type: ignore[arg-type]
+    (ValueError, lambda: layer().table.tensor.numpy().__setitem__(0, 1.0)),
+]
+
+
+@pytest.mark.parametrize(("error", "call"), BUILTIN_TRIGGERS)
+def test_the_documented_builtin_errors_are_raised(
+    error: type[BaseException], call: Callable[[], object]
+) -> None:
+    with pytest.raises(error):
+        call()
+    assert f"`{error.__name__}`" in CATALOGUE.read_text(encoding="utf-8")
