@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fuzz_support import NumpyWithFailing
 
 import llm_from_scratch
 import llm_from_scratch.autograd.ops as ops_module
@@ -33,6 +32,7 @@ from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
 from conftest import KNOWN_TABLE
+from fuzz_support import NumpyWithFailing
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
 SECTION = re.compile(r"^## `(?P<module>llm_from_scratch[\w.]*)`")

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from fuzz_support import Outcome, Raises, Returns, check_outcome, leaf_state
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,6 +31,8 @@ from llm_from_scratch.autograd import (
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import SGD, OptimizerError
 from llm_from_scratch.tensor import Tensor
+
+from fuzz_support import Outcome, Raises, Returns, check_outcome, leaf_state
 
 SMALL = st.floats(-4, 4, width=32)
 SEED_VALUES = st.one_of(

@@ -11,26 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from fuzz_support import (
-    HUGE_EXTENTS,
-    INTEGER_DTYPES,
-    Outcome,
-    Raises,
-    ReferenceSplitMix64,
-    Returns,
-    check_outcome,
-    element_count,
-    id_arrays,
-    id_items,
-    leaf_state,
-    numpy_cannot_hold,
-    numpy_integers,
-    plain_lookup_array,
-    reference_layout,
-    reference_nested,
-    reference_scan,
-    shapes,
-)
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -70,6 +50,27 @@ from llm_from_scratch.nn.init import (
     ZeroFanOutError,
 )
 from llm_from_scratch.tensor import Tensor, TensorValueTypeError
+
+from fuzz_support import (
+    HUGE_EXTENTS,
+    INTEGER_DTYPES,
+    Outcome,
+    Raises,
+    ReferenceSplitMix64,
+    Returns,
+    check_outcome,
+    element_count,
+    id_arrays,
+    id_items,
+    leaf_state,
+    numpy_cannot_hold,
+    numpy_integers,
+    plain_lookup_array,
+    reference_layout,
+    reference_nested,
+    reference_scan,
+    shapes,
+)
 
 KNOWN_GAP = Returns("a zero-element output shape NumPy cannot represent")
 

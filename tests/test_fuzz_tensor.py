@@ -12,17 +12,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fuzz_support import (
-    HUGE_EXTENTS,
-    INTEGER_DTYPES,
-    Outcome,
-    Raises,
-    Returns,
-    check_outcome,
-    numpy_cannot_hold,
-    reference_layout,
-    shapes,
-)
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -34,6 +23,18 @@ from llm_from_scratch.tensor import (
     TensorAllocationError,
     TensorValueTypeError,
     checked_row_major_layout,
+)
+
+from fuzz_support import (
+    HUGE_EXTENTS,
+    INTEGER_DTYPES,
+    Outcome,
+    Raises,
+    Returns,
+    check_outcome,
+    numpy_cannot_hold,
+    reference_layout,
+    shapes,
 )
 
 

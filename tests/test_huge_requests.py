@@ -12,7 +12,6 @@ from typing import overload
 
 import numpy as np
 import pytest
-from fuzz_support import Raises, check_error, failing_numpy, leaf_state, within_seconds
 
 import llm_from_scratch.autograd.gradient as gradient_module
 import llm_from_scratch.autograd.ops as ops_module
@@ -39,6 +38,8 @@ from llm_from_scratch.tensor import (
     TensorAllocationError,
     checked_row_major_layout,
 )
+
+from fuzz_support import Raises, check_error, failing_numpy, leaf_state, within_seconds
 
 HUGE_SHAPE = (2**31, 2**31)
 MEBIBYTE = 1 << 20
