@@ -53,24 +53,33 @@ class CaseResult:
         return self.medians[name] / self.medians[baseline]
 
 
-def median_seconds(
-    action: Callable[[], object], repeats: int, prepare: Callable[[], object] | None = None
-) -> float:
-    """The median wall time of ``action`` over ``repeats`` runs after one warm-up run.
+@dataclass(frozen=True)
+class Timed:
+    """One measured action, and an untimed preparation run before each repetition."""
 
-    ``prepare`` runs untimed before each run (e.g. to reset a gradient).
+    action: Callable[[], object]
+    prepare: Callable[[], object] | None = None
+
+
+def round_robin_medians(actions: dict[str, Timed], repeats: int) -> dict[str, float]:
+    """Median wall seconds of each action, the actions taking turns in every round.
+
+    Interleaving spreads slow drifts of the machine (other processes, memory compaction) over
+    all actions alike; one untimed warm-up round comes first. Each result is freed outside the
+    timed region.
     """
-    samples = []
-    for attempt in range(repeats + 1):
-        if prepare is not None:
-            prepare()
-        start = time.perf_counter()
-        result = action()
-        elapsed = time.perf_counter() - start
-        del result
-        if attempt:
-            samples.append(elapsed)
-    return statistics.median(samples)
+    samples: dict[str, list[float]] = {name: [] for name in actions}
+    for round_index in range(repeats + 1):
+        for name, timed in actions.items():
+            if timed.prepare is not None:
+                timed.prepare()
+            start = time.perf_counter()
+            result = timed.action()
+            elapsed = time.perf_counter() - start
+            del result
+            if round_index:
+                samples[name].append(elapsed)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _normal(shape: tuple[int, int], dtype: str, seed: int) -> np.ndarray[Any, Any]:
@@ -131,12 +140,15 @@ def _measure_ours(
         optimizer.step()
         return None
 
-    medians = {
-        "copy": median_seconds(copy_once, repeats),
-        "forward": median_seconds(forward, repeats),
-        "fwd+bwd": median_seconds(forward_backward, repeats, prepare=leaf.zero_grad),
-        "sgd step": median_seconds(sgd_step, repeats, prepare=leaf.zero_grad),
-    }
+    medians = round_robin_medians(
+        {
+            "copy": Timed(copy_once),
+            "forward": Timed(forward),
+            "fwd+bwd": Timed(forward_backward, leaf.zero_grad),
+            "sgd step": Timed(sgd_step, leaf.zero_grad),
+        },
+        repeats,
+    )
     peak = _backward_peak_bytes(layer, ids, upstream)
     return CaseResult(vocabulary_size, width, token_count, dtype, medians, peak, values_bytes)
 
@@ -184,9 +196,16 @@ def _measure_torch(
 
         return run
 
-    result.medians["torch forward"] = median_seconds(forward, repeats)
-    result.medians["torch fwd+bwd dense"] = median_seconds(step(False), repeats, prepare=reset)
-    result.medians["torch fwd+bwd sparse"] = median_seconds(step(True), repeats, prepare=reset)
+    result.medians.update(
+        round_robin_medians(
+            {
+                "torch forward": Timed(forward),
+                "torch fwd+bwd dense": Timed(step(False), reset),
+                "torch fwd+bwd sparse": Timed(step(True), reset),
+            },
+            repeats,
+        )
+    )
     reset()
     result.notes.append(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads")
 
@@ -224,7 +243,7 @@ def _torch_ratios(case: CaseResult) -> list[str]:
 def run(quick: bool = False, repeats: int | None = None) -> int:
     """Measure every shape and dtype, print progress to stderr and the table to stdout."""
     shapes = QUICK_SHAPES if quick else FULL_SHAPES
-    count = repeats if repeats is not None else (5 if quick else 9)
+    count = repeats if repeats is not None else (5 if quick else 15)
     if count < 1:
         print("error: --repeats must be at least 1", file=sys.stderr)
         return 2
