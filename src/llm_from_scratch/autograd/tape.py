@@ -81,13 +81,7 @@ class Node:
         self.released_name: str | None = None
         self.revision = 0
         self.clean_epoch = _release_state.epoch
-        self.gradient: Gradient | None = (
-            RowSparseGradient.empty(_table_shape(array), array.dtype)
-            if kind == "parameter" and array.ndim == 2
-            else np.zeros(array.shape, dtype=array.dtype)
-            if kind == "parameter"
-            else None
-        )
+        self.gradient: Gradient | None = zero_gradient(array) if kind == "parameter" else None
 
     @property
     def requires_grad(self) -> bool:
@@ -99,8 +93,12 @@ class Node:
             self.operation = None
 
 
-def _table_shape(array: FloatArray) -> tuple[int, int]:
-    return int(array.shape[0]), int(array.shape[1])
+def zero_gradient(array: FloatArray) -> Gradient:
+    """The all-zero gradient of a parameter: row-sparse with no rows for a rank-two table,
+    dense zeros otherwise."""
+    if array.ndim == 2:
+        return RowSparseGradient.empty((int(array.shape[0]), int(array.shape[1])), array.dtype)
+    return np.zeros(array.shape, dtype=array.dtype)
 
 
 class _ReleaseState:

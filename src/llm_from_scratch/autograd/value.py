@@ -22,7 +22,7 @@ from llm_from_scratch.autograd.errors import (
 from llm_from_scratch.autograd.gather import _RowGatherPlan, gather_rows_forward
 from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
 from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
-from llm_from_scratch.autograd.tape import GraphRetention, Node, backward
+from llm_from_scratch.autograd.tape import GraphRetention, Node, backward, zero_gradient
 from llm_from_scratch.tensor.storage import FloatArray, Shape, Tensor, read_only
 
 
@@ -228,12 +228,7 @@ class TensorValue:
         node = self._node
         if node.kind != "parameter":
             raise NotAParameterError("zero_grad", node.kind)
-        array = node.array
-        node.gradient = (
-            RowSparseGradient.empty((int(array.shape[0]), int(array.shape[1])), array.dtype)
-            if array.ndim == 2
-            else np.zeros(array.shape, dtype=array.dtype)
-        )
+        node.gradient = zero_gradient(node.array)
 
     def _checked_seed(self, seed: object) -> FloatArray:
         if isinstance(seed, Tensor):
