@@ -1,8 +1,10 @@
 """The row gather (course chapter 16): one checked entry, one trusted plan, one kernel, one VJP.
 
 Public boundaries (``TensorValue.gather_rows`` and ``Embedding.forward``) validate the caller's
-IDs once with :class:`FlatIds`, then build a :class:`_RowGatherPlan` through the package-private
-trusted constructor :meth:`_RowGatherPlan._from_validated_indices`, which re-checks nothing. The
+IDs once with :func:`checked_row_gather_plan`, the same checks in the same order, each boundary
+naming failures with its own error family (:class:`IdErrors`). It builds a
+:class:`_RowGatherPlan` through the package-private trusted constructor
+:meth:`_RowGatherPlan._from_validated_indices`, which re-checks nothing. The
 single kernel :func:`gather_rows_forward` copies one table row per index; its VJP
 :func:`gather_rows_vjp` scatter-adds upstream rows into a row-sparse table gradient.
 """
@@ -10,7 +12,7 @@ single kernel :func:`gather_rows_forward` copies one table row per index; its VJ
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
@@ -20,7 +22,6 @@ from llm_from_scratch.autograd.errors import (
     GatherIndexCountError,
     GatherIndexOutOfBoundsError,
     GatherIndexTypeError,
-    GatherTableRankError,
     IndexContainerError,
     InvalidShapeError,
     OutputAllocationError,
@@ -191,36 +192,66 @@ class _RowGatherPlan:
             read_only(indices), index_shape, table_shape, output_shape, output_elements, _PLAN_KEY
         )
 
-    @classmethod
-    def _checked(cls, table_shape: Shape, indices: object, index_shape: object) -> _RowGatherPlan:
-        """The checks of ``gather_rows``, in the contract's order, then the trusted build."""
-        if len(table_shape) != 2:
-            raise GatherTableRankError(len(table_shape))
-        try:
-            shape = checked_shape(index_shape)
-            _, expected = checked_row_major_layout(shape)
-        except TensorError as error:
-            raise InvalidShapeError("gather index shape", error) from error
-        try:
-            ids = FlatIds(indices)
-        except IdContainerError as container:
-            raise IndexContainerError(container.detail) from None
-        if ids.count != expected:
-            raise GatherIndexCountError(expected, ids.count)
-        rows, width = table_shape
-        try:
-            problem = ids.first_problem(rows)
-        except MemoryError as error:
-            raise OutputAllocationError("gather index conversion", expected) from error
-        if problem is not None:
-            if problem.kind == "type":
-                raise GatherIndexTypeError(problem.position, problem.value)
-            raise GatherIndexOutOfBoundsError(cast(int, problem.value), problem.position, rows)
-        try:
-            converted = ids.to_indices()
-        except MemoryError as error:
-            raise OutputAllocationError("gather index conversion", expected) from error
-        return cls._from_validated_indices(converted, shape, (rows, width))
+
+@dataclass(frozen=True, slots=True)
+class IdErrors:
+    """How one public boundary names the failure of each ID check (its own error family)."""
+
+    shape: Callable[[object, TensorError], Exception]
+    container: Callable[[str], Exception]
+    count: Callable[[int, int], Exception]
+    non_integer: Callable[[int, object], Exception]
+    out_of_bounds: Callable[[int, int, int], Exception]
+    allocation: Callable[[int], Exception]
+
+
+def checked_row_gather_plan(
+    ids: object, index_shape: object, table_shape: tuple[int, int], errors: IdErrors
+) -> _RowGatherPlan:
+    """Check caller IDs once, in the contract's order, then build the plan through the trusted
+    constructor.
+
+    Order: the index shape's layout; the container; the count; the first non-integer or
+    out-of-range ID in flat order; the conversion into an owned index buffer.
+
+    Raises:
+        The exception ``errors`` builds for the first failing check, as
+        ``shape(index_shape, cause)``, ``container(detail)``, ``count(expected, actual)``,
+        ``non_integer(position, value)``, ``out_of_bounds(id, position, rows)`` or
+        ``allocation(elements)``.
+    """
+    try:
+        shape = checked_shape(index_shape)
+        _, expected = checked_row_major_layout(shape)
+    except TensorError as error:
+        raise errors.shape(index_shape, error) from error
+    try:
+        flat = FlatIds(ids)
+    except IdContainerError as container:
+        raise errors.container(container.detail) from None
+    if flat.count != expected:
+        raise errors.count(expected, flat.count)
+    try:
+        problem = flat.first_problem(table_shape[0])
+        if problem is None:
+            indices = flat.to_indices()
+    except MemoryError as error:  # copying a long sequence, or the index buffer itself
+        raise errors.allocation(expected) from error
+    if problem is not None:
+        if problem.kind == "type":
+            raise errors.non_integer(problem.position, problem.value)
+        raise errors.out_of_bounds(cast(int, problem.value), problem.position, table_shape[0])
+    return _RowGatherPlan._from_validated_indices(indices, shape, table_shape)
+
+
+GATHER_ID_ERRORS: Final = IdErrors(
+    shape=lambda _shape, cause: InvalidShapeError("gather index shape", cause),
+    container=IndexContainerError,
+    count=GatherIndexCountError,
+    non_integer=GatherIndexTypeError,
+    out_of_bounds=GatherIndexOutOfBoundsError,
+    allocation=lambda elements: OutputAllocationError("gather index conversion", elements),
+)
 
 
 # The kernel and its VJP --------------------------------------------------------------------

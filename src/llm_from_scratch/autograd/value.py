@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd.errors import (
+    GatherTableRankError,
     NonFiniteSeedError,
     NotAParameterError,
     NotScalarOutputError,
@@ -19,7 +20,11 @@ from llm_from_scratch.autograd.errors import (
     SeedShapeMismatchError,
     SeedTypeError,
 )
-from llm_from_scratch.autograd.gather import _RowGatherPlan, gather_rows_forward
+from llm_from_scratch.autograd.gather import (
+    GATHER_ID_ERRORS,
+    checked_row_gather_plan,
+    gather_rows_forward,
+)
 from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
 from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
 from llm_from_scratch.autograd.tape import GraphRetention, Node, backward, zero_gradient
@@ -186,7 +191,10 @@ class TensorValue:
                 order.
             ReleasedOperandError, OutputAllocationError: from the tape.
         """
-        plan = _RowGatherPlan._checked(self.shape, indices, index_shape)
+        if len(self.shape) != 2:
+            raise GatherTableRankError(len(self.shape))
+        rows, width = self.shape
+        plan = checked_row_gather_plan(indices, index_shape, (rows, width), GATHER_ID_ERRORS)
         return TensorValue._wrap(gather_rows_forward(self._node, plan))
 
     # Reverse mode -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ kernel and VJP are the ones :meth:`TensorValue.gather_rows` uses.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -18,9 +18,8 @@ if TYPE_CHECKING:
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.gather import (
-    FlatIds,
-    IdContainerError,
-    _RowGatherPlan,
+    IdErrors,
+    checked_row_gather_plan,
     gather_rows_forward,
 )
 from llm_from_scratch.nn.init import (
@@ -33,8 +32,6 @@ from llm_from_scratch.nn.init import (
 from llm_from_scratch.tensor.storage import (
     Shape,
     TensorError,
-    checked_row_major_layout,
-    checked_shape,
 )
 
 
@@ -130,6 +127,16 @@ class IndexAllocationError(EmbeddingError, MemoryError):
     def __init__(self, elements: int) -> None:
         self.elements = elements
         super().__init__(f"could not reserve {elements} converted embedding indices")
+
+
+_TOKEN_ID_ERRORS: Final = IdErrors(
+    shape=TokenShapeError,
+    container=TokenIdContainerError,
+    count=TokenCountMismatchError,
+    non_integer=lambda position, value: TokenIdTypeError(value, position),
+    out_of_bounds=TokenIdOutOfBoundsError,
+    allocation=IndexAllocationError,
+)
 
 
 class Embedding:
@@ -303,35 +310,11 @@ class Embedding:
             IndexAllocationError: the IDs cannot be copied or converted into an index buffer.
             TensorAutodiffError: from the tape, as its own type.
         """
-        try:
-            shape = checked_shape(token_shape)
-            _, expected = checked_row_major_layout(shape)
-        except TensorError as error:
-            raise TokenShapeError(token_shape, error) from error
-        try:
-            ids = FlatIds(token_ids)
-        except IdContainerError as container:
-            raise TokenIdContainerError(container.detail) from None
-        except MemoryError as error:  # a huge lazy sequence (a range) cannot be materialized
-            raise IndexAllocationError(expected) from error
-        if ids.count != expected:
-            raise TokenCountMismatchError(expected, ids.count)
-        try:
-            problem = ids.first_problem(self._vocabulary_size)
-        except MemoryError as error:  # the scan may convert a long list to an array first
-            raise IndexAllocationError(expected) from error
-        if problem is not None:
-            if problem.kind == "type":
-                raise TokenIdTypeError(problem.value, problem.position)
-            raise TokenIdOutOfBoundsError(
-                cast(int, problem.value), problem.position, self._vocabulary_size
-            )
-        try:
-            indices = ids.to_indices()
-        except MemoryError as error:
-            raise IndexAllocationError(expected) from error
-        plan = _RowGatherPlan._from_validated_indices(
-            indices, shape, (self._vocabulary_size, self._embedding_width)
+        plan = checked_row_gather_plan(
+            token_ids,
+            token_shape,
+            (self._vocabulary_size, self._embedding_width),
+            _TOKEN_ID_ERRORS,
         )
         return TensorValue._wrap(gather_rows_forward(self._table.tensor._node, plan))
 
