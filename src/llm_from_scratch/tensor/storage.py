@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 import numpy as np
 
+from llm_from_scratch.errors import StructuredError
+
 if TYPE_CHECKING:  # numpy.typing costs import time; annotations alone need it
     import numpy.typing as npt
 
@@ -26,70 +28,60 @@ INDEX_LIMIT: Final = 2**63 - 1
 SUPPORTED_DTYPES: Final = (np.dtype(np.float64), np.dtype(np.float32))
 
 
-class TensorError(Exception):
+class TensorError(StructuredError):
     """Base class of every error raised by :mod:`llm_from_scratch.tensor`."""
 
 
 class ShapeOverflowError(TensorError, ValueError):
     """A shape whose suffix products or element count do not fit a signed 64-bit index."""
 
-    def __init__(self, shape: Shape) -> None:
-        self.shape = shape
-        super().__init__("shape does not fit a row-major usize layout")
+    template = "shape does not fit a row-major usize layout"
+    shape: Shape
 
 
 class NegativeExtentError(TensorError, ValueError):
     """A shape with a negative extent."""
 
-    def __init__(self, axis: int, extent: int) -> None:
-        self.axis = axis
-        self.extent = extent
-        super().__init__(f"shape extent {extent} at axis {axis} is negative")
+    template = "shape extent {extent} at axis {axis} is negative"
+    axis: int
+    extent: int
 
 
 class NonIntegerExtentError(TensorError, TypeError):
     """A shape extent that is not an integer (``bool`` is not an integer here)."""
 
-    def __init__(self, axis: int, extent: object) -> None:
-        self.axis = axis
-        self.extent = extent
-        super().__init__(
-            f"shape extent at axis {axis} must be an integer, got {type(extent).__name__} "
-            f"{extent!r}"
-        )
+    template = "shape extent at axis {axis} must be an integer, got {extent!t} {extent!r}"
+    axis: int
+    extent: object
 
 
 class ShapeTypeError(TensorError, TypeError):
     """A shape that is not a sequence of extents."""
 
-    def __init__(self, shape: object) -> None:
-        self.shape = shape
-        super().__init__(f"a shape must be a sequence of integers, got {type(shape).__name__}")
+    template = "a shape must be a sequence of integers, got {shape!t}"
+    shape: object
 
 
 class DataLengthMismatchError(TensorError, ValueError):
     """Flat values whose count differs from the shape's element count."""
 
-    def __init__(self, expected: int, actual: int) -> None:
-        self.expected = expected
-        self.actual = actual
-        super().__init__(f"shape needs {expected} values, but data has {actual}")
+    template = "shape needs {expected} values, but data has {actual}"
+    expected: int
+    actual: int
 
 
 class TensorValueTypeError(TensorError, TypeError):
     """Flat values that are not real numbers, or a dtype other than float32/float64."""
 
-    def __init__(self, detail: str) -> None:
-        self.detail = detail
-        super().__init__(f"tensor values must be real numbers: {detail}")
+    template = "tensor values must be real numbers: {detail}"
+    detail: str
 
 
 class TensorAllocationError(TensorError, MemoryError):
     """The storage for a valid shape could not be allocated."""
 
-    def __init__(self, elements: int) -> None:
-        self.elements = elements
-        super().__init__(f"could not allocate {elements} tensor values")
+    template = "could not allocate {elements} tensor values"
+    elements: int
 
 
 def checked_shape(shape: object) -> Shape:

@@ -1,0 +1,117 @@
+"""The shared base of the package's exception families: an error declared by its fields.
+
+An error class declares the facts it carries as annotated fields and its message as a
+``template`` over them. The base builds the rest: a constructor taking the fields positionally
+in declaration order or by keyword (its ``inspect.signature``, which type checkers see too),
+one attribute per field, the message formatted once into ``args``, and pickling by the fields
+(so ``cause`` fields and ``raise ... from`` work as for any exception).
+
+Argument order, the same in every family: the context (an operation, a parameter name, which
+fan), then where the fault is (an axis, a flat position, a byte index), then the offending value
+or ID, then the bound it broke (rows, a vocabulary size); ``expected`` comes before ``actual``.
+The same fact has the same attribute name in every family: ``position`` for a flat position,
+``id`` for an offending ID, ``value`` for an offending non-integer, ``cause`` for a wrapped
+error, ``detail`` for free text.
+
+Template placeholders name fields only; this is checked when the class is defined. Besides
+``!r``, ``!s`` and ``!a``, the conversion ``!t`` prints the type name of the value, and a tuple
+printed without a conversion prints as a list (a shape reads ``[4, 2]``). A class without a
+template is a base class: it may declare fields its subclasses share, and constructing it
+raises ``TypeError``.
+
+Example:
+    >>> class TableRowError(StructuredError, IndexError):
+    ...     '''A row outside the table.'''
+    ...
+    ...     template = "row {row} at flat position {position} is not below {rows} ({row!t})"
+    ...     position: int
+    ...     row: int
+    ...     rows: int
+    >>> error = TableRowError(1, row=7, rows=4)
+    >>> print(error)
+    row 7 at flat position 1 is not below 4 (int)
+    >>> error.position, error.row, error.rows, error.args
+    (1, 7, 4, ('row 7 at flat position 1 is not below 4 (int)',))
+"""
+
+from __future__ import annotations
+
+import inspect
+import string
+from typing import Any, ClassVar, Final, dataclass_transform
+
+_CONVERSIONS: Final = frozenset({None, "r", "s", "a", "t"})
+_FIELD: Final = inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+class _MessageFormatter(string.Formatter):
+    """``str.format`` plus ``!t`` (the type name) and tuples printed as lists."""
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if conversion == "t":
+            return type(value).__name__
+        if conversion is None and isinstance(value, tuple):
+            return list(value)
+        return super().convert_field(value, conversion)
+
+
+_FORMATTER: Final = _MessageFormatter()
+
+
+@dataclass_transform(eq_default=False)
+class StructuredError(Exception):
+    """Base class of an error whose message is built from its fields.
+
+    Subclasses set ``template`` and annotate their fields (a field may have a default); see
+    the module docstring.
+
+    Raises:
+        TypeError: at class definition, a template that names anything but a field or uses
+            an unknown conversion; at construction, arguments that do not bind to the fields
+            (as for any call), or a class without a template.
+        ValueError: at class definition, a field declared twice, or a field without a default
+            after one with a default.
+    """
+
+    template: ClassVar[str | None] = None
+    """The message, a ``str.format`` template over the fields; ``None`` for a base class."""
+
+    field_names: ClassVar[tuple[str, ...]] = ()
+    """The fields, in constructor order (the base class's first)."""
+
+    __signature__: ClassVar[inspect.Signature] = inspect.Signature()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        inherited = list(cls.__signature__.parameters.values())
+        own = [
+            inspect.Parameter(name, _FIELD, default=vars(cls).get(name, inspect.Parameter.empty))
+            for name, annotation in getattr(cls, "__annotations__", {}).items()
+            if not str(annotation).startswith(("ClassVar", "typing.ClassVar"))
+        ]
+        cls.__signature__ = inspect.Signature([*inherited, *own])
+        cls.field_names = tuple(cls.__signature__.parameters)
+        # Positional patterns in field order (`case TokenIdTypeError(position, value)`); mypy
+        # knows this from dataclass_transform but refuses a plain assignment.
+        setattr(cls, "__match_args__", cls.field_names)  # noqa: B010
+        _check_template(cls)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        if self.template is None:
+            raise TypeError(f"{type(self).__name__} is a base class; raise one of its subclasses")
+        bound = self.__signature__.bind(*args, **kwargs)
+        bound.apply_defaults()
+        vars(self).update(bound.arguments)
+        super().__init__(_FORMATTER.vformat(self.template, (), bound.arguments))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = tuple(getattr(self, name) for name in self.field_names)
+        return type(self), fields, self.__dict__
+
+
+def _check_template(cls: type[StructuredError]) -> None:
+    for _, name, spec, conversion in _FORMATTER.parse(cls.template or ""):
+        if name is not None and name not in cls.field_names:
+            raise TypeError(f"{cls.__name__}.template names {name!r}, not one of {cls.field_names}")
+        if conversion not in _CONVERSIONS or "{" in (spec or ""):
+            raise TypeError(f"{cls.__name__}.template: only !r, !s, !a, !t and plain specs")
