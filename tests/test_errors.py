@@ -1,17 +1,44 @@
 """StructuredError: errors declared by their fields and a message template.
 
 The catalogue test raises every package error through a public call; these tests pin the
-mechanism itself (construction, formatting, declaration checks).
+mechanism itself (construction, formatting, declaration checks, pickling, chaining) and the one
+argument order the families share.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
+import pickle
 
 import pytest
 
+from llm_from_scratch.autograd import (
+    GatherIndexOutOfBoundsError,
+    GatherIndexTypeError,
+    InvalidShapeError,
+    OutputAllocationError,
+)
+from llm_from_scratch.autograd.gather import GATHER_ID_ERRORS
 from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.tensor import NegativeExtentError, NonIntegerExtentError, TensorError
+from llm_from_scratch.nn import (
+    EmbeddingInitializationError,
+    EmptyVocabularyError,
+    TokenIdOutOfBoundsError,
+    TokenIdTypeError,
+    TokenShapeError,
+)
+from llm_from_scratch.nn.init import (
+    InvalidNameByteError,
+    ParameterNameError,
+    ParameterNameTypeError,
+)
+from llm_from_scratch.tensor import (
+    NegativeExtentError,
+    NonIntegerExtentError,
+    ShapeOverflowError,
+    TensorError,
+)
 
 
 class RowError(StructuredError, IndexError):
@@ -42,7 +69,7 @@ def test_the_message_prints_type_names_with_t_and_tuples_as_lists_unless_convert
 
 def test_the_constructor_signature_is_the_fields_in_order() -> None:
     assert str(inspect.signature(RowError)) == "(position, row, rows, shape=(4, 2))"
-    assert str(inspect.signature(NegativeExtentError)) == "(axis, extent)"
+    assert str(inspect.signature(InvalidNameByteError)) == "(name, index, byte)"
 
 
 @pytest.mark.parametrize(
@@ -62,8 +89,22 @@ def test_arguments_that_do_not_bind_to_the_fields_are_a_type_error(
 
 
 def test_a_class_without_a_template_is_a_base_class_that_cannot_be_constructed() -> None:
-    with pytest.raises(TypeError, match="is a base class"):
-        TensorError()
+    for base, args in ((TensorError, ()), (ParameterNameError, ("x",))):
+        with pytest.raises(TypeError, match="is a base class"):
+            base(*args)
+
+
+def test_a_subclass_takes_its_base_class_fields_first() -> None:
+    assert ParameterNameError.field_names == ("name",)
+    assert InvalidNameByteError.field_names == ("name", "index", "byte")
+    error = InvalidNameByteError("Token", 0, 0x54)
+    assert (error.name, error.index, error.byte) == ("Token", 0, 0x54)
+    assert str(error).endswith("got 0x54")
+
+
+def test_a_field_with_a_default_may_be_omitted() -> None:
+    assert EmptyVocabularyError().vocabulary_size == 0
+    assert EmptyVocabularyError(vocabulary_size=0).vocabulary_size == 0
 
 
 @pytest.mark.parametrize(
@@ -90,6 +131,72 @@ def test_a_field_without_a_default_after_one_with_a_default_fails_when_defined()
             """Never built: ``shape`` has a default and ``extra`` does not."""
 
             extra: int
+
+
+def test_a_field_declared_again_by_a_subclass_fails_when_defined() -> None:
+    with pytest.raises(ValueError, match="duplicate parameter name: 'name'"):
+        type("BadError", (ParameterNameError,), {"__annotations__": {"name": "str"}})
+
+
+def test_an_error_pickles_and_copies_by_its_fields_with_its_cause_field() -> None:
+    cause = ParameterNameTypeError("int")
+    error = EmbeddingInitializationError(cause)
+    for restored in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
+        assert type(restored) is EmbeddingInitializationError
+        assert str(restored) == "cannot initialize the embedding table: " + str(cause)
+        assert type(restored.cause) is ParameterNameTypeError
+        assert restored.cause.name_type == "int"
+
+
+def test_raise_from_keeps_the_cause_and_errors_stay_hashable_and_compare_by_identity() -> None:
+    layout = NegativeExtentError(0, -1)
+    with pytest.raises(TokenShapeError) as caught:
+        raise TokenShapeError((-1,), layout) from layout
+    assert caught.value.__cause__ is layout is caught.value.cause
+    assert caught.value != TokenShapeError((-1,), layout)
+    assert len({caught.value, layout}) == 2
+
+
+def test_match_reads_fields_in_constructor_order() -> None:
+    match TokenIdTypeError(2, 1.5):
+        case TokenIdTypeError(position, value):
+            assert (position, value) == (2, 1.5)
+        case _:
+            pytest.fail("the positional pattern did not match")
+
+
+# One argument order and one name across families ----------------------------------------------
+
+
+def test_both_families_take_a_non_integer_id_as_position_then_value() -> None:
+    for cls in (TokenIdTypeError, GatherIndexTypeError):
+        error = cls(3, "2")
+        assert (error.position, error.value) == (3, "2")
+        assert str(error).endswith("ID at flat position 3 must be an integer, got str '2'")
+
+
+def test_both_families_take_an_out_of_range_id_as_position_then_id_then_bound() -> None:
+    token = TokenIdOutOfBoundsError(1, 4, 4)
+    gather = GatherIndexOutOfBoundsError(1, 4, 4)
+    assert (token.position, token.id, token.vocabulary_size) == (1, 4, 4)
+    assert (gather.position, gather.id, gather.rows) == (1, 4, 4)
+    assert gather.index == gather.id  # the earlier name still reads
+    assert str(token) == "token ID 4 at flat position 1 is out of bounds for vocabulary size 4"
+    assert str(gather) == "gather ID 4 at flat position 1 is out of bounds for 4 rows"
+
+
+def test_the_gather_adapters_fill_only_the_context_of_their_errors() -> None:
+    overflow = ShapeOverflowError((2**32, 2**32))
+    shape_error = GATHER_ID_ERRORS.shape((2**32, 2**32), overflow)
+    assert type(shape_error) is InvalidShapeError
+    assert (shape_error.what, shape_error.shape, shape_error.cause) == (
+        "gather index shape",
+        (2**32, 2**32),
+        overflow,
+    )
+    allocation = GATHER_ID_ERRORS.allocation(5)
+    assert type(allocation) is OutputAllocationError
+    assert (allocation.operation, allocation.elements) == ("gather index conversion", 5)
 
 
 def test_an_extent_error_names_the_axis_then_the_extent() -> None:

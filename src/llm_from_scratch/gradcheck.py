@@ -13,6 +13,7 @@ from typing import Final
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue, no_grad
+from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.tensor import Tensor
 from llm_from_scratch.tensor.storage import FloatArray
 
@@ -22,8 +23,11 @@ DEFAULT_TOLERANCE: Final = 2e-6
 Loss = Callable[[TensorValue], TensorValue]
 
 
-class GradientCheckError(ValueError):
+class GradientCheckError(StructuredError, ValueError):
     """The loss is not a scalar, or the parameter is not a parameter leaf."""
+
+    template = "{detail}"
+    detail: str
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,16 @@ import numpy as np
 from llm_from_scratch.autograd import RowSparseGradient, TensorValue
 from llm_from_scratch.autograd.gradient import COMPILED_KERNEL_MIN_VALUES, first_non_finite
 from llm_from_scratch.autograd.tape import Node, update_parameter_in_place
+from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.tensor.storage import FloatArray
 
 
-class OptimizerError(ValueError):
+class OptimizerError(StructuredError, ValueError):
     """A bad learning rate, a value that is no parameter, or a step that would leave NaN/inf."""
+
+    template = "{detail}"
+    detail: str
 
 
 class SGD:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final, Literal, cast
 
 import numpy as np
@@ -33,6 +34,7 @@ from llm_from_scratch.autograd.gradient import (
     RowSparseGradient,
 )
 from llm_from_scratch.autograd.tape import Node, check_operands, record
+from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
@@ -55,12 +57,11 @@ class IdProblem:
     value: object
 
 
-class IdContainerError(Exception):
+class IdContainerError(StructuredError):
     """IDs that are not a flat sequence or a one-dimensional array; ``detail`` says why."""
 
-    def __init__(self, detail: str) -> None:
-        self.detail = detail
-        super().__init__(detail)
+    template = "{detail}"
+    detail: str
 
 
 class FlatIds:
@@ -187,7 +188,7 @@ class _RowGatherPlan:
         try:
             _, output_elements = checked_row_major_layout(output_shape)
         except TensorError as error:
-            raise InvalidShapeError("row gather output shape", error) from error
+            raise InvalidShapeError("row gather output shape", output_shape, error) from error
         return cls(
             read_only(indices), index_shape, table_shape, output_shape, output_elements, _PLAN_KEY
         )
@@ -217,7 +218,7 @@ def checked_row_gather_plan(
     Raises:
         The exception ``errors`` builds for the first failing check, as
         ``shape(index_shape, cause)``, ``container(detail)``, ``count(expected, actual)``,
-        ``non_integer(position, value)``, ``out_of_bounds(id, position, rows)`` or
+        ``non_integer(position, value)``, ``out_of_bounds(position, id, rows)`` or
         ``allocation(elements)``.
     """
     try:
@@ -240,17 +241,17 @@ def checked_row_gather_plan(
     if problem is not None:
         if problem.kind == "type":
             raise errors.non_integer(problem.position, problem.value)
-        raise errors.out_of_bounds(cast(int, problem.value), problem.position, table_shape[0])
+        raise errors.out_of_bounds(problem.position, cast(int, problem.value), table_shape[0])
     return _RowGatherPlan._from_validated_indices(indices, shape, table_shape)
 
 
 GATHER_ID_ERRORS: Final = IdErrors(
-    shape=lambda _shape, cause: InvalidShapeError("gather index shape", cause),
+    shape=partial(InvalidShapeError, "gather index shape"),
     container=IndexContainerError,
     count=GatherIndexCountError,
     non_integer=GatherIndexTypeError,
     out_of_bounds=GatherIndexOutOfBoundsError,
-    allocation=lambda elements: OutputAllocationError("gather index conversion", elements),
+    allocation=partial(OutputAllocationError, "gather index conversion"),
 )
 
 
@@ -274,9 +275,9 @@ def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
         shaped = output.reshape(plan.output_shape)
     except MemoryError as error:
         raise OutputAllocationError("gather_rows", plan.output_elements) from error
-    except ValueError as error:  # a zero-element shape whose byte count NumPy cannot describe
+    except ValueError:  # a zero-element shape whose byte count NumPy cannot describe
         overflow = ShapeOverflowError(plan.output_shape)
-        raise InvalidShapeError("row gather output shape", overflow) from error
+        raise InvalidShapeError("row gather output shape", overflow.shape, overflow) from overflow
     if plan.output_elements >= COMPILED_KERNEL_MIN_VALUES:
         from llm_from_scratch.autograd.kernels import gather_rows_into
 

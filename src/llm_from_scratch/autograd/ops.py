@@ -131,7 +131,7 @@ def reshape_forward(source: Node, shape: object) -> Node:
         target = checked_shape(shape)
         _, count = checked_row_major_layout(target)
     except TensorError as error:
-        raise InvalidShapeError("reshape target shape", error) from error
+        raise InvalidShapeError("reshape target shape", shape, error) from error
     if count != source.array.size:
         raise ReshapeCountMismatchError(source.array.shape, target, source.array.size, count)
     check_operands("reshape", (("input", source),))

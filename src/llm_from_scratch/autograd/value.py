@@ -244,7 +244,7 @@ class TensorValue:
         elif isinstance(seed, np.ndarray | np.generic) and seed.dtype.kind in "biuf":
             array = np.asarray(seed)
         else:
-            raise SeedTypeError(seed)
+            raise SeedTypeError(type(seed).__name__)
         if array.shape != self._node.array.shape:
             raise SeedShapeMismatchError(self.shape, tuple(int(n) for n in array.shape))
         # No copy when the dtype matches: the pass only reads the seed and stores new arrays.
@@ -261,7 +261,7 @@ class TensorValue:
 
 def _leaf_array(tensor: Tensor) -> FloatArray:
     if not isinstance(tensor, Tensor):
-        raise OperandTypeError("a leaf", tensor)
+        raise OperandTypeError("a leaf", type(tensor).__name__)
     return _copied("leaf copy", tensor.numpy())
 
 
@@ -293,4 +293,4 @@ def _operand_node(operation: str, other: object) -> Node:
         return other._node
     if isinstance(other, Tensor):
         return Node(_leaf_array(other), "constant", None)
-    raise OperandTypeError(operation, other)
+    raise OperandTypeError(operation, type(other).__name__)

@@ -22,6 +22,7 @@ from llm_from_scratch.autograd.gather import (
     checked_row_gather_plan,
     gather_rows_forward,
 )
+from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn.init import (
     InitializationError,
     NamedParameter,
@@ -35,105 +36,93 @@ from llm_from_scratch.tensor.storage import (
 )
 
 
-class EmbeddingError(Exception):
+class EmbeddingError(StructuredError):
     """Base class of every error raised by :mod:`llm_from_scratch.nn.embedding`."""
 
 
 class TableRankError(EmbeddingError, ValueError):
     """A table parameter that is not rank two."""
 
-    def __init__(self, rank: int) -> None:
-        self.rank = rank
-        super().__init__(f"embedding table must have rank two, got rank {rank}")
+    template = "embedding table must have rank two, got rank {rank}"
+    rank: int
 
 
 class EmptyVocabularyError(EmbeddingError, ValueError):
     """A table with no rows (``V == 0``)."""
 
-    def __init__(self) -> None:
-        self.vocabulary_size = 0
-        super().__init__("embedding vocabulary must contain at least one row")
+    template = "embedding vocabulary must contain at least one row"
+    vocabulary_size: int = 0
 
 
 class ZeroEmbeddingWidthError(EmbeddingError, ValueError):
     """A table with no columns (``d == 0``)."""
 
-    def __init__(self) -> None:
-        self.embedding_width = 0
-        super().__init__("embedding width must be greater than zero")
+    template = "embedding width must be greater than zero"
+    embedding_width: int = 0
 
 
 class EmbeddingInitializationError(EmbeddingError, ValueError):
-    """``Embedding.new`` failed while initializing; ``__cause__`` is the InitializationError."""
+    """``Embedding.new`` failed while initializing; ``cause`` is the InitializationError."""
 
-    def __init__(self, cause: InitializationError) -> None:
-        self.cause = cause
-        super().__init__(f"cannot initialize the embedding table: {cause}")
+    template = "cannot initialize the embedding table: {cause}"
+    cause: InitializationError
 
 
 class TokenShapeError(EmbeddingError, ValueError):
-    """A token shape whose checked layout failed; ``__cause__`` is the tensor error."""
+    """A token shape whose checked layout failed; ``cause`` is the tensor error."""
 
-    def __init__(self, token_shape: object, cause: TensorError) -> None:
-        self.token_shape = token_shape
-        super().__init__(f"invalid token-ID shape: {cause}")
+    template = "invalid token-ID shape: {cause}"
+    token_shape: object
+    cause: TensorError
 
 
 class TokenIdContainerError(EmbeddingError, TypeError):
     """Token IDs that are not a flat sequence / 1-D array (``forward``), or ragged lists."""
 
-    def __init__(self, detail: str) -> None:
-        self.detail = detail
-        super().__init__(f"token IDs must be integers in a regular array: {detail}")
+    template = "token IDs must be integers in a regular array: {detail}"
+    detail: str
 
 
 class TokenCountMismatchError(EmbeddingError, ValueError):
     """A flat ID count that differs from the token shape's element count."""
 
-    def __init__(self, expected: int, actual: int) -> None:
-        self.expected = expected
-        self.actual = actual
-        super().__init__(f"token-ID shape needs {expected} IDs, but received {actual}")
+    template = "token-ID shape needs {expected} IDs, but received {actual}"
+    expected: int
+    actual: int
 
 
 class TokenIdOutOfBoundsError(EmbeddingError, IndexError):
     """The first ID, in flat order, outside ``[0, V)`` (negative IDs included)."""
 
-    def __init__(self, token_id: int, position: int, vocabulary_size: int) -> None:
-        self.id = token_id
-        self.position = position
-        self.vocabulary_size = vocabulary_size
-        super().__init__(
-            f"token ID {token_id} at flat position {position} is out of bounds for "
-            f"vocabulary size {vocabulary_size}"
-        )
+    template = (
+        "token ID {id} at flat position {position} is out of bounds for "
+        "vocabulary size {vocabulary_size}"
+    )
+    position: int
+    id: int
+    vocabulary_size: int
 
 
 class TokenIdTypeError(EmbeddingError, TypeError):
     """The first ID, in flat order, that is not an integer (bools and floats are not)."""
 
-    def __init__(self, value: object, position: int) -> None:
-        self.value = value
-        self.position = position
-        super().__init__(
-            f"token ID at flat position {position} must be an integer, got "
-            f"{type(value).__name__} {value!r}"
-        )
+    template = "token ID at flat position {position} must be an integer, got {value!t} {value!r}"
+    position: int
+    value: object
 
 
 class IndexAllocationError(EmbeddingError, MemoryError):
     """The converted index buffer could not be allocated."""
 
-    def __init__(self, elements: int) -> None:
-        self.elements = elements
-        super().__init__(f"could not reserve {elements} converted embedding indices")
+    template = "could not reserve {elements} converted embedding indices"
+    elements: int
 
 
 _TOKEN_ID_ERRORS: Final = IdErrors(
     shape=TokenShapeError,
     container=TokenIdContainerError,
     count=TokenCountMismatchError,
-    non_integer=lambda position, value: TokenIdTypeError(value, position),
+    non_integer=TokenIdTypeError,
     out_of_bounds=TokenIdOutOfBoundsError,
     allocation=IndexAllocationError,
 )

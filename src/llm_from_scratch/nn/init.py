@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Tensor,
@@ -28,107 +29,93 @@ _MASK64: Final = (1 << 64) - 1
 _CHUNK: Final = 1 << 20  # generator values per vectorized block (bounds temporary memory)
 
 
-class InitializationError(Exception):
+class InitializationError(StructuredError):
     """Base class of every error raised by :mod:`llm_from_scratch.nn.init`."""
 
 
 class ParameterNameError(InitializationError, ValueError):
     """Base class of the parameter-name errors; ``name`` is the rejected name."""
 
-    def __init__(self, name: str, message: str) -> None:
-        self.name = name
-        super().__init__(message)
+    name: str
 
 
 class EmptyParameterNameError(ParameterNameError):
     """The empty name."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(name, "parameter name must not be empty")
+    template = "parameter name must not be empty"
 
 
 class EmptyNameSegmentError(ParameterNameError):
     """Two dots in a row, or a dot at either end; ``index`` is the byte where it shows."""
 
-    def __init__(self, name: str, index: int) -> None:
-        self.index = index
-        super().__init__(name, f"parameter name has an empty dot-separated segment at byte {index}")
+    template = "parameter name has an empty dot-separated segment at byte {index}"
+    index: int
 
 
 class InvalidNameByteError(ParameterNameError):
     """A byte other than lowercase ASCII, a digit, underscore or dot (names are UTF-8)."""
 
-    def __init__(self, name: str, index: int, byte: int) -> None:
-        self.index = index
-        self.byte = byte
-        super().__init__(
-            name,
-            f"parameter name byte {index} must be lowercase ASCII, a digit, underscore, "
-            f"or dot; got 0x{byte:02x}",
-        )
+    template = (
+        "parameter name byte {index} must be lowercase ASCII, a digit, underscore, "
+        "or dot; got 0x{byte:02x}"
+    )
+    index: int
+    byte: int
 
 
 class ParameterNameTypeError(InitializationError, TypeError):
     """A name that is not a ``str``."""
 
-    def __init__(self, name: object) -> None:
-        self.name_type = type(name).__name__
-        super().__init__(f"parameter name must be a str, got {self.name_type}")
+    template = "parameter name must be a str, got {name_type}"
+    name_type: str
 
 
 class ZeroFanInError(InitializationError, ValueError):
     """Xavier initialization with ``fan_in == 0``."""
 
-    def __init__(self) -> None:
-        super().__init__("fan-in must be greater than zero")
+    template = "fan-in must be greater than zero"
 
 
 class ZeroFanOutError(InitializationError, ValueError):
     """Xavier initialization with ``fan_out == 0``."""
 
-    def __init__(self) -> None:
-        super().__init__("fan-out must be greater than zero")
+    template = "fan-out must be greater than zero"
 
 
 class FanValueError(InitializationError, ValueError):
     """A fan that is not a non-negative integer (``bool`` is not an integer here)."""
 
-    def __init__(self, which: str, value: object) -> None:
-        self.which = which
-        self.value = value
-        super().__init__(f"{which} must be a non-negative integer, got {value!r}")
+    template = "{which} must be a non-negative integer, got {value!r}"
+    which: str
+    value: object
 
 
 class SeedRangeError(InitializationError, ValueError):
     """A generator seed or state outside ``[0, 2**64)`` or not an integer."""
 
-    def __init__(self, seed: object) -> None:
-        self.seed = seed
-        super().__init__(f"SplitMix64 state must be an integer in [0, 2**64), got {seed!r}")
+    template = "SplitMix64 state must be an integer in [0, 2**64), got {seed!r}"
+    seed: object
 
 
 class ParameterTableError(InitializationError, ValueError):
     """A table whose layout or dtype is invalid, or that cannot be allocated."""
 
-    def __init__(self, detail: str) -> None:
-        self.detail = detail
-        super().__init__(f"cannot build the parameter table: {detail}")
+    template = "cannot build the parameter table: {detail}"
+    detail: str
 
 
 class GeneratorTypeError(InitializationError, TypeError):
     """A generator argument that is not a :class:`SplitMix64`."""
 
-    def __init__(self, rng: object) -> None:
-        self.rng_type = type(rng).__name__
-        super().__init__(f"the generator must be a SplitMix64, got {self.rng_type}")
+    template = "the generator must be a SplitMix64, got {rng_type}"
+    rng_type: str
 
 
 class NotAParameterLeafError(InitializationError, TypeError):
     """A named parameter built from a value that is not a parameter leaf."""
 
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        super().__init__(f"a named parameter needs a parameter leaf, got a {kind}")
+    template = "a named parameter needs a parameter leaf, got a {kind}"
+    kind: str
 
 
 class SplitMix64:
@@ -216,7 +203,7 @@ def validate_parameter_name(name: object) -> str:
         parameter name has an empty dot-separated segment at byte 6
     """
     if not isinstance(name, str):
-        raise ParameterNameTypeError(name)
+        raise ParameterNameTypeError(type(name).__name__)
     encoded = name.encode("utf-8", errors="surrogatepass")
     if not encoded:
         raise EmptyParameterNameError(name)
@@ -263,7 +250,7 @@ def xavier_uniform_array(
     if fan_out == 0:
         raise ZeroFanOutError()
     if not isinstance(rng, SplitMix64):
-        raise GeneratorTypeError(rng)
+        raise GeneratorTypeError(type(rng).__name__)
     try:
         resolved = checked_dtype(dtype)
         _, count = checked_row_major_layout((fan_in, fan_out))
