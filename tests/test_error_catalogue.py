@@ -3,13 +3,16 @@
 The package is walked for exception classes (so a new class missing from the catalogue fails
 here). Every class that is not a base class has one public trigger below; the raised error
 must be exactly that class, also the listed built-in classes, carry the listed attributes and
-read as one of the listed messages.
+read as one of the listed messages. For the classes built on ``StructuredError``, the listed
+attributes are the fields in constructor order, and every raised error rebuilds from its fields
+(positionally and by keyword) and survives pickling.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import pickle
 import pkgutil
 import re
 from collections.abc import Callable
@@ -23,6 +26,7 @@ import llm_from_scratch
 import llm_from_scratch.autograd.ops as ops_module
 from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.gather import FlatIds
+from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
@@ -52,6 +56,7 @@ class Entry:
     module: str | None
     also: frozenset[str]
     attributes: tuple[str, ...]
+    fields: tuple[str, ...]
     messages: tuple[str, ...]
     is_base: bool
 
@@ -72,6 +77,7 @@ def catalogue() -> dict[str, Entry]:
             module=module,
             also=frozenset(re.findall(r"`(\w+)`", row["also"])),
             attributes=tuple(re.findall(r"`(\w+)`", row["attributes"])),
+            fields=tuple(re.findall(r"`(\w+)`", row["attributes"].split(";")[0])),
             messages=tuple(re.findall(r"`([^`]+)`", row["messages"])),
             is_base=row["when"].startswith("Never raised itself"),
         )
@@ -285,6 +291,34 @@ def test_each_class_is_raised_with_its_listed_attributes_and_message(name: str) 
     assert any(
         message_pattern(template, error).fullmatch(message) for template in entry.messages
     ), f"{message!r} matches none of {entry.messages}"
+
+
+STRUCTURED_TRIGGERS = [
+    name for name in TRIGGERS if issubclass(package_exception_classes()[name], StructuredError)
+]
+
+
+@pytest.mark.parametrize("entry", catalogue().values(), ids=lambda entry: entry.name)
+def test_each_structured_class_lists_its_fields_in_constructor_order(entry: Entry) -> None:
+    cls = package_exception_classes()[entry.name]
+    if issubclass(cls, StructuredError):
+        assert entry.fields == cls.field_names
+
+
+@pytest.mark.parametrize("name", STRUCTURED_TRIGGERS, ids=str)
+def test_each_raised_error_rebuilds_from_its_fields_and_survives_pickling(name: str) -> None:
+    with pytest.raises(StructuredError) as caught:
+        TRIGGERS[name]()
+    error = caught.value
+    fields = {field: getattr(error, field) for field in error.field_names}
+    positional, by_keyword = type(error)(*fields.values()), type(error)(**fields)
+    restored = pickle.loads(pickle.dumps(error))
+    for copy in (positional, by_keyword, restored):
+        assert type(copy) is type(error)
+        assert copy.args == error.args == (str(error),)
+        assert repr([getattr(copy, field) for field in fields]) == repr([*fields.values()])
+    if "cause" in fields:
+        assert error.cause is error.__cause__
 
 
 def test_the_internal_id_container_error_never_escapes_a_public_boundary() -> None:
