@@ -176,13 +176,13 @@ def test_both_families_take_a_non_integer_id_as_position_then_value() -> None:
 
 
 def test_both_families_take_an_out_of_range_id_as_position_then_id_then_bound() -> None:
-    token = TokenIdOutOfBoundsError(1, 4, 4)
-    gather = GatherIndexOutOfBoundsError(1, 4, 4)
-    assert (token.position, token.id, token.vocabulary_size) == (1, 4, 4)
-    assert (gather.position, gather.id, gather.rows) == (1, 4, 4)
+    token = TokenIdOutOfBoundsError(1, 5, 4)
+    gather = GatherIndexOutOfBoundsError(1, 5, 4)
+    assert (token.position, token.id, token.vocabulary_size) == (1, 5, 4)
+    assert (gather.position, gather.id, gather.rows) == (1, 5, 4)
     assert gather.index == gather.id  # the earlier name still reads
-    assert str(token) == "token ID 4 at flat position 1 is out of bounds for vocabulary size 4"
-    assert str(gather) == "gather ID 4 at flat position 1 is out of bounds for 4 rows"
+    assert str(token) == "token ID 5 at flat position 1 is out of bounds for vocabulary size 4"
+    assert str(gather) == "gather ID 5 at flat position 1 is out of bounds for 4 rows"
 
 
 def test_the_gather_adapters_fill_only_the_context_of_their_errors() -> None:
