@@ -18,6 +18,7 @@ from typing import Any, Final, Literal, cast
 
 import numpy as np
 
+from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import (
     GatherIndexCountError,
     GatherIndexOutOfBoundsError,
@@ -26,15 +27,12 @@ from llm_from_scratch.autograd.errors import (
     InvalidShapeError,
     OutputAllocationError,
 )
-from llm_from_scratch.autograd.gradient import (
-    COMPILED_KERNEL_MIN_VALUES,
-    Gradient,
-    IndexArray,
-    RowSparseGradient,
-)
+from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient
+from llm_from_scratch.autograd.kernels import gather_rows_into
 from llm_from_scratch.autograd.tape import Node, check_operands, record
 from llm_from_scratch.tensor.storage import (
     FloatArray,
+    IndexArray,
     Shape,
     ShapeOverflowError,
     TensorError,
@@ -277,9 +275,7 @@ def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
     except ValueError as error:  # a zero-element shape whose byte count NumPy cannot describe
         overflow = ShapeOverflowError(plan.output_shape)
         raise InvalidShapeError("row gather output shape", overflow) from error
-    if plan.output_elements >= COMPILED_KERNEL_MIN_VALUES:
-        from llm_from_scratch.autograd.kernels import gather_rows_into
-
+    if runs_compiled(plan.output_elements):
         gather_rows_into(output, table.array, plan.indices)
     else:
         # mode="clip" skips NumPy's own bounds pass (the plan's indices are valid).

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # numpy.typing costs import time; annotations alone need it
 
 Shape: TypeAlias = tuple[int, ...]
 FloatArray: TypeAlias = "np.ndarray[Any, np.dtype[np.floating[Any]]]"
+IndexArray: TypeAlias = "np.ndarray[Any, np.dtype[np.intp]]"
 
 INDEX_LIMIT: Final = 2**63 - 1
 """The largest element count or stride a signed 64-bit index can address."""

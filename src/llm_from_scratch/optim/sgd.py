@@ -9,9 +9,11 @@ from typing import Any
 import numpy as np
 
 from llm_from_scratch.autograd import RowSparseGradient, TensorValue
-from llm_from_scratch.autograd.gradient import COMPILED_KERNEL_MIN_VALUES, first_non_finite
+from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.tape import Node, update_parameter_in_place
 from llm_from_scratch.nn.init import NamedParameter
+from llm_from_scratch.optim.kernels import sgd_rows_apply, sgd_rows_stay_finite
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -82,7 +84,7 @@ class SGD:
             raise OptimizerError("SGD updates parameter leaves, which always hold a gradient")
         rate = node.array.dtype.type(self.learning_rate)
         if isinstance(gradient, RowSparseGradient):
-            if gradient.values.size >= COMPILED_KERNEL_MIN_VALUES:
+            if runs_compiled(gradient.values.size):
                 return _compiled_row_update(node.array, gradient, rate)
             return _row_update(node.array, gradient, rate)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -111,8 +113,6 @@ def _row_update(
 def _compiled_row_update(
     table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
 ) -> Callable[[FloatArray], None]:
-    from llm_from_scratch.autograd.kernels import sgd_rows_apply, sgd_rows_stay_finite
-
     if not sgd_rows_stay_finite(table, gradient.rows, gradient.values, rate):
         raise OptimizerError("the SGD step would make a parameter value non-finite")
 
