@@ -141,7 +141,6 @@ _TOKEN_ID_ERRORS: Final = IdErrors(
 )
 
 
-
 @dataclass(frozen=True, eq=False, repr=False)
 class Embedding(
     Sealed,
