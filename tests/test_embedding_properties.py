@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd.gradient import COMPILED_KERNEL_MIN_VALUES, scatter_by_add_at
+from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.autograd.gradient import scatter_by_add_at
 from llm_from_scratch.autograd.kernels import scatter_rows
 from llm_from_scratch.nn import Embedding, SplitMix64
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import RowSparseGradient, TensorValue
-from llm_from_scratch.autograd.gradient import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import SGD, OptimizerError
 from llm_from_scratch.tensor import Tensor

@@ -3,22 +3,24 @@
 Public boundaries (``TensorValue.gather_rows`` and ``Embedding.forward``) validate the caller's
 IDs once with :func:`checked_row_gather_plan`, the same checks in the same order, each boundary
 naming failures with its own error family (:class:`IdErrors`). It builds a
-:class:`_RowGatherPlan` through the package-private trusted constructor
-:meth:`_RowGatherPlan._from_validated_indices`, which re-checks nothing. The
-single kernel :func:`gather_rows_forward` copies one table row per index; its VJP
-:func:`gather_rows_vjp` scatter-adds upstream rows into a row-sparse table gradient.
+:class:`RowGatherPlan` through the package-internal trusted constructor
+:func:`row_gather_plan_from_validated_indices`, which re-checks nothing; the boundary hands the
+plan to :func:`~llm_from_scratch.autograd.value.gather_rows_with_plan`. The single kernel
+:func:`gather_rows_forward` copies one table row per index; its VJP :func:`gather_rows_vjp`
+scatter-adds upstream rows into a row-sparse table gradient.
 """
 
 from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, Literal, cast
 
 import numpy as np
 
+from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import (
     GatherIndexCountError,
     GatherIndexOutOfBoundsError,
@@ -27,16 +29,14 @@ from llm_from_scratch.autograd.errors import (
     InvalidShapeError,
     OutputAllocationError,
 )
-from llm_from_scratch.autograd.gradient import (
-    COMPILED_KERNEL_MIN_VALUES,
-    Gradient,
-    IndexArray,
-    RowSparseGradient,
-)
+from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient
+from llm_from_scratch.autograd.kernels import gather_rows_into
 from llm_from_scratch.autograd.tape import Node, check_operands, record
 from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import (
     FloatArray,
+    IndexArray,
     Shape,
     ShapeOverflowError,
     TensorError,
@@ -153,45 +153,48 @@ def _first_array_problem(array: np.ndarray[Any, Any], rows: int) -> IdProblem | 
 
 # The plan ----------------------------------------------------------------------------------
 
-_PLAN_KEY: Final = object()
+_TRUSTED: Final = object()
 
 
-@dataclass(frozen=True, slots=True)
-class _RowGatherPlan:
-    """Validated facts for one row gather. Built only by the two constructors below.
+@dataclass(frozen=True, eq=False)
+class RowGatherPlan(
+    Sealed, key=_TRUSTED, hint="a row-gather plan is built only by the package's constructors"
+):
+    """Validated facts for one row gather. Built only by
+    :func:`row_gather_plan_from_validated_indices` (through :func:`checked_row_gather_plan`).
 
     Shape:
         ``indices``: ``[N]`` with ``N = prod(index_shape)``; ``table_shape``: ``(V, d)``;
         ``output_shape``: ``index_shape + (d,)``.
     """
 
+    __slots__ = ("index_shape", "indices", "output_elements", "output_shape", "table_shape")
     indices: IndexArray
     index_shape: Shape
     table_shape: tuple[int, int]
     output_shape: Shape
     output_elements: int
-    _key: object = field(repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if self._key is not _PLAN_KEY:
-            raise TypeError("a row-gather plan is built only by the package's constructors")
 
-    @classmethod
-    def _from_validated_indices(
-        cls, indices: IndexArray, index_shape: Shape, table_shape: tuple[int, int]
-    ) -> _RowGatherPlan:
-        """Trusted: the caller has checked the rank, the count and every index; not repeated.
+def row_gather_plan_from_validated_indices(
+    indices: IndexArray, index_shape: Shape, table_shape: tuple[int, int]
+) -> RowGatherPlan:
+    """The plan's trusted constructor (package-internal): the caller has checked the rank, the
+    count and every index, and none of it is repeated.
 
-        Takes ownership of ``indices`` (it becomes read-only).
-        """
-        output_shape = (*index_shape, table_shape[1])
-        try:
-            _, output_elements = checked_row_major_layout(output_shape)
-        except TensorError as error:
-            raise InvalidShapeError("row gather output shape", output_shape, error) from error
-        return cls(
-            read_only(indices), index_shape, table_shape, output_shape, output_elements, _PLAN_KEY
-        )
+    Takes ownership of ``indices`` (it becomes read-only).
+
+    Raises:
+        InvalidShapeError: the output shape ``index_shape + (d,)`` overflows a row-major layout.
+    """
+    output_shape = (*index_shape, table_shape[1])
+    try:
+        _, output_elements = checked_row_major_layout(output_shape)
+    except TensorError as error:
+        raise InvalidShapeError("row gather output shape", output_shape, error) from error
+    return RowGatherPlan(
+        read_only(indices), index_shape, table_shape, output_shape, output_elements, key=_TRUSTED
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +211,7 @@ class IdErrors:
 
 def checked_row_gather_plan(
     ids: object, index_shape: object, table_shape: tuple[int, int], errors: IdErrors
-) -> _RowGatherPlan:
+) -> RowGatherPlan:
     """Check caller IDs once, in the contract's order, then build the plan through the trusted
     constructor.
 
@@ -242,7 +245,7 @@ def checked_row_gather_plan(
         if problem.kind == "type":
             raise errors.non_integer(problem.position, problem.value)
         raise errors.out_of_bounds(problem.position, cast(int, problem.value), table_shape[0])
-    return _RowGatherPlan._from_validated_indices(indices, shape, table_shape)
+    return row_gather_plan_from_validated_indices(indices, shape, table_shape)
 
 
 GATHER_ID_ERRORS: Final = IdErrors(
@@ -258,7 +261,7 @@ GATHER_ID_ERRORS: Final = IdErrors(
 # The kernel and its VJP --------------------------------------------------------------------
 
 
-def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
+def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
     """Copy table row ``indices[p]`` to output position ``p``; the one forward kernel.
 
     Shape:
@@ -278,9 +281,7 @@ def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
     except ValueError:  # a zero-element shape whose byte count NumPy cannot describe
         overflow = ShapeOverflowError(plan.output_shape)
         raise InvalidShapeError("row gather output shape", overflow.shape, overflow) from overflow
-    if plan.output_elements >= COMPILED_KERNEL_MIN_VALUES:
-        from llm_from_scratch.autograd.kernels import gather_rows_into
-
+    if runs_compiled(plan.output_elements):
         gather_rows_into(output, table.array, plan.indices)
     else:
         # mode="clip" skips NumPy's own bounds pass (the plan's indices are valid).
@@ -295,7 +296,7 @@ def gather_rows_forward(table: Node, plan: _RowGatherPlan) -> Node:
     )
 
 
-def gather_rows_vjp(plan: _RowGatherPlan, upstream: FloatArray) -> Sequence[Gradient]:
+def gather_rows_vjp(plan: RowGatherPlan, upstream: FloatArray) -> Sequence[Gradient]:
     """Scatter-add upstream rows into a row-sparse ``[V, d]`` table gradient.
 
     Rows no position selects are absent (exactly zero); repeated indices sum in flat order.

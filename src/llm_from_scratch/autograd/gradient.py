@@ -8,17 +8,13 @@ the rules in :func:`add_gradients`; the dense view is materialized only on deman
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 
-from llm_from_scratch.tensor.storage import FloatArray, Shape, read_only
-
-COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16
-"""Array sizes from which gathers, scatters and finiteness checks run compiled kernels
-(:mod:`~llm_from_scratch.autograd.kernels`); below it NumPy alone is faster than loading them."""
-
-IndexArray: TypeAlias = "np.ndarray[Any, np.dtype[np.intp]]"
+from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.autograd.kernels import all_finite, scatter_rows
+from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Shape, read_only
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +65,7 @@ class RowSparseGradient:
         """
         if indices.size == 0:
             return cls.empty(shape, upstream.dtype)
-        if upstream.size >= COMPILED_KERNEL_MIN_VALUES:
-            from llm_from_scratch.autograd.kernels import scatter_rows
-
+        if runs_compiled(upstream.size):
             rows, values, counts = scatter_rows(indices, upstream, shape[0])
         else:
             rows, values, counts = scatter_by_add_at(indices, upstream)
@@ -179,9 +173,7 @@ def _first_non_finite_row_sparse(gradient: RowSparseGradient) -> tuple[int, floa
 def _first_non_finite_flat(array: FloatArray) -> tuple[int, float] | None:
     # A finite sum proves every term finite in one pass without a mask; only a non-finite
     # sum (a NaN, an infinity, or an overflow of finite terms) pays for the exact search.
-    if array.size >= COMPILED_KERNEL_MIN_VALUES:
-        from llm_from_scratch.autograd.kernels import all_finite
-
+    if runs_compiled(array.size):
         if all_finite(array):
             return None
     else:

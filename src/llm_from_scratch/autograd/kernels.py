@@ -1,10 +1,10 @@
-"""Compiled kernels for large row gathers, scatters and finiteness checks (Numba).
+"""The tape's compiled kernels: large row gathers, scatters and finiteness checks.
 
-Importing this module imports Numba and loads (or compiles, the first time) the kernels, which
-costs a few hundred milliseconds; the tape imports it only on the first large operation, so small
-work and the chapter demo never pay for it. Every kernel writes into arrays NumPy allocated
-(NumPy asks the kernel for huge pages; Numba's own allocations fault more slowly), and none uses
-fast-math, so sums keep their left-to-right order and match the plain loop bit for bit.
+Each loop is compiled by Numba on its first call (:mod:`~llm_from_scratch.autograd.dispatch`
+decides when a kernel runs and is the one place that imports Numba). Every kernel writes into
+arrays NumPy allocated (NumPy asks the kernel for huge pages; Numba's own allocations fault more
+slowly), and none uses fast-math, so sums keep their left-to-right order and match the plain loop
+bit for bit.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
 
-from llm_from_scratch.autograd.gradient import IndexArray
-from llm_from_scratch.tensor.storage import FloatArray
+from llm_from_scratch.autograd.dispatch import compiled_kernel, prange
+from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 
-@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
+@compiled_kernel(parallel=True)
 def _gather_rows_into(out: Any, table: Any, indices: Any) -> None:  # pragma: no cover - JIT
     width = table.shape[1]
     for position in prange(indices.shape[0]):
@@ -27,7 +26,7 @@ def _gather_rows_into(out: Any, table: Any, indices: Any) -> None:  # pragma: no
             out[position, feature] = table[row, feature]
 
 
-@njit(cache=True, nogil=True)  # type: ignore[untyped-decorator]
+@compiled_kernel(parallel=False)
 def _counting_plan(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover - JIT
     """A stable counting sort: sorted unique rows, where each row's positions start, and the
     positions grouped by row in increasing order."""
@@ -58,7 +57,7 @@ def _counting_plan(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover
     return rows, starts, order
 
 
-@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
+@compiled_kernel(parallel=True)
 def _sum_rows_into(values: Any, upstream: Any, starts: Any, order: Any) -> None:  # pragma: no cover
     width = upstream.shape[1]
     for slot in prange(values.shape[0]):
@@ -70,36 +69,13 @@ def _sum_rows_into(values: Any, upstream: Any, starts: Any, order: Any) -> None:
                 values[slot, feature] += upstream[position, feature]
 
 
-@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
+@compiled_kernel(parallel=True)
 def _count_non_finite(flat: Any) -> int:  # pragma: no cover - JIT
     bad = 0
     for index in prange(flat.shape[0]):
         if not np.isfinite(flat[index]):
             bad += 1
     return bad
-
-
-@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
-def _count_non_finite_steps(
-    table: Any, rows: Any, values: Any, rate: Any
-) -> int:  # pragma: no cover
-    bad = 0
-    for slot in prange(rows.shape[0]):
-        row = rows[slot]
-        for feature in range(values.shape[1]):
-            if not np.isfinite(table[row, feature] - rate * values[slot, feature]):
-                bad += 1
-    return bad
-
-
-@njit(cache=True, parallel=True, nogil=True)  # type: ignore[untyped-decorator]
-def _subtract_scaled_rows(
-    table: Any, rows: Any, values: Any, rate: Any
-) -> None:  # pragma: no cover
-    for slot in prange(rows.shape[0]):
-        row = rows[slot]
-        for feature in range(values.shape[1]):
-            table[row, feature] = table[row, feature] - rate * values[slot, feature]
 
 
 def gather_rows_into(out: FloatArray, table: FloatArray, indices: IndexArray) -> None:
@@ -129,22 +105,3 @@ def scatter_rows(
 def all_finite(array: FloatArray) -> bool:
     """True when no element is NaN or infinite (two threads, no temporary array)."""
     return int(_count_non_finite(np.ascontiguousarray(array).reshape(-1))) == 0
-
-
-def sgd_rows_stay_finite(
-    table: FloatArray, rows: IndexArray, values: FloatArray, rate: np.floating[Any]
-) -> bool:
-    """True when ``table[rows] - rate * values`` is finite everywhere (nothing is written)."""
-    return int(_count_non_finite_steps(table, rows, values, rate)) == 0
-
-
-def sgd_rows_apply(
-    table: FloatArray, rows: IndexArray, values: FloatArray, rate: np.floating[Any]
-) -> None:
-    """``table[rows] -= rate * values`` in place, rounding like the NumPy expression.
-
-    Shape:
-        ``table``: ``[V, d]`` (C-contiguous, writeable); ``rows``: ``[k]`` unique;
-        ``values``: ``[k, d]``.
-    """
-    _subtract_scaled_rows(table, rows, values, rate)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 
@@ -22,16 +24,37 @@ from llm_from_scratch.autograd.errors import (
 )
 from llm_from_scratch.autograd.gather import (
     GATHER_ID_ERRORS,
+    RowGatherPlan,
     checked_row_gather_plan,
     gather_rows_forward,
 )
 from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
 from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
-from llm_from_scratch.autograd.tape import GraphRetention, Node, backward, zero_gradient
-from llm_from_scratch.tensor.storage import FloatArray, Shape, Tensor, read_only
+from llm_from_scratch.autograd.tape import (
+    GraphRetention,
+    Node,
+    backward,
+    update_parameter_in_place,
+    zero_gradient,
+)
+from llm_from_scratch.sealed import Sealed
+from llm_from_scratch.tensor.storage import (
+    FloatArray,
+    Shape,
+    Tensor,
+    read_only,
+    tensor_without_copy,
+)
+
+_TRUSTED: Final = object()  # the key of the trusted constructors below
 
 
-class TensorValue:
+@dataclass(frozen=True, eq=False, repr=False)
+class TensorValue(
+    Sealed,
+    key=_TRUSTED,
+    hint="build a TensorValue with TensorValue.parameter or TensorValue.constant",
+):
     """A tensor on the tape: a parameter leaf, a constant leaf, or an operation result.
 
     Build leaves with :meth:`parameter` and :meth:`constant`; operations (:meth:`add`,
@@ -52,18 +75,6 @@ class TensorValue:
     __slots__ = ("_node",)
     _node: Node
 
-    def __init__(self) -> None:
-        raise TypeError("build a TensorValue with TensorValue.parameter or TensorValue.constant")
-
-    @classmethod
-    def _wrap(cls, node: Node) -> TensorValue:
-        value = object.__new__(cls)
-        object.__setattr__(value, "_node", node)
-        return value
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"TensorValue fields cannot be replaced; cannot set {name!r}")
-
     @classmethod
     def parameter(cls, tensor: Tensor) -> TensorValue:
         """A trainable leaf holding a copy of ``tensor``'s values; its gradient starts at zero."""
@@ -72,17 +83,12 @@ class TensorValue:
             node = Node(array, "parameter", None)
         except MemoryError as error:  # a non-table parameter's dense zero gradient
             raise OutputAllocationError("parameter gradient", int(array.size)) from error
-        return cls._wrap(node)
-
-    @classmethod
-    def _parameter_from_owned(cls, array: FloatArray) -> TensorValue:
-        """A parameter that takes ownership of ``array`` (package-private: no copy)."""
-        return cls._wrap(Node(array, "parameter", None))
+        return _value_of(node)
 
     @classmethod
     def constant(cls, tensor: Tensor) -> TensorValue:
         """A leaf that receives no gradient."""
-        return cls._wrap(Node(_leaf_array(tensor), "constant", None))
+        return _value_of(Node(_leaf_array(tensor), "constant", None))
 
     # Reading ---------------------------------------------------------------------------------
 
@@ -104,11 +110,11 @@ class TensorValue:
     @property
     def value(self) -> Tensor:
         """The forward values (read-only; an optimizer step on a parameter shows through)."""
-        return Tensor._adopt(self._node.array)
+        return tensor_without_copy(self._node.array)
 
     def value_snapshot(self) -> Tensor:
         """An independent copy of the forward values."""
-        return Tensor._adopt(_copied("value snapshot", self._node.array))
+        return tensor_without_copy(_copied("value snapshot", self._node.array))
 
     def numpy(self) -> FloatArray:
         """The forward values as a read-only NumPy array."""
@@ -118,7 +124,7 @@ class TensorValue:
     def gradient(self) -> Tensor | None:
         """The accumulated dense gradient of a parameter (None for any other value)."""
         stored = self._node.gradient
-        return None if stored is None else Tensor._adopt(_dense("gradient", stored))
+        return None if stored is None else tensor_without_copy(_dense("gradient", stored))
 
     def gradient_snapshot(self) -> Tensor | None:
         """An independent copy of :attr:`gradient`."""
@@ -126,7 +132,8 @@ class TensorValue:
         if stored is None:
             return None
         dense = _dense("gradient snapshot", stored)
-        return Tensor._adopt(dense if dense is not stored else _copied("gradient snapshot", dense))
+        independent = dense if dense is not stored else _copied("gradient snapshot", dense)
+        return tensor_without_copy(independent)
 
     @property
     def sparse_gradient(self) -> RowSparseGradient | None:
@@ -151,19 +158,19 @@ class TensorValue:
 
     def add(self, other: TensorValue | Tensor) -> TensorValue:
         """Element-wise sum; ``other`` has the same shape and dtype."""
-        return TensorValue._wrap(add_forward(self._node, _operand_node("add", other)))
+        return _value_of(add_forward(self._node, _operand_node("add", other)))
 
     def mul(self, other: TensorValue | Tensor) -> TensorValue:
         """Element-wise product; ``other`` has the same shape and dtype."""
-        return TensorValue._wrap(mul_forward(self._node, _operand_node("mul", other)))
+        return _value_of(mul_forward(self._node, _operand_node("mul", other)))
 
     def sum(self) -> TensorValue:
         """The scalar sum of every element."""
-        return TensorValue._wrap(sum_forward(self._node))
+        return _value_of(sum_forward(self._node))
 
     def reshape(self, shape: Shape) -> TensorValue:
         """The same values under another shape with the same element count."""
-        return TensorValue._wrap(reshape_forward(self._node, shape))
+        return _value_of(reshape_forward(self._node, shape))
 
     def __add__(self, other: TensorValue | Tensor) -> TensorValue:
         return self.add(other)
@@ -195,7 +202,7 @@ class TensorValue:
             raise GatherTableRankError(len(self.shape))
         rows, width = self.shape
         plan = checked_row_gather_plan(indices, index_shape, (rows, width), GATHER_ID_ERRORS)
-        return TensorValue._wrap(gather_rows_forward(self._node, plan))
+        return gather_rows_with_plan(self, plan)
 
     # Reverse mode -----------------------------------------------------------------------------
 
@@ -257,6 +264,47 @@ class TensorValue:
 
     def __repr__(self) -> str:
         return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype})"
+
+
+# Package-internal entry points -----------------------------------------------------------------
+
+
+def gather_rows_with_plan(table: TensorValue, plan: RowGatherPlan) -> TensorValue:
+    """The row gather of ``table`` by a plan whose IDs a public boundary already checked.
+
+    Package-internal: the one path from a checked plan to the kernel, for
+    :meth:`TensorValue.gather_rows` and ``Embedding.forward``. ``plan`` was built for this
+    table's shape.
+
+    Raises:
+        ReleasedOperandError, OutputAllocationError: from the tape.
+    """
+    return _value_of(gather_rows_forward(table._node, plan))
+
+
+def parameter_from_owned_array(array: FloatArray) -> TensorValue:
+    """A parameter leaf that takes ``array`` over without copying it (package-internal).
+
+    The caller hands over a float64 or float32 array it made and keeps no writeable view of; the
+    leaf makes it read-only.
+    """
+    return _value_of(Node(array, "parameter", None))
+
+
+def update_leaf_in_place(leaf: TensorValue, update: Callable[[FloatArray], None]) -> None:
+    """Let ``update`` write a parameter leaf's values in place, then bump its value revision.
+
+    Package-internal, for optimizers: operations recorded before the change refuse to run
+    backward (:class:`StaleValueError`).
+
+    Raises:
+        NotAParameterError: ``leaf`` is a constant or an operation result.
+    """
+    update_parameter_in_place(leaf._node, update)
+
+
+def _value_of(node: Node) -> TensorValue:
+    return TensorValue(node, key=_TRUSTED)
 
 
 def _leaf_array(tensor: Tensor) -> FloatArray:

@@ -26,7 +26,7 @@ from typing import Any, Final, cast
 
 import numpy as np
 
-from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.optim import SGD
 
@@ -90,7 +90,7 @@ def _layer(vocabulary_size: int, width: int, dtype: str, seed: int) -> Embedding
     # A table of random normals: building it is not what is measured, and Xavier sampling of a
     # 128256x4096 table would take longer than the measurement itself.
     values = _normal((vocabulary_size, width), dtype, seed)
-    leaf = TensorValue._parameter_from_owned(values)
+    leaf = parameter_from_owned_array(values)
     return Embedding.from_parameter(NamedParameter.from_value("token_embedding.weight", leaf))
 
 

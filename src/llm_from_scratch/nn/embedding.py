@@ -1,14 +1,16 @@
 """The token embedding layer (course chapter 18).
 
 ``Embedding`` owns one named ``[V, d]`` parameter. :meth:`Embedding.forward` is the public
-boundary: it checks the token shape, the ID count and every ID once, in that order, converts the
-IDs into an index buffer, and hands it to the package-private trusted row-gather plan. The
-kernel and VJP are the ones :meth:`TensorValue.gather_rows` uses.
+boundary: it checks the token shape, the ID count and every ID once, in that order, and converts
+the IDs into a trusted row-gather plan, which it hands to the package-internal
+:func:`~llm_from_scratch.autograd.value.gather_rows_with_plan`. The kernel and VJP are the ones
+:meth:`TensorValue.gather_rows` uses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -17,11 +19,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.gather import (
-    IdErrors,
-    checked_row_gather_plan,
-    gather_rows_forward,
-)
+from llm_from_scratch.autograd.gather import IdErrors, checked_row_gather_plan
+from llm_from_scratch.autograd.value import gather_rows_with_plan
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn.init import (
     InitializationError,
@@ -30,10 +29,13 @@ from llm_from_scratch.nn.init import (
     ZeroFanInError,
     ZeroFanOutError,
 )
+from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import (
     Shape,
     TensorError,
 )
+
+_TRUSTED: Final = object()  # the key of the trusted constructors below
 
 
 class EmbeddingError(StructuredError):
@@ -128,12 +130,22 @@ _TOKEN_ID_ERRORS: Final = IdErrors(
 )
 
 
-class Embedding:
+@dataclass(frozen=True, eq=False, repr=False)
+class Embedding(
+    Sealed,
+    key=_TRUSTED,
+    hint="build an Embedding with Embedding.new or Embedding.from_parameter",
+):
     """A trainable ``[V, d]`` token table and its row lookup.
 
     Build one with :meth:`new` (Xavier-uniform from a :class:`SplitMix64`) or
     :meth:`from_parameter`. Calling the layer looks up rows: ``X[..., :] = E[z[...], :]``;
     reverse mode adds the gradients of repeated IDs into one shared row.
+
+    Attributes:
+        table: the named ``[V, d]`` parameter (its ``tensor`` is the leaf).
+        vocabulary_size: ``V``, the number of rows.
+        embedding_width: ``d``, the features per row.
 
     Shape:
         table: ``[V, d]``; ``token_ids``: ``[*]``; output: ``[*, d]``.
@@ -159,25 +171,10 @@ class Embedding:
         token ID 4 at flat position 1 is out of bounds for vocabulary size 4
     """
 
-    __slots__ = ("_embedding_width", "_table", "_vocabulary_size")
-    _table: NamedParameter
-    _vocabulary_size: int
-    _embedding_width: int
-
-    def __init__(self) -> None:
-        raise TypeError("build an Embedding with Embedding.new or Embedding.from_parameter")
-
-    @classmethod
-    def _seal(cls, table: NamedParameter) -> Embedding:
-        rows, width = table.tensor.shape
-        layer = object.__new__(cls)
-        object.__setattr__(layer, "_table", table)
-        object.__setattr__(layer, "_vocabulary_size", rows)
-        object.__setattr__(layer, "_embedding_width", width)
-        return layer
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Embedding fields cannot be replaced; cannot set {name!r}")
+    __slots__ = ("embedding_width", "table", "vocabulary_size")
+    table: NamedParameter
+    vocabulary_size: int
+    embedding_width: int
 
     # Construction -------------------------------------------------------------------------------
 
@@ -197,7 +194,7 @@ class Embedding:
             raise EmptyVocabularyError()
         if shape[1] == 0:
             raise ZeroEmbeddingWidthError()
-        return cls._seal(table)
+        return _layer_of(table)
 
     @classmethod
     def new(
@@ -236,44 +233,29 @@ class Embedding:
             raise ZeroEmbeddingWidthError() from error
         except InitializationError as error:
             raise EmbeddingInitializationError(error) from error
-        return cls._seal(table)
+        return _layer_of(table)
 
     def clone(self) -> Embedding:
         """A new layer object holding the same parameter leaf."""
-        return Embedding._seal(self._table)
+        return _layer_of(self.table)
 
     def __copy__(self) -> Embedding:
         return self.clone()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Embedding:
-        leaf = TensorValue.parameter(self._table.tensor.value_snapshot())
-        return Embedding._seal(NamedParameter.from_value(self._table.name, leaf))
+        leaf = TensorValue.parameter(self.table.tensor.value_snapshot())
+        return _layer_of(NamedParameter.from_value(self.table.name, leaf))
 
     # Reading ------------------------------------------------------------------------------------
 
-    @property
-    def table(self) -> NamedParameter:
-        """The named ``[V, d]`` parameter (its ``tensor`` is the leaf)."""
-        return self._table
-
-    @property
-    def vocabulary_size(self) -> int:
-        """``V``, the number of rows."""
-        return self._vocabulary_size
-
-    @property
-    def embedding_width(self) -> int:
-        """``d``, the features per row."""
-        return self._embedding_width
-
     def parameters(self) -> tuple[NamedParameter]:
         """The layer's parameters: a one-element tuple holding :attr:`table`."""
-        return (self._table,)
+        return (self.table,)
 
     def __repr__(self) -> str:
         return (
-            f"Embedding(name={self._table.name!r}, vocabulary_size={self._vocabulary_size}, "
-            f"embedding_width={self._embedding_width}, dtype={self._table.tensor.dtype})"
+            f"Embedding(name={self.table.name!r}, vocabulary_size={self.vocabulary_size}, "
+            f"embedding_width={self.embedding_width}, dtype={self.table.tensor.dtype})"
         )
 
     # Lookup -------------------------------------------------------------------------------------
@@ -302,10 +284,10 @@ class Embedding:
         plan = checked_row_gather_plan(
             token_ids,
             token_shape,
-            (self._vocabulary_size, self._embedding_width),
+            (self.vocabulary_size, self.embedding_width),
             _TOKEN_ID_ERRORS,
         )
-        return TensorValue._wrap(gather_rows_forward(self._table.tensor._node, plan))
+        return gather_rows_with_plan(self.table.tensor, plan)
 
     def __call__(self, ids: object) -> TensorValue:
         """Look up rows for ``ids``, an integer array or nested lists; its shape is the token shape.
@@ -317,6 +299,12 @@ class Embedding:
             return self.forward(np.ascontiguousarray(ids).reshape(-1), ids.shape)
         flat, shape = _flatten_nested(ids)
         return self.forward(flat, shape)
+
+
+def _layer_of(table: NamedParameter) -> Embedding:
+    """The trusted constructor: ``table`` is a checked ``[V, d]`` parameter with ``V, d > 0``."""
+    rows, width = table.tensor.shape
+    return Embedding(table, rows, width, key=_TRUSTED)
 
 
 def _flatten_nested(ids: object) -> tuple[list[object], Shape]:

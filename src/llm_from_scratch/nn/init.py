@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Tensor,
@@ -24,6 +27,8 @@ from llm_from_scratch.tensor.storage import (
     checked_dtype,
     checked_row_major_layout,
 )
+
+_TRUSTED: Final = object()  # the key of the trusted constructors below
 
 _MASK64: Final = (1 << 64) - 1
 _CHUNK: Final = 1 << 20  # generator values per vectorized block (bounds temporary memory)
@@ -175,16 +180,32 @@ class SplitMix64:
     def __repr__(self) -> str:
         return f"SplitMix64(state={self._state:#018x})"
 
-    def _unit_f64_block(self, count: int) -> npt.NDArray[np.float64]:
-        """The next ``count`` values of :meth:`next_unit_f64`, computed vectorized."""
-        steps = np.arange(1, count + 1, dtype=np.uint64)
+    def peek_unit_f64_block(self, count: int, skip: int = 0) -> npt.NDArray[np.float64]:
+        """The values :meth:`next_unit_f64` would return after ``skip`` draws, ``count`` of them,
+        computed vectorized; the state does not change (see :meth:`advance`).
+
+        Example:
+            >>> rng = SplitMix64.from_seed(7)
+            >>> block = rng.peek_unit_f64_block(2, skip=1)
+            >>> _ = rng.next_unit_f64()
+            >>> block.tolist() == [rng.next_unit_f64(), rng.next_unit_f64()]
+            True
+        """
+        steps = np.arange(skip + 1, skip + count + 1, dtype=np.uint64)
         with np.errstate(over="ignore"):
             z = np.uint64(self._state) + steps * np.uint64(self.GOLDEN_GAMMA)
             z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
             z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
             z = z ^ (z >> np.uint64(31))
-        self._state = (self._state + count * self.GOLDEN_GAMMA) & _MASK64
         return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+    def advance(self, draws: int) -> None:
+        """Move the state forward as ``draws`` calls of :meth:`next_u64` would (``draws >= 0``).
+
+        With :meth:`peek_unit_f64_block`, this lets an initializer draw first and commit the
+        draws only once the whole construction has succeeded.
+        """
+        self._state = (self._state + draws * self.GOLDEN_GAMMA) & _MASK64
 
 
 def validate_parameter_name(name: object) -> str:
@@ -257,22 +278,33 @@ def xavier_uniform_array(
     except TensorError as error:
         raise ParameterTableError(str(error)) from error
     limit = xavier_limit(fan_in, fan_out)
-    trial = SplitMix64(rng.state)
     try:
         # NumPy raises ValueError, not MemoryError, when the byte count overflows.
         table = np.empty((fan_in, fan_out), dtype=resolved)
         flat = table.reshape(-1)  # a view: the table itself owns its memory
         for start in range(0, count, _CHUNK):
             stop = min(start + _CHUNK, count)
-            flat[start:stop] = limit * (2.0 * trial._unit_f64_block(stop - start) - 1.0)
+            draws = rng.peek_unit_f64_block(stop - start, skip=start)
+            flat[start:stop] = limit * (2.0 * draws - 1.0)
     except (MemoryError, ValueError) as error:
         raise ParameterTableError(f"could not allocate {count} values") from error
-    rng._state = trial.state
+    rng.advance(count)
     return table
 
 
-class NamedParameter:
+@dataclass(frozen=True, eq=False, repr=False)
+class NamedParameter(
+    Sealed,
+    key=_TRUSTED,
+    hint="build a NamedParameter with from_tensor, from_value or xavier_uniform",
+):
     """One validated name paired with one parameter leaf.
+
+    Build one with :meth:`from_tensor`, :meth:`from_value` or :meth:`xavier_uniform`.
+
+    Attributes:
+        name: the validated name, e.g. ``token_embedding.weight``.
+        tensor: the parameter leaf.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor
@@ -281,28 +313,15 @@ class NamedParameter:
         ('token_embedding.weight', 'parameter', (1, 2))
     """
 
-    __slots__ = ("_name", "_tensor")
-    _name: str
-    _tensor: TensorValue
-
-    def __init__(self) -> None:
-        raise TypeError("build a NamedParameter with from_tensor, from_value or xavier_uniform")
-
-    @classmethod
-    def _seal(cls, name: str, tensor: TensorValue) -> NamedParameter:
-        parameter = object.__new__(cls)
-        object.__setattr__(parameter, "_name", name)
-        object.__setattr__(parameter, "_tensor", tensor)
-        return parameter
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"NamedParameter fields cannot be replaced; cannot set {name!r}")
+    __slots__ = ("name", "tensor")
+    name: str
+    tensor: TensorValue
 
     @classmethod
     def from_tensor(cls, name: str, tensor: Tensor) -> NamedParameter:
         """A new parameter leaf holding a copy of ``tensor``, named ``name`` (checked first)."""
         checked = validate_parameter_name(name)
-        return cls._seal(checked, TensorValue.parameter(tensor))
+        return cls(checked, TensorValue.parameter(tensor), key=_TRUSTED)
 
     @classmethod
     def from_value(cls, name: str, value: TensorValue) -> NamedParameter:
@@ -310,7 +329,7 @@ class NamedParameter:
         checked = validate_parameter_name(name)
         if not isinstance(value, TensorValue) or value.kind != "parameter":
             raise NotAParameterLeafError(getattr(value, "kind", type(value).__name__))
-        return cls._seal(checked, value)
+        return cls(checked, value, key=_TRUSTED)
 
     @classmethod
     def xavier_uniform(
@@ -330,17 +349,7 @@ class NamedParameter:
         """
         checked = validate_parameter_name(name)
         table = xavier_uniform_array(fan_in, fan_out, rng, dtype)
-        return cls._seal(checked, TensorValue._parameter_from_owned(table))
-
-    @property
-    def name(self) -> str:
-        """The validated name, e.g. ``token_embedding.weight``."""
-        return self._name
-
-    @property
-    def tensor(self) -> TensorValue:
-        """The parameter leaf."""
-        return self._tensor
+        return cls(checked, parameter_from_owned_array(table), key=_TRUSTED)
 
     def __repr__(self) -> str:
-        return f"NamedParameter(name={self._name!r}, shape={self._tensor.shape})"
+        return f"NamedParameter(name={self.name!r}, shape={self.tensor.shape})"

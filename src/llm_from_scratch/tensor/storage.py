@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 import numpy as np
@@ -21,6 +22,7 @@ if TYPE_CHECKING:  # numpy.typing costs import time; annotations alone need it
 
 Shape: TypeAlias = tuple[int, ...]
 FloatArray: TypeAlias = "np.ndarray[Any, np.dtype[np.floating[Any]]]"
+IndexArray: TypeAlias = "np.ndarray[Any, np.dtype[np.intp]]"
 
 INDEX_LIMIT: Final = 2**63 - 1
 """The largest element count or stride a signed 64-bit index can address."""
@@ -162,6 +164,7 @@ def read_only(array: _ArrayT) -> _ArrayT:
     return view
 
 
+@dataclass(frozen=True, init=False, eq=False, repr=False)
 class Tensor:
     """An immutable float tensor: a shape and its values in row-major order.
 
@@ -211,14 +214,7 @@ class Tensor:
         except (MemoryError, ValueError) as error:
             raise _allocation_error(extents, count) from error
         array.flags.writeable = False
-        object.__setattr__(self, "_array", array)
-
-    @classmethod
-    def _adopt(cls, array: FloatArray) -> Tensor:
-        """Wrap ``array`` without copying; package-private, for arrays nobody else writes."""
-        tensor = object.__new__(cls)
-        object.__setattr__(tensor, "_array", read_only(array))
-        return tensor
+        _hold(self, array)
 
     @classmethod
     def zeros(cls, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> Tensor:
@@ -231,10 +227,7 @@ class Tensor:
         except (MemoryError, ValueError) as error:  # NumPy: ValueError when bytes overflow
             raise _allocation_error(extents, count) from error
         array.flags.writeable = False
-        return cls._adopt(array)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Tensor is immutable; cannot set {name!r}")
+        return tensor_without_copy(array)
 
     @property
     def shape(self) -> Shape:
@@ -273,6 +266,22 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.dtype}, values={self.flat_values()})"
+
+
+def tensor_without_copy(array: FloatArray) -> Tensor:
+    """The trusted constructor: a Tensor viewing ``array`` read-only, neither checked nor copied.
+
+    Package-internal. ``array`` is a float64 or float32 array that nobody writes except the
+    package itself (an optimizer step on a parameter's values shows through such a view).
+    """
+    tensor = object.__new__(Tensor)
+    _hold(tensor, read_only(array))
+    return tensor
+
+
+def _hold(tensor: Tensor, array: FloatArray) -> None:
+    # The one write into a frozen Tensor, by its two constructors.
+    object.__setattr__(tensor, "_array", array)
 
 
 def _allocation_error(extents: Shape, count: int) -> TensorError:

@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 
 from llm_from_scratch.autograd import RowSparseGradient, TensorValue
-from llm_from_scratch.autograd.gradient import COMPILED_KERNEL_MIN_VALUES, first_non_finite
-from llm_from_scratch.autograd.tape import Node, update_parameter_in_place
+from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.autograd.gradient import first_non_finite
+from llm_from_scratch.autograd.value import update_leaf_in_place
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn.init import NamedParameter
+from llm_from_scratch.optim.kernels import sgd_rows_apply, sgd_rows_stay_finite
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -70,27 +72,29 @@ class SGD:
 
     def step(self) -> None:
         """Apply one update to every parameter; if any new value is not finite, change nothing."""
-        planned = [(leaf._node, self._planned_update(leaf._node)) for leaf in self._leaves]
-        for node, update in planned:
-            update_parameter_in_place(node, update)
+        planned = [(leaf, self._planned_update(leaf)) for leaf in self._leaves]
+        for leaf, update in planned:
+            update_leaf_in_place(leaf, update)
 
     def zero_grad(self) -> None:
         """Reset every parameter's gradient."""
         for leaf in self._leaves:
             leaf.zero_grad()
 
-    def _planned_update(self, node: Node) -> Callable[[FloatArray], None]:
+    def _planned_update(self, leaf: TensorValue) -> Callable[[FloatArray], None]:
         """Check that the step keeps every value finite; return the in-place write."""
-        gradient = node.gradient
+        table = leaf.numpy()
+        rate = table.dtype.type(self.learning_rate)
+        sparse = leaf.sparse_gradient
+        if sparse is not None:
+            if runs_compiled(sparse.values.size):
+                return _compiled_row_update(table, sparse, rate)
+            return _row_update(table, sparse, rate)
+        gradient = leaf.gradient
         if gradient is None:
             raise OptimizerError("SGD updates parameter leaves, which always hold a gradient")
-        rate = node.array.dtype.type(self.learning_rate)
-        if isinstance(gradient, RowSparseGradient):
-            if gradient.values.size >= COMPILED_KERNEL_MIN_VALUES:
-                return _compiled_row_update(node.array, gradient, rate)
-            return _row_update(node.array, gradient, rate)
         with np.errstate(over="ignore", invalid="ignore"):
-            values = node.array - rate * gradient
+            values = table - rate * gradient.numpy()
         _raise_if_non_finite(values)
 
         def write_all(array: FloatArray) -> None:
@@ -115,8 +119,6 @@ def _row_update(
 def _compiled_row_update(
     table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
 ) -> Callable[[FloatArray], None]:
-    from llm_from_scratch.autograd.kernels import sgd_rows_apply, sgd_rows_stay_finite
-
     if not sgd_rows_stay_finite(table, gradient.rows, gradient.values, rate):
         raise OptimizerError("the SGD step would make a parameter value non-finite")
 

@@ -1,0 +1,80 @@
+"""The one choice between NumPy and a compiled kernel, and the one place that imports Numba.
+
+Below :data:`COMPILED_KERNEL_MIN_VALUES` array values NumPy alone is faster than loading compiled
+code, so every caller asks :func:`runs_compiled` before it runs a kernel. Kernel modules
+(:mod:`llm_from_scratch.autograd.kernels`, :mod:`llm_from_scratch.optim.kernels`) write their
+loops in plain Python with :data:`prange` and mark them with :func:`compiled_kernel`; importing
+them costs nothing. Numba is imported, and a loop compiled (or loaded from Numba's cache next to
+its module), on that loop's first call, so small work and the chapter demo never load Numba.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any, Final
+
+COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16
+"""Array sizes from which gathers, scatters, finiteness checks and optimizer row updates run
+compiled kernels."""
+
+prange = range
+"""The parallel range of kernel loops: Python's ``range`` until a loop is compiled, where it
+becomes Numba's ``prange``."""
+
+
+def runs_compiled(values: int) -> bool:
+    """True when an operation over ``values`` array values runs a compiled kernel.
+
+    Example:
+        >>> runs_compiled(8), runs_compiled(COMPILED_KERNEL_MIN_VALUES)
+        (False, True)
+    """
+    return values >= COMPILED_KERNEL_MIN_VALUES
+
+
+class CompiledKernel:
+    """A kernel loop that Numba compiles on its first call.
+
+    Compiled with ``nogil`` and without fast-math, so sums keep their left-to-right order.
+
+    Args:
+        loop: a module-level function of NumPy arrays and numbers, written with :data:`prange`.
+        parallel: compile its ``prange`` loops to run on several threads.
+    """
+
+    __slots__ = ("_compiled", "_loop", "_parallel")
+
+    def __init__(self, loop: types.FunctionType, parallel: bool) -> None:
+        self._loop = loop
+        self._parallel = parallel
+        self._compiled: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self._compiled is None:
+            self._compiled = _compile(self._loop, self._parallel)
+        return self._compiled(*args)
+
+
+def compiled_kernel(*, parallel: bool) -> Callable[[Callable[..., Any]], CompiledKernel]:
+    """Mark a kernel loop for compilation on its first call (see :class:`CompiledKernel`)."""
+
+    def mark(loop: Callable[..., Any]) -> CompiledKernel:
+        if not isinstance(loop, types.FunctionType):
+            raise TypeError(f"a kernel loop is a plain function, got {type(loop).__name__}")
+        return CompiledKernel(loop, parallel)
+
+    return mark
+
+
+def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:
+    import numba
+
+    # The loop's module sees Python's range as `prange`; the compiled copy sees Numba's.
+    namespace = {**loop.__globals__, "prange": numba.prange}
+    copy = types.FunctionType(
+        loop.__code__, namespace, loop.__name__, loop.__defaults__, loop.__closure__
+    )
+    copy.__qualname__ = loop.__qualname__
+    compiled: Callable[..., Any] = numba.njit(cache=True, parallel=parallel, nogil=True)(copy)
+    return compiled

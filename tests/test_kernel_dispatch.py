@@ -1,0 +1,51 @@
+"""One dispatch chooses NumPy or a compiled kernel; Numba loads on the first large operation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from llm_from_scratch.autograd.dispatch import (
+    COMPILED_KERNEL_MIN_VALUES,
+    compiled_kernel,
+    runs_compiled,
+)
+
+NUMBA_LOADS_LATE = """
+import contextlib, io, sys
+from llm_from_scratch.cli import main
+from llm_from_scratch.nn import Embedding, SplitMix64
+from llm_from_scratch.optim import SGD
+
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["ch18"])
+    main(["ch18", "trace"])
+layer = Embedding.new("token_embedding.weight", 10, 4, SplitMix64.from_seed(1))
+layer([[2, 1, 2]]).sum().backward()
+SGD(layer.parameters(), learning_rate=0.5).step()
+print("numba" in sys.modules)
+layer([1] * ({minimum} // 4)).sum().backward()
+print("numba" in sys.modules)
+"""
+
+
+def test_the_threshold_is_the_first_size_that_runs_compiled() -> None:
+    assert not runs_compiled(COMPILED_KERNEL_MIN_VALUES - 1)
+    assert runs_compiled(COMPILED_KERNEL_MIN_VALUES)
+
+
+def test_numba_is_imported_only_by_the_first_operation_at_the_threshold() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", NUMBA_LOADS_LATE.format(minimum=COMPILED_KERNEL_MIN_VALUES)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["False", "True"]
+
+
+def test_a_kernel_loop_must_be_a_plain_function() -> None:
+    with pytest.raises(TypeError):
+        compiled_kernel(parallel=False)(print)
