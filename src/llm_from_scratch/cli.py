@@ -6,8 +6,21 @@ Every subcommand imports its chapter lazily so that ``--help`` and the demo star
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
+
+IDS_HELP = (
+    "token IDs as JSON, looked up in the chapter's 4x2 table [[10,11],[20,21],[30,31],[40,41]]: "
+    "nested lists of integers (the nesting is the token shape) or one integer, for example "
+    "--ids '[[3,2],[1,0]]' or --ids 2"
+)
+UPSTREAM_HELP = (
+    "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
+    "list of its values in row-major order. Default with --ids: 1, 2, 3, ... in row-major order "
+    "over the output shape, so that every repeated row's sum stays visible; without --ids: the "
+    "chapter's seed [[[1,0],[0,2],[3,4]]] (then --upstream applies to the IDs [[2,1,2]])"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,15 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="token embeddings: the chapter demo, its trace and its figure",
         description=(
             "Chapter 18, token embeddings. Without a subcommand, prints the chapter demo: "
-            "a 4x2 table, IDs [2,1,2], the lookup, and the repeated row's summed gradient."
+            "a 4x2 table, IDs [[2,1,2]], the lookup, and the repeated row's summed gradient. "
+            "--ids runs the same table on your own IDs; errors exit with status 2."
         ),
     )
+    add_fixture_options(ch18)
     ch18_views = ch18.add_subparsers(dest="view", metavar="VIEW")
-    ch18_views.add_parser(
+    trace = ch18_views.add_parser(
         "trace",
         help="print the machine-readable trace token-embeddings-v1",
-        description="Print the machine-readable trace token-embeddings-v1 of the chapter fixture.",
+        description=(
+            "Print the machine-readable trace token-embeddings-v1 of the chapter fixture, or of "
+            "your IDs with --ids. The v1 grammar names at most one repeated ID."
+        ),
     )
+    add_fixture_options(trace)
     figure = ch18_views.add_parser(
         "figure",
         help="write the static HTML figure of the trace",
@@ -40,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     from llm_from_scratch.figures.cli import configure_parser
 
     configure_parser(figure)
+    add_fixture_options(figure)
 
     bench = commands.add_parser(
         "bench",
@@ -77,6 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_fixture_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--ids`` and ``--upstream`` to a ``ch18`` parser (absent unless given, so that
+    ``ch18 --ids ... trace`` and ``ch18 trace --ids ...`` both work)."""
+    parser.add_argument("--ids", metavar="JSON", default=argparse.SUPPRESS, help=IDS_HELP)
+    parser.add_argument("--upstream", metavar="JSON", default=argparse.SUPPRESS, help=UPSTREAM_HELP)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit status."""
     args = build_parser().parse_args(argv)
@@ -92,12 +119,48 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_ch18(args: argparse.Namespace) -> int:
-    if args.view == "figure":
-        from llm_from_scratch.figures.cli import run
+    given, problem = _learner_input(args)
+    if problem is not None:
+        return _fail(problem)
+    from llm_from_scratch.figures.cli import run as draw
 
-        return run(args)
+    if args.view == "figure" and args.trace is not None:
+        if given:
+            return _fail("--ids and --upstream compute a fresh trace; leave them out with --trace")
+        return draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
-    text = chapter.render_trace() if args.view == "trace" else chapter.render_demo()
+    try:
+        fixture = chapter.KNOWN_FIXTURE
+        if "ids" in given:
+            fixture = fixture.with_ids(given["ids"], given.get("upstream"))
+        elif "upstream" in given:
+            fixture = fixture.with_upstream(given["upstream"])
+        show = chapter.render_demo if args.view is None else chapter.render_trace
+        text = show(fixture)
+    except chapter.INPUT_ERRORS as error:
+        return _fail(str(error))
+    if args.view == "figure":
+        return draw(args, text)
     sys.stdout.write(text)
     return 0
+
+
+def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:
+    """The ``--ids`` and ``--upstream`` a learner gave, decoded, or why one is not JSON."""
+    given: dict[str, object] = {}
+    for name in ("ids", "upstream"):
+        text = getattr(args, name, None)
+        if text is None:
+            continue
+        try:
+            given[name] = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            return given, f"--{name} is not valid JSON: {error}"
+    return given, None
+
+
+def _fail(message: str) -> int:
+    """Report bad input as one line on standard error; exit status 2, as for a usage error."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2

@@ -2,8 +2,8 @@
 
 The renderer only arranges the trace's lexemes: it pairs each table row with its row
 gradient and each contributing position with its vector, and picks a label for each state,
-sharing and rule word. It computes no number. Jinja2 is imported on first use so that the
-command line starts quickly.
+sharing and rule word. It computes no number; the empty coordinate of a scalar ID shows as
+the trace's ``none``. Jinja2 is imported on first use so that the command line starts quickly.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.trace_records import Trace
-from llm_from_scratch.traces import RULE_STATES, SHARINGS, STATES
+from llm_from_scratch.traces import NONE, RULE_STATES, SHARINGS, STATES
 
 if TYPE_CHECKING:
     import jinja2
@@ -44,6 +44,7 @@ def render_figure(trace: Trace, lang: str) -> str:
         trace=trace,
         states=STATES,
         repeated_sharing=SHARINGS[-1],
+        none=NONE,
         rows=list(zip(trace.table_rows, trace.row_gradients, strict=True)),
         reverse_rows=[
             (
