@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -295,3 +296,14 @@ def test_help_documents_ids_and_the_default_upstream(
     assert status == 0
     assert "--ids JSON" in text and "--upstream JSON" in text
     assert "Default with --ids: 1, 2, 3, ... in row-major order over the output shape" in text
+
+
+def test_the_readme_shows_what_the_commands_print(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (SPEC.parents[2] / "README.md").read_text(encoding="utf-8")
+    examples = re.findall(r"^\$ llm-from-scratch (.*)\n(error: .*\n)", readme, re.M)
+
+    assert len(examples) == 2
+    for command, printed in examples:
+        assert run_cli(capsys, *shlex.split(command)) == (2, "", printed)
+    _, out, _ = run_cli(capsys, "ch18", "--ids", "[[3,3],[0,3]]")
+    assert next(line for line in out.splitlines(True) if line.startswith("repeated")) in readme
