@@ -9,6 +9,10 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llm_from_scratch.demos.ch18_token_embeddings import Ch18Fixture
 
 IDS_HELP = (
     "token IDs as JSON, looked up in the chapter's 4x2 table [[10,11],[20,21],[30,31],[40,41]]: "
@@ -131,13 +135,8 @@ def _run_ch18(args: argparse.Namespace) -> int:
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
     try:
-        fixture = chapter.KNOWN_FIXTURE
-        if "ids" in given:
-            fixture = fixture.with_ids(given["ids"], given.get("upstream"))
-        elif "upstream" in given:
-            fixture = fixture.with_upstream(given["upstream"])
-        show = chapter.render_demo if args.view is None else chapter.render_trace
-        text = show(fixture)
+        fixture = _fixture(chapter.KNOWN_FIXTURE, given)
+        text = (chapter.render_demo if args.view is None else chapter.render_trace)(fixture)
     except chapter.INPUT_ERRORS as error:
         return _fail(str(error))
     if args.view == "figure":
@@ -158,6 +157,15 @@ def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | N
         except (ValueError, RecursionError) as error:
             return given, f"--{name} is not valid JSON: {error}"
     return given, None
+
+
+def _fixture(known: Ch18Fixture, given: dict[str, object]) -> Ch18Fixture:
+    """The chapter's fixture, on the learner's IDs and upstream where given."""
+    if "ids" in given:
+        return known.with_ids(given["ids"], given.get("upstream"))
+    if "upstream" in given:
+        return known.with_upstream(given["upstream"])
+    return known
 
 
 def _fail(message: str) -> int:

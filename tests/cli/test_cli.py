@@ -307,3 +307,17 @@ def test_the_readme_shows_what_the_commands_print(capsys: pytest.CaptureFixture[
         assert run_cli(capsys, *shlex.split(command)) == (2, "", printed)
     _, out, _ = run_cli(capsys, "ch18", "--ids", "[[3,3],[0,3]]")
     assert next(line for line in out.splitlines(True) if line.startswith("repeated")) in readme
+
+
+def test_the_command_line_is_built_without_numpy_the_chapter_or_the_figure() -> None:
+    code = (
+        "import sys; from llm_from_scratch.cli import build_parser; build_parser().format_help();"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'jinja2')"
+        " or m.startswith(('llm_from_scratch.demos', 'llm_from_scratch.nn',"
+        " 'llm_from_scratch.figures.trace_parser'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+
+    assert result.stdout.strip() == "[]"

@@ -35,10 +35,11 @@ from llm_from_scratch.figures.trace_records import (
     TableRow,
     Trace,
 )
-from llm_from_scratch.traces import TRACE_VERSION, TraceFormatError
+from llm_from_scratch.traces import MAX_SAFE_INTEGER, TRACE_VERSION, TraceFormatError
 from llm_from_scratch.traces import token_embeddings_v1 as v1
 
 __all__ = [
+    "MAX_SAFE_INTEGER",
     "TRACE_VERSION",
     "Fixture",
     "IdRecord",
@@ -120,7 +121,9 @@ def _is_safe_integer(text: str) -> bool:
 
 
 _FLOAT: Final = _Lexeme(v1.CANONICAL_FLOAT.fullmatch, "a canonical twelve-decimal number")
-_POSITIVE: Final = _Lexeme(lambda text: _is_safe_integer(text) and text != "0", "an integer >= 1")
+_POSITIVE: Final = _Lexeme(
+    lambda text: _is_safe_integer(text) and text != "0", "a safe integer from 1 to 2**53 - 1"
+)
 _SHAPE: Final = _Lexeme(
     lambda text: all(map(_is_safe_integer, _items(text, "x"))),
     f"safe integer extents joined by x, or {v1.NONE}",

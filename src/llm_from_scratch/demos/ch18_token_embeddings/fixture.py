@@ -97,6 +97,7 @@ class Ch18Fixture:
             >>> fixture.token_ids, fixture.token_shape, fixture.upstream_values[:3]
             ((3, 2, 1, 0), (2, 2), (1.0, 2.0, 3.0))
         """
+        # One rehearsal run on a scratch layer: the layer and the tape check the input themselves.
         output = self.layer()(ids)
         seed = _seed(upstream, output.shape)
         output.backward_with_seed(seed)
