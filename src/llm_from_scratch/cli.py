@@ -9,11 +9,27 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from llm_from_scratch.demos.ch18_token_embeddings import Ch18Fixture
 
+
+class _Subcommands(Protocol):
+    """What ``add_subparsers`` returns, as far as this module uses it."""
+
+    def add_parser(self, name: str, **options: Any) -> argparse.ArgumentParser: ...
+
+
+CH18_DESCRIPTION = (
+    "Chapter 18, token embeddings. Without a subcommand, prints the chapter demo: a 4x2 table, "
+    "IDs [[2,1,2]], the lookup, and the repeated row's summed gradient. --ids runs the same "
+    "table on your own IDs; errors exit with status 2."
+)
+TRACE_DESCRIPTION = (
+    "Print the machine-readable trace token-embeddings-v1 of the chapter fixture, or of your "
+    "IDs with --ids. The v1 grammar names at most one repeated ID."
+)
 IDS_HELP = (
     "token IDs as JSON, looked up in the chapter's 4x2 table [[10,11],[20,21],[30,31],[40,41]]: "
     "nested lists of integers (the nesting is the token shape) or one integer, for example "
@@ -34,44 +50,33 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the chapters of the LLM-from-scratch course.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_ch18(commands)
+    _add_bench(commands)
+    return parser
 
-    ch18 = commands.add_parser(
-        "ch18",
-        help="token embeddings: the chapter demo, its trace and its figure",
-        description=(
-            "Chapter 18, token embeddings. Without a subcommand, prints the chapter demo: "
-            "a 4x2 table, IDs [[2,1,2]], the lookup, and the repeated row's summed gradient. "
-            "--ids runs the same table on your own IDs; errors exit with status 2."
-        ),
-    )
+
+def _add_ch18(commands: _Subcommands) -> None:
+    summary = "token embeddings: the chapter demo, its trace and its figure"
+    ch18 = commands.add_parser("ch18", help=summary, description=CH18_DESCRIPTION)
     add_fixture_options(ch18)
-    ch18_views = ch18.add_subparsers(dest="view", metavar="VIEW")
-    trace = ch18_views.add_parser(
-        "trace",
-        help="print the machine-readable trace token-embeddings-v1",
-        description=(
-            "Print the machine-readable trace token-embeddings-v1 of the chapter fixture, or of "
-            "your IDs with --ids. The v1 grammar names at most one repeated ID."
-        ),
-    )
-    add_fixture_options(trace)
-    figure = ch18_views.add_parser(
-        "figure",
-        help="write the static HTML figure of the trace",
-        description="Write a self-contained HTML figure of the token-embedding trace.",
-    )
+    views = ch18.add_subparsers(dest="view", metavar="VIEW")
+    summary = "print the machine-readable trace token-embeddings-v1"
+    add_fixture_options(views.add_parser("trace", help=summary, description=TRACE_DESCRIPTION))
+    summary = "write the static HTML figure of the trace"
+    description = "Write a self-contained HTML figure of the token-embedding trace."
+    figure = views.add_parser("figure", help=summary, description=description)
     from llm_from_scratch.figures.cli import configure_parser
 
     configure_parser(figure)
     add_fixture_options(figure)
 
-    bench = commands.add_parser(
-        "bench",
-        help="benchmarks (timings, not tests)",
-        description="Benchmarks that print medians and ratios measured side by side in one run.",
-    )
-    bench_targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
-    embedding = bench_targets.add_parser(
+
+def _add_bench(commands: _Subcommands) -> None:
+    summary = "benchmarks (timings, not tests)"
+    description = "Benchmarks that print medians and ratios measured side by side in one run."
+    bench = commands.add_parser("bench", help=summary, description=description)
+    targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
+    embedding = targets.add_parser(
         "embedding",
         help="row gather and row-sparse backward against allocate-and-copy and PyTorch",
         description=(
@@ -87,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     embedding.add_argument(
         "--repeats", type=int, default=None, help="timed repetitions per measurement"
     )
-    startup = bench_targets.add_parser(
+    startup = targets.add_parser(
         "startup",
         help="the ch18 demo's process time against `python -c 'import numpy'`",
         description=(
@@ -98,7 +103,6 @@ def build_parser() -> argparse.ArgumentParser:
     startup.add_argument(
         "--repeats", type=int, default=None, help="runs of each process (default 21)"
     )
-    return parser
 
 
 def add_fixture_options(parser: argparse.ArgumentParser) -> None:

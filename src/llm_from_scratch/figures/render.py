@@ -12,7 +12,7 @@ import functools
 from typing import TYPE_CHECKING, Final
 
 from llm_from_scratch.figures.labels import load_labels
-from llm_from_scratch.figures.trace_records import Trace
+from llm_from_scratch.figures.trace import Trace
 from llm_from_scratch.traces import NONE, RULE_STATES, SHARINGS, STATES
 
 if TYPE_CHECKING:

@@ -27,14 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-from llm_from_scratch.figures.trace_records import (
-    Fixture,
-    IdRecord,
-    Lookup,
-    RowGradient,
-    TableRow,
-    Trace,
-)
+from llm_from_scratch.figures.trace import Fixture, IdRecord, Lookup, RowGradient, TableRow, Trace
 from llm_from_scratch.traces import MAX_SAFE_INTEGER, TRACE_VERSION, TraceFormatError
 from llm_from_scratch.traces import token_embeddings_v1 as v1
 

@@ -35,43 +35,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
-__all__ = [
-    "ACCUMULATION",
-    "BEGIN",
-    "CANONICAL_FLOAT",
-    "END",
-    "FIXTURE",
-    "FIXTURE_NAME",
-    "IDS",
-    "LOOKUP",
-    "MAX_SAFE_INTEGER",
-    "NONE",
-    "PARAMETER_NAME",
-    "RECORD_FIELDS",
-    "ROW_GRADIENT",
-    "RULES",
-    "RULE_STATES",
-    "SAFE_INTEGER",
-    "SHARINGS",
-    "STATES",
-    "TABLE",
-    "TRACE_VERSION",
-    "VECTOR_LIST_FIELDS",
-    "TraceFormatError",
-    "float_text",
-    "floats_text",
-    "ints_text",
-    "list_text",
-    "marker_line",
-    "record_line",
-    "repeated_id_text",
-    "rule_for",
-    "shape_text",
-    "sharing_for",
-    "state_for",
-    "vectors_text",
-]
-
 TRACE_VERSION: Final = "token-embeddings-v1"
 BEGIN: Final = "BEGIN"
 END: Final = "END"

@@ -57,14 +57,17 @@ class Ch18Fixture:
     learner's input the same way before it makes a fixture.
     """
 
+    # The named table.
     name: str
     table_name: str
     table_shape: Shape
     table_values: tuple[float, ...]
+    # The lookup and its backward.
     token_ids: tuple[int, ...]
     token_shape: Shape
     upstream_shape: Shape
     upstream_values: tuple[float, ...]
+    # The other checks: initialization from a seed, an out-of-vocabulary ID, empty IDs.
     init_seed: int
     out_of_vocabulary_id: int
     empty_shape: Shape

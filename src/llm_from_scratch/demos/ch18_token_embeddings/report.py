@@ -63,25 +63,31 @@ class BoundsCheck:
 class Ch18Report:
     """Every computed fact of the chapter demo."""
 
+    # The table and the IDs.
     fixture_name: str
     table_name: str
     table_shape: Shape
     token_ids: tuple[int, ...]
     token_shape: Shape
+    # The forward, and whether the one-hot product gives the same output.
     output_shape: Shape
     output_values: tuple[float, ...]
     one_hot_equals_lookup: bool
+    # The backward: the upstream seed and the table's stored gradient.
     upstream_shape: Shape
     upstream_values: tuple[float, ...]
     gradient_shape: Shape
     gradient_values: tuple[float, ...]
+    # The same run per output position and per table row.
     lookups: tuple[Lookup, ...]
     rows: tuple[TableRow, ...]
     unused_rows_zero: bool
+    # Initialization from a seed, and a clone's identity.
     init_seed: int
     init_shape: Shape
     init_reproducible: bool
     clone_same_node: bool
+    # Empty IDs, an out-of-vocabulary ID, and the width chapter 19 projects.
     empty_output_shape: Shape
     empty_value_count: int
     bounds: BoundsCheck
