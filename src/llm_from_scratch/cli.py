@@ -6,8 +6,41 @@ Every subcommand imports its chapter lazily so that ``--help`` and the demo star
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from llm_from_scratch.demos.ch18_token_embeddings import Ch18Fixture
+
+
+class _Subcommands(Protocol):
+    """What ``add_subparsers`` returns, as far as this module uses it."""
+
+    def add_parser(self, name: str, **options: Any) -> argparse.ArgumentParser: ...
+
+
+CH18_DESCRIPTION = (
+    "Chapter 18, token embeddings. Without a subcommand, prints the chapter demo: a 4x2 table, "
+    "IDs [[2,1,2]], the lookup, and the repeated row's summed gradient. --ids runs the same "
+    "table on your own IDs; errors exit with status 2."
+)
+TRACE_DESCRIPTION = (
+    "Print the machine-readable trace token-embeddings-v1 of the chapter fixture, or of your "
+    "IDs with --ids. The v1 grammar names at most one repeated ID."
+)
+IDS_HELP = (
+    "token IDs as JSON, looked up in the chapter's 4x2 table [[10,11],[20,21],[30,31],[40,41]]: "
+    "nested lists of integers (the nesting is the token shape) or one integer, for example "
+    "--ids '[[3,2],[1,0]]' or --ids 2"
+)
+UPSTREAM_HELP = (
+    "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
+    "list of its values in row-major order. Default with --ids: 1, 2, 3, ... in row-major order "
+    "over the output shape, so that every repeated row's sum stays visible; without --ids: the "
+    "chapter's seed [[[1,0],[0,2],[3,4]]] (then --upstream applies to the IDs [[2,1,2]])"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,37 +50,33 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the chapters of the LLM-from-scratch course.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_ch18(commands)
+    _add_bench(commands)
+    return parser
 
-    ch18 = commands.add_parser(
-        "ch18",
-        help="token embeddings: the chapter demo, its trace and its figure",
-        description=(
-            "Chapter 18, token embeddings. Without a subcommand, prints the chapter demo: "
-            "a 4x2 table, IDs [2,1,2], the lookup, and the repeated row's summed gradient."
-        ),
-    )
-    ch18_views = ch18.add_subparsers(dest="view", metavar="VIEW")
-    ch18_views.add_parser(
-        "trace",
-        help="print the machine-readable trace token-embeddings-v1",
-        description="Print the machine-readable trace token-embeddings-v1 of the chapter fixture.",
-    )
-    figure = ch18_views.add_parser(
-        "figure",
-        help="write the static HTML figure of the trace",
-        description="Write a self-contained HTML figure of the token-embedding trace.",
-    )
+
+def _add_ch18(commands: _Subcommands) -> None:
+    summary = "token embeddings: the chapter demo, its trace and its figure"
+    ch18 = commands.add_parser("ch18", help=summary, description=CH18_DESCRIPTION)
+    add_fixture_options(ch18)
+    views = ch18.add_subparsers(dest="view", metavar="VIEW")
+    summary = "print the machine-readable trace token-embeddings-v1"
+    add_fixture_options(views.add_parser("trace", help=summary, description=TRACE_DESCRIPTION))
+    summary = "write the static HTML figure of the trace"
+    description = "Write a self-contained HTML figure of the token-embedding trace."
+    figure = views.add_parser("figure", help=summary, description=description)
     from llm_from_scratch.figures.cli import configure_parser
 
     configure_parser(figure)
+    add_fixture_options(figure)
 
-    bench = commands.add_parser(
-        "bench",
-        help="benchmarks (timings, not tests)",
-        description="Benchmarks that print medians and ratios measured side by side in one run.",
-    )
-    bench_targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
-    embedding = bench_targets.add_parser(
+
+def _add_bench(commands: _Subcommands) -> None:
+    summary = "benchmarks (timings, not tests)"
+    description = "Benchmarks that print medians and ratios measured side by side in one run."
+    bench = commands.add_parser("bench", help=summary, description=description)
+    targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
+    embedding = targets.add_parser(
         "embedding",
         help="row gather and row-sparse backward against allocate-and-copy and PyTorch",
         description=(
@@ -63,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     embedding.add_argument(
         "--repeats", type=int, default=None, help="timed repetitions per measurement"
     )
-    startup = bench_targets.add_parser(
+    startup = targets.add_parser(
         "startup",
         help="the ch18 demo's process time against `python -c 'import numpy'`",
         description=(
@@ -74,7 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     startup.add_argument(
         "--repeats", type=int, default=None, help="runs of each process (default 21)"
     )
-    return parser
+
+
+def add_fixture_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--ids`` and ``--upstream`` to a ``ch18`` parser (absent unless given, so that
+    ``ch18 --ids ... trace`` and ``ch18 trace --ids ...`` both work)."""
+    parser.add_argument("--ids", metavar="JSON", default=argparse.SUPPRESS, help=IDS_HELP)
+    parser.add_argument("--upstream", metavar="JSON", default=argparse.SUPPRESS, help=UPSTREAM_HELP)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,12 +127,52 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_ch18(args: argparse.Namespace) -> int:
-    if args.view == "figure":
-        from llm_from_scratch.figures.cli import run
+    given, problem = _learner_input(args)
+    if problem is not None:
+        return _fail(problem)
+    from llm_from_scratch.figures.cli import run as draw
 
-        return run(args)
+    if args.view == "figure" and args.trace is not None:
+        if given:
+            return _fail("--ids and --upstream compute a fresh trace; leave them out with --trace")
+        return draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
-    text = chapter.render_trace() if args.view == "trace" else chapter.render_demo()
+    try:
+        fixture = _fixture(chapter.KNOWN_FIXTURE, given)
+        text = (chapter.render_demo if args.view is None else chapter.render_trace)(fixture)
+    except chapter.INPUT_ERRORS as error:
+        return _fail(str(error))
+    if args.view == "figure":
+        return draw(args, text)
     sys.stdout.write(text)
     return 0
+
+
+def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:
+    """The ``--ids`` and ``--upstream`` a learner gave, decoded, or why one is not JSON."""
+    given: dict[str, object] = {}
+    for name in ("ids", "upstream"):
+        text = getattr(args, name, None)
+        if text is None:
+            continue
+        try:
+            given[name] = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            return given, f"--{name} is not valid JSON: {error}"
+    return given, None
+
+
+def _fixture(known: Ch18Fixture, given: dict[str, object]) -> Ch18Fixture:
+    """The chapter's fixture, on the learner's IDs and upstream where given."""
+    if "ids" in given:
+        return known.with_ids(given["ids"], given.get("upstream"))
+    if "upstream" in given:
+        return known.with_upstream(given["upstream"])
+    return known
+
+
+def _fail(message: str) -> int:
+    """Report bad input as one line on standard error; exit status 2, as for a usage error."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2

@@ -11,8 +11,10 @@ import pytest
 from llm_from_scratch.cli import main
 from llm_from_scratch.figures.cli import configure_parser, run
 
+from conftest import GOLDEN
+
 #: The trace of spec section 7, byte for byte (LF endings kept: read as bytes).
-SPEC_TRACE = (Path(__file__).parent / "spec_trace.txt").read_bytes().decode("utf-8")
+SPEC_TRACE = (GOLDEN / "ch18_trace.txt").read_bytes().decode("utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +155,17 @@ def test_a_fresh_trace_from_the_chapter_demo_is_drawn(
     assert render_trace() == trace_text
     assert main(["ch18", "figure", "--lang", "ru"]) == 0
     assert "[4.000000000000, 4.000000000000]" in capsys.readouterr().out
+
+
+def test_run_draws_a_trace_handed_in_as_text_and_needs_one(
+    trace_text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser()
+    configure_parser(parser)
+    output = tmp_path / "figure.html"
+    args = parser.parse_args(["--output", str(output)])
+
+    assert run(args, trace_text) == 0
+    assert "[4.000000000000, 4.000000000000]" in output.read_text(encoding="utf-8")
+    assert run(args) == 1
+    assert capsys.readouterr().err == "error: no trace to draw: pass --trace FILE\n"

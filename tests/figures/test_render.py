@@ -6,7 +6,6 @@ import dataclasses
 import html
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from markupsafe import escape
@@ -20,8 +19,10 @@ from llm_from_scratch.figures.token_embeddings import (
     render_figure,
 )
 
+from conftest import GOLDEN
+
 #: The trace of spec section 7, byte for byte (LF endings kept: read as bytes).
-SPEC_TRACE = (Path(__file__).parent / "spec_trace.txt").read_bytes().decode("utf-8")
+SPEC_TRACE = (GOLDEN / "ch18_trace.txt").read_bytes().decode("utf-8")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +12,12 @@ from hypothesis import strategies as st
 
 from llm_from_scratch.figures.token_embeddings import TraceFormatError, parse_trace
 
+from conftest import GOLDEN
+
 Corrupt = Callable[[str], str]
 
 #: The trace of spec section 7, byte for byte (LF endings kept: read as bytes).
-SPEC_TRACE = (Path(__file__).parent / "spec_trace.txt").read_bytes().decode("utf-8")
+SPEC_TRACE = (GOLDEN / "ch18_trace.txt").read_bytes().decode("utf-8")
 
 # Line indexes of the spec trace.
 BEGIN, FIXTURE, IDS = 0, 1, 2

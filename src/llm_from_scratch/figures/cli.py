@@ -1,8 +1,9 @@
 """The command ``llm-from-scratch ch18 figure``: write the token-embedding figure.
 
 The top-level parser imports this module while it is being built, so it imports nothing
-heavy at module level: the parser, renderer and the chapter demo are imported inside
-:func:`run`.
+heavy at module level: the parser and renderer are imported inside :func:`run`. A fresh trace
+is computed by the caller (the chapter demo) and handed in as text; the figure reads nothing
+else.
 """
 
 from __future__ import annotations
@@ -44,16 +45,18 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
     """Render the figure as the parsed arguments ask.
 
     Args:
         args: the namespace with ``lang``, ``output`` and ``trace`` from
             :func:`configure_parser`.
+        fresh_trace: the trace text to draw when ``args.trace`` is not given.
 
     Returns:
-        0 on success; 1 when the trace file cannot be read or is not a valid trace, or the
-        output cannot be written (the reason goes to standard error as ``error: ...``).
+        0 on success; 1 when there is no trace, the trace file cannot be read or is not a
+        valid trace, or the output cannot be written (the reason goes to standard error as
+        ``error: ...``).
     """
     from llm_from_scratch.figures.token_embeddings import (
         LabelError,
@@ -62,10 +65,15 @@ def run(args: argparse.Namespace) -> int:
         render_figure,
     )
 
-    try:
-        text = _read_trace(args.trace)
-    except (OSError, UnicodeDecodeError) as error:
-        return _fail(f"cannot read trace file {args.trace}: {error}")
+    if args.trace is None:
+        if fresh_trace is None:
+            return _fail("no trace to draw: pass --trace FILE")
+        text = fresh_trace
+    else:
+        try:
+            text = _read_trace(args.trace)
+        except (OSError, UnicodeDecodeError) as error:
+            return _fail(f"cannot read trace file {args.trace}: {error}")
     try:
         html = render_figure(parse_trace(text), args.lang)
     except (TraceFormatError, LabelError) as error:
@@ -77,12 +85,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_trace(source: str | None) -> str:
+def _read_trace(source: str) -> str:
     """Return the trace text, bytes decoded as UTF-8 with line endings untouched."""
-    if source is None:
-        from llm_from_scratch.demos.ch18_token_embeddings import render_trace
-
-        return render_trace()
     data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     return data.decode("utf-8")
 

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Final
 
+from llm_from_scratch.traces import RULES, SHARINGS, STATES
+
 __all__ = ["LABEL_KEYS", "LANGUAGES", "LabelError", "Labels", "check_labels", "load_labels"]
 
 LANGUAGES: Final = ("en", "ru")
@@ -22,7 +24,7 @@ LANGUAGES: Final = ("en", "ru")
 #: A label table: nested objects whose leaves are strings, as the template reads them.
 Labels = dict[str, "str | Labels"]
 
-#: Every label the template uses, as dotted key paths.
+#: Every label the template uses, as dotted key paths; one per word of the trace vocabularies.
 LABEL_KEYS: Final[tuple[str, ...]] = (
     "title",
     "description",
@@ -34,12 +36,8 @@ LABEL_KEYS: Final[tuple[str, ...]] = (
     "fixture.output_shape",
     "fixture.accumulation",
     "legend.title",
-    "states.unused",
-    "states.selected-once",
-    "states.selected-repeated",
-    "symbols.unused",
-    "symbols.selected-once",
-    "symbols.selected-repeated",
+    *(f"states.{state}" for state in STATES),
+    *(f"symbols.{state}" for state in STATES),
     "symbols.plus",
     "symbols.equals",
     "ids.title",
@@ -70,8 +68,7 @@ LABEL_KEYS: Final[tuple[str, ...]] = (
     "forward.selected_row",
     "forward.output",
     "forward.upstream",
-    "sharing.single-row",
-    "sharing.repeated-row",
+    *(f"sharing.{sharing}" for sharing in SHARINGS),
     "reverse.title",
     "reverse.intro",
     "reverse.row",
@@ -79,9 +76,7 @@ LABEL_KEYS: Final[tuple[str, ...]] = (
     "reverse.from_position",
     "reverse.no_contributions",
     "reverse.accumulated",
-    "rules.unused-zero",
-    "rules.single-copy",
-    "rules.repeated-sum",
+    *(f"rules.{rule}" for rule in RULES),
 )
 
 

@@ -2,8 +2,8 @@
 
 The renderer only arranges the trace's lexemes: it pairs each table row with its row
 gradient and each contributing position with its vector, and picks a label for each state,
-sharing and rule word. It computes no number. Jinja2 is imported on first use so that the
-command line starts quickly.
+sharing and rule word. It computes no number; the empty coordinate of a scalar ID shows as
+the trace's ``none``. Jinja2 is imported on first use so that the command line starts quickly.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import functools
 from typing import TYPE_CHECKING, Final
 
 from llm_from_scratch.figures.labels import load_labels
-from llm_from_scratch.figures.trace_parser import Trace
+from llm_from_scratch.figures.trace import Trace
+from llm_from_scratch.traces import NONE, RULE_STATES, SHARINGS, STATES
 
 if TYPE_CHECKING:
     import jinja2
@@ -20,14 +21,6 @@ if TYPE_CHECKING:
 __all__ = ["TEMPLATE_NAME", "render_figure"]
 
 TEMPLATE_NAME: Final = "token_embeddings.html.j2"
-
-#: The row state each ROW-GRADIENT rule belongs to (both are words of the trace grammar).
-_RULE_STATES: Final = {
-    "unused-zero": "unused",
-    "single-copy": "selected-once",
-    "repeated-sum": "selected-repeated",
-}
-_STATES: Final = ("unused", "selected-once", "selected-repeated")
 
 
 def render_figure(trace: Trace, lang: str) -> str:
@@ -49,12 +42,14 @@ def render_figure(trace: Trace, lang: str) -> str:
         lang=lang,
         labels=labels,
         trace=trace,
-        states=_STATES,
+        states=STATES,
+        repeated_sharing=SHARINGS[-1],
+        none=NONE,
         rows=list(zip(trace.table_rows, trace.row_gradients, strict=True)),
         reverse_rows=[
             (
                 gradient,
-                _RULE_STATES[gradient.rule],
+                RULE_STATES[gradient.rule],
                 list(zip(gradient.flat_positions, gradient.contributions, strict=True)),
             )
             for gradient in trace.row_gradients

@@ -1,4 +1,4 @@
-"""Format the chapter report as the demo's thirteen lines."""
+"""Format the chapter report as the demo's text (thirteen lines for the known fixture)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.report import Ch18Report
 
 
 def format_demo(report: Ch18Report) -> str:
-    """The demo text, one LF after each line."""
+    """The demo text, one LF after each line and one ``repeated row`` line per repeated row."""
     lines = [
         f"table: {report.table_name} shape={shape_text(report.table_shape)}",
         f"ids: shape={shape_text(report.token_shape)} values={ints_text(report.token_ids)}",

@@ -1,28 +1,16 @@
-"""The chapter's number formats: shapes as ``4x2``, floats as ``%.12f``, lists joined by ``,``."""
+"""The chapter's number formats, shared with the trace grammar.
+
+Shapes print as ``4x2`` (``none`` for the scalar shape), floats as ``%.12f``, lists joined by
+``,`` (``none`` when empty). The lexemes are the ones of
+:mod:`llm_from_scratch.traces.token_embeddings_v1`, so the demo and the trace print a number the
+same way.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from llm_from_scratch.traces import NONE, float_text, floats_text, ints_text, shape_text
 
-
-def shape_text(shape: Iterable[int]) -> str:
-    """``(1, 3, 2)`` -> ``1x3x2``; the scalar shape ``()`` prints as an empty string."""
-    return "x".join(str(extent) for extent in shape)
-
-
-def float_text(value: float) -> str:
-    """One float with twelve decimals."""
-    return f"{value:.12f}"
-
-
-def floats_text(values: Iterable[float]) -> str:
-    """Floats with twelve decimals, joined by ``,``."""
-    return ",".join(float_text(value) for value in values)
-
-
-def ints_text(values: Iterable[int]) -> str:
-    """Integers joined by ``,``."""
-    return ",".join(str(value) for value in values)
+__all__ = ["bool_text", "float_text", "floats_text", "ints_text", "list_or_none", "shape_text"]
 
 
 def bool_text(value: bool) -> str:
@@ -32,4 +20,4 @@ def bool_text(value: bool) -> str:
 
 def list_or_none(text: str) -> str:
     """``none`` for an empty list's text."""
-    return text if text else "none"
+    return text or NONE

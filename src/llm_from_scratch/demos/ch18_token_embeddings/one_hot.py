@@ -7,12 +7,15 @@ for comparison only and assumes valid IDs (the layer has checked them).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from llm_from_scratch.tensor.storage import FloatArray
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 def explicit_one_hot_product(
-    table: FloatArray, token_ids: Sequence[int]
+    table: npt.NDArray[np.floating], token_ids: Sequence[int]
 ) -> tuple[list[list[int]], list[float]]:
     """Return each ID's one-hot indicator and the flat ``indicators @ table`` values.
 

@@ -1,4 +1,4 @@
-"""Run the chapter's fixture through the library and collect every fact the demo shows.
+"""Run a fixture through the library and collect every fact the demo shows.
 
 The demo text, the trace and the figure all format this one report; nothing here prints.
 """
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.demos.ch18_token_embeddings import fixture
+from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
-from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64, TokenIdOutOfBoundsError
+from llm_from_scratch.nn import Embedding, SplitMix64, TokenIdOutOfBoundsError
 from llm_from_scratch.tensor import Shape, Tensor
 
 
@@ -63,25 +63,31 @@ class BoundsCheck:
 class Ch18Report:
     """Every computed fact of the chapter demo."""
 
+    # The table and the IDs.
     fixture_name: str
     table_name: str
     table_shape: Shape
     token_ids: tuple[int, ...]
     token_shape: Shape
+    # The forward, and whether the one-hot product gives the same output.
     output_shape: Shape
     output_values: tuple[float, ...]
     one_hot_equals_lookup: bool
+    # The backward: the upstream seed and the table's stored gradient.
     upstream_shape: Shape
     upstream_values: tuple[float, ...]
     gradient_shape: Shape
     gradient_values: tuple[float, ...]
+    # The same run per output position and per table row.
     lookups: tuple[Lookup, ...]
     rows: tuple[TableRow, ...]
     unused_rows_zero: bool
+    # Initialization from a seed, and a clone's identity.
     init_seed: int
     init_shape: Shape
     init_reproducible: bool
     clone_same_node: bool
+    # Empty IDs, an out-of-vocabulary ID, and the width chapter 19 projects.
     empty_output_shape: Shape
     empty_value_count: int
     bounds: BoundsCheck
@@ -93,34 +99,43 @@ class Ch18Report:
         return tuple(row for row in self.rows if row.uses > 1)
 
 
-def build_report() -> Ch18Report:
-    """Run the fixture: forward, one-hot baseline, backward, init, clone, empty and bounds."""
-    table = NamedParameter.from_tensor(
-        fixture.TABLE_NAME, Tensor(fixture.TABLE_SHAPE, fixture.TABLE_VALUES)
-    )
-    embedding = Embedding.from_parameter(table)
-    output = embedding.forward(list(fixture.TOKEN_IDS), fixture.TOKEN_SHAPE)
+def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
+    """Run a fixture: forward, one-hot baseline, backward, init, clone, empty and bounds.
+
+    Args:
+        fixture: the inputs; the chapter's known fixture by default.
+
+    Raises:
+        EmbeddingError, TensorError, TensorAutodiffError: when the layer or the tape rejects
+            the fixture's IDs or upstream gradient.
+    """
+    embedding = fixture.layer()
+    table = embedding.table
+    output = embedding.forward(list(fixture.token_ids), fixture.token_shape)
     output_values = tuple(output.value_snapshot().flat_values())
     indicators, one_hot_values = explicit_one_hot_product(
-        table.tensor.value_snapshot().numpy(), fixture.TOKEN_IDS
+        table.tensor.value_snapshot().numpy(), fixture.token_ids
     )
-    upstream = Tensor(fixture.UPSTREAM_SHAPE, fixture.UPSTREAM_VALUES)
+    upstream = Tensor(fixture.upstream_shape, fixture.upstream_values)
     output.backward_with_seed(upstream)
     gradient = table.tensor.gradient_snapshot()
     if gradient is None:
         raise RuntimeError("a parameter leaf has no gradient")
-    rows = _table_rows(embedding, upstream, gradient)
+    rows = _table_rows(embedding, fixture.token_ids, upstream, gradient)
+    vocabulary_size, embedding_width = fixture.table_shape
     first, second = (
-        Embedding.new(fixture.TABLE_NAME, *fixture.TABLE_SHAPE, SplitMix64.from_seed(seed))
-        for seed in (fixture.INIT_SEED, fixture.INIT_SEED)
+        Embedding.new(
+            fixture.table_name, vocabulary_size, embedding_width, SplitMix64.from_seed(seed)
+        )
+        for seed in (fixture.init_seed, fixture.init_seed)
     )
-    empty = embedding.forward([], fixture.EMPTY_SHAPE)
+    empty = embedding.forward([], fixture.empty_shape)
     return Ch18Report(
-        fixture_name=fixture.FIXTURE_NAME,
+        fixture_name=fixture.name,
         table_name=table.name,
         table_shape=table.tensor.shape,
-        token_ids=fixture.TOKEN_IDS,
-        token_shape=fixture.TOKEN_SHAPE,
+        token_ids=fixture.token_ids,
+        token_shape=fixture.token_shape,
         output_shape=output.shape,
         output_values=output_values,
         one_hot_equals_lookup=list(output_values) == one_hot_values,
@@ -128,30 +143,30 @@ def build_report() -> Ch18Report:
         upstream_values=tuple(upstream.flat_values()),
         gradient_shape=gradient.shape,
         gradient_values=tuple(gradient.flat_values()),
-        lookups=_lookups(output, upstream, indicators),
+        lookups=_lookups(output, fixture, upstream, indicators),
         rows=rows,
         unused_rows_zero=all(not any(row.accumulated) for row in rows if row.uses == 0),
-        init_seed=fixture.INIT_SEED,
+        init_seed=fixture.init_seed,
         init_shape=first.table.tensor.shape,
         init_reproducible=first.table.tensor.value.equals(second.table.tensor.value),
         clone_same_node=copy.copy(embedding).table.tensor.is_same_node(table.tensor),
         empty_output_shape=empty.shape,
         empty_value_count=empty.value.element_count,
-        bounds=_bounds_check(embedding),
+        bounds=_bounds_check(embedding, fixture.out_of_vocabulary_id),
         embedding_width=embedding.embedding_width,
     )
 
 
 def _lookups(
-    output: TensorValue, upstream: Tensor, indicators: list[list[int]]
+    output: TensorValue, fixture: Ch18Fixture, upstream: Tensor, indicators: list[list[int]]
 ) -> tuple[Lookup, ...]:
     width = output.shape[-1]
     out_rows = output.numpy().reshape(-1, width)
     up_rows = upstream.numpy().reshape(-1, width)
-    counts = Counter(fixture.TOKEN_IDS)
+    counts = Counter(fixture.token_ids)
     lookups = []
-    for flat, token_id in enumerate(fixture.TOKEN_IDS):
-        coordinate = tuple(int(i) for i in np.unravel_index(flat, fixture.TOKEN_SHAPE))
+    for flat, token_id in enumerate(fixture.token_ids):
+        coordinate = tuple(int(i) for i in np.unravel_index(flat, fixture.token_shape))
         lookups.append(
             Lookup(
                 flat=flat,
@@ -167,14 +182,16 @@ def _lookups(
     return tuple(lookups)
 
 
-def _table_rows(embedding: Embedding, upstream: Tensor, gradient: Tensor) -> tuple[TableRow, ...]:
+def _table_rows(
+    embedding: Embedding, token_ids: tuple[int, ...], upstream: Tensor, gradient: Tensor
+) -> tuple[TableRow, ...]:
     width = embedding.embedding_width
     values = embedding.table.tensor.numpy()
     up_rows = upstream.numpy().reshape(-1, width)
     grad = gradient.numpy()
     rows = []
     for row in range(embedding.vocabulary_size):
-        positions = tuple(p for p, token in enumerate(fixture.TOKEN_IDS) if token == row)
+        positions = tuple(p for p, token in enumerate(token_ids) if token == row)
         rows.append(
             TableRow(
                 row=row,
@@ -187,9 +204,9 @@ def _table_rows(embedding: Embedding, upstream: Tensor, gradient: Tensor) -> tup
     return tuple(rows)
 
 
-def _bounds_check(embedding: Embedding) -> BoundsCheck:
+def _bounds_check(embedding: Embedding, token_id: int) -> BoundsCheck:
     try:
-        embedding.forward([fixture.OUT_OF_VOCABULARY_ID], (1,))
+        embedding.forward([token_id], (1,))
     except TokenIdOutOfBoundsError as error:
         return BoundsCheck(error.id, error.vocabulary_size, error.position, rejected=True)
-    return BoundsCheck(fixture.OUT_OF_VOCABULARY_ID, embedding.vocabulary_size, -1, False)
+    return BoundsCheck(token_id, embedding.vocabulary_size, -1, False)

@@ -1,71 +1,104 @@
-"""Format the chapter report as the machine-readable trace ``token-embeddings-v1``."""
+"""Format the chapter report as the machine-readable trace ``token-embeddings-v1``.
+
+Every lexeme, record and field order comes from :mod:`llm_from_scratch.traces.token_embeddings_v1`;
+this module only picks the report's facts for each field.
+"""
 
 from __future__ import annotations
 
-from typing import Final
-
-from llm_from_scratch.demos.ch18_token_embeddings.formatting import (
-    floats_text,
-    ints_text,
-    list_or_none,
-    shape_text,
-)
 from llm_from_scratch.demos.ch18_token_embeddings.report import Ch18Report, Lookup, TableRow
+from llm_from_scratch.traces import TRACE_VERSION
+from llm_from_scratch.traces import token_embeddings_v1 as v1
 
-TRACE_VERSION: Final = "token-embeddings-v1"
-_STATES: Final = ("unused", "selected-once", "selected-repeated")
-_RULES: Final = ("unused-zero", "single-copy", "repeated-sum")
-
-
-def _by_uses(names: tuple[str, str, str], uses: int) -> str:
-    return names[min(uses, 2)]
+__all__ = ["TRACE_VERSION", "format_trace"]
 
 
 def format_trace(report: Ch18Report) -> str:
-    """The trace text: LF line endings and one final LF."""
-    repeated = report.repeated_rows
+    """The trace text: LF line endings and one final LF.
+
+    Raises:
+        TraceFormatError: when more than one ID repeats (record ``v1.IDS``, field ``repeated-id``),
+            since v1 names at most one repeated ID.
+    """
     lines = [
-        f"TRACE {TRACE_VERSION} BEGIN",
-        f"FIXTURE name={report.fixture_name} parameter={report.table_name} "
-        f"vocabulary={report.table_shape[0]} width={report.table_shape[1]} "
-        f"table-shape={shape_text(report.table_shape)} "
-        f"id-shape={shape_text(report.token_shape)} "
-        f"output-shape={shape_text(report.output_shape)} "
-        f"upstream-shape={shape_text(report.upstream_shape)} "
-        f"gradient-shape={shape_text(report.gradient_shape)} accumulation=scatter-add",
-        f"IDS values={ints_text(report.token_ids)} "
-        f"repeated-id={ints_text(row.row for row in repeated[:1]) or 'none'} "
-        f"repeated-flat-positions="
-        f"{list_or_none(ints_text(repeated[0].flat_positions) if repeated else '')}",
+        v1.marker_line(v1.BEGIN),
+        _fixture_line(report),
+        _ids_line(report),
         *(_table_line(row) for row in report.rows),
-        *(_lookup_line(lookup) for lookup in report.lookups),
+        *(_lookup_line(lookup, report.rows[lookup.token_id]) for lookup in report.lookups),
         *(_gradient_line(row) for row in report.rows),
-        f"TRACE {TRACE_VERSION} END",
+        v1.marker_line(v1.END),
     ]
     return "".join(f"{line}\n" for line in lines)
 
 
-def _table_line(row: TableRow) -> str:
-    return (
-        f"TABLE row={row.row} uses={row.uses} state={_by_uses(_STATES, row.uses)} "
-        f"values={floats_text(row.values)}"
+def _fixture_line(report: Ch18Report) -> str:
+    vocabulary, width = report.table_shape
+    return v1.record_line(
+        v1.FIXTURE,
+        {
+            "name": report.fixture_name,
+            "parameter": report.table_name,
+            "vocabulary": str(vocabulary),
+            "width": str(width),
+            "table-shape": v1.shape_text(report.table_shape),
+            "id-shape": v1.shape_text(report.token_shape),
+            "output-shape": v1.shape_text(report.output_shape),
+            "upstream-shape": v1.shape_text(report.upstream_shape),
+            "gradient-shape": v1.shape_text(report.gradient_shape),
+            "accumulation": v1.ACCUMULATION,
+        },
     )
 
 
-def _lookup_line(lookup: Lookup) -> str:
-    return (
-        f"LOOKUP flat={lookup.flat} coordinate={ints_text(lookup.coordinate)} "
-        f"id={lookup.token_id} sharing={'repeated-row' if lookup.repeated else 'single-row'} "
-        f"one-hot={ints_text(lookup.one_hot)} selected-row={lookup.selected_row} "
-        f"output={floats_text(lookup.output)} upstream={floats_text(lookup.upstream)}"
+def _ids_line(report: Ch18Report) -> str:
+    repeated = report.repeated_rows
+    return v1.record_line(
+        v1.IDS,
+        {
+            "values": v1.ints_text(report.token_ids),
+            "repeated-id": v1.repeated_id_text([row.row for row in repeated]),
+            "repeated-flat-positions": v1.ints_text(repeated[0].flat_positions if repeated else ()),
+        },
+    )
+
+
+def _table_line(row: TableRow) -> str:
+    return v1.record_line(
+        v1.TABLE,
+        {
+            "row": str(row.row),
+            "uses": str(row.uses),
+            "state": v1.state_for(row.uses),
+            "values": v1.floats_text(row.values),
+        },
+    )
+
+
+def _lookup_line(lookup: Lookup, row: TableRow) -> str:
+    return v1.record_line(
+        v1.LOOKUP,
+        {
+            "flat": str(lookup.flat),
+            "coordinate": v1.ints_text(lookup.coordinate),
+            "id": str(lookup.token_id),
+            "sharing": v1.sharing_for(row.uses),
+            "one-hot": v1.ints_text(lookup.one_hot),
+            "selected-row": str(lookup.selected_row),
+            "output": v1.floats_text(lookup.output),
+            "upstream": v1.floats_text(lookup.upstream),
+        },
     )
 
 
 def _gradient_line(row: TableRow) -> str:
-    contributions = "|".join(floats_text(vector) for vector in row.contributions)
-    return (
-        f"ROW-GRADIENT row={row.row} "
-        f"flat-positions={list_or_none(ints_text(row.flat_positions))} "
-        f"contributions={list_or_none(contributions)} rule={_by_uses(_RULES, row.uses)} "
-        f"accumulated={floats_text(row.accumulated)}"
+    return v1.record_line(
+        v1.ROW_GRADIENT,
+        {
+            "row": str(row.row),
+            "flat-positions": v1.ints_text(row.flat_positions),
+            "contributions": v1.vectors_text(row.contributions),
+            "rule": v1.rule_for(row.uses),
+            "accumulated": v1.floats_text(row.accumulated),
+        },
     )
