@@ -1,16 +1,22 @@
+"""The ``Embedding`` layer itself: built from a named parameter or by Xavier initialization,
+checked rank, rows and width, one shared parameter leaf (a clone shares it, a deep copy does
+not), fixed fields, and a backward that sums repeated IDs into one row.
+
+The properties compare every name, size, generator and dtype with the reference model: the
+documented error (with the generator left alone) or the Xavier table drawn from a plain
+SplitMix64, and every table shape with the rank-rows-width rule.
+"""
+
 from __future__ import annotations
 
 import copy
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import (
-    GraphRetention,
-    ReleasedOperandError,
-    StaleValueError,
-    TensorValue,
-)
+from llm_from_scratch.autograd import GraphRetention, ReleasedOperandError, TensorValue
 from llm_from_scratch.nn import (
     Embedding,
     EmbeddingError,
@@ -19,24 +25,17 @@ from llm_from_scratch.nn import (
     NamedParameter,
     SplitMix64,
     TableRankError,
-    TokenCountMismatchError,
-    TokenIdContainerError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
     ZeroEmbeddingWidthError,
 )
-from llm_from_scratch.nn.init import InvalidNameByteError
-from llm_from_scratch.optim import SGD
-from llm_from_scratch.tensor import NegativeExtentError, ShapeOverflowError, Tensor
+from llm_from_scratch.nn.init import InvalidNameByteError, ParameterTableError
+from llm_from_scratch.tensor import Tensor
 
-UPSTREAM = np.array([1, 0, 0, 2, 3, 4], dtype=np.float64).reshape(1, 3, 2)
+from checks import check_outcome, leaf_state, within_seconds
+from conftest import KNOWN_UPSTREAM
+from reference import Returns, element_count, expected_from_parameter, expected_new
+from strategies import HUGE_EXTENTS, INTEGER_DTYPES, numpy_integers
 
-
-def test_known_fixture_forward_values(known_layer: Embedding) -> None:
-    out = known_layer.forward([2, 1, 2], (1, 3))
-    assert out.shape == (1, 3, 2)
-    assert out.value.flat_values() == [30.0, 31.0, 20.0, 21.0, 30.0, 31.0]
+UPSTREAM = np.array(KNOWN_UPSTREAM).reshape(1, 3, 2)
 
 
 def test_repeated_ids_sum_into_one_row_and_unused_rows_stay_zero(known_layer: Embedding) -> None:
@@ -49,133 +48,6 @@ def test_repeated_ids_sum_into_one_row_and_unused_rows_stay_zero(known_layer: Em
 def test_ids_get_no_gradient_and_the_output_is_an_operation(known_layer: Embedding) -> None:
     out = known_layer.forward(np.array([2, 1, 2]), (1, 3))
     assert out.kind == "operation" and out.gradient is None
-
-
-def test_forward_reports_shape_then_count_then_first_bad_id(known_layer: Embedding) -> None:
-    with pytest.raises(TokenShapeError) as shape_error:
-        known_layer.forward([9, 9, 9], (-1, 3))
-    assert isinstance(shape_error.value.__cause__, NegativeExtentError)
-    assert str(shape_error.value).startswith("invalid token-ID shape: ")
-    with pytest.raises(TokenCountMismatchError) as count_error:
-        known_layer.forward([9, 9, 9], (2, 2))
-    assert (count_error.value.expected, count_error.value.actual) == (4, 3)
-    assert str(count_error.value) == "token-ID shape needs 4 IDs, but received 3"
-    with pytest.raises(TokenIdOutOfBoundsError) as id_error:
-        known_layer.forward([1, 4, 9], (3,))
-    assert (id_error.value.id, id_error.value.position, id_error.value.vocabulary_size) == (4, 1, 4)
-    assert str(id_error.value) == (
-        "token ID 4 at flat position 1 is out of bounds for vocabulary size 4"
-    )
-
-
-def test_an_overflowing_token_shape_is_a_shape_error(known_layer: Embedding) -> None:
-    with pytest.raises(TokenShapeError) as caught:
-        known_layer.forward([], (2**32, 2**32))
-    assert isinstance(caught.value.__cause__, ShapeOverflowError)
-    assert (
-        str(caught.value) == "invalid token-ID shape: shape does not fit a row-major usize layout"
-    )
-
-
-def test_a_huge_valid_shape_fails_on_the_count_without_allocating(known_layer: Embedding) -> None:
-    with pytest.raises(TokenCountMismatchError) as caught:
-        known_layer.forward([1], (2**31, 2**31))
-    assert caught.value.expected == 2**62
-
-
-@pytest.mark.parametrize("bad", [-1, 4, 2**70])
-def test_negative_and_large_ids_are_out_of_bounds(known_layer: Embedding, bad: int) -> None:
-    with pytest.raises(TokenIdOutOfBoundsError) as caught:
-        known_layer.forward([0, bad], (2,))
-    assert (caught.value.id, caught.value.position) == (bad, 1)
-
-
-@pytest.mark.parametrize("bad", [True, 1.0, "1", None, np.float64(1.0), np.bool_(True)])
-def test_non_integer_ids_get_a_type_error_naming_the_position(
-    known_layer: Embedding, bad: object
-) -> None:
-    with pytest.raises(TokenIdTypeError) as caught:
-        known_layer.forward([0, bad, 7], (3,))  # type: ignore[list-item]
-    assert caught.value.position == 1
-
-
-def test_the_scan_reports_whichever_bad_id_comes_first(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdOutOfBoundsError):
-        known_layer.forward([7, 1.5], (2,))  # type: ignore[list-item]
-    with pytest.raises(TokenIdTypeError):
-        known_layer.forward([1.5, 7], (2,))  # type: ignore[list-item]
-
-
-@pytest.mark.parametrize(
-    "dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
-)
-def test_every_numpy_integer_dtype_is_accepted(known_layer: Embedding, dtype: type) -> None:
-    out = known_layer.forward(np.array([3, 0], dtype=dtype), (2,))
-    assert out.value.flat_values() == [40.0, 41.0, 10.0, 11.0]
-
-
-def test_float_and_bool_arrays_are_type_errors_at_position_zero(known_layer: Embedding) -> None:
-    for ids in (np.array([1.0, 2.0]), np.array([True, False])):
-        with pytest.raises(TokenIdTypeError) as caught:
-            known_layer.forward(ids, (2,))
-        assert caught.value.position == 0
-
-
-def test_numpy_ids_report_the_first_out_of_bounds_position(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdOutOfBoundsError) as caught:
-        known_layer.forward(np.array([0, 3, -2, 9], dtype=np.int32), (4,))
-    assert (caught.value.id, caught.value.position) == (-2, 2)
-    with pytest.raises(TokenIdOutOfBoundsError) as unsigned:
-        known_layer.forward(np.array([0, 2**64 - 1], dtype=np.uint64), (2,))
-    assert unsigned.value.id == 2**64 - 1
-
-
-def test_forward_needs_flat_ids(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdContainerError):
-        known_layer.forward(np.zeros((1, 3), dtype=np.int64), (1, 3))
-    with pytest.raises(TokenIdContainerError):
-        known_layer.forward(5, ())  # type: ignore[arg-type]
-
-
-def test_scalar_shape_takes_one_id_and_gives_a_width_vector(known_layer: Embedding) -> None:
-    out = known_layer.forward([3], ())
-    assert out.shape == (2,) and out.value.flat_values() == [40.0, 41.0]
-    with pytest.raises(TokenCountMismatchError):
-        known_layer.forward([], ())
-
-
-def test_empty_shape_takes_no_ids_and_gives_no_values(known_layer: Embedding) -> None:
-    out = known_layer.forward([], (0,))
-    assert out.shape == (0, 2) and out.value.element_count == 0
-    out.backward_with_seed(np.zeros((0, 2)))
-    assert not known_layer.table.tensor.gradient.numpy().any()  # type: ignore[union-attr]
-
-
-def test_a_two_by_three_shape_keeps_its_leading_axes(known_layer: Embedding) -> None:
-    out = known_layer.forward([0, 1, 2, 3, 2, 1], (2, 3))
-    assert out.shape == (2, 3, 2)
-    assert out.numpy()[1, 0].tolist() == [40.0, 41.0]
-
-
-def test_call_takes_nested_lists_and_arrays_whose_shape_is_the_token_shape(
-    known_layer: Embedding,
-) -> None:
-    assert known_layer([[2, 1, 2]]).shape == (1, 3, 2)
-    assert known_layer(np.array([[2], [1]])).shape == (2, 1, 2)
-    assert known_layer(3).shape == (2,)
-    assert known_layer([]).shape == (0, 2)
-    assert known_layer(np.array([[0, 1], [2, 3]]).T).numpy()[0, 1].tolist() == [30.0, 31.0]
-
-
-def test_call_rejects_ragged_lists(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdContainerError, match="ragged"):
-        known_layer([[1, 2], [3]])
-
-
-def test_call_reports_flat_positions_of_nested_ids(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdOutOfBoundsError) as caught:
-        known_layer([[0, 1], [5, 0]])
-    assert caught.value.position == 2
 
 
 def test_from_parameter_checks_rank_then_rows_then_width() -> None:
@@ -197,11 +69,6 @@ def test_from_parameter_checks_rank_then_rows_then_width() -> None:
         Embedding.from_parameter(named((3, 0)))
 
 
-def test_from_parameter_keeps_the_same_leaf(known_layer: Embedding) -> None:
-    again = Embedding.from_parameter(known_layer.table)
-    assert again.table.tensor.is_same_node(known_layer.table.tensor)
-
-
 def test_new_maps_zero_sizes_and_wraps_other_initialization_errors() -> None:
     rng = SplitMix64.from_seed(5)
     before = rng.state
@@ -215,6 +82,19 @@ def test_new_maps_zero_sizes_and_wraps_other_initialization_errors() -> None:
     with pytest.raises(EmbeddingInitializationError):
         Embedding.new("w", 2**40, 2**40, rng)
     assert rng.state == before
+
+
+@pytest.mark.parametrize(
+    ("rows", "width"), [(2**31, 2**31), (2**30, 2**30), (2**28, 2**30), (2**62, 2), (2**64, 1)]
+)
+def test_a_huge_table_fails_fast_with_a_typed_error_and_leaves_the_generator_alone(
+    rows: int, width: int
+) -> None:
+    rng = SplitMix64.from_seed(18)
+    with within_seconds(1.0), pytest.raises(EmbeddingInitializationError) as caught:
+        Embedding.new("w", rows, width, rng)
+    assert isinstance(caught.value.__cause__, ParameterTableError)
+    assert rng == SplitMix64.from_seed(18)
 
 
 def test_layers_from_equal_seeds_have_equal_values_but_different_leaves() -> None:
@@ -260,16 +140,6 @@ def test_a_failed_forward_changes_neither_values_nor_gradient(known_layer: Embed
     assert leaf.value.equals(values) and leaf.gradient.equals(gradient)  # type: ignore[union-attr, arg-type]
 
 
-def test_an_sgd_step_after_forward_makes_that_graph_stale(known_layer: Embedding) -> None:
-    out = known_layer([[2, 1, 2]])
-    out.backward_with_seed(UPSTREAM)
-    SGD(known_layer.parameters(), learning_rate=0.1).step()
-    with pytest.raises(StaleValueError) as caught:
-        out.backward_with_seed(UPSTREAM)
-    assert (caught.value.operation, caught.value.operand) == ("gather_rows", "table")
-    assert (caught.value.recorded_revision, caught.value.current_revision) == (0, 1)
-
-
 def test_a_released_graph_reached_by_a_new_operation_passes_through_as_its_own_type(
     known_layer: Embedding,
 ) -> None:
@@ -278,11 +148,6 @@ def test_a_released_graph_reached_by_a_new_operation_passes_through_as_its_own_t
     with pytest.raises(ReleasedOperandError):
         out.sum()
     assert known_layer([[0]]).kind == "operation"  # the parameter leaf itself is never released
-
-
-def test_an_out_of_vocabulary_error_is_also_an_index_error(known_layer: Embedding) -> None:
-    with pytest.raises(IndexError):
-        known_layer([4])
 
 
 def test_float32_tables_look_up_and_accumulate_in_float32() -> None:
@@ -298,3 +163,77 @@ def test_float32_tables_look_up_and_accumulate_in_float32() -> None:
 def test_embedding_of_a_constant_table_is_refused_by_type() -> None:
     with pytest.raises(TypeError):
         Embedding.from_parameter(TensorValue.constant(Tensor((1, 1), [1.0])))  # type: ignore[arg-type]
+
+
+# Properties ----------------------------------------------------------------------------------
+
+
+def fans() -> st.SearchStrategy[object]:
+    """Small fans, zero, and bad or huge ones (huge ones fail before any allocation)."""
+    valid = st.integers(1, 4)
+    return st.one_of(
+        st.integers(0, 4),
+        valid,
+        valid,
+        valid,
+        valid,
+        valid,
+        st.sampled_from(INTEGER_DTYPES).flatmap(lambda d: numpy_integers(d, 0, 4)),
+        st.integers(-3, -1),
+        st.sampled_from([h for h in HUGE_EXTENTS if h >= 2**61]),
+        st.booleans(),
+        st.floats(0, 4),
+        st.none(),
+        st.just("3"),
+    )
+
+
+names = st.one_of(
+    st.sampled_from(["token_embedding.weight", "w", "a.b_1"]),
+    st.sampled_from(["token_embedding.weight", "w", "a.b_1"]),
+    st.sampled_from(["token_embedding.weight", "w", "a.b_1"]),
+    st.sampled_from(["", ".", "a.", "a..b", "Token"]),
+    st.text(alphabet="ab._Z9 é\ud800", max_size=6),
+    st.sampled_from([None, 7, b"w"]),
+)
+
+
+@given(
+    names,
+    fans(),
+    fans(),
+    st.one_of(
+        *[st.integers(0, 2**64 - 1).map(SplitMix64.from_seed)] * 4, st.sampled_from([None, 7])
+    ),
+    st.sampled_from([np.float64, np.float64, np.float32, np.float32, np.int32, "garbage"]),
+)
+def test_new_raises_the_documented_error_or_builds_the_xavier_table_and_advances_the_generator(
+    name: object, rows: object, width: object, rng: object, dtype: object
+) -> None:
+    state = rng.state if isinstance(rng, SplitMix64) else None
+    expected = expected_new(name, rows, width, state, type(rng).__name__, dtype)
+    layer = check_outcome(
+        lambda: Embedding.new(name, rows, width, rng, dtype),  # type: ignore[arg-type]
+        expected,
+    )
+    if isinstance(expected, Returns):
+        table, advanced_state = expected.value  # type: ignore[misc]
+        assert layer.table.name == name
+        assert layer.table.tensor.numpy().tobytes() == table.tobytes()
+        assert rng.state == advanced_state  # type: ignore[union-attr]
+    elif state is not None:
+        assert rng.state == state  # type: ignore[union-attr]
+
+
+@given(st.lists(st.integers(0, 3), max_size=3).map(tuple))
+def test_from_parameter_checks_rank_then_rows_then_width_and_keeps_the_same_leaf(
+    shape: tuple[int, ...],
+) -> None:
+    count = element_count(shape) or 0
+    table = NamedParameter.from_tensor("w", Tensor(shape, np.arange(count, dtype=float)))
+    before = leaf_state(table.tensor)
+    layer = check_outcome(lambda: Embedding.from_parameter(table), expected_from_parameter(shape))
+    if layer is not None:
+        assert layer.table is table and layer.table.tensor.is_same_node(table.tensor)
+        assert (layer.vocabulary_size, layer.embedding_width) == shape
+    assert leaf_state(table.tensor) == before
