@@ -1,12 +1,22 @@
-"""Shared fixtures: the chapter's 4x2 known table, and plain-loop references."""
+"""Shared fixtures: the chapter's 4x2 known table, the Hypothesis profiles, and optional packages.
+
+Optional packages: a test that needs one calls :func:`import_optional` (at module level or in
+a test or fixture). Outside CI a missing package skips the test with the install command; under
+``CI=true`` a package of an extra that CI installs (``TEST_EXTRAS``, set by the Makefile; .ci/run
+asks for ``test,torch``) must be there, so its absence fails the run instead of hiding as a skip.
+:func:`unavailable` applies the same rule to anything else a test needs, such as a browser.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
+import tomllib
 from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -24,7 +34,9 @@ settings.register_profile("long", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 KNOWN_TABLE = (10.0, 11.0, 20.0, 21.0, 30.0, 31.0, 40.0, 41.0)
+KNOWN_UPSTREAM = (1.0, 0.0, 0.0, 2.0, 3.0, 4.0)  # the seed of the lookup of [[2, 1, 2]]
 GOLDEN = Path(__file__).parent / "golden"
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 
 @pytest.fixture
@@ -34,22 +46,56 @@ def known_layer() -> Embedding:
     return Embedding.from_parameter(table)
 
 
-def plain_lookup(table: npt.NDArray[np.floating], ids: list[int], width: int) -> list[float]:
-    """The lookup as a plain Python loop: row ``ids[p]`` copied to position ``p``."""
-    out: list[float] = []
-    for token_id in ids:
-        for feature in range(width):
-            out.append(float(table[token_id][feature]))
-    return out
+def in_ci() -> bool:
+    """True in a CI run (``CI=true``)."""
+    return os.environ.get("CI") == "true"
 
 
-def plain_scatter(
-    ids: list[int], upstream: npt.NDArray[np.floating], rows: int, width: int
-) -> npt.NDArray[np.floating]:
-    """The table gradient as a plain loop: ``g[ids[p]] += upstream[p]`` in flat order."""
-    gradient = np.zeros((rows, width), dtype=upstream.dtype)
-    flat = upstream.reshape(len(ids), width)
-    for position, token_id in enumerate(ids):
-        for feature in range(width):
-            gradient[token_id, feature] += flat[position, feature]
-    return gradient
+def installed_extras() -> set[str]:
+    """The extras ``make test`` installed (``TEST_EXTRAS``, comma-separated; ``test`` if unset)."""
+    return {extra.strip() for extra in os.environ.get("TEST_EXTRAS", "test").split(",")}
+
+
+def unavailable(reason: str, *, ci_provides: bool) -> NoReturn:
+    """Skip for want of ``reason``; under CI fail instead when CI provides the missing thing."""
+    if ci_provides and in_ci():
+        pytest.fail(f"CI must provide this: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def distribution_name(requirement: str) -> str:
+    """The normalized distribution name of a requirement such as ``torch==2.13.0``."""
+    name = re.split(r"[\s\[<>=!~;@]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def extras_listing(distribution: str) -> list[str]:
+    """The optional-dependency groups of pyproject.toml that list ``distribution``."""
+    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    wanted = distribution_name(distribution)
+    return [
+        extra
+        for extra, requirements in project["optional-dependencies"].items()
+        if any(distribution_name(requirement) == wanted for requirement in requirements)
+    ]
+
+
+def import_optional(module: str, distribution: str | None = None) -> ModuleType:
+    """Import ``module`` from an optional dependency, or skip (outside CI) or fail (under CI,
+    when CI installs it) without it.
+
+    ``distribution`` is the package's name in pyproject.toml when it differs from the top-level
+    module's. Naming a package that no extra lists is a mistake in the test, and fails.
+    """
+    distribution = distribution or module.split(".")[0]
+    extras = extras_listing(distribution)
+    if not extras:
+        pytest.fail(f"{distribution} is not an optional dependency in pyproject.toml")
+    if in_ci() and installed_extras() & set(extras):
+        try:
+            return importlib.import_module(module)
+        except ImportError as error:
+            unavailable(f"{module} cannot be imported ({error})", ci_provides=True)
+    return pytest.importorskip(
+        module, reason=f"{distribution} is not installed: pip install -e '.[{extras[0]}]'"
+    )

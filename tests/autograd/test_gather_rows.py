@@ -1,7 +1,17 @@
+"""``TensorValue.gather_rows``: the row lookup on any rank-two table, its checks in documented
+order, and the scatter-add of its VJP.
+
+The properties generate tables in every stored-gradient state, index shapes with bad, zero and
+huge extents, and IDs of every kind; the call raises the reference model's first error or
+equals its plain loop, and in both outcomes the table's state stays as it was.
+"""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import (
     GatherIndexCountError,
@@ -10,13 +20,21 @@ from llm_from_scratch.autograd import (
     GatherTableRankError,
     IndexContainerError,
     InvalidShapeError,
+    OutputAllocationError,
     TensorAutodiffError,
     TensorValue,
 )
 from llm_from_scratch.autograd import gather as gather_module
+from llm_from_scratch.nn import Embedding
 from llm_from_scratch.tensor import NegativeExtentError, Tensor
 
-from conftest import KNOWN_TABLE
+from checks import check_lookup, check_outcome, leaf_state, within_seconds
+from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
+from reference import Raises, element_count, expected_lookup
+from strategies import flat_id_containers, layers, shapes
+
+HUGE_SHAPE = (2**31, 2**31)
+UPSTREAM = np.array(KNOWN_UPSTREAM).reshape(3, 2)
 
 
 def known_table() -> TensorValue:
@@ -89,3 +107,60 @@ def test_the_trusted_constructor_does_not_repeat_the_checks() -> None:
     )
     assert (plan.output_shape, plan.output_elements) == ((2, 2), 4)
     assert not plan.indices.flags.writeable
+
+
+def test_mutating_flat_ids_after_a_gather_changes_nothing_recorded(known_layer: Embedding) -> None:
+    ids = np.array([2, 1, 2], dtype=np.int32)
+    output = known_layer.table.tensor.gather_rows(ids, (3,))
+    ids[:] = 3
+    output.backward_with_seed(UPSTREAM)
+    sparse = known_layer.table.tensor.sparse_gradient
+    assert sparse is not None and sparse.rows.tolist() == [1, 2]
+
+
+def test_gather_rows_of_a_huge_lazy_sequence_is_a_typed_allocation_error(
+    known_layer: Embedding,
+) -> None:
+    with within_seconds(1.0), pytest.raises(OutputAllocationError):
+        known_layer.table.tensor.gather_rows(range(2**62), HUGE_SHAPE)
+
+
+def test_gather_rows_with_a_huge_index_shape_fails_on_the_count(known_layer: Embedding) -> None:
+    with within_seconds(1.0), pytest.raises(GatherIndexCountError) as caught:
+        known_layer.table.tensor.gather_rows([0], HUGE_SHAPE)
+    assert (caught.value.expected, caught.value.actual) == (2**62, 1)
+
+
+# Properties ----------------------------------------------------------------------------------
+
+
+@given(layers(), st.data())
+def test_gather_rows_raises_the_first_documented_error_or_equals_the_plain_loop(
+    layer: Embedding, data: st.DataObject
+) -> None:
+    shape = data.draw(shapes(), label="index_shape")
+    ids = data.draw(flat_id_containers(layer.vocabulary_size, shape), label="indices")
+    leaf = layer.table.tensor
+    before, table = leaf_state(leaf), leaf.value_snapshot().numpy()
+    expected = expected_lookup(table, ids, shape, "gather")
+    check_lookup(lambda: leaf.gather_rows(ids, shape), table, expected)  # type: ignore[arg-type]
+    assert leaf_state(leaf) == before
+
+
+@given(
+    st.lists(st.integers(0, 2), max_size=3).map(tuple).filter(lambda shape: len(shape) != 2),
+    st.data(),
+)
+def test_gather_rows_on_a_table_of_another_rank_reports_the_rank_before_anything_else(
+    table_shape: tuple[int, ...], data: st.DataObject
+) -> None:
+    count = element_count(table_shape) or 0
+    leaf = TensorValue.parameter(Tensor(table_shape, np.arange(count, dtype=float)))
+    shape = data.draw(shapes(), label="index_shape")
+    ids = data.draw(flat_id_containers(3, shape), label="indices")
+    before = leaf_state(leaf)
+    check_outcome(
+        lambda: leaf.gather_rows(ids, shape),  # type: ignore[arg-type]
+        Raises(GatherTableRankError, {"rank": len(table_shape)}),
+    )
+    assert leaf_state(leaf) == before

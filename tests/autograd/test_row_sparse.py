@@ -1,4 +1,6 @@
-"""Row-sparse table gradients: views, merges, the dense fallback and the SGD step."""
+"""Row-sparse table gradients: the lookup's VJP stores only the touched rows, the dense view
+fills the rest with zeros, both scatter strategies and the compiled kernels equal the plain
+loop bit for bit, and a table that also feeds a dense operation falls back to dense."""
 
 from __future__ import annotations
 
@@ -9,13 +11,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import RowSparseGradient, TensorValue
+import llm_from_scratch.autograd.gradient as gradient_module
+from llm_from_scratch.autograd import OutputAllocationError, TensorValue
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.autograd.gradient import scatter_by_add_at
+from llm_from_scratch.autograd.kernels import scatter_rows
 from llm_from_scratch.nn import Embedding, SplitMix64
-from llm_from_scratch.optim import SGD, OptimizerError
+from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
-from conftest import plain_scatter
+from checks import failing_numpy, leaf_state
+from reference import plain_lookup, plain_scatter
 
 ROWS, WIDTH = 6, 3
 
@@ -76,45 +82,6 @@ def test_a_large_table_never_allocates_a_dense_gradient_on_backward_or_step() ->
     assert peak < 1 << 20
 
 
-def test_sgd_updates_only_the_touched_rows_bit_for_bit() -> None:
-    layer = Embedding.new("w", 6, 2, SplitMix64.from_seed(8), dtype=np.float32)
-    before = layer.table.tensor.value_snapshot().numpy()
-    upstream = np.array([[1.0, -2.0], [0.5, 0.25], [3.0, 4.0]], dtype=np.float32)
-    layer([2, 5, 2]).backward_with_seed(upstream)
-    SGD(layer.parameters(), learning_rate=0.5).step()
-    after = layer.table.tensor.numpy()
-    gradient = plain_scatter([2, 5, 2], upstream, 6, 2)
-    expected = before.copy()
-    expected[[2, 5]] = before[[2, 5]] - np.float32(0.5) * gradient[[2, 5]]
-    assert after.tobytes() == expected.tobytes()
-    assert after[[0, 1, 3, 4]].tobytes() == before[[0, 1, 3, 4]].tobytes()
-    assert layer.table.tensor.value_revision == 1
-
-
-def test_sgd_zero_grad_resets_the_row_sparse_store() -> None:
-    layer = Embedding.new("w", 4, 2, SplitMix64.from_seed(8))
-    optimizer = SGD(layer.parameters(), learning_rate=0.1)
-    layer([1]).backward_with_seed(np.ones((1, 2)))
-    optimizer.zero_grad()
-    sparse = layer.table.tensor.sparse_gradient
-    assert sparse is not None and sparse.rows.size == 0
-
-
-def test_a_step_that_would_overflow_changes_nothing() -> None:
-    leaf = TensorValue.parameter(Tensor((2, 1), [1e308, 0.0]))
-    leaf.gather_rows([0], (1,)).backward_with_seed(np.array([[-1e308]]))
-    with pytest.raises(OptimizerError):
-        SGD([leaf], learning_rate=10.0).step()
-    assert leaf.numpy().tolist() == [[1e308], [0.0]] and leaf.value_revision == 0
-
-
-@pytest.mark.parametrize("rate", [0.0, -1.0, float("nan"), float("inf")])
-def test_sgd_needs_a_finite_positive_learning_rate(rate: float) -> None:
-    layer = Embedding.new("w", 2, 2, SplitMix64.from_seed(1))
-    with pytest.raises(OptimizerError):
-        SGD(layer.parameters(), learning_rate=rate)
-
-
 def test_a_table_that_also_feeds_a_dense_operation_falls_back_to_dense() -> None:
     table = TensorValue.parameter(Tensor((3, 2), [1, 2, 3, 4, 5, 6]))
     weights = Tensor((3, 2), [0.5, 0.5, 1.0, 1.0, 2.0, 2.0])
@@ -136,43 +103,57 @@ def test_a_seed_of_another_float_dtype_is_converted_to_the_table_dtype() -> None
     assert layer.table.tensor.dtype == np.float32
 
 
-def test_row_sparse_values_are_read_only() -> None:
-    layer = Embedding.new("w", 3, 2, SplitMix64.from_seed(2))
-    layer([0]).backward_with_seed(np.ones((1, 2)))
-    sparse = layer.table.tensor.sparse_gradient
-    assert isinstance(sparse, RowSparseGradient)
-    with pytest.raises(ValueError):
-        sparse.values[0, 0] = 5.0
-    with pytest.raises(ValueError):
-        sparse.rows[0] = 2
+def test_a_dense_gradient_view_that_cannot_be_allocated_is_a_typed_error_and_changes_nothing(
+    known_layer: Embedding, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leaf = known_layer.table.tensor
+    known_layer([[2, 1, 2]]).backward_with_seed(np.ones((1, 3, 2)))
+    before = leaf_state(leaf)
+    with failing_numpy(monkeypatch, gradient_module, "zeros"):
+        for read in (lambda: leaf.gradient, leaf.gradient_snapshot):
+            with pytest.raises(OutputAllocationError) as caught:
+                read()
+            assert caught.value.elements == 8
+        sparse = leaf.sparse_gradient  # the row-sparse form needs no new memory
+        assert sparse is not None and sparse.rows.tolist() == [1, 2]
+    assert leaf_state(leaf) == before
+
+
+@given(
+    st.lists(st.integers(0, 6), min_size=0, max_size=300),
+    st.integers(1, 4),
+    st.sampled_from(["float64", "float32"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_both_scatter_strategies_equal_the_plain_loop_bit_for_bit(
+    ids: list[int], width: int, dtype: str, seed: int
+) -> None:
+    indices = np.array(ids, dtype=np.intp)
+    upstream = np.random.default_rng(seed).normal(size=(len(ids), width)).astype(dtype)
+    upstream[::7] = -0.0  # signed zeros must sum like the loop, which starts from +0.0
+    dense = plain_scatter(ids, upstream, 7, width)
+    if not ids:
+        return
+    for rows, values, counts in (
+        scatter_by_add_at(indices, upstream),
+        scatter_rows(indices, upstream, 7),
+    ):
+        assert rows.tolist() == sorted(set(ids))
+        assert counts.tolist() == [ids.count(row) for row in rows.tolist()]
+        assert values.dtype == upstream.dtype
+        assert values.tobytes() == dense[rows].tobytes()
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_a_large_compiled_sgd_step_rounds_like_the_numpy_expression(dtype: str) -> None:
-    rows, width = 3000, 64
-    layer = Embedding.new("w", rows, width, SplitMix64.from_seed(9), dtype)
-    ids = np.random.default_rng(1).integers(0, rows, size=2000).tolist()
-    out = layer(ids)
-    upstream = np.random.default_rng(2).normal(size=out.shape).astype(dtype)
+def test_a_large_lookup_and_backward_run_compiled_and_match_the_loop(dtype: str) -> None:
+    rng = np.random.default_rng(4)
+    ids = rng.integers(0, 50, size=COMPILED_KERNEL_MIN_VALUES // 8 + 3).tolist()
+    layer = Embedding.new("w", 50, 8, SplitMix64.from_seed(2), dtype)
+    out = layer.forward(ids, (len(ids),))
+    assert out.value.element_count >= COMPILED_KERNEL_MIN_VALUES
+    assert out.numpy().tobytes() == plain_lookup(layer.table.tensor.numpy(), ids).tobytes()
+    upstream = rng.normal(size=out.shape).astype(dtype)
+    upstream[5] = -0.0
     out.backward_with_seed(upstream)
-    sparse = layer.table.tensor.sparse_gradient
-    assert sparse is not None and sparse.values.size >= COMPILED_KERNEL_MIN_VALUES
-    before = layer.table.tensor.value_snapshot().numpy()
-    SGD(layer.parameters(), learning_rate=0.3).step()
-    rate = np.dtype(dtype).type(0.3)
-    expected = before.copy()
-    expected[sparse.rows] = before[sparse.rows] - rate * sparse.values
-    assert layer.table.tensor.numpy().tobytes() == expected.tobytes()
-
-
-def test_a_large_compiled_step_that_would_overflow_changes_nothing() -> None:
-    layer = Embedding.new("w", 2000, 64, SplitMix64.from_seed(9))
-    out = layer(list(range(2000)))
-    seed = np.ones(out.shape)
-    seed[1999, 63] = -1e308
-    out.backward_with_seed(seed)
-    before = layer.table.tensor.value_snapshot().numpy()
-    with pytest.raises(OptimizerError):
-        SGD(layer.parameters(), learning_rate=10.0).step()
-    assert layer.table.tensor.numpy().tobytes() == before.tobytes()
-    assert layer.table.tensor.value_revision == 0
+    expected = plain_scatter(ids, upstream, 50, 8)
+    assert layer.table.tensor.gradient.numpy().tobytes() == expected.tobytes()  # type: ignore[union-attr]

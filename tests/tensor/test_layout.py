@@ -1,19 +1,27 @@
+"""``checked_row_major_layout``: strides and element count of a shape, or the documented error.
+
+The examples pin messages and edge cases; the property compares every shape, valid or not, with
+the reference model's plain loop over the extents.
+"""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from llm_from_scratch.tensor import (
-    DataLengthMismatchError,
     NegativeExtentError,
     NonIntegerExtentError,
     ShapeOverflowError,
     ShapeTypeError,
-    Tensor,
-    TensorError,
-    TensorValueTypeError,
     checked_row_major_layout,
 )
+
+from checks import check_outcome
+from reference import Raises, Returns, row_major_layout
+from strategies import HUGE_EXTENTS, shapes
 
 
 def test_layout_gives_row_major_strides_and_count() -> None:
@@ -67,48 +75,12 @@ def test_layout_rejects_a_shape_that_is_not_a_sequence() -> None:
         checked_row_major_layout("23")
 
 
-def test_tensor_reports_expected_and_actual_value_counts() -> None:
-    with pytest.raises(DataLengthMismatchError) as caught:
-        Tensor((2, 2), [1.0, 2.0, 3.0])
-    assert (caught.value.expected, caught.value.actual) == (4, 3)
-    assert str(caught.value) == "shape needs 4 values, but data has 3"
-
-
-def test_tensor_checks_the_layout_before_the_value_count() -> None:
-    with pytest.raises(NegativeExtentError):
-        Tensor((-1,), [1.0])
-
-
-def test_tensor_rejects_non_real_values_with_their_position() -> None:
-    with pytest.raises(TensorValueTypeError, match="flat position 1"):
-        Tensor((2,), [1.0, "x"])  # type: ignore[list-item]
-
-
-def test_tensor_copies_its_values_and_hands_out_read_only_arrays() -> None:
-    source = np.array([1.0, 2.0])
-    tensor = Tensor((2,), source)
-    source[0] = 99.0
-    assert tensor.numpy().tolist() == [1.0, 2.0]
-    with pytest.raises(ValueError):
-        tensor.numpy()[0] = 5.0
-
-
-def test_tensor_reads_a_numpy_array_in_row_major_order() -> None:
-    tensor = Tensor((3, 2), np.arange(6).reshape(2, 3))
-    assert tensor.flat_values() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
-
-
-def test_tensor_supports_float32_and_rejects_other_dtypes() -> None:
-    assert Tensor((1,), [1.5], dtype=np.float32).dtype == np.float32
-    with pytest.raises(TensorValueTypeError):
-        Tensor((1,), [1], dtype=np.int64)
-
-
-def test_scalar_and_empty_tensors() -> None:
-    assert Tensor((), [7.0]).numpy().shape == ()
-    assert Tensor((0, 2), []).element_count == 0
-
-
-def test_tensor_errors_share_one_base_class() -> None:
-    for error in (DataLengthMismatchError, ShapeOverflowError, NegativeExtentError):
-        assert issubclass(error, TensorError)
+@given(st.one_of(shapes(), st.lists(st.sampled_from([0, 1, 3, *HUGE_EXTENTS]), max_size=4)))
+def test_the_layout_raises_the_documented_error_or_equals_the_plain_loop(shape: object) -> None:
+    expected = row_major_layout(shape)
+    check_outcome(
+        lambda: checked_row_major_layout(shape),
+        expected if isinstance(expected, Raises) else Returns(),
+    )
+    if not isinstance(expected, Raises):
+        assert checked_row_major_layout(shape) == expected

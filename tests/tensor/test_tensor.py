@@ -1,13 +1,12 @@
-"""Property tests: shapes and tensors either raise the documented error or equal the reference.
+"""``Tensor`` and ``Tensor.zeros``: checked construction in the contract's order, copied values,
+read-only arrays, and a typed error for every shape NumPy cannot hold.
 
-``checked_row_major_layout`` is compared with a plain loop over the extents; ``Tensor`` with the
-contract's order (shape, dtype, value types, value count); values handed out are read-only and
-independent of the caller's arrays.
+The properties compare any shape, values and dtype with the reference model; values handed out
+are read-only and independent of the caller's arrays.
 """
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -18,35 +17,88 @@ from hypothesis.extra.numpy import arrays
 
 from llm_from_scratch.tensor import (
     DataLengthMismatchError,
+    NegativeExtentError,
     ShapeOverflowError,
     Tensor,
     TensorAllocationError,
+    TensorError,
     TensorValueTypeError,
     checked_row_major_layout,
 )
 
-from fuzz_support import (
-    HUGE_EXTENTS,
-    INTEGER_DTYPES,
-    Outcome,
+from checks import check_outcome, within_seconds
+from reference import (
     Raises,
     Returns,
-    check_outcome,
-    numpy_cannot_hold,
-    reference_layout,
-    shapes,
+    element_count,
+    expected_tensor,
+    expected_zeros,
 )
+from strategies import HUGE_EXTENTS, INTEGER_DTYPES, shapes
+
+HUGE_SHAPE = (2**31, 2**31)
 
 
-@given(st.one_of(shapes(), st.lists(st.sampled_from([0, 1, 3, *HUGE_EXTENTS]), max_size=4)))
-def test_the_layout_raises_the_documented_error_or_equals_the_plain_loop(shape: object) -> None:
-    expected = reference_layout(shape)
-    check_outcome(
-        lambda: checked_row_major_layout(shape),
-        expected if isinstance(expected, Raises) else Returns(),
-    )
-    if not isinstance(expected, Raises):
-        assert checked_row_major_layout(shape) == expected
+def test_tensor_reports_expected_and_actual_value_counts() -> None:
+    with pytest.raises(DataLengthMismatchError) as caught:
+        Tensor((2, 2), [1.0, 2.0, 3.0])
+    assert (caught.value.expected, caught.value.actual) == (4, 3)
+    assert str(caught.value) == "shape needs 4 values, but data has 3"
+
+
+def test_tensor_checks_the_layout_before_the_value_count() -> None:
+    with pytest.raises(NegativeExtentError):
+        Tensor((-1,), [1.0])
+
+
+def test_tensor_rejects_non_real_values_with_their_position() -> None:
+    with pytest.raises(TensorValueTypeError, match="flat position 1"):
+        Tensor((2,), [1.0, "x"])  # type: ignore[list-item]
+
+
+def test_tensor_copies_its_values_and_hands_out_read_only_arrays() -> None:
+    source = np.array([1.0, 2.0])
+    tensor = Tensor((2,), source)
+    source[0] = 99.0
+    assert tensor.numpy().tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError):
+        tensor.numpy()[0] = 5.0
+
+
+def test_tensor_reads_a_numpy_array_in_row_major_order() -> None:
+    tensor = Tensor((3, 2), np.arange(6).reshape(2, 3))
+    assert tensor.flat_values() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_tensor_supports_float32_and_rejects_other_dtypes() -> None:
+    assert Tensor((1,), [1.5], dtype=np.float32).dtype == np.float32
+    with pytest.raises(TensorValueTypeError):
+        Tensor((1,), [1], dtype=np.int64)
+
+
+def test_scalar_and_empty_tensors() -> None:
+    assert Tensor((), [7.0]).numpy().shape == ()
+    assert Tensor((0, 2), []).element_count == 0
+
+
+def test_tensor_errors_share_one_base_class() -> None:
+    for error in (DataLengthMismatchError, ShapeOverflowError, NegativeExtentError):
+        assert issubclass(error, TensorError)
+
+
+def test_huge_tensors_fail_fast_with_typed_errors() -> None:
+    with within_seconds(1.0):
+        assert checked_row_major_layout(HUGE_SHAPE) == ((2**31, 1), 2**62)  # never allocates
+        with pytest.raises(TensorAllocationError) as zeros:
+            Tensor.zeros(HUGE_SHAPE)
+        with pytest.raises(DataLengthMismatchError):
+            Tensor(HUGE_SHAPE, [1.0])
+        with pytest.raises(ShapeOverflowError):
+            Tensor((2**62, 0), [])  # no elements, but NumPy cannot describe the shape
+    assert zeros.value.elements == 2**62
+
+
+# Properties ----------------------------------------------------------------------------------
 
 
 def real_items() -> st.SearchStrategy[object]:
@@ -85,44 +137,12 @@ def value_containers(count: int) -> st.SearchStrategy[object]:
     return st.one_of(lists, lists, spoiled, numpy_values(), others)
 
 
-def expected_tensor(shape: object, values: object, dtype: object) -> Outcome:
-    """Shape, dtype, value types, value count, then a NumPy-representable shape."""
-    layout = reference_layout(shape)
-    if isinstance(layout, Raises):
-        return layout
-    if dtype not in (np.float64, np.float32):
-        return Raises(TensorValueTypeError)
-    if isinstance(values, str | bytes):
-        return Raises(TensorValueTypeError)
-    if isinstance(values, np.ndarray):
-        if values.dtype.kind not in "biuf":
-            return Raises(TensorValueTypeError)
-        flat = values.reshape(-1)
-    elif not isinstance(values, list | tuple):
-        return Raises(TensorValueTypeError)
-    else:
-        if not all(isinstance(value, numbers.Real) for value in values):
-            return Raises(TensorValueTypeError)
-        try:
-            with np.errstate(over="ignore"):  # 1e300 as float32 is inf, as in Tensor itself
-                flat = np.asarray(values, dtype=dtype)
-        except OverflowError:
-            return Raises(TensorValueTypeError)
-    if flat.size != layout[1]:
-        return Raises(DataLengthMismatchError, {"expected": layout[1], "actual": int(flat.size)})
-    extents = tuple(int(extent) for extent in shape)  # type: ignore[attr-defined]
-    if numpy_cannot_hold(extents, np.dtype(dtype).itemsize):  # type: ignore[arg-type]
-        return Raises(ShapeOverflowError, {"shape": extents})
-    with np.errstate(over="ignore"):
-        return Returns(np.array(flat, dtype=dtype).reshape(extents))  # type: ignore[call-overload]
-
-
 @given(shapes(), st.data(), st.sampled_from([np.float64, np.float64, np.float32, np.int64]))
 def test_a_tensor_raises_the_documented_error_or_holds_a_read_only_copy_of_the_values(
     shape: object, data: st.DataObject, dtype: object
 ) -> None:
-    count = reference_layout(shape)
-    size = count[1] if not isinstance(count, Raises) and count[1] <= 12 else 2
+    count = element_count(shape)
+    size = count if count is not None and count <= 12 else 2
     values = data.draw(value_containers(size), label="values")
     expected = expected_tensor(shape, values, dtype)
     with np.errstate(over="ignore"):
@@ -144,19 +164,10 @@ def test_a_tensor_raises_the_documented_error_or_holds_a_read_only_copy_of_the_v
 
 @given(st.one_of(shapes(), st.lists(st.sampled_from([0, 2, *HUGE_EXTENTS]), max_size=3)))
 def test_zeros_raises_a_typed_error_for_any_shape_it_cannot_hold(shape: object) -> None:
-    layout = reference_layout(shape)
-    expected: Outcome
-    if isinstance(layout, Raises):
-        expected = layout
-    else:
-        extents = tuple(int(extent) for extent in shape)  # type: ignore[attr-defined]
-        too_big = numpy_cannot_hold(extents, 8)
-        assume(too_big or layout[1] <= 4096)  # never ask the OS for a real large block
-        if too_big:
-            error = ShapeOverflowError if layout[1] == 0 else TensorAllocationError
-            expected = Raises(error)
-        else:
-            expected = Returns()
+    expected = expected_zeros(shape)
+    if isinstance(expected, Returns):  # never ask the OS for a real large block
+        assume((element_count(expected.value) or 0) <= 4096)
     zeros = check_outcome(lambda: Tensor.zeros(shape), expected)  # type: ignore[arg-type]
-    if zeros is not None:
-        assert not zeros.numpy().any() and zeros.shape == tuple(shape)  # type: ignore[arg-type]
+    if isinstance(expected, Raises):
+        return
+    assert zeros.shape == expected.value and not zeros.numpy().any()

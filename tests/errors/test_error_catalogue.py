@@ -35,10 +35,10 @@ from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_arr
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
+from checks import NumpyWithFailing
 from conftest import KNOWN_TABLE
-from fuzz_support import NumpyWithFailing
 
-CATALOGUE = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
+CATALOGUE = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 SECTION = re.compile(r"^## `(?P<module>llm_from_scratch[\w.]*)`")
 OTHER_SECTION = re.compile(r"^## ")
 ROW = re.compile(

@@ -1,0 +1,515 @@
+"""The contract restated as plain Python: what each public call must return or raise.
+
+Every model here follows docs/spec/ch18-token-embeddings.md and docs/errors.md with plain loops
+and integer arithmetic. A model never calls the code under test: from ``llm_from_scratch`` it
+takes only the error classes it names and the types it checks arguments against, and it never
+calls or reads an attribute of what it imports (tests/test_reference.py checks this). Tests pass
+plain data in (arrays, integers, names) and compare what the library did with what a model says.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from llm_from_scratch.autograd import (
+    GatherIndexCountError,
+    GatherIndexOutOfBoundsError,
+    GatherIndexTypeError,
+    GraphReleasedError,
+    GraphRetention,
+    IndexContainerError,
+    InvalidShapeError,
+    NonFiniteGradientError,
+    NonFiniteSeedError,
+    RetentionTypeError,
+    SeedShapeMismatchError,
+    SeedTypeError,
+    StaleValueError,
+)
+from llm_from_scratch.nn import (
+    EmbeddingInitializationError,
+    EmptyVocabularyError,
+    TableRankError,
+    TokenCountMismatchError,
+    TokenIdContainerError,
+    TokenIdOutOfBoundsError,
+    TokenIdTypeError,
+    TokenShapeError,
+    ZeroEmbeddingWidthError,
+)
+from llm_from_scratch.nn.init import (
+    EmptyNameSegmentError,
+    EmptyParameterNameError,
+    FanValueError,
+    GeneratorTypeError,
+    InvalidNameByteError,
+    ParameterNameTypeError,
+    ParameterTableError,
+    ZeroFanInError,
+    ZeroFanOutError,
+)
+from llm_from_scratch.optim import OptimizerError
+from llm_from_scratch.tensor import (
+    DataLengthMismatchError,
+    NegativeExtentError,
+    NonIntegerExtentError,
+    ShapeOverflowError,
+    ShapeTypeError,
+    TensorAllocationError,
+    TensorValueTypeError,
+)
+
+INDEX_LIMIT = 2**63 - 1  # the largest element count, and byte count, a layout may have
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+# Expected outcomes ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Raises:
+    """A documented error: its exact class, its attributes and, if it wraps one, its cause."""
+
+    error: type[BaseException]
+    attributes: dict[str, object] = field(default_factory=dict)
+    cause: Raises | None = None
+
+
+@dataclass(frozen=True)
+class Returns:
+    """A successful call and what it must return."""
+
+    value: object = None
+
+
+Outcome = Raises | Returns
+
+
+# Shapes and tensors --------------------------------------------------------------------------
+
+
+def row_major_layout(shape: object) -> tuple[tuple[int, ...], int] | Raises:
+    """Strides and element count of a row-major shape, or the documented layout error."""
+    if isinstance(shape, str | bytes) or not isinstance(shape, Iterable):
+        return Raises(ShapeTypeError, {"shape": shape})
+    extents: list[int] = []
+    for axis, extent in enumerate(shape):
+        if isinstance(extent, bool | np.bool_) or not isinstance(extent, numbers.Integral):
+            return Raises(NonIntegerExtentError, {"axis": axis, "extent": extent})
+        if int(extent) < 0:
+            return Raises(NegativeExtentError, {"axis": axis, "extent": int(extent)})
+        extents.append(int(extent))
+    strides = []
+    running = 1
+    for extent in reversed(extents):
+        strides.append(running)
+        running *= extent
+        if running > INDEX_LIMIT:
+            return Raises(ShapeOverflowError, {"shape": tuple(extents)})
+    return tuple(reversed(strides)), running
+
+
+def element_count(shape: object) -> int | None:
+    """The element count of a valid shape, or None for an invalid one."""
+    layout = row_major_layout(shape)
+    return None if isinstance(layout, Raises) else layout[1]
+
+
+def numpy_cannot_hold(extents: Sequence[int], itemsize: int) -> bool:
+    """True when NumPy rejects the shape: ``itemsize * product of non-zero extents`` overflows."""
+    nbytes = itemsize
+    for extent in extents:
+        nbytes *= extent or 1
+    return nbytes > INDEX_LIMIT
+
+
+def expected_tensor(shape: object, values: object, dtype: object) -> Outcome:
+    """``Tensor(shape, values, dtype)``: shape, dtype, value types, value count, then a shape
+    NumPy can describe; the result is the values in row-major order."""
+    layout = row_major_layout(shape)
+    if isinstance(layout, Raises):
+        return layout
+    if dtype not in FLOAT_DTYPES:
+        return Raises(TensorValueTypeError)
+    if isinstance(values, str | bytes):
+        return Raises(TensorValueTypeError)
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind not in "biuf":
+            return Raises(TensorValueTypeError)
+        flat = values.reshape(-1)
+    elif not isinstance(values, list | tuple):
+        return Raises(TensorValueTypeError)
+    else:
+        if not all(isinstance(value, numbers.Real) for value in values):
+            return Raises(TensorValueTypeError)
+        try:
+            with np.errstate(over="ignore"):  # 1e300 as float32 is inf, as in Tensor itself
+                flat = np.asarray(values, dtype=dtype)
+        except OverflowError:
+            return Raises(TensorValueTypeError)
+    if flat.size != layout[1]:
+        return Raises(DataLengthMismatchError, {"expected": layout[1], "actual": int(flat.size)})
+    extents = tuple(int(extent) for extent in shape)  # type: ignore[attr-defined]
+    if numpy_cannot_hold(extents, np.dtype(dtype).itemsize):  # type: ignore[arg-type]
+        return Raises(ShapeOverflowError, {"shape": extents})
+    with np.errstate(over="ignore"):
+        return Returns(np.array(flat, dtype=dtype).reshape(extents))  # type: ignore[call-overload]
+
+
+def expected_zeros(shape: object) -> Outcome:
+    """``Tensor.zeros(shape)`` (float64): the layout, then a shape NumPy can describe and a block
+    it can allocate; the result is the shape, all zero."""
+    layout = row_major_layout(shape)
+    if isinstance(layout, Raises):
+        return layout
+    extents = tuple(int(extent) for extent in shape)  # type: ignore[attr-defined]
+    if numpy_cannot_hold(extents, np.dtype(np.float64).itemsize):
+        return Raises(ShapeOverflowError if layout[1] == 0 else TensorAllocationError)
+    return Returns(extents)
+
+
+# Token IDs -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IdScan:
+    """What the contract's flat scan finds: a container problem, a count, a bad ID, or IDs."""
+
+    container_problem: bool = False
+    count: int = 0
+    bad_kind: str | None = None  # "type" or "bounds"
+    bad_position: int = 0
+    bad_value: object = None
+    ids: tuple[int, ...] = ()
+
+
+def scan_flat_ids(ids: object, rows: int) -> IdScan:
+    """Normalize flat IDs like the contract: a 1-D array or a sequence, scanned in flat order."""
+    if isinstance(ids, np.ndarray):
+        if ids.ndim != 1:
+            return IdScan(container_problem=True)
+        if ids.dtype.kind == "O":
+            items: list[object] = list(ids.tolist())
+        else:
+            if ids.size and ids.dtype.kind not in "iu":
+                return IdScan(
+                    count=ids.size, bad_kind="type", bad_position=0, bad_value=ids[0].item()
+                )
+            items = [int(value) for value in ids.tolist()]
+    elif isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
+        return IdScan(container_problem=True)
+    else:
+        items = list(ids)
+    for position, value in enumerate(items):
+        if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+            return IdScan(count=len(items), bad_kind="type", bad_position=position, bad_value=value)
+        if not 0 <= int(value) < rows:
+            return IdScan(
+                count=len(items), bad_kind="bounds", bad_position=position, bad_value=int(value)
+            )
+    return IdScan(count=len(items), ids=tuple(int(value) for value in items))
+
+
+class RaggedError(Exception):
+    """Nested lists that do not form a regular array."""
+
+
+def flatten_nested(ids: object) -> tuple[list[object], tuple[int, ...]]:
+    """Flatten nested lists/tuples (or one scalar) in row-major order; RaggedError if irregular."""
+    if isinstance(ids, np.ndarray):
+        return flatten_nested(ids.tolist())
+
+    def shape_of(item: object) -> tuple[int, ...]:
+        if not isinstance(item, list | tuple):
+            return ()
+        if not item:
+            return (0,)
+        return (len(item), *shape_of(item[0]))
+
+    def flatten(item: object, shape: tuple[int, ...]) -> list[object]:
+        if not shape:
+            if isinstance(item, list | tuple):
+                raise RaggedError
+            return [item]
+        if not isinstance(item, list | tuple) or len(item) != shape[0]:
+            raise RaggedError
+        flat: list[object] = []
+        for inner in item:
+            flat.extend(flatten(inner, shape[1:]))
+        return flat
+
+    shape = shape_of(ids)
+    return flatten(ids, shape), shape
+
+
+# The lookup and its gradient -----------------------------------------------------------------
+
+
+def plain_lookup(table: np.ndarray[Any, Any], ids: Sequence[int]) -> np.ndarray[Any, Any]:
+    """Rows ``table[ids[p]]`` stacked by a Python loop: an ``[len(ids), width]`` array."""
+    width = table.shape[1]
+    out = np.empty((len(ids), width), dtype=table.dtype)
+    for position, token_id in enumerate(ids):
+        for feature in range(width):
+            out[position, feature] = table[token_id, feature]
+    return out
+
+
+def plain_scatter(
+    ids: Sequence[int], upstream: np.ndarray[Any, Any], rows: int, width: int
+) -> np.ndarray[Any, Any]:
+    """The table gradient as a plain loop: ``g[ids[p]] += upstream[p]`` in flat order, in the
+    upstream's dtype; a sum that overflows is infinite, as IEEE arithmetic makes it."""
+    gradient = np.zeros((rows, width), dtype=upstream.dtype)
+    flat = upstream.reshape(len(ids), width)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for position, token_id in enumerate(ids):
+            for feature in range(width):
+                gradient[token_id, feature] += flat[position, feature]
+    return gradient
+
+
+def expected_lookup(
+    table: np.ndarray[Any, Any], ids: object, shape: object, boundary: str
+) -> Outcome:
+    """``Embedding.forward(ids, shape)`` (``boundary="forward"``) or ``gather_rows(ids, shape)``
+    (``"gather"``) on a rank-two ``table``: the checks in documented order, then the plain loop."""
+    rows, width = table.shape
+    forward = boundary == "forward"
+    layout = row_major_layout(shape)
+    if isinstance(layout, Raises):
+        if forward:
+            return Raises(TokenShapeError, {"token_shape": shape}, cause=layout)
+        return Raises(InvalidShapeError, {"what": "gather index shape"}, cause=layout)
+    scan = scan_flat_ids(ids, rows)
+    if scan.container_problem:
+        return Raises(TokenIdContainerError if forward else IndexContainerError)
+    if scan.count != layout[1]:
+        attributes = {"expected": layout[1], "actual": scan.count}
+        return Raises(TokenCountMismatchError if forward else GatherIndexCountError, attributes)
+    if scan.bad_kind == "type":
+        where = {"position": scan.bad_position, "value": scan.bad_value}
+        return Raises(TokenIdTypeError if forward else GatherIndexTypeError, where)
+    if scan.bad_kind == "bounds":
+        where = {"position": scan.bad_position, "id": scan.bad_value}
+        if forward:
+            return Raises(TokenIdOutOfBoundsError, {**where, "vocabulary_size": rows})
+        return Raises(GatherIndexOutOfBoundsError, {**where, "rows": rows})
+    output_shape = (*(int(extent) for extent in shape), width)  # type: ignore[attr-defined]
+    output_layout = row_major_layout(output_shape)
+    if isinstance(output_layout, Raises) or numpy_cannot_hold(output_shape, table.dtype.itemsize):
+        # only a zero-count shape gets this far: the output has no element, but no layout
+        overflow = Raises(ShapeOverflowError, {"shape": output_shape})
+        attributes = {"what": "row gather output shape", "shape": output_shape}
+        return Raises(InvalidShapeError, attributes, cause=overflow)
+    return Returns(plain_lookup(table, scan.ids).reshape(output_shape))
+
+
+def expected_call(table: np.ndarray[Any, Any], ids: object) -> Outcome:
+    """``embedding(ids)``: an array's own shape is the token shape; nested lists must be
+    regular, and their nesting is the token shape."""
+    if isinstance(ids, np.ndarray) and ids.dtype.kind != "O":
+        return expected_lookup(table, np.ravel(ids, order="C"), ids.shape, "forward")
+    try:
+        flat, shape = flatten_nested(ids)
+    except RaggedError:
+        return Raises(TokenIdContainerError)
+    return expected_lookup(table, flat, shape, "forward")
+
+
+# Reverse mode and the optimizer step ---------------------------------------------------------
+
+
+def first_non_finite(array: np.ndarray[Any, Any]) -> dict[str, object] | None:
+    """The flat index and value of the first NaN or infinity, or None."""
+    for index, value in enumerate(array.reshape(-1).tolist()):
+        if not np.isfinite(value):
+            return {"index": index, "value": value}
+    return None
+
+
+def expected_backward(
+    seed: object,
+    retention: object,
+    *,
+    ids: Sequence[int],
+    output_shape: tuple[int, ...],
+    stored_gradient: np.ndarray[Any, Any],
+    released: bool = False,
+    stale: bool = False,
+) -> Outcome:
+    """``output.backward_with_seed(seed, retention)`` where ``output`` is the row lookup of
+    ``ids`` from a parameter table whose stored gradient is ``stored_gradient``.
+
+    A ``Tensor`` seed is passed as its array. ``released``: an earlier pass released the graph;
+    ``stale``: one optimizer step (revision 0 to 1) ran after the forward. The result is the new
+    stored gradient: the plain-loop scatter added to the rows the IDs touch.
+    """
+    if not (isinstance(seed, np.ndarray | np.generic) and seed.dtype.kind in "biuf"):
+        return Raises(SeedTypeError, {"seed_type": type(seed).__name__})
+    array = np.asarray(seed)
+    if array.shape != output_shape:
+        return Raises(SeedShapeMismatchError, {"expected": output_shape, "actual": array.shape})
+    with np.errstate(over="ignore"):
+        converted = array.astype(stored_gradient.dtype)
+    bad_seed = first_non_finite(converted)
+    if bad_seed is not None:
+        return Raises(NonFiniteSeedError, bad_seed)
+    if not isinstance(retention, GraphRetention):
+        return Raises(RetentionTypeError, {"retention": retention})
+    if released:
+        return Raises(GraphReleasedError, {"operation": "gather_rows"})
+    if stale:
+        recorded = {"operation": "gather_rows", "operand": "table", "recorded_revision": 0}
+        return Raises(StaleValueError, {**recorded, "current_revision": 1})
+    rows, width = stored_gradient.shape
+    pass_gradient = plain_scatter(ids, converted, rows, width)
+    bad_pass = first_non_finite(pass_gradient)
+    if bad_pass is not None:
+        return Raises(NonFiniteGradientError, {"operation": "gather_rows", **bad_pass})
+    total = stored_gradient.copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        for row in sorted(set(ids)):
+            for feature in range(width):
+                total[row, feature] = stored_gradient[row, feature] + pass_gradient[row, feature]
+    bad_total = first_non_finite(total)
+    if bad_total is not None:
+        return Raises(NonFiniteGradientError, {"operation": "accumulated parameter", **bad_total})
+    return Returns(total)
+
+
+def expected_sgd_step(
+    values: np.ndarray[Any, Any],
+    gradient: np.ndarray[Any, Any],
+    rows: Iterable[int],
+    learning_rate: float,
+) -> Outcome:
+    """``SGD.step()`` on a table whose gradient touched ``rows``: ``w - lr * g`` on those rows,
+    rounded in the table's dtype, the other rows unchanged; a NaN or infinity changes nothing."""
+    updated = values.copy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        rate = values.dtype.type(learning_rate)  # 1e308 as float32 is inf
+        for row in rows:
+            for feature in range(values.shape[1]):
+                updated[row, feature] = values[row, feature] - rate * gradient[row, feature]
+    if first_non_finite(updated) is not None:
+        return Raises(OptimizerError)
+    return Returns(updated)
+
+
+# Initialization ------------------------------------------------------------------------------
+
+
+class SplitMix64Reference:
+    """The published SplitMix64, restated as plain integer arithmetic."""
+
+    def __init__(self, state: int) -> None:
+        self.state = state
+
+    def next_u64(self) -> int:
+        self.state = (self.state + 0x9E3779B97F4A7C15) % 2**64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2**64
+        return z ^ (z >> 31)
+
+    def next_unit(self) -> float:
+        """The top 53 bits as a float in ``[0, 1)``."""
+        return (self.next_u64() >> 11) * 2.0**-53
+
+
+def xavier_table(state: int, rows: int, width: int, dtype: object) -> tuple[Any, int]:
+    """The Xavier-uniform ``[rows, width]`` table drawn from a generator at ``state``, in
+    row-major order in float64 and then rounded to ``dtype``, and the generator's next state."""
+    generator = SplitMix64Reference(state)
+    limit = math.sqrt(6.0 / (rows + width))
+    values = [limit * (2.0 * generator.next_unit() - 1.0) for _ in range(rows * width)]
+    table = np.array(values, dtype=np.float64).astype(dtype).reshape(rows, width)  # type: ignore[call-overload]
+    return table, generator.state
+
+
+def name_error(name: object) -> Raises | None:
+    """The contract's parameter-name rules, reported at the first bad byte, or None."""
+    if not isinstance(name, str):
+        return Raises(ParameterNameTypeError, {"name_type": type(name).__name__})
+    encoded = name.encode("utf-8", errors="surrogatepass")
+    if not encoded:
+        return Raises(EmptyParameterNameError, {"name": name})
+    segment_start = 0
+    for index, byte in enumerate(encoded):
+        if byte == ord("."):
+            if index == segment_start:
+                return Raises(EmptyNameSegmentError, {"name": name, "index": index})
+            segment_start = index + 1
+        elif not (ord("a") <= byte <= ord("z") or ord("0") <= byte <= ord("9") or byte == 0x5F):
+            return Raises(InvalidNameByteError, {"name": name, "index": index, "byte": byte})
+    if segment_start == len(encoded):
+        return Raises(EmptyNameSegmentError, {"name": name, "index": len(encoded)})
+    return None
+
+
+def fan_error(which: str, value: object) -> Raises | None:
+    """A fan must be a non-negative integer (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or int(value) < 0:
+        return Raises(FanValueError, {"which": which, "value": value})
+    return None
+
+
+def expected_new(
+    name: object,
+    rows: object,
+    width: object,
+    rng_state: int | None,
+    rng_type: str,
+    dtype: object,
+) -> Outcome:
+    """``Embedding.new(name, rows, width, rng, dtype)`` with ``rng`` of type ``rng_type`` (at
+    ``rng_state`` if it is a ``SplitMix64``): name, fans (type, then zero), generator, dtype,
+    layout, memory; the result is the Xavier table and the generator's next state."""
+    bad_name = name_error(name)
+    if bad_name is not None:
+        return Raises(EmbeddingInitializationError, cause=bad_name)
+    for which, value in (("fan-in", rows), ("fan-out", width)):
+        bad_fan = fan_error(which, value)
+        if bad_fan is not None:
+            return Raises(EmbeddingInitializationError, cause=bad_fan)
+    rows_, width_ = int(rows), int(width)  # type: ignore[call-overload]
+    if rows_ == 0:
+        return Raises(EmptyVocabularyError, {"vocabulary_size": 0}, cause=Raises(ZeroFanInError))
+    if width_ == 0:
+        return Raises(
+            ZeroEmbeddingWidthError, {"embedding_width": 0}, cause=Raises(ZeroFanOutError)
+        )
+    if rng_state is None:
+        return Raises(
+            EmbeddingInitializationError,
+            cause=Raises(GeneratorTypeError, {"rng_type": rng_type}),
+        )
+    if dtype not in FLOAT_DTYPES:
+        return Raises(
+            EmbeddingInitializationError,
+            cause=Raises(ParameterTableError, cause=Raises(TensorValueTypeError)),
+        )
+    layout = row_major_layout((rows_, width_))
+    if isinstance(layout, Raises):
+        return Raises(EmbeddingInitializationError, cause=Raises(ParameterTableError, cause=layout))
+    if rows_ * width_ * np.dtype(dtype).itemsize > INDEX_LIMIT:  # type: ignore[call-overload]
+        return Raises(EmbeddingInitializationError, cause=Raises(ParameterTableError))
+    return Returns(xavier_table(rng_state, rows_, width_, dtype))
+
+
+def expected_from_parameter(shape: tuple[int, ...]) -> Outcome:
+    """``Embedding.from_parameter`` of a table of ``shape``: rank, then rows, then width."""
+    if len(shape) != 2:
+        return Raises(TableRankError, {"rank": len(shape)})
+    if shape[0] == 0:
+        return Raises(EmptyVocabularyError, {"vocabulary_size": 0})
+    if shape[1] == 0:
+        return Raises(ZeroEmbeddingWidthError, {"embedding_width": 0})
+    return Returns(shape)
