@@ -8,7 +8,6 @@ under ``CI=true`` either one missing is a failure.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
@@ -16,7 +15,6 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -24,24 +22,14 @@ import pytest
 from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE, render_trace
 from llm_from_scratch.figures.token_embeddings import LANGUAGES, parse_trace, render_figure
 
-from conftest import GOLDEN
+from conftest import GOLDEN, import_optional
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, FloatRect, Page
 
 IN_CI = os.environ.get("CI") == "true"
 
-
-def import_playwright() -> ModuleType:
-    """Playwright's sync API. Outside CI a missing package skips this module; in CI it fails."""
-    if IN_CI:
-        return importlib.import_module("playwright.sync_api")
-    return pytest.importorskip(
-        "playwright.sync_api", reason="the browser tests need playwright: pip install -e '.[test]'"
-    )
-
-
-playwright_api = import_playwright()
+playwright_api = import_optional("playwright.sync_api", "playwright")
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
