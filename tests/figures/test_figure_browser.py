@@ -9,7 +9,6 @@ under ``CI=true`` either one missing is a failure.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -22,12 +21,10 @@ import pytest
 from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE, render_trace
 from llm_from_scratch.figures.token_embeddings import LANGUAGES, parse_trace, render_figure
 
-from conftest import GOLDEN, import_optional
+from conftest import GOLDEN, import_optional, unavailable
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, FloatRect, Page
-
-IN_CI = os.environ.get("CI") == "true"
 
 playwright_api = import_optional("playwright.sync_api", "playwright")
 
@@ -76,10 +73,10 @@ def find_chromium() -> str | None:
 def browser() -> Iterator[Browser]:
     executable = find_chromium()
     if executable is None:
-        message = "no Chromium found; install Debian's chromium: apt-get install chromium"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the browser tests: {message}")
-        pytest.skip(message)
+        unavailable(
+            "no Chromium found; install Debian's chromium: apt-get install chromium",
+            ci_provides=True,
+        )
     with playwright_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=executable, headless=True, args=CHROMIUM_ARGS
