@@ -30,7 +30,7 @@ from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
-from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
+from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, SplitMix64
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
@@ -226,6 +226,10 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "NotAParameterLeafError": lambda: NamedParameter.from_value(
         "w", TensorValue.constant(Tensor((1,), [1.0]))
     ),
+    "ParameterCollectionTypeError": lambda: NamedParameters(None),  # type: ignore[arg-type]
+    "NotANamedParameterError": lambda: NamedParameters([layer().table.tensor]),  # type: ignore[list-item]
+    "DuplicateParameterNameError": lambda: NamedParameters([layer().table, layer().table]),
+    "UnknownParameterError": lambda: layer().parameters()["w"],
     # llm_from_scratch.nn
     "EmbeddingInitializationError": lambda: Embedding.new("Token", 4, 2, SplitMix64.from_seed(0)),
     "TableRankError": lambda: Embedding.from_parameter(

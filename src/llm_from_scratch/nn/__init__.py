@@ -14,7 +14,14 @@ from llm_from_scratch.nn.embedding import (
     TokenShapeError,
     ZeroEmbeddingWidthError,
 )
-from llm_from_scratch.nn.init import InitializationError, NamedParameter, SplitMix64
+from llm_from_scratch.nn.init import (
+    InitializationError,
+    NamedParameter,
+    NamedParameters,
+    SplitMix64,
+    XavierScale,
+    xavier_scale,
+)
 
 __all__ = [
     "Embedding",
@@ -24,6 +31,7 @@ __all__ = [
     "IndexAllocationError",
     "InitializationError",
     "NamedParameter",
+    "NamedParameters",
     "SplitMix64",
     "TableRankError",
     "TokenCountMismatchError",
@@ -31,5 +39,7 @@ __all__ = [
     "TokenIdOutOfBoundsError",
     "TokenIdTypeError",
     "TokenShapeError",
+    "XavierScale",
     "ZeroEmbeddingWidthError",
+    "xavier_scale",
 ]
