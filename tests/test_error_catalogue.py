@@ -35,6 +35,7 @@ from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_arr
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
+from checkpoint_support import CHECKPOINT_TRIGGERS
 from conftest import KNOWN_TABLE
 from fuzz_support import NumpyWithFailing
 
@@ -243,6 +244,8 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "TokenIdTypeError": lambda: layer()([0, True]),
     "TokenIdOutOfBoundsError": lambda: layer()([1, 4, 9]),
     "IndexAllocationError": lambda: layer().forward(range(2**62), (2**31, 2**31)),
+    # llm_from_scratch.nn.checkpoint: one failing call per class, in tests/checkpoint_support.py
+    **CHECKPOINT_TRIGGERS,
     # the other modules
     "OptimizerError": lambda: SGD(layer().parameters(), learning_rate=0.0),
     "GradientCheckError": lambda: check_gradient(lambda p: p, parameter((2,))),

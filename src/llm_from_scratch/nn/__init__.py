@@ -1,5 +1,12 @@
-"""Neural-network building blocks: parameter initialization and the token embedding layer."""
+"""Neural-network building blocks: parameter initialization, the token embedding layer and
+checkpoints."""
 
+from llm_from_scratch.nn.checkpoint import (
+    CheckpointError,
+    load_metadata,
+    load_parameters,
+    save_parameters,
+)
 from llm_from_scratch.nn.embedding import (
     Embedding,
     EmbeddingError,
@@ -24,6 +31,7 @@ from llm_from_scratch.nn.init import (
 )
 
 __all__ = [
+    "CheckpointError",
     "Embedding",
     "EmbeddingError",
     "EmbeddingInitializationError",
@@ -41,5 +49,8 @@ __all__ = [
     "TokenShapeError",
     "XavierScale",
     "ZeroEmbeddingWidthError",
+    "load_metadata",
+    "load_parameters",
+    "save_parameters",
     "xavier_scale",
 ]
