@@ -186,7 +186,26 @@ def _json_object(path: str, text: bytes) -> _JsonObject:
         raise HeaderJsonError(path, str(error) or type(error).__name__) from error
     if not isinstance(parsed, _JsonObject):
         raise HeaderJsonError(path, f"the text is a JSON {type(parsed).__name__}, not an object")
+    lone = _first_lone_surrogate(parsed)
+    if lone is not None:
+        raise HeaderJsonError(path, f"the string {lone!r} escapes a lone UTF-16 surrogate")
     return parsed
+
+
+def _first_lone_surrogate(parsed: _JsonObject) -> str | None:
+    """The first string (key or value) that is not Unicode text: ``json`` decodes an escaped
+    lone surrogate such as ``"\\ud800"``, which UTF-8 (and the safetensors package) refuse."""
+    pending: list[object] = [parsed]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item
+        elif isinstance(item, list | tuple):  # a _JsonObject is a tuple of (key, value) pairs
+            pending.extend(item)
+    return None
 
 
 def _metadata(path: str, value: object) -> dict[str, str]:
