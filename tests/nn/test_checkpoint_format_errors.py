@@ -118,6 +118,25 @@ def test_a_header_that_is_not_one_json_object_is_a_header_json_error(
     assert detail_part.lower() in error.detail.lower()  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize(
+    "header",
+    [
+        '{"__metadata__":{"note":"\\ud800"}}',
+        '{"__metadata__":{"\\udc00x":"note"}}',
+        '{"w":{"dtype":"F64","shape":[],"data_offsets":[0,8],"extra":["\\ud83d"]}}',
+    ],
+)
+def test_an_escaped_lone_surrogate_is_not_text(tmp_path: Path, header: str) -> None:
+    error = load_error(tmp_path, file_with_header(header, bytes(8 if "w" in header else 0)))
+    assert type(error) is HeaderJsonError
+    assert "escapes a lone UTF-16 surrogate" in error.detail  # type: ignore[attr-defined]
+
+
+def test_an_escaped_surrogate_pair_is_text(tmp_path: Path) -> None:
+    path = write_file(tmp_path, file_with_header('{"__metadata__":{"note":"\\ud83d\\ude00"}}'))
+    assert load_metadata(path) == {"note": "\U0001f600"}
+
+
 def test_a_key_listed_twice_is_a_duplicate_even_with_equal_entries(tmp_path: Path) -> None:
     tensor = '{"dtype":"F64","shape":[1],"data_offsets":[0,8]}'
     header = '{"w":' + tensor + ',"v":' + tensor + ',"w":' + tensor + "}"
