@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import parameter_from_owned_array, update_leaf_in_place
 from llm_from_scratch.nn.checkpoint.errors import (
     CheckpointAllocationError,
@@ -47,6 +46,7 @@ from llm_from_scratch.nn.checkpoint.header import (
     decode_header,
     header_length,
 )
+from llm_from_scratch.nn.checkpoint.values import CHUNK, convert_into, first_non_finite
 from llm_from_scratch.nn.init import (
     NamedParameter,
     NamedParameters,
@@ -68,10 +68,6 @@ STORED_DTYPES: Final[dict[str, np.dtype[Any]]] = {
 
 CONVERTED: Final = frozenset({"F16", "BF16"})
 """The codes that load only with an explicit ``dtype=``."""
-
-CONVERSION_CHUNK: Final = 1 << 20
-"""Elements converted per step (the reused buffer's size)."""
-
 
 @dataclass(frozen=True)
 class PlannedTensor:
@@ -265,15 +261,13 @@ def _allocated(path: str, record: TensorRecord, dtype: np.dtype[Any]) -> FloatAr
 def _read_converted(
     path: str, file: io.FileIO, offset: int, item: PlannedTensor, flat: FloatArray
 ) -> None:
-    buffer = np.empty(min(CONVERSION_CHUNK, flat.size), dtype=item.stored)
-    for start in range(0, flat.size, CONVERSION_CHUNK):
-        stop = min(start + CONVERSION_CHUNK, flat.size)
+    buffer = np.empty(min(CHUNK, flat.size), dtype=item.stored)
+    for start in range(0, flat.size, CHUNK):
+        stop = min(start + CHUNK, flat.size)
         stored = buffer[: stop - start]
-        read_exactly(path, file, offset + start * item.stored.itemsize, stored.view(np.uint8).data)
-        if item.record.dtype == "BF16":  # a bfloat16 is the top half of a float32's bits
-            stored = (stored.astype(np.uint32) << 16).view(np.float32)
-        with np.errstate(over="ignore", invalid="ignore"):
-            np.copyto(flat[start:stop], stored, casting="unsafe")
+        position = offset + start * item.stored.itemsize
+        read_exactly(path, file, position, stored.view(np.uint8).data)
+        convert_into(item.record.dtype, stored, flat[start:stop])
 
 
 def _write_into(

@@ -13,7 +13,6 @@ from typing import Final
 
 import numpy as np
 
-from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.nn.checkpoint.errors import (
     HeaderSizeError,
     MetadataTypeError,
@@ -21,6 +20,7 @@ from llm_from_scratch.nn.checkpoint.errors import (
 )
 from llm_from_scratch.nn.checkpoint.files import checked_path, replace_atomically
 from llm_from_scratch.nn.checkpoint.header import HEADER_LIMIT, LENGTH_BYTES, encode_header
+from llm_from_scratch.nn.checkpoint.values import first_non_finite
 from llm_from_scratch.nn.init import NamedParameter, NamedParameters
 from llm_from_scratch.tensor.storage import FloatArray
 
