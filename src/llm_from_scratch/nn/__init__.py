@@ -1,12 +1,13 @@
 """Neural-network building blocks: parameter initialization, the token embedding layer and
-checkpoints."""
+checkpoints.
 
-from llm_from_scratch.nn.checkpoint import (
-    CheckpointError,
-    load_metadata,
-    load_parameters,
-    save_parameters,
-)
+The checkpoint names (``save_parameters``, ``load_parameters``, ``load_metadata``,
+``CheckpointError``) load :mod:`llm_from_scratch.nn.checkpoint` on first use, so that programs
+that never touch a file (the chapter demo) do not pay for importing it.
+"""
+
+from typing import TYPE_CHECKING, Any
+
 from llm_from_scratch.nn.embedding import (
     Embedding,
     EmbeddingError,
@@ -28,6 +29,18 @@ from llm_from_scratch.nn.init import (
     SplitMix64,
     XavierScale,
     xavier_scale,
+)
+
+if TYPE_CHECKING:
+    from llm_from_scratch.nn.checkpoint import (
+        CheckpointError,
+        load_metadata,
+        load_parameters,
+        save_parameters,
+    )
+
+_CHECKPOINT_NAMES = frozenset(
+    {"CheckpointError", "load_metadata", "load_parameters", "save_parameters"}
 )
 
 __all__ = [
@@ -54,3 +67,15 @@ __all__ = [
     "save_parameters",
     "xavier_scale",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CHECKPOINT_NAMES:
+        from llm_from_scratch.nn import checkpoint
+
+        return getattr(checkpoint, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -118,12 +118,13 @@ def load_parameters(
             the order listed in ``docs/errors.md``.
 
     Example:
-        >>> import tempfile, pathlib
+        >>> import pathlib, tempfile
         >>> from llm_from_scratch.nn import Embedding, SplitMix64, save_parameters
         >>> layer = Embedding.new("token_embedding.weight", 4, 2, SplitMix64.from_seed(18))
-        >>> path = pathlib.Path(tempfile.mkdtemp()) / "table.safetensors"
-        >>> save_parameters(path, layer.parameters())
-        >>> loaded = load_parameters(path)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = pathlib.Path(folder) / "table.safetensors"
+        ...     save_parameters(path, layer.parameters())
+        ...     loaded = load_parameters(path)
         >>> loaded.names()
         ('token_embedding.weight',)
         >>> loaded["token_embedding.weight"].tensor.value.equals(layer.table.tensor.value)
