@@ -69,6 +69,7 @@ STORED_DTYPES: Final[dict[str, np.dtype[Any]]] = {
 CONVERTED: Final = frozenset({"F16", "BF16"})
 """The codes that load only with an explicit ``dtype=``."""
 
+
 @dataclass(frozen=True)
 class PlannedTensor:
     """A tensor to load: its header record, its dtype in the file and the dtype it loads as."""
