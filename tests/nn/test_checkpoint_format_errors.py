@@ -104,8 +104,8 @@ def test_text_and_image_files_are_refused_as_not_safetensors(tmp_path: Path) -> 
     [
         (b"\xff\xfe{}", "utf-8"),
         (b"{", "Expecting"),
-        (b"[1, 2]", "JSON list"),
-        (b'"text"', "JSON str"),
+        (b"[1, 2]", "JSON array, not an object"),
+        (b'"text"', "JSON string, not an object"),
         (b'{"w": NaN}', "NaN is not JSON"),
         (b"[" * 100_000 + b"]" * 100_000, "maximum recursion depth"),
     ],

@@ -185,7 +185,7 @@ def _json_object(path: str, text: bytes) -> _JsonObject:
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise HeaderJsonError(path, str(error) or type(error).__name__) from error
     if not isinstance(parsed, _JsonObject):
-        raise HeaderJsonError(path, f"the text is a JSON {type(parsed).__name__}, not an object")
+        raise HeaderJsonError(path, f"the text is a JSON {_json_type(parsed)}, not an object")
     lone = _first_lone_surrogate(parsed)
     if lone is not None:
         raise HeaderJsonError(path, f"the string {lone!r} escapes a lone UTF-16 surrogate")
