@@ -9,9 +9,12 @@ header, then the data. ``safetensors_file`` lays tensors out the way the format 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import struct
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +22,7 @@ import numpy.typing as npt
 
 import llm_from_scratch.nn.checkpoint.reading as reading_module
 from llm_from_scratch.nn import (
+    CheckpointError,
     Embedding,
     NamedParameter,
     NamedParameters,
@@ -94,6 +98,58 @@ def write_file(folder: Path, content: bytes, name: str = "model.safetensors") ->
     path = folder / name
     path.write_bytes(content)
     return path
+
+
+# Without root's override of file permissions ---------------------------------------------------
+
+
+def outcome(call: Callable[[], object]) -> str:
+    """``"ok"``, or the CheckpointError's class and its cause's class and errno."""
+    try:
+        call()
+    except CheckpointError as error:
+        cause = getattr(error, "cause", None)
+        return f"{type(error).__name__} {type(cause).__name__} {getattr(cause, 'errno', None)}"
+    return "ok"
+
+
+def outcome_without_privileges(call: Callable[[], object]) -> str:
+    """:func:`outcome` of ``call`` run by a user whom file permissions bind.
+
+    Root reads and writes anywhere, so as root the call runs in a forked child that has become
+    the user ``nobody`` (the files it touches must be in folders every user can enter).
+    """
+    if os.geteuid() != 0:
+        return outcome(call)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (runs in the child, which never returns)
+        try:
+            os.close(read_end)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write_end, outcome(call).encode())
+        except BaseException as error:
+            os.write(write_end, repr(error).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        report = pipe.read().decode()
+    os.waitpid(child, 0)
+    return report
+
+
+@contextmanager
+def folder_everyone_enters() -> Iterator[Path]:
+    """A new folder, mode 0755, outside the per-user pytest folders; removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="checkpoint-permissions-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
 
 
 # One failing public call per checkpoint error ---------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import struct
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,9 @@ from llm_from_scratch.nn.init import EmptyNameSegmentError, InvalidNameByteError
 from checkpoint_support import (
     entry,
     file_with_header,
+    folder_everyone_enters,
     known_table_file,
+    outcome_without_privileges,
     safetensors_file,
     write_file,
 )
@@ -349,6 +352,14 @@ def test_a_missing_file_or_a_directory_is_a_read_error(tmp_path: Path) -> None:
             load_parameters(path)
         assert caught.value.path == str(path) and isinstance(caught.value.cause, OSError)
         assert caught.value.__cause__ is caught.value.cause
+
+
+def test_a_file_the_user_may_not_read_is_a_read_error() -> None:
+    with folder_everyone_enters() as folder:
+        path = write_file(folder, known_table_file())
+        path.chmod(0o000)
+        report = outcome_without_privileges(lambda: load_parameters(path))
+        assert report == f"CheckpointReadError PermissionError {errno.EACCES}"
 
 
 def test_the_header_is_checked_before_any_tensor_is_considered(tmp_path: Path) -> None:

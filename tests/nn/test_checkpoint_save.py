@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,7 @@ from llm_from_scratch.nn.checkpoint import (
 from llm_from_scratch.nn.init import NotANamedParameterError
 from llm_from_scratch.tensor import Tensor
 
-from checkpoint_support import known_parameters
+from checkpoint_support import folder_everyone_enters, known_parameters, outcome_without_privileges
 
 EARLIER = b"an earlier checkpoint that must survive"
 
@@ -106,59 +104,15 @@ def test_an_interrupt_while_writing_is_not_wrapped_and_leaves_the_earlier_file(
     assert_untouched(earlier)
 
 
-@pytest.fixture
-def unwritable_earlier() -> Iterator[Path]:
-    """An earlier file in a folder that the user saving (below) cannot write into.
-
-    Root writes anywhere, so as root the save runs in a forked child that has become the user
-    ``nobody``, in a folder every user can enter.
-    """
-    folder = Path(tempfile.mkdtemp(prefix="checkpoint-readonly-"))
-    path = folder / "model.safetensors"
-    path.write_bytes(EARLIER)
-    path.chmod(0o644)
-    folder.chmod(0o755 if os.geteuid() == 0 else 0o555)
-    try:
-        yield path
-    finally:
-        folder.chmod(0o755)
-        shutil.rmtree(folder)
-
-
-def save_as_nobody(path: Path) -> str:
-    """Save in a forked child running as ``nobody``; the child's report of what happened."""
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover (runs in the child, which never returns)
-        try:
-            os.close(read_end)
-            os.setgid(65534)
-            os.setuid(65534)
-            try:
-                save_parameters(path, known_parameters())
-                report = "saved"
-            except CheckpointWriteError as error:
-                report = f"{type(error.cause).__name__} {error.cause.errno}"
-            os.write(write_end, report.encode())
-        except BaseException as error:
-            os.write(write_end, repr(error).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        report = pipe.read().decode()
-    os.waitpid(child, 0)
-    return report
-
-
-def test_a_folder_that_is_not_writable_leaves_the_earlier_file(unwritable_earlier: Path) -> None:
-    if os.geteuid() == 0:
-        assert save_as_nobody(unwritable_earlier) == f"PermissionError {errno.EACCES}"
-    else:
-        with pytest.raises(CheckpointWriteError) as caught:
-            save_parameters(unwritable_earlier, known_parameters())
-        assert isinstance(caught.value.cause, PermissionError)
-    assert_untouched(unwritable_earlier)
+def test_a_folder_that_is_not_writable_leaves_the_earlier_file() -> None:
+    with folder_everyone_enters() as folder:
+        path = folder / "model.safetensors"
+        path.write_bytes(EARLIER)
+        path.chmod(0o644)
+        folder.chmod(0o555)
+        report = outcome_without_privileges(lambda: save_parameters(path, known_parameters()))
+        assert report == f"CheckpointWriteError PermissionError {errno.EACCES}"
+        assert_untouched(path)
 
 
 def test_a_missing_folder_is_a_write_error_and_creates_nothing(tmp_path: Path) -> None:
