@@ -108,7 +108,8 @@ def _add_bench(commands: _Subcommands) -> None:
         help="peak memory and time of saving and loading a table, against the safetensors package",
         description=(
             "Save and load a 128256x4096 float32 table (2.1 GB) with save_parameters and "
-            "load_parameters, and with safetensors.numpy's save_file and load_file, each in a "
+            "load_parameters (also into an existing table), and with safetensors.numpy's "
+            "save_file and load_file, each in a "
             "fresh process, and print each one's time, traced peak and peak resident memory as "
             "multiples of the table's bytes. Needs about 4.5 GB of memory and 4.5 GB of disk."
         ),
