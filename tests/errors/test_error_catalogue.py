@@ -30,11 +30,12 @@ from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
-from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
+from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, SplitMix64
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
+from checkpoint_support import CHECKPOINT_TRIGGERS
 from checks import NumpyWithFailing
 from conftest import KNOWN_TABLE
 
@@ -226,6 +227,10 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "NotAParameterLeafError": lambda: NamedParameter.from_value(
         "w", TensorValue.constant(Tensor((1,), [1.0]))
     ),
+    "ParameterCollectionTypeError": lambda: NamedParameters(None),  # type: ignore[arg-type]
+    "NotANamedParameterError": lambda: NamedParameters([layer().table.tensor]),  # type: ignore[list-item]
+    "DuplicateParameterNameError": lambda: NamedParameters([layer().table, layer().table]),
+    "UnknownParameterError": lambda: layer().parameters()["w"],
     # llm_from_scratch.nn
     "EmbeddingInitializationError": lambda: Embedding.new("Token", 4, 2, SplitMix64.from_seed(0)),
     "TableRankError": lambda: Embedding.from_parameter(
@@ -239,6 +244,8 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "TokenIdTypeError": lambda: layer()([0, True]),
     "TokenIdOutOfBoundsError": lambda: layer()([1, 4, 9]),
     "IndexAllocationError": lambda: layer().forward(range(2**62), (2**31, 2**31)),
+    # llm_from_scratch.nn.checkpoint: one failing call per class, in tests/checkpoint_support.py
+    **CHECKPOINT_TRIGGERS,
     # the other modules
     "OptimizerError": lambda: SGD(layer().parameters(), learning_rate=0.0),
     "GradientCheckError": lambda: check_gradient(lambda p: p, parameter((2,))),

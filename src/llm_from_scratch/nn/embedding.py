@@ -25,6 +25,7 @@ from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn.init import (
     InitializationError,
     NamedParameter,
+    NamedParameters,
     SplitMix64,
     ZeroFanInError,
     ZeroFanOutError,
@@ -248,9 +249,10 @@ class Embedding(
 
     # Reading ------------------------------------------------------------------------------------
 
-    def parameters(self) -> tuple[NamedParameter]:
-        """The layer's parameters: a one-element tuple holding :attr:`table`."""
-        return (self.table,)
+    def parameters(self) -> NamedParameters:
+        """The layer's parameters: a one-element :class:`NamedParameters` holding :attr:`table`
+        (the same leaf)."""
+        return NamedParameters((self.table,))
 
     def __repr__(self) -> str:
         return (

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
@@ -242,8 +244,8 @@ def validate_parameter_name(name: object) -> str:
 
 
 def xavier_limit(fan_in: int, fan_out: int) -> float:
-    """``sqrt(6 / (fan_in + fan_out))``, the Glorot uniform bound."""
-    return math.sqrt(6.0 / (fan_in + fan_out))
+    """``sqrt(6 / (fan_in + fan_out))``, the Glorot uniform bound (see :func:`xavier_scale`)."""
+    return xavier_scale(fan_in, fan_out).uniform_limit
 
 
 def _checked_fan(which: str, value: object) -> int:
@@ -265,11 +267,8 @@ def xavier_uniform_array(
         GeneratorTypeError: ``rng`` is not a SplitMix64.
         ParameterTableError: the shape overflows, the dtype is not a float, or no memory.
     """
-    fan_in, fan_out = _checked_fan("fan-in", fan_in), _checked_fan("fan-out", fan_out)
-    if fan_in == 0:
-        raise ZeroFanInError()
-    if fan_out == 0:
-        raise ZeroFanOutError()
+    scale = xavier_scale(fan_in, fan_out)
+    fan_in, fan_out = scale.fan_in, scale.fan_out
     if not isinstance(rng, SplitMix64):
         raise GeneratorTypeError(type(rng).__name__)
     try:
@@ -277,7 +276,7 @@ def xavier_uniform_array(
         _, count = checked_row_major_layout((fan_in, fan_out))
     except TensorError as error:
         raise ParameterTableError(str(error)) from error
-    limit = xavier_limit(fan_in, fan_out)
+    limit = scale.uniform_limit
     try:
         # NumPy raises ValueError, not MemoryError, when the byte count overflows.
         table = np.empty((fan_in, fan_out), dtype=resolved)
@@ -353,3 +352,192 @@ class NamedParameter(
 
     def __repr__(self) -> str:
         return f"NamedParameter(name={self.name!r}, shape={self.tensor.shape})"
+
+
+# Xavier scale ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class XavierScale:
+    """The Xavier (Glorot) scale of a ``[fan_in, fan_out]`` matrix; build it with
+    :func:`xavier_scale`.
+
+    The fans are checked on construction (the errors of :func:`xavier_scale`); the three
+    scales are computed from them.
+
+    Attributes:
+        fan_in: the number of rows, a positive ``int``.
+        fan_out: the number of columns, a positive ``int``.
+    """
+
+    fan_in: int
+    fan_out: int
+
+    def __post_init__(self) -> None:
+        fan_in, fan_out = _checked_fan("fan-in", self.fan_in), _checked_fan("fan-out", self.fan_out)
+        if fan_in == 0:
+            raise ZeroFanInError()
+        if fan_out == 0:
+            raise ZeroFanOutError()
+        object.__setattr__(self, "fan_in", fan_in)  # a NumPy integer becomes an int
+        object.__setattr__(self, "fan_out", fan_out)
+
+    @property
+    def target_variance(self) -> float:
+        """``2 / (fan_in + fan_out)``, the variance that keeps activations and gradients at
+        one scale."""
+        return 2.0 / (self.fan_in + self.fan_out)
+
+    @property
+    def standard_deviation(self) -> float:
+        """``sqrt(target_variance)``, the scale of a Xavier-normal table."""
+        return math.sqrt(self.target_variance)
+
+    @property
+    def uniform_limit(self) -> float:
+        """``sqrt(6 / (fan_in + fan_out))``: a uniform draw on ``[-limit, limit)`` has the target
+        variance. :func:`xavier_uniform_array` uses exactly this value."""
+        return math.sqrt(6.0 / (self.fan_in + self.fan_out))
+
+
+def xavier_scale(fan_in: int, fan_out: int) -> XavierScale:
+    """The Xavier scale of a ``[fan_in, fan_out]`` matrix.
+
+    Raises:
+        FanValueError, ZeroFanInError, ZeroFanOutError: bad fans, in this order per fan (the
+            same checks as :func:`xavier_uniform_array`).
+
+    Example:
+        >>> scale = xavier_scale(4, 2)
+        >>> scale.target_variance, scale.uniform_limit
+        (0.3333333333333333, 1.0)
+        >>> scale.standard_deviation == scale.target_variance ** 0.5
+        True
+    """
+    return XavierScale(fan_in, fan_out)
+
+
+# Named parameter collections ---------------------------------------------------------------------
+
+
+class ParameterCollectionTypeError(InitializationError, TypeError):
+    """Named parameters given as something that is not an iterable (or as a single
+    ``NamedParameter``, a ``str`` or ``bytes``)."""
+
+    template = "named parameters must be an iterable of NamedParameter, got {container_type}"
+    container_type: str
+
+
+class NotANamedParameterError(InitializationError, TypeError):
+    """An item of a named-parameter collection that is not a ``NamedParameter``."""
+
+    template = "named parameters hold NamedParameter items, got {item_type} at position {position}"
+    position: int
+    item_type: str
+
+
+class DuplicateParameterNameError(InitializationError, ValueError):
+    """The first name, in order, that repeats: ``first`` and ``repeated`` are its positions."""
+
+    template = "parameter name {name!r} appears at positions {first} and {repeated}"
+    name: str
+    first: int
+    repeated: int
+
+
+class UnknownParameterError(InitializationError, KeyError):
+    """``parameters[name]`` for a name the collection does not hold."""
+
+    template = "no parameter named {name!r}"
+    name: str
+
+    def __str__(self) -> str:  # KeyError would print the message's repr
+        return str(self.args[0])
+
+
+@dataclass(frozen=True, init=False, eq=False, repr=False)
+class NamedParameters:
+    """An ordered collection of named parameters whose names are unique.
+
+    Args:
+        parameters: an iterable of :class:`NamedParameter` (another ``NamedParameters``
+            included); the order is kept. The parameters are held, not copied.
+
+    Raises:
+        ParameterCollectionTypeError: ``parameters`` is not an iterable (a single
+            ``NamedParameter``, a ``str`` and ``bytes`` are not accepted either).
+        NotANamedParameterError, DuplicateParameterNameError: the first bad item in order:
+            one that is not a ``NamedParameter``, or one whose name an earlier item has.
+
+    Example:
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> a = NamedParameter.from_tensor("a.weight", Tensor((1,), [1.0]))
+        >>> b = NamedParameter.from_tensor("b.weight", Tensor((1,), [2.0]))
+        >>> parameters = NamedParameters([a, b])
+        >>> len(parameters), parameters.names(), parameters["b.weight"] is b
+        (2, ('a.weight', 'b.weight'), True)
+        >>> parameters.get("c.weight") is None, "a.weight" in parameters
+        (True, True)
+        >>> try:
+        ...     NamedParameters([a, b, a])
+        ... except DuplicateParameterNameError as error:
+        ...     print(error.name, error.first, error.repeated)
+        a.weight 0 2
+    """
+
+    __slots__ = ("_index", "_parameters")
+    _parameters: tuple[NamedParameter, ...]
+    _index: dict[str, int]
+
+    def __init__(self, parameters: Iterable[NamedParameter]) -> None:
+        checked = _checked_parameters(parameters)
+        object.__setattr__(self, "_parameters", checked)
+        object.__setattr__(self, "_index", {p.name: i for i, p in enumerate(checked)})
+
+    def names(self) -> tuple[str, ...]:
+        """The names, in order."""
+        return tuple(parameter.name for parameter in self._parameters)
+
+    def get(self, name: str) -> NamedParameter | None:
+        """The parameter named ``name``, or None."""
+        position = self._index.get(name) if isinstance(name, str) else None
+        return None if position is None else self._parameters[position]
+
+    def __getitem__(self, name: str) -> NamedParameter:
+        """The parameter named ``name``; :class:`UnknownParameterError` (a ``KeyError``) if
+        there is none."""
+        found = self.get(name)
+        if found is None:
+            raise UnknownParameterError(name)
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._index
+
+    def __iter__(self) -> Iterator[NamedParameter]:
+        return iter(self._parameters)
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __repr__(self) -> str:
+        return f"NamedParameters({list(self.names())!r})"
+
+
+def _checked_parameters(parameters: object) -> tuple[NamedParameter, ...]:
+    if isinstance(parameters, NamedParameter | str | bytes):
+        raise ParameterCollectionTypeError(type(parameters).__name__)
+    try:
+        items = iter(parameters)  # type: ignore[call-overload]
+    except TypeError:
+        raise ParameterCollectionTypeError(type(parameters).__name__) from None
+    checked: list[NamedParameter] = []
+    first_position: dict[str, int] = {}
+    for position, item in enumerate(items):
+        if not isinstance(item, NamedParameter):
+            raise NotANamedParameterError(position, type(item).__name__)
+        first = first_position.setdefault(item.name, position)
+        if first != position:
+            raise DuplicateParameterNameError(item.name, first, position)
+        checked.append(item)
+    return tuple(checked)

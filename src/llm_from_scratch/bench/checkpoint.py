@@ -1,0 +1,230 @@
+"""``llm-from-scratch bench checkpoint``: the memory and time of saving and loading a table.
+
+Each action runs in a fresh worker process (``python -m llm_from_scratch.bench.checkpoint
+worker ...``), so that its peak resident memory is its own:
+
+- ``save_parameters`` and ``load_parameters`` (this package), and ``load_parameters`` into an
+  existing table (``into=``), which reads the whole file into new arrays before it writes any
+  value, so it needs the table twice;
+- ``safetensors.numpy.save_file`` and ``load_file`` (the safetensors package), for comparison.
+
+A save worker (and the ``into=`` worker) first builds the table (filled in place, without
+temporaries); a load worker reads the file the ``save_parameters`` worker wrote. Each worker
+reports the action's wall time, the peak of the allocations Python traces during it
+(``tracemalloc``: NumPy arrays and Python objects, not memory maps), and the process's peak
+resident set size (``ru_maxrss``, which counts every page the process touched, mapped file
+pages included). Measuring code builds a
+:class:`CheckpointMeasurement`; :func:`format_measurements` only formats it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+import numpy as np
+
+FULL_SHAPE: Final = (128256, 4096)
+QUICK_SHAPE: Final = (8192, 1024)
+ACTIONS: Final = (
+    "save_parameters",
+    "load_parameters",
+    "load_parameters(into=)",
+    "safetensors.numpy.save_file",
+    "safetensors.numpy.load_file",
+)
+TARGET: Final = 1.5
+"""The peak resident memory a save or a load may reach, as a multiple of the table's bytes."""
+
+_FILL_CHUNK: Final = 1 << 22
+_NAME: Final = "token_embedding.weight"
+
+
+@dataclass(frozen=True)
+class CheckpointMeasurement:
+    """What one worker measured for one action on a float32 table of ``table_bytes``."""
+
+    action: str
+    table_bytes: int
+    seconds: float
+    traced_peak_bytes: int
+    peak_rss_bytes: int
+    rss_before_bytes: int
+
+    @property
+    def peak_rss_ratio(self) -> float:
+        """The process's peak resident memory over the table's bytes."""
+        return self.peak_rss_bytes / self.table_bytes
+
+    @property
+    def traced_ratio(self) -> float:
+        """The peak of the allocations traced during the action over the table's bytes."""
+        return self.traced_peak_bytes / self.table_bytes
+
+
+# The worker -------------------------------------------------------------------------------------
+
+
+def filled_table(rows: int, columns: int) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """A float32 table of uniform values in ``[0, 1)``, filled in place in chunks."""
+    table = np.empty((rows, columns), dtype=np.float32)
+    flat = table.reshape(-1)
+    generator = np.random.default_rng(18)
+    for start in range(0, flat.size, _FILL_CHUNK):
+        generator.random(dtype=np.float32, out=flat[start : start + _FILL_CHUNK])
+    return table
+
+
+def _action(name: str, path: str, rows: int, columns: int) -> Callable[[], object]:
+    """The call to measure; a save builds its table first (outside the measurement)."""
+    from safetensors.numpy import load_file, save_file
+
+    from llm_from_scratch.autograd.value import parameter_from_owned_array
+    from llm_from_scratch.nn import NamedParameter, load_parameters, save_parameters
+
+    if name == "load_parameters":
+        return lambda: load_parameters(path)
+    if name == "safetensors.numpy.load_file":
+        return lambda: load_file(path)
+    table = filled_table(rows, columns)
+    if name == "safetensors.numpy.save_file":
+        return lambda: save_file({_NAME: table}, path)
+    parameter = NamedParameter.from_value(_NAME, parameter_from_owned_array(table))
+    if name == "load_parameters(into=)":
+        return lambda: load_parameters(path, into=[parameter])
+    return lambda: save_parameters(path, [parameter])
+
+
+def _peak_rss_bytes() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # Linux reports KiB
+
+
+def _current_rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return _peak_rss_bytes()
+
+
+def measure_in_this_process(name: str, path: str, rows: int, columns: int) -> CheckpointMeasurement:
+    """Run one action here and measure it (the worker's job)."""
+    action = _action(name, path, rows, columns)
+    rss_before = _current_rss_bytes()
+    tracemalloc.start()
+    start = time.perf_counter()
+    result = action()
+    seconds = time.perf_counter() - start
+    _, traced_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del result
+    return CheckpointMeasurement(
+        name, rows * columns * 4, seconds, traced_peak, _peak_rss_bytes(), rss_before
+    )
+
+
+def worker_main(argv: Sequence[str]) -> int:
+    """``worker ACTION PATH ROWS COLUMNS``: measure and print the measurement as JSON."""
+    if len(argv) != 5 or argv[0] != "worker" or argv[1] not in ACTIONS:
+        print(f"usage: worker {{{','.join(ACTIONS)}}} PATH ROWS COLUMNS", file=sys.stderr)
+        return 2
+    name, path, rows, columns = argv[1], argv[2], int(argv[3]), int(argv[4])
+    print(json.dumps(asdict(measure_in_this_process(name, path, rows, columns))))
+    return 0
+
+
+# The command ------------------------------------------------------------------------------------
+
+
+def measure_in_worker(name: str, path: str, rows: int, columns: int) -> CheckpointMeasurement:
+    """Run one action in a fresh worker process and read back its measurement."""
+    command = [sys.executable, "-m", "llm_from_scratch.bench.checkpoint", "worker"]
+    output = subprocess.run(
+        [*command, name, path, str(rows), str(columns)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return CheckpointMeasurement(**json.loads(output.strip().splitlines()[-1]))
+
+
+def measure_all(rows: int, columns: int, folder: str) -> list[CheckpointMeasurement]:
+    """Every action in turn, each in its own worker; the files are removed afterwards."""
+    ours, theirs = (
+        os.path.join(folder, "ours.safetensors"),
+        os.path.join(folder, "theirs.safetensors"),
+    )
+    paths = {
+        "save_parameters": ours,
+        "load_parameters": ours,
+        "load_parameters(into=)": ours,
+        "safetensors.numpy.save_file": theirs,
+        "safetensors.numpy.load_file": ours,
+    }
+    measurements = []
+    try:
+        for name in ACTIONS:
+            print(
+                f"measuring {name} on a {rows}x{columns} float32 table...",
+                file=sys.stderr,
+                flush=True,
+            )
+            measurements.append(measure_in_worker(name, paths[name], rows, columns))
+    finally:
+        for path in (ours, theirs):
+            if os.path.exists(path):
+                os.unlink(path)
+    return measurements
+
+
+def format_measurements(rows: int, columns: int, measurements: list[CheckpointMeasurement]) -> str:
+    """A plain-text table of the measurements and the targets they meet or miss."""
+    table_bytes = rows * columns * 4
+    lines = [
+        f"{rows}x{columns} float32 table: {table_bytes:,} bytes ({table_bytes / 2**30:.2f} GiB); "
+        "each action in a fresh process",
+        f"  {'action':<30}{'seconds':>9}{'traced peak':>14}{'peak RSS':>12}{'RSS before':>12}",
+    ]
+    for item in measurements:
+        lines.append(
+            f"  {item.action:<30}{item.seconds:>9.2f}{item.traced_ratio:>13.3f}x"
+            f"{item.peak_rss_ratio:>11.3f}x{item.rss_before_bytes / table_bytes:>11.3f}x"
+        )
+    lines.append("  (traced peak, peak RSS and RSS before: multiples of the table's bytes)")
+    if (rows, columns) != FULL_SHAPE:
+        lines.append(
+            f"  the {TARGET}x targets are for the {FULL_SHAPE[0]}x{FULL_SHAPE[1]} table, where "
+            "the interpreter's own memory is small beside it: run without --quick"
+        )
+        return "\n".join(lines) + "\n"
+    for item in measurements:
+        if item.action in ("save_parameters", "load_parameters"):
+            verdict = "met" if item.peak_rss_ratio < TARGET else "NOT met"
+            lines.append(
+                f"  target: {item.action} peak RSS < {TARGET}x table: {verdict} "
+                f"({item.peak_rss_ratio:.3f}x)"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def run(quick: bool = False, directory: str | None = None) -> int:
+    """Measure every action, print progress to stderr and the table to stdout."""
+    rows, columns = QUICK_SHAPE if quick else FULL_SHAPE
+    with tempfile.TemporaryDirectory(prefix="bench-checkpoint-", dir=directory) as folder:
+        measurements = measure_all(rows, columns, folder)
+    sys.stdout.write(format_measurements(rows, columns, measurements))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main(sys.argv[1:]))

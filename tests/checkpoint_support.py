@@ -1,0 +1,242 @@
+"""Support for the checkpoint tests: safetensors files built byte by byte, and one failing
+public call per checkpoint error (for the error catalogue).
+
+The builders do not use the library: a file is 8 bytes of little-endian header length, the JSON
+header, then the data. ``safetensors_file`` lays tensors out the way the format requires;
+``file_with_header`` takes any header text (a lying one included).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+import llm_from_scratch.nn.checkpoint.reading as reading_module
+from llm_from_scratch.nn import (
+    CheckpointError,
+    Embedding,
+    NamedParameter,
+    NamedParameters,
+    load_parameters,
+    save_parameters,
+)
+from llm_from_scratch.tensor import Tensor
+
+from checks import NumpyWithFailing
+from conftest import KNOWN_TABLE
+
+KNOWN_TABLE_HEADER = (
+    b'{"token_embedding.weight":{"dtype":"F64","shape":[4,2],"data_offsets":[0,64]}}'
+)
+"""The header our writer produces for the chapter's 4x2 float64 table (before padding)."""
+
+CODES = {
+    np.dtype("<f8"): "F64",
+    np.dtype("<f4"): "F32",
+    np.dtype("<f2"): "F16",
+    np.dtype("<i8"): "I64",
+    np.dtype("<i4"): "I32",
+    np.dtype("bool"): "BOOL",
+    np.dtype("uint8"): "U8",
+}
+
+
+def file_with_header(header: bytes | str | object, data: bytes = b"", *, pad: bool = True) -> bytes:
+    """The bytes of a file with this header (JSON text, or an object dumped as JSON) and data.
+
+    With ``pad``, the header is padded with spaces so that the data starts at a multiple of 8.
+    """
+    if isinstance(header, str):
+        text = header.encode("utf-8")
+    elif isinstance(header, bytes):
+        text = header
+    else:
+        text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    if pad:
+        text += b" " * (-(8 + len(text)) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def safetensors_file(
+    tensors: Sequence[tuple[str, npt.NDArray[np.generic]]],
+    metadata: dict[str, str] | None = None,
+    *,
+    codes: dict[str, str] | None = None,
+) -> bytes:
+    """A valid file holding ``tensors`` in the given order; ``codes`` overrides a tensor's
+    dtype code (for BF16, whose bits are given as ``uint16``)."""
+    header: dict[str, object] = {} if metadata is None else {"__metadata__": metadata}
+    data = b""
+    for name, array in tensors:
+        raw = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
+        code = (codes or {}).get(name) or CODES[array.dtype.newbyteorder("<")]
+        header[name] = {
+            "dtype": code,
+            "shape": list(array.shape),
+            "data_offsets": [len(data), len(data) + len(raw)],
+        }
+        data += raw
+    return file_with_header(header, data)
+
+
+def known_table_file() -> bytes:
+    """The chapter's 4x2 table as a float64 file."""
+    table = np.array([[10, 11], [20, 21], [30, 31], [40, 41]], dtype=np.float64)
+    return safetensors_file([("token_embedding.weight", table)])
+
+
+def write_file(folder: Path, content: bytes, name: str = "model.safetensors") -> Path:
+    path = folder / name
+    path.write_bytes(content)
+    return path
+
+
+# Without root's override of file permissions ---------------------------------------------------
+
+
+def outcome(call: Callable[[], object]) -> str:
+    """``"ok"``, or the CheckpointError's class and its cause's class and errno."""
+    try:
+        call()
+    except CheckpointError as error:
+        cause = getattr(error, "cause", None)
+        return f"{type(error).__name__} {type(cause).__name__} {getattr(cause, 'errno', None)}"
+    return "ok"
+
+
+def outcome_without_privileges(call: Callable[[], object]) -> str:
+    """:func:`outcome` of ``call`` run by a user whom file permissions bind.
+
+    Root reads and writes anywhere, so as root the call runs in a forked child that has become
+    the user ``nobody`` (the files it touches must be in folders every user can enter).
+    """
+    if os.geteuid() != 0:
+        return outcome(call)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (runs in the child, which never returns)
+        try:
+            os.close(read_end)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(write_end, outcome(call).encode())
+        except BaseException as error:
+            os.write(write_end, repr(error).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        report = pipe.read().decode()
+    os.waitpid(child, 0)
+    return report
+
+
+@contextmanager
+def folder_everyone_enters() -> Iterator[Path]:
+    """A new folder, mode 0755, outside the per-user pytest folders; removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="checkpoint-permissions-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+# One failing public call per checkpoint error ---------------------------------------------------
+
+
+def known_parameters(shape: tuple[int, int] = (4, 2), dtype: type = np.float64) -> NamedParameters:
+    values = np.array(KNOWN_TABLE[: shape[0] * shape[1]])
+    table = Tensor(shape, values, dtype=dtype)
+    return Embedding.from_parameter(
+        NamedParameter.from_tensor("token_embedding.weight", table)
+    ).parameters()
+
+
+def load_from(content: bytes, **options: object) -> Callable[[], object]:
+    """A call that loads ``content`` from a file in a new temporary folder."""
+
+    def call() -> object:
+        with tempfile.TemporaryDirectory() as folder:
+            return load_parameters(write_file(Path(folder), content), **options)  # type: ignore[arg-type]
+
+    return call
+
+
+def save_with(**options: object) -> Callable[[], object]:
+    """A call that saves the known table into a new temporary folder."""
+
+    def call() -> object:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "model.safetensors"
+            return save_parameters(path, known_parameters(), **options)  # type: ignore[arg-type]
+
+    return call
+
+
+def load_without_memory() -> object:
+    original = reading_module.np
+    reading_module.np = NumpyWithFailing("empty")  # type: ignore[assignment]
+    try:
+        return load_from(known_table_file())()
+    finally:
+        reading_module.np = original
+
+
+def entry(dtype: str, shape: list[int], begin: int, end: int) -> dict[str, object]:
+    return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
+
+
+MISSING_FOLDER = Path(tempfile.gettempdir()) / "no-such-folder-for-checkpoints" / "m.safetensors"
+
+CHECKPOINT_TRIGGERS: dict[str, Callable[[], object]] = {
+    "CheckpointPathTypeError": lambda: load_parameters(5),  # type: ignore[arg-type]
+    "LoadDtypeError": lambda: load_parameters("model.safetensors", dtype=np.int64),
+    "TensorNamesTypeError": lambda: load_parameters("model.safetensors", names="w"),
+    "MetadataTypeError": save_with(metadata={"rows": 4}),
+    "CheckpointReadError": lambda: load_parameters(MISSING_FOLDER),
+    "CheckpointWriteError": lambda: save_parameters(MISSING_FOLDER, known_parameters()),
+    "TruncatedCheckpointError": load_from(known_table_file()[:-1]),
+    "TrailingDataError": load_from(known_table_file() + b"\x00"),
+    "HeaderSizeError": load_from(struct.pack("<Q", 10**9) + b"{}"),
+    "HeaderJsonError": load_from(file_with_header("[4, 2]")),
+    "DuplicateTensorKeyError": load_from(
+        file_with_header(
+            '{"w":{"dtype":"F64","shape":[],"data_offsets":[0,8]},'
+            '"w":{"dtype":"F64","shape":[],"data_offsets":[0,8]}}',
+            bytes(8),
+        )
+    ),
+    "MetadataFormatError": load_from(file_with_header({"__metadata__": {"rows": 4}})),
+    "TensorEntryError": load_from(file_with_header({"w": entry("F80", [1], 0, 10)}, bytes(10))),
+    "TensorSizeMismatchError": load_from(
+        file_with_header({"w": entry("F64", [4, 2], 0, 32)}, bytes(32))
+    ),
+    "TensorOffsetsError": load_from(
+        file_with_header({"a": entry("F64", [1], 0, 8), "b": entry("F64", [1], 16, 24)}, bytes(24))
+    ),
+    "MissingTensorsError": load_from(known_table_file(), names=["output.weight"]),
+    "TensorNameError": load_from(safetensors_file([("LayerNorm.weight", np.ones(2))])),
+    "UnsupportedDtypeError": load_from(safetensors_file([("position_ids", np.arange(2))])),
+    "ConversionRequiredError": load_from(safetensors_file([("w", np.ones(2, np.float16))])),
+    "ParameterSetMismatchError": load_from(
+        known_table_file(),
+        into=[NamedParameter.from_tensor("output.weight", Tensor((4, 2), KNOWN_TABLE))],
+    ),
+    "ParameterShapeMismatchError": load_from(known_table_file(), into=known_parameters((2, 2))),
+    "ParameterDtypeMismatchError": load_from(
+        known_table_file(), into=known_parameters(dtype=np.float32)
+    ),
+    "CheckpointAllocationError": load_without_memory,
+    "NonFiniteValueError": load_from(safetensors_file([("w", np.array([1.0, np.nan]))])),
+}

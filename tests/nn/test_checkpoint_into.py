@@ -1,0 +1,206 @@
+"""``load_parameters(into=...)``: values written in place, all or nothing."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import llm_from_scratch.nn.checkpoint.files as files_module
+from llm_from_scratch.autograd import StaleValueError
+from llm_from_scratch.nn import Embedding, NamedParameter, load_parameters, save_parameters
+from llm_from_scratch.nn.checkpoint import (
+    CheckpointReadError,
+    NonFiniteValueError,
+    ParameterDtypeMismatchError,
+    ParameterSetMismatchError,
+    ParameterShapeMismatchError,
+    TruncatedCheckpointError,
+)
+from llm_from_scratch.tensor import Tensor
+
+from checkpoint_support import safetensors_file, write_file
+from conftest import KNOWN_TABLE
+
+NEW_TABLE = np.arange(8, dtype=np.float64).reshape(4, 2) / 4.0
+
+
+def trained_layer() -> Embedding:
+    """The known table with a stored row-sparse gradient (rows 1 and 2)."""
+    table = NamedParameter.from_tensor("token_embedding.weight", Tensor((4, 2), KNOWN_TABLE))
+    layer = Embedding.from_parameter(table)
+    layer([[2, 1, 2]]).backward_with_seed(np.array([[[1, 0], [0, 2], [3, 4]]], dtype=float))
+    return layer
+
+
+def state(layer: Embedding) -> tuple[bytes, list[list[float]], int]:
+    leaf = layer.table.tensor
+    return leaf.numpy().tobytes(), leaf.gradient.tolist(), leaf.value_revision
+
+
+def test_into_writes_the_values_into_the_same_leaf_bumps_its_revision_and_keeps_the_gradient(
+    tmp_path: Path,
+) -> None:
+    layer = trained_layer()
+    before = state(layer)
+    path = write_file(tmp_path, safetensors_file([("token_embedding.weight", NEW_TABLE)]))
+    returned = load_parameters(path, into=layer.parameters())
+    assert returned["token_embedding.weight"] is layer.table
+    leaf = layer.table.tensor
+    assert leaf.numpy().tolist() == NEW_TABLE.tolist()
+    assert leaf.gradient.tolist() == before[1]
+    assert leaf.value_revision == before[2] + 1
+
+
+def test_a_graph_recorded_before_the_load_refuses_to_run_backward(tmp_path: Path) -> None:
+    layer = trained_layer()
+    output = layer([[3, 0]])
+    path = write_file(tmp_path, safetensors_file([("token_embedding.weight", NEW_TABLE)]))
+    load_parameters(path, into=layer.parameters())
+    with pytest.raises(StaleValueError):
+        output.backward_with_seed(np.ones((1, 2, 2)))
+    fresh = layer([[3, 0]])
+    assert fresh.numpy().tolist() == [[[1.5, 1.75], [0.0, 0.25]]]
+
+
+def test_into_a_float32_table_from_a_bfloat16_file_with_an_explicit_dtype(tmp_path: Path) -> None:
+    table = NamedParameter.from_tensor(
+        "token_embedding.weight", Tensor((4, 2), KNOWN_TABLE, dtype=np.float32)
+    )
+    layer = Embedding.from_parameter(table)
+    halves = (np.array(KNOWN_TABLE, dtype=np.float32).reshape(4, 2) / 8).view(np.uint32) >> 16
+    content = safetensors_file(
+        [("token_embedding.weight", halves.astype(np.uint16))],
+        codes={"token_embedding.weight": "BF16"},
+    )
+    load_parameters(write_file(tmp_path, content), into=[layer.table], dtype=np.float32)
+    assert layer.table.tensor.numpy().tolist() == (np.array(KNOWN_TABLE).reshape(4, 2) / 8).tolist()
+
+
+def test_into_a_subset_with_names(tmp_path: Path) -> None:
+    layer = trained_layer()
+    content = safetensors_file(
+        [("position_ids", np.arange(3)), ("token_embedding.weight", NEW_TABLE)]
+    )
+    path = write_file(tmp_path, content)
+    load_parameters(path, into=layer.parameters(), names=layer.parameters().names())
+    assert layer.table.tensor.numpy().tolist() == NEW_TABLE.tolist()
+
+
+@pytest.mark.parametrize(
+    ("tensors", "error", "fields"),
+    [
+        (
+            [("token_embedding.weight", np.zeros((2, 4)))],
+            ParameterShapeMismatchError,
+            {"name": "token_embedding.weight", "expected": (4, 2), "actual": (2, 4)},
+        ),
+        (
+            [("token_embedding.weight", NEW_TABLE.astype(np.float32))],
+            ParameterDtypeMismatchError,
+            {"name": "token_embedding.weight", "expected": "float64", "actual": "float32"},
+        ),
+        (
+            [("output.weight", NEW_TABLE)],
+            ParameterSetMismatchError,
+            {"missing": ("token_embedding.weight",), "unexpected": ("output.weight",)},
+        ),
+        (
+            [("token_embedding.weight", NEW_TABLE), ("output.bias", np.zeros(2))],
+            ParameterSetMismatchError,
+            {"missing": (), "unexpected": ("output.bias",)},
+        ),
+        (
+            [],
+            ParameterSetMismatchError,
+            {"missing": ("token_embedding.weight",), "unexpected": ()},
+        ),
+    ],
+)
+def test_a_mismatch_is_reported_and_changes_nothing(
+    tmp_path: Path, tensors: list[tuple[str, np.ndarray]], error: type, fields: dict[str, object]
+) -> None:
+    layer = trained_layer()
+    before = state(layer)
+    path = write_file(tmp_path, safetensors_file(tensors))
+    with pytest.raises(error) as caught:
+        load_parameters(path, into=layer.parameters())
+    assert type(caught.value) is error and caught.value.path == str(path)
+    assert {name: getattr(caught.value, name) for name in fields} == fields
+    assert state(layer) == before
+
+
+def two_tables() -> tuple[NamedParameter, NamedParameter]:
+    first = NamedParameter.from_tensor("a.weight", Tensor((2, 2), [1, 2, 3, 4]))
+    second = NamedParameter.from_tensor("b.weight", Tensor((2, 2), [5, 6, 7, 8]))
+    return first, second
+
+
+def snapshot(*parameters: NamedParameter) -> list[tuple[bytes, int]]:
+    return [(p.tensor.numpy().tobytes(), p.tensor.value_revision) for p in parameters]
+
+
+def test_a_non_finite_value_in_the_last_tensor_leaves_the_first_unchanged(
+    tmp_path: Path,
+) -> None:
+    first, second = two_tables()
+    before = snapshot(first, second)
+    content = safetensors_file(
+        [("a.weight", np.zeros((2, 2))), ("b.weight", np.array([[0.0, 1.0], [np.nan, 2.0]]))]
+    )
+    with pytest.raises(NonFiniteValueError) as caught:
+        load_parameters(write_file(tmp_path, content), into=[first, second])
+    assert (caught.value.name, caught.value.position) == ("b.weight", 2)
+    assert snapshot(first, second) == before
+
+
+class FileFailingAtRead(io.FileIO):
+    """A file whose ``failing_read``-th ``readinto`` (counting from 1) ends early or fails."""
+
+    failing_read = 4  # the length, the header, the first tensor, then the second tensor
+    failure: OSError | None = None  # None: the file ends there
+
+    def __init__(self, path: str, mode: str = "rb", buffering: int = 0) -> None:
+        super().__init__(path, mode)
+        self.reads = 0
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        self.reads += 1
+        if self.reads == self.failing_read:
+            if self.failure is not None:
+                raise self.failure
+            return 0
+        return super().readinto(buffer) or 0
+
+
+def test_a_read_failure_after_the_first_tensor_leaves_every_leaf_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = two_tables()
+    before = snapshot(first, second)
+    path = tmp_path / "model.safetensors"
+    save_parameters(path, [first, second])
+    monkeypatch.setattr(FileFailingAtRead, "failure", OSError(5, "Input/output error"))
+    monkeypatch.setattr(files_module, "open", FileFailingAtRead, raising=False)
+    with pytest.raises(CheckpointReadError) as caught:
+        load_parameters(path, into=[first, second])
+    assert caught.value.cause.errno == 5 and caught.value.path == str(path)
+    assert snapshot(first, second) == before
+
+
+def test_a_file_that_ends_early_while_it_is_read_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = two_tables()
+    before = snapshot(first, second)
+    path = tmp_path / "model.safetensors"
+    save_parameters(path, [first, second])
+    data_start = path.stat().st_size - 64
+    monkeypatch.setattr(files_module, "open", FileFailingAtRead, raising=False)
+    with pytest.raises(TruncatedCheckpointError) as caught:
+        load_parameters(path, into=[first, second])
+    error = caught.value
+    assert (error.expected, error.actual) == (data_start + 64, data_start + 32)
+    assert snapshot(first, second) == before
