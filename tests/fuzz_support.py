@@ -24,10 +24,12 @@ from hypothesis.errors import InvalidArgument
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.tensor import (
     INDEX_LIMIT,
+    MAX_AXES,
     NegativeExtentError,
     NonIntegerExtentError,
     ShapeOverflowError,
     ShapeTypeError,
+    TooManyAxesError,
 )
 
 INTEGER_DTYPES = (
@@ -130,6 +132,8 @@ def reference_layout(shape: object) -> tuple[tuple[int, ...], int] | Raises:
         return Raises(ShapeTypeError, {"shape": shape})
     extents: list[int] = []
     for axis, extent in enumerate(shape):
+        if axis == MAX_AXES:
+            return Raises(TooManyAxesError, {"limit": MAX_AXES})
         if isinstance(extent, bool | np.bool_) or not isinstance(extent, numbers.Integral):
             return Raises(NonIntegerExtentError, {"axis": axis, "extent": extent})
         if int(extent) < 0:
@@ -151,7 +155,7 @@ class IdScan:
 
     container_problem: bool = False
     count: int = 0
-    bad_kind: str | None = None  # "type" or "bounds"
+    bad_kind: str | None = None  # "type", "bounds", or "dtype" (an empty non-integer array)
     bad_position: int = 0
     bad_value: object = None
     ids: tuple[int, ...] = ()
@@ -165,7 +169,9 @@ def reference_scan(ids: object, rows: int) -> IdScan:
         if ids.dtype.kind == "O":
             items: list[object] = list(ids.tolist())
         else:
-            if ids.size and ids.dtype.kind not in "iu":
+            if ids.dtype.kind not in "iu":
+                if not ids.size:
+                    return IdScan(bad_kind="dtype", bad_value=str(ids.dtype))
                 return IdScan(
                     count=ids.size, bad_kind="type", bad_position=0, bad_value=ids[0].item()
                 )

@@ -1,12 +1,13 @@
 """Property tests: shapes and tensors either raise the documented error or equal the reference.
 
 ``checked_row_major_layout`` is compared with a plain loop over the extents; ``Tensor`` with the
-contract's order (shape, dtype, value types, value count); values handed out are read-only and
-independent of the caller's arrays.
+contract's order (shape, dtype, container, value count, then each value); values handed out are
+read-only and independent of the caller's arrays.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -21,6 +22,7 @@ from llm_from_scratch.tensor import (
     ShapeOverflowError,
     Tensor,
     TensorAllocationError,
+    TensorValueOverflowError,
     TensorValueTypeError,
     checked_row_major_layout,
 )
@@ -86,7 +88,8 @@ def value_containers(count: int) -> st.SearchStrategy[object]:
 
 
 def expected_tensor(shape: object, values: object, dtype: object) -> Outcome:
-    """Shape, dtype, value types, value count, then a NumPy-representable shape."""
+    """Shape, dtype, container, value count, a NumPy-representable shape, then each value in
+    flat order (a non-real one, or one whose conversion to ``dtype`` overflows)."""
     layout = reference_layout(shape)
     if isinstance(layout, Raises):
         return layout
@@ -97,24 +100,30 @@ def expected_tensor(shape: object, values: object, dtype: object) -> Outcome:
     if isinstance(values, np.ndarray):
         if values.dtype.kind not in "biuf":
             return Raises(TensorValueTypeError)
-        flat = values.reshape(-1)
+        items: list[object] = values.reshape(-1).tolist()
     elif not isinstance(values, list | tuple):
         return Raises(TensorValueTypeError)
     else:
-        if not all(isinstance(value, numbers.Real) for value in values):
-            return Raises(TensorValueTypeError)
-        try:
-            with np.errstate(over="ignore"):  # 1e300 as float32 is inf, as in Tensor itself
-                flat = np.asarray(values, dtype=dtype)
-        except OverflowError:
-            return Raises(TensorValueTypeError)
-    if flat.size != layout[1]:
-        return Raises(DataLengthMismatchError, {"expected": layout[1], "actual": int(flat.size)})
+        items = list(values)
+    if len(items) != layout[1]:
+        return Raises(DataLengthMismatchError, {"expected": layout[1], "actual": len(items)})
     extents = tuple(int(extent) for extent in shape)  # type: ignore[attr-defined]
     if numpy_cannot_hold(extents, np.dtype(dtype).itemsize):  # type: ignore[arg-type]
         return Raises(ShapeOverflowError, {"shape": extents})
-    with np.errstate(over="ignore"):
-        return Returns(np.array(flat, dtype=dtype).reshape(extents))  # type: ignore[call-overload]
+    converted = []
+    for position, value in enumerate(items):
+        if not isinstance(value, numbers.Real):
+            return Raises(TensorValueTypeError)
+        try:
+            wide = float(value)
+        except OverflowError:
+            return Raises(TensorValueOverflowError, {"position": position, "value": value})
+        with np.errstate(over="ignore"):
+            narrow = np.array(wide, dtype=dtype)  # type: ignore[call-overload]
+        if math.isfinite(wide) and not np.isfinite(narrow):
+            return Raises(TensorValueOverflowError, {"position": position, "value": value})
+        converted.append(narrow)
+    return Returns(np.array(converted, dtype=dtype).reshape(extents))  # type: ignore[call-overload]
 
 
 @given(shapes(), st.data(), st.sampled_from([np.float64, np.float64, np.float32, np.int64]))
@@ -125,8 +134,7 @@ def test_a_tensor_raises_the_documented_error_or_holds_a_read_only_copy_of_the_v
     size = count[1] if not isinstance(count, Raises) and count[1] <= 12 else 2
     values = data.draw(value_containers(size), label="values")
     expected = expected_tensor(shape, values, dtype)
-    with np.errstate(over="ignore"):
-        tensor = check_outcome(lambda: Tensor(shape, values, dtype=dtype), expected)  # type: ignore[arg-type]
+    tensor = check_outcome(lambda: Tensor(shape, values, dtype=dtype), expected)  # type: ignore[arg-type]
     if isinstance(expected, Returns):
         reference = expected.value
         assert tensor.shape == reference.shape  # type: ignore[attr-defined]

@@ -42,6 +42,7 @@ from llm_from_scratch.tensor import (
 from fuzz_support import Raises, check_error, failing_numpy, leaf_state, within_seconds
 
 HUGE_SHAPE = (2**31, 2**31)
+FITTING_HUGE_SHAPE = (2**30, 2**31)  # with the known table's d = 2 the output still fits
 MEBIBYTE = 1 << 20
 
 
@@ -118,8 +119,8 @@ def test_a_huge_lazy_sequence_of_the_right_length_is_an_index_allocation_error(
     known_layer: Embedding,
 ) -> None:
     with within_seconds(1.0), pytest.raises(IndexAllocationError) as caught:
-        known_layer.forward(range(2**62), HUGE_SHAPE)
-    assert caught.value.elements == 2**62
+        known_layer.forward(range(2**61), FITTING_HUGE_SHAPE)
+    assert caught.value.elements == 2**61
     assert isinstance(caught.value.__cause__, MemoryError)
 
 
@@ -127,7 +128,15 @@ def test_gather_rows_of_a_huge_lazy_sequence_is_a_typed_allocation_error(
     known_layer: Embedding,
 ) -> None:
     with within_seconds(1.0), pytest.raises(OutputAllocationError):
-        known_layer.table.tensor.gather_rows(range(2**62), HUGE_SHAPE)
+        known_layer.table.tensor.gather_rows(range(2**61), FITTING_HUGE_SHAPE)
+
+
+def test_a_huge_lazy_sequence_whose_output_overflows_is_a_shape_error_before_any_id_is_read(
+    known_layer: Embedding,
+) -> None:
+    with within_seconds(1.0), pytest.raises(TokenShapeError) as caught:
+        known_layer.forward(range(2**62), HUGE_SHAPE)  # [2**31, 2**31, 2] overflows
+    check_error(caught.value.__cause__, Raises(ShapeOverflowError, {"shape": (*HUGE_SHAPE, 2)}))  # type: ignore[arg-type]
 
 
 def test_gather_rows_with_a_huge_index_shape_fails_on_the_count(known_layer: Embedding) -> None:
@@ -161,19 +170,22 @@ def test_huge_tensors_fail_fast_with_typed_errors() -> None:
     assert zeros.value.elements == 2**62
 
 
-def test_a_zero_element_output_that_overflows_the_layout_is_an_invalid_shape(
+def test_a_zero_element_output_that_overflows_the_layout_is_a_shape_error(
     known_layer: Embedding,
 ) -> None:
-    with pytest.raises(InvalidShapeError) as caught:
+    with pytest.raises(TokenShapeError) as caught:
         known_layer.forward([], (0, 2**62))
-    assert caught.value.what == "row gather output shape"
     assert isinstance(caught.value.__cause__, ShapeOverflowError)
+    with pytest.raises(InvalidShapeError) as gathered:
+        known_layer.table.tensor.gather_rows([], (0, 2**62))
+    assert gathered.value.what == "row gather output shape"
+    assert isinstance(gathered.value.__cause__, ShapeOverflowError)
 
 
 def test_a_zero_element_output_numpy_cannot_describe_is_a_typed_error(
     known_layer: Embedding,
 ) -> None:
-    with pytest.raises(InvalidShapeError):
+    with pytest.raises(TokenShapeError):
         known_layer.forward([], (2**62, 0))
 
 

@@ -10,8 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Final
 
-__all__ = ["configure_parser", "run"]
+__all__ = ["TRACE_BYTE_LIMIT", "configure_parser", "run"]
+
+TRACE_BYTE_LIMIT: Final = 1 << 20
+"""The most bytes read from a saved trace (the chapter's trace is about 2 KB); one more byte
+makes the file too large."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         text = _read_trace(args.trace)
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, UnicodeDecodeError, TraceFormatError) as error:
         return _fail(f"cannot read trace file {args.trace}: {error}")
     try:
         html = render_figure(parse_trace(text), args.lang)
@@ -78,12 +83,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_trace(source: str | None) -> str:
-    """Return the trace text, bytes decoded as UTF-8 with line endings untouched."""
+    """Return the trace text, bytes decoded as UTF-8 with line endings untouched.
+
+    At most ``TRACE_BYTE_LIMIT + 1`` bytes are read; a longer input is a ``TraceFormatError``
+    (record ``TRACE``, field ``size``).
+    """
+    from llm_from_scratch.figures.trace_parser import TraceFormatError
+
     if source is None:
         from llm_from_scratch.demos.ch18_token_embeddings import render_trace
 
         return render_trace()
-    data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    if source == "-":
+        data = sys.stdin.buffer.read(TRACE_BYTE_LIMIT + 1)
+    else:
+        with Path(source).open("rb") as stream:
+            data = stream.read(TRACE_BYTE_LIMIT + 1)
+    if len(data) > TRACE_BYTE_LIMIT:
+        raise TraceFormatError("TRACE", "size", f"at most {TRACE_BYTE_LIMIT} bytes, found more")
     return data.decode("utf-8")
 
 
