@@ -108,7 +108,8 @@ class SumSaved:
 def sum_forward(source: Node) -> Node:
     """The sum of every element. Shape: input ``[*]``, output ``[]`` (a scalar)."""
     check_operands("sum", (("input", source),))
-    value = np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
+    with np.errstate(over="ignore", invalid="ignore"):  # an infinite sum is its value
+        value = np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
     return record("sum", (("input", source),), value, SumSaved(source.array.shape), sum_vjp)
 
 
