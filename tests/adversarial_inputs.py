@@ -145,6 +145,27 @@ class ShowsOtherValues(np.ndarray):  # type: ignore[type-arg]
         return np.zeros(self.shape, dtype=dtype or self.dtype)
 
 
+class LiesAboutItsLayout(np.ndarray):  # type: ignore[type-arg]
+    """An ndarray subclass whose Python-level ``dtype``, ``shape``, ``ndim`` and ``size`` all
+    answer something else than the array it is."""
+
+    @property  # type: ignore[misc]
+    def dtype(self) -> Any:
+        return np.dtype(object)
+
+    @property  # type: ignore[misc]
+    def shape(self) -> Any:
+        return (0,)
+
+    @property  # type: ignore[misc]
+    def ndim(self) -> Any:
+        return 1
+
+    @property  # type: ignore[misc]
+    def size(self) -> Any:
+        return 0
+
+
 class CountedSequence(Sequence[object]):
     """A sequence whose ``len()`` answers ``length`` but that holds ``items``; counts reads."""
 

@@ -32,6 +32,7 @@ from adversarial_inputs import (
     ChangingInteger,
     CountedSequence,
     FailingInteger,
+    LiesAboutItsLayout,
     ShowsOtherValues,
     array_layouts,
     masks,
@@ -294,3 +295,14 @@ def test_other_array_subclasses_are_read_as_the_data_they_hold(tmp_path: Any) ->
     with pytest.raises(TokenIdTypeError) as caught:
         layer.forward(records, (1,))
     assert caught.value.position == 0
+
+
+def test_an_array_subclass_that_lies_about_its_dtype_and_shape_is_read_as_it_is() -> None:
+    layer = trained_layer()
+    grid = np.array([[2, 1], [0, 3]], dtype=np.int16).view(LiesAboutItsLayout)
+    assert layer(grid).numpy().tolist() == TABLE[[[2, 1], [0, 3]]].tolist()
+    flat = np.array([3, 2, 1], dtype=np.int64).view(LiesAboutItsLayout)
+    assert layer.forward(flat, (3,)).numpy().tolist() == TABLE[[3, 2, 1]].tolist()
+    with pytest.raises(TokenCountMismatchError) as caught:
+        layer.forward(flat, (0,))
+    assert caught.value.actual == 3

@@ -25,7 +25,13 @@ from llm_from_scratch.tensor import (
     TensorValueTypeError,
 )
 
-from adversarial_inputs import ChangingReal, ShowsOtherValues, array_layouts, masks
+from adversarial_inputs import (
+    ChangingReal,
+    LiesAboutItsLayout,
+    ShowsOtherValues,
+    array_layouts,
+    masks,
+)
 from fuzz_support import Raises, check_error, within_seconds
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -203,3 +209,9 @@ def test_the_first_bad_value_in_flat_order_wins_between_a_type_error_and_an_over
     else:
         assert type(caught.value) is TensorValueOverflowError
         assert caught.value.position == first
+
+
+def test_an_array_subclass_that_lies_about_its_layout_gives_its_real_values() -> None:
+    values = np.array([[1.5, 2.5], [3.5, 4.5]]).view(LiesAboutItsLayout)
+    assert Tensor((4,), values).flat_values() == [1.5, 2.5, 3.5, 4.5]
+    assert Tensor(np.array([2, 2]).view(LiesAboutItsLayout), values).shape == (2, 2)

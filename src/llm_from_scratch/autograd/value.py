@@ -276,7 +276,7 @@ class TensorValue(
         elif (
             isinstance(seed, np.ndarray)
             and not is_masked_array(seed)
-            and seed.dtype.kind in "biuf"
+            and plain_view(seed).dtype.kind in "biuf"
         ):
             array = plain_view(seed)
         else:

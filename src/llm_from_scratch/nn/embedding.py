@@ -339,7 +339,9 @@ class Embedding(
         Shape:
             ``ids``: ``[*]``; output: ``[*, d]``.
         """
-        if isinstance(ids, np.ndarray) and (is_masked_array(ids) or ids.dtype.kind != "O"):
+        if isinstance(ids, np.ndarray) and (
+            is_masked_array(ids) or plain_view(ids).dtype.kind != "O"
+        ):
             plan = checked_row_gather_plan_of_array(
                 ids, self._table_shape, self._itemsize, _TOKEN_ID_ERRORS
             )
@@ -371,8 +373,9 @@ def _flattened_nest(
     flat IDs; then a walk that insists on a regular shape. No ID is read here.
     """
     if isinstance(ids, np.ndarray):  # an object array: its elements may be lists themselves
-        _reserved(int(ids.size))
-        ids = plain_view(ids).tolist()
+        plain = plain_view(ids)
+        _reserved(int(plain.size))
+        ids = plain.tolist()
     shape = _claimed_shape(ids)
     try:
         _, count = checked_row_major_layout(shape)

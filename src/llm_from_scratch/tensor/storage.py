@@ -153,7 +153,7 @@ def checked_shape(shape: object) -> Shape:
         raise ShapeTypeError(shape)
     source: Iterable[object] = shape
     if isinstance(shape, np.ndarray):
-        if is_masked_array(shape) or shape.ndim != 1:
+        if is_masked_array(shape) or plain_view(shape).ndim != 1:
             raise ShapeTypeError(shape)
         source = plain_view(shape)
     try:
