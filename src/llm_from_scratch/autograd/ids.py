@@ -40,6 +40,9 @@ from llm_from_scratch.tensor.storage import (
 )
 
 _CHUNK: Final = 1 << 16  # items converted per block (bounds temporary memory)
+_EXACT_AS_INDEX: Final = frozenset(
+    np.dtype(code) for code in np.typecodes["AllInteger"] if np.can_cast(code, np.intp)
+)  # every native integer dtype whose values all fit an index (all but uint64 on 64 bits)
 _END: Final = object()
 
 
@@ -152,7 +155,7 @@ def _read_array(array: np.ndarray[Any, Any], rows: int) -> IndexArray | IdProble
         if array.size == 0:
             return IdProblem("dtype", 0, array.dtype)
         return IdProblem("type", 0, array.flat[0].item())
-    if np.can_cast(array.dtype, np.intp):
+    if array.dtype in _EXACT_AS_INDEX:
         indices: IndexArray = _copied(array, np.dtype(np.intp))
         return _first_out_of_bounds(indices, rows) or indices
     owned = _copied(array, array.dtype)  # uint64: checked in its own dtype, then converted
@@ -164,9 +167,10 @@ def _read_array(array: np.ndarray[Any, Any], rows: int) -> IndexArray | IdProble
 
 def _copied(array: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     """One read of ``array`` (any rank, any layout) into a new flat buffer, in row-major order."""
-    buffer = _reserved(array.size, dtype)
-    np.copyto(buffer.reshape(array.shape), array)
-    return buffer
+    try:
+        return array.astype(dtype, order="C").reshape(-1)  # a plain ndarray's own method
+    except ValueError as error:  # NumPy: the byte count does not fit a signed 64-bit size
+        raise MemoryError(f"cannot reserve {array.size} indices") from error
 
 
 def _first_out_of_bounds(buffer: np.ndarray[Any, Any], rows: int) -> IdProblem | None:

@@ -149,6 +149,10 @@ def checked_shape(shape: object) -> Shape:
         NonIntegerExtentError: an extent is not an integer (``bool`` counts as non-integer).
         NegativeExtentError: an extent is negative.
     """
+    if type(shape) is tuple and len(shape) <= MAX_AXES and all(
+        type(extent) is int and extent >= 0 for extent in shape
+    ):
+        return shape  # Python ints cannot change: nothing to convert
     if isinstance(shape, str | bytes) or not isinstance(shape, Iterable):
         raise ShapeTypeError(shape)
     source: Iterable[object] = shape
@@ -508,9 +512,12 @@ def _store(
 ) -> None:
     """Cast ``wide`` into ``out``; a finite value that becomes infinite is an overflow, reported
     with the caller's own value (``originals``) or the wide one."""
+    if out.dtype.itemsize >= wide.dtype.itemsize:
+        np.copyto(out, wide, casting="unsafe")  # widening or the same: exact
+        return
     with np.errstate(over="ignore"):
         np.copyto(out, wide, casting="unsafe")
-    if out.dtype.itemsize >= wide.dtype.itemsize or bool(np.isfinite(out).all()):
+    if bool(np.isfinite(out).all()):
         return
     overflowed = np.flatnonzero(np.isfinite(wide) & ~np.isfinite(out))
     if overflowed.size:
