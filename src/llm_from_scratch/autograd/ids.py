@@ -111,7 +111,7 @@ class FlatIds:
             IdContainerError: a masked array.
         """
         flat = object.__new__(cls)
-        flat._array = None
+        flat._array, flat._items = None, ()
         flat._hold_array(_plain_ids(ids))
         return flat
 

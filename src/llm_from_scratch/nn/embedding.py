@@ -331,10 +331,17 @@ class Embedding(
         """Look up rows for ``ids``, an integer array or nested lists; its shape is the token shape.
 
         An array (any subclass, read through its plain data; not a masked one) is looked up
-        without being flattened first. Nested lists and tuples are read level by level: at
-        most ``MAX_AXES`` levels (a list that contains itself is a
-        :class:`TokenIdNestingError`), then the shape they claim is checked and the flat IDs
-        reserved before the nest is walked for raggedness.
+        without being flattened first. For nested lists and tuples (a list or tuple subclass is
+        read as the items it holds), the shape is taken from the first items, at most
+        ``MAX_AXES`` levels deep (a list that contains itself is a
+        :class:`TokenIdNestingError`); that shape and the output shape are checked and room
+        for the flat IDs reserved before the nest is walked for raggedness.
+
+        Raises:
+            TokenIdContainerError: a masked array, or ragged nested lists.
+            TokenIdNestingError: lists nested deeper than ``MAX_AXES`` levels.
+            TokenShapeError, TokenIdDtypeError, IndexAllocationError, TokenIdTypeError,
+                TokenIdOutOfBoundsError: as :meth:`forward`.
 
         Shape:
             ``ids``: ``[*]``; output: ``[*, d]``.
