@@ -19,6 +19,7 @@ import numpy as np
 
 from llm_from_scratch.autograd import (
     GatherIndexCountError,
+    GatherIndexDtypeError,
     GatherIndexOutOfBoundsError,
     GatherIndexTypeError,
     GraphReleasedError,
@@ -38,6 +39,7 @@ from llm_from_scratch.nn import (
     TableRankError,
     TokenCountMismatchError,
     TokenIdContainerError,
+    TokenIdDtypeError,
     TokenIdOutOfBoundsError,
     TokenIdTypeError,
     TokenShapeError,
@@ -62,10 +64,13 @@ from llm_from_scratch.tensor import (
     ShapeOverflowError,
     ShapeTypeError,
     TensorAllocationError,
+    TensorValueOverflowError,
     TensorValueTypeError,
+    TooManyAxesError,
 )
 
 INDEX_LIMIT = 2**63 - 1  # the largest element count, and byte count, a layout may have
+MAX_AXES = 64 if int(np.__version__.split(".")[0]) >= 2 else 32  # NumPy's own limit on axes
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
@@ -100,6 +105,8 @@ def row_major_layout(shape: object) -> tuple[tuple[int, ...], int] | Raises:
         return Raises(ShapeTypeError, {"shape": shape})
     extents: list[int] = []
     for axis, extent in enumerate(shape):
+        if axis == MAX_AXES:
+            return Raises(TooManyAxesError, {"limit": MAX_AXES})
         if isinstance(extent, bool | np.bool_) or not isinstance(extent, numbers.Integral):
             return Raises(NonIntegerExtentError, {"axis": axis, "extent": extent})
         if int(extent) < 0:
@@ -130,8 +137,9 @@ def numpy_cannot_hold(extents: Sequence[int], itemsize: int) -> bool:
 
 
 def expected_tensor(shape: object, values: object, dtype: object) -> Outcome:
-    """``Tensor(shape, values, dtype)``: shape, dtype, value types, value count, then a shape
-    NumPy can describe; the result is the values in row-major order."""
+    """``Tensor(shape, values, dtype)``: shape, dtype, container, value count, a shape NumPy
+    can describe, then each value in flat order (a non-real one, or one whose conversion to
+    ``dtype`` overflows); the result is the values in row-major order."""
     layout = row_major_layout(shape)
     if isinstance(layout, Raises):
         return layout
@@ -142,24 +150,31 @@ def expected_tensor(shape: object, values: object, dtype: object) -> Outcome:
     if isinstance(values, np.ndarray):
         if values.dtype.kind not in "biuf":
             return Raises(TensorValueTypeError)
-        flat = values.reshape(-1)
+        items: list[object] = values.reshape(-1).tolist()
     elif not isinstance(values, list | tuple):
         return Raises(TensorValueTypeError)
     else:
-        if not all(isinstance(value, numbers.Real) for value in values):
-            return Raises(TensorValueTypeError)
-        try:
-            with np.errstate(over="ignore"):  # 1e300 as float32 is inf, as in Tensor itself
-                flat = np.asarray(values, dtype=dtype)
-        except OverflowError:
-            return Raises(TensorValueTypeError)
-    if flat.size != layout[1]:
-        return Raises(DataLengthMismatchError, {"expected": layout[1], "actual": int(flat.size)})
+        items = list(values)
+    if len(items) != layout[1]:
+        return Raises(DataLengthMismatchError, {"expected": layout[1], "actual": len(items)})
     extents = tuple(int(extent) for extent in shape)  # type: ignore[attr-defined]
     if numpy_cannot_hold(extents, np.dtype(dtype).itemsize):  # type: ignore[arg-type]
         return Raises(ShapeOverflowError, {"shape": extents})
-    with np.errstate(over="ignore"):
-        return Returns(np.array(flat, dtype=dtype).reshape(extents))  # type: ignore[call-overload]
+    converted = []
+    for position, value in enumerate(items):
+        if not isinstance(value, numbers.Real):
+            return Raises(TensorValueTypeError)
+        overflow = {"position": position, "value": value, "dtype": np.dtype(dtype).name}  # type: ignore[call-overload]
+        try:
+            wide = float(value)
+        except OverflowError:
+            return Raises(TensorValueOverflowError, overflow)
+        with np.errstate(over="ignore"):
+            narrow = np.array(wide, dtype=dtype)  # type: ignore[call-overload]
+        if math.isfinite(wide) and not np.isfinite(narrow):
+            return Raises(TensorValueOverflowError, overflow)
+        converted.append(narrow)
+    return Returns(np.array(converted, dtype=dtype).reshape(extents))  # type: ignore[call-overload]
 
 
 def expected_zeros(shape: object) -> Outcome:
@@ -183,7 +198,7 @@ class IdScan:
 
     container_problem: bool = False
     count: int = 0
-    bad_kind: str | None = None  # "type" or "bounds"
+    bad_kind: str | None = None  # "type", "bounds", or "dtype" (an empty non-integer array)
     bad_position: int = 0
     bad_value: object = None
     ids: tuple[int, ...] = ()
@@ -197,7 +212,9 @@ def scan_flat_ids(ids: object, rows: int) -> IdScan:
         if ids.dtype.kind == "O":
             items: list[object] = list(ids.tolist())
         else:
-            if ids.size and ids.dtype.kind not in "iu":
+            if ids.dtype.kind not in "iu":
+                if not ids.size:
+                    return IdScan(bad_kind="dtype", bad_value=str(ids.dtype))
                 return IdScan(
                     count=ids.size, bad_kind="type", bad_position=0, bad_value=ids[0].item()
                 )
@@ -293,6 +310,20 @@ def expected_lookup(
     if scan.count != layout[1]:
         attributes = {"expected": layout[1], "actual": scan.count}
         return Raises(TokenCountMismatchError if forward else GatherIndexCountError, attributes)
+    output_shape = (*(int(extent) for extent in shape), width)  # type: ignore[attr-defined]
+    output_layout = row_major_layout(output_shape)
+    if not isinstance(output_layout, Raises) and numpy_cannot_hold(
+        output_shape, table.dtype.itemsize
+    ):  # its bytes overflow: even with no element NumPy cannot describe it
+        output_layout = Raises(ShapeOverflowError, {"shape": output_shape})
+    if isinstance(output_layout, Raises):  # found before any ID is read
+        if forward:
+            return Raises(TokenShapeError, {"token_shape": shape}, cause=output_layout)
+        attributes = {"what": "row gather output shape", "shape": output_shape}
+        return Raises(InvalidShapeError, attributes, cause=output_layout)
+    if scan.bad_kind == "dtype":
+        error = TokenIdDtypeError if forward else GatherIndexDtypeError
+        return Raises(error, {"position": None, "value": None, "dtype": scan.bad_value})
     if scan.bad_kind == "type":
         where = {"position": scan.bad_position, "value": scan.bad_value}
         return Raises(TokenIdTypeError if forward else GatherIndexTypeError, where)
@@ -301,13 +332,6 @@ def expected_lookup(
         if forward:
             return Raises(TokenIdOutOfBoundsError, {**where, "vocabulary_size": rows})
         return Raises(GatherIndexOutOfBoundsError, {**where, "rows": rows})
-    output_shape = (*(int(extent) for extent in shape), width)  # type: ignore[attr-defined]
-    output_layout = row_major_layout(output_shape)
-    if isinstance(output_layout, Raises) or numpy_cannot_hold(output_shape, table.dtype.itemsize):
-        # only a zero-count shape gets this far: the output has no element, but no layout
-        overflow = Raises(ShapeOverflowError, {"shape": output_shape})
-        attributes = {"what": "row gather output shape", "shape": output_shape}
-        return Raises(InvalidShapeError, attributes, cause=overflow)
     return Returns(plain_lookup(table, scan.ids).reshape(output_shape))
 
 

@@ -6,6 +6,8 @@ perturbed copies of the values, and reads the analytic gradient from another fre
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -24,7 +26,8 @@ Loss = Callable[[TensorValue], TensorValue]
 
 
 class GradientCheckError(StructuredError, ValueError):
-    """The loss is not a scalar, or the parameter is not a parameter leaf."""
+    """A bad argument (a loss that is not callable, a value that is no parameter leaf, a step
+    or tolerance out of range), or a loss that is not a scalar TensorValue."""
 
     template = "{detail}"
     detail: str
@@ -65,17 +68,36 @@ def check_gradient(
     Args:
         loss: builds a scalar loss from a parameter leaf.
         parameter: the parameter whose values are probed (not modified).
-        step: the perturbation ``h`` of each coordinate.
-        tolerance: the largest absolute disagreement that passes.
+        step: the perturbation ``h`` of each coordinate: a finite real number above zero
+            (not a bool) whose double is finite, read once by ``float()``.
+        tolerance: the largest absolute disagreement that passes: a finite real number, zero
+            or above (not a bool), read once by ``float()``.
+
+    Raises:
+        GradientCheckError: in this order, ``loss`` is not callable, ``parameter`` is not a
+            parameter leaf, a bad ``step``, a bad ``tolerance``; then a loss that is not a
+            scalar TensorValue, or a step that takes a probed value out of the finite range.
 
     Example:
         >>> w = TensorValue.parameter(Tensor((2,), [3.0, -1.0]))
         >>> check_gradient(lambda p: p.mul(p).sum(), w).passed
         True
     """
+    if not callable(loss):
+        raise GradientCheckError(f"the loss must be callable, got {type(loss).__name__}")
     if not isinstance(parameter, TensorValue) or parameter.kind != "parameter":
         kind = parameter.kind if isinstance(parameter, TensorValue) else type(parameter).__name__
         raise GradientCheckError(f"the probe needs a parameter leaf, got a {kind}")
+    h = _real(step)
+    if not (h > 0 and math.isfinite(2.0 * h)):
+        raise GradientCheckError(
+            f"the step must be a real number above zero whose double is finite, got {step!r}"
+        )
+    limit = _real(tolerance)
+    if not (limit >= 0 and math.isfinite(limit)):
+        raise GradientCheckError(
+            f"the tolerance must be a finite real number, zero or above, got {tolerance!r}"
+        )
     values = parameter.value_snapshot().numpy()
     analytic = _analytic(loss, values)
     numeric = np.zeros(values.shape, dtype=np.float64)
@@ -83,22 +105,35 @@ def check_gradient(
     flat_numeric = numeric.reshape(-1)
     for index in range(flat_values.size):
         plus, minus = (np.array(flat_values, dtype=values.dtype) for _ in range(2))
-        plus[index] += step
-        minus[index] -= step
+        with np.errstate(over="ignore"):
+            plus[index] += h
+            minus[index] -= h
+        if not (np.isfinite(plus[index]) and np.isfinite(minus[index])):
+            raise GradientCheckError(
+                f"the step {h!r} takes the value at flat position {index} out of the finite range"
+            )
         difference = _loss_value(loss, plus, values.shape) - _loss_value(loss, minus, values.shape)
-        flat_numeric[index] = difference / (2.0 * step)
+        flat_numeric[index] = difference / (2.0 * h)
     errors = np.abs(analytic - numeric).reshape(-1)
     worst = int(np.argmax(errors)) if errors.size else 0
     return GradientCheck(
-        analytic, numeric, float(errors[worst]) if errors.size else 0.0, worst, tolerance
+        analytic, numeric, float(errors[worst]) if errors.size else 0.0, worst, limit
     )
+
+
+def _real(value: object) -> float:
+    """``float(value)`` (one read) for a real number that is not a bool, else NaN."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError, ArithmeticError):
+        return math.nan
 
 
 def _analytic(loss: Loss, values: FloatArray) -> FloatArray:
     leaf = TensorValue.parameter(Tensor(values.shape, values, dtype=values.dtype))
-    result = loss(leaf)
-    if result.shape != ():
-        raise GradientCheckError(f"the loss must be a scalar, got shape {list(result.shape)}")
+    result = _scalar(loss(leaf))
     result.backward()
     gradient = leaf.gradient_snapshot()
     if gradient is None:
@@ -109,4 +144,12 @@ def _analytic(loss: Loss, values: FloatArray) -> FloatArray:
 def _loss_value(loss: Loss, flat: FloatArray, shape: tuple[int, ...]) -> float:
     leaf = TensorValue.parameter(Tensor(shape, flat, dtype=flat.dtype))
     with no_grad():
-        return float(loss(leaf).numpy())
+        return float(_scalar(loss(leaf)).numpy())
+
+
+def _scalar(result: object) -> TensorValue:
+    if not isinstance(result, TensorValue):
+        raise GradientCheckError(f"the loss must return a TensorValue, got {type(result).__name__}")
+    if result.shape != ():
+        raise GradientCheckError(f"the loss must be a scalar, got shape {list(result.shape)}")
+    return result

@@ -168,6 +168,12 @@ def parameter(shape: tuple[int, ...], dtype: type = np.float64) -> TensorValue:
     return TensorValue.parameter(Tensor(shape, np.arange(count, dtype=float), dtype=dtype))
 
 
+def self_containing_list() -> list[object]:
+    nest: list[object] = []
+    nest.append(nest)
+    return nest
+
+
 def add_without_memory() -> None:
     original = ops_module.np
     ops_module.np = NumpyWithFailing("add")  # type: ignore[assignment]
@@ -183,8 +189,10 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "NonIntegerExtentError": lambda: checked_row_major_layout((2, 1.5)),
     "NegativeExtentError": lambda: checked_row_major_layout((2, -1)),
     "ShapeOverflowError": lambda: checked_row_major_layout((2**32, 2**32)),
+    "TooManyAxesError": lambda: checked_row_major_layout((1,) * 65),
     "DataLengthMismatchError": lambda: Tensor((2, 2), [1.0, 2.0, 3.0]),
     "TensorValueTypeError": lambda: Tensor((2,), [1.0, None]),  # type: ignore[list-item]
+    "TensorValueOverflowError": lambda: Tensor((1,), [1e300], dtype=np.float32),
     "TensorAllocationError": lambda: Tensor.zeros((2**31, 2**31)),
     # llm_from_scratch.autograd
     "OperandTypeError": lambda: parameter((2,)).add(3),  # type: ignore[arg-type]
@@ -196,6 +204,7 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "IndexContainerError": lambda: parameter((4, 2)).gather_rows(5, ()),
     "GatherIndexCountError": lambda: parameter((4, 2)).gather_rows([0, 1], (3,)),
     "GatherIndexTypeError": lambda: parameter((4, 2)).gather_rows([0, 1.5], (2,)),
+    "GatherIndexDtypeError": lambda: parameter((4, 2)).gather_rows(np.array([], float), (0,)),
     "GatherIndexOutOfBoundsError": lambda: parameter((4, 2)).gather_rows([0, 4], (2,)),
     "OutputAllocationError": add_without_memory,
     "ReleasedOperandError": lambda: released_output().sum(),
@@ -209,6 +218,7 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "StaleValueError": lambda: stale_output().backward_with_seed(np.ones((1, 3, 2))),
     "NonFiniteGradientError": lambda: layer()([0, 0]).backward_with_seed(np.full((2, 2), 1.7e308)),
     "NotAParameterError": lambda: TensorValue.constant(Tensor((1,), [1.0])).zero_grad(),
+    "NonFiniteParameterError": lambda: TensorValue.parameter(Tensor((2,), [1.0, np.nan])),
     # llm_from_scratch.autograd.gather (internal)
     "IdContainerError": lambda: FlatIds(5),
     # llm_from_scratch.nn.init
@@ -240,10 +250,12 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "ZeroEmbeddingWidthError": lambda: Embedding.new("w", 4, 0, SplitMix64.from_seed(0)),
     "TokenShapeError": lambda: layer().forward([1], (1.0,)),  # type: ignore[arg-type]
     "TokenIdContainerError": lambda: layer()([[1, 2], [3]]),
+    "TokenIdNestingError": lambda: layer()(self_containing_list()),
     "TokenCountMismatchError": lambda: layer().forward([1, 2, 3], (2, 2)),
     "TokenIdTypeError": lambda: layer()([0, True]),
+    "TokenIdDtypeError": lambda: layer().forward(np.array([], dtype=float), (0,)),
     "TokenIdOutOfBoundsError": lambda: layer()([1, 4, 9]),
-    "IndexAllocationError": lambda: layer().forward(range(2**62), (2**31, 2**31)),
+    "IndexAllocationError": lambda: layer().forward(range(2**61), (2**30, 2**31)),
     # llm_from_scratch.nn.checkpoint: one failing call per class, in tests/checkpoint_support.py
     **CHECKPOINT_TRIGGERS,
     # the other modules

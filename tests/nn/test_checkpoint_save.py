@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import llm_from_scratch.autograd.value as value_module
+from llm_from_scratch.autograd import NonFiniteParameterError
 from llm_from_scratch.nn import NamedParameter, load_parameters, save_parameters
 from llm_from_scratch.nn.checkpoint import (
     CheckpointPathTypeError,
@@ -137,9 +139,16 @@ def test_a_directory_at_the_target_path_is_left_as_it_was(tmp_path: Path) -> Non
 # Checks before anything is written ---------------------------------------------------------------
 
 
-def test_a_non_finite_parameter_is_refused_before_anything_is_written(earlier: Path) -> None:
+def test_a_non_finite_parameter_is_refused_before_anything_is_written(
+    earlier: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     good = NamedParameter.from_tensor("a.weight", Tensor((2,), [1.0, 2.0]))
-    bad = NamedParameter.from_tensor("b.weight", Tensor((2, 2), [1.0, 2.0, 3.0, float("-inf")]))
+    table = Tensor((2, 2), [1.0, 2.0, 3.0, float("-inf")])
+    with pytest.raises(NonFiniteParameterError):
+        NamedParameter.from_tensor("b.weight", table)  # no public path builds such a leaf
+    with monkeypatch.context() as patch:  # so the writer's own check is reached around that one
+        patch.setattr(value_module, "first_non_finite", lambda array: None)
+        bad = NamedParameter.from_tensor("b.weight", table)
     with pytest.raises(NonFiniteValueError) as caught:
         save_parameters(earlier, [good, bad])
     error = caught.value

@@ -36,6 +36,7 @@ from reference import Raises, expected_lookup, plain_lookup, plain_scatter
 from strategies import LookupCase, flat_id_containers, layers, lookup_cases, shapes
 
 HUGE_SHAPE = (2**31, 2**31)
+FITTING_HUGE_SHAPE = (2**30, 2**31)  # with the known table's d = 2 the output still fits
 MEBIBYTE = 1 << 20
 
 
@@ -220,24 +221,35 @@ def test_a_huge_lazy_sequence_of_the_right_length_is_an_index_allocation_error(
     known_layer: Embedding,
 ) -> None:
     with within_seconds(1.0), pytest.raises(IndexAllocationError) as caught:
-        known_layer.forward(range(2**62), HUGE_SHAPE)
-    assert caught.value.elements == 2**62
+        known_layer.forward(range(2**61), FITTING_HUGE_SHAPE)
+    assert caught.value.elements == 2**61
     assert isinstance(caught.value.__cause__, MemoryError)
 
 
-def test_a_zero_element_output_that_overflows_the_layout_is_an_invalid_shape(
+def test_a_huge_lazy_sequence_whose_output_overflows_is_a_shape_error_before_any_id_is_read(
     known_layer: Embedding,
 ) -> None:
-    with pytest.raises(InvalidShapeError) as caught:
+    with within_seconds(1.0), pytest.raises(TokenShapeError) as caught:
+        known_layer.forward(range(2**62), HUGE_SHAPE)  # [2**31, 2**31, 2] overflows
+    check_error(caught.value.__cause__, Raises(ShapeOverflowError, {"shape": (*HUGE_SHAPE, 2)}))  # type: ignore[arg-type]
+
+
+def test_a_zero_element_output_that_overflows_the_layout_is_a_shape_error(
+    known_layer: Embedding,
+) -> None:
+    with pytest.raises(TokenShapeError) as caught:
         known_layer.forward([], (0, 2**62))
-    assert caught.value.what == "row gather output shape"
     assert isinstance(caught.value.__cause__, ShapeOverflowError)
+    with pytest.raises(InvalidShapeError) as gathered:
+        known_layer.table.tensor.gather_rows([], (0, 2**62))
+    assert gathered.value.what == "row gather output shape"
+    assert isinstance(gathered.value.__cause__, ShapeOverflowError)
 
 
 def test_a_zero_element_output_numpy_cannot_describe_is_a_typed_error(
     known_layer: Embedding,
 ) -> None:
-    with pytest.raises(InvalidShapeError):
+    with pytest.raises(TokenShapeError):
         known_layer.forward([], (2**62, 0))
 
 

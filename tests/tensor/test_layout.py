@@ -20,7 +20,7 @@ from llm_from_scratch.tensor import (
 )
 
 from checks import check_outcome
-from reference import Raises, Returns, row_major_layout
+from reference import MAX_AXES, Raises, Returns, row_major_layout
 from strategies import HUGE_EXTENTS, shapes
 
 
@@ -75,7 +75,24 @@ def test_layout_rejects_a_shape_that_is_not_a_sequence() -> None:
         checked_row_major_layout("23")
 
 
-@given(st.one_of(shapes(), st.lists(st.sampled_from([0, 1, 3, *HUGE_EXTENTS]), max_size=4)))
+@st.composite
+def long_shapes(draw: st.DrawFn) -> list[object]:
+    """Shapes of about ``MAX_AXES`` extents, sometimes with one bad extent somewhere."""
+    extent = st.sampled_from([1, 1, 1, 1, 1, 2, 0])
+    shape: list[object] = draw(st.lists(extent, min_size=MAX_AXES - 2, max_size=MAX_AXES + 2))
+    bad = draw(st.sampled_from([None, None, -1, 1.5]))
+    if bad is not None:
+        shape.insert(draw(st.integers(0, len(shape))), bad)
+    return shape
+
+
+@given(
+    st.one_of(
+        shapes(),
+        st.lists(st.sampled_from([0, 1, 3, *HUGE_EXTENTS]), max_size=4),
+        long_shapes(),
+    )
+)
 def test_the_layout_raises_the_documented_error_or_equals_the_plain_loop(shape: object) -> None:
     expected = row_major_layout(shape)
     check_outcome(

@@ -2,6 +2,7 @@
 
 from llm_from_scratch.autograd.errors import (
     GatherIndexCountError,
+    GatherIndexDtypeError,
     GatherIndexOutOfBoundsError,
     GatherIndexTypeError,
     GatherTableRankError,
@@ -9,6 +10,7 @@ from llm_from_scratch.autograd.errors import (
     IndexContainerError,
     InvalidShapeError,
     NonFiniteGradientError,
+    NonFiniteParameterError,
     NonFiniteSeedError,
     NotAParameterError,
     NotRecordedError,
@@ -31,6 +33,7 @@ from llm_from_scratch.autograd.value import TensorValue
 
 __all__ = [
     "GatherIndexCountError",
+    "GatherIndexDtypeError",
     "GatherIndexOutOfBoundsError",
     "GatherIndexTypeError",
     "GatherTableRankError",
@@ -39,6 +42,7 @@ __all__ = [
     "IndexContainerError",
     "InvalidShapeError",
     "NonFiniteGradientError",
+    "NonFiniteParameterError",
     "NonFiniteSeedError",
     "NotAParameterError",
     "NotRecordedError",

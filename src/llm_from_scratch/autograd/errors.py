@@ -33,6 +33,15 @@ class NonFiniteSeedError(TensorAutodiffError, ValueError):
     value: float
 
 
+class NonFiniteParameterError(TensorAutodiffError, ValueError):
+    """A parameter leaf built from values with a NaN or an infinity (the first one in flat
+    order): every later step would blame itself for it."""
+
+    template = "parameter value {value} at flat position {position} is not finite"
+    position: int
+    value: float
+
+
 class RetentionTypeError(TensorAutodiffError, TypeError):
     """A ``retention`` argument that is not a ``GraphRetention`` member."""
 
@@ -179,8 +188,18 @@ class GatherIndexTypeError(TensorAutodiffError, TypeError):
     """A row gather index that is not an integer (bools and floats are not)."""
 
     template = "gather ID at flat position {position} must be an integer, got {value!t} {value!r}"
-    position: int
+    position: int | None  # None only for GatherIndexDtypeError: an empty array has no position
     value: object
+
+
+class GatherIndexDtypeError(GatherIndexTypeError):
+    """An empty index array of a non-integer dtype: no ID to name, so its dtype is named.
+
+    ``position`` and ``value`` are None (an empty array has neither).
+    """
+
+    template = "gather IDs must be integers, got an empty array of dtype {dtype}"
+    dtype: str
 
 
 class IndexContainerError(TensorAutodiffError, TypeError):

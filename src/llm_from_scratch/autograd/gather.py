@@ -1,9 +1,11 @@
 """The row gather (course chapter 16): one checked entry, one trusted plan, one kernel, one VJP.
 
-Public boundaries (``TensorValue.gather_rows`` and ``Embedding.forward``) validate the caller's
-IDs once with :func:`checked_row_gather_plan`, the same checks in the same order, each boundary
-naming failures with its own error family (:class:`IdErrors`). It builds a
-:class:`RowGatherPlan` through the package-internal trusted constructor
+Public boundaries (``TensorValue.gather_rows``, ``Embedding.forward`` and the layer call) validate
+the caller's IDs once with :func:`checked_row_gather_plan` (or, for an array whose own shape is
+the index shape, :func:`checked_row_gather_plan_of_array`): the same checks in the same order,
+each boundary naming failures with its own error family (:class:`IdErrors`). The IDs are read
+once into a new index buffer (:mod:`~llm_from_scratch.autograd.ids`) and checked there; that
+very buffer goes into a :class:`RowGatherPlan` through the package-internal trusted constructor
 :func:`row_gather_plan_from_validated_indices`, which re-checks nothing; the boundary hands the
 plan to :func:`~llm_from_scratch.autograd.value.gather_rows_with_plan`. The single kernel
 :func:`gather_rows_forward` copies one table row per index; its VJP :func:`gather_rows_vjp`
@@ -12,17 +14,18 @@ scatter-adds upstream rows into a row-sparse table gradient.
 
 from __future__ import annotations
 
-import numbers
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, cast
 
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import (
     GatherIndexCountError,
+    GatherIndexDtypeError,
     GatherIndexOutOfBoundsError,
     GatherIndexTypeError,
     IndexContainerError,
@@ -30,9 +33,9 @@ from llm_from_scratch.autograd.errors import (
     OutputAllocationError,
 )
 from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient
+from llm_from_scratch.autograd.ids import FlatIds, IdContainerError, IdProblem
 from llm_from_scratch.autograd.kernels import gather_rows_into
 from llm_from_scratch.autograd.tape import Node, check_operands, record
-from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import (
     FloatArray,
@@ -42,114 +45,9 @@ from llm_from_scratch.tensor.storage import (
     TensorError,
     checked_row_major_layout,
     checked_shape,
+    numpy_can_describe,
     read_only,
 )
-
-# Validating caller IDs ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class IdProblem:
-    """The first ID, in flat order, that is not an integer row: its position and value."""
-
-    kind: Literal["type", "bounds"]
-    position: int
-    value: object
-
-
-class IdContainerError(StructuredError):
-    """IDs that are not a flat sequence or a one-dimensional array; ``detail`` says why."""
-
-    template = "{detail}"
-    detail: str
-
-
-class FlatIds:
-    """A caller's flat IDs, normalized but not yet validated.
-
-    Args:
-        ids: a sequence of Python or NumPy integers, or a one-dimensional NumPy array.
-
-    Raises:
-        IdContainerError: anything else (each boundary maps it to its own error class).
-    """
-
-    __slots__ = ("_array", "_items")
-
-    def __init__(self, ids: object) -> None:
-        self._array: np.ndarray[Any, Any] | None = None
-        self._items: Sequence[object] | None = None
-        if isinstance(ids, np.ndarray):
-            if ids.ndim != 1:
-                raise IdContainerError(f"expected a one-dimensional array, got {ids.ndim} axes")
-            if ids.dtype.kind == "O":
-                self._items = ids.tolist()
-            else:
-                self._array = ids
-        elif isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
-            raise IdContainerError(f"expected a sequence of integers, got {type(ids).__name__}")
-        else:
-            self._items = ids  # not copied yet: a count mismatch must not read a single ID
-
-    @property
-    def count(self) -> int:
-        """How many IDs there are."""
-        return len(self._array) if self._array is not None else len(self._items or ())
-
-    def first_problem(self, rows: int) -> IdProblem | None:
-        """Scan once, in flat order, for the first non-integer or out-of-range ID.
-
-        A sequence is copied first, so later changes to the caller's list cannot reach the
-        index buffer (may raise ``MemoryError``).
-        """
-        if self._array is None:
-            return self._first_item_problem(rows)
-        return _first_array_problem(self._array, rows)
-
-    def to_indices(self) -> IndexArray:
-        """Convert validated IDs into a new index buffer (may raise ``MemoryError``)."""
-        if self._array is not None:
-            return self._array.astype(np.intp, copy=True)
-        return np.array(self._items, dtype=np.intp)
-
-    def _first_item_problem(self, rows: int) -> IdProblem | None:
-        items = list(self._items or ())
-        self._items = items
-        if set(map(type, items)) <= {int}:
-            try:
-                as_array = np.array(items, dtype=np.int64)
-            except OverflowError:
-                pass  # a huge int: the item-by-item scan below names its position
-            else:
-                self._items, self._array = None, as_array
-                return _first_array_problem(as_array, rows)
-        for position, value in enumerate(items):
-            problem = _item_problem(position, value, rows)
-            if problem is not None:
-                return problem
-        return None
-
-
-def _item_problem(position: int, value: object, rows: int) -> IdProblem | None:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        return IdProblem("type", position, value)
-    as_int = int(value)
-    if not 0 <= as_int < rows:
-        return IdProblem("bounds", position, as_int)
-    return None
-
-
-def _first_array_problem(array: np.ndarray[Any, Any], rows: int) -> IdProblem | None:
-    if array.size == 0:
-        return None
-    if array.dtype.kind not in "iu":
-        return IdProblem("type", 0, array[0].item())
-    low, high = int(array.min()), int(array.max())
-    if low >= 0 and high < rows:
-        return None
-    position = int(np.flatnonzero((array < 0) | (array >= rows))[0])
-    return IdProblem("bounds", position, int(array[position]))
-
 
 # The plan ----------------------------------------------------------------------------------
 
@@ -180,20 +78,19 @@ def row_gather_plan_from_validated_indices(
     indices: IndexArray, index_shape: Shape, table_shape: tuple[int, int]
 ) -> RowGatherPlan:
     """The plan's trusted constructor (package-internal): the caller has checked the rank, the
-    count and every index, and none of it is repeated.
+    count, every index and the output layout (:func:`checked_output_layout`), and none of it is
+    repeated.
 
     Takes ownership of ``indices`` (it becomes read-only).
-
-    Raises:
-        InvalidShapeError: the output shape ``index_shape + (d,)`` overflows a row-major layout.
     """
     output_shape = (*index_shape, table_shape[1])
-    try:
-        _, output_elements = checked_row_major_layout(output_shape)
-    except TensorError as error:
-        raise InvalidShapeError("row gather output shape", output_shape, error) from error
     return RowGatherPlan(
-        read_only(indices), index_shape, table_shape, output_shape, output_elements, key=_TRUSTED
+        read_only(indices),
+        index_shape,
+        table_shape,
+        output_shape,
+        math.prod(output_shape),
+        key=_TRUSTED,
     )
 
 
@@ -202,57 +99,139 @@ class IdErrors:
     """How one public boundary names the failure of each ID check (its own error family)."""
 
     shape: Callable[[object, TensorError], Exception]
+    output_shape: Callable[[object, Shape, TensorError], Exception]
     container: Callable[[str], Exception]
     count: Callable[[int, int], Exception]
     non_integer: Callable[[int, object], Exception]
+    non_integer_dtype: Callable[[str], Exception]
     out_of_bounds: Callable[[int, int, int], Exception]
     allocation: Callable[[int], Exception]
 
 
+def checked_output_layout(
+    index_shape: Shape, table_shape: tuple[int, int], itemsize: int
+) -> tuple[Shape, int]:
+    """The output shape ``index_shape + (d,)`` and its element count, checked before any ID.
+
+    An output with elements whose bytes do not fit is no layout error: allocating it fails.
+
+    Raises:
+        TensorError: the output shape has more than ``MAX_AXES`` axes, overflows the
+            row-major layout, or has no elements and NumPy cannot describe it
+            (:class:`ShapeOverflowError`).
+    """
+    output_shape = (*index_shape, table_shape[1])
+    _, elements = checked_row_major_layout(output_shape)
+    if elements == 0 and not numpy_can_describe(output_shape, itemsize):
+        raise ShapeOverflowError(output_shape)
+    return output_shape, elements
+
+
 def checked_row_gather_plan(
-    ids: object, index_shape: object, table_shape: tuple[int, int], errors: IdErrors
+    ids: object,
+    index_shape: object,
+    table_shape: tuple[int, int],
+    itemsize: int,
+    errors: IdErrors,
 ) -> RowGatherPlan:
     """Check caller IDs once, in the contract's order, then build the plan through the trusted
     constructor.
 
-    Order: the index shape's layout; the container; the count; the first non-integer or
-    out-of-range ID in flat order; the conversion into an owned index buffer.
+    Order: the index shape's layout; the container; the count; the output shape's layout (all
+    before any ID is read); an array of a non-integer dtype; the owned index buffer; the first
+    non-integer or out-of-range ID in flat order, checked in that buffer.
+
+    Args:
+        ids: flat IDs (a sequence or a one-dimensional array).
+        index_shape: the caller's shape for them.
+        table_shape: ``(V, d)``.
+        itemsize: the table's bytes per value (the output's dtype).
+        errors: how this boundary names each failure.
 
     Raises:
         The exception ``errors`` builds for the first failing check, as
         ``shape(index_shape, cause)``, ``container(detail)``, ``count(expected, actual)``,
-        ``non_integer(position, value)``, ``out_of_bounds(position, id, rows)`` or
-        ``allocation(elements)``.
+        ``output_shape(index_shape, output_shape, cause)``, ``non_integer(position, value)``,
+        ``non_integer_dtype(dtype)``, ``allocation(elements)`` or
+        ``out_of_bounds(position, id, rows)``.
     """
+    shape, expected = _checked_index_shape(index_shape, errors)
+    try:
+        flat = FlatIds(ids)
+    except IdContainerError as container:
+        raise errors.container(container.detail) from None
+    return _checked_plan(flat, index_shape, shape, expected, table_shape, itemsize, errors)
+
+
+def checked_row_gather_plan_of_array(
+    ids: np.ndarray[Any, Any], table_shape: tuple[int, int], itemsize: int, errors: IdErrors
+) -> RowGatherPlan:
+    """As :func:`checked_row_gather_plan` for an array of any rank whose own shape is the index
+    shape (the container comes first: it defines the shape)."""
+    try:
+        flat = FlatIds.of_array(ids)
+    except IdContainerError as container:
+        raise errors.container(container.detail) from None
+    shape, expected = _checked_index_shape(flat.shape, errors)
+    return _checked_plan(flat, flat.shape, shape, expected, table_shape, itemsize, errors)
+
+
+def _checked_index_shape(index_shape: object, errors: IdErrors) -> tuple[Shape, int]:
     try:
         shape = checked_shape(index_shape)
         _, expected = checked_row_major_layout(shape)
     except TensorError as error:
         raise errors.shape(index_shape, error) from error
-    try:
-        flat = FlatIds(ids)
-    except IdContainerError as container:
-        raise errors.container(container.detail) from None
+    return shape, expected
+
+
+def _checked_plan(
+    flat: FlatIds,
+    index_shape: object,
+    shape: Shape,
+    expected: int,
+    table_shape: tuple[int, int],
+    itemsize: int,
+    errors: IdErrors,
+) -> RowGatherPlan:
     if flat.count != expected:
         raise errors.count(expected, flat.count)
     try:
-        problem = flat.first_problem(table_shape[0])
-        if problem is None:
-            indices = flat.to_indices()
-    except MemoryError as error:  # copying a long sequence, or the index buffer itself
+        checked_output_layout(shape, table_shape, itemsize)
+    except TensorError as error:
+        raise errors.output_shape(index_shape, (*shape, table_shape[1]), error) from error
+    try:
+        read = flat.read(table_shape[0])
+    except MemoryError as error:  # the index buffer itself
         raise errors.allocation(expected) from error
-    if problem is not None:
-        if problem.kind == "type":
-            raise errors.non_integer(problem.position, problem.value)
-        raise errors.out_of_bounds(problem.position, cast(int, problem.value), table_shape[0])
-    return row_gather_plan_from_validated_indices(indices, shape, table_shape)
+    if isinstance(read, IdProblem):
+        raise _id_error(read, expected, table_shape[0], errors)
+    return row_gather_plan_from_validated_indices(read, shape, table_shape)
+
+
+def _id_error(problem: IdProblem, expected: int, rows: int, errors: IdErrors) -> Exception:
+    if problem.kind == "type":
+        return errors.non_integer(problem.position, problem.value)
+    if problem.kind == "dtype":
+        return errors.non_integer_dtype(str(problem.value))
+    if problem.kind == "count":
+        return errors.count(expected, cast(int, problem.value))
+    return errors.out_of_bounds(problem.position, cast(int, problem.value), rows)
+
+
+def _gather_output_shape_error(
+    index_shape: object, output_shape: Shape, cause: TensorError
+) -> Exception:
+    return InvalidShapeError("row gather output shape", output_shape, cause)
 
 
 GATHER_ID_ERRORS: Final = IdErrors(
     shape=partial(InvalidShapeError, "gather index shape"),
+    output_shape=_gather_output_shape_error,
     container=IndexContainerError,
     count=GatherIndexCountError,
     non_integer=GatherIndexTypeError,
+    non_integer_dtype=partial(GatherIndexDtypeError, None, None),
     out_of_bounds=GatherIndexOutOfBoundsError,
     allocation=partial(OutputAllocationError, "gather index conversion"),
 )
@@ -275,16 +254,13 @@ def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
     rows_out = plan.indices.size
     try:
         output = np.empty((rows_out, plan.table_shape[1]), dtype=table.array.dtype)
-        shaped = output.reshape(plan.output_shape)
-    except MemoryError as error:
+    except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
         raise OutputAllocationError("gather_rows", plan.output_elements) from error
-    except ValueError:  # a zero-element shape whose byte count NumPy cannot describe
-        overflow = ShapeOverflowError(plan.output_shape)
-        raise InvalidShapeError("row gather output shape", overflow.shape, overflow) from overflow
+    shaped = output.reshape(plan.output_shape)  # the plan's output layout was checked
     if runs_compiled(plan.output_elements):
         gather_rows_into(output, table.array, plan.indices)
     else:
-        # mode="clip" skips NumPy's own bounds pass (the plan's indices are valid).
+        # mode="clip" skips NumPy's own bounds pass: the plan's own indices were checked.
         np.take(table.array, plan.indices, axis=0, out=output, mode="clip")
     output.flags.writeable = False  # the output owns its buffer: no view can re-enable writes
     return record(

@@ -23,9 +23,11 @@ from llm_from_scratch.autograd.tape import Node, check_operands, record
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
+    ShapeOverflowError,
     TensorError,
     checked_row_major_layout,
     checked_shape,
+    numpy_can_describe,
 )
 
 
@@ -106,7 +108,8 @@ class SumSaved:
 def sum_forward(source: Node) -> Node:
     """The sum of every element. Shape: input ``[*]``, output ``[]`` (a scalar)."""
     check_operands("sum", (("input", source),))
-    value = np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
+    with np.errstate(over="ignore", invalid="ignore"):  # an infinite sum is its value
+        value = np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
     return record("sum", (("input", source),), value, SumSaved(source.array.shape), sum_vjp)
 
 
@@ -126,7 +129,13 @@ class ReshapeSaved:
 
 
 def reshape_forward(source: Node, shape: object) -> Node:
-    """The same values in row-major order under ``shape`` (same element count)."""
+    """The same values in row-major order under ``shape`` (same element count).
+
+    Raises:
+        InvalidShapeError: the target's layout fails (more than ``MAX_AXES`` axes included), or
+            it has no elements and NumPy cannot describe it (``ShapeOverflowError``).
+        ReshapeCountMismatchError: another element count.
+    """
     try:
         target = checked_shape(shape)
         _, count = checked_row_major_layout(target)
@@ -134,6 +143,9 @@ def reshape_forward(source: Node, shape: object) -> Node:
         raise InvalidShapeError("reshape target shape", shape, error) from error
     if count != source.array.size:
         raise ReshapeCountMismatchError(source.array.shape, target, source.array.size, count)
+    if count == 0 and not numpy_can_describe(target, source.array.itemsize):
+        overflow = ShapeOverflowError(target)
+        raise InvalidShapeError("reshape target shape", shape, overflow) from overflow
     check_operands("reshape", (("input", source),))
     value = source.array.reshape(target)
     saved = ReshapeSaved(source.array.shape)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 from llm_from_scratch.autograd.errors import (
     GatherTableRankError,
+    NonFiniteParameterError,
     NonFiniteSeedError,
     NotAParameterError,
     NotScalarOutputError,
@@ -42,6 +43,8 @@ from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
     Tensor,
+    is_masked_array,
+    plain_view,
     read_only,
     tensor_without_copy,
 )
@@ -77,8 +80,17 @@ class TensorValue(
 
     @classmethod
     def parameter(cls, tensor: Tensor) -> TensorValue:
-        """A trainable leaf holding a copy of ``tensor``'s values; its gradient starts at zero."""
+        """A trainable leaf holding a copy of ``tensor``'s values; its gradient starts at zero.
+
+        Raises:
+            OperandTypeError: ``tensor`` is not a Tensor.
+            NonFiniteParameterError: a value is NaN or infinite (the first in flat order).
+            OutputAllocationError: the copy or the zero gradient cannot be allocated.
+        """
         array = _leaf_array(tensor)
+        found = first_non_finite(array)
+        if found is not None:
+            raise NonFiniteParameterError(found[0], found[1])
         try:
             node = Node(array, "parameter", None)
         except MemoryError as error:  # a non-table parameter's dense zero gradient
@@ -182,7 +194,9 @@ class TensorValue(
         """Select table rows: ``output[p, :] = table[indices[p], :]``.
 
         Args:
-            indices: flat IDs in row-major order (a sequence of ints or a 1-D integer array).
+            indices: flat IDs in row-major order (a sequence of ints or a 1-D integer array),
+                each read once into the plan's own index buffer (see
+                :mod:`~llm_from_scratch.autograd.ids`).
             index_shape: the shape the IDs form.
 
         Shape:
@@ -192,8 +206,14 @@ class TensorValue(
         Raises:
             GatherTableRankError: the table is not rank two (checked first).
             InvalidShapeError: the index shape's layout is invalid.
-            IndexContainerError: ``indices`` is not a flat sequence or 1-D array.
+            IndexContainerError: ``indices`` is not a flat sequence or 1-D array (a masked
+                array included).
             GatherIndexCountError: the index count differs from the shape's element count.
+            InvalidShapeError: the output shape ``index_shape + (d,)`` does not fit
+                (``what`` is ``row gather output shape``), found before any ID is read.
+            GatherIndexDtypeError: an empty array of a non-integer dtype.
+            OutputAllocationError: the index buffer cannot be reserved (``gather index
+                conversion``).
             GatherIndexTypeError, GatherIndexOutOfBoundsError: the first bad index in flat
                 order.
             ReleasedOperandError, OutputAllocationError: from the tape.
@@ -201,7 +221,9 @@ class TensorValue(
         if len(self.shape) != 2:
             raise GatherTableRankError(len(self.shape))
         rows, width = self.shape
-        plan = checked_row_gather_plan(indices, index_shape, (rows, width), GATHER_ID_ERRORS)
+        plan = checked_row_gather_plan(
+            indices, index_shape, (rows, width), self.dtype.itemsize, GATHER_ID_ERRORS
+        )
         return gather_rows_with_plan(self, plan)
 
     # Reverse mode -----------------------------------------------------------------------------
@@ -246,10 +268,17 @@ class TensorValue(
         node.gradient = zero_gradient(node.array)
 
     def _checked_seed(self, seed: object) -> FloatArray:
+        # An ndarray subclass is read through its plain data; a masked one has missing values.
         if isinstance(seed, Tensor):
             array = seed.numpy()
-        elif isinstance(seed, np.ndarray | np.generic) and seed.dtype.kind in "biuf":
+        elif isinstance(seed, np.generic) and seed.dtype.kind in "biuf":
             array = np.asarray(seed)
+        elif (
+            isinstance(seed, np.ndarray)
+            and not is_masked_array(seed)
+            and plain_view(seed).dtype.kind in "biuf"
+        ):
+            array = plain_view(seed)
         else:
             raise SeedTypeError(type(seed).__name__)
         if array.shape != self._node.array.shape:

@@ -11,8 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Final
 
-__all__ = ["configure_parser", "run"]
+__all__ = ["TRACE_BYTE_LIMIT", "configure_parser", "run"]
+
+TRACE_BYTE_LIMIT: Final = 1 << 20
+"""The most bytes read from a saved trace (the chapter's trace is about 2 KB); one more byte
+makes the file too large."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +77,7 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
     else:
         try:
             text = _read_trace(args.trace)
-        except (OSError, UnicodeDecodeError) as error:
+        except (OSError, UnicodeDecodeError, TraceFormatError) as error:
             return _fail(f"cannot read trace file {args.trace}: {error}")
     try:
         html = render_figure(parse_trace(text), args.lang)
@@ -86,8 +91,20 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
 
 
 def _read_trace(source: str) -> str:
-    """Return the trace text, bytes decoded as UTF-8 with line endings untouched."""
-    data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    """Return the trace text, bytes decoded as UTF-8 with line endings untouched.
+
+    At most ``TRACE_BYTE_LIMIT + 1`` bytes are read; a longer input is a ``TraceFormatError``
+    (record ``TRACE``, field ``size``).
+    """
+    from llm_from_scratch.figures.trace_parser import TraceFormatError
+
+    if source == "-":
+        data = sys.stdin.buffer.read(TRACE_BYTE_LIMIT + 1)
+    else:
+        with Path(source).open("rb") as stream:
+            data = stream.read(TRACE_BYTE_LIMIT + 1)
+    if len(data) > TRACE_BYTE_LIMIT:
+        raise TraceFormatError("TRACE", "size", f"at most {TRACE_BYTE_LIMIT} bytes, found more")
     return data.decode("utf-8")
 
 

@@ -1,8 +1,9 @@
 """The token embedding layer (course chapter 18).
 
 ``Embedding`` owns one named ``[V, d]`` parameter. :meth:`Embedding.forward` is the public
-boundary: it checks the token shape, the ID count and every ID once, in that order, and converts
-the IDs into a trusted row-gather plan, which it hands to the package-internal
+boundary: it checks the token shape, the ID count, the output shape and every ID once, in that
+order, reading each ID once into the trusted row-gather plan's own index buffer (see
+:mod:`~llm_from_scratch.autograd.ids`), which it hands to the package-internal
 :func:`~llm_from_scratch.autograd.value.gather_rows_with_plan`. The kernel and VJP are the ones
 :meth:`TensorValue.gather_rows` uses.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -19,7 +21,12 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.gather import IdErrors, checked_row_gather_plan
+from llm_from_scratch.autograd.gather import (
+    IdErrors,
+    checked_output_layout,
+    checked_row_gather_plan,
+    checked_row_gather_plan_of_array,
+)
 from llm_from_scratch.autograd.value import gather_rows_with_plan
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn.init import (
@@ -32,8 +39,12 @@ from llm_from_scratch.nn.init import (
 )
 from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import (
+    MAX_AXES,
     Shape,
     TensorError,
+    checked_row_major_layout,
+    is_masked_array,
+    plain_view,
 )
 
 _TRUSTED: Final = object()  # the key of the trusted constructors below
@@ -86,6 +97,13 @@ class TokenIdContainerError(EmbeddingError, TypeError):
     detail: str
 
 
+class TokenIdNestingError(TokenIdContainerError):
+    """Nested lists deeper than an array can have axes (``limit``), for example a list that
+    contains itself."""
+
+    limit: int
+
+
 class TokenCountMismatchError(EmbeddingError, ValueError):
     """A flat ID count that differs from the token shape's element count."""
 
@@ -110,8 +128,18 @@ class TokenIdTypeError(EmbeddingError, TypeError):
     """The first ID, in flat order, that is not an integer (bools and floats are not)."""
 
     template = "token ID at flat position {position} must be an integer, got {value!t} {value!r}"
-    position: int
+    position: int | None  # None only for TokenIdDtypeError: an empty array has no position
     value: object
+
+
+class TokenIdDtypeError(TokenIdTypeError):
+    """An empty ID array of a non-integer dtype: there is no ID to name, so the dtype is named.
+
+    ``position`` and ``value`` are None (an empty array has neither).
+    """
+
+    template = "token IDs must be integers, got an empty array of dtype {dtype}"
+    dtype: str
 
 
 class IndexAllocationError(EmbeddingError, MemoryError):
@@ -121,11 +149,17 @@ class IndexAllocationError(EmbeddingError, MemoryError):
     elements: int
 
 
+def _output_shape_error(token_shape: object, output_shape: Shape, cause: TensorError) -> Exception:
+    return TokenShapeError(token_shape, cause)  # the token shape does not fit this layer
+
+
 _TOKEN_ID_ERRORS: Final = IdErrors(
     shape=TokenShapeError,
+    output_shape=_output_shape_error,
     container=TokenIdContainerError,
     count=TokenCountMismatchError,
     non_integer=TokenIdTypeError,
+    non_integer_dtype=partial(TokenIdDtypeError, None, None),
     out_of_bounds=TokenIdOutOfBoundsError,
     allocation=IndexAllocationError,
 )
@@ -269,8 +303,11 @@ class Embedding(
 
         Args:
             token_ids: flat IDs in row-major order: a sequence of ints, or a 1-D NumPy array
-                of any integer dtype.
-            token_shape: the shape the IDs form; ``()`` takes one ID.
+                of any integer dtype. Each ID is read once, into the lookup's own index
+                buffer, and checked there; an ndarray subclass is read through its plain data
+                and a masked array is refused.
+            token_shape: the shape the IDs form; ``()`` takes one ID. At most ``MAX_AXES``
+                extents are read from it.
 
         Shape:
             ``token_ids``: ``[prod(token_shape)]``; output: ``token_shape + (d,)``.
@@ -279,28 +316,55 @@ class Embedding(
             TokenShapeError: the token shape's layout is invalid (checked first).
             TokenIdContainerError: ``token_ids`` is not a flat sequence or 1-D array.
             TokenCountMismatchError: the ID count differs from the shape's element count.
+            TokenShapeError: the output shape ``token_shape + (d,)`` does not fit (too many
+                axes, a layout overflow, or a zero-element shape NumPy cannot describe),
+                found before any ID is read.
+            TokenIdDtypeError: an empty array of a non-integer dtype.
+            IndexAllocationError: the index buffer cannot be reserved.
             TokenIdTypeError, TokenIdOutOfBoundsError: the first bad ID in flat order.
-            IndexAllocationError: the IDs cannot be copied or converted into an index buffer.
             TensorAutodiffError: from the tape, as its own type.
         """
         plan = checked_row_gather_plan(
-            token_ids,
-            token_shape,
-            (self.vocabulary_size, self.embedding_width),
-            _TOKEN_ID_ERRORS,
+            token_ids, token_shape, self._table_shape, self._itemsize, _TOKEN_ID_ERRORS
         )
         return gather_rows_with_plan(self.table.tensor, plan)
 
     def __call__(self, ids: object) -> TensorValue:
         """Look up rows for ``ids``, an integer array or nested lists; its shape is the token shape.
 
+        An array (any subclass, read through its plain data; not a masked one) is looked up
+        without being flattened first. For nested lists and tuples (a list or tuple subclass is
+        read as the items it holds), the shape is taken from the first items, at most
+        ``MAX_AXES`` levels deep (a list that contains itself is a
+        :class:`TokenIdNestingError`); that shape and the output shape are checked and room
+        for the flat IDs reserved before the nest is walked for raggedness.
+
+        Raises:
+            TokenIdContainerError: a masked array, or ragged nested lists.
+            TokenIdNestingError: lists nested deeper than ``MAX_AXES`` levels.
+            TokenShapeError, TokenIdDtypeError, IndexAllocationError, TokenIdTypeError,
+                TokenIdOutOfBoundsError: as :meth:`forward`.
+
         Shape:
             ``ids``: ``[*]``; output: ``[*, d]``.
         """
-        if isinstance(ids, np.ndarray) and ids.dtype.kind != "O":
-            return self.forward(np.ascontiguousarray(ids).reshape(-1), ids.shape)
-        flat, shape = _flatten_nested(ids)
+        if isinstance(ids, np.ndarray) and (
+            is_masked_array(ids) or plain_view(ids).dtype.kind != "O"
+        ):
+            plan = checked_row_gather_plan_of_array(
+                ids, self._table_shape, self._itemsize, _TOKEN_ID_ERRORS
+            )
+            return gather_rows_with_plan(self.table.tensor, plan)
+        flat, shape = _flattened_nest(ids, self._table_shape, self._itemsize)
         return self.forward(flat, shape)
+
+    @property
+    def _table_shape(self) -> tuple[int, int]:
+        return self.vocabulary_size, self.embedding_width
+
+    @property
+    def _itemsize(self) -> int:
+        return int(self.table.tensor.dtype.itemsize)
 
 
 def _layer_of(table: NamedParameter) -> Embedding:
@@ -309,31 +373,76 @@ def _layer_of(table: NamedParameter) -> Embedding:
     return Embedding(table, rows, width, key=_TRUSTED)
 
 
-def _flatten_nested(ids: object) -> tuple[list[object], Shape]:
-    """Flatten nested lists (or a single ID) in row-major order, insisting on a regular shape."""
-    if isinstance(ids, np.ndarray):
-        return _flatten_nested(ids.tolist())
-    if not isinstance(ids, list | tuple):
-        return [ids], ()
+def _flattened_nest(
+    ids: object, table_shape: tuple[int, int], itemsize: int
+) -> tuple[list[object], Shape]:
+    """Flatten nested lists (or a single ID, or an object array) in row-major order.
+
+    Order: the nesting depth; the shape the nest claims and the output shape; room for the
+    flat IDs; then a walk that insists on a regular shape. No ID is read here.
+    """
+    if isinstance(ids, np.ndarray):  # an object array: its elements may be lists themselves
+        plain = plain_view(ids)
+        _reserved(int(plain.size))
+        ids = plain.tolist()
+    shape = _claimed_shape(ids)
+    try:
+        _, count = checked_row_major_layout(shape)
+        checked_output_layout(shape, table_shape, itemsize)
+    except TensorError as error:
+        raise TokenShapeError(shape, error) from error
+    flat = _reserved(count)
+    _fill_flat(ids, shape, flat)
+    return flat, shape
+
+
+def _claimed_shape(ids: object) -> Shape:
+    """Each level's length, following first items, at most ``MAX_AXES`` levels deep."""
     shape: list[int] = []
-    probe: object = ids
+    probe = ids
     while isinstance(probe, list | tuple):
-        shape.append(len(probe))
-        if not probe:
+        if len(shape) == MAX_AXES:
+            raise TokenIdNestingError(f"lists nested more than {MAX_AXES} deep", MAX_AXES)
+        items = _items_of(probe)
+        shape.append(len(items))
+        if not items:
             break
-        probe = probe[0]
-    flat: list[object] = []
+        probe = items[0]
+    return tuple(shape)
+
+
+def _items_of(container: list[object] | tuple[object, ...]) -> Sequence[object]:
+    """The items a list or tuple holds, read by the base class (a subclass's overrides of
+    ``len``, indexing or iteration do not run)."""
+    if type(container) in (list, tuple):
+        return container
+    if isinstance(container, list):
+        return tuple(list.__iter__(container))
+    return tuple(tuple.__iter__(container))
+
+
+def _reserved(count: int) -> list[object]:
+    try:
+        return [None] * count
+    except (MemoryError, OverflowError) as error:
+        raise IndexAllocationError(count) from error
+
+
+def _fill_flat(ids: object, shape: Shape, flat: list[object]) -> None:
+    """Write the leaves of a regular nest into ``flat`` (as long as its element count)."""
+    filled = 0
     stack: list[tuple[object, int, tuple[int, ...]]] = [(ids, 0, ())]
     while stack:
         item, depth, path = stack.pop()
         if depth == len(shape):
             if isinstance(item, list | tuple):
                 raise TokenIdContainerError(f"ragged nesting at index {list(path)}")
-            flat.append(item)
+            flat[filled] = item
+            filled += 1
             continue
-        if not isinstance(item, list | tuple) or len(item) != shape[depth]:
+        items = _items_of(item) if isinstance(item, list | tuple) else None
+        if items is None or len(items) != shape[depth]:
             raise TokenIdContainerError(
                 f"ragged nesting at index {list(path)}: expected {shape[depth]} items"
             )
-        stack.extend((item[i], depth + 1, (*path, i)) for i in reversed(range(len(item))))
-    return flat, tuple(shape)
+        stack.extend((items[i], depth + 1, (*path, i)) for i in reversed(range(len(items))))

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -23,6 +26,7 @@ from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import (
+    CONVERSION_ERRORS,
     FloatArray,
     Tensor,
     TensorError,
@@ -142,15 +146,16 @@ class SplitMix64:
     _state: int
 
     def __init__(self, state: int) -> None:
-        if isinstance(state, bool) or not isinstance(state, numbers.Integral):
-            raise SeedRangeError(state)
-        if not 0 <= int(state) <= _MASK64:
-            raise SeedRangeError(state)
-        self._state = int(state)
+        self._state = _checked_integer(state, 0, _MASK64, SeedRangeError)
 
     @classmethod
     def from_seed(cls, seed: int) -> SplitMix64:
-        """A generator whose state is ``seed``."""
+        """A generator whose state is ``seed``: any integer in ``[0, 2**64)`` but a bool,
+        read once (one ``operator.index`` call).
+
+        Raises:
+            SeedRangeError: anything else.
+        """
         return cls(seed)
 
     @property
@@ -214,7 +219,9 @@ def validate_parameter_name(name: object) -> str:
     """Return ``name`` if it is a valid parameter name, else raise at its first bad byte.
 
     Rules: non-empty; dot-separated segments, none empty (a trailing dot reports index =
-    length); every other byte lowercase ASCII, a digit or underscore.
+    length); every other byte lowercase ASCII, a digit or underscore. A ``str`` subclass is
+    read once as the plain ``str`` it holds (no overridden method runs), and that plain
+    ``str`` is what is checked and returned.
 
     Example:
         >>> validate_parameter_name("token_embedding.weight")
@@ -227,6 +234,7 @@ def validate_parameter_name(name: object) -> str:
     """
     if not isinstance(name, str):
         raise ParameterNameTypeError(type(name).__name__)
+    name = str.__str__(name)  # a str subclass is read once, as the plain str it holds
     encoded = name.encode("utf-8", errors="surrogatepass")
     if not encoded:
         raise EmptyParameterNameError(name)
@@ -249,9 +257,23 @@ def xavier_limit(fan_in: int, fan_out: int) -> float:
 
 
 def _checked_fan(which: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
-        raise FanValueError(which, value)
-    return int(value)
+    return _checked_integer(value, 0, None, partial(FanValueError, which))
+
+
+def _checked_integer(
+    value: object, low: int, high: int | None, error: Callable[[object], Exception]
+) -> int:
+    """``value`` read once (``operator.index``) if it is an integer (not a bool) in
+    ``[low, high]``; else ``error(value)``, with a failed conversion as its cause."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise error(value)
+    try:
+        as_int = operator.index(value)
+    except CONVERSION_ERRORS as conversion:
+        raise error(value) from conversion
+    if as_int < low or (high is not None and as_int > high):
+        raise error(value)
+    return as_int
 
 
 def xavier_uniform_array(
@@ -318,13 +340,24 @@ class NamedParameter(
 
     @classmethod
     def from_tensor(cls, name: str, tensor: Tensor) -> NamedParameter:
-        """A new parameter leaf holding a copy of ``tensor``, named ``name`` (checked first)."""
+        """A new parameter leaf holding a copy of ``tensor``, named ``name`` (checked first).
+
+        Raises:
+            ParameterNameError, ParameterNameTypeError: the name.
+            OperandTypeError: ``tensor`` is not a Tensor.
+            NonFiniteParameterError: a value of ``tensor`` is NaN or infinite, reported at its
+                flat position (from :meth:`TensorValue.parameter`, as its own type).
+        """
         checked = validate_parameter_name(name)
         return cls(checked, TensorValue.parameter(tensor), key=_TRUSTED)
 
     @classmethod
     def from_value(cls, name: str, value: TensorValue) -> NamedParameter:
-        """Name an existing parameter leaf (the same node, not a copy)."""
+        """Name an existing parameter leaf (the same node, not a copy).
+
+        Every parameter leaf holds finite values: :meth:`TensorValue.parameter` refuses others
+        and an optimizer step that would leave one changes nothing.
+        """
         checked = validate_parameter_name(name)
         if not isinstance(value, TensorValue) or value.kind != "parameter":
             raise NotAParameterLeafError(getattr(value, "kind", type(value).__name__))

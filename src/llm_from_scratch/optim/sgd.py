@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -12,17 +11,11 @@ from llm_from_scratch.autograd import RowSparseGradient, TensorValue
 from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import update_leaf_in_place
-from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.kernels import sgd_rows_apply, sgd_rows_stay_finite
+from llm_from_scratch.optim.validation import OptimizerError as OptimizerError
+from llm_from_scratch.optim.validation import checked_learning_rate
 from llm_from_scratch.tensor.storage import FloatArray
-
-
-class OptimizerError(StructuredError, ValueError):
-    """A bad learning rate, a value that is no parameter, or a step that would leave NaN/inf."""
-
-    template = "{detail}"
-    detail: str
 
 
 class SGD:
@@ -34,7 +27,8 @@ class SGD:
 
     Args:
         parameters: named parameters or parameter leaves.
-        learning_rate: a finite positive step size.
+        learning_rate: a finite positive step size: any real number but a bool (a NumPy
+            scalar included), read once (see :func:`checked_learning_rate`).
 
     Example:
         >>> from llm_from_scratch.nn import Embedding, SplitMix64
@@ -50,15 +44,7 @@ class SGD:
     def __init__(
         self, parameters: Iterable[NamedParameter | TensorValue], learning_rate: float
     ) -> None:
-        if not (
-            isinstance(learning_rate, float | int)
-            and not isinstance(learning_rate, bool)
-            and math.isfinite(learning_rate)
-            and learning_rate > 0
-        ):
-            raise OptimizerError(
-                f"learning rate must be finite and positive, got {learning_rate!r}"
-            )
+        rate = checked_learning_rate(learning_rate)
         if not isinstance(parameters, Iterable) or isinstance(parameters, NamedParameter):
             raise OptimizerError(
                 f"SGD needs an iterable of parameters, got {type(parameters).__name__}"
@@ -68,7 +54,7 @@ class SGD:
             if not isinstance(leaf, TensorValue) or leaf.kind != "parameter":
                 raise OptimizerError(f"SGD updates parameter leaves, got {leaf!r}")
         self._leaves = tuple(leaves)
-        self.learning_rate = float(learning_rate)
+        self.learning_rate = rate
 
     def step(self) -> None:
         """Apply one update to every parameter; if any new value is not finite, change nothing."""

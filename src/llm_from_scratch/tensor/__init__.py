@@ -2,6 +2,7 @@
 
 from llm_from_scratch.tensor.storage import (
     INDEX_LIMIT,
+    MAX_AXES,
     DataLengthMismatchError,
     NegativeExtentError,
     NonIntegerExtentError,
@@ -11,12 +12,15 @@ from llm_from_scratch.tensor.storage import (
     Tensor,
     TensorAllocationError,
     TensorError,
+    TensorValueOverflowError,
     TensorValueTypeError,
+    TooManyAxesError,
     checked_row_major_layout,
 )
 
 __all__ = [
     "INDEX_LIMIT",
+    "MAX_AXES",
     "DataLengthMismatchError",
     "NegativeExtentError",
     "NonIntegerExtentError",
@@ -26,6 +30,8 @@ __all__ = [
     "Tensor",
     "TensorAllocationError",
     "TensorError",
+    "TensorValueOverflowError",
     "TensorValueTypeError",
+    "TooManyAxesError",
     "checked_row_major_layout",
 ]

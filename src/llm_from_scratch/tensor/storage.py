@@ -7,13 +7,17 @@ strides and an element count.
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 
 import numpy as np
+from numpy.lib import NumpyVersion
 
 from llm_from_scratch.errors import StructuredError
 
@@ -27,7 +31,12 @@ IndexArray: TypeAlias = "np.ndarray[Any, np.dtype[np.intp]]"
 INDEX_LIMIT: Final = 2**63 - 1
 """The largest element count or stride a signed 64-bit index can address."""
 
+MAX_AXES: Final = 64 if NumpyVersion(np.__version__) >= "2.0.0" else 32
+"""The most axes a shape may have: NumPy's own limit (64 since NumPy 2.0, 32 before)."""
+
 SUPPORTED_DTYPES: Final = (np.dtype(np.float64), np.dtype(np.float32))
+
+_CHUNK: Final = 1 << 16  # caller values converted per block (bounds temporary memory)
 
 
 class TensorError(StructuredError):
@@ -64,6 +73,13 @@ class ShapeTypeError(TensorError, TypeError):
     shape: object
 
 
+class TooManyAxesError(TensorError, ValueError):
+    """A shape with more axes than a NumPy array can have (:data:`MAX_AXES`)."""
+
+    template = "a shape may have at most {limit} axes, got more"
+    limit: int
+
+
 class DataLengthMismatchError(TensorError, ValueError):
     """Flat values whose count differs from the shape's element count."""
 
@@ -79,6 +95,15 @@ class TensorValueTypeError(TensorError, TypeError):
     detail: str
 
 
+class TensorValueOverflowError(TensorError, OverflowError):
+    """A finite value that becomes infinite when converted to the tensor's dtype."""
+
+    template = "tensor value {value!r} at flat position {position} overflows {dtype}"
+    position: int
+    value: object
+    dtype: str
+
+
 class TensorAllocationError(TensorError, MemoryError):
     """The storage for a valid shape could not be allocated."""
 
@@ -86,25 +111,82 @@ class TensorAllocationError(TensorError, MemoryError):
     elements: int
 
 
+CONVERSION_ERRORS: Final = (TypeError, ValueError, ArithmeticError)
+"""What Python raises when a caller's value cannot be converted (``operator.index``,
+``float``): such a value is rejected with the boundary's typed error, the original as cause."""
+
+
+def is_masked_array(value: object) -> bool:
+    """True for a ``numpy.ma.MaskedArray``, whose mask marks values that are missing.
+
+    No masked array can exist before ``numpy.ma`` is imported, so this never imports it.
+    """
+    masked = sys.modules.get("numpy.ma")
+    return masked is not None and isinstance(value, masked.MaskedArray)
+
+
+def plain_view(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The data of ``array`` (any ndarray subclass) as a base-class ndarray view.
+
+    No method of the subclass runs, so what is validated and used is the memory the array
+    holds, not what its overridden methods would show. Check :func:`is_masked_array` first:
+    a masked array's data includes the values its mask calls missing.
+    """
+    return np.ndarray.view(array, np.ndarray)
+
+
 def checked_shape(shape: object) -> Shape:
     """Return ``shape`` as a tuple of Python ints, rejecting non-integer or negative extents.
 
+    Each extent is read once (``operator.index``), and at most ``MAX_AXES + 1`` extents are
+    read from any iterable, so an endless one fails at once. A NumPy array is read through
+    :func:`plain_view` and must be one-dimensional.
+
     Raises:
-        ShapeTypeError: ``shape`` is not a sequence.
+        ShapeTypeError: ``shape`` is not a sequence (a ``str``, ``bytes``, a 0-d, N-d or masked
+            array, a non-iterable).
+        TooManyAxesError: more than :data:`MAX_AXES` extents.
         NonIntegerExtentError: an extent is not an integer (``bool`` counts as non-integer).
         NegativeExtentError: an extent is negative.
     """
+    if type(shape) is tuple and len(shape) <= MAX_AXES and all(
+        type(extent) is int and extent >= 0 for extent in shape
+    ):
+        return shape  # Python ints cannot change: nothing to convert
+    extents: list[int] = []
+    for axis, extent in enumerate(islice(_extents_read(shape), MAX_AXES + 1)):
+        if axis == MAX_AXES:
+            raise TooManyAxesError(MAX_AXES)
+        extents.append(_checked_extent(axis, extent))
+    return tuple(extents)
+
+
+def _extents_read(shape: object) -> Iterator[object]:
+    """An iterator over the extents of ``shape``; an array is read through its plain view."""
     if isinstance(shape, str | bytes) or not isinstance(shape, Iterable):
         raise ShapeTypeError(shape)
-    extents: list[int] = []
-    for axis, extent in enumerate(shape):
-        if isinstance(extent, bool | np.bool_) or not isinstance(extent, numbers.Integral):
-            raise NonIntegerExtentError(axis, extent)
+    source: Iterable[object] = shape
+    if isinstance(shape, np.ndarray):
+        if is_masked_array(shape) or plain_view(shape).ndim != 1:
+            raise ShapeTypeError(shape)
+        source = plain_view(shape)
+    try:
+        return iter(source)
+    except TypeError as error:
+        raise ShapeTypeError(shape) from error
+
+
+def _checked_extent(axis: int, extent: object) -> int:
+    """One extent, read once, as a non-negative Python int."""
+    if isinstance(extent, bool | np.bool_) or not isinstance(extent, numbers.Integral):
+        raise NonIntegerExtentError(axis, extent)
+    try:
         value = operator.index(extent)
-        if value < 0:
-            raise NegativeExtentError(axis, value)
-        extents.append(value)
-    return tuple(extents)
+    except CONVERSION_ERRORS as error:
+        raise NonIntegerExtentError(axis, extent) from error
+    if value < 0:
+        raise NegativeExtentError(axis, value)
+    return value
 
 
 def checked_row_major_layout(shape: object) -> tuple[Shape, int]:
@@ -139,6 +221,25 @@ def checked_row_major_layout(shape: object) -> tuple[Shape, int]:
     return tuple(strides), running
 
 
+def numpy_can_describe(extents: Shape, itemsize: int) -> bool:
+    """True unless NumPy refuses to describe the shape at all, even with no elements.
+
+    NumPy needs ``itemsize`` times the product of the non-zero extents to fit a signed 64-bit
+    byte count, so ``(2**62, 0)`` has no NumPy array although it holds nothing. (A shape with
+    elements whose byte count overflows is simply too large to allocate.)
+
+    Example:
+        >>> numpy_can_describe((2**62, 0), 8), numpy_can_describe((2**59, 0), 8)
+        (False, True)
+    """
+    nbytes = itemsize
+    for extent in extents:
+        nbytes *= extent or 1
+        if nbytes > INDEX_LIMIT:
+            return False
+    return True
+
+
 def checked_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     """Return ``dtype`` as a NumPy dtype if it is float64 or float32.
 
@@ -170,17 +271,22 @@ class Tensor:
 
     Args:
         shape: the extents, e.g. ``(4, 2)``; ``()`` is a scalar.
-        values: a flat sequence of real numbers, or a NumPy array with that many elements
-            (read in row-major order). The values are always copied.
+        values: a flat iterable of real numbers, or a NumPy array with that many elements
+            (read in row-major order). Each value is read once and copied; a sized input's
+            ``len()`` is compared with the element count before any value is read, and an
+            iterator is read at most one value past it. An ndarray subclass is read through
+            its plain data (:func:`plain_view`); a masked array is refused.
         dtype: ``numpy.float64`` (the default) or ``numpy.float32``.
 
     Shape:
         ``values``: ``[prod(shape)]``; :meth:`numpy`: ``shape``.
 
     Raises:
-        TensorError: a subclass for an invalid shape (checked first), a value count that
-            differs from the element count, values that are not real numbers, or a storage
-            that cannot be allocated.
+        TensorError: a subclass, in this order: an invalid shape; a dtype other than float64
+            or float32, or values that are no container of reals; a value count that differs
+            from the element count; a storage that cannot be allocated; then, in flat order,
+            the first value that is not a real number (:class:`TensorValueTypeError`) or
+            whose conversion to ``dtype`` overflows (:class:`TensorValueOverflowError`).
 
     Example:
         >>> t = Tensor((2, 2), [1, 2, 3, 4])
@@ -205,14 +311,19 @@ class Tensor:
         extents = checked_shape(shape)
         _, count = checked_row_major_layout(extents)
         resolved = checked_dtype(dtype)
-        flat = _flat_values(values, resolved)
-        if flat.size != count:
-            raise DataLengthMismatchError(count, int(flat.size))
+        source = _value_source(values)
+        known = source.size if isinstance(source, np.ndarray) else source.count
+        if known is not None and known != count:
+            raise DataLengthMismatchError(count, known)
         try:
-            # The copy owns its memory, so no view handed out can be made writeable again.
-            array = np.array(flat.reshape(extents), dtype=resolved, copy=True)
+            # The new array owns its memory, so no view handed out can be made writeable again.
+            array = np.empty(extents, dtype=resolved)
         except (MemoryError, ValueError) as error:
             raise _allocation_error(extents, count) from error
+        if isinstance(source, np.ndarray):
+            _fill_from_array(array, source)
+        else:
+            _fill_from_items(array.reshape(-1), source.items)
         array.flags.writeable = False
         _hold(self, array)
 
@@ -294,22 +405,131 @@ def _allocation_error(extents: Shape, count: int) -> TensorError:
     return ShapeOverflowError(extents) if count == 0 else TensorAllocationError(count)
 
 
-def _flat_values(values: object, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+@dataclass(frozen=True, slots=True)
+class _Items:
+    """Values to read one by one: the iterator, and the length a sized input reported."""
+
+    items: Iterator[object]
+    count: int | None
+
+
+def _value_source(values: object) -> np.ndarray[Any, Any] | _Items:
+    """The caller's values as a plain real array or an iterator, without reading a value.
+
+    A sized input's ``len()`` is read here, once, so the count is checked before any value
+    is copied.
+    """
     if isinstance(values, str | bytes):
         raise TensorValueTypeError(f"got {type(values).__name__}")
     if isinstance(values, np.ndarray):
-        if values.dtype.kind not in "biuf":
-            raise TensorValueTypeError(f"array dtype {values.dtype} is not real")
-        return values.reshape(-1)
+        if is_masked_array(values):
+            raise TensorValueTypeError("a masked array has missing values")
+        plain = plain_view(values)
+        if plain.dtype.kind not in "biuf":
+            raise TensorValueTypeError(f"array dtype {plain.dtype} is not real")
+        return plain
     if not isinstance(values, Iterable):
         raise TensorValueTypeError(f"got {type(values).__name__}, not a sequence")
-    flat = list(values)
-    for position, value in enumerate(flat):
-        if not isinstance(value, numbers.Real):
-            raise TensorValueTypeError(
-                f"value at flat position {position} is {type(value).__name__} {value!r}"
-            )
     try:
-        return np.asarray(flat, dtype=dtype)
-    except (OverflowError, MemoryError) as error:
-        raise TensorValueTypeError(str(error)) from error
+        count = len(values) if isinstance(values, Sized) else None
+        items = iter(values)
+    except CONVERSION_ERRORS as error:
+        raise TensorValueTypeError(f"cannot read {type(values).__name__}: {error}") from error
+    return _Items(items, count)
+
+
+def _fill_from_array(out: FloatArray, plain: np.ndarray[Any, Any]) -> None:
+    """Copy ``plain`` (read once) into ``out`` in row-major order; a finite value that
+    overflows the dtype is an error."""
+    target = out.reshape(plain.shape)  # ``out`` is contiguous: a view of any equal-size shape
+    if plain.dtype.kind != "f" or plain.dtype.itemsize <= out.dtype.itemsize:
+        np.copyto(target, plain, casting="unsafe")  # exact or rounded, never infinite
+        return
+    source = np.array(plain, copy=True)  # narrowing: one owned read, to compare with
+    _store(source.reshape(-1), out.reshape(-1), 0, None)
+
+
+def _fill_from_items(flat: FloatArray, items: Iterator[object]) -> None:
+    """Convert each value once, in flat order and in blocks, into ``flat``.
+
+    Raises:
+        TensorValueTypeError, TensorValueOverflowError: the first bad value in flat order.
+        DataLengthMismatchError: the iterable ends early, or has more values than ``flat``
+            (then ``actual`` is ``expected + 1``: reading stops one value past the count).
+    """
+    expected = flat.size
+    for start in range(0, expected, _CHUNK):
+        wanted = min(_CHUNK, expected - start)
+        block = list(islice(items, wanted))
+        _convert_block(block, flat[start : start + len(block)], start)
+        if len(block) < wanted:
+            raise DataLengthMismatchError(expected, start + len(block))
+    if next(items, _END) is not _END:
+        raise DataLengthMismatchError(expected, expected + 1)
+
+
+_END: Final = object()
+
+
+def _convert_block(block: list[object], out: FloatArray, offset: int) -> None:
+    """Convert ``block`` into ``out`` (as long), each value read once, in flat order."""
+    if set(map(type, block)) <= {float, int}:  # immutable built-ins: NumPy may read them itself
+        try:
+            wide = np.array(block, dtype=np.float64)
+        except OverflowError:
+            pass  # an int beyond float64: the value-by-value pass below names its position
+        else:
+            _store(wide, out, offset, block)
+            return
+    converted: list[float] = []
+    failure: TensorError | None = None
+    for value in block:
+        result = _converted_value(value, offset + len(converted), out.dtype)
+        if isinstance(result, TensorError):
+            failure = result
+            break
+        converted.append(result)
+    _store(np.array(converted, dtype=np.float64), out[: len(converted)], offset, block)
+    if failure is not None:
+        raise failure
+
+
+def _converted_value(value: object, position: int, dtype: np.dtype[Any]) -> float | TensorError:
+    """``float(value)`` for a real number, else the error that names it."""
+    if not isinstance(value, numbers.Real):
+        return TensorValueTypeError(
+            f"value at flat position {position} is {type(value).__name__} {value!r}"
+        )
+    try:
+        converted = float(value)
+    except OverflowError:
+        return TensorValueOverflowError(position, value, str(dtype))
+    except CONVERSION_ERRORS:
+        return TensorValueTypeError(
+            f"value at flat position {position} is {type(value).__name__} {value!r}"
+        )
+    if math.isinf(converted) and isinstance(value, np.floating) and np.isfinite(value):
+        return TensorValueOverflowError(position, value, str(dtype))  # a finite longdouble
+    return converted
+
+
+def _store(
+    wide: npt.NDArray[np.floating[Any]],
+    out: FloatArray,
+    offset: int,
+    originals: list[object] | None,
+) -> None:
+    """Cast ``wide`` into ``out``; a finite value that becomes infinite is an overflow, reported
+    with the caller's own value (``originals``) or the wide one."""
+    if out.dtype.itemsize >= wide.dtype.itemsize:
+        np.copyto(out, wide, casting="unsafe")  # widening or the same: exact
+        return
+    with np.errstate(over="ignore"):
+        np.copyto(out, wide, casting="unsafe")
+    if bool(np.isfinite(out).all()):
+        return
+    overflowed = np.flatnonzero(np.isfinite(wide) & ~np.isfinite(out))
+    if overflowed.size:
+        index = int(overflowed[0])
+        value = originals[index] if originals is not None else wide[index].item()
+        raise TensorValueOverflowError(offset + index, value, str(out.dtype))
