@@ -9,11 +9,13 @@ revisions would show two different ``k``.
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+import pytest
 
 from llm_from_scratch.autograd import StaleValueError, TensorValue
 from llm_from_scratch.autograd.value import update_leaves_in_place
@@ -230,3 +232,39 @@ def test_steps_and_backward_passes_on_other_threads_lose_no_pass() -> None:
     assert revisions_seen(np.zeros((ROWS, WIDTH)), gradient.numpy()) == {-float(sum(stored))}
     assert len(revisions_seen(initial, leaf.numpy())) == 1
     assert leaf.value_revision == 10
+
+
+@pytest.fixture
+def frequent_thread_switches() -> Iterator[None]:
+    """Let the interpreter switch threads far more often, so that races show."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
+
+
+@pytest.mark.usefixtures("frequent_thread_switches")
+@pytest.mark.parametrize("rows", [4, ROWS], ids=["NumPy rows", "compiled rows"])
+def test_steps_from_several_threads_on_one_parameter_run_one_after_the_other(rows: int) -> None:
+    initial = (np.arange(rows * WIDTH) % 1000).astype(np.float64).reshape(rows, WIDTH)
+    table = NamedParameter.from_tensor("token_embedding.weight", Tensor((rows, WIDTH), initial))
+    layer = Embedding.from_parameter(table)
+    layer.forward(list(range(rows)), (rows,)).backward_with_seed(np.ones((rows, WIDTH)))
+    threads, steps = 4, 200
+    start = threading.Barrier(threads)
+
+    def stepping() -> None:
+        optimizer = SGD(layer.parameters(), learning_rate=1.0)
+        start.wait(JOIN_SECONDS)
+        for _ in range(steps):
+            optimizer.step()
+
+    workers = [threading.Thread(target=stepping) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(JOIN_SECONDS)
+    assert table.tensor.value_revision == threads * steps
+    assert revisions_seen(initial, table.tensor.numpy()) == {float(threads * steps)}

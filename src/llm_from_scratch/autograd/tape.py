@@ -52,6 +52,8 @@ from llm_from_scratch.autograd.gradient import (
 )
 from llm_from_scratch.tensor.storage import FloatArray
 
+_T = TypeVar("_T")
+
 NodeKind: TypeAlias = Literal["parameter", "constant", "operation"]
 Vjp: TypeAlias = "Callable[[Any, FloatArray], Sequence[Gradient | None]]"
 
@@ -91,11 +93,11 @@ class Node:
     __slots__ = (
         "array",
         "clean_epoch",
+        "creation_rank",
         "gradient",
         "kind",
         "lock",
         "operation",
-        "order",
         "released_name",
         "revision",
         "writes_begun",
@@ -109,7 +111,7 @@ class Node:
         self.released_name: str | None = None
         self.revision = 0
         self.writes_begun = 0
-        self.order = next(_creation_order)
+        self.creation_rank = next(_creation_order)
         self.lock = threading.Lock() if kind == "parameter" else None
         self.clean_epoch = _release_state.epoch
         self.gradient: Gradient | None = zero_gradient(array) if kind == "parameter" else None
@@ -157,7 +159,8 @@ def is_recording() -> bool:
 
 @contextmanager
 def no_grad() -> Iterator[None]:
-    """Switch recording off: operations inside build untracked constant values.
+    """Switch recording off for the calling thread: operations inside build untracked
+    constant values (other threads keep recording).
 
     Example:
         >>> from llm_from_scratch.autograd import TensorValue
@@ -234,9 +237,6 @@ def _not_viewing_a_parameter(
     return value
 
 
-_T = TypeVar("_T")
-
-
 def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_T, tuple[int, ...]]:
     """Run ``compute``, which reads the values of ``nodes``, on one revision of each of them.
 
@@ -260,15 +260,12 @@ def parameters_locked(nodes: Iterable[Node]) -> Iterator[None]:
     overlapping sets never wait for each other in a cycle. Not reentrant: code holding a lock
     takes no other.
     """
-    unique = {id(node): node for node in nodes if node.lock is not None}
+    unique = {id(node): node for node in nodes}.values()
+    ordered = sorted(unique, key=lambda node: node.creation_rank)
     with ExitStack() as stack:
-        for node in sorted(unique.values(), key=_creation_rank):
-            stack.enter_context(node.lock)  # type: ignore[arg-type]  # parameters have a lock
+        for lock in [node.lock for node in ordered if node.lock is not None]:
+            stack.enter_context(lock)
         yield
-
-
-def _creation_rank(node: Node) -> int:
-    return node.order
 
 
 def _reaches_released(start: Node) -> bool:
