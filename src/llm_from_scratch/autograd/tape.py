@@ -28,7 +28,7 @@ import enum
 import itertools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
@@ -248,24 +248,43 @@ def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_
     result = compute()
     if all(node.writes_begun == seen for node, seen in zip(nodes, revisions, strict=True)):
         return result, revisions
-    with parameters_locked(nodes):
+    with ParameterLocks(nodes):
         return compute(), tuple(node.revision for node in nodes)
 
 
-@contextmanager
-def parameters_locked(nodes: Iterable[Node]) -> Iterator[None]:
-    """Hold the update lock of every parameter among ``nodes``.
+class ParameterLocks:
+    """Hold the update lock of every parameter among ``nodes`` for a ``with`` block.
 
     Each lock is taken once, in the parameters' creation order, so two threads that lock
     overlapping sets never wait for each other in a cycle. Not reentrant: code holding a lock
     takes no other.
     """
-    unique = {id(node): node for node in nodes}.values()
-    ordered = sorted(unique, key=lambda node: node.creation_rank)
-    with ExitStack() as stack:
-        for lock in [node.lock for node in ordered if node.lock is not None]:
-            stack.enter_context(lock)
-        yield
+
+    __slots__ = ("_locks",)
+
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        parameters = {id(node): node for node in nodes if node.lock is not None}.values()
+        ordered = sorted(parameters, key=_creation_rank) if len(parameters) > 1 else parameters
+        self._locks = [node.lock for node in ordered if node.lock is not None]
+
+    def __enter__(self) -> None:
+        taken: list[threading.Lock] = []
+        try:
+            for lock in self._locks:
+                lock.acquire()
+                taken.append(lock)
+        except BaseException:
+            for lock in reversed(taken):
+                lock.release()
+            raise
+
+    def __exit__(self, *_: object) -> None:
+        for lock in reversed(self._locks):
+            lock.release()
+
+
+def _creation_rank(node: Node) -> int:
+    return node.creation_rank
 
 
 def _reaches_released(start: Node) -> bool:
@@ -320,7 +339,7 @@ def backward(root: Node, seed: FloatArray, retention: GraphRetention) -> None:
     except MemoryError as error:
         raise OutputAllocationError("backward", int(root.array.size)) from error
     leaves = [(node, gradient) for node, gradient in pass_gradients if node.kind == "parameter"]
-    with parameters_locked([*(read.parameter for read in reads), *(node for node, _ in leaves)]):
+    with ParameterLocks([*(read.parameter for read in reads), *(node for node, _ in leaves)]):
         _raise_if_stale(reads)
         try:
             updates = _accumulated(leaves)
@@ -432,7 +451,7 @@ def reset_gradient(node: Node) -> None:
     if node.kind != "parameter":
         raise NotAParameterError("zero_grad", node.kind)
     zero = zero_gradient(node.array)
-    with parameters_locked((node,)):
+    with ParameterLocks((node,)):
         node.gradient = zero
 
 
@@ -453,7 +472,7 @@ def update_parameters_in_place(
     for node in nodes:
         if node.kind != "parameter":
             raise NotAParameterError("an in-place update", node.kind)
-    with parameters_locked(nodes):
+    with ParameterLocks(nodes):
         writes = planned()
         for node, write in zip(nodes, writes, strict=True):
             node.writes_begun += 1

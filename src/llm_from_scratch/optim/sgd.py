@@ -112,12 +112,13 @@ class SGD:
 def _row_update(
     table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
 ) -> Callable[[FloatArray], None]:
+    rows = gradient.rows
     with np.errstate(over="ignore", invalid="ignore"):
-        values = table[gradient.rows] - rate * gradient.values
+        values = table[rows] - rate * gradient.values
     _raise_if_non_finite(values)
 
     def write_rows(array: FloatArray) -> None:
-        array[gradient.rows] = values
+        array[rows] = values
 
     return write_rows
 
