@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import (
@@ -157,7 +157,6 @@ PASSES = st.lists(
 )
 
 
-@settings(max_examples=30)
 @given(work=st.lists(PASSES, min_size=2, max_size=4))
 def test_any_workload_split_over_threads_stores_the_sequential_sum(
     work: list[list[tuple[list[int], int, int]]],
