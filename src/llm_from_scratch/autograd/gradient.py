@@ -28,7 +28,8 @@ class RowSparseGradient:
         summed: positions in ``rows`` whose values add two or more upstream rows, or None when
             unknown.
 
-    The gradient takes the three arrays over (they are not copied) and never changes them.
+    The gradient takes the arrays over without copying them: whoever builds one keeps no
+    other reference it writes through (the package's own constructors build new arrays).
 
     Attributes:
         rows: the sorted unique row indices, a new read-only view on each access.
