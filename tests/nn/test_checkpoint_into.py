@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import llm_from_scratch.nn.checkpoint.files as files_module
 from llm_from_scratch.autograd import StaleValueError
-from llm_from_scratch.nn import Embedding, NamedParameter, load_parameters, save_parameters
+from llm_from_scratch.autograd.value import update_leaves_in_place
+from llm_from_scratch.nn import (
+    Embedding,
+    NamedParameter,
+    NamedParameters,
+    load_parameters,
+    save_parameters,
+)
 from llm_from_scratch.nn.checkpoint import (
     CheckpointReadError,
     NonFiniteValueError,
@@ -204,3 +215,72 @@ def test_a_file_that_ends_early_while_it_is_read_changes_nothing(
     error = caught.value
     assert (error.expected, error.actual) == (data_start + 64, data_start + 32)
     assert snapshot(first, second) == before
+
+
+JOIN_SECONDS = 60.0  # a guard against a hang, not a measurement
+
+
+class AbandonedUpdateError(Exception):
+    """Raised by a planned update to give its lock back without writing anything."""
+
+
+def held_lock(
+    parameter: NamedParameter, holding: threading.Event, go: threading.Event
+) -> Callable[[], None]:
+    """An in-place update that holds ``parameter``'s lock until ``go``, then writes nothing."""
+
+    def planned() -> list[Callable[[Any], None]]:
+        holding.set()
+        go.wait(JOIN_SECONDS)
+        raise AbandonedUpdateError()
+
+    def run() -> None:
+        with contextlib.suppress(AbandonedUpdateError):
+            update_leaves_in_place([parameter.tensor], planned)
+
+    return run
+
+
+def test_a_load_into_two_parameters_writes_both_in_one_step_holding_both_locks(
+    tmp_path: Path,
+) -> None:
+    first, second = two_tables()
+    before = snapshot(first, second)
+    content = safetensors_file([("a.weight", np.zeros((2, 2))), ("b.weight", np.ones((2, 2)))])
+    path = write_file(tmp_path, content)
+    holding, go = threading.Event(), threading.Event()
+    holder = threading.Thread(target=held_lock(second, holding, go))
+    holder.start()
+    assert holding.wait(JOIN_SECONDS)
+    loaded: list[NamedParameters] = []
+    loader = threading.Thread(
+        target=lambda: loaded.append(load_parameters(path, into=[first, second]))
+    )
+    loader.start()
+    loader.join(1.0)
+    assert loader.is_alive(), "the load finished while another step held the second parameter"
+    assert snapshot(first, second) == before  # the first is not written before both are held
+    go.set()
+    holder.join(JOIN_SECONDS)
+    loader.join(JOIN_SECONDS)
+    assert len(loaded) == 1
+    assert first.tensor.numpy().tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert second.tensor.numpy().tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert (first.tensor.value_revision, second.tensor.value_revision) == (1, 1)
+
+
+def test_the_values_of_loaded_parameters_new_or_written_into_never_turn_writeable(
+    tmp_path: Path,
+) -> None:
+    path = write_file(tmp_path, safetensors_file([("token_embedding.weight", NEW_TABLE)]))
+    layer = trained_layer()
+    loaded = load_parameters(path)["token_embedding.weight"].tensor
+    written = load_parameters(path, into=layer.parameters())["token_embedding.weight"].tensor
+    for leaf in (loaded, written):
+        for array in (leaf.numpy(), leaf.value.numpy()):
+            link: object = array
+            while isinstance(link, np.ndarray):
+                with pytest.raises(ValueError, match="WRITEABLE"):
+                    link.flags.writeable = True
+                link = link.base
+        assert leaf.numpy().tolist() == NEW_TABLE.tolist()

@@ -46,7 +46,7 @@ from llm_from_scratch.tensor.storage import (
     checked_row_major_layout,
     checked_shape,
     numpy_can_describe,
-    read_only,
+    read_only_view,
 )
 
 # The plan ----------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ def row_gather_plan_from_validated_indices(
     """
     output_shape = (*index_shape, table_shape[1])
     return RowGatherPlan(
-        read_only(indices),
+        read_only_view(indices),
         index_shape,
         table_shape,
         output_shape,
@@ -251,6 +251,17 @@ def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
         OutputAllocationError: the output cannot be allocated (nothing is recorded).
     """
     check_operands("gather_rows", (("table", table),))
+    return record(
+        "gather_rows",
+        (("table", table),),
+        partial(_gathered_rows, table, plan),
+        plan,
+        gather_rows_vjp,
+    )
+
+
+def _gathered_rows(table: Node, plan: RowGatherPlan) -> FloatArray:
+    """A new array holding table row ``indices[p]`` at output position ``p``."""
     rows_out = plan.indices.size
     try:
         output = np.empty((rows_out, plan.table_shape[1]), dtype=table.array.dtype)
@@ -262,14 +273,7 @@ def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
     else:
         # mode="clip" skips NumPy's own bounds pass: the plan's own indices were checked.
         np.take(table.array, plan.indices, axis=0, out=output, mode="clip")
-    output.flags.writeable = False  # the output owns its buffer: no view can re-enable writes
-    return record(
-        "gather_rows",
-        (("table", table),),
-        shaped,
-        plan,
-        gather_rows_vjp,
-    )
+    return shaped
 
 
 def gather_rows_vjp(plan: RowGatherPlan, upstream: FloatArray) -> Sequence[Gradient]:

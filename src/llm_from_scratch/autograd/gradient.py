@@ -14,20 +14,31 @@ import numpy as np
 
 from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.kernels import all_finite, scatter_rows
-from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Shape, read_only
+from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Shape, read_only_view
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False, repr=False)
 class RowSparseGradient:
     """A ``[V, d]`` gradient that is zero outside a few rows.
 
-    Attributes:
-        rows: sorted unique row indices, read-only, shape ``[k]``.
-        values: the gradient of each listed row, read-only, shape ``[k, d]``.
+    Args:
+        rows: sorted unique row indices, shape ``[k]``.
+        values: the gradient of each listed row, shape ``[k, d]``.
         shape: the dense shape ``(V, d)``.
-        summed: positions in :attr:`rows` whose values add two or more upstream rows, or None
-            when unknown. The other rows are copies of one upstream row each, so they are
-            finite whenever the upstream is: only summed rows need a finiteness check.
+        summed: positions in ``rows`` whose values add two or more upstream rows, or None when
+            unknown.
+
+    The gradient takes the arrays over without copying them: whoever builds one keeps no
+    other reference it writes through (the package's own constructors build new arrays).
+
+    Attributes:
+        rows: the sorted unique row indices, a new read-only view on each access.
+        values: the gradient of each listed row, a new read-only view on each access.
+        shape: the dense shape ``(V, d)``.
+        summed: positions in :attr:`rows` whose values add two or more upstream rows (a new
+            read-only view on each access), or None when unknown. The other rows are copies of
+            one upstream row each, so they are finite whenever the upstream is: only summed rows
+            need a finiteness check.
 
     Example:
         >>> import numpy as np
@@ -39,17 +50,51 @@ class RowSparseGradient:
         [[0.0, 0.0], [0.0, 2.0], [4.0, 4.0], [0.0, 0.0]]
     """
 
-    rows: IndexArray
-    values: FloatArray
+    _rows: IndexArray
+    _values: FloatArray
     shape: Shape
-    summed: IndexArray | None = None
+    _summed: IndexArray | None
+
+    def __init__(
+        self,
+        rows: IndexArray,
+        values: FloatArray,
+        shape: Shape,
+        summed: IndexArray | None = None,
+    ) -> None:
+        # The one write into the frozen fields, by the constructor.
+        object.__setattr__(self, "_rows", rows)
+        object.__setattr__(self, "_values", values)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "_summed", summed)
+
+    def __repr__(self) -> str:
+        return (
+            f"RowSparseGradient(shape={self.shape}, rows={self._rows.tolist()}, "
+            f"dtype={self._values.dtype})"
+        )
+
+    @property
+    def rows(self) -> IndexArray:
+        """The sorted unique row indices, shape ``[k]`` (a read-only view)."""
+        return read_only_view(self._rows)
+
+    @property
+    def values(self) -> FloatArray:
+        """The gradient of each listed row, shape ``[k, d]`` (a read-only view)."""
+        return read_only_view(self._values)
+
+    @property
+    def summed(self) -> IndexArray | None:
+        """Positions in :attr:`rows` whose values sum several upstream rows, or None."""
+        return None if self._summed is None else read_only_view(self._summed)
 
     @classmethod
     def empty(cls, shape: Shape, dtype: np.dtype[Any]) -> RowSparseGradient:
         """The all-zero gradient of a ``shape`` table, holding no rows."""
         rows = np.empty(0, dtype=np.intp)
         values = np.empty((0, shape[1]), dtype=dtype)
-        return cls(read_only(rows), read_only(values), shape)
+        return cls(rows, values, shape)
 
     @classmethod
     def from_scatter(
@@ -70,44 +115,44 @@ class RowSparseGradient:
         else:
             rows, values, counts = scatter_by_add_at(indices, upstream)
         summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
-        return cls(read_only(rows), read_only(values), shape, read_only(summed))
+        return cls(rows, values, shape, summed)
 
     @property
     def dtype(self) -> np.dtype[Any]:
         """The dtype of :attr:`values`."""
-        return self.values.dtype
+        return self._values.dtype
 
     def to_dense(self) -> FloatArray:
         """Materialize the ``[V, d]`` array; rows not listed are exactly zero."""
-        dense = np.zeros(self.shape, dtype=self.values.dtype)
-        dense[self.rows] = self.values
+        dense = np.zeros(self.shape, dtype=self._values.dtype)
+        dense[self._rows] = self._values
         return dense
 
     def merged_with(self, later: RowSparseGradient) -> RowSparseGradient:
         """``self + later`` row by row (``self`` first), keeping rows sorted and unique."""
-        if later.rows.size == 0:
+        if later._rows.size == 0:
             return self
-        if self.rows.size == 0:
+        if self._rows.size == 0:
             return later
-        rows = np.union1d(self.rows, later.rows).astype(np.intp, copy=False)
-        values = np.zeros((rows.size, self.shape[1]), dtype=self.values.dtype)
-        values[np.searchsorted(rows, self.rows)] = self.values
+        rows = np.union1d(self._rows, later._rows).astype(np.intp, copy=False)
+        values = np.zeros((rows.size, self.shape[1]), dtype=self._values.dtype)
+        values[np.searchsorted(rows, self._rows)] = self._values
         with np.errstate(over="ignore", invalid="ignore"):
-            values[np.searchsorted(rows, later.rows)] += later.values
-        return RowSparseGradient(read_only(rows), read_only(values), self.shape)
+            values[np.searchsorted(rows, later._rows)] += later._values
+        return RowSparseGradient(rows, values, self.shape)
 
     def added_to_dense(self, dense: FloatArray) -> FloatArray:
         """A new dense array ``dense + self`` (``dense`` first); ``dense`` is not changed."""
         result = np.array(dense, copy=True)
         with np.errstate(over="ignore", invalid="ignore"):
-            result[self.rows] += self.values
+            result[self._rows] += self._values
         return result
 
     def dense_plus_self(self, dense: FloatArray) -> FloatArray:
         """A new dense array ``self + dense`` (``self`` first); ``dense`` is not changed."""
         result = np.array(dense, copy=True)
         with np.errstate(over="ignore", invalid="ignore"):
-            result[self.rows] = self.values + dense[self.rows]
+            result[self._rows] = self._values + dense[self._rows]
         return result
 
 
@@ -159,15 +204,15 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
 
 def _first_non_finite_row_sparse(gradient: RowSparseGradient) -> tuple[int, float] | None:
     """Check every row, or only the summed rows when the gradient knows which they are."""
-    positions = gradient.summed
-    candidates = gradient.values if positions is None else gradient.values[positions]
+    positions = gradient._summed
+    candidates = gradient._values if positions is None else gradient._values[positions]
     found = _first_non_finite_flat(candidates)
     if found is None:
         return None
     flat, value = found
     width = gradient.shape[1]
     position = flat // width if positions is None else int(positions[flat // width])
-    return int(gradient.rows[position]) * width + flat % width, value
+    return int(gradient._rows[position]) * width + flat % width, value
 
 
 def _first_non_finite_flat(array: FloatArray) -> tuple[int, float] | None:

@@ -58,8 +58,11 @@ class AddSaved:
 def add_forward(left: Node, right: Node) -> Node:
     """``left + right``. Shape: both ``[*]``, output ``[*]``."""
     _check_pair("add", left, right)
-    value = _computed("add", left.array.size, lambda: np.add(left.array, right.array))
-    return record("add", (("left", left), ("right", right)), value, AddSaved(), add_vjp)
+
+    def compute() -> FloatArray:
+        return _computed("add", left.array.size, lambda: np.add(left.array, right.array))
+
+    return record("add", (("left", left), ("right", right)), compute, AddSaved(), add_vjp)
 
 
 def add_vjp(saved: AddSaved, upstream: FloatArray) -> Sequence[Gradient]:
@@ -72,7 +75,8 @@ def add_vjp(saved: AddSaved, upstream: FloatArray) -> Sequence[Gradient]:
 
 @dataclass(frozen=True, slots=True)
 class MulSaved:
-    """The two operand values (read-only; a later in-place change is caught by revisions)."""
+    """The two operand values (read-only; a later in-place change of a parameter operand is
+    caught by its revision)."""
 
     left: FloatArray
     right: FloatArray
@@ -81,9 +85,12 @@ class MulSaved:
 def mul_forward(left: Node, right: Node) -> Node:
     """``left * right`` element-wise. Shape: both ``[*]``, output ``[*]``."""
     _check_pair("mul", left, right)
-    value = _computed("mul", left.array.size, lambda: np.multiply(left.array, right.array))
+
+    def compute() -> FloatArray:
+        return _computed("mul", left.array.size, lambda: np.multiply(left.array, right.array))
+
     saved = MulSaved(left.array, right.array)
-    return record("mul", (("left", left), ("right", right)), value, saved, mul_vjp)
+    return record("mul", (("left", left), ("right", right)), compute, saved, mul_vjp)
 
 
 def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
@@ -108,9 +115,12 @@ class SumSaved:
 def sum_forward(source: Node) -> Node:
     """The sum of every element. Shape: input ``[*]``, output ``[]`` (a scalar)."""
     check_operands("sum", (("input", source),))
-    with np.errstate(over="ignore", invalid="ignore"):  # an infinite sum is its value
-        value = np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
-    return record("sum", (("input", source),), value, SumSaved(source.array.shape), sum_vjp)
+
+    def compute() -> FloatArray:
+        with np.errstate(over="ignore", invalid="ignore"):  # an infinite sum is its value
+            return np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
+
+    return record("sum", (("input", source),), compute, SumSaved(source.array.shape), sum_vjp)
 
 
 def sum_vjp(saved: SumSaved, upstream: FloatArray) -> Sequence[Gradient]:
@@ -147,9 +157,11 @@ def reshape_forward(source: Node, shape: object) -> Node:
         overflow = ShapeOverflowError(target)
         raise InvalidShapeError("reshape target shape", shape, overflow) from overflow
     check_operands("reshape", (("input", source),))
-    value = source.array.reshape(target)
     saved = ReshapeSaved(source.array.shape)
-    return record("reshape", (("input", source),), value, saved, reshape_vjp)
+    # A view; record() copies it when the source is a parameter, whose values change.
+    return record(
+        "reshape", (("input", source),), lambda: source.array.reshape(target), saved, reshape_vjp
+    )
 
 
 def reshape_vjp(saved: ReshapeSaved, upstream: FloatArray) -> Sequence[Gradient]:

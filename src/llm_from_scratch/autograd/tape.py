@@ -4,16 +4,33 @@ A node is a parameter leaf (it stores a gradient), a constant leaf, or an operat
 records its operation: the parents, each parent's value revision at recording time, a small
 frozen record of the facts its VJP needs, and the VJP itself (which sits next to its forward in
 :mod:`~llm_from_scratch.autograd.ops` or :mod:`~llm_from_scratch.autograd.gather`).
+
+Only a parameter's values ever change, and only by an in-place update
+(:func:`update_parameters_in_place`, used by optimizers), which bumps the parameter's value
+revision. No other node shares memory with a parameter: :func:`record` copies an operation's
+value when it would view a parameter's values (``reshape`` of a parameter), and leaves built
+from a ``Tensor`` copy it. So a constant or an operation result never changes after it is
+built, whether it was built under ``no_grad()`` or not, and a backward pass through an
+operation that read a parameter at an older revision raises ``StaleValueError``.
+
+Threads: each parameter has an update lock. Holding it, a backward pass commits (reads the
+stored gradient, adds its pass gradient, checks finiteness, stores), ``zero_grad`` resets, and
+an update plans and writes the values and bumps the revision; several parameters' locks are
+always taken in their creation order. Computing a forward value or a backward pass takes no
+lock: a forward reads its parameter operands optimistically and runs again under their locks
+only if an update started meanwhile (:func:`consistent_read`), so every value and recorded
+revision belong to one revision of each parameter.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -34,6 +51,8 @@ from llm_from_scratch.autograd.gradient import (
     first_non_finite,
 )
 from llm_from_scratch.tensor.storage import FloatArray
+
+_T = TypeVar("_T")
 
 NodeKind: TypeAlias = Literal["parameter", "constant", "operation"]
 Vjp: TypeAlias = "Callable[[Any, FloatArray], Sequence[Gradient | None]]"
@@ -60,17 +79,28 @@ class Operation:
     vjp: Vjp
 
 
+_creation_order = itertools.count()
+
+
 class Node:
-    """One value on the tape. Package-private: users hold a ``TensorValue``."""
+    """One value on the tape. Package-private: users hold a ``TensorValue``.
+
+    ``array`` is never handed out (callers get read-only views of it). A parameter also has an
+    update ``lock``; ``writes_begun`` counts the in-place updates that started and ``revision``
+    those that finished, so the two differ exactly while an update is writing.
+    """
 
     __slots__ = (
         "array",
         "clean_epoch",
+        "creation_rank",
         "gradient",
         "kind",
+        "lock",
         "operation",
         "released_name",
         "revision",
+        "writes_begun",
     )
 
     def __init__(self, array: FloatArray, kind: NodeKind, operation: Operation | None) -> None:
@@ -80,6 +110,9 @@ class Node:
         self.operation = operation
         self.released_name: str | None = None
         self.revision = 0
+        self.writes_begun = 0
+        self.creation_rank = next(_creation_order)
+        self.lock = threading.Lock() if kind == "parameter" else None
         self.clean_epoch = _release_state.epoch
         self.gradient: Gradient | None = zero_gradient(array) if kind == "parameter" else None
 
@@ -88,8 +121,9 @@ class Node:
         return self.kind != "constant"
 
     def release(self) -> None:
-        if self.operation is not None:
-            self.released_name = self.operation.name
+        operation = self.operation
+        if operation is not None:
+            self.released_name = operation.name  # before the operation goes (see its readers)
             self.operation = None
 
 
@@ -106,6 +140,12 @@ class _ReleaseState:
 
     def __init__(self) -> None:
         self.epoch = 0
+        self._lock = threading.Lock()
+
+    def advance(self) -> None:
+        """Start a new epoch, after a pass released its nodes (no increment is lost)."""
+        with self._lock:
+            self.epoch += 1
 
 
 _release_state = _ReleaseState()
@@ -119,7 +159,8 @@ def is_recording() -> bool:
 
 @contextmanager
 def no_grad() -> Iterator[None]:
-    """Switch recording off: operations inside build untracked constant values.
+    """Switch recording off for the calling thread: operations inside build untracked
+    constant values (other threads keep recording).
 
     Example:
         >>> from llm_from_scratch.autograd import TensorValue
@@ -150,26 +191,100 @@ def check_operands(operation: str, operands: Sequence[tuple[str, Node]]) -> None
 def record(
     operation: str,
     operands: Sequence[tuple[str, Node]],
-    value: FloatArray,
+    compute: Callable[[], FloatArray],
     saved: object,
     vjp: Vjp,
 ) -> Node:
-    """Wrap a forward ``value``: an operation node, or a constant when nothing needs a gradient."""
-    if not is_recording() or not any(node.requires_grad for _, node in operands):
+    """Compute an operation's value and wrap it: an operation node, or a constant when nothing
+    needs a gradient.
+
+    ``compute`` reads the operands' values; it runs as :func:`consistent_read` says, and the
+    operation records the revisions it read. A value that would share memory with a parameter's
+    values is copied, so that it never changes when the parameter does.
+
+    Raises:
+        OutputAllocationError: that copy cannot be allocated.
+    """
+    nodes = tuple(node for _, node in operands)
+    value, revisions = consistent_read(
+        nodes, lambda: _not_viewing_a_parameter(operation, compute(), nodes)
+    )
+    if not is_recording() or not any(node.requires_grad for node in nodes):
         return Node(value, "constant", None)
-    parents = tuple(node for _, node in operands)
     return Node(
         value,
         "operation",
         Operation(
             name=operation,
             operand_names=tuple(name for name, _ in operands),
-            parents=parents,
-            parent_revisions=tuple(parent.revision for parent in parents),
+            parents=nodes,
+            parent_revisions=revisions,
             saved=saved,
             vjp=vjp,
         ),
     )
+
+
+def _not_viewing_a_parameter(
+    operation: str, value: FloatArray, operands: Sequence[Node]
+) -> FloatArray:
+    for node in operands:
+        if node.kind == "parameter" and np.may_share_memory(value, node.array):
+            try:
+                return np.array(value, copy=True)
+            except MemoryError as error:
+                raise OutputAllocationError(operation, int(value.size)) from error
+    return value
+
+
+def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_T, tuple[int, ...]]:
+    """Run ``compute``, which reads the values of ``nodes``, on one revision of each of them.
+
+    Returns ``compute()`` and the revision of each node it read. ``compute`` first runs without
+    a lock; if an in-place update of a parameter among ``nodes`` started before it finished, it
+    runs once more holding those parameters' update locks (no update can start then).
+    """
+    revisions = tuple(node.revision for node in nodes)
+    result = compute()
+    if all(node.writes_begun == seen for node, seen in zip(nodes, revisions, strict=True)):
+        return result, revisions
+    with ParameterLocks(nodes):
+        return compute(), tuple(node.revision for node in nodes)
+
+
+class ParameterLocks:
+    """Hold the update lock of every parameter among ``nodes`` for a ``with`` block.
+
+    Each lock is taken once, in the parameters' creation order, so two threads that lock
+    overlapping sets never wait for each other in a cycle. Not reentrant: code holding a lock
+    takes no other.
+    """
+
+    __slots__ = ("_locks",)
+
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        parameters = {id(node): node for node in nodes if node.lock is not None}.values()
+        ordered = sorted(parameters, key=_creation_rank) if len(parameters) > 1 else parameters
+        self._locks = [node.lock for node in ordered if node.lock is not None]
+
+    def __enter__(self) -> None:
+        taken: list[threading.Lock] = []
+        try:
+            for lock in self._locks:
+                lock.acquire()
+                taken.append(lock)
+        except BaseException:
+            for lock in reversed(taken):
+                lock.release()
+            raise
+
+    def __exit__(self, *_: object) -> None:
+        for lock in reversed(self._locks):
+            lock.release()
+
+
+def _creation_rank(node: Node) -> int:
+    return node.creation_rank
 
 
 def _reaches_released(start: Node) -> bool:
@@ -177,82 +292,119 @@ def _reaches_released(start: Node) -> bool:
     stack, walked, seen = [start], [], set()
     while stack:
         node = stack.pop()
+        operation = node.operation  # read before the name: a release sets the name first
         if node.released_name is not None:
             return True
         if node.clean_epoch == epoch or id(node) in seen:
             continue
         seen.add(id(node))
         walked.append(node)
-        if node.operation is not None:
-            stack.extend(node.operation.parents)
+        if operation is not None:
+            stack.extend(operation.parents)
     for node in walked:  # nothing below them is released as of this epoch: skip them next time
         node.clean_epoch = epoch
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class _ParameterRead:
+    """One recorded operand that is a parameter, and the revision the operation read."""
+
+    operation: str
+    operand: str
+    parameter: Node
+    recorded: int
 
 
 def backward(root: Node, seed: FloatArray, retention: GraphRetention) -> None:
     """Propagate ``seed`` from ``root`` and add each parameter's pass gradient to its store.
 
     Transactional: every check runs and every new gradient is computed before any is stored.
+    The pass is computed without a lock; the commit then holds the update locks of every
+    parameter involved, checks the recorded revisions again, and adds, checks and stores all
+    gradients, so concurrent passes into shared parameters sum exactly and an update that ran
+    during the pass makes it raise ``StaleValueError`` with nothing stored.
     ``seed`` has been validated (shape, dtype, finiteness) by the caller.
     """
     if not root.requires_grad:
         raise NotRecordedError()
-    order = _topological_order(root)
-    _check_revisions(order)
+    steps = _topological_order(root)
+    reads = _parameter_reads(steps)
+    _raise_if_stale(reads)
     try:
-        updates = _accumulated(_propagate(root, seed, order))
+        pass_gradients = _propagate(root, seed, steps)
+    except NonFiniteGradientError:
+        _raise_if_stale(reads)  # values changed by a concurrent update are not the cause
+        raise
     except MemoryError as error:
         raise OutputAllocationError("backward", int(root.array.size)) from error
-    for node, gradient in updates:
-        node.gradient = gradient
+    leaves = [(node, gradient) for node, gradient in pass_gradients if node.kind == "parameter"]
+    with ParameterLocks([*(read.parameter for read in reads), *(node for node, _ in leaves)]):
+        _raise_if_stale(reads)
+        try:
+            updates = _accumulated(leaves)
+        except MemoryError as error:
+            raise OutputAllocationError("backward", int(root.array.size)) from error
+        for node, gradient in updates:
+            node.gradient = gradient
     if retention is GraphRetention.RELEASE:
-        for node in order:
+        for node, _ in steps:
             node.release()
-        _release_state.epoch += 1
+        _release_state.advance()
 
 
-def _topological_order(root: Node) -> list[Node]:
-    """Operation nodes reachable from ``root``, every node before its parents."""
-    order: list[Node] = []
+_Step: TypeAlias = "tuple[Node, Operation]"
+
+
+def _topological_order(root: Node) -> list[_Step]:
+    """Operation nodes reachable from ``root`` with their operations, every node before its
+    parents. The operations are taken once, so a concurrent release cannot change the pass."""
+    order: list[_Step] = []
     visited: set[int] = set()
-    stack: list[tuple[Node, bool]] = [(root, False)]
+    stack: list[tuple[Node, Operation | None]] = [(root, None)]
     while stack:
         node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
+        if expanded is not None:
+            order.append((node, expanded))
             continue
         if id(node) in visited:
             continue
         visited.add(id(node))
-        if node.released_name is not None:
-            raise GraphReleasedError(node.released_name)
-        if node.operation is None:
+        operation = node.operation  # read before the name: a release sets the name first
+        if operation is None:
+            if node.released_name is not None:
+                raise GraphReleasedError(node.released_name)
             continue
-        stack.append((node, True))
-        stack.extend((parent, False) for parent in node.operation.parents)
+        stack.append((node, operation))
+        stack.extend((parent, None) for parent in operation.parents)
     order.reverse()
     return order
 
 
-def _check_revisions(order: Sequence[Node]) -> None:
-    for node in order:
-        operation = node.operation
-        assert operation is not None  # only operation nodes are ordered
+def _parameter_reads(steps: Sequence[_Step]) -> list[_ParameterRead]:
+    """Every recorded parameter operand, in the order the revision check reports them (only a
+    parameter's revision ever changes)."""
+    return [
+        _ParameterRead(operation.name, name, parent, recorded)
+        for _, operation in steps
         for name, parent, recorded in zip(
             operation.operand_names, operation.parents, operation.parent_revisions, strict=True
-        ):
-            if parent.revision != recorded:
-                raise StaleValueError(operation.name, name, recorded, parent.revision)
+        )
+        if parent.kind == "parameter"
+    ]
 
 
-def _propagate(
-    root: Node, seed: FloatArray, order: Sequence[Node]
-) -> dict[int, tuple[Node, Gradient]]:
+def _raise_if_stale(reads: Sequence[_ParameterRead]) -> None:
+    for read in reads:
+        if read.parameter.revision != read.recorded:
+            raise StaleValueError(
+                read.operation, read.operand, read.recorded, read.parameter.revision
+            )
+
+
+def _propagate(root: Node, seed: FloatArray, steps: Sequence[_Step]) -> list[tuple[Node, Gradient]]:
     pending: dict[int, tuple[Node, Gradient]] = {id(root): (root, seed)}
-    for node in order:
-        operation = node.operation
-        assert operation is not None
+    for node, operation in steps:
         entry = pending.pop(id(node), None)
         if entry is None:
             continue
@@ -270,15 +422,16 @@ def _propagate(
             total = add_gradients(earlier[1], gradient)
             _raise_if_non_finite(operation.name, total)  # every upstream a VJP sees is finite
             pending[id(parent)] = (parent, total)
-    return pending
+    return list(pending.values())
 
 
 def _accumulated(
-    pass_gradients: dict[int, tuple[Node, Gradient]],
+    pass_gradients: Sequence[tuple[Node, Gradient]],
 ) -> list[tuple[Node, Gradient]]:
+    """Each parameter's stored gradient plus its pass gradient (the caller holds the locks)."""
     updates = []
-    for node, gradient in pass_gradients.values():
-        if node.kind != "parameter" or node.gradient is None:
+    for node, gradient in pass_gradients:
+        if node.gradient is None:
             continue
         total = add_gradients(node.gradient, gradient)
         if total is not gradient:  # adding to an all-zero store returns the checked pass
@@ -293,14 +446,39 @@ def _raise_if_non_finite(operation: str, gradient: Gradient) -> None:
         raise NonFiniteGradientError(operation, found[0], found[1])
 
 
-def update_parameter_in_place(node: Node, update: Callable[[FloatArray], None]) -> None:
-    """Let ``update`` write a parameter's values in place, then bump the value revision, so that
-    operations recorded before the change refuse to run backward."""
+def reset_gradient(node: Node) -> None:
+    """Set a parameter's stored gradient to zero, atomically with respect to backward commits."""
     if node.kind != "parameter":
-        raise NotAParameterError("an in-place update", node.kind)
-    node.array.flags.writeable = True
-    try:
-        update(node.array)
-    finally:
-        node.array.flags.writeable = False
-    node.revision += 1
+        raise NotAParameterError("zero_grad", node.kind)
+    zero = zero_gradient(node.array)
+    with ParameterLocks((node,)):
+        node.gradient = zero
+
+
+def update_parameters_in_place(
+    nodes: Sequence[Node], planned: Callable[[], Sequence[Callable[[FloatArray], None]]]
+) -> None:
+    """Plan and write in-place updates of parameters' values as one atomic step.
+
+    Holding every node's update lock, ``planned()`` reads values and gradients and returns one
+    write per node; it may raise, and then nothing is written. Each write then changes its
+    node's values in place and bumps the value revision, so that operations recorded before the
+    change refuse to run backward. No backward commit, ``zero_grad`` or other update of these
+    parameters runs in between.
+
+    Raises:
+        NotAParameterError: a node is a constant or an operation result (checked first).
+    """
+    for node in nodes:
+        if node.kind != "parameter":
+            raise NotAParameterError("an in-place update", node.kind)
+    with ParameterLocks(nodes):
+        writes = planned()
+        for node, write in zip(nodes, writes, strict=True):
+            node.writes_begun += 1
+            node.array.flags.writeable = True
+            try:
+                write(node.array)
+            finally:
+                node.array.flags.writeable = False
+                node.revision += 1

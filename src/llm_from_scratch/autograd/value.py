@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -15,7 +15,6 @@ from llm_from_scratch.autograd.errors import (
     GatherTableRankError,
     NonFiniteParameterError,
     NonFiniteSeedError,
-    NotAParameterError,
     NotScalarOutputError,
     OperandTypeError,
     OutputAllocationError,
@@ -35,8 +34,9 @@ from llm_from_scratch.autograd.tape import (
     GraphRetention,
     Node,
     backward,
-    update_parameter_in_place,
-    zero_gradient,
+    consistent_read,
+    reset_gradient,
+    update_parameters_in_place,
 )
 from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import (
@@ -45,7 +45,7 @@ from llm_from_scratch.tensor.storage import (
     Tensor,
     is_masked_array,
     plain_view,
-    read_only,
+    read_only_view,
     tensor_without_copy,
 )
 
@@ -125,12 +125,15 @@ class TensorValue(
         return tensor_without_copy(self._node.array)
 
     def value_snapshot(self) -> Tensor:
-        """An independent copy of the forward values."""
-        return tensor_without_copy(_copied("value snapshot", self._node.array))
+        """An independent copy of the forward values, all of one value revision."""
+        node = self._node
+        copy, _ = consistent_read((node,), lambda: _copied("value snapshot", node.array))
+        return tensor_without_copy(copy)
 
     def numpy(self) -> FloatArray:
-        """The forward values as a read-only NumPy array."""
-        return read_only(self._node.array)
+        """The forward values as a read-only NumPy array (no copy; its writeability cannot be
+        restored, and an optimizer step on a parameter shows through)."""
+        return read_only_view(self._node.array)
 
     @property
     def gradient(self) -> Tensor | None:
@@ -261,11 +264,9 @@ class TensorValue(
         self.backward_with_seed(np.ones((), dtype=self.dtype), GraphRetention.RETAIN)
 
     def zero_grad(self) -> None:
-        """Reset a parameter's gradient to zeros."""
-        node = self._node
-        if node.kind != "parameter":
-            raise NotAParameterError("zero_grad", node.kind)
-        node.gradient = zero_gradient(node.array)
+        """Reset a parameter's gradient to zeros (atomically: a concurrent backward pass adds
+        its gradient either before the reset or after it)."""
+        reset_gradient(self._node)
 
     def _checked_seed(self, seed: object) -> FloatArray:
         # An ndarray subclass is read through its plain data; a masked one has missing values.
@@ -285,7 +286,7 @@ class TensorValue(
             raise SeedShapeMismatchError(self.shape, tuple(int(n) for n in array.shape))
         # No copy when the dtype matches: the pass only reads the seed and stores new arrays.
         with np.errstate(over="ignore"):
-            converted = read_only(np.asarray(array, dtype=self.dtype))
+            converted = read_only_view(np.asarray(array, dtype=self.dtype))
         found = first_non_finite(converted)
         if found is not None:
             raise NonFiniteSeedError(found[0], found[1])
@@ -320,16 +321,21 @@ def parameter_from_owned_array(array: FloatArray) -> TensorValue:
     return _value_of(Node(array, "parameter", None))
 
 
-def update_leaf_in_place(leaf: TensorValue, update: Callable[[FloatArray], None]) -> None:
-    """Let ``update`` write a parameter leaf's values in place, then bump its value revision.
+def update_leaves_in_place(
+    leaves: Sequence[TensorValue],
+    planned: Callable[[], Sequence[Callable[[FloatArray], None]]],
+) -> None:
+    """Plan and write in-place updates of parameter leaves' values as one atomic step.
 
-    Package-internal, for optimizers: operations recorded before the change refuse to run
-    backward (:class:`StaleValueError`).
+    Package-internal, for optimizers. Holding every leaf's update lock, ``planned()`` reads the
+    leaves and returns one write per leaf (if it raises, nothing is written); each write then
+    changes its leaf's values in place and bumps its value revision, so operations recorded
+    before the change refuse to run backward (:class:`StaleValueError`).
 
     Raises:
-        NotAParameterError: ``leaf`` is a constant or an operation result.
+        NotAParameterError: a leaf is a constant or an operation result.
     """
-    update_parameter_in_place(leaf._node, update)
+    update_parameters_in_place([leaf._node for leaf in leaves], planned)
 
 
 def _value_of(node: Node) -> TensorValue:

@@ -10,7 +10,7 @@ import numpy as np
 from llm_from_scratch.autograd import RowSparseGradient, TensorValue
 from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.gradient import first_non_finite
-from llm_from_scratch.autograd.value import update_leaf_in_place
+from llm_from_scratch.autograd.value import update_leaves_in_place
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.kernels import sgd_rows_apply, sgd_rows_stay_finite
 from llm_from_scratch.optim.validation import OptimizerError as OptimizerError
@@ -57,15 +57,21 @@ class SGD:
         self.learning_rate = rate
 
     def step(self) -> None:
-        """Apply one update to every parameter; if any new value is not finite, change nothing."""
-        planned = [(leaf, self._planned_update(leaf)) for leaf in self._leaves]
-        for leaf, update in planned:
-            update_leaf_in_place(leaf, update)
+        """Apply one update to every parameter; if any new value is not finite, change nothing.
+
+        The step is atomic with respect to backward passes and ``zero_grad`` on other threads:
+        it reads each gradient and writes each parameter while no gradient of these parameters
+        is stored or reset.
+        """
+        update_leaves_in_place(self._leaves, self._planned_updates)
 
     def zero_grad(self) -> None:
         """Reset every parameter's gradient."""
         for leaf in self._leaves:
             leaf.zero_grad()
+
+    def _planned_updates(self) -> list[Callable[[FloatArray], None]]:
+        return [self._planned_update(leaf) for leaf in self._leaves]
 
     def _planned_update(self, leaf: TensorValue) -> Callable[[FloatArray], None]:
         """Check that the step keeps every value finite; return the in-place write."""
@@ -92,12 +98,13 @@ class SGD:
 def _row_update(
     table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
 ) -> Callable[[FloatArray], None]:
+    rows = gradient.rows
     with np.errstate(over="ignore", invalid="ignore"):
-        values = table[gradient.rows] - rate * gradient.values
+        values = table[rows] - rate * gradient.values
     _raise_if_non_finite(values)
 
     def write_rows(array: FloatArray) -> None:
-        array[gradient.rows] = values
+        array[rows] = values
 
     return write_rows
 

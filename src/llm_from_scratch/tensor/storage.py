@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 import numpy as np
 from numpy.lib import NumpyVersion
@@ -258,11 +258,34 @@ def checked_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
 _ArrayT = TypeVar("_ArrayT", bound="np.ndarray[Any, Any]")
 
 
-def read_only(array: _ArrayT) -> _ArrayT:
-    """Return a read-only view of ``array`` (the array itself stays as it is)."""
-    view = array.view()
-    view.flags.writeable = False
-    return view
+def read_only_view(array: _ArrayT) -> _ArrayT:
+    """A new read-only array of ``array``'s values whose writeability cannot be restored.
+
+    Every array the package hands out comes from here. A view with ``flags.writeable = False``
+    is not enough: NumPy lets anyone switch writes back on for it when its ``base`` owns its
+    memory or is writeable. This view reads the values through a read-only buffer instead, so
+    ``flags.writeable = True`` raises ``ValueError`` on the view and on every array in its
+    ``base`` chain. A C-contiguous ``array`` is viewed without a copy in constant time, and the
+    package's own later writes to it (an optimizer step on a parameter) show through; any other
+    layout is copied first. Each call returns a new array object, so setting ``shape`` or
+    ``dtype`` on one changes nothing else.
+
+    Example:
+        >>> owner = np.arange(4.0)
+        >>> view = read_only_view(owner)
+        >>> try:
+        ...     view.flags.writeable = True
+        ... except ValueError as error:
+        ...     print(error)
+        cannot set WRITEABLE flag to True of this array
+        >>> owner[0] = 9.0
+        >>> view.tolist()
+        [9.0, 1.0, 2.0, 3.0]
+    """
+    if not array.flags.c_contiguous:
+        array = cast(_ArrayT, np.array(array, order="C", copy=True))
+    buffer = array.data.toreadonly()
+    return cast(_ArrayT, np.frombuffer(buffer, dtype=array.dtype).reshape(array.shape))
 
 
 @dataclass(frozen=True, init=False, eq=False, repr=False)
@@ -316,7 +339,6 @@ class Tensor:
         if known is not None and known != count:
             raise DataLengthMismatchError(count, known)
         try:
-            # The new array owns its memory, so no view handed out can be made writeable again.
             array = np.empty(extents, dtype=resolved)
         except (MemoryError, ValueError) as error:
             raise _allocation_error(extents, count) from error
@@ -356,8 +378,9 @@ class Tensor:
         return int(self._array.size)
 
     def numpy(self) -> FloatArray:
-        """The values as a read-only NumPy array of shape :attr:`shape` (no copy)."""
-        return read_only(self._array)
+        """The values as a read-only NumPy array of shape :attr:`shape` (no copy); its
+        writeability cannot be restored (see :func:`read_only_view`)."""
+        return read_only_view(self._array)
 
     def tolist(self) -> Any:
         """The values as nested Python lists (a float for a scalar)."""
@@ -386,7 +409,7 @@ def tensor_without_copy(array: FloatArray) -> Tensor:
     package itself (an optimizer step on a parameter's values shows through such a view).
     """
     tensor = object.__new__(Tensor)
-    _hold(tensor, read_only(array))
+    _hold(tensor, read_only_view(array))
     return tensor
 
 

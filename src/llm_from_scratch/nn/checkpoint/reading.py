@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from llm_from_scratch.autograd.value import parameter_from_owned_array, update_leaf_in_place
+from llm_from_scratch.autograd.value import parameter_from_owned_array, update_leaves_in_place
 from llm_from_scratch.nn.checkpoint.errors import (
     CheckpointAllocationError,
     ConversionRequiredError,
@@ -275,10 +276,16 @@ def _read_converted(
 def _write_into(
     receivers: NamedParameters, plan: list[PlannedTensor], arrays: list[FloatArray]
 ) -> None:
-    """Write every loaded array into its parameter in place (each bumps its revision)."""
-    for item, array in zip(plan, arrays, strict=True):
+    """Write every loaded array into its parameter in place, as one step that holds every
+    parameter's update lock: a backward commit, ``zero_grad`` or optimizer step on another
+    thread sees all the loaded values or none (each revision is bumped)."""
+    leaves = [receivers[item.record.name].tensor for item in plan]
 
-        def write(values: FloatArray, new: FloatArray = array) -> None:
-            values[...] = new
+    def planned() -> list[Callable[[FloatArray], None]]:
+        return [partial(_overwrite, new=array) for array in arrays]
 
-        update_leaf_in_place(receivers[item.record.name].tensor, write)
+    update_leaves_in_place(leaves, planned)
+
+
+def _overwrite(values: FloatArray, new: FloatArray) -> None:
+    values[...] = new
