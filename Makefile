@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# The extras `make test` installs; CI adds torch (.ci/run) so the PyTorch comparison runs too.
+# The extras `make test` installs; `test` includes torch (a local CPU wheel where pip has one), so
+# the PyTorch comparisons run everywhere `make test` runs.
 TEST_EXTRAS ?= test
 export TEST_EXTRAS
 comma := ,

@@ -30,7 +30,15 @@ from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
-from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, SplitMix64
+from llm_from_scratch.nn import (
+    Embedding,
+    EmbeddingBag,
+    FrozenTable,
+    NamedParameter,
+    NamedParameters,
+    SplitMix64,
+    functional,
+)
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
@@ -149,6 +157,10 @@ def layer() -> Embedding:
     return Embedding.from_parameter(table)
 
 
+def bag_layer(mode: str = "mean") -> EmbeddingBag:
+    return EmbeddingBag.from_parameter(layer().table, mode=mode)
+
+
 def released_output() -> TensorValue:
     output = layer()([[2, 1, 2]])
     output.backward_with_seed(np.ones((1, 3, 2)), GraphRetention.RELEASE)
@@ -256,6 +268,25 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "TokenIdDtypeError": lambda: layer().forward(np.array([], dtype=float), (0,)),
     "TokenIdOutOfBoundsError": lambda: layer()([1, 4, 9]),
     "IndexAllocationError": lambda: layer().forward(range(2**61), (2**30, 2**31)),
+    "TableTypeError": lambda: functional.embedding([0], np.zeros((2, 2))),  # type: ignore[arg-type]
+    "PretrainedTableTypeError": lambda: Embedding.from_pretrained([[1.0, 2.0]]),
+    "FrozenTableMaxNormError": lambda: Embedding.from_pretrained(np.ones((2, 2)), max_norm=1.0),
+    "PaddingIndexError": lambda: Embedding.from_parameter(layer().table, padding_idx=4),
+    "MaxNormError": lambda: Embedding.from_parameter(layer().table, max_norm=0.0),
+    "NormTypeError": lambda: Embedding.from_parameter(layer().table, norm_type=float("nan")),
+    "FlagTypeError": lambda: Embedding.from_parameter(layer().table, scale_grad_by_freq=1),  # type: ignore[arg-type]
+    "BagModeError": lambda: bag_layer("min"),
+    "BagLayoutError": lambda: bag_layer()([0, 1]),
+    "OffsetsContainerError": lambda: bag_layer()([0, 1], np.zeros((1, 1), dtype=int)),
+    "EmptyOffsetsError": lambda: bag_layer()([0, 1], []),
+    "OffsetTypeError": lambda: bag_layer()([0, 1], [0, 1.5]),
+    "OffsetOutOfRangeError": lambda: bag_layer()([0, 1], [0, 3]),
+    "FirstOffsetError": lambda: bag_layer()([0, 1], [1]),
+    "DecreasingOffsetsError": lambda: bag_layer()([0, 1, 2], [0, 2, 1]),
+    "LastOffsetError": lambda: bag_layer()([0, 1], [0, 1], include_last_offset=True),
+    "PerSampleWeightsModeError": lambda: bag_layer()([[0, 1]], per_sample_weights=np.ones((1, 2))),
+    "PerSampleWeightsTypeError": lambda: bag_layer("sum")([[0, 1]], per_sample_weights=[1.0, 1.0]),  # type: ignore[arg-type]
+    "PerSampleWeightsShapeError": lambda: bag_layer("sum")([[0, 1]], per_sample_weights=np.ones(2)),
     # llm_from_scratch.nn.checkpoint: one failing call per class, in tests/checkpoint_support.py
     **CHECKPOINT_TRIGGERS,
     # the other modules
@@ -366,6 +397,8 @@ BUILTIN_TRIGGERS: list[tuple[type[BaseException], Callable[[], object]]] = [
     (AttributeError, lambda: setattr(layer(), "_table", None)),
     (TypeError, TensorValue),
     (TypeError, Embedding),
+    (TypeError, EmbeddingBag),
+    (TypeError, lambda: FrozenTable("w", layer().table.tensor)),
     (TypeError, NamedParameter),
     (TypeError, lambda: Embedding.from_parameter(parameter((4, 2)))),  # type: ignore[arg-type]
     (ValueError, lambda: layer().table.tensor.numpy().__setitem__(0, 1.0)),

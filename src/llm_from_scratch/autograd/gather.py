@@ -9,7 +9,10 @@ very buffer goes into a :class:`RowGatherPlan` through the package-internal trus
 :func:`row_gather_plan_from_validated_indices`, which re-checks nothing; the boundary hands the
 plan to :func:`~llm_from_scratch.autograd.value.gather_rows_with_plan`. The single kernel
 :func:`gather_rows_forward` copies one table row per index; its VJP :func:`gather_rows_vjp`
-scatter-adds upstream rows into a row-sparse table gradient.
+scatter-adds upstream rows into a row-sparse table gradient. A plan carries a
+:class:`RowGradientRule` (a padding row that receives no gradient, or sums divided by how often
+each row was selected): it is part of the operation's saved record, so every consumer of the VJP
+gets the table gradient from :func:`table_gradient` with the rule applied.
 """
 
 from __future__ import annotations
@@ -54,24 +57,61 @@ from llm_from_scratch.tensor.storage import (
 _TRUSTED: Final = object()
 
 
+@dataclass(frozen=True, slots=True)
+class RowGradientRule:
+    """How a row gather's table gradient departs from the plain sum of upstream rows.
+
+    Attributes:
+        padding_row: a row that receives no gradient: it is left out of the row-sparse
+            gradient (so exactly zero), or None.
+        scale_by_frequency: each row's sum is divided by the number of positions that
+            selected it (PyTorch's ``scale_grad_by_freq``).
+    """
+
+    padding_row: int | None = None
+    scale_by_frequency: bool = False
+
+    @property
+    def is_plain(self) -> bool:
+        """True when the gradient is the plain sum (no padding row, no scaling)."""
+        return self.padding_row is None and not self.scale_by_frequency
+
+
+PLAIN_GRADIENT: Final = RowGradientRule()
+
+
 @dataclass(frozen=True, eq=False)
 class RowGatherPlan(
     Sealed, key=_TRUSTED, hint="a row-gather plan is built only by the package's constructors"
 ):
     """Validated facts for one row gather. Built only by
-    :func:`row_gather_plan_from_validated_indices` (through :func:`checked_row_gather_plan`).
+    :func:`row_gather_plan_from_validated_indices` (through :func:`checked_row_gather_plan`)
+    and :func:`with_gradient_rule`.
 
     Shape:
         ``indices``: ``[N]`` with ``N = prod(index_shape)``; ``table_shape``: ``(V, d)``;
         ``output_shape``: ``index_shape + (d,)``.
     """
 
-    __slots__ = ("index_shape", "indices", "output_elements", "output_shape", "table_shape")
+    __slots__ = (
+        "gradient_rule",
+        "index_shape",
+        "indices",
+        "output_elements",
+        "output_shape",
+        "table_shape",
+    )
     indices: IndexArray
     index_shape: Shape
     table_shape: tuple[int, int]
     output_shape: Shape
     output_elements: int
+    gradient_rule: RowGradientRule
+
+    @property
+    def has_plain_gradient(self) -> bool:
+        """True when the table gradient is the plain scatter-add of the upstream rows."""
+        return self.gradient_rule.is_plain
 
 
 def row_gather_plan_from_validated_indices(
@@ -79,7 +119,7 @@ def row_gather_plan_from_validated_indices(
 ) -> RowGatherPlan:
     """The plan's trusted constructor (package-internal): the caller has checked the rank, the
     count, every index and the output layout (:func:`checked_output_layout`), and none of it is
-    repeated.
+    repeated. The plan's gradient is the plain sum.
 
     Takes ownership of ``indices`` (it becomes read-only).
     """
@@ -90,6 +130,23 @@ def row_gather_plan_from_validated_indices(
         table_shape,
         output_shape,
         math.prod(output_shape),
+        PLAIN_GRADIENT,
+        key=_TRUSTED,
+    )
+
+
+def with_gradient_rule(plan: RowGatherPlan, rule: RowGradientRule) -> RowGatherPlan:
+    """``plan`` whose VJP applies ``rule`` (package-internal: a padding row the caller has
+    checked against the table's rows)."""
+    if rule == plan.gradient_rule:
+        return plan
+    return RowGatherPlan(
+        plan.indices,
+        plan.index_shape,
+        plan.table_shape,
+        plan.output_shape,
+        plan.output_elements,
+        rule,
         key=_TRUSTED,
     )
 
@@ -279,7 +336,24 @@ def _gathered_rows(table: Node, plan: RowGatherPlan) -> FloatArray:
 def gather_rows_vjp(plan: RowGatherPlan, upstream: FloatArray) -> Sequence[Gradient]:
     """Scatter-add upstream rows into a row-sparse ``[V, d]`` table gradient.
 
-    Rows no position selects are absent (exactly zero); repeated indices sum in flat order.
+    Rows no position selects are absent (exactly zero); repeated indices sum in flat order;
+    the plan's :class:`RowGradientRule` applies (see :func:`table_gradient`).
     """
     flat_upstream = upstream.reshape(plan.indices.size, plan.table_shape[1])
-    return (RowSparseGradient.from_scatter(plan.indices, flat_upstream, plan.table_shape),)
+    return (table_gradient(plan, flat_upstream),)
+
+
+def table_gradient(plan: RowGatherPlan, flat_upstream: FloatArray) -> RowSparseGradient:
+    """The row-sparse table gradient of one gather, from its ``[N, d]`` upstream rows.
+
+    Every consumer of a row gather's VJP gets the gradient here, so the plan's rule holds for
+    all of them: with ``scale_by_frequency`` each row's flat-order sum is divided by its use
+    count; the padding row is then left out.
+    """
+    rule = plan.gradient_rule
+    gradient = RowSparseGradient.from_scatter(
+        plan.indices, flat_upstream, plan.table_shape, divide_by_counts=rule.scale_by_frequency
+    )
+    if rule.padding_row is not None:
+        gradient = gradient.without_row(rule.padding_row)
+    return gradient

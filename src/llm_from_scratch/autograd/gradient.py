@@ -98,12 +98,19 @@ class RowSparseGradient:
 
     @classmethod
     def from_scatter(
-        cls, indices: IndexArray, upstream: FloatArray, shape: Shape
+        cls,
+        indices: IndexArray,
+        upstream: FloatArray,
+        shape: Shape,
+        *,
+        divide_by_counts: bool = False,
     ) -> RowSparseGradient:
         """Sum upstream rows that share an index, in flat position order.
 
         Each row's sum starts from ``0.0`` and adds its positions left to right, so the
-        result is bit-identical to the plain loop ``g[indices[p]] += upstream[p]``.
+        result is bit-identical to the plain loop ``g[indices[p]] += upstream[p]``. With
+        ``divide_by_counts``, each row's sum is then divided by the number of positions that
+        selected it.
 
         Shape:
             ``indices``: ``[N]``; ``upstream``: ``[N, d]``; ``shape``: ``(V, d)``.
@@ -115,7 +122,24 @@ class RowSparseGradient:
         else:
             rows, values, counts = scatter_by_add_at(indices, upstream)
         summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
+        if divide_by_counts and summed.size:
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.divide(values, counts.reshape(-1, 1).astype(values.dtype), out=values)
         return cls(rows, values, shape, summed)
+
+    def without_row(self, row: int) -> RowSparseGradient:
+        """The same gradient with ``row`` left out (so exactly zero), or ``self`` if it is not
+        listed."""
+        position = int(np.searchsorted(self._rows, row))
+        if position == self._rows.size or int(self._rows[position]) != row:
+            return self
+        rows = np.delete(self._rows, position)
+        values = np.delete(self._values, position, axis=0)
+        summed = self._summed
+        if summed is not None:
+            kept = summed[summed != position]
+            summed = np.where(kept > position, kept - 1, kept).astype(np.intp, copy=False)
+        return RowSparseGradient(rows, values, self.shape, summed)
 
     @property
     def dtype(self) -> np.dtype[Any]:

@@ -205,10 +205,25 @@ def record(
     Raises:
         OutputAllocationError: that copy cannot be allocated.
     """
+    return record_with_saved(operation, operands, lambda: (compute(), saved), vjp)
+
+
+def record_with_saved(
+    operation: str,
+    operands: Sequence[tuple[str, Node]],
+    compute: Callable[[], tuple[FloatArray, object]],
+    vjp: Vjp,
+) -> Node:
+    """:func:`record` for an operation whose VJP needs facts its forward finds (such as which
+    row produced a maximum): ``compute`` returns the value and the saved record together.
+    """
     nodes = tuple(node for _, node in operands)
-    value, revisions = consistent_read(
-        nodes, lambda: _not_viewing_a_parameter(operation, compute(), nodes)
-    )
+
+    def computed() -> tuple[FloatArray, object]:
+        value, saved = compute()
+        return _not_viewing_a_parameter(operation, value, nodes), saved
+
+    (value, saved), revisions = consistent_read(nodes, computed)
     if not is_recording() or not any(node.requires_grad for node in nodes):
         return Node(value, "constant", None)
     return Node(
@@ -455,19 +470,35 @@ def reset_gradient(node: Node) -> None:
         node.gradient = zero
 
 
+Write: TypeAlias = "Callable[[FloatArray], None]"
+"""One planned in-place write of a parameter's values."""
+
+
 def update_parameters_in_place(
-    nodes: Sequence[Node], planned: Callable[[], Sequence[Callable[[FloatArray], None]]]
+    nodes: Sequence[Node], planned: Callable[[], Sequence[Write | None]]
 ) -> None:
     """Plan and write in-place updates of parameters' values as one atomic step.
 
     Holding every node's update lock, ``planned()`` reads values and gradients and returns one
-    write per node; it may raise, and then nothing is written. Each write then changes its
-    node's values in place and bumps the value revision, so that operations recorded before the
-    change refuse to run backward. No backward commit, ``zero_grad`` or other update of these
-    parameters runs in between.
+    write per node (or None: that node is left as it is); it may raise, and then nothing is
+    written. Each write then changes its node's values in place and bumps the value revision,
+    so that operations recorded before the change refuse to run backward. No backward commit,
+    ``zero_grad`` or other update of these parameters runs in between.
 
     Raises:
         NotAParameterError: a node is a constant or an operation result (checked first).
+    """
+    update_parameters_then_read(nodes, planned, _nothing)
+
+
+def update_parameters_then_read(
+    nodes: Sequence[Node], planned: Callable[[], Sequence[Write | None]], read: Callable[[], _T]
+) -> _T:
+    """:func:`update_parameters_in_place`, then ``read()`` before the locks are released, so
+    that what ``read`` computes sees the written values and no other update; returns its result.
+
+    ``read`` takes no update lock itself (a forward, which :func:`consistent_read` lets run
+    without one once no write is under way).
     """
     for node in nodes:
         if node.kind != "parameter":
@@ -475,10 +506,20 @@ def update_parameters_in_place(
     with ParameterLocks(nodes):
         writes = planned()
         for node, write in zip(nodes, writes, strict=True):
-            node.writes_begun += 1
-            node.array.flags.writeable = True
-            try:
-                write(node.array)
-            finally:
-                node.array.flags.writeable = False
-                node.revision += 1
+            if write is not None:
+                _write_in_place(node, write)
+        return read()
+
+
+def _write_in_place(node: Node, write: Write) -> None:
+    node.writes_begun += 1
+    node.array.flags.writeable = True
+    try:
+        write(node.array)
+    finally:
+        node.array.flags.writeable = False
+        node.revision += 1
+
+
+def _nothing() -> None:
+    return None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import numpy as np
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+from llm_from_scratch.autograd.bag import BagPlan, bag_forward
 from llm_from_scratch.autograd.errors import (
     GatherTableRankError,
     NonFiniteParameterError,
@@ -33,10 +34,12 @@ from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forw
 from llm_from_scratch.autograd.tape import (
     GraphRetention,
     Node,
+    Write,
     backward,
     consistent_read,
     reset_gradient,
     update_parameters_in_place,
+    update_parameters_then_read,
 )
 from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import (
@@ -50,6 +53,7 @@ from llm_from_scratch.tensor.storage import (
 )
 
 _TRUSTED: Final = object()  # the key of the trusted constructors below
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -312,6 +316,21 @@ def gather_rows_with_plan(table: TensorValue, plan: RowGatherPlan) -> TensorValu
     return _value_of(gather_rows_forward(table._node, plan))
 
 
+def embedding_bag_with_plan(
+    table: TensorValue, plan: BagPlan, weights: TensorValue | None
+) -> TensorValue:
+    """The embedding bag of ``table`` by a plan whose IDs and bags a public boundary checked.
+
+    Package-internal, for ``llm_from_scratch.nn.functional.embedding_bag`` and the bag layer.
+    ``weights``, when given, has the IDs' shape and the table's dtype.
+
+    Raises:
+        ReleasedOperandError, OutputAllocationError: from the tape.
+    """
+    weights_node = None if weights is None else weights._node
+    return _value_of(bag_forward(table._node, plan, weights_node))
+
+
 def parameter_from_owned_array(array: FloatArray) -> TensorValue:
     """A parameter leaf that takes ``array`` over without copying it (package-internal).
 
@@ -323,19 +342,40 @@ def parameter_from_owned_array(array: FloatArray) -> TensorValue:
 
 def update_leaves_in_place(
     leaves: Sequence[TensorValue],
-    planned: Callable[[], Sequence[Callable[[FloatArray], None]]],
+    planned: Callable[[], Sequence[Write | None]],
 ) -> None:
     """Plan and write in-place updates of parameter leaves' values as one atomic step.
 
     Package-internal, for optimizers. Holding every leaf's update lock, ``planned()`` reads the
-    leaves and returns one write per leaf (if it raises, nothing is written); each write then
-    changes its leaf's values in place and bumps its value revision, so operations recorded
-    before the change refuse to run backward (:class:`StaleValueError`).
+    leaves and returns one write per leaf, or None for a leaf to leave as it is (if it raises,
+    nothing is written); each write then changes its leaf's values in place and bumps its value
+    revision, so operations recorded before the change refuse to run backward
+    (:class:`StaleValueError`).
 
     Raises:
         NotAParameterError: a leaf is a constant or an operation result.
     """
     update_parameters_in_place([leaf._node for leaf in leaves], planned)
+
+
+def update_leaves_then_read(
+    leaves: Sequence[TensorValue],
+    planned: Callable[[], Sequence[Write | None]],
+    read: Callable[[], _T],
+) -> _T:
+    """:func:`update_leaves_in_place`, then ``read()`` (a forward of these leaves) while no
+    other update can start; returns what ``read`` returns (package-internal, for ``max_norm``).
+
+    Raises:
+        NotAParameterError: a leaf is a constant or an operation result.
+    """
+    return update_parameters_then_read([leaf._node for leaf in leaves], planned, read)
+
+
+def constant_from_owned_array(array: FloatArray) -> TensorValue:
+    """A constant leaf that takes ``array`` over without copying it (package-internal; the
+    caller keeps no writeable view of it, so it never changes)."""
+    return _value_of(Node(array, "constant", None))
 
 
 def _value_of(node: Node) -> TensorValue:

@@ -1,4 +1,5 @@
-"""Neural-network building blocks: parameter initialization, the token embedding layer and
+"""Neural-network building blocks: parameter initialization, the token embedding and
+embedding-bag layers, their functional forms (:mod:`llm_from_scratch.nn.functional`) and
 checkpoints.
 
 The checkpoint names (``save_parameters``, ``load_parameters``, ``load_metadata``,
@@ -8,13 +9,34 @@ that never touch a file (the chapter demo) do not pay for importing it.
 
 from typing import TYPE_CHECKING, Any
 
-from llm_from_scratch.nn.embedding import (
-    Embedding,
+from llm_from_scratch.nn import functional
+from llm_from_scratch.nn.embedding import Embedding
+from llm_from_scratch.nn.embedding_bag import EmbeddingBag
+from llm_from_scratch.nn.embedding_errors import (
+    BagLayoutError,
+    BagModeError,
+    DecreasingOffsetsError,
     EmbeddingError,
     EmbeddingInitializationError,
+    EmptyOffsetsError,
     EmptyVocabularyError,
+    FirstOffsetError,
+    FlagTypeError,
+    FrozenTableMaxNormError,
     IndexAllocationError,
+    LastOffsetError,
+    MaxNormError,
+    NormTypeError,
+    OffsetOutOfRangeError,
+    OffsetsContainerError,
+    OffsetTypeError,
+    PaddingIndexError,
+    PerSampleWeightsModeError,
+    PerSampleWeightsShapeError,
+    PerSampleWeightsTypeError,
+    PretrainedTableTypeError,
     TableRankError,
+    TableTypeError,
     TokenCountMismatchError,
     TokenIdContainerError,
     TokenIdDtypeError,
@@ -32,6 +54,7 @@ from llm_from_scratch.nn.init import (
     XavierScale,
     xavier_scale,
 )
+from llm_from_scratch.nn.tables import FrozenTable
 
 if TYPE_CHECKING:
     from llm_from_scratch.nn.checkpoint import (
@@ -46,17 +69,38 @@ _CHECKPOINT_NAMES = frozenset(
 )
 
 __all__ = [
+    "BagLayoutError",
+    "BagModeError",
     "CheckpointError",
+    "DecreasingOffsetsError",
     "Embedding",
+    "EmbeddingBag",
     "EmbeddingError",
     "EmbeddingInitializationError",
+    "EmptyOffsetsError",
     "EmptyVocabularyError",
+    "FirstOffsetError",
+    "FlagTypeError",
+    "FrozenTable",
+    "FrozenTableMaxNormError",
     "IndexAllocationError",
     "InitializationError",
+    "LastOffsetError",
+    "MaxNormError",
     "NamedParameter",
     "NamedParameters",
+    "NormTypeError",
+    "OffsetOutOfRangeError",
+    "OffsetTypeError",
+    "OffsetsContainerError",
+    "PaddingIndexError",
+    "PerSampleWeightsModeError",
+    "PerSampleWeightsShapeError",
+    "PerSampleWeightsTypeError",
+    "PretrainedTableTypeError",
     "SplitMix64",
     "TableRankError",
+    "TableTypeError",
     "TokenCountMismatchError",
     "TokenIdContainerError",
     "TokenIdDtypeError",
@@ -66,6 +110,7 @@ __all__ = [
     "TokenShapeError",
     "XavierScale",
     "ZeroEmbeddingWidthError",
+    "functional",
     "load_metadata",
     "load_parameters",
     "save_parameters",

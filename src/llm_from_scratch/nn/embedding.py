@@ -1,18 +1,19 @@
 """The token embedding layer (course chapter 18).
 
-``Embedding`` owns one named ``[V, d]`` parameter. :meth:`Embedding.forward` is the public
-boundary: it checks the token shape, the ID count, the output shape and every ID once, in that
-order, reading each ID once into the trusted row-gather plan's own index buffer (see
-:mod:`~llm_from_scratch.autograd.ids`), which it hands to the package-internal
-:func:`~llm_from_scratch.autograd.value.gather_rows_with_plan`. The kernel and VJP are the ones
-:meth:`TensorValue.gather_rows` uses.
+``Embedding`` owns one named ``[V, d]`` table and the options PyTorch's ``nn.Embedding`` has
+(``padding_idx``, ``max_norm``, ``norm_type``, ``scale_grad_by_freq``). It is a thin wrapper over
+:func:`llm_from_scratch.nn.functional.embedding`: its options are checked once, when it is built,
+and every call reads the IDs once (:mod:`~llm_from_scratch.nn.token_ids`) and runs the one row
+gather that :meth:`TensorValue.gather_rows` uses.
+
+The error classes live in :mod:`~llm_from_scratch.nn.embedding_errors` and are re-exported here
+and by :mod:`llm_from_scratch.nn`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -21,166 +22,81 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.gather import (
-    IdErrors,
-    checked_output_layout,
-    checked_row_gather_plan,
-    checked_row_gather_plan_of_array,
+from llm_from_scratch.nn.embedding_errors import (
+    EmbeddingError,
+    EmbeddingInitializationError,
+    EmptyVocabularyError,
+    FrozenTableMaxNormError,
+    IndexAllocationError,
+    TableRankError,
+    TokenCountMismatchError,
+    TokenIdContainerError,
+    TokenIdDtypeError,
+    TokenIdNestingError,
+    TokenIdOutOfBoundsError,
+    TokenIdTypeError,
+    TokenShapeError,
+    ZeroEmbeddingWidthError,
 )
-from llm_from_scratch.autograd.value import gather_rows_with_plan
-from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.nn.init import (
-    InitializationError,
-    NamedParameter,
-    NamedParameters,
-    SplitMix64,
-    ZeroFanInError,
-    ZeroFanOutError,
+from llm_from_scratch.nn.functional import lookup
+from llm_from_scratch.nn.init import NamedParameter, NamedParameters, SplitMix64
+from llm_from_scratch.nn.options import LookupOptions, checked_flag
+from llm_from_scratch.nn.tables import (
+    FrozenTable,
+    Table,
+    checked_name_and_sizes,
+    checked_parameter_size,
+    drawn_table,
+    pretrained_source,
 )
+from llm_from_scratch.nn.token_ids import flat_token_id_plan, token_id_plan
 from llm_from_scratch.sealed import Sealed
-from llm_from_scratch.tensor.storage import (
-    MAX_AXES,
-    Shape,
-    TensorError,
-    checked_row_major_layout,
-    is_masked_array,
-    plain_view,
-)
+from llm_from_scratch.tensor.storage import Shape
 
-_TRUSTED: Final = object()  # the key of the trusted constructors below
+__all__ = [
+    "Embedding",
+    "EmbeddingError",
+    "EmbeddingInitializationError",
+    "EmptyVocabularyError",
+    "IndexAllocationError",
+    "TableRankError",
+    "TokenCountMismatchError",
+    "TokenIdContainerError",
+    "TokenIdDtypeError",
+    "TokenIdNestingError",
+    "TokenIdOutOfBoundsError",
+    "TokenIdTypeError",
+    "TokenShapeError",
+    "ZeroEmbeddingWidthError",
+]
 
-
-class EmbeddingError(StructuredError):
-    """Base class of every error raised by :mod:`llm_from_scratch.nn.embedding`."""
-
-
-class TableRankError(EmbeddingError, ValueError):
-    """A table parameter that is not rank two."""
-
-    template = "embedding table must have rank two, got rank {rank}"
-    rank: int
-
-
-class EmptyVocabularyError(EmbeddingError, ValueError):
-    """A table with no rows (``V == 0``)."""
-
-    template = "embedding vocabulary must contain at least one row"
-    vocabulary_size: int = 0
-
-
-class ZeroEmbeddingWidthError(EmbeddingError, ValueError):
-    """A table with no columns (``d == 0``)."""
-
-    template = "embedding width must be greater than zero"
-    embedding_width: int = 0
-
-
-class EmbeddingInitializationError(EmbeddingError, ValueError):
-    """``Embedding.new`` failed while initializing; ``cause`` is the InitializationError."""
-
-    template = "cannot initialize the embedding table: {cause}"
-    cause: InitializationError
-
-
-class TokenShapeError(EmbeddingError, ValueError):
-    """A token shape whose checked layout failed; ``cause`` is the tensor error."""
-
-    template = "invalid token-ID shape: {cause}"
-    token_shape: object
-    cause: TensorError
-
-
-class TokenIdContainerError(EmbeddingError, TypeError):
-    """Token IDs that are not a flat sequence / 1-D array (``forward``), or ragged lists."""
-
-    template = "token IDs must be integers in a regular array: {detail}"
-    detail: str
-
-
-class TokenIdNestingError(TokenIdContainerError):
-    """Nested lists deeper than an array can have axes (``limit``), for example a list that
-    contains itself."""
-
-    limit: int
-
-
-class TokenCountMismatchError(EmbeddingError, ValueError):
-    """A flat ID count that differs from the token shape's element count."""
-
-    template = "token-ID shape needs {expected} IDs, but received {actual}"
-    expected: int
-    actual: int
-
-
-class TokenIdOutOfBoundsError(EmbeddingError, IndexError):
-    """The first ID, in flat order, outside ``[0, V)`` (negative IDs included)."""
-
-    template = (
-        "token ID {id} at flat position {position} is out of bounds for "
-        "vocabulary size {vocabulary_size}"
-    )
-    position: int
-    id: int
-    vocabulary_size: int
-
-
-class TokenIdTypeError(EmbeddingError, TypeError):
-    """The first ID, in flat order, that is not an integer (bools and floats are not)."""
-
-    template = "token ID at flat position {position} must be an integer, got {value!t} {value!r}"
-    position: int | None  # None only for TokenIdDtypeError: an empty array has no position
-    value: object
-
-
-class TokenIdDtypeError(TokenIdTypeError):
-    """An empty ID array of a non-integer dtype: there is no ID to name, so the dtype is named.
-
-    ``position`` and ``value`` are None (an empty array has neither).
-    """
-
-    template = "token IDs must be integers, got an empty array of dtype {dtype}"
-    dtype: str
-
-
-class IndexAllocationError(EmbeddingError, MemoryError):
-    """The converted index buffer could not be allocated."""
-
-    template = "could not reserve {elements} converted embedding indices"
-    elements: int
-
-
-def _output_shape_error(token_shape: object, output_shape: Shape, cause: TensorError) -> Exception:
-    return TokenShapeError(token_shape, cause)  # the token shape does not fit this layer
-
-
-_TOKEN_ID_ERRORS: Final = IdErrors(
-    shape=TokenShapeError,
-    output_shape=_output_shape_error,
-    container=TokenIdContainerError,
-    count=TokenCountMismatchError,
-    non_integer=TokenIdTypeError,
-    non_integer_dtype=partial(TokenIdDtypeError, None, None),
-    out_of_bounds=TokenIdOutOfBoundsError,
-    allocation=IndexAllocationError,
-)
+_TRUSTED: Final = object()  # the key of the trusted constructor below
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Embedding(
     Sealed,
     key=_TRUSTED,
-    hint="build an Embedding with Embedding.new or Embedding.from_parameter",
+    hint="build an Embedding with Embedding.new, from_parameter or from_pretrained",
 ):
-    """A trainable ``[V, d]`` token table and its row lookup.
+    """A ``[V, d]`` token table and its row lookup.
 
-    Build one with :meth:`new` (Xavier-uniform from a :class:`SplitMix64`) or
-    :meth:`from_parameter`. Calling the layer looks up rows: ``X[..., :] = E[z[...], :]``;
-    reverse mode adds the gradients of repeated IDs into one shared row.
+    Build one with :meth:`new` (Xavier-uniform from a :class:`SplitMix64`),
+    :meth:`from_parameter` (an existing named parameter) or :meth:`from_pretrained` (a NumPy
+    array, ``Tensor`` or named parameter, trainable or frozen). Calling the layer looks up rows:
+    ``X[..., :] = E[z[...], :]``; reverse mode adds the gradients of repeated IDs into one
+    shared row.
 
     Attributes:
-        table: the named ``[V, d]`` parameter (its ``tensor`` is the leaf).
+        table: the named ``[V, d]`` table: a :class:`NamedParameter` (its ``tensor`` is the
+            trainable leaf) or a :class:`FrozenTable` (a constant; lookups carry no gradient).
         vocabulary_size: ``V``, the number of rows.
         embedding_width: ``d``, the features per row.
+        padding_idx: the row that receives no gradient (in ``[0, V)``), or None.
+        max_norm: the norm above which a looked-up row is scaled down in place, or None.
+        norm_type: the ``p`` of that norm.
+        scale_grad_by_freq: whether each row's gradient is divided by how often a call's IDs
+            name it.
 
     Shape:
         table: ``[V, d]``; ``token_ids``: ``[*]``; output: ``[*, d]``.
@@ -206,30 +122,47 @@ class Embedding(
         token ID 4 at flat position 1 is out of bounds for vocabulary size 4
     """
 
-    __slots__ = ("embedding_width", "table", "vocabulary_size")
-    table: NamedParameter
+    __slots__ = (
+        "embedding_width",
+        "max_norm",
+        "norm_type",
+        "padding_idx",
+        "scale_grad_by_freq",
+        "table",
+        "vocabulary_size",
+    )
+    table: Table
     vocabulary_size: int
     embedding_width: int
+    padding_idx: int | None
+    max_norm: float | None
+    norm_type: float
+    scale_grad_by_freq: bool
 
     # Construction -------------------------------------------------------------------------------
 
     @classmethod
-    def from_parameter(cls, table: NamedParameter) -> Embedding:
-        """Wrap an existing named parameter (the same leaf, not a copy).
+    def from_parameter(
+        cls,
+        table: NamedParameter,
+        *,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+    ) -> Embedding:
+        """Wrap an existing named parameter (the same leaf, not a copy); its values are kept,
+        the padding row's included.
 
         Raises:
+            TypeError: ``table`` is not a NamedParameter.
             TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: in this order.
+            PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: the options, in
+                this order.
         """
-        if not isinstance(table, NamedParameter):
-            raise TypeError(f"from_parameter needs a NamedParameter, got {type(table).__name__}")
-        shape = table.tensor.shape
-        if len(shape) != 2:
-            raise TableRankError(len(shape))
-        if shape[0] == 0:
-            raise EmptyVocabularyError()
-        if shape[1] == 0:
-            raise ZeroEmbeddingWidthError()
-        return _layer_of(table)
+        rows, _ = checked_parameter_size(table)
+        options = LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+        return _layer_of(table, options)
 
     @classmethod
     def new(
@@ -239,16 +172,25 @@ class Embedding(
         embedding_width: int,
         rng: SplitMix64,
         dtype: npt.DTypeLike = np.float64,
+        *,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
     ) -> Embedding:
         """A Xavier-uniform ``[vocabulary_size, embedding_width]`` table named ``name``.
 
-        The name is checked first; ``rng`` advances only if the whole construction succeeds.
+        The whole table is drawn as without padding; then the padding row, if any, is set to
+        zeros (so every other row equals the one a layer without ``padding_idx`` draws from
+        the same generator). ``rng`` advances only if the whole construction succeeds.
 
         Raises:
-            EmbeddingInitializationError: a bad name, fan or dtype, or no memory
-                (``__cause__`` is the InitializationError).
+            EmbeddingInitializationError: a bad name or fan (``__cause__`` is the
+                InitializationError).
             EmptyVocabularyError: ``vocabulary_size == 0``.
             ZeroEmbeddingWidthError: ``embedding_width == 0``.
+            PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: the options.
+            EmbeddingInitializationError: a bad generator or dtype, or no memory.
 
         Example:
             >>> a = Embedding.new("token_embedding.weight", 4, 2, SplitMix64.from_seed(18))
@@ -257,41 +199,105 @@ class Embedding(
             True
             >>> a.table.tensor.is_same_node(b.table.tensor)
             False
+            >>> padded = Embedding.new(
+            ...     "token_embedding.weight", 4, 2, SplitMix64.from_seed(18), padding_idx=-1)
+            >>> padded.padding_idx, padded.table.tensor.numpy()[3].tolist()
+            (3, [0.0, 0.0])
         """
-        try:
-            table = NamedParameter.xavier_uniform(
-                name, vocabulary_size, embedding_width, rng, dtype
-            )
-        except ZeroFanInError as error:
-            raise EmptyVocabularyError() from error
-        except ZeroFanOutError as error:
-            raise ZeroEmbeddingWidthError() from error
-        except InitializationError as error:
-            raise EmbeddingInitializationError(error) from error
-        return _layer_of(table)
+        checked, rows, width = checked_name_and_sizes(name, vocabulary_size, embedding_width)
+        options = LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+        table = drawn_table(checked, rows, width, rng, dtype, options.padding_idx)
+        return _layer_of(table, options)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        table: object,
+        *,
+        name: str = "token_embedding.weight",
+        freeze: bool = True,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+    ) -> Embedding:
+        """A layer over a table you already have, as PyTorch's ``Embedding.from_pretrained``.
+
+        Args:
+            table: a 2-D NumPy array (float32 and float64 keep their dtype, integers become
+                float64; an ndarray subclass is read through its plain data), a ``Tensor``, or
+                a :class:`NamedParameter`. Its values are kept as they are, the padding row's
+                included.
+            name: the name of the layer's table (also for a NamedParameter).
+            freeze: True (PyTorch's default): the table is a constant copy, a
+                :class:`FrozenTable`, and lookups are constants that carry no gradient.
+                False: a trainable parameter leaf, a copy of an array or ``Tensor``, or the
+                very leaf of a NamedParameter.
+            padding_idx, max_norm, norm_type, scale_grad_by_freq: as in :meth:`new`.
+                ``max_norm`` writes the table, so it needs ``freeze=False``.
+
+        Raises:
+            PretrainedTableTypeError: ``table`` is none of the above.
+            TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: its shape.
+            EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
+            PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: the options, then
+                FlagTypeError for ``freeze``.
+            FrozenTableMaxNormError: ``max_norm`` with ``freeze=True``.
+            NonFiniteParameterError: a NaN or infinity in the table (checked last).
+
+        Example:
+            >>> table = np.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
+            >>> frozen = Embedding.from_pretrained(table, padding_idx=0)
+            >>> x = frozen([2, 1])
+            >>> x.kind, x.dtype, x.numpy().tolist()
+            ('constant', dtype('float32'), [[3.0, 4.0], [1.0, 2.0]])
+            >>> Embedding.from_pretrained(table, freeze=False)([2]).kind
+            'operation'
+        """
+        source = pretrained_source(table)
+        checked, _, _ = checked_name_and_sizes(name, *source.shape)
+        options = LookupOptions(
+            source.shape[0], padding_idx, max_norm, norm_type, scale_grad_by_freq
+        )
+        frozen = checked_flag("freeze", freeze)
+        if frozen and options.max_norm is not None:
+            raise FrozenTableMaxNormError("constant")
+        return _layer_of(source.table(checked, frozen), options)
 
     def clone(self) -> Embedding:
-        """A new layer object holding the same parameter leaf."""
-        return _layer_of(self.table)
+        """A new layer object holding the same table leaf and the same options."""
+        return _with_table(self, self.table)
 
     def __copy__(self) -> Embedding:
         return self.clone()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Embedding:
+        if isinstance(self.table, FrozenTable):
+            return self.clone()  # a constant never changes: sharing it is copying it
         leaf = TensorValue.parameter(self.table.tensor.value_snapshot())
-        return _layer_of(NamedParameter.from_value(self.table.name, leaf))
+        return _with_table(self, NamedParameter.from_value(self.table.name, leaf))
 
     # Reading ------------------------------------------------------------------------------------
 
     def parameters(self) -> NamedParameters:
-        """The layer's parameters: a one-element :class:`NamedParameters` holding :attr:`table`
-        (the same leaf)."""
+        """The layer's trainable parameters: a :class:`NamedParameters` holding :attr:`table`
+        (the same leaf), or none for a frozen table."""
+        if isinstance(self.table, FrozenTable):
+            return NamedParameters(())
         return NamedParameters((self.table,))
+
+    @property
+    def frozen(self) -> bool:
+        """True when the table is a :class:`FrozenTable`."""
+        return isinstance(self.table, FrozenTable)
 
     def __repr__(self) -> str:
         return (
             f"Embedding(name={self.table.name!r}, vocabulary_size={self.vocabulary_size}, "
-            f"embedding_width={self.embedding_width}, dtype={self.table.tensor.dtype})"
+            f"embedding_width={self.embedding_width}, dtype={self.table.tensor.dtype}, "
+            f"padding_idx={self.padding_idx}, max_norm={self.max_norm}, "
+            f"norm_type={self.norm_type}, scale_grad_by_freq={self.scale_grad_by_freq}, "
+            f"frozen={self.frozen})"
         )
 
     # Lookup -------------------------------------------------------------------------------------
@@ -324,10 +330,8 @@ class Embedding(
             TokenIdTypeError, TokenIdOutOfBoundsError: the first bad ID in flat order.
             TensorAutodiffError: from the tape, as its own type.
         """
-        plan = checked_row_gather_plan(
-            token_ids, token_shape, self._table_shape, self._itemsize, _TOKEN_ID_ERRORS
-        )
-        return gather_rows_with_plan(self.table.tensor, plan)
+        plan = flat_token_id_plan(token_ids, token_shape, self._table_shape, self._itemsize)
+        return lookup(self.table.tensor, plan, self._options_unless_default)
 
     def __call__(self, ids: object) -> TensorValue:
         """Look up rows for ``ids``, an integer array or nested lists; its shape is the token shape.
@@ -348,15 +352,8 @@ class Embedding(
         Shape:
             ``ids``: ``[*]``; output: ``[*, d]``.
         """
-        if isinstance(ids, np.ndarray) and (
-            is_masked_array(ids) or plain_view(ids).dtype.kind != "O"
-        ):
-            plan = checked_row_gather_plan_of_array(
-                ids, self._table_shape, self._itemsize, _TOKEN_ID_ERRORS
-            )
-            return gather_rows_with_plan(self.table.tensor, plan)
-        flat, shape = _flattened_nest(ids, self._table_shape, self._itemsize)
-        return self.forward(flat, shape)
+        plan = token_id_plan(ids, self._table_shape, self._itemsize)
+        return lookup(self.table.tensor, plan, self._options_unless_default)
 
     @property
     def _table_shape(self) -> tuple[int, int]:
@@ -366,83 +363,39 @@ class Embedding(
     def _itemsize(self) -> int:
         return int(self.table.tensor.dtype.itemsize)
 
+    @property
+    def _options_unless_default(self) -> LookupOptions | None:
+        """The options, or None when every one is PyTorch's default (the plain lookup)."""
+        if self.padding_idx is None and self.max_norm is None and not self.scale_grad_by_freq:
+            return None
+        return self._options
 
-def _layer_of(table: NamedParameter) -> Embedding:
-    """The trusted constructor: ``table`` is a checked ``[V, d]`` parameter with ``V, d > 0``."""
+    @property
+    def _options(self) -> LookupOptions:
+        return LookupOptions(
+            self.vocabulary_size,
+            self.padding_idx,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+        )
+
+
+def _layer_of(table: Table, options: LookupOptions) -> Embedding:
+    """The trusted constructor: ``table`` is a checked ``[V, d]`` table with ``V, d > 0`` and
+    ``options`` were checked for its ``V``."""
     rows, width = table.tensor.shape
-    return Embedding(table, rows, width, key=_TRUSTED)
+    return Embedding(
+        table,
+        rows,
+        width,
+        options.padding_idx,
+        options.max_norm,
+        options.norm_type,
+        options.scale_grad_by_freq,
+        key=_TRUSTED,
+    )
 
 
-def _flattened_nest(
-    ids: object, table_shape: tuple[int, int], itemsize: int
-) -> tuple[list[object], Shape]:
-    """Flatten nested lists (or a single ID, or an object array) in row-major order.
-
-    Order: the nesting depth; the shape the nest claims and the output shape; room for the
-    flat IDs; then a walk that insists on a regular shape. No ID is read here.
-    """
-    if isinstance(ids, np.ndarray):  # an object array: its elements may be lists themselves
-        plain = plain_view(ids)
-        _reserved(int(plain.size))
-        ids = plain.tolist()
-    shape = _claimed_shape(ids)
-    try:
-        _, count = checked_row_major_layout(shape)
-        checked_output_layout(shape, table_shape, itemsize)
-    except TensorError as error:
-        raise TokenShapeError(shape, error) from error
-    flat = _reserved(count)
-    _fill_flat(ids, shape, flat)
-    return flat, shape
-
-
-def _claimed_shape(ids: object) -> Shape:
-    """Each level's length, following first items, at most ``MAX_AXES`` levels deep."""
-    shape: list[int] = []
-    probe = ids
-    while isinstance(probe, list | tuple):
-        if len(shape) == MAX_AXES:
-            raise TokenIdNestingError(f"lists nested more than {MAX_AXES} deep", MAX_AXES)
-        items = _items_of(probe)
-        shape.append(len(items))
-        if not items:
-            break
-        probe = items[0]
-    return tuple(shape)
-
-
-def _items_of(container: list[object] | tuple[object, ...]) -> Sequence[object]:
-    """The items a list or tuple holds, read by the base class (a subclass's overrides of
-    ``len``, indexing or iteration do not run)."""
-    if type(container) in (list, tuple):
-        return container
-    if isinstance(container, list):
-        return tuple(list.__iter__(container))
-    return tuple(tuple.__iter__(container))
-
-
-def _reserved(count: int) -> list[object]:
-    try:
-        return [None] * count
-    except (MemoryError, OverflowError) as error:
-        raise IndexAllocationError(count) from error
-
-
-def _fill_flat(ids: object, shape: Shape, flat: list[object]) -> None:
-    """Write the leaves of a regular nest into ``flat`` (as long as its element count)."""
-    filled = 0
-    stack: list[tuple[object, int, tuple[int, ...]]] = [(ids, 0, ())]
-    while stack:
-        item, depth, path = stack.pop()
-        if depth == len(shape):
-            if isinstance(item, list | tuple):
-                raise TokenIdContainerError(f"ragged nesting at index {list(path)}")
-            flat[filled] = item
-            filled += 1
-            continue
-        items = _items_of(item) if isinstance(item, list | tuple) else None
-        if items is None or len(items) != shape[depth]:
-            raise TokenIdContainerError(
-                f"ragged nesting at index {list(path)}: expected {shape[depth]} items"
-            )
-        stack.extend((items[i], depth + 1, (*path, i)) for i in reversed(range(len(items))))
+def _with_table(layer: Embedding, table: Table) -> Embedding:
+    return _layer_of(table, layer._options)

@@ -1,0 +1,324 @@
+"""The embedding bag: one tape operation that looks up the rows of each bag of IDs and reduces
+them to one row per bag by ``sum``, ``mean`` or ``max`` (PyTorch's ``embedding_bag``).
+
+A public boundary (``embedding_bag`` in :mod:`llm_from_scratch.nn.functional`) checks the IDs,
+the bags and the options once and builds a :class:`BagPlan` through the package-internal trusted
+constructor :func:`bag_plan_from_validated`, which re-checks nothing. The forward
+:func:`bag_forward` and its VJP :func:`bag_vjp` sit below; the VJP needs only the small frozen
+:class:`BagSaved` record. Entries whose ID is the padding row are skipped: they add nothing,
+count for nothing in a mean and receive no gradient.
+
+Reductions, for bag ``b`` with the positions ``p`` in ``[bag_starts[b], bag_starts[b + 1])``:
+
+- ``sum``: ``out[b] = 0.0 + w[p] * table[ids[p]] + ...`` in flat order (``w[p] = 1``, and no
+  multiplication, without per-sample weights);
+- ``mean``: the sum divided by the bag's number of entries (an empty bag gives zeros);
+- ``max``: coordinate-wise, the first entry in flat order holding the largest value wins, and the
+  row it came from receives that coordinate's gradient; an empty bag gives zeros.
+
+The VJP's table gradient is row-sparse and, for ``sum`` and ``mean``, bit-identical to the plain
+loop ``g[ids[p]] += w[p] * upstream[b]`` (``mean``: ``upstream[b] / size[b]``) in flat order;
+for ``max`` each row sums the upstream coordinates it produced, in bag order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
+
+import numpy as np
+
+from llm_from_scratch.autograd.bag_kernels import (
+    bag_maxima_into,
+    bag_row_sums,
+    bag_sums_into,
+    max_row_sums,
+    weight_gradients_into,
+)
+from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.autograd.errors import OutputAllocationError
+from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, scatter_by_add_at
+from llm_from_scratch.autograd.tape import Node, check_operands, record_with_saved
+from llm_from_scratch.sealed import Sealed
+from llm_from_scratch.tensor.storage import FloatArray, IndexArray, read_only_view
+
+BagMode: TypeAlias = Literal["sum", "mean", "max"]
+BAG_MODES: Final[tuple[BagMode, ...]] = ("sum", "mean", "max")
+
+_TRUSTED: Final = object()
+
+
+@dataclass(frozen=True, eq=False)
+class BagPlan(Sealed, key=_TRUSTED, hint="a bag plan is built only by bag_plan_from_validated"):
+    """Validated facts for one embedding bag.
+
+    Shape:
+        ``indices`` and ``bag_of``: ``[N]``; ``bag_starts``: ``[B + 1]``, from ``0`` to ``N``,
+        never decreasing; ``table_shape``: ``(V, d)``; output ``[B, d]``.
+    """
+
+    __slots__ = ("bag_of", "bag_starts", "indices", "mode", "padding_row", "table_shape")
+    indices: IndexArray
+    bag_starts: IndexArray
+    bag_of: IndexArray
+    table_shape: tuple[int, int]
+    mode: BagMode
+    padding_row: int | None
+
+    @property
+    def bags(self) -> int:
+        """``B``, the number of bags."""
+        return int(self.bag_starts.shape[0]) - 1
+
+
+def bag_plan_from_validated(
+    indices: IndexArray,
+    bag_starts: IndexArray,
+    table_shape: tuple[int, int],
+    mode: BagMode,
+    padding_row: int | None,
+) -> BagPlan:
+    """The plan's trusted constructor (package-internal): every index is a row of the table,
+    ``bag_starts`` runs from ``0`` to ``len(indices)`` without decreasing, ``mode`` is one of
+    :data:`BAG_MODES` and ``padding_row`` a row of the table or None; none of it is checked.
+
+    Takes ownership of ``indices`` and ``bag_starts`` (they become read-only).
+    """
+    sizes = np.diff(bag_starts)
+    bag_of = np.repeat(np.arange(sizes.shape[0], dtype=np.intp), sizes)
+    return BagPlan(
+        read_only_view(indices),
+        read_only_view(bag_starts),
+        read_only_view(bag_of),
+        table_shape,
+        mode,
+        padding_row,
+        key=_TRUSTED,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BagSaved:
+    """What the bag's VJP needs.
+
+    Attributes:
+        plan: the bag plan.
+        sizes: ``mean``: each bag's number of entries that are not padding (``[B]``).
+        max_rows: ``max``: the row that produced each output coordinate, ``-1`` in an empty
+            bag (``[B, d]``).
+        weights: the per-sample weights (``[N]``), or None.
+        table: the table's values, only when the weights need a gradient (a later change of
+            a parameter table is caught by its revision).
+        table_gradient: whether the table needs a gradient.
+        weights_shape: the weights' own shape, when they need a gradient.
+    """
+
+    plan: BagPlan
+    sizes: IndexArray | None
+    max_rows: IndexArray | None
+    weights: FloatArray | None
+    table: FloatArray | None
+    table_gradient: bool
+    weights_shape: tuple[int, ...] | None
+
+
+def bag_forward(table: Node, plan: BagPlan, weights: Node | None) -> Node:
+    """Reduce each bag's rows of ``table`` to one output row (see the module docstring).
+
+    Shape:
+        ``table``: ``[V, d]``; ``weights``: the IDs' shape; output: ``[B, d]``.
+
+    Raises:
+        ReleasedOperandError: an operand reaches a released tape.
+        OutputAllocationError: the output cannot be allocated (nothing is recorded).
+    """
+    operands = [("table", table)]
+    if weights is not None:
+        operands.append(("per_sample_weights", weights))
+    check_operands("embedding_bag", operands)
+
+    def compute() -> tuple[FloatArray, object]:
+        flat_weights = None if weights is None else weights.array.reshape(-1)
+        output = _allocated(plan, table.array.dtype)
+        sizes, max_rows = _reduced_into(output, table.array, plan, flat_weights)
+        weights_need = weights is not None and weights.requires_grad
+        saved = BagSaved(
+            plan,
+            sizes,
+            max_rows,
+            flat_weights,
+            table.array if weights_need else None,
+            table.requires_grad,
+            None if weights is None or not weights_need else weights.array.shape,
+        )
+        return output, saved
+
+    return record_with_saved("embedding_bag", operands, compute, bag_vjp)
+
+
+def bag_vjp(saved: BagSaved, upstream: FloatArray) -> Sequence[Gradient | None]:
+    """The table's row-sparse gradient and, with per-sample weights, theirs:
+    ``dw[p] = upstream[bag(p)] . table[ids[p]]`` (zero for a padding entry)."""
+    table = _table_gradient(saved, upstream) if saved.table_gradient else None
+    if saved.weights is None:
+        return (table,)
+    return table, _weights_gradient(saved, upstream)
+
+
+# The forward -----------------------------------------------------------------------------------
+
+
+def _allocated(plan: BagPlan, dtype: np.dtype[Any]) -> FloatArray:
+    shape = (plan.bags, plan.table_shape[1])
+    try:
+        return np.empty(shape, dtype=dtype)
+    except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
+        raise OutputAllocationError("embedding_bag", shape[0] * shape[1]) from error
+
+
+def _reduced_into(
+    output: FloatArray, table: FloatArray, plan: BagPlan, weights: FloatArray | None
+) -> tuple[IndexArray | None, IndexArray | None]:
+    """Fill ``output``; return the bag sizes (``mean``) and the maximum rows (``max``)."""
+    compiled = runs_compiled(plan.indices.size * plan.table_shape[1])
+    if plan.mode == "max":
+        if compiled:
+            return None, bag_maxima_into(
+                output, table, plan.indices, plan.bag_starts, plan.padding_row
+            )
+        return None, _maxima_by_rounds(output, table, plan)
+    if compiled:
+        sizes = bag_sums_into(
+            output, table, plan.indices, plan.bag_starts, weights, plan.padding_row
+        )
+    else:
+        sizes = _sums_by_add_at(output, table, plan, weights)
+    if plan.mode == "mean":
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.divide(output, np.maximum(sizes, 1).reshape(-1, 1).astype(output.dtype), out=output)
+        return sizes, None
+    return None, None
+
+
+def _kept(plan: BagPlan) -> IndexArray | None:
+    """The positions whose ID is not the padding row, or None when every position counts."""
+    if plan.padding_row is None:
+        return None
+    keep = plan.indices != plan.padding_row
+    return None if bool(keep.all()) else np.flatnonzero(keep)
+
+
+def _sums_by_add_at(
+    output: FloatArray, table: FloatArray, plan: BagPlan, weights: FloatArray | None
+) -> IndexArray:
+    kept = _kept(plan)
+    indices = plan.indices if kept is None else plan.indices[kept]
+    bag_of = plan.bag_of if kept is None else plan.bag_of[kept]
+    rows = np.take(table, indices, axis=0)
+    if weights is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            rows *= (weights if kept is None else weights[kept]).reshape(-1, 1)
+    output[...] = 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.add.at(output, bag_of, rows)  # unbuffered: each bag adds its rows left to right
+    return np.bincount(bag_of, minlength=plan.bags).astype(np.intp, copy=False)
+
+
+def _maxima_by_rounds(output: FloatArray, table: FloatArray, plan: BagPlan) -> IndexArray:
+    """Round ``k`` compares the ``k``-th entry of every bag at once, so each bag sees its entries
+    in flat order, as the plain loop does."""
+    output[...] = 0.0
+    max_rows = np.full(output.shape, -1, dtype=np.intp)
+    starts = plan.bag_starts[:-1]
+    lengths = np.diff(plan.bag_starts)
+    for entry in range(int(lengths.max(initial=0))):
+        bags = np.flatnonzero(lengths > entry)
+        rows = plan.indices[starts[bags] + entry]
+        if plan.padding_row is not None:
+            keep = rows != plan.padding_row
+            bags, rows = bags[keep], rows[keep]
+        candidates = table[rows]
+        current = output[bags]
+        chosen = max_rows[bags]
+        wins = (chosen < 0) | (candidates > current)
+        output[bags] = np.where(wins, candidates, current)
+        max_rows[bags] = np.where(wins, rows.reshape(-1, 1), chosen)
+    return max_rows
+
+
+# The VJP ---------------------------------------------------------------------------------------
+
+
+def _table_gradient(saved: BagSaved, upstream: FloatArray) -> RowSparseGradient:
+    plan = saved.plan
+    if saved.max_rows is not None:
+        return _max_gradient(saved.max_rows, upstream, plan.table_shape)
+    per_bag = upstream
+    if saved.sizes is not None:  # mean: each entry receives upstream[b] / size[b]
+        per_bag = upstream / np.maximum(saved.sizes, 1).reshape(-1, 1).astype(upstream.dtype)
+    kept = _kept(plan)
+    indices = plan.indices if kept is None else plan.indices[kept]
+    if indices.size == 0:
+        return RowSparseGradient.empty(plan.table_shape, upstream.dtype)
+    bag_of = plan.bag_of if kept is None else plan.bag_of[kept]
+    weights = saved.weights if kept is None or saved.weights is None else saved.weights[kept]
+    if runs_compiled(indices.size * plan.table_shape[1]):
+        rows, values, counts = bag_row_sums(indices, per_bag, bag_of, weights, plan.table_shape[0])
+    else:
+        terms = per_bag[bag_of]
+        if weights is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                terms *= weights.reshape(-1, 1)
+        rows, values, counts = scatter_by_add_at(indices, terms)
+    # A row that copies one term is finite when the upstream is, unless a weight scaled it.
+    summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False) if weights is None else None
+    return RowSparseGradient(rows, values, plan.table_shape, summed)
+
+
+def _max_gradient(
+    max_rows: IndexArray, upstream: FloatArray, table_shape: tuple[int, int]
+) -> RowSparseGradient:
+    if runs_compiled(max_rows.size):
+        rows, values = max_row_sums(max_rows, upstream, table_shape[0])
+    else:
+        flat_rows = max_rows.reshape(-1)
+        coordinates = np.flatnonzero(flat_rows >= 0)
+        rows, slots = np.unique(flat_rows[coordinates], return_inverse=True)
+        values = np.zeros((rows.size, table_shape[1]), dtype=upstream.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.add.at(
+                values,
+                (slots.reshape(-1), coordinates % table_shape[1]),
+                upstream.reshape(-1)[coordinates],
+            )
+    return RowSparseGradient(rows.astype(np.intp, copy=False), values, table_shape)
+
+
+def _weights_gradient(saved: BagSaved, upstream: FloatArray) -> FloatArray | None:
+    if saved.table is None or saved.weights_shape is None:
+        return None  # the weights are a constant
+    plan = saved.plan
+    gradient = np.empty(plan.indices.shape, dtype=upstream.dtype)
+    if runs_compiled(plan.indices.size * plan.table_shape[1]):
+        weight_gradients_into(
+            gradient, upstream, saved.table, plan.indices, plan.bag_of, plan.padding_row
+        )
+    else:
+        _weight_gradients_by_features(gradient, upstream, saved.table, plan)
+    return gradient.reshape(saved.weights_shape)
+
+
+def _weight_gradients_by_features(
+    out: FloatArray, upstream: FloatArray, table: FloatArray, plan: BagPlan
+) -> None:
+    """``out[p]`` adds ``upstream[bag(p), f] * table[ids[p], f]`` feature by feature, left to
+    right, as the compiled kernel does."""
+    out[...] = 0.0
+    per_position = upstream[plan.bag_of]
+    rows = table[plan.indices]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for feature in range(plan.table_shape[1]):
+            out += per_position[:, feature] * rows[:, feature]
+    if plan.padding_row is not None:
+        out[plan.indices == plan.padding_row] = 0.0

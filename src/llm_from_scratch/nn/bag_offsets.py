@@ -1,0 +1,95 @@
+"""How the IDs of an embedding bag form bags: the rows of 2-D IDs, or 1-D IDs cut by offsets.
+
+With 2-D IDs ``[B, L]`` (and no offsets) row ``b`` is bag ``b``. With 1-D IDs ``[N]`` and offsets
+``[B]``, bag ``b`` holds positions ``offsets[b]`` up to the next offset (the last bag up to
+``N``); with ``include_last_offset=True`` the offsets are ``B + 1`` boundaries and the last one
+must be ``N`` (the CSR layout). Offsets are read like IDs (each once, into an owned buffer; an
+ndarray subclass through its plain data, a masked array refused) and checked in this order: the
+container; at least one offset; in flat order, the first that is not an integer or lies outside
+``[0, N]``; the first offset is 0; in flat order, the first smaller than the one before it; with
+``include_last_offset``, the last is ``N``.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+
+from llm_from_scratch.autograd.ids import FlatIds, IdContainerError, IdProblem
+from llm_from_scratch.nn.embedding_errors import (
+    BagLayoutError,
+    DecreasingOffsetsError,
+    EmptyOffsetsError,
+    FirstOffsetError,
+    IndexAllocationError,
+    LastOffsetError,
+    OffsetOutOfRangeError,
+    OffsetsContainerError,
+    OffsetTypeError,
+)
+from llm_from_scratch.tensor.storage import IndexArray, Shape
+
+
+def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -> IndexArray:
+    """Where each bag starts, and, last, the number of IDs: ``[B + 1]`` positions.
+
+    ``include_last_offset`` describes the offsets; 2-D IDs take none, so it does not apply to
+    them.
+
+    Raises:
+        BagLayoutError: IDs that are not 2-D without offsets or 1-D with offsets.
+        OffsetsContainerError, EmptyOffsetsError, IndexAllocationError, OffsetTypeError,
+            OffsetOutOfRangeError, FirstOffsetError, DecreasingOffsetsError, LastOffsetError:
+            the offsets, in the order of the module docstring.
+    """
+    given = offsets is not None
+    if len(index_shape) == 2 and not given:
+        bags, length = index_shape
+        return np.arange(bags + 1, dtype=np.intp) * length
+    if len(index_shape) == 1 and given:
+        return checked_offsets(offsets, index_shape[0], include_last_offset)
+    raise BagLayoutError(len(index_shape), given)
+
+
+def checked_offsets(offsets: object, id_count: int, include_last_offset: bool) -> IndexArray:
+    """The bag boundaries ``[B + 1]`` that offsets describe for ``id_count`` IDs.
+
+    Raises:
+        The offset errors of :func:`bag_starts`, in its order.
+    """
+    try:
+        flat = FlatIds(offsets)
+    except IdContainerError as container:
+        raise OffsetsContainerError(container.detail) from None
+    if flat.count == 0:
+        raise EmptyOffsetsError()
+    try:
+        read = flat.read(id_count + 1)
+    except MemoryError as error:  # the offsets' own buffer
+        raise IndexAllocationError(flat.count) from error
+    if isinstance(read, IdProblem):
+        raise _offset_error(read, flat.count, id_count)
+    if int(read[0]) != 0:
+        raise FirstOffsetError(int(read[0]))
+    decreasing = np.flatnonzero(read[1:] < read[:-1])
+    if decreasing.size:
+        position = int(decreasing[0]) + 1
+        raise DecreasingOffsetsError(position, int(read[position]), int(read[position - 1]))
+    if not include_last_offset:
+        return np.append(read, id_count).astype(np.intp, copy=False)
+    if int(read[-1]) != id_count:
+        raise LastOffsetError(int(read[-1]), id_count)
+    return read
+
+
+def _offset_error(problem: IdProblem, count: int, id_count: int) -> Exception:
+    if problem.kind == "type":
+        return OffsetTypeError(problem.position, problem.value)
+    if problem.kind == "bounds":
+        return OffsetOutOfRangeError(problem.position, cast(int, problem.value), id_count)
+    if problem.kind == "count":
+        return OffsetsContainerError(
+            f"the sequence's length is {count}, but it held {problem.value} items"
+        )
+    return OffsetsContainerError(f"an empty array of dtype {problem.value}")

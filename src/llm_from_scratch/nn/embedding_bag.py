@@ -1,0 +1,230 @@
+"""The embedding-bag layer: one row per bag of token IDs, their sum, mean or max.
+
+``EmbeddingBag`` owns a named ``[V, d]`` table like ``Embedding`` and PyTorch's
+``nn.EmbeddingBag`` options (``mode``, ``padding_idx``, ``max_norm``, ``norm_type``). It is a thin
+wrapper over :func:`llm_from_scratch.nn.functional.embedding_bag`: the options are checked once,
+when it is built; each call checks the IDs, the bags and the per-sample weights and runs the one
+bag operation of :mod:`llm_from_scratch.autograd.bag`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd.bag import BagMode, bag_plan_from_validated
+from llm_from_scratch.nn.bag_offsets import bag_starts
+from llm_from_scratch.nn.embedding_errors import FrozenTableMaxNormError, PerSampleWeightsModeError
+from llm_from_scratch.nn.functional import bag, checked_weights
+from llm_from_scratch.nn.init import NamedParameter, NamedParameters, SplitMix64
+from llm_from_scratch.nn.options import BagOptions, checked_flag
+from llm_from_scratch.nn.tables import (
+    FrozenTable,
+    Table,
+    checked_name_and_sizes,
+    checked_parameter_size,
+    drawn_table,
+    pretrained_source,
+)
+from llm_from_scratch.nn.token_ids import token_id_plan
+from llm_from_scratch.sealed import Sealed
+from llm_from_scratch.tensor.storage import Tensor
+
+_TRUSTED: Final = object()  # the key of the trusted constructor below
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class EmbeddingBag(
+    Sealed,
+    key=_TRUSTED,
+    hint="build an EmbeddingBag with EmbeddingBag.new, from_parameter or from_pretrained",
+):
+    """A ``[V, d]`` token table that reduces each bag of IDs to one row.
+
+    Build one as an :class:`~llm_from_scratch.nn.Embedding` is built (:meth:`new`,
+    :meth:`from_parameter`, :meth:`from_pretrained`); call it with 2-D IDs ``[B, L]`` (each row
+    a bag) or 1-D IDs and ``offsets``. See
+    :func:`~llm_from_scratch.nn.functional.embedding_bag` for the reductions.
+
+    Attributes:
+        table: a :class:`NamedParameter` or a :class:`FrozenTable`.
+        vocabulary_size, embedding_width: ``V`` and ``d``.
+        mode: ``"sum"``, ``"mean"`` or ``"max"``.
+        padding_idx: the row whose entries are skipped (in ``[0, V)``), or None.
+        max_norm, norm_type: the in-place renormalization of looked-up rows, as in
+            ``Embedding``.
+
+    Shape:
+        ``token_ids``: ``[B, L]``, or ``[N]`` with ``offsets`` ``[B]`` (``[B + 1]`` with
+        ``include_last_offset``); output: ``[B, d]``.
+
+    Example:
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> table = NamedParameter.from_tensor(
+        ...     "token_embedding.weight", Tensor((4, 2), [10, 11, 20, 21, 30, 31, 40, 41]))
+        >>> bag_layer = EmbeddingBag.from_parameter(table, mode="max")
+        >>> out = bag_layer([[2, 1], [0, 3]])
+        >>> out.numpy().tolist()
+        [[30.0, 31.0], [40.0, 41.0]]
+        >>> out.sum().backward()
+        >>> table.tensor.sparse_gradient.rows.tolist()
+        [2, 3]
+    """
+
+    __slots__ = (
+        "embedding_width",
+        "max_norm",
+        "mode",
+        "norm_type",
+        "padding_idx",
+        "table",
+        "vocabulary_size",
+    )
+    table: Table
+    vocabulary_size: int
+    embedding_width: int
+    mode: BagMode
+    padding_idx: int | None
+    max_norm: float | None
+    norm_type: float
+
+    @classmethod
+    def from_parameter(
+        cls,
+        table: NamedParameter,
+        *,
+        mode: str = "mean",
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+    ) -> EmbeddingBag:
+        """Wrap an existing named parameter (the same leaf).
+
+        Raises:
+            TypeError: ``table`` is not a NamedParameter.
+            TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: its shape.
+            BagModeError, PaddingIndexError, MaxNormError, NormTypeError: the options.
+        """
+        rows, _ = checked_parameter_size(table)
+        options = BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
+        return _bag_layer_of(table, options)
+
+    @classmethod
+    def new(
+        cls,
+        name: str,
+        vocabulary_size: int,
+        embedding_width: int,
+        rng: SplitMix64,
+        dtype: npt.DTypeLike = np.float64,
+        *,
+        mode: str = "mean",
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+    ) -> EmbeddingBag:
+        """A Xavier-uniform table, drawn and checked as ``Embedding.new`` draws it (the
+        padding row, if any, zeroed after the whole table is drawn).
+
+        Raises:
+            The errors of ``Embedding.new``, with BagModeError first among the options.
+        """
+        checked, rows, width = checked_name_and_sizes(name, vocabulary_size, embedding_width)
+        options = BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
+        table = drawn_table(checked, rows, width, rng, dtype, options.padding_idx)
+        return _bag_layer_of(table, options)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        table: object,
+        *,
+        name: str = "token_embedding.weight",
+        freeze: bool = True,
+        mode: str = "mean",
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+    ) -> EmbeddingBag:
+        """A bag layer over a table you already have (see ``Embedding.from_pretrained``).
+
+        Raises:
+            The errors of ``Embedding.from_pretrained``, with BagModeError first among the
+            options.
+        """
+        source = pretrained_source(table)
+        checked, _, _ = checked_name_and_sizes(name, *source.shape)
+        options = BagOptions(source.shape[0], mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
+        frozen = checked_flag("freeze", freeze)
+        if frozen and options.max_norm is not None:
+            raise FrozenTableMaxNormError("constant")
+        return _bag_layer_of(source.table(checked, frozen), options)
+
+    def parameters(self) -> NamedParameters:
+        """The trainable parameters: :attr:`table`, or none for a frozen table."""
+        if isinstance(self.table, FrozenTable):
+            return NamedParameters(())
+        return NamedParameters((self.table,))
+
+    def __repr__(self) -> str:
+        return (
+            f"EmbeddingBag(name={self.table.name!r}, vocabulary_size={self.vocabulary_size}, "
+            f"embedding_width={self.embedding_width}, dtype={self.table.tensor.dtype}, "
+            f"mode={self.mode!r}, padding_idx={self.padding_idx}, max_norm={self.max_norm}, "
+            f"norm_type={self.norm_type}, frozen={isinstance(self.table, FrozenTable)})"
+        )
+
+    def __call__(
+        self,
+        token_ids: object,
+        offsets: object = None,
+        per_sample_weights: TensorValue | Tensor | np.ndarray[Any, Any] | None = None,
+        include_last_offset: bool = False,
+    ) -> TensorValue:
+        """Reduce each bag of ``token_ids`` to one row.
+
+        Raises:
+            FlagTypeError: ``include_last_offset`` is not a bool.
+            PerSampleWeightsModeError: weights with a mode other than ``"sum"``.
+            Then the errors of ``functional.embedding_bag`` for the IDs, the bags, the offsets
+            and the weights, in its order.
+        """
+        last_offset = checked_flag("include_last_offset", include_last_offset)
+        if per_sample_weights is not None and self.mode != "sum":
+            raise PerSampleWeightsModeError(self.mode)
+        table_shape = (self.vocabulary_size, self.embedding_width)
+        tensor = self.table.tensor
+        ids = token_id_plan(token_ids, table_shape, int(tensor.dtype.itemsize))
+        starts = bag_starts(ids.index_shape, offsets, last_offset)
+        weights = checked_weights(per_sample_weights, ids.index_shape, tensor.dtype)
+        plan = bag_plan_from_validated(
+            ids.indices, starts, table_shape, self.mode, self.padding_idx
+        )
+        return bag(tensor, plan, weights, self._options)
+
+    @property
+    def _options(self) -> BagOptions:
+        return BagOptions(
+            self.vocabulary_size, self.mode, self.padding_idx, self.max_norm, self.norm_type
+        )
+
+
+def _bag_layer_of(table: Table, options: BagOptions) -> EmbeddingBag:
+    """The trusted constructor: a checked table and options checked for its ``V``."""
+    rows, width = table.tensor.shape
+    return EmbeddingBag(
+        table,
+        rows,
+        width,
+        options.mode,
+        options.padding_idx,
+        options.max_norm,
+        options.norm_type,
+        key=_TRUSTED,
+    )

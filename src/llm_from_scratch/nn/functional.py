@@ -1,0 +1,260 @@
+"""The embedding lookups as functions of a table, as PyTorch's ``torch.nn.functional`` has them.
+
+:func:`embedding` and :func:`embedding_bag` take the IDs, a table (any rank-two ``TensorValue``:
+a parameter, a constant or an operation result) and PyTorch's keyword arguments. They check
+every argument once, in the order their docstrings list, then run the one row gather (or the one
+bag operation) of :mod:`llm_from_scratch.autograd`. The layers ``Embedding`` and
+``EmbeddingBag`` are thin wrappers: they check their options once when built and call
+:func:`lookup` and :func:`bag` with the checked facts.
+
+Differences from PyTorch: ``max_norm`` writes the table through the package's in-place update,
+so a graph recorded before a forward that changed a row refuses to run backward
+(``StaleValueError``) instead of silently using the changed values, and a table that never
+changes (a frozen table, a constant, an operation result) refuses ``max_norm``; gradients are
+row-sparse always; offsets are checked (PyTorch leaves several bad offsets unchecked).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd.bag import BagPlan, bag_plan_from_validated
+from llm_from_scratch.autograd.gather import RowGatherPlan, with_gradient_rule
+from llm_from_scratch.autograd.value import embedding_bag_with_plan, gather_rows_with_plan
+from llm_from_scratch.nn.bag_offsets import bag_starts
+from llm_from_scratch.nn.embedding_errors import (
+    FrozenTableMaxNormError,
+    PerSampleWeightsModeError,
+    PerSampleWeightsShapeError,
+    PerSampleWeightsTypeError,
+    TableRankError,
+    TableTypeError,
+)
+from llm_from_scratch.nn.options import BagOptions, LookupOptions, checked_flag
+from llm_from_scratch.nn.renorm import renormalized_then
+from llm_from_scratch.nn.token_ids import token_id_plan
+from llm_from_scratch.tensor.storage import Shape, Tensor, is_masked_array, plain_view
+
+
+def embedding(
+    token_ids: object,
+    table: TensorValue,
+    *,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+) -> TensorValue:
+    """Look up one row of ``table`` per ID: ``out[..., :] = table[token_ids[...], :]``.
+
+    Args:
+        token_ids: an integer array or nested lists; its shape is the token shape.
+        table: a rank-two ``TensorValue`` ``[V, d]``.
+        padding_idx: a row in ``[-V, V)`` that receives no gradient (negative counts from the
+            end); its lookups still return its values.
+        max_norm: before the lookup, each distinct row the IDs name whose ``norm_type``-norm
+            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)`` in place (a
+            parameter table only; it bumps the table's value revision).
+        norm_type: the ``p`` of that norm.
+        scale_grad_by_freq: divide each row's gradient by the number of times its ID occurs
+            in ``token_ids``.
+
+    Shape:
+        ``token_ids``: ``[*]``; ``table``: ``[V, d]``; output: ``[*, d]``.
+
+    Raises:
+        TableTypeError, TableRankError: the table (checked first).
+        PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: the options, in
+            this order.
+        FrozenTableMaxNormError: ``max_norm`` with a table that is not a parameter.
+        TokenIdContainerError, TokenIdNestingError, TokenShapeError, TokenIdDtypeError,
+            IndexAllocationError, TokenIdTypeError, TokenIdOutOfBoundsError: the IDs, as the
+            layer call reads them.
+        TensorAutodiffError: from the tape, as its own type.
+
+    Example:
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> table = TensorValue.parameter(Tensor((4, 2), [10, 11, 20, 21, 30, 31, 40, 41]))
+        >>> x = embedding([[2, 0, 2]], table, padding_idx=0, scale_grad_by_freq=True)
+        >>> x.numpy().tolist()
+        [[[30.0, 31.0], [10.0, 11.0], [30.0, 31.0]]]
+        >>> x.sum().backward()
+        >>> table.sparse_gradient.rows.tolist(), table.sparse_gradient.values.tolist()
+        ([2], [[1.0, 1.0]])
+    """
+    rows, width = _table_shape(table)
+    options = LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+    check_writable(table, options.max_norm)
+    plan = token_id_plan(token_ids, (rows, width), table.dtype.itemsize)
+    return lookup(table, plan, options)
+
+
+def embedding_bag(
+    token_ids: object,
+    table: TensorValue,
+    offsets: object = None,
+    *,
+    mode: str = "mean",
+    per_sample_weights: TensorValue | Tensor | np.ndarray[Any, Any] | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+) -> TensorValue:
+    """Reduce the rows of each bag of IDs to one row: their ``sum``, ``mean`` or ``max``.
+
+    Args:
+        token_ids: 2-D IDs ``[B, L]`` (each row a bag; no offsets), or 1-D IDs ``[N]`` with
+            ``offsets``; an integer array or nested lists.
+        table: a rank-two ``TensorValue`` ``[V, d]``.
+        offsets: with 1-D IDs, where each bag starts: a 1-D integer array or sequence, first
+            ``0``, never decreasing, at most ``N``.
+        mode: ``"sum"``, ``"mean"`` (PyTorch's default) or ``"max"``. ``max`` is taken per
+            coordinate; on a tie the first entry in flat order wins and its row receives the
+            gradient.
+        per_sample_weights: only with ``"sum"``: a weight per ID (the IDs' shape) that
+            multiplies its row; a ``TensorValue`` receives a gradient, a ``Tensor`` or a real
+            NumPy array is a constant.
+        include_last_offset: ``offsets`` holds ``B + 1`` boundaries, the last one ``N``.
+        padding_idx: a row whose entries are skipped: they add nothing, count for nothing in a
+            mean and receive no gradient (negative counts from the end).
+        max_norm, norm_type: as in :func:`embedding` (every ID's row, padding included).
+
+    Shape:
+        output: ``[B, d]``; an empty bag gives a row of zeros.
+
+    Raises:
+        TableTypeError, TableRankError: the table (checked first).
+        BagModeError, PaddingIndexError, MaxNormError, NormTypeError: the options, in this
+            order; then FlagTypeError (``include_last_offset``); PerSampleWeightsModeError
+            (weights with a mode other than ``"sum"``); FrozenTableMaxNormError.
+        TokenIdContainerError, ... TokenIdOutOfBoundsError: the IDs, as :func:`embedding`.
+        BagLayoutError: IDs that are not 2-D without offsets or 1-D with offsets.
+        OffsetsContainerError, EmptyOffsetsError, OffsetTypeError, OffsetOutOfRangeError,
+            FirstOffsetError, DecreasingOffsetsError, LastOffsetError: the offsets, in this
+            order.
+        PerSampleWeightsTypeError, PerSampleWeightsShapeError: the weights.
+
+    Example:
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> table = TensorValue.parameter(Tensor((4, 2), [10, 11, 20, 21, 30, 31, 40, 41]))
+        >>> bags = embedding_bag([2, 1, 2, 3], table, [0, 3, 3], mode="sum")
+        >>> bags.numpy().tolist()
+        [[80.0, 83.0], [0.0, 0.0], [40.0, 41.0]]
+    """
+    rows, width = _table_shape(table)
+    options = BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
+    last_offset = checked_flag("include_last_offset", include_last_offset)
+    if per_sample_weights is not None and options.mode != "sum":
+        raise PerSampleWeightsModeError(options.mode)
+    check_writable(table, options.max_norm)
+    ids = token_id_plan(token_ids, (rows, width), table.dtype.itemsize)
+    starts = bag_starts(ids.index_shape, offsets, last_offset)
+    weights = checked_weights(per_sample_weights, ids.index_shape, table.dtype)
+    plan = bag_plan_from_validated(
+        ids.indices, starts, (rows, width), options.mode, options.padding_idx
+    )
+    return bag(table, plan, weights, options)
+
+
+# Package-internal entry points of the layers ---------------------------------------------------
+
+
+def lookup(
+    table: TensorValue, plan: RowGatherPlan, options: LookupOptions | None
+) -> TensorValue:
+    """The lookup of checked IDs with checked options, None for PyTorch's defaults
+    (package-internal; ``Embedding`` and :func:`embedding` call it). With ``max_norm`` the
+    table is a parameter.
+
+    Raises:
+        ReleasedOperandError, OutputAllocationError: from the tape.
+    """
+    if options is None:
+        return gather_rows_with_plan(table, plan)
+    plan = with_gradient_rule(plan, options.gradient_rule)
+    if options.max_norm is None:
+        return gather_rows_with_plan(table, plan)
+    return renormalized_then(
+        table,
+        plan.indices,
+        options.max_norm,
+        options.norm_type,
+        lambda: gather_rows_with_plan(table, plan),
+    )
+
+
+def bag(
+    table: TensorValue, plan: BagPlan, weights: TensorValue | None, options: BagOptions
+) -> TensorValue:
+    """The embedding bag of a checked plan with checked options (package-internal;
+    ``EmbeddingBag`` and :func:`embedding_bag` call it).
+
+    Raises:
+        ReleasedOperandError, OutputAllocationError: from the tape.
+    """
+    if options.max_norm is None:
+        return embedding_bag_with_plan(table, plan, weights)
+    return renormalized_then(
+        table,
+        plan.indices,
+        options.max_norm,
+        options.norm_type,
+        lambda: embedding_bag_with_plan(table, plan, weights),
+    )
+
+
+def check_writable(table: TensorValue, max_norm: float | None) -> None:
+    """Refuse ``max_norm`` on a table that never changes (package-internal).
+
+    Raises:
+        FrozenTableMaxNormError: ``max_norm`` is set and ``table`` is not a parameter.
+    """
+    if max_norm is not None and table.kind != "parameter":
+        raise FrozenTableMaxNormError(table.kind)
+
+
+
+def checked_weights(
+    weights: object, index_shape: Shape, dtype: np.dtype[Any]
+) -> TensorValue | None:
+    """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape
+    (package-internal). A ``Tensor`` or NumPy array becomes a constant copy.
+
+    Raises:
+        PerSampleWeightsTypeError, PerSampleWeightsShapeError: in this order.
+        TensorError: a NumPy value that overflows the table's dtype.
+    """
+    if weights is None:
+        return None
+    value = _weights_value(weights, dtype)
+    if value.shape != index_shape:
+        raise PerSampleWeightsShapeError(index_shape, value.shape)
+    return value
+
+
+
+def _weights_value(weights: object, dtype: np.dtype[Any]) -> TensorValue:
+    if isinstance(weights, TensorValue | Tensor):
+        if weights.dtype != dtype:
+            described = f"{type(weights).__name__} of dtype {weights.dtype}"
+            raise PerSampleWeightsTypeError(described, str(dtype))
+        return weights if isinstance(weights, TensorValue) else TensorValue.constant(weights)
+    if isinstance(weights, np.ndarray) and not is_masked_array(weights):
+        plain = plain_view(weights)
+        if plain.dtype.kind in "biuf":
+            return TensorValue.constant(Tensor(plain.shape, plain, dtype=dtype))
+        raise PerSampleWeightsTypeError(f"ndarray of dtype {plain.dtype}", str(dtype))
+    raise PerSampleWeightsTypeError(type(weights).__name__, str(dtype))
+
+
+def _table_shape(table: object) -> tuple[int, int]:
+    if not isinstance(table, TensorValue):
+        raise TableTypeError(type(table).__name__)
+    shape = table.shape
+    if len(shape) != 2:
+        raise TableRankError(len(shape))
+    return shape[0], shape[1]

@@ -1,0 +1,182 @@
+"""The options of the embedding layers (PyTorch's keyword arguments), each read once and checked.
+
+:class:`LookupOptions` are those of ``Embedding`` and ``functional.embedding``; :class:`BagOptions`
+those of ``EmbeddingBag`` and ``functional.embedding_bag``. Both are frozen dataclasses that check
+themselves, for a table of ``vocabulary_size`` rows, in the order of their fields; a negative
+``padding_idx`` is stored counted from the end (``-1`` is row ``V - 1``).
+
+Example:
+    >>> options = LookupOptions(4, padding_idx=-1, max_norm=1)
+    >>> options.padding_idx, options.max_norm, options.norm_type
+    (3, 1.0, 2.0)
+    >>> try:
+    ...     LookupOptions(4, padding_idx=4)
+    ... except PaddingIndexError as error:
+    ...     print(error)
+    padding_idx must be an integer in [-4, 4), got 4
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_from_scratch.autograd.bag import BAG_MODES, BagMode
+from llm_from_scratch.autograd.gather import RowGradientRule
+from llm_from_scratch.nn.embedding_errors import (
+    BagModeError,
+    FlagTypeError,
+    MaxNormError,
+    NormTypeError,
+    PaddingIndexError,
+)
+from llm_from_scratch.tensor.storage import CONVERSION_ERRORS
+
+
+@dataclass(frozen=True, slots=True)
+class LookupOptions:
+    """The options of a lookup from a table of ``vocabulary_size`` rows.
+
+    Args:
+        vocabulary_size: ``V``, the table's rows (trusted: it comes from the table).
+        padding_idx: a row that receives no gradient: an integer in ``[-V, V)``, or None.
+        max_norm: renormalize each looked-up row whose ``norm_type``-norm exceeds it, in place
+            before the lookup: a finite real number above zero, or None.
+        norm_type: the ``p`` of that norm: a finite real number above zero.
+        scale_grad_by_freq: divide each row's gradient by how often the call's IDs name it.
+
+    Raises:
+        PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: in this order.
+    """
+
+    vocabulary_size: int
+    padding_idx: int | None = None
+    max_norm: float | None = None
+    norm_type: float = 2.0
+    scale_grad_by_freq: bool = False
+
+    def __post_init__(self) -> None:
+        _set(self, "padding_idx", checked_padding_idx(self.padding_idx, self.vocabulary_size))
+        _set(self, "max_norm", checked_max_norm(self.max_norm))
+        _set(self, "norm_type", checked_norm_type(self.norm_type))
+        scale = checked_flag("scale_grad_by_freq", self.scale_grad_by_freq)
+        _set(self, "scale_grad_by_freq", scale)
+
+    @property
+    def gradient_rule(self) -> RowGradientRule:
+        """How the lookup's VJP departs from the plain sum (its padding row and scaling)."""
+        return RowGradientRule(self.padding_idx, self.scale_grad_by_freq)
+
+
+@dataclass(frozen=True, slots=True)
+class BagOptions:
+    """The options of an embedding bag over a table of ``vocabulary_size`` rows.
+
+    Args:
+        vocabulary_size: ``V`` (trusted: it comes from the table).
+        mode: ``"sum"``, ``"mean"`` or ``"max"`` (a ``str`` subclass is read as its plain text).
+        padding_idx, max_norm, norm_type: as in :class:`LookupOptions`.
+
+    Raises:
+        BagModeError, PaddingIndexError, MaxNormError, NormTypeError: in this order.
+    """
+
+    vocabulary_size: int
+    mode: BagMode = "mean"
+    padding_idx: int | None = None
+    max_norm: float | None = None
+    norm_type: float = 2.0
+
+    def __post_init__(self) -> None:
+        _set(self, "mode", checked_mode(self.mode))
+        _set(self, "padding_idx", checked_padding_idx(self.padding_idx, self.vocabulary_size))
+        _set(self, "max_norm", checked_max_norm(self.max_norm))
+        _set(self, "norm_type", checked_norm_type(self.norm_type))
+
+
+def _set(options: object, name: str, value: object) -> None:
+    object.__setattr__(options, name, value)  # the checked value replaces the caller's
+
+
+def checked_padding_idx(padding_idx: object, vocabulary_size: int) -> int | None:
+    """``padding_idx`` read once (``operator.index``) as a row in ``[0, V)``, a negative one
+    counted from the end; None stays None.
+
+    Raises:
+        PaddingIndexError: a bool, a non-integer, or an integer outside ``[-V, V)``.
+    """
+    if padding_idx is None:
+        return None
+    if isinstance(padding_idx, bool | np.bool_) or not isinstance(padding_idx, numbers.Integral):
+        raise PaddingIndexError(padding_idx, vocabulary_size)
+    try:
+        row = operator.index(padding_idx)
+    except CONVERSION_ERRORS as error:
+        raise PaddingIndexError(padding_idx, vocabulary_size) from error
+    if not -vocabulary_size <= row < vocabulary_size:
+        raise PaddingIndexError(row, vocabulary_size)
+    return row + vocabulary_size if row < 0 else row
+
+
+def checked_max_norm(max_norm: object) -> float | None:
+    """``max_norm`` read once (``float()``) if it is a finite real number above zero; None
+    stays None.
+
+    Raises:
+        MaxNormError: anything else (a bool included).
+    """
+    if max_norm is None:
+        return None
+    return _positive_finite(max_norm, MaxNormError)
+
+
+def checked_norm_type(norm_type: object) -> float:
+    """``norm_type`` read once (``float()``) if it is a finite real number above zero.
+
+    Raises:
+        NormTypeError: anything else (None and a bool included).
+    """
+    return _positive_finite(norm_type, NormTypeError)
+
+
+def _positive_finite(value: object, error: Callable[[object], Exception]) -> float:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise error(value)
+    try:
+        converted = float(value)
+    except CONVERSION_ERRORS as conversion:
+        raise error(value) from conversion
+    if not math.isfinite(converted) or converted <= 0.0:
+        raise error(value)
+    return converted
+
+
+def checked_flag(name: str, value: object) -> bool:
+    """``value`` as a bool if it is a Python or NumPy bool.
+
+    Raises:
+        FlagTypeError: anything else (``0``, ``1``, ``None``, ``"yes"``).
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise FlagTypeError(name, value)
+    return bool(value)
+
+
+def checked_mode(mode: object) -> BagMode:
+    """``mode`` as one of ``"sum"``, ``"mean"``, ``"max"`` (a ``str`` subclass is read once as
+    the plain ``str`` it holds).
+
+    Raises:
+        BagModeError: anything else.
+    """
+    if isinstance(mode, str):
+        plain = str.__str__(mode)
+        for known in BAG_MODES:
+            if plain == known:
+                return known
+    raise BagModeError(mode)

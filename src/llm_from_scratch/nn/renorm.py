@@ -1,0 +1,101 @@
+"""``max_norm``: the in-place renormalization of looked-up rows, PyTorch's ``embedding_renorm_``.
+
+Before a lookup with ``max_norm``, each distinct row the IDs name whose ``norm_type``-norm
+exceeds ``max_norm`` is multiplied by ``max_norm / (norm + 1e-7)``, outside the tape. The
+arithmetic is PyTorch's CPU kernel's: the norm is computed in the table's dtype
+(``sqrt(sum x*x)`` for ``p = 2``, ``sum |x|`` for ``p = 1``, ``(sum |x|**p)**(1/p)`` otherwise),
+compared with ``max_norm`` and turned into the scale in float64, and the scale is rounded to the
+table's dtype before it multiplies the row.
+
+The write is an in-place update of the parameter (:func:`update_leaves_then_read`): it holds the
+table's update lock, bumps its value revision when a row changes (so a graph recorded before it
+raises ``StaleValueError`` instead of using the changed values) and runs the lookup before the
+lock is released, so that the lookup reads exactly the renormalized values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import numpy as np
+
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd.tape import Write
+from llm_from_scratch.autograd.value import update_leaves_then_read
+from llm_from_scratch.tensor.storage import FloatArray, IndexArray
+
+_T = TypeVar("_T")
+
+NORM_OFFSET = 1e-7
+"""Added to a norm before dividing by it (PyTorch's constant)."""
+
+
+def renormalized_then(
+    table: TensorValue,
+    indices: IndexArray,
+    max_norm: float,
+    norm_type: float,
+    lookup: Callable[[], _T],
+) -> _T:
+    """Renormalize the rows ``indices`` name (a parameter table), then run ``lookup`` while no
+    other update of the table can start; return what it returns.
+
+    Raises:
+        NotAParameterError: ``table`` is not a parameter (the boundaries refuse that first).
+    """
+
+    def planned() -> list[Write | None]:
+        return [renormalizing_write(table.numpy(), indices, max_norm, norm_type)]
+
+    return update_leaves_then_read([table], planned, lookup)
+
+
+def renormalizing_write(
+    values: FloatArray, indices: IndexArray, max_norm: float, norm_type: float
+) -> Write | None:
+    """The write that scales each distinct row of ``indices`` whose norm exceeds ``max_norm``,
+    or None when no row does (then the table and its revision stay as they are)."""
+    if indices.size == 0:
+        return None
+    rows = np.unique(indices)
+    selected = values[rows]
+    norms = row_norms(selected, norm_type).astype(np.float64)
+    exceeding = norms > max_norm
+    if not bool(exceeding.any()):
+        return None
+    rows = rows[exceeding]
+    scales = (max_norm / (norms[exceeding] + NORM_OFFSET)).astype(values.dtype)
+    scaled = selected[exceeding] * scales.reshape(-1, 1)
+
+    def write(array: FloatArray) -> None:
+        array[rows] = scaled
+
+    return write
+
+
+def row_norms(rows: FloatArray, norm_type: float) -> FloatArray:
+    """The ``norm_type``-norm of each row, computed in the rows' dtype, each row's terms added
+    left to right (the order of PyTorch's general norm reduction).
+
+    Example:
+        >>> row_norms(np.array([[3.0, -4.0], [1.0, 1.0]]), 2.0).tolist()
+        [5.0, 1.4142135623730951]
+        >>> row_norms(np.array([[3.0, -4.0]]), 1.0).tolist()
+        [7.0]
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        if norm_type == 2.0:
+            return np.sqrt(_left_to_right_sums(rows * rows))
+        magnitudes = np.abs(rows)
+        if norm_type == 1.0:
+            return _left_to_right_sums(magnitudes)
+        power = rows.dtype.type(norm_type)
+        sums = _left_to_right_sums(magnitudes**power)
+        return np.asarray(sums ** (rows.dtype.type(1.0) / power))
+
+
+def _left_to_right_sums(terms: FloatArray) -> FloatArray:
+    if terms.shape[1] == 0:
+        return np.zeros(terms.shape[0], dtype=terms.dtype)
+    return np.ascontiguousarray(np.cumsum(terms, axis=1)[:, -1])

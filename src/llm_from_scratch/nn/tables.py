@@ -1,0 +1,217 @@
+"""The tables the embedding layers own, and the three ways they are built.
+
+A layer holds a :class:`~llm_from_scratch.nn.init.NamedParameter` (a trainable table) or a
+:class:`FrozenTable` (a named constant: lookups from it carry no gradient and it never changes).
+
+- ``new``: a Xavier-uniform table drawn from a ``SplitMix64`` (:func:`drawn_table`), with the
+  padding row, if any, set to zeros after the whole table is drawn, so every other row is the
+  one a layer without padding draws;
+- ``from_parameter``: an existing named parameter, the same leaf (:func:`checked_parameter_size`);
+- ``from_pretrained``: a 2-D NumPy array, a ``Tensor`` or a named parameter, copied into a new
+  parameter leaf or frozen into a constant (:class:`PretrainedSource`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+from llm_from_scratch.autograd import NonFiniteParameterError, TensorValue
+from llm_from_scratch.autograd.gradient import first_non_finite
+from llm_from_scratch.autograd.value import constant_from_owned_array, parameter_from_owned_array
+from llm_from_scratch.nn.embedding_errors import (
+    EmbeddingInitializationError,
+    EmptyVocabularyError,
+    PretrainedTableTypeError,
+    TableRankError,
+    ZeroEmbeddingWidthError,
+)
+from llm_from_scratch.nn.init import (
+    InitializationError,
+    NamedParameter,
+    SplitMix64,
+    ZeroFanInError,
+    ZeroFanOutError,
+    validate_parameter_name,
+    xavier_scale,
+    xavier_uniform_array,
+)
+from llm_from_scratch.tensor.storage import FloatArray, Tensor, is_masked_array, plain_view
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class FrozenTable:
+    """A named ``[V, d]`` table that never changes: ``tensor`` is a constant leaf.
+
+    Lookups from it are constants (they carry no gradient), and no optimizer, checkpoint load or
+    ``max_norm`` ever writes it. ``Embedding.from_pretrained(..., freeze=True)`` builds one.
+
+    Args:
+        name: a valid parameter name (checked, like a :class:`NamedParameter`'s).
+        tensor: a rank-two constant ``TensorValue``.
+
+    Raises:
+        ParameterNameError, ParameterNameTypeError: the name.
+        TypeError: ``tensor`` is not a rank-two constant ``TensorValue``.
+    """
+
+    name: str
+    tensor: TensorValue
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", validate_parameter_name(self.name))
+        tensor = self.tensor
+        if not (isinstance(tensor, TensorValue) and tensor.kind == "constant"):
+            raise TypeError(f"a FrozenTable holds a constant TensorValue, got {tensor!r}")
+        if len(tensor.shape) != 2:
+            raise TypeError(f"a FrozenTable holds a rank-two table, got shape {tensor.shape}")
+
+    def __repr__(self) -> str:
+        return f"FrozenTable(name={self.name!r}, shape={self.tensor.shape})"
+
+
+Table: TypeAlias = "NamedParameter | FrozenTable"
+
+
+def checked_sizes(shape: tuple[int, ...]) -> tuple[int, int]:
+    """``(V, d)`` of a table shape.
+
+    Raises:
+        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: in this order.
+    """
+    if len(shape) != 2:
+        raise TableRankError(len(shape))
+    if shape[0] == 0:
+        raise EmptyVocabularyError()
+    if shape[1] == 0:
+        raise ZeroEmbeddingWidthError()
+    return shape[0], shape[1]
+
+
+def checked_parameter_size(table: object) -> tuple[int, int]:
+    """``(V, d)`` of a named parameter a layer can wrap.
+
+    Raises:
+        TypeError: ``table`` is not a NamedParameter.
+        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: in this order.
+    """
+    if not isinstance(table, NamedParameter):
+        raise TypeError(f"from_parameter needs a NamedParameter, got {type(table).__name__}")
+    return checked_sizes(table.tensor.shape)
+
+
+def checked_name_and_sizes(
+    name: object, vocabulary_size: object, width: object
+) -> tuple[str, int, int]:
+    """The name, then ``V`` and ``d`` of a table to draw, read once each.
+
+    Raises:
+        EmbeddingInitializationError: a bad name, or a fan that is not a non-negative integer.
+        EmptyVocabularyError, ZeroEmbeddingWidthError: ``V == 0``, ``d == 0``.
+    """
+    try:
+        checked = validate_parameter_name(name)
+        scale = xavier_scale(vocabulary_size, width)  # type: ignore[arg-type]
+    except ZeroFanInError as error:
+        raise EmptyVocabularyError() from error
+    except ZeroFanOutError as error:
+        raise ZeroEmbeddingWidthError() from error
+    except InitializationError as error:
+        raise EmbeddingInitializationError(error) from error
+    return checked, scale.fan_in, scale.fan_out
+
+
+def drawn_table(
+    name: str,
+    vocabulary_size: int,
+    width: int,
+    rng: SplitMix64,
+    dtype: npt.DTypeLike,
+    padding_row: int | None,
+) -> NamedParameter:
+    """A Xavier-uniform parameter from checked sizes; its padding row, if any, is zeroed after
+    the whole table is drawn. ``rng`` advances only on success.
+
+    Raises:
+        EmbeddingInitializationError: the generator or the dtype, or no memory for the table.
+    """
+    try:
+        values = xavier_uniform_array(vocabulary_size, width, rng, dtype)
+    except InitializationError as error:
+        raise EmbeddingInitializationError(error) from error
+    if padding_row is not None:
+        values[padding_row] = 0.0
+    return NamedParameter.from_value(name, parameter_from_owned_array(values))
+
+
+@dataclass(frozen=True)
+class PretrainedSource:
+    """A table given to ``from_pretrained``, taken apart without reading or copying a value.
+
+    Build it with :func:`pretrained_source`; :meth:`table` makes the layer's table.
+    """
+
+    shape: tuple[int, int]
+    array: FloatArray | None
+    parameter: NamedParameter | None
+    dtype: np.dtype[Any]
+
+    def table(self, name: str, freeze: bool) -> Table:
+        """The layer's table named ``name``: a constant copy (``freeze``), or the given
+        parameter's own leaf, or a new parameter leaf holding a copy.
+
+        Raises:
+            NonFiniteParameterError: a NaN or infinity in a copied array, the first in flat
+                order.
+        """
+        if self.parameter is not None:
+            if not freeze:
+                return NamedParameter.from_value(name, self.parameter.tensor)
+            snapshot = self.parameter.tensor.value_snapshot().numpy()  # finite, one revision
+            return FrozenTable(name, constant_from_owned_array(snapshot))
+        assert self.array is not None  # one of the two is set by pretrained_source
+        values = np.array(self.array, dtype=self.dtype, order="C", copy=True)
+        found = first_non_finite(values)
+        if found is not None:
+            raise NonFiniteParameterError(found[0], found[1])
+        if freeze:
+            return FrozenTable(name, constant_from_owned_array(values))
+        return NamedParameter.from_value(name, parameter_from_owned_array(values))
+
+
+def pretrained_source(table: object) -> PretrainedSource:
+    """Check a ``from_pretrained`` table's type, dtype and shape.
+
+    An ndarray subclass is read through its plain data (a masked array is refused); float32 and
+    float64 arrays keep their dtype, integer arrays become float64.
+
+    Raises:
+        PretrainedTableTypeError: not a NumPy array of float32, float64 or integers, a Tensor
+            or a NamedParameter.
+        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: in this order.
+    """
+    if isinstance(table, NamedParameter):
+        shape = checked_sizes(table.tensor.shape)
+        return PretrainedSource(shape, None, table, table.tensor.dtype)
+    if isinstance(table, Tensor):
+        array = table.numpy()
+    elif isinstance(table, np.ndarray) and not is_masked_array(table):
+        array = plain_view(table)
+    else:
+        raise PretrainedTableTypeError(type(table).__name__)
+    dtype = _kept_dtype(array)
+    shape = checked_sizes(tuple(int(extent) for extent in array.shape))
+    return PretrainedSource(shape, array, None, dtype)
+
+
+def _kept_dtype(array: np.ndarray[Any, Any]) -> np.dtype[Any]:
+    if array.dtype.kind == "f" and array.dtype.itemsize in (4, 8):
+        return np.dtype(f"f{array.dtype.itemsize}")  # native byte order
+    if array.dtype.kind in "iu":
+        return np.dtype(np.float64)
+    raise PretrainedTableTypeError(f"ndarray of dtype {array.dtype}")
