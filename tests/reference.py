@@ -34,8 +34,21 @@ from llm_from_scratch.autograd import (
     StaleValueError,
 )
 from llm_from_scratch.nn import (
+    BagLayoutError,
+    BagModeError,
+    DecreasingOffsetsError,
     EmbeddingInitializationError,
+    EmptyOffsetsError,
     EmptyVocabularyError,
+    FirstOffsetError,
+    FlagTypeError,
+    LastOffsetError,
+    MaxNormError,
+    NormTypeError,
+    OffsetOutOfRangeError,
+    OffsetsContainerError,
+    OffsetTypeError,
+    PaddingIndexError,
     TableRankError,
     TokenCountMismatchError,
     TokenIdContainerError,
@@ -537,3 +550,260 @@ def expected_from_parameter(shape: tuple[int, ...]) -> Outcome:
     if shape[1] == 0:
         return Raises(ZeroEmbeddingWidthError, {"embedding_width": 0})
     return Returns(shape)
+
+
+# Embedding options and bags ------------------------------------------------------------------
+
+
+def expected_padding_row(padding_idx: object, rows: int) -> Outcome:
+    """``padding_idx``: None, or an integer (not a bool) in ``[-V, V)``, a negative one counted
+    from the end; the result is the row, or None."""
+    if padding_idx is None:
+        return Returns(None)
+    if isinstance(padding_idx, bool | np.bool_) or not isinstance(padding_idx, numbers.Integral):
+        return Raises(PaddingIndexError, {"padding_idx": padding_idx, "vocabulary_size": rows})
+    value = int(padding_idx)
+    if not -rows <= value < rows:
+        return Raises(PaddingIndexError, {"padding_idx": value, "vocabulary_size": rows})
+    return Returns(value + rows if value < 0 else value)
+
+
+def expected_positive(value: object, error: type[BaseException], name: str) -> Outcome:
+    """A finite real number above zero (not a bool), as a float."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        return Raises(error, {name: value})
+    try:
+        converted = float(value)
+    except OverflowError:  # an int beyond float64 is not finite
+        return Raises(error, {name: value})
+    if not math.isfinite(converted) or converted <= 0:
+        return Raises(error, {name: value})
+    return Returns(converted)
+
+
+def expected_flag(name: str, value: object) -> Outcome:
+    """A Python or NumPy bool."""
+    if not isinstance(value, bool | np.bool_):
+        return Raises(FlagTypeError, {"name": name, "value": value})
+    return Returns(bool(value))
+
+
+def expected_lookup_options(
+    rows: int, padding_idx: object, max_norm: object, norm_type: object, scale: object
+) -> Outcome:
+    """The options of a lookup, checked in the order padding_idx, max_norm, norm_type,
+    scale_grad_by_freq; the result is the four checked values."""
+    checked: list[object] = []
+    for outcome in (
+        lambda: expected_padding_row(padding_idx, rows),
+        lambda: expected_max_norm(max_norm),
+        lambda: expected_positive(norm_type, NormTypeError, "norm_type"),
+        lambda: expected_flag("scale_grad_by_freq", scale),
+    ):
+        result = outcome()
+        if isinstance(result, Raises):
+            return result
+        checked.append(result.value)
+    return Returns(tuple(checked))
+
+
+def expected_max_norm(max_norm: object) -> Outcome:
+    """None, or a finite real number above zero."""
+    if max_norm is None:
+        return Returns(None)
+    return expected_positive(max_norm, MaxNormError, "max_norm")
+
+
+def expected_bag_options(
+    rows: int, mode: object, padding_idx: object, max_norm: object, norm_type: object
+) -> Outcome:
+    """The options of a bag: the mode first, then as a lookup's (without the flag)."""
+    if not isinstance(mode, str) or str(mode) not in ("sum", "mean", "max"):
+        return Raises(BagModeError, {"mode": mode})
+    rest = expected_lookup_options(rows, padding_idx, max_norm, norm_type, False)
+    if isinstance(rest, Raises):
+        return rest
+    return Returns((str(mode), *rest.value[:3]))  # type: ignore[index]
+
+
+def plain_option_gradient(
+    ids: Sequence[int],
+    upstream: np.ndarray[Any, Any],
+    rows: int,
+    width: int,
+    padding_row: int | None,
+    scale_by_frequency: bool,
+) -> np.ndarray[Any, Any]:
+    """The table gradient of a lookup with options: the plain flat-order loop, each row's sum
+    divided by its count (``scale_grad_by_freq``), and the padding row left at zero."""
+    gradient = plain_scatter(ids, upstream, rows, width)
+    if scale_by_frequency:
+        for row in set(ids):
+            count = gradient.dtype.type(list(ids).count(row))
+            for feature in range(width):
+                gradient[row, feature] = gradient[row, feature] / count
+    if padding_row is not None:
+        gradient[padding_row] = 0.0
+    return gradient
+
+
+def row_norm(row: np.ndarray[Any, Any], norm_type: float) -> float:
+    """PyTorch's general norm of one row, in its dtype, terms added left to right."""
+    kind = row.dtype.type
+    total = kind(0.0)
+    for value in row.tolist():
+        element = kind(value)
+        if norm_type == 2.0:
+            term = element * element
+        elif norm_type == 1.0:
+            term = abs(element)
+        else:
+            term = abs(element) ** kind(norm_type)
+        total = kind(total + term)
+    if norm_type == 2.0:
+        return float(np.sqrt(total))
+    if norm_type == 1.0:
+        return float(total)
+    return float(total ** (kind(1.0) / kind(norm_type)))
+
+
+def pytorch_renorm(
+    table: np.ndarray[Any, Any], ids: Iterable[int], max_norm: float, norm_type: float
+) -> np.ndarray[Any, Any]:
+    """``embedding_renorm_`` as a loop over the distinct IDs in increasing order: a row whose
+    norm exceeds ``max_norm`` is multiplied by ``max_norm / (norm + 1e-7)``, computed in float64
+    and rounded to the table's dtype."""
+    renormed = table.copy()
+    for row in sorted(set(ids)):
+        norm = row_norm(table[row], norm_type)
+        if norm > max_norm:
+            scale = table.dtype.type(max_norm / (norm + 1e-7))
+            for feature in range(table.shape[1]):
+                renormed[row, feature] = table[row, feature] * scale
+    return renormed
+
+
+def expected_bag_starts(
+    id_shape: tuple[int, ...], offsets: object, include_last_offset: bool
+) -> Outcome:
+    """Where each bag starts, then the ID count; the layout, then the offsets: container, at
+    least one, each an integer in ``[0, N]`` in flat order, the first 0, none smaller than the
+    one before, with include_last_offset the last ``N``."""
+    if len(id_shape) == 2 and offsets is None:
+        bags, length = id_shape
+        return Returns([bag * length for bag in range(bags + 1)])
+    if len(id_shape) != 1 or offsets is None:
+        return Raises(BagLayoutError, {"rank": len(id_shape), "offsets_given": offsets is not None})
+    count = id_shape[0]
+    if isinstance(offsets, np.ndarray):
+        if offsets.ndim != 1:
+            return Raises(OffsetsContainerError)
+        items: list[object] = offsets.tolist()
+        if offsets.size and offsets.dtype.kind not in "iuO":
+            return Raises(OffsetTypeError, {"position": 0, "value": items[0]})
+    elif isinstance(offsets, str | bytes) or not isinstance(offsets, Sequence):
+        return Raises(OffsetsContainerError)
+    else:
+        items = list(offsets)
+    if not items:
+        return Raises(EmptyOffsetsError)
+    for position, value in enumerate(items):
+        if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+            return Raises(OffsetTypeError, {"position": position, "value": value})
+        if not 0 <= int(value) <= count:
+            where = {"position": position, "offset": int(value), "id_count": count}
+            return Raises(OffsetOutOfRangeError, where)
+    starts = [int(value) for value in items]  # type: ignore[call-overload]
+    if starts[0] != 0:
+        return Raises(FirstOffsetError, {"offset": starts[0]})
+    for position in range(1, len(starts)):
+        if starts[position] < starts[position - 1]:
+            where = {"position": position, "offset": starts[position]}
+            return Raises(DecreasingOffsetsError, {**where, "previous": starts[position - 1]})
+    if not include_last_offset:
+        return Returns([*starts, count])
+    if starts[-1] != count:
+        return Raises(LastOffsetError, {"offset": starts[-1], "id_count": count})
+    return Returns(starts)
+
+
+@dataclass(frozen=True)
+class PlainBag:
+    """An embedding bag computed by plain loops: the output, each bag's entries that are not
+    padding, and the row behind each output coordinate of ``max`` (-1 in an empty bag)."""
+
+    output: np.ndarray[Any, Any]
+    sizes: list[int]
+    max_rows: np.ndarray[Any, Any]
+
+
+def plain_bag(
+    table: np.ndarray[Any, Any],
+    ids: Sequence[int],
+    starts: Sequence[int],
+    mode: str,
+    padding_row: int | None,
+    weights: np.ndarray[Any, Any] | None = None,
+) -> PlainBag:
+    """Each bag's rows reduced by a loop in flat order, padding entries skipped: ``sum`` adds
+    ``weights[p] * row`` from 0.0, ``mean`` divides the sum by the entries, ``max`` keeps a
+    coordinate's first largest value."""
+    bags, width = len(starts) - 1, table.shape[1]
+    output = np.zeros((bags, width), dtype=table.dtype)
+    max_rows = np.full((bags, width), -1)
+    sizes = []
+    for bag in range(bags):
+        entries = [p for p in range(starts[bag], starts[bag + 1]) if ids[p] != padding_row]
+        for entry, position in enumerate(entries):
+            row = table[ids[position]]
+            if mode == "max":
+                for feature in range(width):
+                    if entry == 0 or row[feature] > output[bag, feature]:
+                        output[bag, feature] = row[feature]
+                        max_rows[bag, feature] = ids[position]
+                continue
+            term = row if weights is None else weights[position] * row
+            output[bag] = output[bag] + term
+        if mode == "mean" and entries:
+            output[bag] = output[bag] / table.dtype.type(len(entries))
+        sizes.append(len(entries))
+    return PlainBag(output, sizes, max_rows)
+
+
+def plain_bag_gradients(
+    table: np.ndarray[Any, Any],
+    ids: Sequence[int],
+    starts: Sequence[int],
+    mode: str,
+    padding_row: int | None,
+    upstream: np.ndarray[Any, Any],
+    weights: np.ndarray[Any, Any] | None = None,
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The table gradient and the per-sample weights' gradient of a bag, by plain loops:
+    ``g[ids[p]] += w[p] * upstream[b]`` (``mean``: ``upstream[b] / size[b]``) in flat order,
+    or for ``max`` each output coordinate's upstream into the row behind it, bag by bag; and
+    ``dw[p] = upstream[b] . table[ids[p]]``, features left to right (0 for padding)."""
+    bagged = plain_bag(table, ids, starts, mode, padding_row, weights)
+    gradient = np.zeros(table.shape, dtype=table.dtype)
+    weight_gradient = np.zeros(len(ids), dtype=table.dtype)
+    for bag in range(len(starts) - 1):
+        if mode == "max":
+            for feature in range(table.shape[1]):
+                row = bagged.max_rows[bag, feature]
+                if row >= 0:
+                    gradient[row, feature] += upstream[bag, feature]
+            continue
+        for position in range(starts[bag], starts[bag + 1]):
+            if ids[position] == padding_row:
+                continue
+            term = upstream[bag]
+            if mode == "mean":
+                term = term / table.dtype.type(bagged.sizes[bag])
+            if weights is not None:
+                term = weights[position] * term
+            gradient[ids[position]] = gradient[ids[position]] + term
+            total = table.dtype.type(0.0)
+            for feature in range(table.shape[1]):
+                total = total + upstream[bag, feature] * table[ids[position], feature]
+            weight_gradient[position] = total
+    return gradient, weight_gradient
