@@ -83,8 +83,16 @@ def _add_bench(commands: _Subcommands) -> None:
             "Time our embedding forward, forward+backward and SGD step against allocating "
             "and copying the output once, and against PyTorch when it is installed, for "
             "(V, d, N) = (50257, 768, 8192), (128256, 4096, 4096) and (1000, 64, 65536) in "
-            "float64 and float32. Needs about 14 GB of memory for the largest shape."
+            "float64 and float32; then EmbeddingBag(mode='sum') forward+backward+SGD step "
+            "against PyTorch's EmbeddingBag with dense and sparse gradients at V=50257, d=768, "
+            "8192 IDs in 512 bags. Needs about 14 GB of memory for the largest shape."
         ),
+    )
+    embedding.add_argument(
+        "--only",
+        choices=("lookup", "bag"),
+        default=None,
+        help="run only the lookup cases or only the bag cases",
     )
     embedding.add_argument(
         "--quick", action="store_true", help="run one small shape in a few seconds"
@@ -141,9 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_startup(args.repeats)
     if args.command == "bench":
-        from llm_from_scratch.bench.embedding import run
+        from llm_from_scratch.bench.embedding_bag import run
 
-        return run(quick=args.quick, repeats=args.repeats)
+        return run(quick=args.quick, repeats=args.repeats, only=args.only)
     return _run_ch18(args)
 
 
