@@ -30,7 +30,10 @@ def test_the_bring_your_own_table_example_runs_and_its_comments_hold(
     x = names["x"]
     assert x.shape == (1, 3, 64) and x.dtype == np.float32  # type: ignore[attr-defined]
     assert np.array_equal(x.numpy()[0], table[[5, 17, 5]].astype(np.float32))  # type: ignore[attr-defined]
+    frozen = names["frozen"]([[5, 17, 5]])  # type: ignore[operator]
+    assert frozen.kind == "constant" and frozen.numpy().tobytes() == x.numpy().tobytes()  # type: ignore[attr-defined]
     embedding = names["embedding"]
+    assert embedding.table.tensor.is_same_node(names["table"].tensor)  # type: ignore[attr-defined]
     trained = load_file("trained.safetensors")["embeddings.word_embeddings.weight"]
     leaf = embedding.table.tensor  # type: ignore[attr-defined]
     assert leaf.numpy().tobytes() == trained.tobytes()
