@@ -356,3 +356,16 @@ def test_the_options_are_checked_mode_first_and_shown_in_the_repr() -> None:
     assert layer.table.tensor.numpy()[3].tolist() == [0.0, 0.0]
     with pytest.raises(BagModeError):
         functional.embedding_bag([[0]], layer.table.tensor, mode="SUM")
+
+
+def test_a_clone_shares_the_table_and_a_deep_copy_owns_an_equal_one() -> None:
+    import copy
+
+    layer = known_bag("max", padding_idx=2)
+    for twin in (layer.clone(), copy.copy(layer)):
+        assert twin.table.tensor.is_same_node(layer.table.tensor)
+        assert (twin.mode, twin.padding_idx) == ("max", 2)
+    deep = copy.deepcopy(layer)
+    assert not deep.table.tensor.is_same_node(layer.table.tensor)
+    assert deep.table.tensor.numpy().tobytes() == layer.table.tensor.numpy().tobytes()
+    assert (deep.mode, deep.padding_idx) == ("max", 2)

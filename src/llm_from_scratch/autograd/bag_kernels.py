@@ -72,15 +72,21 @@ def _bag_row_sums_into(
     width = upstream.shape[1]
     weighted = weights.shape[0] > 0
     for slot in prange(values.shape[0]):
-        for feature in range(width):
-            values[slot, feature] = 0.0
-        for entry in range(starts[slot], starts[slot + 1]):
+        first = starts[slot]  # every listed row has a first entry: it starts the sum at 0.0
+        for entry in range(first, starts[slot + 1]):
             position = order[entry]
             bag = bag_of[position]
             if weighted:
                 weight = weights[position]
+                if entry == first:
+                    for feature in range(width):
+                        values[slot, feature] = 0.0 + weight * upstream[bag, feature]
+                else:
+                    for feature in range(width):
+                        values[slot, feature] += weight * upstream[bag, feature]
+            elif entry == first:
                 for feature in range(width):
-                    values[slot, feature] += weight * upstream[bag, feature]
+                    values[slot, feature] = 0.0 + upstream[bag, feature]
             else:
                 for feature in range(width):
                     values[slot, feature] += upstream[bag, feature]

@@ -166,6 +166,19 @@ class EmbeddingBag(
             raise FrozenTableMaxNormError("constant")
         return _bag_layer_of(source.table(checked, frozen), options)
 
+    def clone(self) -> EmbeddingBag:
+        """A new layer object holding the same table leaf and the same options."""
+        return _bag_layer_of(self.table, self._options)
+
+    def __copy__(self) -> EmbeddingBag:
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EmbeddingBag:
+        if isinstance(self.table, FrozenTable):
+            return self.clone()  # a constant never changes: sharing it is copying it
+        leaf = TensorValue.parameter(self.table.tensor.value_snapshot())
+        return _bag_layer_of(NamedParameter.from_value(self.table.name, leaf), self._options)
+
     def parameters(self) -> NamedParameters:
         """The trainable parameters: :attr:`table`, or none for a frozen table."""
         if isinstance(self.table, FrozenTable):
