@@ -233,25 +233,30 @@ OFFSET_ITEMS = st.one_of(
 
 @st.composite
 def offset_containers(draw: st.DrawFn) -> object:
-    kind = draw(st.sampled_from(["list", "array", "tuple", "2-D", "str", "int", "none"]))
-    items = draw(st.lists(OFFSET_ITEMS, max_size=5))
-    if kind == "array":
-        return np.array(draw(st.lists(st.integers(-2, 8), max_size=5)), dtype=np.int64)
-    if kind == "tuple":
-        return tuple(items)
-    if kind == "2-D":
-        return np.zeros((1, 2), dtype=np.int64)
-    if kind == "str":
-        return "01"
-    if kind == "int":
-        return 0
-    if kind == "none":
-        return None
-    return items
+    """Offsets for six IDs: mostly well formed, each with at most one fault of one kind."""
+    kind = draw(st.sampled_from(["list", "list", "list", "array", "tuple", "other"]))
+    if kind == "other":
+        return draw(st.sampled_from([None, "01", 0, np.zeros((1, 2), dtype=np.int64)]))
+    offsets: list[object] = [0, *sorted(draw(st.lists(st.integers(0, 6), max_size=4)))]
+    fault = draw(st.sampled_from(["none", "none", "value", "first", "swap", "empty", "last"]))
+    position = draw(st.integers(0, len(offsets) - 1))
+    if fault == "value":
+        offsets[position] = draw(OFFSET_ITEMS)
+    elif fault == "first":
+        offsets[0] = draw(st.integers(1, 6))
+    elif fault == "swap" and len(offsets) > 2:
+        offsets[1], offsets[2] = offsets[2], offsets[1]
+    elif fault == "empty":
+        offsets = []
+    elif fault == "last":
+        offsets.append(draw(st.integers(0, 8)))
+    if kind == "array" and all(type(item) is int and abs(item) < 2**62 for item in offsets):
+        return np.array(offsets, dtype=np.int64)
+    return tuple(offsets) if kind == "tuple" else offsets
 
 
 @given(
-    st.sampled_from([(6,), (2, 3), (), (1, 1, 6)]),
+    st.sampled_from([(6,), (6,), (6,), (6,), (2, 3), (), (1, 1, 6)]),
     offset_containers(),
     st.booleans(),
 )

@@ -263,7 +263,12 @@ OPTION_VALUES = st.one_of(
 )
 
 
-@given(OPTION_VALUES, OPTION_VALUES, OPTION_VALUES, OPTION_VALUES)
+@given(
+    st.one_of(st.none(), st.integers(-4, 3), OPTION_VALUES),
+    st.one_of(st.none(), st.floats(0.01, 100.0), OPTION_VALUES),
+    st.one_of(st.floats(0.01, 10.0), st.sampled_from([1, 2, 0.5]), OPTION_VALUES),
+    st.one_of(st.booleans(), st.just(np.bool_(True)), OPTION_VALUES),
+)
 def test_the_options_raise_the_documented_error_in_order_or_are_stored_checked(
     padding_idx: object, max_norm: object, norm_type: object, scale: object
 ) -> None:

@@ -3,9 +3,11 @@
 Before a lookup with ``max_norm``, each distinct row the IDs name whose ``norm_type``-norm
 exceeds ``max_norm`` is multiplied by ``max_norm / (norm + 1e-7)``, outside the tape. The
 arithmetic is PyTorch's CPU kernel's: the norm is computed in the table's dtype
-(``sqrt(sum x*x)`` for ``p = 2``, ``sum |x|`` for ``p = 1``, ``(sum |x|**p)**(1/p)`` otherwise),
-compared with ``max_norm`` and turned into the scale in float64, and the scale is rounded to the
-table's dtype before it multiplies the row.
+(``sqrt(sum x*x)`` for ``p = 2``, ``sum |x|`` for ``p = 1``, ``(sum |x|**p)**(1/p)`` otherwise,
+the terms added left to right as PyTorch's general norm reduction adds them; its 2-norm kernel
+adds in SIMD lanes instead, so a 2-norm may differ from it in the last bit), compared with
+``max_norm`` and turned into the scale in float64, and the scale is rounded to the table's dtype
+before it multiplies the row.
 
 The write is an in-place update of the parameter (:func:`update_leaves_then_read`): it holds the
 table's update lock, bumps its value revision when a row changes (so a graph recorded before it
