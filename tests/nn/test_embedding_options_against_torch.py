@@ -157,3 +157,14 @@ def test_from_parameter_with_max_norm_renormalizes_like_pytorchs_module() -> Non
     ids = np.array([3, 7, 3, 0])
     assert layer(ids).numpy().tobytes() == theirs(torch.from_numpy(ids)).detach().numpy().tobytes()
     assert layer.table.tensor.numpy().tobytes() == theirs.weight.detach().numpy().tobytes()
+
+
+def test_a_torch_tensor_is_named_as_such_when_refused_as_a_table() -> None:
+    from llm_from_scratch.nn import PretrainedTableTypeError, TableTypeError
+
+    with pytest.raises(PretrainedTableTypeError) as pretrained:
+        Embedding.from_pretrained(torch.zeros(2, 2))
+    assert pretrained.value.table_type == "torch.Tensor"
+    with pytest.raises(TableTypeError) as functional_table:
+        functional.embedding([0], torch.zeros(2, 2))
+    assert functional_table.value.table_type == "torch.Tensor"

@@ -114,7 +114,7 @@ def test_the_function_checks_the_table_then_the_options_then_a_frozen_table_then
     vector = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
     with pytest.raises(TableTypeError) as not_a_value:
         functional.embedding([9], np.zeros((4, 2)), padding_idx=9)  # type: ignore[arg-type]
-    assert not_a_value.value.table_type == "ndarray"
+    assert not_a_value.value.table_type == "numpy.ndarray"
     with pytest.raises(TableRankError):
         functional.embedding([9], vector, padding_idx=9)
     with pytest.raises(PaddingIndexError):

@@ -35,6 +35,7 @@ from llm_from_scratch.nn.embedding_errors import (
 )
 from llm_from_scratch.nn.options import BagOptions, LookupOptions, checked_flag
 from llm_from_scratch.nn.renorm import renormalized_then
+from llm_from_scratch.nn.tables import qualified_type_name
 from llm_from_scratch.nn.token_ids import token_id_plan
 from llm_from_scratch.tensor.storage import Shape, Tensor, is_masked_array, plain_view
 
@@ -253,7 +254,7 @@ def _weights_value(weights: object, dtype: np.dtype[Any]) -> TensorValue:
 
 def _table_shape(table: object) -> tuple[int, int]:
     if not isinstance(table, TensorValue):
-        raise TableTypeError(type(table).__name__)
+        raise TableTypeError(qualified_type_name(table))
     shape = table.shape
     if len(shape) != 2:
         raise TableRankError(len(shape))

@@ -203,10 +203,24 @@ def pretrained_source(table: object) -> PretrainedSource:
     elif isinstance(table, np.ndarray) and not is_masked_array(table):
         array = plain_view(table)
     else:
-        raise PretrainedTableTypeError(type(table).__name__)
+        raise PretrainedTableTypeError(qualified_type_name(table))
     dtype = _kept_dtype(array)
     shape = checked_sizes(tuple(int(extent) for extent in array.shape))
     return PretrainedSource(shape, array, None, dtype)
+
+
+def qualified_type_name(value: object) -> str:
+    """``list`` for a built-in type, ``torch.Tensor`` for another library's (its module's top
+    name and its own name), so that a ``torch.Tensor`` is not mistaken for a ``Tensor``.
+
+    Example:
+        >>> qualified_type_name([1]), qualified_type_name(np.zeros(1))
+        ('list', 'numpy.ndarray')
+    """
+    kind = type(value)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__.split('.')[0]}.{kind.__qualname__}"
 
 
 def _kept_dtype(array: np.ndarray[Any, Any]) -> np.dtype[Any]:
