@@ -17,8 +17,13 @@ from llm_from_scratch.cli import main
 
 from conftest import import_optional
 
-OUR_ACTIONS = {"bag forward", "bag step"}
-PYTORCH_ACTIONS = {"torch bag step dense", "torch bag step sparse"}
+OUR_ACTIONS = {"bag forward", "bag fwd+bwd", "bag step"}
+PYTORCH_ACTIONS = {
+    "torch bag fwd+bwd dense",
+    "torch bag fwd+bwd sparse",
+    "torch bag step dense",
+    "torch bag step sparse",
+}
 
 
 def test_the_bag_ratios_are_formatted_from_the_measured_medians() -> None:
@@ -30,15 +35,19 @@ def test_the_bag_ratios_are_formatted_from_the_measured_medians() -> None:
         "float32",
         {
             "bag forward": 0.001,
+            "bag fwd+bwd": 0.002,
             "bag step": 0.004,
+            "torch bag fwd+bwd sparse": 0.003,
             "torch bag step dense": 0.010,
             "torch bag step sparse": 0.006,
         },
     )
     text = format_bag_results([case])
     assert 'EmbeddingBag(mode="sum") V=10 d=2 N=8 in 4 bags float32' in text
+    assert "torch bag fwd+bwd sparse / our bag fwd+bwd = 1.50" in text
     assert "torch bag step dense / our bag step = 2.50" in text
     assert "torch bag step sparse / our bag step = 1.50" in text
+    assert "fwd+bwd dense" not in text  # not measured, not printed
 
 
 def test_without_pytorch_a_bag_measurement_leaves_the_comparison_out_with_a_note(

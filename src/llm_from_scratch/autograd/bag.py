@@ -51,25 +51,48 @@ _TRUSTED: Final = object()
 
 @dataclass(frozen=True, eq=False)
 class BagPlan(Sealed, key=_TRUSTED, hint="a bag plan is built only by bag_plan_from_validated"):
-    """Validated facts for one embedding bag.
+    """Validated facts for one embedding bag, and its entries: the positions whose ID is not
+    the padding row, which are all the reductions and the VJP read.
 
     Shape:
-        ``indices`` and ``bag_of``: ``[N]``; ``bag_starts``: ``[B + 1]``, from ``0`` to ``N``,
-        never decreasing; ``table_shape``: ``(V, d)``; output ``[B, d]``.
+        ``indices``: ``[N]``; ``bag_starts``: ``[B + 1]``, from ``0`` to ``N``, never
+        decreasing; ``table_shape``: ``(V, d)``; ``entry_rows`` and ``entry_bags``: ``[M]``, the
+        row and the bag of each entry in flat order; ``entry_starts``: ``[B + 1]``, where each
+        bag's entries start; ``entry_positions``: ``[M]``, each entry's flat position, or None
+        when every position is an entry. Output ``[B, d]``.
     """
 
-    __slots__ = ("bag_of", "bag_starts", "indices", "mode", "padding_row", "table_shape")
+    __slots__ = (
+        "bag_starts",
+        "entry_bags",
+        "entry_positions",
+        "entry_rows",
+        "entry_starts",
+        "indices",
+        "mode",
+        "padding_row",
+        "table_shape",
+    )
     indices: IndexArray
     bag_starts: IndexArray
-    bag_of: IndexArray
     table_shape: tuple[int, int]
     mode: BagMode
     padding_row: int | None
+    entry_rows: IndexArray
+    entry_starts: IndexArray
+    entry_bags: IndexArray
+    entry_positions: IndexArray | None
 
     @property
     def bags(self) -> int:
         """``B``, the number of bags."""
         return int(self.bag_starts.shape[0]) - 1
+
+    def entry_weights(self, weights: FloatArray | None) -> FloatArray | None:
+        """The per-sample weights ``[N]`` of the entries only."""
+        if weights is None or self.entry_positions is None:
+            return weights
+        return weights[self.entry_positions]
 
 
 def bag_plan_from_validated(
@@ -85,15 +108,27 @@ def bag_plan_from_validated(
 
     Takes ownership of ``indices`` and ``bag_starts`` (they become read-only).
     """
-    sizes = np.diff(bag_starts)
-    bag_of = np.repeat(np.arange(sizes.shape[0], dtype=np.intp), sizes)
+    entry_rows, entry_starts, entry_positions = indices, bag_starts, None
+    if padding_row is not None:
+        kept = indices != padding_row
+        if not bool(kept.all()):
+            entry_positions = np.flatnonzero(kept).astype(np.intp, copy=False)
+            entry_rows = indices[entry_positions]
+            kept_before = np.concatenate(([0], np.cumsum(kept, dtype=np.intp)))
+            entry_starts = kept_before[bag_starts]
+    sizes = np.diff(entry_starts)
+    entry_bags = np.repeat(np.arange(sizes.shape[0], dtype=np.intp), sizes)
+    owned = [read_only_view(array) for array in (indices, bag_starts, entry_rows, entry_starts)]
     return BagPlan(
-        read_only_view(indices),
-        read_only_view(bag_starts),
-        read_only_view(bag_of),
+        owned[0],
+        owned[1],
         table_shape,
         mode,
         padding_row,
+        owned[2],
+        owned[3],
+        read_only_view(entry_bags),
+        None if entry_positions is None else read_only_view(entry_positions),
         key=_TRUSTED,
     )
 
@@ -104,10 +139,10 @@ class BagSaved:
 
     Attributes:
         plan: the bag plan.
-        sizes: ``mean``: each bag's number of entries that are not padding (``[B]``).
+        sizes: ``mean``: each bag's number of entries (``[B]``).
         max_rows: ``max``: the row that produced each output coordinate, ``-1`` in an empty
             bag (``[B, d]``).
-        weights: the per-sample weights (``[N]``), or None.
+        weights: the entries' per-sample weights (``[M]``), or None.
         table: the table's values, only when the weights need a gradient (a later change of
             a parameter table is caught by its revision).
         table_gradient: whether the table needs a gradient.
@@ -139,15 +174,15 @@ def bag_forward(table: Node, plan: BagPlan, weights: Node | None) -> Node:
     check_operands("embedding_bag", operands)
 
     def compute() -> tuple[FloatArray, object]:
-        flat_weights = None if weights is None else weights.array.reshape(-1)
+        entry_weights = None if weights is None else plan.entry_weights(weights.array.reshape(-1))
         output = _allocated(plan, table.array.dtype)
-        sizes, max_rows = _reduced_into(output, table.array, plan, flat_weights)
+        sizes, max_rows = _reduced_into(output, table.array, plan, entry_weights)
         weights_need = weights is not None and weights.requires_grad
         saved = BagSaved(
             plan,
             sizes,
             max_rows,
-            flat_weights,
+            entry_weights,
             table.array if weights_need else None,
             table.requires_grad,
             None if weights is None or not weights_need else weights.array.shape,
@@ -181,48 +216,34 @@ def _reduced_into(
     output: FloatArray, table: FloatArray, plan: BagPlan, weights: FloatArray | None
 ) -> tuple[IndexArray | None, IndexArray | None]:
     """Fill ``output``; return the bag sizes (``mean``) and the maximum rows (``max``)."""
-    compiled = runs_compiled(plan.indices.size * plan.table_shape[1])
+    compiled = runs_compiled(plan.entry_rows.size * plan.table_shape[1])
+    rows, starts = plan.entry_rows, plan.entry_starts
     if plan.mode == "max":
         if compiled:
-            return None, bag_maxima_into(
-                output, table, plan.indices, plan.bag_starts, plan.padding_row
-            )
+            return None, bag_maxima_into(output, table, rows, starts)
         return None, _maxima_by_rounds(output, table, plan)
     if compiled:
-        sizes = bag_sums_into(
-            output, table, plan.indices, plan.bag_starts, weights, plan.padding_row
-        )
+        bag_sums_into(output, table, rows, starts, weights)
     else:
-        sizes = _sums_by_add_at(output, table, plan, weights)
-    if plan.mode == "mean":
-        with np.errstate(over="ignore", invalid="ignore"):
-            np.divide(output, np.maximum(sizes, 1).reshape(-1, 1).astype(output.dtype), out=output)
-        return sizes, None
-    return None, None
-
-
-def _kept(plan: BagPlan) -> IndexArray | None:
-    """The positions whose ID is not the padding row, or None when every position counts."""
-    if plan.padding_row is None:
-        return None
-    keep = plan.indices != plan.padding_row
-    return None if bool(keep.all()) else np.flatnonzero(keep)
+        _sums_by_add_at(output, table, plan, weights)
+    if plan.mode != "mean":
+        return None, None
+    sizes = np.diff(starts)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.divide(output, np.maximum(sizes, 1).reshape(-1, 1).astype(output.dtype), out=output)
+    return sizes, None
 
 
 def _sums_by_add_at(
     output: FloatArray, table: FloatArray, plan: BagPlan, weights: FloatArray | None
-) -> IndexArray:
-    kept = _kept(plan)
-    indices = plan.indices if kept is None else plan.indices[kept]
-    bag_of = plan.bag_of if kept is None else plan.bag_of[kept]
-    rows = np.take(table, indices, axis=0)
+) -> None:
+    rows = np.take(table, plan.entry_rows, axis=0)
     if weights is not None:
         with np.errstate(over="ignore", invalid="ignore"):
-            rows *= (weights if kept is None else weights[kept]).reshape(-1, 1)
+            rows *= weights.reshape(-1, 1)
     output[...] = 0.0
     with np.errstate(over="ignore", invalid="ignore"):
-        np.add.at(output, bag_of, rows)  # unbuffered: each bag adds its rows left to right
-    return np.bincount(bag_of, minlength=plan.bags).astype(np.intp, copy=False)
+        np.add.at(output, plan.entry_bags, rows)  # unbuffered: each bag adds its rows in order
 
 
 def _maxima_by_rounds(output: FloatArray, table: FloatArray, plan: BagPlan) -> IndexArray:
@@ -230,14 +251,11 @@ def _maxima_by_rounds(output: FloatArray, table: FloatArray, plan: BagPlan) -> I
     in flat order, as the plain loop does."""
     output[...] = 0.0
     max_rows = np.full(output.shape, -1, dtype=np.intp)
-    starts = plan.bag_starts[:-1]
-    lengths = np.diff(plan.bag_starts)
+    starts = plan.entry_starts[:-1]
+    lengths = np.diff(plan.entry_starts)
     for entry in range(int(lengths.max(initial=0))):
         bags = np.flatnonzero(lengths > entry)
-        rows = plan.indices[starts[bags] + entry]
-        if plan.padding_row is not None:
-            keep = rows != plan.padding_row
-            bags, rows = bags[keep], rows[keep]
+        rows = plan.entry_rows[starts[bags] + entry]
         candidates = table[rows]
         current = output[bags]
         chosen = max_rows[bags]
@@ -254,26 +272,23 @@ def _table_gradient(saved: BagSaved, upstream: FloatArray) -> RowSparseGradient:
     plan = saved.plan
     if saved.max_rows is not None:
         return _max_gradient(saved.max_rows, upstream, plan.table_shape)
+    if plan.entry_rows.size == 0:
+        return RowSparseGradient.empty(plan.table_shape, upstream.dtype)
     per_bag = upstream
     if saved.sizes is not None:  # mean: each entry receives upstream[b] / size[b]
         per_bag = upstream / np.maximum(saved.sizes, 1).reshape(-1, 1).astype(upstream.dtype)
-    kept = _kept(plan)
-    indices = plan.indices if kept is None else plan.indices[kept]
-    if indices.size == 0:
-        return RowSparseGradient.empty(plan.table_shape, upstream.dtype)
-    bag_of = plan.bag_of if kept is None else plan.bag_of[kept]
-    weights = saved.weights if kept is None or saved.weights is None else saved.weights[kept]
-    if runs_compiled(indices.size * plan.table_shape[1]):
-        rows, values, counts = bag_row_sums(indices, per_bag, bag_of, weights, plan.table_shape[0])
+    rows, bags, weights = plan.entry_rows, plan.entry_bags, saved.weights
+    if runs_compiled(rows.size * plan.table_shape[1]):
+        listed, values, counts = bag_row_sums(rows, per_bag, bags, weights, plan.table_shape[0])
     else:
-        terms = per_bag[bag_of]
+        terms = per_bag[bags]
         if weights is not None:
             with np.errstate(over="ignore", invalid="ignore"):
                 terms *= weights.reshape(-1, 1)
-        rows, values, counts = scatter_by_add_at(indices, terms)
+        listed, values, counts = scatter_by_add_at(rows, terms)
     # A row that copies one term is finite when the upstream is, unless a weight scaled it.
     summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False) if weights is None else None
-    return RowSparseGradient(rows, values, plan.table_shape, summed)
+    return RowSparseGradient(listed, values, plan.table_shape, summed)
 
 
 def _max_gradient(
@@ -299,26 +314,26 @@ def _weights_gradient(saved: BagSaved, upstream: FloatArray) -> FloatArray | Non
     if saved.table is None or saved.weights_shape is None:
         return None  # the weights are a constant
     plan = saved.plan
-    gradient = np.empty(plan.indices.shape, dtype=upstream.dtype)
-    if runs_compiled(plan.indices.size * plan.table_shape[1]):
-        weight_gradients_into(
-            gradient, upstream, saved.table, plan.indices, plan.bag_of, plan.padding_row
-        )
+    per_entry = np.empty(plan.entry_rows.shape, dtype=upstream.dtype)
+    if runs_compiled(plan.entry_rows.size * plan.table_shape[1]):
+        weight_gradients_into(per_entry, upstream, saved.table, plan.entry_rows, plan.entry_bags)
     else:
-        _weight_gradients_by_features(gradient, upstream, saved.table, plan)
+        _weight_gradients_by_features(per_entry, upstream, saved.table, plan)
+    if plan.entry_positions is None:
+        return per_entry.reshape(saved.weights_shape)
+    gradient = np.zeros(plan.indices.shape, dtype=upstream.dtype)  # a padding entry's is 0
+    gradient[plan.entry_positions] = per_entry
     return gradient.reshape(saved.weights_shape)
 
 
 def _weight_gradients_by_features(
     out: FloatArray, upstream: FloatArray, table: FloatArray, plan: BagPlan
 ) -> None:
-    """``out[p]`` adds ``upstream[bag(p), f] * table[ids[p], f]`` feature by feature, left to
+    """``out[e]`` adds ``upstream[bag(e), f] * table[row(e), f]`` feature by feature, left to
     right, as the compiled kernel does."""
     out[...] = 0.0
-    per_position = upstream[plan.bag_of]
-    rows = table[plan.indices]
+    per_entry = upstream[plan.entry_bags]
+    rows = table[plan.entry_rows]
     with np.errstate(over="ignore", invalid="ignore"):
         for feature in range(plan.table_shape[1]):
-            out += per_position[:, feature] * rows[:, feature]
-    if plan.padding_row is not None:
-        out[plan.indices == plan.padding_row] = 0.0
+            out += per_entry[:, feature] * rows[:, feature]

@@ -3,8 +3,8 @@
 Compiled on first call, like the gather's kernels (see :mod:`~llm_from_scratch.autograd.dispatch`),
 without fast-math: every sum starts from ``0.0`` and adds its terms in the order the NumPy path
 of :mod:`~llm_from_scratch.autograd.bag` adds them, in the arrays' own dtype, so both paths give
-the same bits. A padding row is passed as ``-1`` when there is none, and absent per-sample
-weights as an empty array.
+the same bits. They read only a bag's entries (its positions whose ID is not the padding row);
+absent per-sample weights are passed as an empty array.
 """
 
 from __future__ import annotations
@@ -20,49 +20,50 @@ from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 @compiled_kernel(parallel=True)
 def _bag_sums_into(
-    out: Any, sizes: Any, table: Any, indices: Any, starts: Any, weights: Any, padding_row: int
+    out: Any, table: Any, rows: Any, starts: Any, weights: Any
 ) -> None:  # pragma: no cover - JIT
     width = table.shape[1]
     weighted = weights.shape[0] > 0
     for bag in prange(out.shape[0]):
         for feature in range(width):
             out[bag, feature] = 0.0
-        count = 0
-        for position in range(starts[bag], starts[bag + 1]):
-            row = indices[position]
-            if row == padding_row:
-                continue
-            count += 1
-            if weighted:
-                weight = weights[position]
+        entry, end = starts[bag], starts[bag + 1]
+        if weighted:
+            for at in range(entry, end):
+                row, weight = rows[at], weights[at]
                 for feature in range(width):
                     out[bag, feature] += weight * table[row, feature]
-            else:
+        else:
+            while end - entry >= 4:  # four rows per pass over the features, added in order
+                r0, r1, r2, r3 = rows[entry], rows[entry + 1], rows[entry + 2], rows[entry + 3]
+                for feature in range(width):
+                    total = out[bag, feature] + table[r0, feature]
+                    total = (total + table[r1, feature]) + table[r2, feature]
+                    out[bag, feature] = total + table[r3, feature]
+                entry += 4
+            for at in range(entry, end):
+                row = rows[at]
                 for feature in range(width):
                     out[bag, feature] += table[row, feature]
-        sizes[bag] = count
 
 
 @compiled_kernel(parallel=True)
 def _bag_maxima_into(
-    out: Any, max_rows: Any, table: Any, indices: Any, starts: Any, padding_row: int
+    out: Any, max_rows: Any, table: Any, rows: Any, starts: Any
 ) -> None:  # pragma: no cover - JIT
     width = table.shape[1]
     for bag in prange(out.shape[0]):
         for feature in range(width):
             out[bag, feature] = 0.0
             max_rows[bag, feature] = -1
-        first = True
-        for position in range(starts[bag], starts[bag + 1]):
-            row = indices[position]
-            if row == padding_row:
-                continue
+        first = starts[bag]
+        for entry in range(first, starts[bag + 1]):
+            row = rows[entry]
             for feature in range(width):
                 value = table[row, feature]
-                if first or value > out[bag, feature]:
+                if entry == first or value > out[bag, feature]:
                     out[bag, feature] = value
                     max_rows[bag, feature] = row
-            first = False
 
 
 @compiled_kernel(parallel=True)
@@ -107,64 +108,46 @@ def _max_row_sums_into(
 
 @compiled_kernel(parallel=True)
 def _weight_gradients_into(
-    out: Any, upstream: Any, table: Any, indices: Any, bag_of: Any, padding_row: int
+    out: Any, upstream: Any, table: Any, rows: Any, bags: Any
 ) -> None:  # pragma: no cover - JIT
     width = table.shape[1]
-    for position in prange(indices.shape[0]):
-        out[position] = 0.0
-        row = indices[position]
-        if row == padding_row:
-            continue
-        bag = bag_of[position]
+    for entry in prange(rows.shape[0]):
+        out[entry] = 0.0
+        row, bag = rows[entry], bags[entry]
         for feature in range(width):
-            out[position] += upstream[bag, feature] * table[row, feature]
+            out[entry] += upstream[bag, feature] * table[row, feature]
 
 
 def bag_sums_into(
     out: FloatArray,
     table: FloatArray,
-    indices: IndexArray,
+    rows: IndexArray,
     starts: IndexArray,
     weights: FloatArray | None,
-    padding_row: int | None,
-) -> IndexArray:
-    """``out[b] = sum of (weights[p] *) table[indices[p]]`` over the bag's positions in order,
-    padding entries skipped; returns each bag's number of entries that were not padding.
+) -> None:
+    """``out[b] = 0.0 + (weights[e] *) table[rows[e]] + ...`` over bag ``b``'s entries ``e`` in
+    order (four rows per pass over the features without weights; the same order of additions).
 
     Shape:
-        ``out``: ``[B, d]``; ``table``: ``[V, d]``; ``indices``: ``[N]``; ``starts``:
-        ``[B + 1]``; ``weights``: ``[N]``; returns ``[B]``.
+        ``out``: ``[B, d]``; ``table``: ``[V, d]``; ``rows``: ``[M]``; ``starts``: ``[B + 1]``;
+        ``weights``: ``[M]``.
     """
-    sizes = np.empty(out.shape[0], dtype=np.intp)
     _bag_sums_into(
-        out,
-        sizes,
-        np.ascontiguousarray(table),
-        indices,
-        starts,
-        _weights_or_empty(weights, out.dtype),
-        _row_or_none(padding_row),
+        out, np.ascontiguousarray(table), rows, starts, _weights_or_empty(weights, out.dtype)
     )
-    return sizes
 
 
 def bag_maxima_into(
-    out: FloatArray,
-    table: FloatArray,
-    indices: IndexArray,
-    starts: IndexArray,
-    padding_row: int | None,
+    out: FloatArray, table: FloatArray, rows: IndexArray, starts: IndexArray
 ) -> IndexArray:
-    """Each bag's coordinate-wise maximum over its entries (the first wins a tie, padding
-    skipped) into ``out``; returns the row that produced each coordinate (``-1``: empty bag).
+    """Each bag's coordinate-wise maximum over its entries (the first wins a tie) into ``out``;
+    returns the row that produced each coordinate (``-1``: an empty bag).
 
     Shape:
         ``out``: ``[B, d]``; returns ``[B, d]``.
     """
     max_rows = np.empty(out.shape, dtype=np.intp)
-    _bag_maxima_into(
-        out, max_rows, np.ascontiguousarray(table), indices, starts, _row_or_none(padding_row)
-    )
+    _bag_maxima_into(out, max_rows, np.ascontiguousarray(table), rows, starts)
     return max_rows
 
 
@@ -214,32 +197,18 @@ def max_row_sums(
 
 
 def weight_gradients_into(
-    out: FloatArray,
-    upstream: FloatArray,
-    table: FloatArray,
-    indices: IndexArray,
-    bag_of: IndexArray,
-    padding_row: int | None,
+    out: FloatArray, upstream: FloatArray, table: FloatArray, rows: IndexArray, bags: IndexArray
 ) -> None:
-    """``out[p] = upstream[bag_of[p]] . table[indices[p]]``, features left to right (``0``
-    for a padding entry).
+    """``out[e] = upstream[bags[e]] . table[rows[e]]``, features left to right.
 
     Shape:
-        ``out``: ``[N]``; ``upstream``: ``[B, d]``; ``table``: ``[V, d]``.
+        ``out``, ``rows``, ``bags``: ``[M]``; ``upstream``: ``[B, d]``; ``table``: ``[V, d]``.
     """
     _weight_gradients_into(
-        out,
-        np.ascontiguousarray(upstream),
-        np.ascontiguousarray(table),
-        indices,
-        bag_of,
-        _row_or_none(padding_row),
+        out, np.ascontiguousarray(upstream), np.ascontiguousarray(table), rows, bags
     )
 
 
 def _weights_or_empty(weights: FloatArray | None, dtype: np.dtype[Any]) -> FloatArray:
     return np.empty(0, dtype=dtype) if weights is None else np.ascontiguousarray(weights)
 
-
-def _row_or_none(row: int | None) -> int:
-    return -1 if row is None else row

@@ -2,15 +2,19 @@
 PyTorch's ``nn.EmbeddingBag`` with a dense and with a sparse gradient.
 
 For each shape ``(V, d, N, B)`` and dtype: one table of random normals, ``N`` uniform random IDs
-cut by offsets into ``B`` bags of ``N / B`` IDs, and one upstream gradient ``[B, d]``. Timed,
-taking turns in every round (see :func:`~llm_from_scratch.bench.embedding.round_robin_medians`):
+cut by offsets into ``B`` bags of ``N / B`` IDs, and one upstream gradient ``[B, d]``. As in the
+lookup cases, our actions take turns in every round (see
+:func:`~llm_from_scratch.bench.embedding.round_robin_medians`); then PyTorch's dense actions take
+turns among themselves, then its sparse ones (a dense step allocates and frees a ``[V, d]``
+gradient in every round, which slows down whatever runs after it, the sparse step included):
 
 - ``bag forward``: our bag layer's forward;
-- ``bag step``: forward, backward until the row-sparse gradient is stored, and an ``SGD`` step
-  on the touched rows (the gradient reset untimed before each round);
-- with PyTorch installed, ``torch bag step dense`` and ``torch bag step sparse``: the same step
-  with ``nn.EmbeddingBag(mode="sum")`` and ``sparse=False`` / ``True``, and ``torch.optim.SGD``
-  (``zero_grad(set_to_none=True)`` untimed before each round).
+- ``bag fwd+bwd``: forward and backward until the row-sparse gradient is stored;
+- ``bag step``: forward, backward and an ``SGD`` step on the touched rows (the gradient reset
+  untimed before each round of these two);
+- with PyTorch installed, ``torch bag fwd+bwd`` and ``torch bag step``, each ``dense`` and
+  ``sparse``: the same with ``nn.EmbeddingBag(mode="sum")`` and ``sparse=False`` / ``True``, and
+  ``torch.optim.SGD`` (``zero_grad(set_to_none=True)`` untimed before each round).
 
 Measuring code builds a :class:`BagCaseResult`; :func:`format_bag_results` only formats it.
 """
@@ -64,11 +68,11 @@ def measure_bag_case(
     offsets = np.arange(bags, dtype=np.int64) * (token_count // bags)
     upstream = rng.standard_normal((bags, width)).astype(dtype)
     values = rng.standard_normal((vocabulary_size, width)).astype(dtype)
-    actions = _our_actions(values, ids, offsets, upstream)
+    medians = round_robin_medians(_our_actions(values, ids, offsets, upstream), repeats)
     notes: list[str] = []
-    actions.update(_torch_actions(values, ids, offsets, upstream, notes))
-    medians = round_robin_medians(actions, repeats)
-    gc.collect()
+    for group in _torch_groups(values, ids, offsets, upstream, notes):
+        gc.collect()  # each group's arrays are freed before the next one runs
+        medians.update(round_robin_medians(group, repeats))
     return BagCaseResult(vocabulary_size, width, token_count, bags, dtype, medians, notes)
 
 
@@ -86,47 +90,63 @@ def _our_actions(
     def forward() -> object:
         return layer(ids, offsets)
 
-    def step() -> object:
+    def forward_backward() -> object:
         layer(ids, offsets).backward_with_seed(upstream)
+        return leaf.sparse_gradient
+
+    def step() -> object:
+        forward_backward()
         optimizer.step()
         return None
 
-    return {"bag forward": Timed(forward), "bag step": Timed(step, leaf.zero_grad)}
+    return {
+        "bag forward": Timed(forward),
+        "bag fwd+bwd": Timed(forward_backward, leaf.zero_grad),
+        "bag step": Timed(step, leaf.zero_grad),
+    }
 
 
-def _torch_actions(
+def _torch_groups(
     values: np.ndarray[Any, Any],
     ids: np.ndarray[Any, Any],
     offsets: np.ndarray[Any, Any],
     upstream: np.ndarray[Any, Any],
     notes: list[str],
-) -> dict[str, Timed]:
+) -> list[dict[str, Timed]]:
+    """PyTorch's dense actions, then its sparse ones, each group timed on its own (one is not
+    slowed down by the other's allocations)."""
     try:
         import torch
     except ImportError:
         notes.append("PyTorch is not installed: pip install 'llm-from-scratch[torch]'")
-        return {}
+        return []
     ids_t, offsets_t, upstream_t = (torch.from_numpy(a) for a in (ids, offsets, upstream))
-    actions = {}
+    groups = []
     for kind, sparse in (("dense", False), ("sparse", True)):
+        actions = {}
         module = torch.nn.EmbeddingBag.from_pretrained(
             torch.from_numpy(np.array(values, copy=True)), freeze=False, mode="sum", sparse=sparse
         )
         optimizer = torch.optim.SGD(module.parameters(), lr=LEARNING_RATE)
-        actions[f"torch bag step {kind}"] = Timed(
-            _torch_step(module, optimizer, ids_t, offsets_t, upstream_t),
-            partial(optimizer.zero_grad, set_to_none=True),
+        reset = partial(optimizer.zero_grad, set_to_none=True)
+        actions[f"torch bag fwd+bwd {kind}"] = Timed(
+            _torch_step(module, None, ids_t, offsets_t, upstream_t), reset
         )
+        actions[f"torch bag step {kind}"] = Timed(
+            _torch_step(module, optimizer, ids_t, offsets_t, upstream_t), reset
+        )
+        groups.append(actions)
     notes.append(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads")
-    return actions
+    return groups
 
 
 def _torch_step(
-    module: Any, optimizer: Any, ids: Any, offsets: Any, upstream: Any
+    module: Any, optimizer: Any | None, ids: Any, offsets: Any, upstream: Any
 ) -> Callable[[], object]:
     def step() -> object:
         module(ids, offsets).backward(upstream)
-        optimizer.step()
+        if optimizer is not None:
+            optimizer.step()
         return None
 
     return step
@@ -142,11 +162,15 @@ def format_bag_results(results: list[BagCaseResult]) -> str:
         )
         for name, seconds in case.medians.items():
             lines.append(f"  {name:<22}{seconds * 1e3:>11.3f} ms")
-        for name in ("torch bag step dense", "torch bag step sparse"):
+        for ours, name in (
+            ("bag fwd+bwd", "torch bag fwd+bwd dense"),
+            ("bag fwd+bwd", "torch bag fwd+bwd sparse"),
+            ("bag step", "torch bag step dense"),
+            ("bag step", "torch bag step sparse"),
+        ):
             if name in case.medians:
-                lines.append(
-                    f"  {name} / our bag step = {case.ratio(name):.2f} (above 1: ours is faster)"
-                )
+                ratio = case.ratio(name, ours)
+                lines.append(f"  {name} / our {ours} = {ratio:.2f} (above 1: ours is faster)")
         lines.extend(f"  note: {note}" for note in case.notes)
     return "\n".join(lines) + "\n"
 
