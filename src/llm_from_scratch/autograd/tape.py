@@ -247,8 +247,13 @@ def _check_revisions(order: Sequence[Node]) -> None:
 
 
 def _propagate(
-    root: Node, seed: FloatArray, order: Sequence[Node]
+    root: Node,
+    seed: FloatArray,
+    order: Sequence[Node],
+    deferred: dict[int, FloatArray | None] | None = None,
 ) -> dict[int, tuple[Node, Gradient]]:
+    """Run each VJP in order; a node listed in ``deferred`` gets its upstream recorded there
+    instead of running its VJP."""
     pending: dict[int, tuple[Node, Gradient]] = {id(root): (root, seed)}
     for node in order:
         operation = node.operation
@@ -257,6 +262,9 @@ def _propagate(
         if entry is None:
             continue
         upstream = as_dense(entry[1])
+        if deferred is not None and id(node) in deferred:
+            deferred[id(node)] = upstream
+            continue
         for parent, gradient in zip(
             operation.parents, operation.vjp(operation.saved, upstream), strict=True
         ):
@@ -304,3 +312,79 @@ def update_parameter_in_place(node: Node, update: Callable[[FloatArray], None]) 
     finally:
         node.array.flags.writeable = False
     node.revision += 1
+
+
+# Deferred row gathers (package-internal, for optimizers that fuse their update) ----------------
+
+DeferredVjp: TypeAlias = "tuple[object, FloatArray]"
+"""A deferred operation's saved facts and its upstream gradient."""
+PassGradient: TypeAlias = "Gradient | DeferredVjp | None"
+
+
+def backward_deferring_row_gathers(
+    root: Node,
+    seed: FloatArray,
+    retention: GraphRetention,
+    leaves: Sequence[Node],
+    is_row_gather: Callable[[object], bool],
+    finish: Callable[[list[PassGradient]], Callable[[], None]],
+) -> None:
+    """:func:`backward`, except that a leaf reached only through one row gather, and whose
+    stored gradient is empty, never receives its gradient: the gather's VJP does not run.
+
+    ``finish`` gets, for each of ``leaves`` in order, the gather's saved facts and upstream
+    (deferred), or the gradient the pass would store (stored plus pass), or None (not reached).
+    It checks everything and returns a commit; it may raise, and then nothing has changed.
+    After it returns, the pass stores every gradient it computed, then runs the commit.
+    """
+    if not root.requires_grad:
+        raise NotRecordedError()
+    order = _topological_order(root)
+    _check_revisions(order)
+    gathers = _deferrable_row_gathers(order, leaves, is_row_gather)
+    deferred: dict[int, FloatArray | None] = dict.fromkeys(gathers)
+    try:
+        updates = _accumulated(_propagate(root, seed, order, deferred))
+    except MemoryError as error:
+        raise OutputAllocationError("backward", int(root.array.size)) from error
+    totals = {id(node): gradient for node, gradient in updates}
+    given: list[PassGradient] = [totals.get(id(leaf)) for leaf in leaves]
+    for gather_id, (gather, position) in gathers.items():
+        upstream = deferred[gather_id]
+        if upstream is not None and gather.operation is not None:
+            given[position] = (gather.operation.saved, upstream)
+    commit = finish(given)
+    for node, gradient in updates:
+        node.gradient = gradient
+    commit()
+    if retention is GraphRetention.RELEASE:
+        for node in order:
+            node.release()
+        _release_state.epoch += 1
+
+
+def _deferrable_row_gathers(
+    order: Sequence[Node], leaves: Sequence[Node], is_row_gather: Callable[[object], bool]
+) -> dict[int, tuple[Node, int]]:
+    """``id(gather node) -> (gather node, leaf position)`` for each leaf whose only recorded
+    use in ``order`` is one row gather and whose stored gradient is empty."""
+    positions = {id(leaf): position for position, leaf in enumerate(leaves)}
+    uses: dict[int, list[Node]] = {}
+    for node in order:
+        assert node.operation is not None
+        for parent in node.operation.parents:
+            if id(parent) in positions:
+                uses.setdefault(id(parent), []).append(node)
+    gathers = {}
+    for leaf in leaves:
+        found = uses.get(id(leaf), [])
+        stored = leaf.gradient
+        if (
+            len(found) == 1
+            and found[0].operation is not None
+            and is_row_gather(found[0].operation.saved)
+            and isinstance(stored, RowSparseGradient)
+            and stored.rows.size == 0
+        ):
+            gathers[id(found[0])] = (found[0], positions[id(leaf)])
+    return gathers

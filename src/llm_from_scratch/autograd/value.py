@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -11,6 +11,7 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+from llm_from_scratch.autograd.deferred import DeferredRowGradient
 from llm_from_scratch.autograd.errors import (
     GatherTableRankError,
     NonFiniteSeedError,
@@ -28,12 +29,19 @@ from llm_from_scratch.autograd.gather import (
     checked_row_gather_plan,
     gather_rows_forward,
 )
-from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
+from llm_from_scratch.autograd.gradient import (
+    Gradient,
+    RowSparseGradient,
+    as_dense,
+    first_non_finite,
+)
 from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
 from llm_from_scratch.autograd.tape import (
     GraphRetention,
     Node,
+    PassGradient,
     backward,
+    backward_deferring_row_gathers,
     update_parameter_in_place,
     zero_gradient,
 )
@@ -301,6 +309,58 @@ def update_leaf_in_place(leaf: TensorValue, update: Callable[[FloatArray], None]
         NotAParameterError: ``leaf`` is a constant or an operation result.
     """
     update_parameter_in_place(leaf._node, update)
+
+
+def backward_with_deferred_row_gradients(
+    output: TensorValue,
+    seed: Tensor | npt.NDArray[Any] | None,
+    retention: GraphRetention,
+    leaves: Sequence[TensorValue],
+    finish: Callable[[list[Gradient | DeferredRowGradient | None]], Callable[[], None]],
+) -> None:
+    """Reverse mode from ``output`` that hands row gathers of ``leaves`` over unsummed.
+
+    Package-internal, for optimizers that fuse their row updates into the backward. The seed
+    is checked like :meth:`TensorValue.backward_with_seed` (``None`` like
+    :meth:`TensorValue.backward`). A leaf whose only use in the graph is one row gather, and
+    whose stored gradient is empty, gets a :class:`DeferredRowGradient` and no stored gradient;
+    ``finish`` receives, for each of ``leaves``, that, or the gradient the pass would store, or
+    None (not reached). ``finish`` may raise (then nothing has changed) or return a commit,
+    which runs after the pass stored the other gradients.
+
+    Raises:
+        The errors of :meth:`TensorValue.backward_with_seed`, in the same order; what ``finish``
+        raises.
+    """
+    if seed is None:
+        if output._node.array.ndim != 0:
+            raise NotScalarOutputError(output.shape)
+        checked = output._checked_seed(np.ones((), dtype=output.dtype))
+    else:
+        checked = output._checked_seed(seed)
+    if not isinstance(retention, GraphRetention):
+        raise RetentionTypeError(retention)
+
+    def handed_over(given: list[PassGradient]) -> Callable[[], None]:
+        return finish([_deferred_row_gradient(item) for item in given])
+
+    nodes = [leaf._node for leaf in leaves]
+    backward_deferring_row_gathers(
+        output._node, checked, retention, nodes, _is_row_gather, handed_over
+    )
+
+
+def _is_row_gather(saved: object) -> bool:
+    return isinstance(saved, RowGatherPlan)
+
+
+def _deferred_row_gradient(item: PassGradient) -> Gradient | DeferredRowGradient | None:
+    if not isinstance(item, tuple):
+        return item
+    plan, upstream = item
+    assert isinstance(plan, RowGatherPlan)  # only row gathers are deferred
+    flat = np.ascontiguousarray(upstream.reshape(plan.indices.size, plan.table_shape[1]))
+    return DeferredRowGradient("gather_rows", plan.indices, flat, plan.table_shape)
 
 
 def _value_of(node: Node) -> TensorValue:

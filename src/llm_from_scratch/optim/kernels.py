@@ -1,57 +1,257 @@
-"""The optimizer's compiled kernels: a finiteness check and an in-place update of SGD rows.
+"""The optimizers' compiled row updates: SGD, Adagrad and the lazy (row-sparse) Adam.
 
-Compiled on first call, like the tape's kernels (see :mod:`~llm_from_scratch.autograd.dispatch`);
-neither uses fast-math, so each new value rounds exactly like the NumPy expression
-``table[rows] - rate * values``.
+Each kernel reads a row-sparse gradient as groups (see :mod:`llm_from_scratch.optim.rows`):
+row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e`` in ``starts[slot]:starts[slot + 1]``
+from ``+0.0``, left to right, exactly like the tape's scatter, into a scratch row, then updates
+that table row feature by feature.
+
+Every kernel runs twice per step. With ``write`` false it writes nothing (the table may be
+read-only: new values would go to ``target``, a stand-in) and counts the
+gradient values that are not finite and the features whose new value or state would not be
+finite; with ``write`` true (after a clean count) it writes them. Both runs compute the same
+numbers the same way, so what is written is what was checked. Compiled on first call through
+:mod:`~llm_from_scratch.autograd.dispatch`, without fast-math: every value rounds like the NumPy
+expression its optimizer uses below the compiled-kernel threshold. Rows are split into blocks
+that threads take in turn; a row's result does not depend on the split, and the counts are
+integer sums.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, prange
-from llm_from_scratch.tensor.storage import FloatArray, IndexArray
+from llm_from_scratch.optim.rows import RowGroups
+from llm_from_scratch.tensor.storage import FloatArray
+
+BLOCKS: Final = 256
+"""At most this many blocks of rows per kernel run (threads take blocks in turn)."""
 
 
 @compiled_kernel(parallel=True)
-def _count_non_finite_steps(
-    table: Any, rows: Any, values: Any, rate: Any
-) -> int:  # pragma: no cover
-    bad = 0
-    for slot in prange(rows.shape[0]):
-        row = rows[slot]
-        for feature in range(values.shape[1]):
-            if not np.isfinite(table[row, feature] - rate * values[slot, feature]):
-                bad += 1
-    return bad
+def _sgd_rows(
+    table: Any,
+    target: Any,
+    rows: Any,
+    upstream: Any,
+    starts: Any,
+    order: Any,
+    rate: Any,
+    write: bool,
+) -> Any:  # pragma: no cover - JIT
+    width = table.shape[1]
+    count = rows.shape[0]
+    blocks = min(count, BLOCKS)
+    bad_gradient = 0
+    bad_step = 0
+    for block in prange(blocks):
+        gradient = np.empty(width, table.dtype)
+        for slot in range(block * count // blocks, (block + 1) * count // blocks):
+            for feature in range(width):
+                gradient[feature] = 0.0
+            for entry in range(starts[slot], starts[slot + 1]):
+                position = order[entry]
+                for feature in range(width):
+                    gradient[feature] += upstream[position, feature]
+            row = rows[slot]
+            for feature in range(width):
+                g = gradient[feature]
+                value = table[row, feature] - rate * g
+                if not np.isfinite(g):
+                    bad_gradient += 1
+                elif not np.isfinite(value):
+                    bad_step += 1
+                elif write:
+                    target[row, feature] = value
+    return bad_gradient, bad_step
 
 
 @compiled_kernel(parallel=True)
-def _subtract_scaled_rows(
-    table: Any, rows: Any, values: Any, rate: Any
-) -> None:  # pragma: no cover
-    for slot in prange(rows.shape[0]):
-        row = rows[slot]
-        for feature in range(values.shape[1]):
-            table[row, feature] = table[row, feature] - rate * values[slot, feature]
+def _adagrad_rows(
+    table: Any,
+    target: Any,
+    state_sum: Any,
+    rows: Any,
+    upstream: Any,
+    starts: Any,
+    order: Any,
+    negative_rate: Any,
+    eps: Any,
+    write: bool,
+) -> Any:  # pragma: no cover - JIT
+    width = table.shape[1]
+    count = rows.shape[0]
+    blocks = min(count, BLOCKS)
+    bad_gradient = 0
+    bad_step = 0
+    for block in prange(blocks):
+        gradient = np.empty(width, table.dtype)
+        for slot in range(block * count // blocks, (block + 1) * count // blocks):
+            for feature in range(width):
+                gradient[feature] = 0.0
+            for entry in range(starts[slot], starts[slot + 1]):
+                position = order[entry]
+                for feature in range(width):
+                    gradient[feature] += upstream[position, feature]
+            row = rows[slot]
+            for feature in range(width):
+                g = gradient[feature]
+                total = state_sum[row, feature] + g * g
+                value = table[row, feature] + (negative_rate * g) / (np.sqrt(total) + eps)
+                if not np.isfinite(g):
+                    bad_gradient += 1
+                elif not (np.isfinite(value) and np.isfinite(total)):
+                    bad_step += 1
+                elif write:
+                    target[row, feature] = value
+                    state_sum[row, feature] = total
+    return bad_gradient, bad_step
 
 
-def sgd_rows_stay_finite(
-    table: FloatArray, rows: IndexArray, values: FloatArray, rate: np.floating[Any]
-) -> bool:
-    """True when ``table[rows] - rate * values`` is finite everywhere (nothing is written)."""
-    return int(_count_non_finite_steps(table, rows, values, rate)) == 0
+@compiled_kernel(parallel=True)
+def _lazy_adam_rows(
+    table: Any,
+    target: Any,
+    exp_avg: Any,
+    exp_avg_sq: Any,
+    rows: Any,
+    upstream: Any,
+    starts: Any,
+    order: Any,
+    constants: Any,
+    coupled_decay: bool,
+    write: bool,
+) -> Any:  # pragma: no cover - JIT
+    one_minus_beta1 = constants[0]
+    one_minus_beta2 = constants[1]
+    eps = constants[2]
+    negative_step_size = constants[3]
+    weight_decay = constants[4]
+    value_decay = constants[5]
+    width = table.shape[1]
+    count = rows.shape[0]
+    blocks = min(count, BLOCKS)
+    bad_gradient = 0
+    bad_step = 0
+    for block in prange(blocks):
+        gradient = np.empty(width, table.dtype)
+        for slot in range(block * count // blocks, (block + 1) * count // blocks):
+            for feature in range(width):
+                gradient[feature] = 0.0
+            for entry in range(starts[slot], starts[slot + 1]):
+                position = order[entry]
+                for feature in range(width):
+                    gradient[feature] += upstream[position, feature]
+            row = rows[slot]
+            for feature in range(width):
+                g = gradient[feature]
+                if not np.isfinite(g):
+                    bad_gradient += 1
+                    continue
+                value = table[row, feature]
+                if coupled_decay:
+                    g = g + weight_decay * value
+                value = value * value_decay
+                m = exp_avg[row, feature]
+                v = exp_avg_sq[row, feature]
+                m_update = (g - m) * one_minus_beta1
+                v_update = (g * g - v) * one_minus_beta2
+                m_new = m + m_update
+                v_new = v + v_update
+                denominator = np.sqrt(v_update + v) + eps
+                value = value + negative_step_size * ((m_update + m) / denominator)
+                if not (np.isfinite(value) and np.isfinite(m_new) and np.isfinite(v_new)):
+                    bad_step += 1
+                elif write:
+                    target[row, feature] = value
+                    exp_avg[row, feature] = m_new
+                    exp_avg_sq[row, feature] = v_new
+    return bad_gradient, bad_step
 
 
-def sgd_rows_apply(
-    table: FloatArray, rows: IndexArray, values: FloatArray, rate: np.floating[Any]
-) -> None:
-    """``table[rows] -= rate * values`` in place, rounding like the NumPy expression.
+def _target(table: FloatArray, write: bool) -> FloatArray:
+    """Where a kernel writes new values: the table itself, or (counting only, when the table is
+    read-only) a writeable stand-in that is never written."""
+    return table if write else np.empty((1, 1), dtype=table.dtype)
+
+
+def sgd_rows(
+    table: FloatArray, groups: RowGroups, rate: np.floating[Any], write: bool
+) -> tuple[int, int]:
+    """``table[row] - rate * g`` for each row: count the non-finite gradient values and new
+    values, or (``write``) store the new values.
 
     Shape:
-        ``table``: ``[V, d]`` (C-contiguous, writeable); ``rows``: ``[k]`` unique;
-        ``values``: ``[k, d]``.
+        ``table``: ``[V, d]`` (C-contiguous; writeable when ``write``).
     """
-    _subtract_scaled_rows(table, rows, values, rate)
+    bad_gradient, bad_step = _sgd_rows(
+        table,
+        _target(table, write),
+        groups.rows,
+        groups.upstream,
+        groups.starts,
+        groups.order,
+        rate,
+        write,
+    )
+    return int(bad_gradient), int(bad_step)
+
+
+def adagrad_rows(
+    table: FloatArray,
+    state_sum: FloatArray,
+    groups: RowGroups,
+    negative_rate: np.floating[Any],
+    eps: np.floating[Any],
+    write: bool,
+) -> tuple[int, int]:
+    """Adagrad on each row: ``sum + g * g``, then ``value + (-rate * g) / (sqrt(sum) + eps)``;
+    count or (``write``) store, as :func:`sgd_rows`."""
+    bad_gradient, bad_step = _adagrad_rows(
+        table,
+        _target(table, write),
+        state_sum,
+        groups.rows,
+        groups.upstream,
+        groups.starts,
+        groups.order,
+        negative_rate,
+        eps,
+        write,
+    )
+    return int(bad_gradient), int(bad_step)
+
+
+def lazy_adam_rows(
+    table: FloatArray,
+    exp_avg: FloatArray,
+    exp_avg_sq: FloatArray,
+    groups: RowGroups,
+    constants: FloatArray,
+    coupled_decay: bool,
+    write: bool,
+) -> tuple[int, int]:
+    """``torch.optim.SparseAdam``'s update on each row, with optional weight decay; count or
+    (``write``) store, as :func:`sgd_rows`.
+
+    ``constants`` (the table's dtype) holds ``1 - beta1``, ``1 - beta2``, ``eps``,
+    ``-step_size``, ``weight_decay`` and the decoupled decay factor ``1 - lr * weight_decay``
+    (``1`` without it). With ``coupled_decay`` the gradient first adds
+    ``weight_decay * value``.
+    """
+    bad_gradient, bad_step = _lazy_adam_rows(
+        table,
+        _target(table, write),
+        exp_avg,
+        exp_avg_sq,
+        groups.rows,
+        groups.upstream,
+        groups.starts,
+        groups.order,
+        constants,
+        coupled_decay,
+        write,
+    )
+    return int(bad_gradient), int(bad_step)

@@ -2,39 +2,33 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 
-from llm_from_scratch.autograd import RowSparseGradient, TensorValue
-from llm_from_scratch.autograd.dispatch import runs_compiled
-from llm_from_scratch.autograd.gradient import first_non_finite
-from llm_from_scratch.autograd.value import update_leaf_in_place
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
-from llm_from_scratch.optim.kernels import sgd_rows_apply, sgd_rows_stay_finite
+from llm_from_scratch.optim.hyperparameters import checked_learning_rate
+from llm_from_scratch.optim.kernels import sgd_rows
+from llm_from_scratch.optim.optimizer import Optimizer, Write
+from llm_from_scratch.optim.rows import RowGradient
 from llm_from_scratch.tensor.storage import FloatArray
 
 
-class OptimizerError(StructuredError, ValueError):
-    """A bad learning rate, a value that is no parameter, or a step that would leave NaN/inf."""
-
-    template = "{detail}"
-    detail: str
-
-
-class SGD:
+class SGD(Optimizer):
     """``value -= learning_rate * gradient`` for each parameter.
 
     A row-sparse gradient updates only its listed rows; untouched rows are never written. Each
     step marks the parameter's values as changed, so a graph recorded before the step refuses
-    to run backward (run the forward again).
+    to run backward (run the forward again). SGD keeps no state: its state dict holds ``step``.
 
     Args:
-        parameters: named parameters or parameter leaves.
-        learning_rate: a finite positive step size.
+        parameters: named parameters or parameter leaves (a leaf is named by its position).
+        learning_rate: a finite step size above zero (a Python or NumPy number, not ``bool``).
+
+    Raises:
+        HyperparameterTypeError, HyperparameterValueError: the learning rate (checked first).
+        ParameterListError, ParameterEntryError, DuplicateParameterError: the parameters.
 
     Example:
         >>> from llm_from_scratch.nn import Embedding, SplitMix64
@@ -50,84 +44,46 @@ class SGD:
     def __init__(
         self, parameters: Iterable[NamedParameter | TensorValue], learning_rate: float
     ) -> None:
-        if not (
-            isinstance(learning_rate, float | int)
-            and not isinstance(learning_rate, bool)
-            and math.isfinite(learning_rate)
-            and learning_rate > 0
-        ):
-            raise OptimizerError(
-                f"learning rate must be finite and positive, got {learning_rate!r}"
-            )
-        if not isinstance(parameters, Iterable) or isinstance(parameters, NamedParameter):
-            raise OptimizerError(
-                f"SGD needs an iterable of parameters, got {type(parameters).__name__}"
-            )
-        leaves = [p.tensor if isinstance(p, NamedParameter) else p for p in parameters]
-        for leaf in leaves:
-            if not isinstance(leaf, TensorValue) or leaf.kind != "parameter":
-                raise OptimizerError(f"SGD updates parameter leaves, got {leaf!r}")
-        self._leaves = tuple(leaves)
-        self.learning_rate = float(learning_rate)
+        self._learning_rate = checked_learning_rate("SGD", learning_rate)
+        super().__init__("SGD", parameters)
 
-    def step(self) -> None:
-        """Apply one update to every parameter; if any new value is not finite, change nothing."""
-        planned = [(leaf, self._planned_update(leaf)) for leaf in self._leaves]
-        for leaf, update in planned:
-            update_leaf_in_place(leaf, update)
+    @property
+    def learning_rate(self) -> float:
+        """The step size."""
+        return self._learning_rate
 
-    def zero_grad(self) -> None:
-        """Reset every parameter's gradient."""
-        for leaf in self._leaves:
-            leaf.zero_grad()
-
-    def _planned_update(self, leaf: TensorValue) -> Callable[[FloatArray], None]:
-        """Check that the step keeps every value finite; return the in-place write."""
-        table = leaf.numpy()
-        rate = table.dtype.type(self.learning_rate)
-        sparse = leaf.sparse_gradient
-        if sparse is not None:
-            if runs_compiled(sparse.values.size):
-                return _compiled_row_update(table, sparse, rate)
-            return _row_update(table, sparse, rate)
-        gradient = leaf.gradient
-        if gradient is None:
-            raise OptimizerError("SGD updates parameter leaves, which always hold a gradient")
+    def planned_dense(
+        self, position: int, values: FloatArray, gradient: FloatArray, step: int
+    ) -> Write:
+        rate = values.dtype.type(self._learning_rate)
         with np.errstate(over="ignore", invalid="ignore"):
-            values = table - rate * gradient.numpy()
-        _raise_if_non_finite(values)
+            new_values = values - rate * gradient
+        self.raise_non_finite(position, [("value", new_values)])
 
         def write_all(array: FloatArray) -> None:
-            array[...] = values
+            array[...] = new_values
 
         return write_all
 
+    def planned_rows(
+        self, position: int, values: FloatArray, gradient: RowGradient, step: int
+    ) -> Write:
+        rate = values.dtype.type(self._learning_rate)
+        if gradient.compiled:
+            groups = gradient.groups()
+            bad_gradient, bad_step = sgd_rows(values, groups, rate, write=False)
+            if bad_gradient == 0 and bad_step == 0:
 
-def _row_update(
-    table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
-) -> Callable[[FloatArray], None]:
-    with np.errstate(over="ignore", invalid="ignore"):
-        values = table[gradient.rows] - rate * gradient.values
-    _raise_if_non_finite(values)
+                def write_compiled(array: FloatArray) -> None:
+                    sgd_rows(array, groups, rate, write=True)
 
-    def write_rows(array: FloatArray) -> None:
-        array[gradient.rows] = values
+                return write_compiled
+        rows, summed = gradient.summed()
+        with np.errstate(over="ignore", invalid="ignore"):
+            new_rows = values[rows] - rate * summed
+        self.raise_non_finite(position, [("value", new_rows)], rows)
 
-    return write_rows
+        def write_rows(array: FloatArray) -> None:
+            array[rows] = new_rows
 
-
-def _compiled_row_update(
-    table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
-) -> Callable[[FloatArray], None]:
-    if not sgd_rows_stay_finite(table, gradient.rows, gradient.values, rate):
-        raise OptimizerError("the SGD step would make a parameter value non-finite")
-
-    def write_rows(array: FloatArray) -> None:
-        sgd_rows_apply(array, gradient.rows, gradient.values, rate)
-
-    return write_rows
-
-
-def _raise_if_non_finite(values: FloatArray) -> None:
-    if first_non_finite(values) is not None:
-        raise OptimizerError("the SGD step would make a parameter value non-finite")
+        return write_rows
