@@ -47,8 +47,7 @@ class ParameterEntryError(OptimizerError, TypeError):
     """An entry of ``parameters`` that is neither a ``NamedParameter`` nor a parameter leaf."""
 
     template = (
-        "{optimizer} parameter {position} must be a NamedParameter or a parameter leaf, "
-        "got {got}"
+        "{optimizer} parameter {position} must be a NamedParameter or a parameter leaf, got {got}"
     )
     optimizer: str
     position: int

@@ -38,9 +38,7 @@ finite and above zero, got 0
     """
     number = checked_real(optimizer, "learning_rate", value)
     if not (math.isfinite(number) and number > 0):
-        raise HyperparameterValueError(
-            optimizer, "learning_rate", "finite and above zero", value
-        )
+        raise HyperparameterValueError(optimizer, "learning_rate", "finite and above zero", value)
     return number
 
 
