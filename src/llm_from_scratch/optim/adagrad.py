@@ -89,6 +89,9 @@ class Adagrad(Optimizer):
         return self._initial
 
     def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
+        # Zeros come from calloc: pages of a large table's sum are committed when first touched.
+        if self._initial == 0:
+            return {"sum": np.zeros(values.shape, dtype=values.dtype)}
         return {"sum": np.full(values.shape, self._initial, dtype=values.dtype)}
 
     def planned_dense(

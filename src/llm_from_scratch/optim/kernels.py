@@ -48,6 +48,9 @@ def _sgd_rows(
     bad_step = 0
     for block in prange(blocks):
         gradient = np.empty(width, table.dtype)
+        value = np.empty(width, table.dtype)
+        block_bad_gradient = 0
+        block_bad_step = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
             for feature in range(width):
                 gradient[feature] = 0.0
@@ -57,14 +60,16 @@ def _sgd_rows(
                     gradient[feature] += upstream[position, feature]
             row = rows[slot]
             for feature in range(width):
-                g = gradient[feature]
-                value = table[row, feature] - rate * g
-                if not np.isfinite(g):
-                    bad_gradient += 1
-                elif not np.isfinite(value):
-                    bad_step += 1
-                elif write:
-                    target[row, feature] = value
+                value[feature] = table[row, feature] - rate * gradient[feature]
+            if write:
+                for feature in range(width):
+                    target[row, feature] = value[feature]
+            else:
+                for feature in range(width):
+                    block_bad_gradient += not np.isfinite(gradient[feature])
+                    block_bad_step += not np.isfinite(value[feature])
+        bad_gradient += block_bad_gradient
+        bad_step += block_bad_step
     return bad_gradient, bad_step
 
 
@@ -88,6 +93,10 @@ def _adagrad_rows(
     bad_step = 0
     for block in prange(blocks):
         gradient = np.empty(width, table.dtype)
+        value = np.empty(width, table.dtype)
+        total = np.empty(width, table.dtype)
+        block_bad_gradient = 0
+        block_bad_step = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
             for feature in range(width):
                 gradient[feature] = 0.0
@@ -98,15 +107,20 @@ def _adagrad_rows(
             row = rows[slot]
             for feature in range(width):
                 g = gradient[feature]
-                total = state_sum[row, feature] + g * g
-                value = table[row, feature] + (negative_rate * g) / (np.sqrt(total) + eps)
-                if not np.isfinite(g):
-                    bad_gradient += 1
-                elif not (np.isfinite(value) and np.isfinite(total)):
-                    bad_step += 1
-                elif write:
-                    target[row, feature] = value
-                    state_sum[row, feature] = total
+                total[feature] = state_sum[row, feature] + g * g
+                step = (negative_rate * g) / (np.sqrt(total[feature]) + eps)
+                value[feature] = table[row, feature] + step
+            if write:
+                for feature in range(width):
+                    target[row, feature] = value[feature]
+                    state_sum[row, feature] = total[feature]
+            else:
+                for feature in range(width):
+                    block_bad_gradient += not np.isfinite(gradient[feature])
+                    finite = np.isfinite(value[feature]) & np.isfinite(total[feature])
+                    block_bad_step += not finite
+        bad_gradient += block_bad_gradient
+        bad_step += block_bad_step
     return bad_gradient, bad_step
 
 
@@ -137,6 +151,11 @@ def _lazy_adam_rows(
     bad_step = 0
     for block in prange(blocks):
         gradient = np.empty(width, table.dtype)
+        value = np.empty(width, table.dtype)
+        m_new = np.empty(width, table.dtype)
+        v_new = np.empty(width, table.dtype)
+        block_bad_gradient = 0
+        block_bad_step = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
             for feature in range(width):
                 gradient[feature] = 0.0
@@ -146,28 +165,30 @@ def _lazy_adam_rows(
                     gradient[feature] += upstream[position, feature]
             row = rows[slot]
             for feature in range(width):
+                old = table[row, feature]
                 g = gradient[feature]
-                if not np.isfinite(g):
-                    bad_gradient += 1
-                    continue
-                value = table[row, feature]
                 if coupled_decay:
-                    g = g + weight_decay * value
-                value = value * value_decay
+                    g = g + weight_decay * old
                 m = exp_avg[row, feature]
                 v = exp_avg_sq[row, feature]
                 m_update = (g - m) * one_minus_beta1
                 v_update = (g * g - v) * one_minus_beta2
-                m_new = m + m_update
-                v_new = v + v_update
-                denominator = np.sqrt(v_update + v) + eps
-                value = value + negative_step_size * ((m_update + m) / denominator)
-                if not (np.isfinite(value) and np.isfinite(m_new) and np.isfinite(v_new)):
-                    bad_step += 1
-                elif write:
-                    target[row, feature] = value
-                    exp_avg[row, feature] = m_new
-                    exp_avg_sq[row, feature] = v_new
+                m_new[feature] = m + m_update
+                v_new[feature] = v + v_update
+                ratio = (m_update + m) / (np.sqrt(v_update + v) + eps)
+                value[feature] = old * value_decay + negative_step_size * ratio
+            if write:
+                for feature in range(width):
+                    target[row, feature] = value[feature]
+                    exp_avg[row, feature] = m_new[feature]
+                    exp_avg_sq[row, feature] = v_new[feature]
+            else:
+                for feature in range(width):
+                    block_bad_gradient += not np.isfinite(gradient[feature])
+                    finite = np.isfinite(value[feature]) & np.isfinite(m_new[feature])
+                    block_bad_step += not (finite & np.isfinite(v_new[feature]))
+        bad_gradient += block_bad_gradient
+        bad_step += block_bad_step
     return bad_gradient, bad_step
 
 
