@@ -44,7 +44,7 @@ def test_step_ratios_against_pytorch_are_formatted_from_the_medians() -> None:
     medians |= {"torch adam dense": 0.5, "torch sparse adam": 0.04}
     case = CaseResult(10, 2, 4, "float64", medians, backward_peak_bytes=8, table_bytes=160)
     text = format_results([case])
-    assert "  adam fused               10.000 ms     5.00x copy" in text
+    assert "  adam fused                 10.000 ms     5.00x copy" in text
     assert "torch adam dense / our adam step = 25.00 (above 1: ours is faster)" in text
     assert "torch adam dense / our adam fused = 50.00" in text
     assert "torch sparse adam / our adam fused = 4.00" in text
