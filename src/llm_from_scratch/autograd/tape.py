@@ -334,8 +334,9 @@ def backward_deferring_row_gathers(
 
     ``finish`` gets, for each of ``leaves`` in order, the gather's saved facts and upstream
     (deferred), or the gradient the pass would store (stored plus pass), or None (not reached).
-    It checks everything and returns a commit; it may raise, and then nothing has changed.
-    After it returns, the pass stores every gradient it computed, then runs the commit.
+    It checks everything and returns a commit, which owns the gradients of ``leaves``: the pass
+    stores none of them. ``finish`` and the commit may raise, having changed nothing; after the
+    commit the pass stores the gradients of every other parameter it reached.
     """
     if not root.requires_grad:
         raise NotRecordedError()
@@ -354,9 +355,11 @@ def backward_deferring_row_gathers(
         if upstream is not None and gather.operation is not None:
             given[position] = (gather.operation.saved, upstream)
     commit = finish(given)
-    for node, gradient in updates:
-        node.gradient = gradient
     commit()
+    handed_over = {id(leaf) for leaf in leaves}
+    for node, gradient in updates:
+        if id(node) not in handed_over:
+            node.gradient = gradient
     if retention is GraphRetention.RELEASE:
         for node in order:
             node.release()

@@ -326,7 +326,8 @@ def backward_with_deferred_row_gradients(
     whose stored gradient is empty, gets a :class:`DeferredRowGradient` and no stored gradient;
     ``finish`` receives, for each of ``leaves``, that, or the gradient the pass would store, or
     None (not reached). ``finish`` may raise (then nothing has changed) or return a commit,
-    which runs after the pass stored the other gradients.
+    which owns the gradients of ``leaves`` (the pass stores none of them) and may raise too,
+    having changed nothing; after it, the pass stores the other parameters' gradients.
 
     Raises:
         The errors of :meth:`TensorValue.backward_with_seed`, in the same order; what ``finish``

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.hyperparameters import checked_learning_rate, checked_non_negative
-from llm_from_scratch.optim.kernels import adagrad_rows
-from llm_from_scratch.optim.optimizer import Optimizer, Write
-from llm_from_scratch.optim.rows import RowGradient
+from llm_from_scratch.optim.kernels import Mode, adagrad_rows
+from llm_from_scratch.optim.optimizer import Optimizer
+from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -94,51 +94,30 @@ class Adagrad(Optimizer):
             return {"sum": np.zeros(values.shape, dtype=values.dtype)}
         return {"sum": np.full(values.shape, self._initial, dtype=values.dtype)}
 
-    def planned_dense(
-        self, position: int, values: FloatArray, gradient: FloatArray, step: int
-    ) -> Write:
-        state_sum = self.state_of(position)["sum"]
-        new_values, new_sum = self._updated(values, state_sum, gradient)
-        self.raise_non_finite(position, [("value", new_values), ("sum", new_sum)])
-
-        def write_all(array: FloatArray) -> None:
-            array[...] = new_values
-            state_sum[...] = new_sum
-
-        return write_all
-
-    def planned_rows(
-        self, position: int, values: FloatArray, gradient: RowGradient, step: int
-    ) -> Write:
-        state_sum = self.state_of(position)["sum"]
-        dtype = values.dtype.type
-        if gradient.compiled:
-            groups = gradient.groups()
-            negative_rate, eps = dtype(-self._learning_rate), dtype(self._eps)
-            counts = adagrad_rows(values, state_sum, groups, negative_rate, eps, write=False)
-            if counts == (0, 0):
-
-                def write_compiled(array: FloatArray) -> None:
-                    adagrad_rows(array, state_sum, groups, negative_rate, eps, write=True)
-
-                return write_compiled
-        rows, summed = gradient.summed()
-        new_rows, new_sum = self._updated(values[rows], state_sum[rows], summed)
-        self.raise_non_finite(position, [("value", new_rows), ("sum", new_sum)], rows)
-
-        def write_rows(array: FloatArray) -> None:
-            array[rows] = new_rows
-            state_sum[rows] = new_sum
-
-        return write_rows
-
-    def _updated(
-        self, values: FloatArray, state_sum: FloatArray, gradient: FloatArray
-    ) -> tuple[FloatArray, FloatArray]:
+    def updated(
+        self,
+        values: FloatArray,
+        states: Mapping[str, FloatArray],
+        gradient: FloatArray,
+        step: int,
+    ) -> list[tuple[str, FloatArray]]:
         dtype = values.dtype.type
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            new_sum = state_sum + gradient * gradient
+            new_sum = states["sum"] + gradient * gradient
             new_values = values + (dtype(-self._learning_rate) * gradient) / (
                 np.sqrt(new_sum) + dtype(self._eps)
             )
-        return new_values, new_sum
+        return [("value", new_values), ("sum", new_sum)]
+
+    def row_kernel(
+        self,
+        table: FloatArray,
+        states: Mapping[str, FloatArray],
+        groups: RowGroups,
+        step: int,
+        mode: Mode,
+        undo: FloatArray | None,
+    ) -> tuple[int, int]:
+        dtype = table.dtype.type
+        negative_rate, eps = dtype(-self._learning_rate), dtype(self._eps)
+        return adagrad_rows(table, states["sum"], groups, negative_rate, eps, mode, undo)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -15,9 +15,9 @@ from llm_from_scratch.optim.hyperparameters import (
     checked_learning_rate,
     checked_non_negative,
 )
-from llm_from_scratch.optim.kernels import lazy_adam_rows
-from llm_from_scratch.optim.optimizer import Optimizer, Write
-from llm_from_scratch.optim.rows import RowGradient
+from llm_from_scratch.optim.kernels import Mode, lazy_adam_rows
+from llm_from_scratch.optim.optimizer import Optimizer
+from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -91,7 +91,7 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
         decoupled: bool = False,
     ) -> None:
-        kind = "AdamW" if decoupled is True else "Adam"
+        kind = "AdamW" if isinstance(decoupled, bool | np.bool_) and decoupled else "Adam"
         self._learning_rate = checked_learning_rate(kind, learning_rate)
         self._betas = checked_betas(kind, betas)
         self._eps = checked_non_negative(kind, "eps", eps)
@@ -132,76 +132,74 @@ class Adam(Optimizer):
 
     # Dense: torch.optim.Adam / AdamW ------------------------------------------------------------
 
-    def planned_dense(
-        self, position: int, values: FloatArray, gradient: FloatArray, step: int
-    ) -> Write:
-        state = self.state_of(position)
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            new = self._dense_update(values, exp_avg, exp_avg_sq, gradient, step)
-        candidates = [("value", new[0]), ("exp_avg", new[1]), ("exp_avg_sq", new[2])]
-        self.raise_non_finite(position, candidates)
-
-        def write_all(array: FloatArray) -> None:
-            array[...] = new[0]
-            exp_avg[...] = new[1]
-            exp_avg_sq[...] = new[2]
-
-        return write_all
-
-    def _dense_update(
-        self, values: FloatArray, m: FloatArray, v: FloatArray, g: FloatArray, step: int
-    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    def updated(
+        self,
+        values: FloatArray,
+        states: Mapping[str, FloatArray],
+        gradient: FloatArray,
+        step: int,
+    ) -> list[tuple[str, FloatArray]]:
         dtype = values.dtype.type
         lr, (beta1, beta2), decay = self._learning_rate, self._betas, self._weight_decay
-        if decay != 0 and not self._decoupled:
-            g = g + dtype(decay) * values
-        if decay != 0 and self._decoupled:
-            values = values * dtype(1 - lr * decay)
-        weight = 1 - beta1  # torch's lerp, whose form depends on the weight
-        small = weight < 0.5
-        m = m + dtype(weight) * (g - m) if small else g - (g - m) * dtype(1 - weight)
-        v = v * dtype(beta2) + (dtype(1 - beta2) * g) * g
-        step_size = lr / (1 - beta1**step)
-        denominator = np.sqrt(v) / dtype((1 - beta2**step) ** 0.5) + dtype(self._eps)
-        return values + (dtype(-step_size) * m) / denominator, m, v
+        g, m, v = gradient, states["exp_avg"], states["exp_avg_sq"]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if decay != 0 and not self._decoupled:
+                g = g + dtype(decay) * values
+            if decay != 0 and self._decoupled:
+                values = values * dtype(1 - lr * decay)
+            weight = 1 - beta1  # torch's lerp, whose form depends on the weight
+            small = weight < 0.5
+            m = m + dtype(weight) * (g - m) if small else g - (g - m) * dtype(1 - weight)
+            v = v * dtype(beta2) + (dtype(1 - beta2) * g) * g
+            step_size = lr / (1 - beta1**step)
+            denominator = np.sqrt(v) / dtype((1 - beta2**step) ** 0.5) + dtype(self._eps)
+            new_values = values + (dtype(-step_size) * m) / denominator
+        return [("value", new_values), ("exp_avg", m), ("exp_avg_sq", v)]
 
     # Row-sparse: torch.optim.SparseAdam's lazy rule ---------------------------------------------
 
-    def planned_rows(
-        self, position: int, values: FloatArray, gradient: RowGradient, step: int
-    ) -> Write:
-        state = self.state_of(position)
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    def updated_rows(
+        self,
+        values: FloatArray,
+        states: Mapping[str, FloatArray],
+        gradient: FloatArray,
+        step: int,
+    ) -> list[tuple[str, FloatArray]]:
         constants = self._lazy_constants(values.dtype, step)
-        coupled = self._weight_decay != 0 and not self._decoupled
-        if gradient.compiled:
-            groups = gradient.groups()
-            counts = lazy_adam_rows(
-                values, exp_avg, exp_avg_sq, groups, constants, coupled, write=False
-            )
-            if counts == (0, 0):
-
-                def write_compiled(array: FloatArray) -> None:
-                    lazy_adam_rows(
-                        array, exp_avg, exp_avg_sq, groups, constants, coupled, write=True
-                    )
-
-                return write_compiled
-        rows, summed = gradient.summed()
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             new = _lazy_update(
-                values[rows], exp_avg[rows], exp_avg_sq[rows], summed, constants, coupled
+                values,
+                states["exp_avg"],
+                states["exp_avg_sq"],
+                gradient,
+                constants,
+                self._coupled_decay,
             )
-        candidates = [("value", new[0]), ("exp_avg", new[1]), ("exp_avg_sq", new[2])]
-        self.raise_non_finite(position, candidates, rows)
+        return [("value", new[0]), ("exp_avg", new[1]), ("exp_avg_sq", new[2])]
 
-        def write_rows(array: FloatArray) -> None:
-            array[rows] = new[0]
-            exp_avg[rows] = new[1]
-            exp_avg_sq[rows] = new[2]
+    def row_kernel(
+        self,
+        table: FloatArray,
+        states: Mapping[str, FloatArray],
+        groups: RowGroups,
+        step: int,
+        mode: Mode,
+        undo: FloatArray | None,
+    ) -> tuple[int, int]:
+        return lazy_adam_rows(
+            table,
+            states["exp_avg"],
+            states["exp_avg_sq"],
+            groups,
+            self._lazy_constants(table.dtype, step),
+            self._coupled_decay,
+            mode,
+            undo,
+        )
 
-        return write_rows
+    @property
+    def _coupled_decay(self) -> bool:
+        return self._weight_decay != 0 and not self._decoupled
 
     def _lazy_constants(self, dtype: np.dtype[np.floating], step: int) -> FloatArray:
         """``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, the weight decay and the

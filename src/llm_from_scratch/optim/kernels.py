@@ -2,14 +2,21 @@
 
 Each kernel reads a row-sparse gradient as groups (see :mod:`llm_from_scratch.optim.rows`):
 row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e`` in ``starts[slot]:starts[slot + 1]``
-from ``+0.0``, left to right, exactly like the tape's scatter, into a scratch row, then updates
-that table row feature by feature.
+from ``+0.0``, left to right, exactly like the tape's scatter, into a scratch row, then computes
+that row's new values and states feature by feature into scratch rows. What happens next is
+the :class:`Mode`:
 
-Every kernel runs twice per step. With ``write`` false it writes nothing (the table may be
-read-only: new values would go to ``target``, a stand-in) and counts the
-gradient values that are not finite and the features whose new value or state would not be
-finite; with ``write`` true (after a clean count) it writes them. Both runs compute the same
-numbers the same way, so what is written is what was checked. Compiled on first call through
+- ``CHECK`` writes nothing (the table may be read-only);
+- ``WRITE`` stores the new rows (after a clean ``CHECK``);
+- ``WRITE_WITH_UNDO`` first copies each old row into ``undo[slot]`` (the table's row, then each
+  state's), then stores the new rows: one pass instead of two, after which the caller puts the
+  old rows back if any count is not zero.
+
+Every mode counts the gradient values that are not finite and the features whose new value or
+state would not be finite (``x - x`` is NaN exactly for NaN and infinities, a test the compiler
+vectorizes); counting under a condition on the mode is what Numba's parallel loops reject.
+
+Every mode computes the same numbers the same way. Compiled on first call through
 :mod:`~llm_from_scratch.autograd.dispatch`, without fast-math: every value rounds like the NumPy
 expression its optimizer uses below the compiled-kernel threshold. Rows are split into blocks
 that threads take in turn; a row's result does not depend on the split, and the counts are
@@ -18,6 +25,7 @@ integer sums.
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Final
 
 import numpy as np
@@ -30,16 +38,25 @@ BLOCKS: Final = 256
 """At most this many blocks of rows per kernel run (threads take blocks in turn)."""
 
 
+class Mode(enum.IntEnum):
+    """What a row kernel does with the new rows it computes (see the module docstring)."""
+
+    CHECK = 0
+    WRITE = 1
+    WRITE_WITH_UNDO = 2
+
+
 @compiled_kernel(parallel=True)
 def _sgd_rows(
     table: Any,
     target: Any,
+    undo: Any,
     rows: Any,
     upstream: Any,
     starts: Any,
     order: Any,
     rate: Any,
-    write: bool,
+    mode: int,
 ) -> Any:  # pragma: no cover - JIT
     width = table.shape[1]
     count = rows.shape[0]
@@ -52,22 +69,25 @@ def _sgd_rows(
         block_bad_gradient = 0
         block_bad_step = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
+            first = order[starts[slot]]
             for feature in range(width):
-                gradient[feature] = 0.0
-            for entry in range(starts[slot], starts[slot + 1]):
+                gradient[feature] = 0.0 + upstream[first, feature]
+            for entry in range(starts[slot] + 1, starts[slot + 1]):
                 position = order[entry]
                 for feature in range(width):
                     gradient[feature] += upstream[position, feature]
             row = rows[slot]
             for feature in range(width):
                 value[feature] = table[row, feature] - rate * gradient[feature]
-            if write:
+            for feature in range(width):  # every mode counts (see the module docstring)
+                block_bad_gradient += (gradient[feature] - gradient[feature]) != 0
+                block_bad_step += (value[feature] - value[feature]) != 0
+            if mode == 2:
+                for feature in range(width):
+                    undo[slot, 0, feature] = table[row, feature]
+            if mode != 0:
                 for feature in range(width):
                     target[row, feature] = value[feature]
-            else:
-                for feature in range(width):
-                    block_bad_gradient += not np.isfinite(gradient[feature])
-                    block_bad_step += not np.isfinite(value[feature])
         bad_gradient += block_bad_gradient
         bad_step += block_bad_step
     return bad_gradient, bad_step
@@ -77,6 +97,7 @@ def _sgd_rows(
 def _adagrad_rows(
     table: Any,
     target: Any,
+    undo: Any,
     state_sum: Any,
     rows: Any,
     upstream: Any,
@@ -84,7 +105,7 @@ def _adagrad_rows(
     order: Any,
     negative_rate: Any,
     eps: Any,
-    write: bool,
+    mode: int,
 ) -> Any:  # pragma: no cover - JIT
     width = table.shape[1]
     count = rows.shape[0]
@@ -98,9 +119,10 @@ def _adagrad_rows(
         block_bad_gradient = 0
         block_bad_step = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
+            first = order[starts[slot]]
             for feature in range(width):
-                gradient[feature] = 0.0
-            for entry in range(starts[slot], starts[slot + 1]):
+                gradient[feature] = 0.0 + upstream[first, feature]
+            for entry in range(starts[slot] + 1, starts[slot + 1]):
                 position = order[entry]
                 for feature in range(width):
                     gradient[feature] += upstream[position, feature]
@@ -108,17 +130,20 @@ def _adagrad_rows(
             for feature in range(width):
                 g = gradient[feature]
                 total[feature] = state_sum[row, feature] + g * g
-                step = (negative_rate * g) / (np.sqrt(total[feature]) + eps)
-                value[feature] = table[row, feature] + step
-            if write:
+                change = (negative_rate * g) / (np.sqrt(total[feature]) + eps)
+                value[feature] = table[row, feature] + change
+            for feature in range(width):  # every mode counts (see the module docstring)
+                block_bad_gradient += (gradient[feature] - gradient[feature]) != 0
+                both = (value[feature] - value[feature]) + (total[feature] - total[feature])
+                block_bad_step += both != 0
+            if mode == 2:
+                for feature in range(width):
+                    undo[slot, 0, feature] = table[row, feature]
+                    undo[slot, 1, feature] = state_sum[row, feature]
+            if mode != 0:
                 for feature in range(width):
                     target[row, feature] = value[feature]
                     state_sum[row, feature] = total[feature]
-            else:
-                for feature in range(width):
-                    block_bad_gradient += not np.isfinite(gradient[feature])
-                    finite = np.isfinite(value[feature]) & np.isfinite(total[feature])
-                    block_bad_step += not finite
         bad_gradient += block_bad_gradient
         bad_step += block_bad_step
     return bad_gradient, bad_step
@@ -128,6 +153,7 @@ def _adagrad_rows(
 def _lazy_adam_rows(
     table: Any,
     target: Any,
+    undo: Any,
     exp_avg: Any,
     exp_avg_sq: Any,
     rows: Any,
@@ -136,7 +162,7 @@ def _lazy_adam_rows(
     order: Any,
     constants: Any,
     coupled_decay: bool,
-    write: bool,
+    mode: int,
 ) -> Any:  # pragma: no cover - JIT
     one_minus_beta1 = constants[0]
     one_minus_beta2 = constants[1]
@@ -157,9 +183,10 @@ def _lazy_adam_rows(
         block_bad_gradient = 0
         block_bad_step = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
+            first = order[starts[slot]]
             for feature in range(width):
-                gradient[feature] = 0.0
-            for entry in range(starts[slot], starts[slot + 1]):
+                gradient[feature] = 0.0 + upstream[first, feature]
+            for entry in range(starts[slot] + 1, starts[slot + 1]):
                 position = order[entry]
                 for feature in range(width):
                     gradient[feature] += upstream[position, feature]
@@ -177,45 +204,60 @@ def _lazy_adam_rows(
                 v_new[feature] = v + v_update
                 ratio = (m_update + m) / (np.sqrt(v_update + v) + eps)
                 value[feature] = old * value_decay + negative_step_size * ratio
-            if write:
+            for feature in range(width):  # every mode counts (see the module docstring)
+                block_bad_gradient += (gradient[feature] - gradient[feature]) != 0
+                poison = (value[feature] - value[feature]) + (m_new[feature] - m_new[feature])
+                poison += v_new[feature] - v_new[feature]
+                block_bad_step += poison != 0
+            if mode == 2:
+                for feature in range(width):
+                    undo[slot, 0, feature] = table[row, feature]
+                    undo[slot, 1, feature] = exp_avg[row, feature]
+                    undo[slot, 2, feature] = exp_avg_sq[row, feature]
+            if mode != 0:
                 for feature in range(width):
                     target[row, feature] = value[feature]
                     exp_avg[row, feature] = m_new[feature]
                     exp_avg_sq[row, feature] = v_new[feature]
-            else:
-                for feature in range(width):
-                    block_bad_gradient += not np.isfinite(gradient[feature])
-                    finite = np.isfinite(value[feature]) & np.isfinite(m_new[feature])
-                    block_bad_step += not (finite & np.isfinite(v_new[feature]))
         bad_gradient += block_bad_gradient
         bad_step += block_bad_step
     return bad_gradient, bad_step
 
 
-def _target(table: FloatArray, write: bool) -> FloatArray:
-    """Where a kernel writes new values: the table itself, or (counting only, when the table is
+def _stand_in(table: FloatArray, mode: Mode) -> FloatArray:
+    """Where a kernel writes new values: the table itself, or (``CHECK``, when the table may be
     read-only) a writeable stand-in that is never written."""
-    return table if write else np.empty((1, 1), dtype=table.dtype)
+    return np.empty((1, 1), dtype=table.dtype) if mode is Mode.CHECK else table
+
+
+def _undo_or_stand_in(undo: FloatArray | None, table: FloatArray) -> FloatArray:
+    return np.empty((1, 1, 1), dtype=table.dtype) if undo is None else undo
 
 
 def sgd_rows(
-    table: FloatArray, groups: RowGroups, rate: np.floating[Any], write: bool
+    table: FloatArray,
+    groups: RowGroups,
+    rate: np.floating[Any],
+    mode: Mode,
+    undo: FloatArray | None = None,
 ) -> tuple[int, int]:
-    """``table[row] - rate * g`` for each row: count the non-finite gradient values and new
-    values, or (``write``) store the new values.
+    """SGD on each row: ``table[row] - rate * g``; returns the non-finite gradient values and
+    new values counted (zeros in ``WRITE`` mode).
 
     Shape:
-        ``table``: ``[V, d]`` (C-contiguous; writeable when ``write``).
+        ``table``: ``[V, d]`` (C-contiguous; writeable unless ``CHECK``); ``undo`` (only for
+        ``WRITE_WITH_UNDO``): ``[k, 1, d]``, the old rows.
     """
     bad_gradient, bad_step = _sgd_rows(
         table,
-        _target(table, write),
+        _stand_in(table, mode),
+        _undo_or_stand_in(undo, table),
         groups.rows,
         groups.upstream,
         groups.starts,
         groups.order,
         rate,
-        write,
+        int(mode),
     )
     return int(bad_gradient), int(bad_step)
 
@@ -226,13 +268,15 @@ def adagrad_rows(
     groups: RowGroups,
     negative_rate: np.floating[Any],
     eps: np.floating[Any],
-    write: bool,
+    mode: Mode,
+    undo: FloatArray | None = None,
 ) -> tuple[int, int]:
     """Adagrad on each row: ``sum + g * g``, then ``value + (-rate * g) / (sqrt(sum) + eps)``;
-    count or (``write``) store, as :func:`sgd_rows`."""
+    counts as :func:`sgd_rows`. ``undo``: ``[k, 2, d]`` (values, then sums)."""
     bad_gradient, bad_step = _adagrad_rows(
         table,
-        _target(table, write),
+        _stand_in(table, mode),
+        _undo_or_stand_in(undo, table),
         state_sum,
         groups.rows,
         groups.upstream,
@@ -240,7 +284,7 @@ def adagrad_rows(
         groups.order,
         negative_rate,
         eps,
-        write,
+        int(mode),
     )
     return int(bad_gradient), int(bad_step)
 
@@ -252,10 +296,11 @@ def lazy_adam_rows(
     groups: RowGroups,
     constants: FloatArray,
     coupled_decay: bool,
-    write: bool,
+    mode: Mode,
+    undo: FloatArray | None = None,
 ) -> tuple[int, int]:
-    """``torch.optim.SparseAdam``'s update on each row, with optional weight decay; count or
-    (``write``) store, as :func:`sgd_rows`.
+    """``torch.optim.SparseAdam``'s update on each row, with optional weight decay; counts as
+    :func:`sgd_rows`. ``undo``: ``[k, 3, d]`` (values, ``exp_avg``, ``exp_avg_sq``).
 
     ``constants`` (the table's dtype) holds ``1 - beta1``, ``1 - beta2``, ``eps``,
     ``-step_size``, ``weight_decay`` and the decoupled decay factor ``1 - lr * weight_decay``
@@ -264,7 +309,8 @@ def lazy_adam_rows(
     """
     bad_gradient, bad_step = _lazy_adam_rows(
         table,
-        _target(table, write),
+        _stand_in(table, mode),
+        _undo_or_stand_in(undo, table),
         exp_avg,
         exp_avg_sq,
         groups.rows,
@@ -273,6 +319,6 @@ def lazy_adam_rows(
         groups.order,
         constants,
         coupled_decay,
-        write,
+        int(mode),
     )
     return int(bad_gradient), int(bad_step)

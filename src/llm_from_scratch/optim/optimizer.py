@@ -11,6 +11,7 @@ recorded before the step refuse to run backward), and count the step.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -30,7 +31,8 @@ from llm_from_scratch.optim.errors import (
     ParameterEntryError,
     ParameterListError,
 )
-from llm_from_scratch.optim.rows import RowGradient
+from llm_from_scratch.optim.kernels import Mode
+from llm_from_scratch.optim.rows import RowGradient, RowGroups
 from llm_from_scratch.optim.state import (
     STEP_KEY,
     checked_state,
@@ -50,7 +52,9 @@ class Optimizer:
     """Base class of the optimizers (see the module docstring).
 
     Subclasses set :attr:`state_names`, build each parameter's state arrays in
-    :meth:`initial_state`, and plan updates in :meth:`planned_dense` and :meth:`planned_rows`.
+    :meth:`initial_state`, compute new values and states with NumPy in :meth:`updated` (dense)
+    and :meth:`updated_rows` (the listed rows of a row-sparse gradient), and run the compiled
+    row update in :meth:`row_kernel`.
 
     Args:
         kind: the optimizer's name in error messages (``SGD``, ``Adam``, ...).
@@ -64,6 +68,7 @@ class Optimizer:
         self._names, self._leaves = named_leaves(kind, parameters)
         self._states = tuple(self.initial_state(leaf.numpy()) for leaf in self._leaves)
         self._steps = 0
+        self._undo: FloatArray = np.empty(0)
 
     # Reading ----------------------------------------------------------------------------------
 
@@ -87,12 +92,8 @@ class Optimizer:
             NonFiniteStepError: the first parameter, state and flat index that would be NaN
                 or infinite; no value, state or step count changed.
         """
-        step = self._steps + 1
-        writes = [
-            self._planned(position, stored_gradient(leaf), step)
-            for position, leaf in enumerate(self._leaves)
-        ]
-        self._commit(writes)
+        gradients = [stored_gradient(leaf) for leaf in self._leaves]
+        self._commit(self._planned_all(gradients, self._steps + 1))
 
     def backward_step(
         self,
@@ -125,14 +126,14 @@ class Optimizer:
             raise OutputTypeError(self._kind, type(output).__name__)
 
         def finish(given: list[StepGradient | None]) -> Callable[[], None]:
-            step = self._steps + 1
-            writes = [
-                self._planned(position, stored_gradient(leaf) if item is None else item, step)
-                for position, (leaf, item) in enumerate(zip(self._leaves, given, strict=True))
+            gradients = [
+                stored_gradient(leaf) if item is None else item
+                for leaf, item in zip(self._leaves, given, strict=True)
             ]
+            plans = self._planned_all(gradients, self._steps + 1)
 
             def commit() -> None:
-                self._commit(writes)
+                self._commit(plans)
                 self.zero_grad()
 
             return commit
@@ -178,21 +179,43 @@ class Optimizer:
         """The state arrays of a new parameter with these values (owned, writeable)."""
         return {}
 
-    def planned_dense(
-        self, position: int, values: FloatArray, gradient: FloatArray, step: int
-    ) -> Write:
-        """Check the update of a parameter with a dense gradient; return its write."""
+    def updated(
+        self,
+        values: FloatArray,
+        states: Mapping[str, FloatArray],
+        gradient: FloatArray,
+        step: int,
+    ) -> list[tuple[str, FloatArray]]:
+        """The new values (``value``) and states, in :attr:`state_names` order, computed with
+        NumPy from the old ones and a dense gradient (the dense rule); may hold NaN or
+        infinities."""
         raise NotImplementedError
 
-    def planned_rows(
-        self, position: int, values: FloatArray, gradient: RowGradient, step: int
-    ) -> Write:
-        """Check the update of a parameter with a row-sparse gradient; return its write."""
+    def updated_rows(
+        self,
+        values: FloatArray,
+        states: Mapping[str, FloatArray],
+        gradient: FloatArray,
+        step: int,
+    ) -> list[tuple[str, FloatArray]]:
+        """:meth:`updated` for the listed rows of a row-sparse gradient (the row-sparse rule,
+        the same as the dense one unless the optimizer says otherwise)."""
+        return self.updated(values, states, gradient, step)
+
+    def row_kernel(
+        self,
+        table: FloatArray,
+        states: Mapping[str, FloatArray],
+        groups: RowGroups,
+        step: int,
+        mode: Mode,
+        undo: FloatArray | None,
+    ) -> tuple[int, int]:
+        """Run the compiled row update in ``mode`` (see :mod:`~llm_from_scratch.optim.kernels`),
+        which computes what :meth:`updated_rows` computes, bit for bit."""
         raise NotImplementedError
 
-    def state_of(self, position: int) -> dict[str, FloatArray]:
-        """The state arrays of parameter ``position`` (for the subclass's kernels)."""
-        return self._states[position]
+    # Checks -----------------------------------------------------------------------------------
 
     def raise_non_finite(
         self,
@@ -221,18 +244,109 @@ class Optimizer:
             index, state, value = worst
             raise NonFiniteStepError(self._kind, self._names[position], state, index, value)
 
-    # Internals --------------------------------------------------------------------------------
+    # Planning and committing ------------------------------------------------------------------
 
-    def _planned(self, position: int, gradient: StepGradient, step: int) -> Write:
+    def _planned_all(self, gradients: Sequence[StepGradient], step: int) -> list[Planned]:
+        """Plan every parameter's update; the first compiled row update runs in one pass with
+        an undo log when it is written, every other one is checked now."""
+        plans: list[Planned] = []
+        for position, gradient in enumerate(gradients):
+            one_pass = not any(plan.fallible for plan in plans)
+            plans.append(self._planned(position, gradient, step, one_pass))
+        return plans
+
+    def _planned(self, position: int, gradient: StepGradient, step: int, one_pass: bool) -> Planned:
         values = self._leaves[position].numpy()
-        if isinstance(gradient, RowSparseGradient | DeferredRowGradient):
-            return self.planned_rows(position, values, RowGradient(gradient), step)
-        return self.planned_dense(position, values, gradient, step)
+        states = self._states[position]
+        if not isinstance(gradient, RowSparseGradient | DeferredRowGradient):
+            new = self.updated(values, states, gradient, step)
+            self.raise_non_finite(position, new)
+            return Planned(_writing(new, states, None))
+        rows = RowGradient(gradient)
+        if rows.compiled:
+            groups = rows.groups()
+            if one_pass:
+                return Planned(self._one_pass(position, rows, groups, step), fallible=True)
+            if self.row_kernel(values, states, groups, step, Mode.CHECK, None) == (0, 0):
+                return Planned(self._kernel_write(states, groups, step))
+        return Planned(self._numpy_rows(position, values, rows, step))
 
-    def _commit(self, writes: Sequence[Write]) -> None:
-        for leaf, write in zip(self._leaves, writes, strict=True):
-            update_leaf_in_place(leaf, write)
+    def _numpy_rows(
+        self, position: int, values: FloatArray, gradient: RowGradient, step: int
+    ) -> Write:
+        rows, summed = gradient.summed()
+        states = self._states[position]
+        old_states = {name: array[rows] for name, array in states.items()}
+        new = self.updated_rows(values[rows], old_states, summed, step)
+        self.raise_non_finite(position, new, rows)
+        return _writing(new, states, rows)
+
+    def _kernel_write(
+        self, states: Mapping[str, FloatArray], groups: RowGroups, step: int
+    ) -> Write:
+        def write(array: FloatArray) -> None:
+            self.row_kernel(array, states, groups, step, Mode.WRITE, None)
+
+        return write
+
+    def _one_pass(
+        self, position: int, gradient: RowGradient, groups: RowGroups, step: int
+    ) -> Write:
+        """Write the rows while keeping the old ones; if anything came out non-finite, put them
+        back and raise the error the checked path would raise."""
+        states = self._states[position]
+
+        def write(array: FloatArray) -> None:
+            width, count = array.shape[1], groups.rows.size
+            undo = self._undo_log((count, 1 + len(states), width), array.dtype)
+            if self.row_kernel(array, states, groups, step, Mode.WRITE_WITH_UNDO, undo) == (0, 0):
+                return
+            for index, target in enumerate([array, *states.values()]):
+                target[groups.rows] = undo[:, index]
+            self._numpy_rows(position, array, gradient, step)  # raises
+            raise RuntimeError("the compiled row update and NumPy disagree on finiteness")
+
+        return write
+
+    def _undo_log(self, shape: tuple[int, int, int], dtype: np.dtype[Any]) -> FloatArray:
+        """A scratch array kept between steps (fresh pages would cost more than the copy)."""
+        size = shape[0] * shape[1] * shape[2]
+        if self._undo.dtype != dtype or self._undo.size < size:
+            self._undo = np.empty(size, dtype=dtype)
+        return self._undo[:size].reshape(shape)
+
+    def _commit(self, plans: Sequence[Planned]) -> None:
+        """Write the one-pass update first (it may still raise, having changed nothing), then
+        the others; then count the step."""
+        order = sorted(range(len(plans)), key=lambda position: not plans[position].fallible)
+        for position in order:
+            update_leaf_in_place(self._leaves[position], plans[position].write)
         self._steps += 1
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A checked update of one parameter; a ``fallible`` one checks while it writes and undoes
+    itself before raising."""
+
+    write: Write
+    fallible: bool = False
+
+
+def _writing(
+    new: Sequence[tuple[str, FloatArray]],
+    states: Mapping[str, FloatArray],
+    rows: IndexArray | None,
+) -> Write:
+    """The write of NumPy-computed new values and states (all of them, or the listed rows)."""
+    where: Any = Ellipsis if rows is None else rows
+
+    def write(array: FloatArray) -> None:
+        for name, values in new:
+            target = array if name == "value" else states[name]
+            target[where] = values
+
+    return write
 
 
 def stored_gradient(leaf: TensorValue) -> FloatArray | RowSparseGradient:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.hyperparameters import checked_learning_rate
-from llm_from_scratch.optim.kernels import sgd_rows
-from llm_from_scratch.optim.optimizer import Optimizer, Write
-from llm_from_scratch.optim.rows import RowGradient
+from llm_from_scratch.optim.kernels import Mode, sgd_rows
+from llm_from_scratch.optim.optimizer import Optimizer
+from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -52,38 +52,24 @@ class SGD(Optimizer):
         """The step size."""
         return self._learning_rate
 
-    def planned_dense(
-        self, position: int, values: FloatArray, gradient: FloatArray, step: int
-    ) -> Write:
+    def updated(
+        self,
+        values: FloatArray,
+        states: Mapping[str, FloatArray],
+        gradient: FloatArray,
+        step: int,
+    ) -> list[tuple[str, FloatArray]]:
         rate = values.dtype.type(self._learning_rate)
         with np.errstate(over="ignore", invalid="ignore"):
-            new_values = values - rate * gradient
-        self.raise_non_finite(position, [("value", new_values)])
+            return [("value", values - rate * gradient)]
 
-        def write_all(array: FloatArray) -> None:
-            array[...] = new_values
-
-        return write_all
-
-    def planned_rows(
-        self, position: int, values: FloatArray, gradient: RowGradient, step: int
-    ) -> Write:
-        rate = values.dtype.type(self._learning_rate)
-        if gradient.compiled:
-            groups = gradient.groups()
-            bad_gradient, bad_step = sgd_rows(values, groups, rate, write=False)
-            if bad_gradient == 0 and bad_step == 0:
-
-                def write_compiled(array: FloatArray) -> None:
-                    sgd_rows(array, groups, rate, write=True)
-
-                return write_compiled
-        rows, summed = gradient.summed()
-        with np.errstate(over="ignore", invalid="ignore"):
-            new_rows = values[rows] - rate * summed
-        self.raise_non_finite(position, [("value", new_rows)], rows)
-
-        def write_rows(array: FloatArray) -> None:
-            array[rows] = new_rows
-
-        return write_rows
+    def row_kernel(
+        self,
+        table: FloatArray,
+        states: Mapping[str, FloatArray],
+        groups: RowGroups,
+        step: int,
+        mode: Mode,
+        undo: FloatArray | None,
+    ) -> tuple[int, int]:
+        return sgd_rows(table, groups, table.dtype.type(self._learning_rate), mode, undo)
