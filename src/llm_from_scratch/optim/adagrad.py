@@ -9,7 +9,7 @@ import numpy as np
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.hyperparameters import checked_learning_rate, checked_non_negative
-from llm_from_scratch.optim.kernels import Mode, adagrad_rows
+from llm_from_scratch.optim.kernels import adagrad_rows
 from llm_from_scratch.optim.optimizer import Optimizer
 from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.tensor.storage import FloatArray
@@ -113,11 +113,10 @@ class Adagrad(Optimizer):
         self,
         table: FloatArray,
         states: Mapping[str, FloatArray],
+        undo: FloatArray,
         groups: RowGroups,
         step: int,
-        mode: Mode,
-        undo: FloatArray | None,
     ) -> tuple[int, int]:
         dtype = table.dtype.type
         negative_rate, eps = dtype(-self._learning_rate), dtype(self._eps)
-        return adagrad_rows(table, states["sum"], groups, negative_rate, eps, mode, undo)
+        return adagrad_rows(table, states["sum"], undo, groups, negative_rate, eps)

@@ -15,7 +15,7 @@ from llm_from_scratch.optim.hyperparameters import (
     checked_learning_rate,
     checked_non_negative,
 )
-from llm_from_scratch.optim.kernels import Mode, lazy_adam_rows
+from llm_from_scratch.optim.kernels import lazy_adam_rows
 from llm_from_scratch.optim.optimizer import Optimizer
 from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.tensor.storage import FloatArray
@@ -181,20 +181,18 @@ class Adam(Optimizer):
         self,
         table: FloatArray,
         states: Mapping[str, FloatArray],
+        undo: FloatArray,
         groups: RowGroups,
         step: int,
-        mode: Mode,
-        undo: FloatArray | None,
     ) -> tuple[int, int]:
         return lazy_adam_rows(
             table,
             states["exp_avg"],
             states["exp_avg_sq"],
+            undo,
             groups,
             self._lazy_constants(table.dtype, step),
             self._coupled_decay,
-            mode,
-            undo,
         )
 
     @property

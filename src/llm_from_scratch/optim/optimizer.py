@@ -1,18 +1,19 @@
 """What every optimizer shares: named parameters, state arrays, a step count, and steps that
 change everything or nothing.
 
-A step first plans the update of every parameter: it computes (or, for large row-sparse
-gradients, a compiled kernel checks) every new value and state without writing anything, and
-raises :class:`NonFiniteStepError` if any would be NaN or infinite. Only then does it write,
-each parameter through the tape's in-place update (which bumps the value revision, so graphs
-recorded before the step refuse to run backward), and count the step.
+A step first plans the update of every parameter: with NumPy it computes every new value and
+state without writing anything, and raises :class:`NonFiniteStepError` if any would be NaN or
+infinite. Only then does it write all parameters through the tape's in-place update (which
+bumps their value revisions, so graphs recorded before the step refuse to run backward), and
+count the step.
 
-One large row-sparse update per step is not checked ahead: it is written first, in one pass
-that also copies the old rows and states into an undo log kept by the optimizer (reused
+A large row-sparse update (a compiled kernel) is not checked ahead: it is written first, in one
+pass that also copies the old rows and states into an undo log kept by the optimizer (reused
 between steps; ``[k, 1 + states, d]`` for ``k`` touched rows), and if any new value came out
-non-finite the old rows go back before the error is raised, still before anything else was
-written. One pass with the copy reads the gradient and the rows once instead of twice, which
-measured faster for every optimizer (``docs/performance.md``).
+non-finite the old rows go back, with those of every large update written before it, and the
+error is raised before anything else is written and before any value revision changes. One
+pass with the copy reads the gradient and the rows once instead of twice, which measured faster
+for every optimizer (``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from llm_from_scratch.optim.errors import (
     ParameterEntryError,
     ParameterListError,
 )
-from llm_from_scratch.optim.kernels import Mode
 from llm_from_scratch.optim.rows import RowGradient, RowGroups
 from llm_from_scratch.optim.state import (
     STEP_KEY,
@@ -75,7 +75,7 @@ class Optimizer:
         self._names, self._leaves = named_leaves(kind, parameters)
         self._states = tuple(self.initial_state(leaf.numpy()) for leaf in self._leaves)
         self._steps = 0
-        self._undo: FloatArray = np.empty(0)
+        self._undo_logs: dict[int, FloatArray] = {}
 
     # Reading ----------------------------------------------------------------------------------
 
@@ -213,13 +213,13 @@ class Optimizer:
         self,
         table: FloatArray,
         states: Mapping[str, FloatArray],
+        undo: FloatArray,
         groups: RowGroups,
         step: int,
-        mode: Mode,
-        undo: FloatArray | None,
     ) -> tuple[int, int]:
-        """Run the compiled row update in ``mode`` (see :mod:`~llm_from_scratch.optim.kernels`),
-        which computes what :meth:`updated_rows` computes, bit for bit."""
+        """Run the compiled row update (see :mod:`~llm_from_scratch.optim.kernels`), which
+        computes what :meth:`updated_rows` computes, bit for bit, keeps the old rows in
+        ``undo`` and counts the non-finite gradient values and new values."""
         raise NotImplementedError
 
     # Checks -----------------------------------------------------------------------------------
@@ -254,15 +254,11 @@ class Optimizer:
     # Planning and committing ------------------------------------------------------------------
 
     def _planned_all(self, gradients: Sequence[StepGradient], step: int) -> list[Planned]:
-        """Plan every parameter's update; the first compiled row update runs in one pass with
-        an undo log when it is written, every other one is checked now."""
-        plans: list[Planned] = []
-        for position, gradient in enumerate(gradients):
-            one_pass = not any(plan.fallible for plan in plans)
-            plans.append(self._planned(position, gradient, step, one_pass))
-        return plans
+        return [
+            self._planned(position, gradient, step) for position, gradient in enumerate(gradients)
+        ]
 
-    def _planned(self, position: int, gradient: StepGradient, step: int, one_pass: bool) -> Planned:
+    def _planned(self, position: int, gradient: StepGradient, step: int) -> Planned:
         values = self._leaves[position].numpy()
         states = self._states[position]
         if not isinstance(gradient, RowSparseGradient | DeferredRowGradient):
@@ -271,11 +267,7 @@ class Optimizer:
             return Planned(_writing(new, states, None))
         rows = RowGradient(gradient)
         if rows.compiled:
-            groups = rows.groups()
-            if one_pass:
-                return Planned(self._one_pass(position, rows, groups, step), fallible=True)
-            if self.row_kernel(values, states, groups, step, Mode.CHECK, None) == (0, 0):
-                return Planned(self._kernel_write(states, groups, step))
+            return self._one_pass(position, rows, step)
         return Planned(self._numpy_rows(position, values, rows, step))
 
     def _numpy_rows(
@@ -288,56 +280,83 @@ class Optimizer:
         self.raise_non_finite(position, new, rows)
         return _writing(new, states, rows)
 
-    def _kernel_write(
-        self, states: Mapping[str, FloatArray], groups: RowGroups, step: int
-    ) -> Write:
-        def write(array: FloatArray) -> None:
-            self.row_kernel(array, states, groups, step, Mode.WRITE, None)
-
-        return write
-
-    def _one_pass(
-        self, position: int, gradient: RowGradient, groups: RowGroups, step: int
-    ) -> Write:
-        """Write the rows while keeping the old ones; if anything came out non-finite, put them
-        back and raise the error the checked path would raise."""
+    def _one_pass(self, position: int, gradient: RowGradient, step: int) -> Planned:
+        """The compiled update, checked while it writes: if anything came out non-finite, it
+        puts the old rows back and raises the error the NumPy path raises."""
         states = self._states[position]
+        groups = gradient.groups()
+        values = self._leaves[position].numpy()
+        shape = (groups.rows.size, 1 + len(states), values.shape[1])
+        undo = self._undo_log(position, shape, values.dtype)
 
-        def write(array: FloatArray) -> None:
-            width, count = array.shape[1], groups.rows.size
-            undo = self._undo_log((count, 1 + len(states), width), array.dtype)
-            if self.row_kernel(array, states, groups, step, Mode.WRITE_WITH_UNDO, undo) == (0, 0):
-                return
+        def restore(array: FloatArray) -> None:
             for index, target in enumerate([array, *states.values()]):
                 target[groups.rows] = undo[:, index]
+
+        def write(array: FloatArray) -> None:
+            if self.row_kernel(array, states, undo, groups, step) == (0, 0):
+                return
+            restore(array)
             self._numpy_rows(position, array, gradient, step)  # raises
             raise RuntimeError("the compiled row update and NumPy disagree on finiteness")
 
-        return write
+        return Planned(write, restore)
 
-    def _undo_log(self, shape: tuple[int, int, int], dtype: np.dtype[Any]) -> FloatArray:
-        """A scratch array kept between steps (fresh pages would cost more than the copy)."""
+    def _undo_log(
+        self, position: int, shape: tuple[int, int, int], dtype: np.dtype[Any]
+    ) -> FloatArray:
+        """Scratch space kept between steps (fresh pages would cost more than the copy)."""
         size = shape[0] * shape[1] * shape[2]
-        if self._undo.dtype != dtype or self._undo.size < size:
-            self._undo = np.empty(size, dtype=dtype)
-        return self._undo[:size].reshape(shape)
+        log = self._undo_logs.get(position)
+        if log is None or log.dtype != dtype or log.size < size:
+            log = self._undo_logs[position] = np.empty(size, dtype=dtype)
+        return log[:size].reshape(shape)
 
     def _commit(self, plans: Sequence[Planned]) -> None:
-        """Write the one-pass update first (it may still raise, having changed nothing), then
-        the others; then count the step."""
-        order = sorted(range(len(plans)), key=lambda position: not plans[position].fallible)
-        for position in order:
-            update_leaf_in_place(self._leaves[position], plans[position].write)
+        """Write the compiled updates first, each of which may still raise; then undo the ones
+        written before it, so that nothing changed. Then the others; then count the step."""
+        order = sorted(range(len(plans)), key=lambda position: plans[position].undo is None)
+
+        def update(arrays: list[FloatArray]) -> None:
+            written: list[int] = []
+            try:
+                for position in order:
+                    plans[position].write(arrays[position])
+                    written.append(position)
+            except BaseException:
+                for position in reversed(written):
+                    undo = plans[position].undo
+                    if undo is not None:
+                        undo(arrays[position])
+                raise
+
+        _update_in_place(self._leaves, update, [])
         self._steps += 1
 
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """A checked update of one parameter; a ``fallible`` one checks while it writes and undoes
-    itself before raising."""
+    """A checked update of one parameter, or (with ``undo``) a compiled one that checks while
+    it writes, undoes itself before raising, and can be undone after it succeeded."""
 
     write: Write
-    fallible: bool = False
+    undo: Write | None = None
+
+
+def _update_in_place(
+    leaves: Sequence[TensorValue],
+    update: Callable[[list[FloatArray]], None],
+    arrays: list[FloatArray],
+) -> None:
+    """Run ``update`` on the writeable values of every leaf, each leaf's in-place update nested
+    in the previous one's: every value revision goes up once ``update`` returns, none if it
+    raises."""
+    if not leaves:
+        update(arrays)
+        return
+    update_leaf_in_place(
+        leaves[0], lambda array: _update_in_place(leaves[1:], update, [*arrays, array])
+    )
 
 
 def _writing(

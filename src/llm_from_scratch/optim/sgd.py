@@ -9,7 +9,7 @@ import numpy as np
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.hyperparameters import checked_learning_rate
-from llm_from_scratch.optim.kernels import Mode, sgd_rows
+from llm_from_scratch.optim.kernels import sgd_rows
 from llm_from_scratch.optim.optimizer import Optimizer
 from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.tensor.storage import FloatArray
@@ -67,9 +67,8 @@ class SGD(Optimizer):
         self,
         table: FloatArray,
         states: Mapping[str, FloatArray],
+        undo: FloatArray,
         groups: RowGroups,
         step: int,
-        mode: Mode,
-        undo: FloatArray | None,
     ) -> tuple[int, int]:
-        return sgd_rows(table, groups, table.dtype.type(self._learning_rate), mode, undo)
+        return sgd_rows(table, undo, groups, table.dtype.type(self._learning_rate))
