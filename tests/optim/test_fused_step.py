@@ -270,3 +270,36 @@ def test_two_large_tables_step_like_backward_then_step() -> None:
         return [layer.table.tensor.numpy().tobytes() for layer in layers] + state
 
     assert trained(True) == trained(False)
+
+
+@pytest.mark.parametrize("rows", [10, 1200], ids=["numpy", "compiled"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("also", ["nothing", "stale", "retention"])
+def test_a_non_finite_seed_is_reported_first_as_by_backward_with_seed(
+    rows: int, bad: float, also: str
+) -> None:
+    def attempt(fused: bool) -> tuple[BaseException, bool]:
+        layer = Embedding.new("w", rows, 64, SplitMix64.from_seed(3))
+        optimizer = SGD(layer.parameters(), learning_rate=0.1)
+        output = layer.forward(np.arange(rows) % 7, (rows,))  # single-use rows too
+        if also == "stale":
+            layer([0]).sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        before = snapshot(layer, TensorValue.parameter(Tensor((3,), [0.0] * 3)), optimizer)
+        seed = np.ones(output.shape)
+        seed[rows - 1, 9] = bad  # row (rows - 1) % 7, maybe used once
+        retention: Any = "release" if also == "retention" else GraphRetention.RETAIN
+        with pytest.raises(Exception) as caught:
+            if fused:
+                optimizer.backward_step(output, seed, retention)
+            else:
+                output.backward_with_seed(seed, retention)
+        after = snapshot(layer, TensorValue.parameter(Tensor((3,), [0.0] * 3)), optimizer)
+        return caught.value, after == before
+
+    fused, unchanged = attempt(True)
+    plain, _ = attempt(False)
+    assert unchanged
+    assert type(fused) is type(plain) and fused.args == plain.args
+    assert type(fused).__name__ == "NonFiniteSeedError"

@@ -24,8 +24,10 @@ class DeferredRowGradient:
     Attributes:
         operation: the deferred operation's name (``gather_rows``), for error messages.
         indices: the validated flat IDs, read-only, shape ``[N]``.
-        upstream: the upstream gradient of the gather, C-contiguous, shape ``[N, d]``; it has
-            passed the tape's finiteness checks.
+        upstream: the upstream gradient of the gather, C-contiguous, shape ``[N, d]``. It has
+            passed the tape's finiteness checks, except when it is the seed of a pass whose
+            root is this (compiled-size) gather: then the consumer's kernel must count every
+            non-finite row sum, and the pass checks the seed if anything fails.
         shape: the table's shape ``(V, d)``.
     """
 

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd.deferred import DeferredRowGradient
+from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import (
     GatherTableRankError,
     NonFiniteSeedError,
@@ -254,6 +255,11 @@ class TensorValue(
         node.gradient = zero_gradient(node.array)
 
     def _checked_seed(self, seed: object) -> FloatArray:
+        converted = self._converted_seed(seed)
+        _raise_if_non_finite_seed(converted)
+        return converted
+
+    def _converted_seed(self, seed: object) -> FloatArray:
         if isinstance(seed, Tensor):
             array = seed.numpy()
         elif isinstance(seed, np.ndarray | np.generic) and seed.dtype.kind in "biuf":
@@ -264,11 +270,7 @@ class TensorValue(
             raise SeedShapeMismatchError(self.shape, tuple(int(n) for n in array.shape))
         # No copy when the dtype matches: the pass only reads the seed and stores new arrays.
         with np.errstate(over="ignore"):
-            converted = read_only(np.asarray(array, dtype=self.dtype))
-        found = first_non_finite(converted)
-        if found is not None:
-            raise NonFiniteSeedError(found[0], found[1])
-        return converted
+            return read_only(np.asarray(array, dtype=self.dtype))
 
     def __repr__(self) -> str:
         return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype})"
@@ -329,6 +331,12 @@ def backward_with_deferred_row_gradients(
     which owns the gradients of ``leaves`` (the pass stores none of them) and may raise too,
     having changed nothing; after it, the pass stores the other parameters' gradients.
 
+    When ``output`` itself is a large row gather that will be deferred, the seed's finiteness
+    is not checked ahead: the consumer's compiled kernel reads every seed value into a row sum
+    and counts the sums that are not finite (a sum with a NaN or an infinity is not finite), and
+    any failure of the pass checks the seed first, so that a non-finite seed is still reported
+    as such, ahead of every other error.
+
     Raises:
         The errors of :meth:`TensorValue.backward_with_seed`, in the same order; what ``finish``
         raises.
@@ -336,19 +344,56 @@ def backward_with_deferred_row_gradients(
     if seed is None:
         if output._node.array.ndim != 0:
             raise NotScalarOutputError(output.shape)
-        checked = output._checked_seed(np.ones((), dtype=output.dtype))
-    else:
-        checked = output._checked_seed(seed)
+        seed = np.ones((), dtype=output.dtype)
+    converted = output._converted_seed(seed)
+    nodes = [leaf._node for leaf in leaves]
+    if not _defers_its_own_large_gather(output._node, nodes):
+        _raise_if_non_finite_seed(converted)
+        _backward_deferring(output._node, converted, retention, nodes, finish)
+        return
+    try:
+        _backward_deferring(output._node, converted, retention, nodes, finish)
+    except Exception:
+        _raise_if_non_finite_seed(converted)
+        raise
+
+
+def _backward_deferring(
+    root: Node,
+    seed: FloatArray,
+    retention: GraphRetention,
+    nodes: list[Node],
+    finish: Callable[[list[Gradient | DeferredRowGradient | None]], Callable[[], None]],
+) -> None:
     if not isinstance(retention, GraphRetention):
         raise RetentionTypeError(retention)
 
     def handed_over(given: list[PassGradient]) -> Callable[[], None]:
         return finish([_deferred_row_gradient(item) for item in given])
 
-    nodes = [leaf._node for leaf in leaves]
-    backward_deferring_row_gathers(
-        output._node, checked, retention, nodes, _is_row_gather, handed_over
+    backward_deferring_row_gathers(root, seed, retention, nodes, _is_row_gather, handed_over)
+
+
+def _defers_its_own_large_gather(root: Node, nodes: list[Node]) -> bool:
+    """True when ``root`` is a compiled-size row gather of one of ``nodes`` whose stored gradient
+    is empty: the pass is that one gather, and its VJP is deferred."""
+    operation = root.operation
+    if operation is None or not isinstance(operation.saved, RowGatherPlan):
+        return False
+    table = operation.parents[0]
+    stored = table.gradient
+    return (
+        any(table is node for node in nodes)
+        and isinstance(stored, RowSparseGradient)
+        and stored.rows.size == 0
+        and runs_compiled(root.array.size)
     )
+
+
+def _raise_if_non_finite_seed(seed: FloatArray) -> None:
+    found = first_non_finite(seed)
+    if found is not None:
+        raise NonFiniteSeedError(found[0], found[1])
 
 
 def _is_row_gather(saved: object) -> bool:
