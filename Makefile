@@ -2,12 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# The extras `make test` installs; CI adds torch (.ci/run) so the PyTorch comparison runs too.
-TEST_EXTRAS ?= test
-export TEST_EXTRAS
-comma := ,
 STAMP_DEMO := $(VENV)/.installed-demo
-STAMP_TEST := $(VENV)/.installed-$(subst $(comma),-,$(TEST_EXTRAS))
+STAMP_TEST := $(VENV)/.installed-test
 
 .PHONY: demo test trace bench clean
 
@@ -20,7 +16,7 @@ $(STAMP_DEMO): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]'
+	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(STAMP_DEMO)
 
 demo: $(STAMP_DEMO)

@@ -2,8 +2,9 @@
 
 Optional packages: a test that needs one calls :func:`import_optional` (at module level or in
 a test or fixture). Outside CI a missing package skips the test with the install command; under
-``CI=true`` a package of an extra that CI installs (``TEST_EXTRAS``, set by the Makefile; .ci/run
-asks for ``test,torch``) must be there, so its absence fails the run instead of hiding as a skip.
+``CI=true`` a package of an extra that CI installs (:data:`CI_EXTRAS`: ``make test`` installs the
+``test`` extra, PyTorch included) must be there, so its absence fails the run instead of hiding
+as a skip.
 :func:`unavailable` applies the same rule to anything else a test needs, such as a browser.
 """
 
@@ -51,9 +52,8 @@ def in_ci() -> bool:
     return os.environ.get("CI") == "true"
 
 
-def installed_extras() -> set[str]:
-    """The extras ``make test`` installed (``TEST_EXTRAS``, comma-separated; ``test`` if unset)."""
-    return {extra.strip() for extra in os.environ.get("TEST_EXTRAS", "test").split(",")}
+CI_EXTRAS = frozenset({"test"})
+"""The extras of pyproject.toml that CI installs (``make test`` installs ``test``)."""
 
 
 def unavailable(reason: str, *, ci_provides: bool) -> NoReturn:
@@ -91,11 +91,12 @@ def import_optional(module: str, distribution: str | None = None) -> ModuleType:
     extras = extras_listing(distribution)
     if not extras:
         pytest.fail(f"{distribution} is not an optional dependency in pyproject.toml")
-    if in_ci() and installed_extras() & set(extras):
+    if in_ci() and CI_EXTRAS & set(extras):
         try:
             return importlib.import_module(module)
         except ImportError as error:
             unavailable(f"{module} cannot be imported ({error})", ci_provides=True)
+    extra = distribution if distribution in extras else extras[0]  # its own extra, if any
     return pytest.importorskip(
-        module, reason=f"{distribution} is not installed: pip install -e '.[{extras[0]}]'"
+        module, reason=f"{distribution} is not installed: pip install -e '.[{extra}]'"
     )

@@ -56,7 +56,7 @@ from llm_from_scratch.nn.init import (
     ZeroFanInError,
     ZeroFanOutError,
 )
-from llm_from_scratch.optim import OptimizerError
+from llm_from_scratch.optim import NonFiniteStepError
 from llm_from_scratch.tensor import (
     DataLengthMismatchError,
     NegativeExtentError,
@@ -423,7 +423,7 @@ def expected_sgd_step(
             for feature in range(values.shape[1]):
                 updated[row, feature] = values[row, feature] - rate * gradient[row, feature]
     if first_non_finite(updated) is not None:
-        return Raises(OptimizerError)
+        return Raises(NonFiniteStepError)
     return Returns(updated)
 
 

@@ -80,8 +80,8 @@ def _add_bench(commands: _Subcommands) -> None:
         "embedding",
         help="row gather and row-sparse backward against allocate-and-copy and PyTorch",
         description=(
-            "Time our embedding forward, forward+backward and SGD step against allocating "
-            "and copying the output once, and against PyTorch when it is installed, for "
+            "Time our embedding forward, forward+backward and full optimizer steps against "
+            "allocating and copying the output once, and against PyTorch when it is installed, for "
             "(V, d, N) = (50257, 768, 8192), (128256, 4096, 4096) and (1000, 64, 65536) in "
             "float64 and float32. Needs about 14 GB of memory for the largest shape."
         ),
@@ -91,6 +91,16 @@ def _add_bench(commands: _Subcommands) -> None:
     )
     embedding.add_argument(
         "--repeats", type=int, default=None, help="timed repetitions per measurement"
+    )
+    embedding.add_argument(
+        "--optimizers",
+        type=_optimizer_list,
+        default=("sgd",),
+        metavar="LIST",
+        help=(
+            "full training steps to time, comma-separated from sgd, adagrad, adam, or 'all' "
+            "(default: sgd); each against PyTorch's dense and sparse steps"
+        ),
     )
     startup = targets.add_parser(
         "startup",
@@ -143,8 +153,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bench":
         from llm_from_scratch.bench.embedding import run
 
-        return run(quick=args.quick, repeats=args.repeats)
+        return run(quick=args.quick, repeats=args.repeats, optimizers=args.optimizers)
     return _run_ch18(args)
+
+
+def _optimizer_list(text: str) -> tuple[str, ...]:
+    known = ("sgd", "adagrad", "adam")
+    names = known if text == "all" else tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"expected 'all' or names from {', '.join(known)}, got {text!r}"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def _run_ch18(args: argparse.Namespace) -> int:

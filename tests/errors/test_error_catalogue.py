@@ -32,7 +32,7 @@ from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
 from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, SplitMix64
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
-from llm_from_scratch.optim import SGD
+from llm_from_scratch.optim import SGD, Adagrad, Adam
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
 from checkpoint_support import CHECKPOINT_TRIGGERS
@@ -155,6 +155,12 @@ def released_output() -> TensorValue:
     return output
 
 
+def overflowing_sgd() -> SGD:
+    leaf = TensorValue.parameter(Tensor((2, 1), [1e308, 0.0]))
+    leaf.gather_rows([0], (1,)).backward_with_seed(np.array([[-1e308]]))
+    return SGD([leaf], learning_rate=10.0)
+
+
 def stale_output() -> TensorValue:
     embedding = layer()
     output = embedding([[2, 1, 2]])
@@ -259,7 +265,20 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     # llm_from_scratch.nn.checkpoint: one failing call per class, in tests/checkpoint_support.py
     **CHECKPOINT_TRIGGERS,
     # the other modules
-    "OptimizerError": lambda: SGD(layer().parameters(), learning_rate=0.0),
+    # llm_from_scratch.optim
+    "HyperparameterTypeError": lambda: Adam(layer().parameters(), learning_rate=True),
+    "HyperparameterValueError": lambda: SGD(layer().parameters(), learning_rate=0.0),
+    "ParameterListError": lambda: SGD(layer().table, 0.1),  # type: ignore[arg-type]
+    "ParameterEntryError": lambda: Adagrad([5], 0.1),  # type: ignore[list-item]
+    "DuplicateParameterError": lambda: Adam([*layer().parameters()] * 2, 0.1),
+    "OutputTypeError": lambda: SGD(layer().parameters(), 0.1).backward_step(5),  # type: ignore[arg-type]
+    "NonFiniteStepError": lambda: overflowing_sgd().step(),
+    "StateMappingError": lambda: Adam(layer().parameters(), 0.1).load_state_dict([]),  # type: ignore[arg-type]
+    "StateKeyError": lambda: Adam(layer().parameters(), 0.1).load_state_dict({}),
+    "StateArrayError": lambda: SGD([], 0.1).load_state_dict({"step": 3}),  # type: ignore[dict-item]
+    "StateShapeError": lambda: SGD([], 0.1).load_state_dict({"step": np.zeros(2, np.int64)}),
+    "StateDtypeError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(1.0)}),
+    "StateValueError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(-1)}),
     "GradientCheckError": lambda: check_gradient(lambda p: p, parameter((2,))),
     "LabelError": lambda: load_labels("xx"),
     "TraceFormatError": lambda: parse_trace(""),

@@ -105,3 +105,16 @@ def scatter_rows(
 def all_finite(array: FloatArray) -> bool:
     """True when no element is NaN or infinite (two threads, no temporary array)."""
     return int(_count_non_finite(np.ascontiguousarray(array).reshape(-1))) == 0
+
+
+def row_groups(
+    indices: IndexArray, rows_in_table: int
+) -> tuple[IndexArray, IndexArray, IndexArray]:
+    """The positions of each used row, grouped by a stable counting sort.
+
+    Returns the sorted unique rows ``[k]``, where each row's group starts in ``order``
+    (``[k + 1]``, the last entry ``N``) and ``order`` (``[N]``): the positions of each row in
+    increasing order. :func:`scatter_rows` sums the upstream rows in exactly this order.
+    """
+    rows, starts, order = _counting_plan(indices, rows_in_table)
+    return rows, starts, order

@@ -1,0 +1,134 @@
+"""Optimizer state as a flat mapping of names to arrays, and its checks on loading.
+
+Keys are ``<parameter name>.<state name>`` (``token_embedding.weight.exp_avg``) for each state
+array, plus ``step``, the number of steps taken (a 0-d ``int64`` array). A parameter given to
+an optimizer as a bare leaf is named by its position in the parameter list (``0``, ``1``, ...),
+as PyTorch numbers parameters in its state dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from llm_from_scratch.optim.errors import (
+    StateArrayError,
+    StateDtypeError,
+    StateKeyError,
+    StateMappingError,
+    StateShapeError,
+    StateValueError,
+)
+from llm_from_scratch.tensor.storage import FloatArray, Shape, is_masked_array, plain_view
+
+STEP_KEY: Final = "step"
+STEP_DTYPE: Final = np.dtype(np.int64)
+NON_NEGATIVE_STATES: Final = frozenset({"exp_avg_sq", "sum"})
+"""States that are sums of squares: they are never negative."""
+
+
+def state_key(parameter: str, state: str) -> str:
+    """The state-dict key of one parameter's state array.
+
+    Example:
+        >>> state_key("token_embedding.weight", "exp_avg")
+        'token_embedding.weight.exp_avg'
+    """
+    return f"{parameter}.{state}"
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedArray:
+    """What a loaded array must be: its shape, its dtype, and whether it may be negative."""
+
+    shape: Shape
+    dtype: np.dtype[Any]
+    non_negative: bool
+
+    @property
+    def requirement(self) -> str:
+        """The allowed values, in words."""
+        if self.dtype.kind != "f":
+            return "an integer at least zero"
+        return "finite and at least zero" if self.non_negative else "finite"
+
+
+def expected_arrays(
+    names: Sequence[str],
+    states: Sequence[Mapping[str, FloatArray]],
+) -> dict[str, ExpectedArray]:
+    """Every key an optimizer's state dict has, in order, with its expected array."""
+    expected = {}
+    for name, arrays in zip(names, states, strict=True):
+        for state, array in arrays.items():
+            shape = tuple(int(n) for n in array.shape)
+            non_negative = state in NON_NEGATIVE_STATES
+            expected[state_key(name, state)] = ExpectedArray(shape, array.dtype, non_negative)
+    expected[STEP_KEY] = ExpectedArray((), STEP_DTYPE, non_negative=True)
+    return expected
+
+
+def exported(
+    names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
+) -> dict[str, np.ndarray[Any, Any]]:
+    """Independent copies of every state array, and the step count."""
+    exported: dict[str, np.ndarray[Any, Any]] = {}
+    for name, arrays in zip(names, states, strict=True):
+        for state, array in arrays.items():
+            exported[state_key(name, state)] = np.array(array, copy=True)
+    exported[STEP_KEY] = np.array(steps, dtype=STEP_DTYPE)
+    return exported
+
+
+def checked_state(
+    optimizer: str, expected: Mapping[str, ExpectedArray], state: object
+) -> dict[str, np.ndarray[Any, Any]]:
+    """``state`` after every check, in this order: the mapping; missing keys (in the
+    optimizer's order), then unknown keys; then for each key its array type, shape, dtype and
+    values.
+
+    Raises:
+        StateMappingError, StateKeyError, StateArrayError, StateShapeError, StateDtypeError,
+        StateValueError: the first failing check.
+    """
+    if not isinstance(state, Mapping):
+        raise StateMappingError(optimizer, type(state).__name__)
+    for key in expected:
+        if key not in state:
+            raise StateKeyError(optimizer, key, "missing")
+    for key in state:
+        if key not in expected:
+            raise StateKeyError(optimizer, key, "not a state of this optimizer")
+    checked = {}
+    for key, want in expected.items():
+        checked[key] = _checked_array(optimizer, key, want, state[key])
+    return checked
+
+
+def _checked_array(
+    optimizer: str, key: str, want: ExpectedArray, value: object
+) -> np.ndarray[Any, Any]:
+    """A copy of the caller's array, read once: the values checked are the values loaded. An
+    ndarray subclass is read through its plain data; a masked one is refused (its mask marks
+    missing values)."""
+    if not isinstance(value, np.ndarray) or is_masked_array(value):
+        raise StateArrayError(optimizer, key, type(value).__name__)
+    plain = plain_view(value)
+    shape = tuple(int(n) for n in plain.shape)
+    if shape != want.shape:
+        raise StateShapeError(optimizer, key, want.shape, shape)
+    if plain.dtype != want.dtype:
+        raise StateDtypeError(optimizer, key, str(want.dtype), str(plain.dtype))
+    copied = np.array(plain, copy=True)
+    flat = copied.reshape(-1)
+    bad = ~np.isfinite(flat) if value.dtype.kind == "f" else np.zeros(flat.shape, dtype=bool)
+    if want.non_negative:
+        bad |= flat < 0
+    found = np.flatnonzero(bad)
+    if found.size:
+        index = int(found[0])
+        raise StateValueError(optimizer, key, want.requirement, index, flat[index].item())
+    return copied
