@@ -62,14 +62,14 @@ __all__ = [
     "NeighboursFigure",
     "NeighboursReport",
     "Piece",
-    "Projection",
     "ProjectedWord",
+    "Projection",
     "UnknownWordError",
     "WordNeighbours",
     "WordPieces",
     "ZeroVectorError",
-    "group_cosines",
     "checked_count",
+    "group_cosines",
     "id_neighbour_ids",
     "neighbours_figure",
     "neighbours_report",
@@ -93,7 +93,7 @@ DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
 DEFAULT_COUNT: Final = 5
 
 class NeighboursError(StructuredError):
-    """Base class of the errors of :mod:`~llm_from_scratch.demos.ch18_token_embeddings.neighbours`."""
+    """Base class of the errors of the neighbours module."""
 
 
 class NeighbourCountError(NeighboursError, ValueError):
@@ -238,7 +238,8 @@ class CosineTable:
     def cosines_to_row(self, token_id: int) -> npt.NDArray[np.float64]:
         """The cosine of every row to the looked-up vector of ``token_id``: ``[V]``."""
         vector = self.vectors([token_id])[0]
-        return self.unit_rows @ (vector / np.linalg.norm(vector))
+        cosines: npt.NDArray[np.float64] = self.unit_rows @ (vector / np.linalg.norm(vector))
+        return cosines
 
 
 def word_piece(pieces: WordPieces, word: str) -> Piece:
@@ -419,7 +420,10 @@ def _group_ids(
 
 def _unit(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    unit: npt.NDArray[np.float64] = np.divide(
+        vectors, norms, out=np.zeros_like(vectors), where=norms > 0
+    )
+    return unit
 
 
 def _largest_is_negative(coordinates: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:

@@ -19,11 +19,10 @@ from typing import Any, Final
 
 import numpy as np
 
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, WordPieces
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn import Embedding, load_parameters
 from llm_from_scratch.nn.checkpoint import MissingTensorsError
-
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, WordPieces
 
 __all__ = [
     "DISTRIBUTION",
@@ -57,7 +56,7 @@ _TOKENIZER_FILE: Final = "tokenizer.json"
 
 
 class PretrainedError(StructuredError):
-    """Base class of the errors of :mod:`~llm_from_scratch.demos.ch18_token_embeddings.pretrained`."""
+    """Base class of the errors of the pretrained-table module."""
 
 
 class PretrainedPackageMissingError(PretrainedError, ImportError):
@@ -204,7 +203,8 @@ class HubTokenizerPieces:
     def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
         """The word's pieces and their IDs, without special tokens."""
         encoding = self.tokenizer.encode(word, add_special_tokens=False)
-        return tuple((str(token), int(i)) for token, i in zip(encoding.tokens, encoding.ids))
+        pairs = zip(encoding.tokens, encoding.ids, strict=True)
+        return tuple((str(token), int(token_id)) for token, token_id in pairs)
 
     def token(self, token_id: int) -> str | None:
         """The token of an ID, or ``None`` for an ID the tokenizer does not have."""
