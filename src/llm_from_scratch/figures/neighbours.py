@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import TYPE_CHECKING, Final
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import (
@@ -89,10 +88,10 @@ def render_neighbours_figure(figure: NeighboursFigure, lang: str) -> str:
             (word, list(zip(word.id_neighbours, word.vector_neighbours, strict=True)))
             for word in figure.neighbours.words
         ],
-        table_file=PurePath(figure.neighbours.table_path).name,
+        table_file=figure.neighbours.table_path,
         cosine=cosine_text,
         neighbour=lambda item: neighbour_text(item, labels),
-        pieces=pieces_text,
+        pieces=lambda word: pieces_text(word, labels),
     )
 
 

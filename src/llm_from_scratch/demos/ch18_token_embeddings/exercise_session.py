@@ -273,8 +273,7 @@ class _Session:
             table, pieces = open_table(files)
         except PretrainedError:
             return self.ui("neighbours", "table_missing")
-        path = str(files.table)
-        report = neighbours_report(table, pieces, COMPARED_WORDS, COMPARED_COUNT, path)
+        report = neighbours_report(table, pieces, COMPARED_WORDS, COMPARED_COUNT, files.shown)
         mean = self.ui("neighbours", "mean_cosine")
         parts = []
         for word in report.words:

@@ -90,7 +90,8 @@ def _usage_problem(request: NeighboursRequest) -> str | None:
 def _files(request: NeighboursRequest) -> PretrainedFiles:
     if request.table is None or request.tokenizer is None:
         found = packaged_files()
-        return PretrainedFiles(found.table, found.tokenizer, request.tensor or found.tensor)
+        tensor = request.tensor or found.tensor
+        return PretrainedFiles(found.table, found.tokenizer, tensor, found.source)
     given = PretrainedFiles(request.table, request.tokenizer, request.tensor or TABLE_TENSOR)
     return checked_files(given)
 
@@ -99,12 +100,12 @@ def _computed(request: NeighboursRequest, labels: Labels) -> str:
     files = _files(request)
     table, pieces = open_table(files)
     if not request.figure:
-        report = neighbours_report(table, pieces, request.words, request.count, str(files.table))
+        report = neighbours_report(table, pieces, request.words, request.count, files.shown)
         return format_neighbours(report, labels)
     from llm_from_scratch.figures.neighbours import render_neighbours_figure
 
     words = request.words or DEFAULT_WORDS
-    figure = neighbours_figure(table, pieces, words, request.count, str(files.table))
+    figure = neighbours_figure(table, pieces, words, request.count, files.shown)
     return render_neighbours_figure(figure, request.lang)
 
 

@@ -49,9 +49,9 @@ def neighbour_text(neighbour: Neighbour, labels: Labels) -> str:
     return f"{neighbour.id} {token}"
 
 
-def pieces_text(word: WordNeighbours) -> str:
-    """The word's pieces as ``token ID``, comma-separated."""
-    return ", ".join(f"{piece.token} {piece.id}" for piece in word.pieces)
+def pieces_text(word: WordNeighbours, labels: Labels) -> str:
+    """The word's pieces as ``token (ID n)``, comma-separated."""
+    return ", ".join(f"{piece.token} ({label(labels, 'id')} {piece.id})" for piece in word.pieces)
 
 
 def format_neighbours(report: NeighboursReport, labels: Labels) -> str:
@@ -90,7 +90,7 @@ def _word_block(word: WordNeighbours, labels: Labels) -> list[str]:
         ["", label(labels, "mean_cosine"), cosine_text(word.id_mean_cosine),
          "", cosine_text(word.vector_mean_cosine)]
     )
-    heading = f"{label(labels, 'word')} {word.word}: {label(labels, 'pieces')} {pieces_text(word)}"
+    heading = f"{label(labels, 'word')} {word.word}: {label(labels, 'pieces')} {pieces_text(word, labels)}"
     return [heading, *_aligned(table, numeric=(0, 2, 4))]
 
 

@@ -108,11 +108,18 @@ class UnknownTensorError(PretrainedError, LookupError):
 
 @dataclass(frozen=True)
 class PretrainedFiles:
-    """Where a table and its tokenizer are, and the table's tensor name."""
+    """Where a table and its tokenizer are, the table's tensor name, and how to name the table
+    file in output (the path as given, or the package and the file in it)."""
 
     table: Path
     tokenizer: Path
     tensor: str = TABLE_TENSOR
+    source: str = ""
+
+    @property
+    def shown(self) -> str:
+        """The table file as output names it."""
+        return self.source or str(self.table)
 
 
 def packaged_files(package: str = PACKAGE) -> PretrainedFiles:
@@ -126,7 +133,8 @@ def packaged_files(package: str = PACKAGE) -> PretrainedFiles:
     if spec is None or spec.origin is None:
         raise PretrainedPackageMissingError(package)
     folder = Path(spec.origin).parent / _MODEL_FOLDER
-    files = PretrainedFiles(folder / _TABLE_FILE, folder / _TOKENIZER_FILE)
+    source = f"{DISTRIBUTION} {_MODEL_FOLDER}/{_TABLE_FILE}"
+    files = PretrainedFiles(folder / _TABLE_FILE, folder / _TOKENIZER_FILE, source=source)
     return checked_files(files)
 
 
