@@ -90,7 +90,8 @@ def _word_block(word: WordNeighbours, labels: Labels) -> list[str]:
         ["", label(labels, "mean_cosine"), cosine_text(word.id_mean_cosine),
          "", cosine_text(word.vector_mean_cosine)]
     )
-    heading = f"{label(labels, 'word')} {word.word}: {label(labels, 'pieces')} {pieces_text(word, labels)}"
+    pieces = pieces_text(word, labels)
+    heading = f"{label(labels, 'word')} {word.word}: {label(labels, 'pieces')} {pieces}"
     return [heading, *_aligned(table, numeric=(0, 2, 4))]
 
 
