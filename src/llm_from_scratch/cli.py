@@ -201,6 +201,19 @@ def _add_bench(commands: _Subcommands) -> None:
     startup.add_argument(
         "--repeats", type=int, default=None, help="runs of each process (default 21)"
     )
+    neighbours = targets.add_parser(
+        "neighbours",
+        help="one `ch18 neighbours` query on the MiniLM table against the 2 s budget",
+        description=(
+            "Run `llm-from-scratch ch18 neighbours king` (loading the MiniLM table and answering "
+            "one query), the ch18 demo and `python -c 'import numpy'` as fresh processes, "
+            "interleaved, and print their medians and the query's ratio to the 2 s budget. "
+            "Needs `make pretrained`."
+        ),
+    )
+    neighbours.add_argument(
+        "--repeats", type=int, default=None, help="runs of each process (default 11)"
+    )
     checkpoint = targets.add_parser(
         "checkpoint",
         help="peak memory and time of saving and loading a table, against the safetensors package",
@@ -234,6 +247,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from llm_from_scratch.bench.checkpoint import run as run_checkpoint
 
         return run_checkpoint(quick=args.quick, directory=args.directory)
+    if args.command == "bench" and args.target == "neighbours":
+        from llm_from_scratch.bench.neighbours import run as run_neighbours_bench
+
+        return run_neighbours_bench(args.repeats)
     if args.command == "bench" and args.target == "startup":
         from llm_from_scratch.bench.startup import run as run_startup
 
