@@ -66,4 +66,3 @@ def test_each_readme_session_prints_what_the_readme_shows(
         assert out + err == printed
         wrong_answers = "Wrong answers in exercises" in out
         assert status == (2 if err else 1 if wrong_answers else 0)
-        )
