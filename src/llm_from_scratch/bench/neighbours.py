@@ -42,7 +42,7 @@ def _wall_seconds(command: tuple[str, ...]) -> float:
 
 def measure(runs: int) -> NeighboursResult:
     """Run the three commands ``runs`` times each, interleaved, after one warm-up of each."""
-    commands = (QUERY_COMMAND, DEMO_COMMAND, NUMPY_COMMAND)
+    commands: tuple[tuple[str, ...], ...] = (QUERY_COMMAND, DEMO_COMMAND, NUMPY_COMMAND)
     for command in commands:
         _wall_seconds(command)
     times: list[list[float]] = [[], [], []]
