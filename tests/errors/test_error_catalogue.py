@@ -38,6 +38,7 @@ from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 from checkpoint_support import CHECKPOINT_TRIGGERS
 from checks import NumpyWithFailing
 from conftest import KNOWN_TABLE
+from neighbours_support import NEIGHBOURS_TRIGGERS
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 SECTION = re.compile(r"^## `(?P<module>llm_from_scratch[\w.]*)`")
@@ -264,6 +265,8 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "IndexAllocationError": lambda: layer().forward(range(2**61), (2**30, 2**31)),
     # llm_from_scratch.nn.checkpoint: one failing call per class, in tests/checkpoint_support.py
     **CHECKPOINT_TRIGGERS,
+    # the chapter 18 learner's commands: one failing call per class, in tests/neighbours_support.py
+    **NEIGHBOURS_TRIGGERS,
     # the other modules
     # llm_from_scratch.optim
     "HyperparameterTypeError": lambda: Adam(layer().parameters(), learning_rate=True),

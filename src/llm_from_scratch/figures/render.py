@@ -18,7 +18,7 @@ from llm_from_scratch.traces import NONE, RULE_STATES, SHARINGS, STATES
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["TEMPLATE_NAME", "render_figure"]
+__all__ = ["TEMPLATE_NAME", "environment", "render_figure"]
 
 TEMPLATE_NAME: Final = "token_embeddings.html.j2"
 
@@ -37,7 +37,7 @@ def render_figure(trace: Trace, lang: str) -> str:
         LabelError: when the language has no label table or a label is missing or blank.
     """
     labels = load_labels(lang)
-    template = _environment().get_template(TEMPLATE_NAME)
+    template = environment().get_template(TEMPLATE_NAME)
     return template.render(
         lang=lang,
         labels=labels,
@@ -58,7 +58,8 @@ def render_figure(trace: Trace, lang: str) -> str:
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The figures' Jinja2 environment: the package's templates, autoescaped, strict."""
     import jinja2
 
     return jinja2.Environment(
