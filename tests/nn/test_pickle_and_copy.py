@@ -22,16 +22,20 @@ from llm_from_scratch.nn import (
     NamedParameters,
     SplitMix64,
     TableRankError,
+    XavierScale,
+    xavier_scale,
 )
 from llm_from_scratch.nn.embedding import restore_embedding
 from llm_from_scratch.nn.init import (
     DuplicateParameterNameError,
     EmptyNameSegmentError,
+    FanValueError,
     InvalidNameByteError,
     NotANamedParameterError,
     NotAParameterLeafError,
     ParameterNameTypeError,
     SeedRangeError,
+    ZeroFanInError,
     restore_named_parameter,
 )
 from llm_from_scratch.optim import SGD
@@ -174,6 +178,18 @@ def test_a_crafted_generator_state_is_a_seed_range_error(state: object) -> None:
     with pytest.raises(SeedRangeError) as caught:
         unpickled(PicklePayload(SplitMix64, state))
     assert type(caught.value.seed) is type(state) and caught.value.seed == state
+
+
+# XavierScale ---------------------------------------------------------------------------------
+
+
+def test_a_xavier_scale_round_trips_and_a_crafted_one_is_checked() -> None:
+    scale = xavier_scale(4, 2)
+    assert unpickled(scale) == scale and copy.deepcopy(scale) == scale
+    with pytest.raises(ZeroFanInError):
+        unpickled(PicklePayload(XavierScale, 0, 2))
+    with pytest.raises(FanValueError):
+        unpickled(PicklePayload(XavierScale, 4, -1))
 
 
 # Embedding -----------------------------------------------------------------------------------

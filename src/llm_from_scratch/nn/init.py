@@ -453,6 +453,10 @@ class XavierScale:
         object.__setattr__(self, "fan_in", fan_in)  # a NumPy integer becomes an int
         object.__setattr__(self, "fan_out", fan_out)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as ``XavierScale(fan_in, fan_out)``, so a rebuilt scale is checked too."""
+        return XavierScale, (self.fan_in, self.fan_out)
+
     @property
     def target_variance(self) -> float:
         """``2 / (fan_in + fan_out)``, the variance that keeps activations and gradients at
