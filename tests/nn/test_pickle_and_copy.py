@@ -298,7 +298,7 @@ def test_a_crafted_field_that_disagrees_with_the_table_is_refused(
     with pytest.raises(EmbeddingStateError) as caught:
         unpickled(PicklePayload(restore_embedding, layer_fields(**changes)))
     assert caught.value.field == field
-    assert caught.value.detail.startswith(f"is {changes[field]!r}, but the table gives ")
+    assert caught.value.detail.startswith(f"is {changes[field]!r}, but the rebuilt layer has ")
 
 
 def test_a_crafted_table_no_layer_can_hold_gets_the_layer_errors() -> None:

@@ -411,8 +411,9 @@ def restore_embedding(state: object) -> Embedding:
     options = {name: fields[name] for name in _from_parameter_options() if name in fields}
     layer = Embedding.from_parameter(table, **options)
     for name, value in _layer_fields(layer).items():
-        if not _same_field(value, fields[name]):
-            raise EmbeddingStateError(name, f"is {fields[name]!r}, but the table gives {value!r}")
+        pickled = fields[name]
+        if not _same_field(value, pickled):
+            raise EmbeddingStateError(name, f"is {pickled!r}, but the rebuilt layer has {value!r}")
     return layer
 
 
