@@ -26,17 +26,19 @@ import llm_from_scratch
 import llm_from_scratch.autograd.ops as ops_module
 from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.gather import FlatIds
+from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
 from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, SplitMix64
+from llm_from_scratch.nn.embedding import restore_embedding
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
 from llm_from_scratch.optim import SGD, Adagrad, Adam
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
 from checkpoint_support import CHECKPOINT_TRIGGERS
-from checks import NumpyWithFailing
+from checks import NumpyWithFailing, PicklePayload, unpickled
 from conftest import KNOWN_TABLE
 from neighbours_support import NEIGHBOURS_TRIGGERS
 
@@ -226,6 +228,8 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "NonFiniteGradientError": lambda: layer()([0, 0]).backward_with_seed(np.full((2, 2), 1.7e308)),
     "NotAParameterError": lambda: TensorValue.constant(Tensor((1,), [1.0])).zero_grad(),
     "NonFiniteParameterError": lambda: TensorValue.parameter(Tensor((2,), [1.0, np.nan])),
+    "UnpicklableOperationError": lambda: pickle.dumps(layer()([1])),
+    "LeafStateError": lambda: unpickled(PicklePayload(restore_node, {"kind": "operation"})),
     # llm_from_scratch.autograd.gather (internal)
     "IdContainerError": lambda: FlatIds(5),
     # llm_from_scratch.nn.init
@@ -263,6 +267,9 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "TokenIdDtypeError": lambda: layer().forward(np.array([], dtype=float), (0,)),
     "TokenIdOutOfBoundsError": lambda: layer()([1, 4, 9]),
     "IndexAllocationError": lambda: layer().forward(range(2**61), (2**30, 2**31)),
+    "EmbeddingStateError": lambda: unpickled(
+        PicklePayload(restore_embedding, {"table": layer().table})
+    ),
     # llm_from_scratch.nn.checkpoint: one failing call per class, in tests/checkpoint_support.py
     **CHECKPOINT_TRIGGERS,
     # the chapter 18 learner's commands: one failing call per class, in tests/neighbours_support.py

@@ -15,6 +15,7 @@ from llm_from_scratch.autograd.deferred import DeferredRowGradient
 from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import (
     GatherTableRankError,
+    LeafStateError,
     NonFiniteParameterError,
     NonFiniteSeedError,
     NotScalarOutputError,
@@ -36,6 +37,7 @@ from llm_from_scratch.autograd.gradient import (
     as_dense,
     first_non_finite,
 )
+from llm_from_scratch.autograd.leaf_state import deep_copied_node, refuse_operation
 from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
 from llm_from_scratch.autograd.tape import (
     GraphRetention,
@@ -310,6 +312,40 @@ class TensorValue(
     def __repr__(self) -> str:
         return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype})"
 
+    # Pickle and copy ----------------------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle a leaf by its node: its kind, values and, for a parameter, its stored gradient
+        in the form it has (see :mod:`~llm_from_scratch.autograd.leaf_state`). The rebuilt leaf
+        is a new node at value revision 0; handles on one node rebuild on one node.
+
+        Raises:
+            UnpicklableOperationError: an operation result (a recorded graph).
+        """
+        refuse_operation(self._node, "pickle")
+        return restore_value, (self._node,)
+
+    def __copy__(self) -> TensorValue:
+        """A new handle on the same node (``is_same_node`` is true), for every kind of value."""
+        return _value_of(self._node)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TensorValue:
+        """A new leaf with copies of the values and, for a parameter, of the stored gradient in
+        the same form (as PyTorch's ``deepcopy`` keeps ``.grad``); value revision 0. Handles
+        on one node copy to handles on one new node.
+
+        Raises:
+            UnpicklableOperationError: an operation result (a recorded graph).
+            OutputAllocationError: a copy cannot be allocated.
+        """
+        node = self._node
+        copied = memo.get(id(node))
+        if copied is None:
+            copied = deep_copied_node(node)
+            memo[id(node)] = copied
+            memo.setdefault(id(memo), []).append(node)  # keeps the key alive, as copy does
+        return _value_of(copied)
+
 
 # Package-internal entry points -----------------------------------------------------------------
 
@@ -325,6 +361,20 @@ def gather_rows_with_plan(table: TensorValue, plan: RowGatherPlan) -> TensorValu
         ReleasedOperandError, OutputAllocationError: from the tape.
     """
     return _value_of(gather_rows_forward(table._node, plan))
+
+
+def restore_value(node: object) -> TensorValue:
+    """Rebuild a pickled ``TensorValue``: the unpickler's entry point (see ``__reduce__``).
+
+    ``node`` is the leaf node :func:`~llm_from_scratch.autograd.leaf_state.restore_node` rebuilt
+    and checked.
+
+    Raises:
+        LeafStateError: ``node`` is not a leaf node.
+    """
+    if not isinstance(node, Node) or node.kind == "operation":
+        raise LeafStateError("node", f"must be a rebuilt leaf node, got {type(node).__name__}")
+    return _value_of(node)
 
 
 def parameter_from_owned_array(array: FloatArray) -> TensorValue:

@@ -10,6 +10,9 @@ order, reading each ID once into the trusted row-gather plan's own index buffer 
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -278,8 +281,15 @@ class Embedding(
         return self.clone()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Embedding:
-        leaf = TensorValue.parameter(self.table.tensor.value_snapshot())
-        return _layer_of(NamedParameter.from_value(self.table.name, leaf))
+        """A layer with the same options and an independent table leaf holding equal values
+        and an equal stored gradient (in the same form)."""
+        fields = {name: copy.deepcopy(value, memo) for name, value in _layer_fields(self).items()}
+        return restore_embedding(fields)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the layer's fields (the table as a ``NamedParameter``, which pickles its
+        leaf's values and gradient), rebuilt by :func:`restore_embedding`."""
+        return restore_embedding, (_layer_fields(self),)
 
     # Reading ------------------------------------------------------------------------------------
 
@@ -365,6 +375,65 @@ class Embedding(
     @property
     def _itemsize(self) -> int:
         return int(self.table.tensor.dtype.itemsize)
+
+
+class EmbeddingStateError(EmbeddingError, ValueError):
+    """A pickled layer whose fields no layer built from its table can have (a crafted or
+    damaged pickle, or one written by a version with other fields)."""
+
+    template = "cannot restore a pickled Embedding: {field} {detail}"
+    field: str
+    detail: str
+
+
+def _layer_fields(layer: Embedding) -> dict[str, object]:
+    return {field.name: getattr(layer, field.name) for field in dataclasses.fields(layer)}
+
+
+def restore_embedding(state: object) -> Embedding:
+    """Rebuild a pickled (or deep-copied) :class:`Embedding` from its fields: the unpickler's
+    entry point.
+
+    The layer is rebuilt by :meth:`Embedding.from_parameter` from the ``table`` field, given
+    every other field that is one of its keyword options; every field of the rebuilt layer must
+    then equal the pickled one (so a field derived from the table, such as
+    ``vocabulary_size``, must agree with it).
+
+    Raises:
+        EmbeddingStateError: ``state`` is not a dict with exactly the layer's fields, the table
+            is not a ``NamedParameter``, or a field differs from the rebuilt layer's.
+        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: from ``from_parameter``.
+    """
+    fields = _checked_layer_state(state)
+    table = fields["table"]
+    if not isinstance(table, NamedParameter):
+        raise EmbeddingStateError("table", f"must be a NamedParameter, got {type(table).__name__}")
+    options = {name: fields[name] for name in _from_parameter_options() if name in fields}
+    layer = Embedding.from_parameter(table, **options)
+    for name, value in _layer_fields(layer).items():
+        pickled = fields[name]
+        if not _same_field(value, pickled):
+            raise EmbeddingStateError(name, f"is {pickled!r}, but the rebuilt layer has {value!r}")
+    return layer
+
+
+def _checked_layer_state(state: object) -> dict[str, object]:
+    names = [field.name for field in dataclasses.fields(Embedding)]
+    if type(state) is not dict:
+        raise EmbeddingStateError("state", f"must be a dict, got {type(state).__name__}")
+    if len(state) != len(names) or set(state) != set(names):
+        got = ", ".join(sorted(repr(name) for name in state))
+        raise EmbeddingStateError("state", f"must have the fields {sorted(names)}, got [{got}]")
+    return state
+
+
+def _from_parameter_options() -> tuple[str, ...]:
+    parameters = inspect.signature(Embedding.from_parameter).parameters.values()
+    return tuple(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _same_field(value: object, pickled: object) -> bool:
+    return value is pickled or (type(value) is type(pickled) and bool(value == pickled))
 
 
 def _layer_of(table: NamedParameter) -> Embedding:
