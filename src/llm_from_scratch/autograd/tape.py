@@ -331,31 +331,13 @@ def backward(root: Node, seed: FloatArray, retention: GraphRetention) -> None:
     during the pass makes it raise ``StaleValueError`` with nothing stored.
     ``seed`` has been validated (shape, dtype, finiteness) by the caller.
     """
-    if not root.requires_grad:
-        raise NotRecordedError()
-    steps = _topological_order(root)
-    reads = _parameter_reads(steps)
-    _raise_if_stale(reads)
-    try:
-        pass_gradients = _propagate(root, seed, steps)
-    except NonFiniteGradientError:
-        _raise_if_stale(reads)  # values changed by a concurrent update are not the cause
-        raise
-    except MemoryError as error:
-        raise OutputAllocationError("backward", int(root.array.size)) from error
-    leaves = [(node, gradient) for node, gradient in pass_gradients if node.kind == "parameter"]
-    with ParameterLocks([*(read.parameter for read in reads), *(node for node, _ in leaves)]):
-        _raise_if_stale(reads)
-        try:
-            updates = _accumulated(leaves)
-        except MemoryError as error:
-            raise OutputAllocationError("backward", int(root.array.size)) from error
-        for node, gradient in updates:
-            node.gradient = gradient
-    if retention is GraphRetention.RELEASE:
-        for node, _ in steps:
-            node.release()
-        _release_state.advance()
+    steps, reads = _recorded(root)
+    reached = _reached_parameters(_propagated(root, seed, steps, reads))
+    with _committing(reads, [node for node, _ in reached]):
+        with _allocating(root):
+            updates = _accumulated(reached)
+        _store(updates)
+    _finish_pass(steps, retention)
 
 
 _Step: TypeAlias = "tuple[Node, Operation]"
@@ -397,6 +379,71 @@ def _parameter_reads(steps: Sequence[_Step]) -> list[_ParameterRead]:
         )
         if parent.kind == "parameter"
     ]
+
+
+def _recorded(root: Node) -> tuple[list[_Step], list[_ParameterRead]]:
+    """The operations a pass from ``root`` walks and their parameter reads, checked fresh."""
+    if not root.requires_grad:
+        raise NotRecordedError()
+    steps = _topological_order(root)
+    reads = _parameter_reads(steps)
+    _raise_if_stale(reads)
+    return steps, reads
+
+
+def _propagated(
+    root: Node,
+    seed: FloatArray,
+    steps: Sequence[_Step],
+    reads: Sequence[_ParameterRead],
+    deferred: dict[int, FloatArray | None] | None = None,
+) -> list[tuple[Node, Gradient]]:
+    """:func:`_propagate`, blaming a concurrent update (not the values) for a non-finite
+    gradient when one ran meanwhile."""
+    try:
+        with _allocating(root):
+            return _propagate(root, seed, steps, deferred)
+    except NonFiniteGradientError:
+        _raise_if_stale(reads)  # values changed by a concurrent update are not the cause
+        raise
+
+
+def _reached_parameters(
+    pass_gradients: Sequence[tuple[Node, Gradient]],
+) -> list[tuple[Node, Gradient]]:
+    return [(node, gradient) for node, gradient in pass_gradients if node.kind == "parameter"]
+
+
+@contextmanager
+def _allocating(root: Node) -> Iterator[None]:
+    """Report running out of memory during a pass as the pass's ``OutputAllocationError``."""
+    try:
+        yield
+    except MemoryError as error:
+        raise OutputAllocationError("backward", int(root.array.size)) from error
+
+
+@contextmanager
+def _committing(reads: Sequence[_ParameterRead], nodes: Iterable[Node]) -> Iterator[None]:
+    """Hold the update locks of every parameter the graph read and of ``nodes``, and check the
+    recorded revisions again before the block stores anything."""
+    with ParameterLocks([*(read.parameter for read in reads), *nodes]):
+        _raise_if_stale(reads)
+        yield
+
+
+def _store(updates: Iterable[tuple[Node, Gradient]]) -> None:
+    """Store each parameter's new gradient (the caller holds the locks)."""
+    for node, gradient in updates:
+        node.gradient = gradient
+
+
+def _finish_pass(steps: Sequence[_Step], retention: GraphRetention) -> None:
+    """Release the walked operations after a successful pass, when asked to."""
+    if retention is GraphRetention.RELEASE:
+        for node, _ in steps:
+            node.release()
+        _release_state.advance()
 
 
 def _raise_if_stale(reads: Sequence[_ParameterRead]) -> None:
@@ -542,38 +589,18 @@ def backward_deferring_row_gathers(
     leaf's gradient is reset to zero and every other parameter's gradient is stored, still
     under the locks. ``finish`` and the writes may raise, having changed nothing.
     """
-    if not root.requires_grad:
-        raise NotRecordedError()
-    steps = _topological_order(root)
-    reads = _parameter_reads(steps)
-    _raise_if_stale(reads)
+    steps, reads = _recorded(root)
     gathers = _deferrable_row_gathers(steps, leaves, is_row_gather)
     deferred: dict[int, FloatArray | None] = dict.fromkeys(gathers)
-    try:
-        pass_gradients = _propagate(root, seed, steps, deferred)
+    reached = _reached_parameters(_propagated(root, seed, steps, reads, deferred))
+    with _allocating(root):
         zeros = [zero_gradient(leaf.array) for leaf in leaves]
-    except NonFiniteGradientError:
-        _raise_if_stale(reads)  # values changed by a concurrent update are not the cause
-        raise
-    except MemoryError as error:
-        raise OutputAllocationError("backward", int(root.array.size)) from error
-    reached = [(node, gradient) for node, gradient in pass_gradients if node.kind == "parameter"]
-    involved = [*(read.parameter for read in reads), *(node for node, _ in reached), *leaves]
-    with ParameterLocks(involved):
-        _raise_if_stale(reads)
-        try:
+    with _committing(reads, [*(node for node, _ in reached), *leaves]):
+        with _allocating(root):
             given, others = _handed_over(reached, leaves, gathers, deferred)
-        except MemoryError as error:
-            raise OutputAllocationError("backward", int(root.array.size)) from error
         write_parameters(leaves, finish(given))
-        for leaf, zero in zip(leaves, zeros, strict=True):
-            leaf.gradient = zero
-        for node, gradient in others:
-            node.gradient = gradient
-    if retention is GraphRetention.RELEASE:
-        for node, _ in steps:
-            node.release()
-        _release_state.advance()
+        _store([*zip(leaves, zeros, strict=True), *others])
+    _finish_pass(steps, retention)
 
 
 _Gathers: TypeAlias = "dict[int, tuple[Node, Operation, int]]"
