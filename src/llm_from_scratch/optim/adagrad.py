@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.kernels import adagrad_rows
-from llm_from_scratch.optim.optimizer import Optimizer
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
 from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.optim.validation import checked_learning_rate, checked_non_negative
 from llm_from_scratch.tensor.storage import FloatArray
@@ -91,16 +91,12 @@ class Adagrad(Optimizer):
     def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
         # Zeros come from calloc: pages of a large table's sum are committed when first touched.
         if self._initial == 0:
-            return {"sum": np.zeros(values.shape, dtype=values.dtype)}
+            return super().initial_state(values)
         return {"sum": np.full(values.shape, self._initial, dtype=values.dtype)}
 
     def updated(
-        self,
-        values: FloatArray,
-        states: Mapping[str, FloatArray],
-        gradient: FloatArray,
-        step: int,
-    ) -> list[tuple[str, FloatArray]]:
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
         dtype = values.dtype.type
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             new_sum = states["sum"] + gradient * gradient
@@ -110,12 +106,7 @@ class Adagrad(Optimizer):
         return [("value", new_values), ("sum", new_sum)]
 
     def row_kernel(
-        self,
-        table: FloatArray,
-        states: Mapping[str, FloatArray],
-        undo: FloatArray,
-        groups: RowGroups,
-        step: int,
+        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
     ) -> tuple[int, int]:
         dtype = table.dtype.type
         negative_rate, eps = dtype(-self._learning_rate), dtype(self._eps)

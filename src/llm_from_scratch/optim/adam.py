@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.kernels import lazy_adam_rows
-from llm_from_scratch.optim.optimizer import Optimizer
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
 from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.optim.validation import (
     checked_betas,
@@ -124,21 +124,11 @@ class Adam(Optimizer):
         """True for AdamW's decoupled weight decay."""
         return self._decoupled
 
-    def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
-        return {
-            "exp_avg": np.zeros(values.shape, dtype=values.dtype),
-            "exp_avg_sq": np.zeros(values.shape, dtype=values.dtype),
-        }
-
     # Dense: torch.optim.Adam / AdamW ------------------------------------------------------------
 
     def updated(
-        self,
-        values: FloatArray,
-        states: Mapping[str, FloatArray],
-        gradient: FloatArray,
-        step: int,
-    ) -> list[tuple[str, FloatArray]]:
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
         dtype = values.dtype.type
         lr, (beta1, beta2), decay = self._learning_rate, self._betas, self._weight_decay
         g, m, v = gradient, states["exp_avg"], states["exp_avg_sq"]
@@ -159,12 +149,8 @@ class Adam(Optimizer):
     # Row-sparse: torch.optim.SparseAdam's lazy rule ---------------------------------------------
 
     def updated_rows(
-        self,
-        values: FloatArray,
-        states: Mapping[str, FloatArray],
-        gradient: FloatArray,
-        step: int,
-    ) -> list[tuple[str, FloatArray]]:
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
         constants = self._lazy_constants(values.dtype, step)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             new = _lazy_update(
@@ -178,12 +164,7 @@ class Adam(Optimizer):
         return [("value", new[0]), ("exp_avg", new[1]), ("exp_avg_sq", new[2])]
 
     def row_kernel(
-        self,
-        table: FloatArray,
-        states: Mapping[str, FloatArray],
-        undo: FloatArray,
-        groups: RowGroups,
-        step: int,
+        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
     ) -> tuple[int, int]:
         return lazy_adam_rows(
             table,

@@ -19,12 +19,27 @@ class OptimizerError(StructuredError):
         return str(self)
 
 
-class HyperparameterTypeError(OptimizerError, TypeError):
+class _WordedRule:
+    """The ``detail`` of a hyperparameter error: the rule without the optimizer's name, the
+    argument in words (``learning rate must be finite and positive, got 0``)."""
+
+    name: str
+    requirement: str
+    value: object
+
+    @property
+    def detail(self) -> str:
+        """The rule without the optimizer's name, the argument in words."""
+        return f"{self.name.replace('_', ' ')} must be {self.requirement}, got {self.value!r}"
+
+
+class HyperparameterTypeError(_WordedRule, OptimizerError, TypeError):
     """A hyperparameter of the wrong type: not a real number (``bool`` included), or ``betas``
     that are not a pair, or a flag that is not a ``bool``.
 
     ``requirement`` is what the argument must be: the range of a real hyperparameter (``finite
-    and positive`` for a learning rate), ``a pair of real numbers`` or ``a bool``.
+    and positive`` for a learning rate), ``a pair of real numbers`` or ``a bool``. ``detail``
+    reads ``learning rate must be finite and positive, got True``.
     """
 
     template = "{optimizer} {name} must be {requirement}, got {value!t} {value!r}"
@@ -33,32 +48,17 @@ class HyperparameterTypeError(OptimizerError, TypeError):
     requirement: str
     value: object
 
-    @property
-    def detail(self) -> str:
-        """The rule without the optimizer's name, the argument in words: ``learning rate must
-        be finite and positive, got True``."""
-        return _worded(self.name, self.requirement, self.value)
 
-
-class HyperparameterValueError(OptimizerError, ValueError):
+class HyperparameterValueError(_WordedRule, OptimizerError, ValueError):
     """A real hyperparameter outside its range (NaN and infinities included), or one that
-    ``float()`` cannot convert (``10**400``)."""
+    ``float()`` cannot convert (``10**400``); ``detail`` as for
+    :class:`HyperparameterTypeError`."""
 
     template = "{optimizer} {name} must be {requirement}, got {value!r}"
     optimizer: str
     name: str
     requirement: str
     value: object
-
-    @property
-    def detail(self) -> str:
-        """The rule without the optimizer's name, the argument in words: ``learning rate must
-        be finite and positive, got 0``."""
-        return _worded(self.name, self.requirement, self.value)
-
-
-def _worded(name: str, requirement: str, value: object) -> str:
-    return f"{name.replace('_', ' ')} must be {requirement}, got {value!r}"
 
 
 class ParameterListError(OptimizerError, TypeError):

@@ -56,6 +56,10 @@ Write: TypeAlias = Callable[[FloatArray], None]
 """An in-place update of one parameter: it gets the writeable values and also writes the
 optimizer's state arrays of that parameter."""
 StepGradient: TypeAlias = "FloatArray | RowSparseGradient | DeferredRowGradient"
+States: TypeAlias = Mapping[str, FloatArray]
+"""One parameter's state arrays by state name (all of them, or the listed rows)."""
+NewArrays: TypeAlias = list[tuple[str, FloatArray]]
+"""Planned new arrays of one parameter: ``("value", values)`` first, then each state by name."""
 
 
 class Optimizer:
@@ -108,12 +112,9 @@ class Optimizer:
                 or infinite; no value, state or step count changed.
         """
 
-        def planned() -> list[Write]:
-            gradients = [stored_gradient(leaf) for leaf in self._leaves]
-            return self._writes(self._planned_all(gradients, self._steps + 1))
-
+        stored_gradients = [None] * len(self._leaves)
         with self._lock:
-            update_leaves_in_place(self._leaves, planned)
+            update_leaves_in_place(self._leaves, lambda: self._planned_writes(stored_gradients))
             self._steps += 1
 
     def backward_step(
@@ -149,15 +150,10 @@ class Optimizer:
         if not isinstance(output, TensorValue):
             raise OutputTypeError(self._kind, type(output).__name__)
 
-        def finish(given: list[StepGradient | None]) -> list[Write]:
-            gradients = [
-                stored_gradient(leaf) if item is None else item
-                for leaf, item in zip(self._leaves, given, strict=True)
-            ]
-            return self._writes(self._planned_all(gradients, self._steps + 1))
-
         with self._lock:
-            backward_with_deferred_row_gradients(output, seed, retention, self._leaves, finish)
+            backward_with_deferred_row_gradients(
+                output, seed, retention, self._leaves, self._planned_writes
+            )
             self._steps += 1
 
     def zero_grad(self) -> None:
@@ -198,39 +194,28 @@ class Optimizer:
     # Subclass hooks ---------------------------------------------------------------------------
 
     def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
-        """The state arrays of a new parameter with these values (owned, writeable)."""
-        return {}
+        """The state arrays of a new parameter with these values (owned, writeable): zeros of
+        its shape and dtype for each of :attr:`state_names`, unless the optimizer says
+        otherwise."""
+        return {name: np.zeros(values.shape, dtype=values.dtype) for name in self.state_names}
 
     def updated(
-        self,
-        values: FloatArray,
-        states: Mapping[str, FloatArray],
-        gradient: FloatArray,
-        step: int,
-    ) -> list[tuple[str, FloatArray]]:
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
         """The new values (``value``) and states, in :attr:`state_names` order, computed with
         NumPy from the old ones and a dense gradient (the dense rule); may hold NaN or
         infinities."""
         raise NotImplementedError
 
     def updated_rows(
-        self,
-        values: FloatArray,
-        states: Mapping[str, FloatArray],
-        gradient: FloatArray,
-        step: int,
-    ) -> list[tuple[str, FloatArray]]:
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
         """:meth:`updated` for the listed rows of a row-sparse gradient (the row-sparse rule,
         the same as the dense one unless the optimizer says otherwise)."""
         return self.updated(values, states, gradient, step)
 
     def row_kernel(
-        self,
-        table: FloatArray,
-        states: Mapping[str, FloatArray],
-        undo: FloatArray,
-        groups: RowGroups,
-        step: int,
+        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
     ) -> tuple[int, int]:
         """Run the compiled row update (see :mod:`~llm_from_scratch.optim.kernels`), which
         computes what :meth:`updated_rows` computes, bit for bit, keeps the old rows in
@@ -268,12 +253,17 @@ class Optimizer:
 
     # Planning and committing ------------------------------------------------------------------
 
-    def _planned_all(self, gradients: Sequence[StepGradient], step: int) -> list[Planned]:
-        return [
-            self._planned(position, gradient, step) for position, gradient in enumerate(gradients)
+    def _planned_writes(self, given: Sequence[StepGradient | None]) -> list[Write]:
+        """Plan the next step from each parameter's given gradient (its stored one where None),
+        and return the writes that carry it out."""
+        step = self._steps + 1
+        plans = [
+            self._planned_one(position, stored_gradient(leaf) if item is None else item, step)
+            for position, (leaf, item) in enumerate(zip(self._leaves, given, strict=True))
         ]
+        return self._writes(plans)
 
-    def _planned(self, position: int, gradient: StepGradient, step: int) -> Planned:
+    def _planned_one(self, position: int, gradient: StepGradient, step: int) -> Planned:
         values = self._leaves[position].numpy()
         states = self._states[position]
         if not isinstance(gradient, RowSparseGradient | DeferredRowGradient):
@@ -368,7 +358,7 @@ class Planned:
 
 def _writing(
     new: Sequence[tuple[str, FloatArray]],
-    states: Mapping[str, FloatArray],
+    states: States,
     rows: IndexArray | None,
 ) -> Write:
     """The write of NumPy-computed new values and states (all of them, or the listed rows)."""

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.kernels import sgd_rows
-from llm_from_scratch.optim.optimizer import Optimizer
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
 from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.optim.validation import OptimizerError as OptimizerError
 from llm_from_scratch.optim.validation import checked_learning_rate
@@ -55,22 +55,13 @@ class SGD(Optimizer):
         return self._learning_rate
 
     def updated(
-        self,
-        values: FloatArray,
-        states: Mapping[str, FloatArray],
-        gradient: FloatArray,
-        step: int,
-    ) -> list[tuple[str, FloatArray]]:
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
         rate = values.dtype.type(self._learning_rate)
         with np.errstate(over="ignore", invalid="ignore"):
             return [("value", values - rate * gradient)]
 
     def row_kernel(
-        self,
-        table: FloatArray,
-        states: Mapping[str, FloatArray],
-        undo: FloatArray,
-        groups: RowGroups,
-        step: int,
+        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
     ) -> tuple[int, int]:
         return sgd_rows(table, undo, groups, table.dtype.type(self._learning_rate))
