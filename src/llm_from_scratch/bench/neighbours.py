@@ -10,16 +10,14 @@ to the budget and to the demo.
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from typing import Final
 
+from llm_from_scratch.bench.startup import DEMO_COMMAND, NUMPY_COMMAND, interleaved_medians
+
 QUERY_COMMAND: Final = (sys.executable, "-m", "llm_from_scratch", "ch18", "neighbours", "king")
-DEMO_COMMAND: Final = (sys.executable, "-m", "llm_from_scratch", "ch18")
-NUMPY_COMMAND: Final = (sys.executable, "-c", "import numpy")
 #: The time one query may take, load included.
 BUDGET_SECONDS: Final = 2.0
 
@@ -34,22 +32,10 @@ class NeighboursResult:
     runs: int
 
 
-def _wall_seconds(command: tuple[str, ...]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
-
-
 def measure(runs: int) -> NeighboursResult:
     """Run the three commands ``runs`` times each, interleaved, after one warm-up of each."""
-    commands: tuple[tuple[str, ...], ...] = (QUERY_COMMAND, DEMO_COMMAND, NUMPY_COMMAND)
-    for command in commands:
-        _wall_seconds(command)
-    times: list[list[float]] = [[], [], []]
-    for _ in range(runs):
-        for found, command in zip(times, commands, strict=True):
-            found.append(_wall_seconds(command))
-    query, demo, numpy_import = (statistics.median(found) for found in times)
+    commands = (QUERY_COMMAND, DEMO_COMMAND, NUMPY_COMMAND)
+    query, demo, numpy_import = interleaved_medians(commands, runs)
     return NeighboursResult(query, demo, numpy_import, runs)
 
 

@@ -1,7 +1,8 @@
 """``llm-from-scratch bench startup``: the chapter demo's process time against importing NumPy.
 
 Both commands run as fresh processes, interleaved, with the same interpreter; the report is the
-median of each and their ratio.
+median of each and their ratio. :func:`interleaved_medians` times fresh processes this way for
+every process benchmark.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
-DEMO_COMMAND = (sys.executable, "-m", "llm_from_scratch", "ch18")
-NUMPY_COMMAND = (sys.executable, "-c", "import numpy")
+DEMO_COMMAND: Final = (sys.executable, "-m", "llm_from_scratch", "ch18")
+NUMPY_COMMAND: Final = (sys.executable, "-c", "import numpy")
 
 
 @dataclass(frozen=True)
@@ -30,21 +33,29 @@ class StartupResult:
         return self.demo / self.numpy_import
 
 
-def _wall_seconds(command: tuple[str, ...]) -> float:
+def wall_seconds(command: Sequence[str]) -> float:
+    """The wall time of one run of ``command`` as a fresh process (its output discarded)."""
     start = time.perf_counter()
     subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
     return time.perf_counter() - start
 
 
+def interleaved_medians(commands: Sequence[Sequence[str]], runs: int) -> tuple[float, ...]:
+    """Each command's median wall time over ``runs`` runs: one warm-up run of each, in order,
+    then ``runs`` rounds that run every command once, in order."""
+    for command in commands:
+        wall_seconds(command)
+    times: list[list[float]] = [[] for _ in commands]
+    for _ in range(runs):
+        for found, command in zip(times, commands, strict=True):
+            found.append(wall_seconds(command))
+    return tuple(statistics.median(found) for found in times)
+
+
 def measure(runs: int) -> StartupResult:
     """Run both commands ``runs`` times each, interleaved, after one warm-up of each."""
-    _wall_seconds(NUMPY_COMMAND)
-    _wall_seconds(DEMO_COMMAND)
-    numpy_times, demo_times = [], []
-    for _ in range(runs):
-        numpy_times.append(_wall_seconds(NUMPY_COMMAND))
-        demo_times.append(_wall_seconds(DEMO_COMMAND))
-    return StartupResult(statistics.median(numpy_times), statistics.median(demo_times), runs)
+    numpy_import, demo = interleaved_medians((NUMPY_COMMAND, DEMO_COMMAND), runs)
+    return StartupResult(numpy_import, demo, runs)
 
 
 def format_result(result: StartupResult) -> str:
