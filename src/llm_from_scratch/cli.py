@@ -123,20 +123,10 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
         help="neighbours in each list, from 1 to V-1 (default: 5)",
     )
     _add_language(parser)
-    parser.add_argument(
-        "--table",
-        metavar="FILE",
-        type=Path,
-        default=None,
-        help="a safetensors file holding a [V, d] table (with --tokenizer)",
+    _add_file_option(
+        parser, "--table", "a safetensors file holding a [V, d] table (with --tokenizer)"
     )
-    parser.add_argument(
-        "--tokenizer",
-        metavar="FILE",
-        type=Path,
-        default=None,
-        help="the table's tokenizer.json (with --table)",
-    )
+    _add_file_option(parser, "--tokenizer", "the table's tokenizer.json (with --table)")
     parser.add_argument(
         "--tensor",
         metavar="NAME",
@@ -146,23 +136,21 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--figure", action="store_true", help="write the HTML figure instead of the text"
     )
-    parser.add_argument(
-        "--output",
-        metavar="FILE",
-        type=Path,
-        default=None,
-        help="with --figure: write the figure to FILE instead of standard output",
+    _add_file_option(
+        parser, "--output", "with --figure: write the figure to FILE instead of standard output"
     )
+
+
+def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
+    parser.add_argument(flag, metavar="FILE", type=Path, default=None, help=text)
 
 
 def _add_exercises(parser: argparse.ArgumentParser) -> None:
     _add_language(parser)
-    parser.add_argument(
+    _add_file_option(
+        parser,
         "--answers",
-        metavar="FILE",
-        type=Path,
-        default=None,
-        help='check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
+        'check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
     )
     parser.add_argument(
         "--reveal", action="store_true", help="print every answer with its evidence"
@@ -200,29 +188,23 @@ def _add_bench(commands: _Subcommands) -> None:
             "(default: sgd); each against PyTorch's dense and sparse steps"
         ),
     )
-    startup = targets.add_parser(
+    _add_process_bench(
+        targets,
         "startup",
-        help="the ch18 demo's process time against `python -c 'import numpy'`",
-        description=(
-            "Run `llm-from-scratch ch18` and `python -c 'import numpy'` as fresh processes, "
-            "interleaved, and print their medians and ratio."
-        ),
+        "the ch18 demo's process time against `python -c 'import numpy'`",
+        "Run `llm-from-scratch ch18` and `python -c 'import numpy'` as fresh processes, "
+        "interleaved, and print their medians and ratio.",
+        default_runs=21,
     )
-    startup.add_argument(
-        "--repeats", type=int, default=None, help="runs of each process (default 21)"
-    )
-    neighbours = targets.add_parser(
+    _add_process_bench(
+        targets,
         "neighbours",
-        help="one `ch18 neighbours` query on the MiniLM table against the 2 s budget",
-        description=(
-            "Run `llm-from-scratch ch18 neighbours king` (loading the MiniLM table and answering "
-            "one query), the ch18 demo and `python -c 'import numpy'` as fresh processes, "
-            "interleaved, and print their medians and the query's ratio to the 2 s budget. "
-            "Needs `make pretrained`."
-        ),
-    )
-    neighbours.add_argument(
-        "--repeats", type=int, default=None, help="runs of each process (default 11)"
+        "one `ch18 neighbours` query on the MiniLM table against the 2 s budget",
+        "Run `llm-from-scratch ch18 neighbours king` (loading the MiniLM table and answering "
+        "one query), the ch18 demo and `python -c 'import numpy'` as fresh processes, "
+        "interleaved, and print their medians and the query's ratio to the 2 s budget. "
+        "Needs `make pretrained`.",
+        default_runs=11,
     )
     checkpoint = targets.add_parser(
         "checkpoint",
@@ -240,6 +222,16 @@ def _add_bench(commands: _Subcommands) -> None:
     )
     checkpoint.add_argument(
         "--directory", default=None, help="where to write the files (default: the temp folder)"
+    )
+
+
+def _add_process_bench(
+    targets: _Subcommands, name: str, summary: str, description: str, default_runs: int
+) -> None:
+    """A benchmark that times fresh processes, with its ``--repeats``."""
+    bench = targets.add_parser(name, help=summary, description=description)
+    bench.add_argument(
+        "--repeats", type=int, default=None, help=f"runs of each process (default {default_runs})"
     )
 
 
