@@ -21,7 +21,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import (
 )
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.neighbour_labels import GROUP_NAMES, NEIGHBOUR_LABELS
-from llm_from_scratch.figures.render import environment
+from llm_from_scratch.figures.render import render_page
 
 if TYPE_CHECKING:
     from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
@@ -71,10 +71,10 @@ def render_neighbours_figure(figure: NeighboursFigure, lang: str) -> str:
     """
     labels = load_labels(lang, NEIGHBOUR_LABELS)
     shapes = dict(zip(GROUP_NAMES, MARKER_SHAPES, strict=True))
-    template = environment().get_template(TEMPLATE_NAME)
-    return template.render(
-        lang=lang,
-        labels=labels,
+    return render_page(
+        TEMPLATE_NAME,
+        lang,
+        labels,
         figure=figure,
         width=_WIDTH,
         height=_HEIGHT,
