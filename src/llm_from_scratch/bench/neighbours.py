@@ -15,7 +15,12 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
-from llm_from_scratch.bench.startup import DEMO_COMMAND, NUMPY_COMMAND, interleaved_medians
+from llm_from_scratch.bench.startup import (
+    DEMO_COMMAND,
+    NUMPY_COMMAND,
+    interleaved_medians,
+    run_timed,
+)
 
 QUERY_COMMAND: Final = (sys.executable, "-m", "llm_from_scratch", "ch18", "neighbours", "king")
 #: The time one query may take, load included.
@@ -54,14 +59,12 @@ def format_result(result: NeighboursResult) -> str:
 
 def run(runs: int | None = None) -> int:
     """Measure and print; ``runs`` defaults to 11. Needs ``make pretrained``."""
-    count = runs if runs is not None else 11
-    if count < 1:
-        print("error: --repeats must be at least 1", file=sys.stderr)
-        return 2
+    return run_timed(runs, 11, lambda count: format_result(measure(count)), _query_runs)
+
+
+def _query_runs() -> bool:
+    """Whether one query succeeds; if not, its error output goes to standard error."""
     check = subprocess.run(QUERY_COMMAND, capture_output=True, text=True, check=False)
     if check.returncode != 0:
         sys.stderr.write(check.stderr)
-        return 2
-    print(f"timing {count} runs of each process...", file=sys.stderr, flush=True)
-    sys.stdout.write(format_result(measure(count)))
-    return 0
+    return check.returncode == 0

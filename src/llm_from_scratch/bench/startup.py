@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -70,10 +70,31 @@ def format_result(result: StartupResult) -> str:
 
 def run(runs: int | None = None) -> int:
     """Measure and print; ``runs`` defaults to 21."""
-    count = runs if runs is not None else 21
+    return run_timed(runs, 21, lambda count: format_result(measure(count)))
+
+
+def run_timed(
+    runs: int | None,
+    default_runs: int,
+    report: Callable[[int], str],
+    ready: Callable[[], bool] = lambda: True,
+) -> int:
+    """The common part of every process benchmark's ``run``: check the number of runs (exit
+    status 2 below one), then that the benchmark is ``ready`` (2 if not; it says why), then
+    print the ``report`` of that many runs (0).
+
+    Args:
+        runs: ``--repeats`` as given, or None for ``default_runs``.
+        default_runs: the benchmark's own number of runs.
+        report: measures that many runs and formats the result.
+        ready: checks what the benchmark needs before any timing.
+    """
+    count = runs if runs is not None else default_runs
     if count < 1:
         print("error: --repeats must be at least 1", file=sys.stderr)
         return 2
+    if not ready():
+        return 2
     print(f"timing {count} runs of each process...", file=sys.stderr, flush=True)
-    sys.stdout.write(format_result(measure(count)))
+    sys.stdout.write(report(count))
     return 0
