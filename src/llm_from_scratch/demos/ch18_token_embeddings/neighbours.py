@@ -228,9 +228,7 @@ class CosineTable:
     def of(cls, embedding: Embedding) -> CosineTable:
         """Scale the layer's table rows to unit length (rows of zeros stay zero)."""
         rows = embedding.table.tensor.numpy().astype(np.float64)
-        norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        unit = np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
-        return cls(embedding, read_only_view(unit))
+        return cls(embedding, read_only_view(_unit(rows)))
 
     @property
     def vocabulary_size(self) -> int:
@@ -425,6 +423,7 @@ def _group_ids(
 
 
 def _unit(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each row scaled to unit length; a row of zeros stays zero."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit: npt.NDArray[np.float64] = np.divide(
         vectors, norms, out=np.zeros_like(vectors), where=norms > 0
