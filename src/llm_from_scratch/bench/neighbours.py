@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Final
 
-from llm_from_scratch.bench.startup import (
+from llm_from_scratch.bench.processes import (
     DEMO_COMMAND,
     NUMPY_COMMAND,
     interleaved_medians,
