@@ -66,7 +66,7 @@ class Optimizer:
     """Base class of the optimizers (see the module docstring).
 
     Subclasses set :attr:`state_names`, build each parameter's state arrays in
-    :meth:`initial_state`, compute new values and states with NumPy in :meth:`updated` (dense)
+    :meth:`initial_state` when they do not start at zero, compute new values and states with NumPy in :meth:`updated` (dense)
     and :meth:`updated_rows` (the listed rows of a row-sparse gradient), and run the compiled
     row update in :meth:`row_kernel`.
 
