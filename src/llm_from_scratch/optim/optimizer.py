@@ -20,8 +20,9 @@ for every optimizer (``docs/performance.md``).
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -45,10 +46,12 @@ from llm_from_scratch.optim.errors import (
 from llm_from_scratch.optim.rows import RowGradient, RowGroups
 from llm_from_scratch.optim.state import (
     STEP_KEY,
+    ExpectedArray,
     checked_state,
     expected_arrays,
     exported,
     state_key,
+    viewed,
 )
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Tensor
 
@@ -82,6 +85,18 @@ class Optimizer:
         self._lock = threading.Lock()
 
     # Reading ----------------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        """The optimizer's name: ``SGD``, ``Adagrad``, ``Adam`` or ``AdamW``."""
+        return self._kind
+
+    @property
+    def hyperparameters(self) -> dict[str, float]:
+        """The hyperparameters the optimizer was built with, as it uses them (each a float), by
+        argument name; ``betas`` as ``betas[0]`` and ``betas[1]``. ``decoupled`` is in
+        :attr:`kind` (``AdamW``)."""
+        return {}
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
@@ -187,9 +202,12 @@ class Optimizer:
             StateMappingError, StateKeyError, StateArrayError, StateShapeError,
                 StateDtypeError, StateValueError: the first failing check, naming its key.
         """
+        self._load(state, copy=True)
+
+    def _load(self, state: object, copy: bool) -> None:
         with self._lock:
             expected = expected_arrays(self._names, self._states)
-            checked = checked_state(self._kind, expected, state)
+            checked = checked_state(self._kind, expected, state, copy=copy)
             for name, arrays in zip(self._names, self._states, strict=True):
                 for state_name, array in arrays.items():
                     np.copyto(array, checked[state_key(name, state_name)])
@@ -355,6 +373,29 @@ class Optimizer:
                 if undo is not None:
                     undo(arrays[position])
             raise
+
+
+# For the state files (package-internal) ---------------------------------------------------------
+
+
+def state_layout(optimizer: Optimizer) -> dict[str, ExpectedArray]:
+    """Every key of the optimizer's state dict, in order, with the shape and dtype its array
+    must have (these never change)."""
+    return expected_arrays(optimizer._names, optimizer._states)
+
+
+@contextlib.contextmanager
+def held_state(optimizer: Optimizer) -> Iterator[list[tuple[str, np.ndarray[Any, Any]]]]:
+    """The optimizer's state as :meth:`Optimizer.state_dict` gives it, but as read-only views
+    of the arrays it steps (no copy), while its lock keeps its steps and loads waiting."""
+    with optimizer._lock:
+        yield viewed(optimizer._names, optimizer._states, optimizer._steps)
+
+
+def load_owned_state(optimizer: Optimizer, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
+    """:meth:`Optimizer.load_state_dict` of arrays that no one else holds (just read from a
+    file): the same checks, in the same order, on the arrays themselves rather than copies."""
+    optimizer._load(state, copy=False)
 
 
 @dataclass(frozen=True, slots=True)
