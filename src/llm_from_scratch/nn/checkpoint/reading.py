@@ -186,9 +186,7 @@ def load_arrays(path: str, accept: Callable[[Header], None]) -> dict[str, np.nda
         header = read_header(path, file)
         accept(header)
         plan = [_planned_array(path, record) for record in header.tensors]
-        return {
-            item.record.name: _read_array(path, file, header.data_start, item) for item in plan
-        }
+        return {item.record.name: _read_array(path, file, header.data_start, item) for item in plan}
 
 
 def read_header(path: str, file: io.FileIO) -> Header:
