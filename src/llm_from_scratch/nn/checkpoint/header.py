@@ -219,12 +219,19 @@ def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+def _integer(text: str) -> int | float:
+    """A JSON integer; ``-0`` is the float -0.0, as the safetensors package reads it (so it is
+    no extent or offset there, and not here either)."""
+    return -0.0 if text == "-0" else int(text)
+
+
 def _json_object(path: str, text: bytes) -> _JsonObject:
     try:
         parsed = json.loads(
             text.decode("utf-8"),
             object_pairs_hook=_JsonObject,
             parse_constant=_refuse_constant,
+            parse_int=_integer,
         )
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise HeaderJsonError(path, str(error) or type(error).__name__) from error
