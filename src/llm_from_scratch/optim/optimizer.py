@@ -7,7 +7,8 @@ update of every parameter: with NumPy it computes every new value and state with
 anything, and raises :class:`NonFiniteStepError` if any would be NaN or infinite. Only then
 does it write all parameters (which bumps their value revisions, so graphs recorded before the
 step refuse to run backward), and count the step. The optimizer's own lock keeps its steps,
-``state_dict()`` and ``load_state_dict()`` one after the other.
+``state_dict()``, ``load_state_dict()`` and the writing of a state file (``save_state``) one
+after the other.
 
 A large row-sparse update (a compiled kernel) is not checked ahead: it is written first, in one
 pass that also copies the old rows and states into an undo log kept by the optimizer (reused

@@ -56,6 +56,8 @@ def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
     Raises:
         CheckpointPathTypeError: ``path`` is not a path.
         NotAnOptimizerError: ``optimizer`` is not an optimizer.
+        HeaderSizeError: the header would exceed the format's limit (parameter names of
+            about 100 MB).
         CheckpointWriteError: the file cannot be written, flushed or renamed.
 
     Example:
