@@ -15,6 +15,7 @@ import inspect
 import pickle
 import pkgutil
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +32,16 @@ from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
-from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, SplitMix64
+from llm_from_scratch.nn import (
+    Embedding,
+    NamedParameter,
+    NamedParameters,
+    SplitMix64,
+    save_parameters,
+)
 from llm_from_scratch.nn.embedding import restore_embedding
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
-from llm_from_scratch.optim import SGD, Adagrad, Adam
+from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer, load_state, save_state
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
 from checkpoint_support import CHECKPOINT_TRIGGERS
@@ -172,6 +179,28 @@ def stale_output() -> TensorValue:
     return output
 
 
+def load_state_saved_from(
+    saved: Callable[[], Optimizer], loading: Callable[[], Optimizer]
+) -> Callable[[], object]:
+    """A call that saves ``saved()``'s state to a new temporary folder and loads it into
+    ``loading()``."""
+
+    def call() -> object:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "optimizer.safetensors"
+            save_state(path, saved())
+            return load_state(path, loading())
+
+    return call
+
+
+def load_state_of_parameters() -> object:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.safetensors"
+        save_parameters(path, layer().parameters())
+        return load_state(path, SGD(layer().parameters(), 0.1))
+
+
 def parameter(shape: tuple[int, ...], dtype: type = np.float64) -> TensorValue:
     count = int(np.prod(shape, dtype=np.int64))
     return TensorValue.parameter(Tensor(shape, np.arange(count, dtype=float), dtype=dtype))
@@ -289,6 +318,14 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "StateShapeError": lambda: SGD([], 0.1).load_state_dict({"step": np.zeros(2, np.int64)}),
     "StateDtypeError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(1.0)}),
     "StateValueError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(-1)}),
+    "NotAnOptimizerError": lambda: save_state("optimizer.safetensors", None),  # type: ignore[arg-type]
+    "StateFileMetadataError": load_state_of_parameters,
+    "StateKindError": load_state_saved_from(
+        lambda: Adam(layer().parameters(), 0.1), lambda: Adagrad(layer().parameters(), 0.1)
+    ),
+    "StateHyperparameterError": load_state_saved_from(
+        lambda: SGD(layer().parameters(), 0.1), lambda: SGD(layer().parameters(), 0.2)
+    ),
     "GradientCheckError": lambda: check_gradient(lambda p: p, parameter((2,))),
     "LabelError": lambda: load_labels("xx"),
     "TraceFormatError": lambda: parse_trace(""),

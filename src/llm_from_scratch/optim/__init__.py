@@ -1,4 +1,5 @@
-"""Optimizers that update only the rows a row-sparse gradient touched: SGD, Adagrad, Adam(W)."""
+"""Optimizers that update only the rows a row-sparse gradient touched: SGD, Adagrad, Adam(W),
+and their state in safetensors files (``save_state``, ``load_state``)."""
 
 from llm_from_scratch.optim.adagrad import Adagrad
 from llm_from_scratch.optim.adam import Adam, AdamW
@@ -7,19 +8,24 @@ from llm_from_scratch.optim.errors import (
     HyperparameterTypeError,
     HyperparameterValueError,
     NonFiniteStepError,
+    NotAnOptimizerError,
     OptimizerError,
     OutputTypeError,
     ParameterEntryError,
     ParameterListError,
     StateArrayError,
     StateDtypeError,
+    StateFileMetadataError,
+    StateHyperparameterError,
     StateKeyError,
+    StateKindError,
     StateMappingError,
     StateShapeError,
     StateValueError,
 )
 from llm_from_scratch.optim.optimizer import Optimizer
 from llm_from_scratch.optim.sgd import SGD
+from llm_from_scratch.optim.state_files import load_state, save_state
 
 __all__ = [
     "SGD",
@@ -30,6 +36,7 @@ __all__ = [
     "HyperparameterTypeError",
     "HyperparameterValueError",
     "NonFiniteStepError",
+    "NotAnOptimizerError",
     "Optimizer",
     "OptimizerError",
     "OutputTypeError",
@@ -37,8 +44,13 @@ __all__ = [
     "ParameterListError",
     "StateArrayError",
     "StateDtypeError",
+    "StateFileMetadataError",
+    "StateHyperparameterError",
     "StateKeyError",
+    "StateKindError",
     "StateMappingError",
     "StateShapeError",
     "StateValueError",
+    "load_state",
+    "save_state",
 ]

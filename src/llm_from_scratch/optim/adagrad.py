@@ -88,6 +88,14 @@ class Adagrad(Optimizer):
         """The starting value of ``sum``."""
         return self._initial
 
+    @property
+    def hyperparameters(self) -> dict[str, float]:
+        return {
+            "learning_rate": self._learning_rate,
+            "eps": self._eps,
+            "initial_accumulator": self._initial,
+        }
+
     def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
         # Zeros come from calloc: pages of a large table's sum are committed when first touched.
         if self._initial == 0:

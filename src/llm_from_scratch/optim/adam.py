@@ -124,6 +124,16 @@ class Adam(Optimizer):
         """True for AdamW's decoupled weight decay."""
         return self._decoupled
 
+    @property
+    def hyperparameters(self) -> dict[str, float]:
+        return {
+            "learning_rate": self._learning_rate,
+            "betas[0]": self._betas[0],
+            "betas[1]": self._betas[1],
+            "eps": self._eps,
+            "weight_decay": self._weight_decay,
+        }
+
     # Dense: torch.optim.Adam / AdamW ------------------------------------------------------------
 
     def updated(

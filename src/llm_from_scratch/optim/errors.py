@@ -1,7 +1,9 @@
-"""The exception family of :mod:`llm_from_scratch.optim`: every error an optimizer can raise.
+"""The exception family of :mod:`llm_from_scratch.optim`: every error an optimizer, or a
+function of its state files, can raise.
 
-Each error names the optimizer (``SGD``, ``Adagrad``, ``Adam``, ``AdamW``) in ``optimizer`` and
-is raised before anything changed: no parameter value, optimizer state or step count.
+Each error about an optimizer names it (``SGD``, ``Adagrad``, ``Adam``, ``AdamW``) in
+``optimizer``, and an error about a state file names the file (``path``). Every one is raised
+before anything changed: no parameter value, optimizer state, step count or file.
 """
 
 from __future__ import annotations
@@ -174,3 +176,48 @@ class StateValueError(OptimizerError, ValueError):
     requirement: str
     index: int
     value: object
+
+
+class NotAnOptimizerError(OptimizerError, TypeError):
+    """``save_state`` or ``load_state`` given something that is not an optimizer."""
+
+    template = "{function} needs an optimizer (SGD, Adagrad, Adam or AdamW), got {value_type}"
+    function: str
+    value_type: str
+
+
+class StateFileMetadataError(OptimizerError, ValueError):
+    """A state file whose ``__metadata__`` lacks an entry that ``save_state`` writes: the
+    optimizer's kind (a file of parameters, or one another tool wrote) or a hyperparameter."""
+
+    template = (
+        "{optimizer} state file {path} has no {key!r} in its __metadata__ (save_state writes "
+        "the optimizer's kind and hyperparameters there)"
+    )
+    optimizer: str
+    path: str
+    key: str
+
+
+class StateKindError(OptimizerError, ValueError):
+    """A state file saved from another kind of optimizer (``saved``)."""
+
+    template = "{optimizer} cannot load the state in {path}, saved from {saved!r}"
+    optimizer: str
+    path: str
+    saved: str
+
+
+class StateHyperparameterError(OptimizerError, ValueError):
+    """A state file saved with another value of a hyperparameter.
+
+    ``expected`` is the optimizer's value and ``actual`` the file's, each as the file writes
+    it (Python's shortest ``repr`` of the float, which reads back as the same float).
+    """
+
+    template = "{optimizer} {name} is {expected}, but the state in {path} was saved with {actual!r}"
+    optimizer: str
+    path: str
+    name: str
+    expected: str
+    actual: str

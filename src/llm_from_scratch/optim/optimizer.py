@@ -7,7 +7,8 @@ update of every parameter: with NumPy it computes every new value and state with
 anything, and raises :class:`NonFiniteStepError` if any would be NaN or infinite. Only then
 does it write all parameters (which bumps their value revisions, so graphs recorded before the
 step refuse to run backward), and count the step. The optimizer's own lock keeps its steps,
-``state_dict()`` and ``load_state_dict()`` one after the other.
+``state_dict()``, ``load_state_dict()`` and the writing of a state file (``save_state``) one
+after the other.
 
 A large row-sparse update (a compiled kernel) is not checked ahead: it is written first, in one
 pass that also copies the old rows and states into an undo log kept by the optimizer (reused
@@ -20,8 +21,9 @@ for every optimizer (``docs/performance.md``).
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -45,10 +47,12 @@ from llm_from_scratch.optim.errors import (
 from llm_from_scratch.optim.rows import RowGradient, RowGroups
 from llm_from_scratch.optim.state import (
     STEP_KEY,
+    ExpectedArray,
     checked_state,
     expected_arrays,
     exported,
     state_key,
+    viewed,
 )
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Tensor
 
@@ -66,9 +70,9 @@ class Optimizer:
     """Base class of the optimizers (see the module docstring).
 
     Subclasses set :attr:`state_names`, build each parameter's state arrays in
-    :meth:`initial_state` when they do not start at zero, compute new values and states with NumPy in :meth:`updated` (dense)
-    and :meth:`updated_rows` (the listed rows of a row-sparse gradient), and run the compiled
-    row update in :meth:`row_kernel`.
+    :meth:`initial_state` when they do not start at zero, compute new values and states with
+    NumPy in :meth:`updated` (dense) and :meth:`updated_rows` (the listed rows of a row-sparse
+    gradient), and run the compiled row update in :meth:`row_kernel`.
 
     Args:
         kind: the optimizer's name in error messages (``SGD``, ``Adam``, ...).
@@ -86,6 +90,18 @@ class Optimizer:
         self._lock = threading.Lock()
 
     # Reading ----------------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        """The optimizer's name: ``SGD``, ``Adagrad``, ``Adam`` or ``AdamW``."""
+        return self._kind
+
+    @property
+    def hyperparameters(self) -> dict[str, float]:
+        """The hyperparameters the optimizer was built with, as it uses them (each a float), by
+        argument name; ``betas`` as ``betas[0]`` and ``betas[1]``. ``decoupled`` is in
+        :attr:`kind` (``AdamW``)."""
+        return {}
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
@@ -183,9 +199,12 @@ class Optimizer:
             StateMappingError, StateKeyError, StateArrayError, StateShapeError,
                 StateDtypeError, StateValueError: the first failing check, naming its key.
         """
+        self._load(state, copy=True)
+
+    def _load(self, state: object, copy: bool) -> None:
         with self._lock:
             expected = expected_arrays(self._names, self._states)
-            checked = checked_state(self._kind, expected, state)
+            checked = checked_state(self._kind, expected, state, copy=copy)
             for name, arrays in zip(self._names, self._states, strict=True):
                 for state_name, array in arrays.items():
                     np.copyto(array, checked[state_key(name, state_name)])
@@ -345,6 +364,29 @@ class Optimizer:
                 if undo is not None:
                     undo(arrays[position])
             raise
+
+
+# For the state files (package-internal) ---------------------------------------------------------
+
+
+def state_layout(optimizer: Optimizer) -> dict[str, ExpectedArray]:
+    """Every key of the optimizer's state dict, in order, with the shape and dtype its array
+    must have (these never change)."""
+    return expected_arrays(optimizer._names, optimizer._states)
+
+
+@contextlib.contextmanager
+def held_state(optimizer: Optimizer) -> Iterator[list[tuple[str, np.ndarray[Any, Any]]]]:
+    """The optimizer's state as :meth:`Optimizer.state_dict` gives it, but as read-only views
+    of the arrays it steps (no copy), while its lock keeps its steps and loads waiting."""
+    with optimizer._lock:
+        yield viewed(optimizer._names, optimizer._states, optimizer._steps)
+
+
+def load_owned_state(optimizer: Optimizer, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
+    """:meth:`Optimizer.load_state_dict` of arrays that no one else holds (just read from a
+    file): the same checks, in the same order, on the arrays themselves rather than copies."""
+    optimizer._load(state, copy=False)
 
 
 @dataclass(frozen=True, slots=True)

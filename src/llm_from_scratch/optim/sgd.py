@@ -54,6 +54,10 @@ class SGD(Optimizer):
         """The step size."""
         return self._learning_rate
 
+    @property
+    def hyperparameters(self) -> dict[str, float]:
+        return {"learning_rate": self._learning_rate}
+
     def updated(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:

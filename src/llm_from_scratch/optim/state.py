@@ -8,7 +8,7 @@ as PyTorch numbers parameters in its state dicts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -83,12 +83,30 @@ def exported(
     return exported
 
 
+def viewed(
+    names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
+) -> list[tuple[str, np.ndarray[Any, Any]]]:
+    """Read-only views of every state array (no copy), and the step count, in state-dict
+    order."""
+    viewed: list[tuple[str, np.ndarray[Any, Any]]] = []
+    for name, arrays in zip(names, states, strict=True):
+        for state, array in arrays.items():
+            view = array.view()
+            view.flags.writeable = False
+            viewed.append((state_key(name, state), view))
+    viewed.append((STEP_KEY, np.array(steps, dtype=STEP_DTYPE)))
+    return viewed
+
+
 def checked_state(
-    optimizer: str, expected: Mapping[str, ExpectedArray], state: object
+    optimizer: str, expected: Mapping[str, ExpectedArray], state: object, *, copy: bool = True
 ) -> dict[str, np.ndarray[Any, Any]]:
     """``state`` after every check, in this order: the mapping; missing keys (in the
     optimizer's order), then unknown keys; then for each key its array type, shape, dtype and
     values.
+
+    Each array is copied once and the copy is checked, unless ``copy`` is false: for arrays
+    that no one else holds (just read from a file), which are checked and loaded as they are.
 
     Raises:
         StateMappingError, StateKeyError, StateArrayError, StateShapeError, StateDtypeError,
@@ -96,33 +114,49 @@ def checked_state(
     """
     if not isinstance(state, Mapping):
         raise StateMappingError(optimizer, type(state).__name__)
-    for key in expected:
-        if key not in state:
-            raise StateKeyError(optimizer, key, "missing")
-    for key in state:
-        if key not in expected:
-            raise StateKeyError(optimizer, key, "not a state of this optimizer")
+    check_keys(optimizer, expected, state)
     checked = {}
     for key, want in expected.items():
-        checked[key] = _checked_array(optimizer, key, want, state[key])
+        checked[key] = _checked_array(optimizer, key, want, state[key], copy)
     return checked
 
 
+def check_keys(
+    optimizer: str, expected: Mapping[str, ExpectedArray], keys: Collection[object]
+) -> None:
+    """Raise :class:`StateKeyError` for the first key of ``expected`` that ``keys`` lacks, then
+    for the first of ``keys`` that ``expected`` lacks."""
+    for key in expected:
+        if key not in keys:
+            raise StateKeyError(optimizer, key, "missing")
+    for given in keys:
+        if given not in expected:
+            raise StateKeyError(optimizer, given, "not a state of this optimizer")
+
+
+def check_layout(
+    optimizer: str, key: str, want: ExpectedArray, shape: Shape, dtype: np.dtype[Any] | str
+) -> None:
+    """Raise :class:`StateShapeError`, then :class:`StateDtypeError`, for an array of this
+    shape and dtype under ``key``; ``dtype`` is a NumPy dtype, or the name of one NumPy cannot
+    hold (a file's ``BF16``)."""
+    if shape != want.shape:
+        raise StateShapeError(optimizer, key, want.shape, shape)
+    if not isinstance(dtype, np.dtype) or dtype != want.dtype:
+        raise StateDtypeError(optimizer, key, str(want.dtype), str(dtype))
+
+
 def _checked_array(
-    optimizer: str, key: str, want: ExpectedArray, value: object
+    optimizer: str, key: str, want: ExpectedArray, value: object, copy: bool
 ) -> np.ndarray[Any, Any]:
-    """A copy of the caller's array, read once: the values checked are the values loaded. An
-    ndarray subclass is read through its plain data; a masked one is refused (its mask marks
-    missing values)."""
+    """The caller's array, copied once, so that the values checked are the values loaded (not
+    copied when ``copy`` is false). An ndarray subclass is read through its plain data; a
+    masked one is refused (its mask marks missing values)."""
     if not isinstance(value, np.ndarray) or is_masked_array(value):
         raise StateArrayError(optimizer, key, type(value).__name__)
     plain = plain_view(value)
-    shape = tuple(int(n) for n in plain.shape)
-    if shape != want.shape:
-        raise StateShapeError(optimizer, key, want.shape, shape)
-    if plain.dtype != want.dtype:
-        raise StateDtypeError(optimizer, key, str(want.dtype), str(plain.dtype))
-    copied = np.array(plain, copy=True)
+    check_layout(optimizer, key, want, tuple(int(n) for n in plain.shape), plain.dtype)
+    copied = np.array(plain, copy=True) if copy else plain
     flat = copied.reshape(-1)
     bad = ~np.isfinite(flat) if value.dtype.kind == "f" else np.zeros(flat.shape, dtype=bool)
     if want.non_negative:
