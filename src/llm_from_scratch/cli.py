@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -35,6 +36,33 @@ IDS_HELP = (
     "nested lists of integers (the nesting is the token shape) or one integer, for example "
     "--ids '[[3,2],[1,0]]' or --ids 2"
 )
+NEIGHBOURS_DESCRIPTION = (
+    "Do close ID numbers, or close vectors, mean close words? For each WORD, look up its row in "
+    "a trained word-piece table (all-MiniLM-L6-v2's, 30522x384, installed by `make "
+    "pretrained`; or --table and --tokenizer) and print its word piece and ID, its K ID "
+    "neighbours beside its K vector neighbours, each with its cosine to the word's vector, and "
+    "the mean cosine of each list. ID neighbours: the K IDs nearest to the word's ID in number "
+    "(id-1, id+1, id-2, id+2, ...: the one below first on a tie), leaving out numbers outside "
+    "the table. Vector neighbours: the K rows of highest cosine to the word's vector, its own "
+    "row left out (the lower ID first on a tie). A word must be a single word piece: a word the "
+    "tokenizer splits into several pieces (MiniLM's vocabulary is English, lower-cased), maps "
+    "to its unknown token or to no piece is refused with its pieces named. K runs from 1 to "
+    "V-1. --figure writes an HTML page instead: the default word groups (royalty, numbers, "
+    "weekdays, colours, animals) on their first two principal components, their mean cosines "
+    "inside and between groups, and the neighbours of the WORDs (default: king, one, monday, "
+    "red, dog). Errors are one line with exit status 2."
+)
+EXERCISES_DESCRIPTION = (
+    "The chapter's eleven predict-then-check exercises, each checked against values the "
+    "library computes when it runs. In a terminal it asks for each prediction and says right "
+    "or wrong with the computed value. --answers FILE checks a JSON object of answers instead: "
+    '"1" and "3" nested lists of numbers; "2" {"one_hot": [...], "product": [...]}; "5" a '
+    'list of the three output shapes; "6" {"order": ["shape", "count", "id"] in the order the '
+    'errors are reported, "first": {"id": ..., "position": ...}}; "8", "10" and "11" booleans; '
+    "4, 7 and 9 are explanations and take no answer. Exit status 0 only when every checked "
+    "answer is right, 1 otherwise (each wrong answer is reported by number with the computed "
+    "value), 2 for an unreadable answers file. --reveal prints every answer with its evidence."
+)
 UPSTREAM_HELP = (
     "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
     "list of its values in row-major order. Default with --ids: 1, 2, 3, ... in row-major order "
@@ -56,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_ch18(commands: _Subcommands) -> None:
-    summary = "token embeddings: the chapter demo, its trace and its figure"
+    summary = "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises"
     ch18 = commands.add_parser("ch18", help=summary, description=CH18_DESCRIPTION)
     add_fixture_options(ch18)
     views = ch18.add_subparsers(dest="view", metavar="VIEW")
@@ -69,6 +97,64 @@ def _add_ch18(commands: _Subcommands) -> None:
 
     configure_parser(figure)
     add_fixture_options(figure)
+    summary = "ID neighbours against vector neighbours in a trained table"
+    neighbours = views.add_parser("neighbours", help=summary, description=NEIGHBOURS_DESCRIPTION)
+    _add_neighbours(neighbours)
+    summary = "the chapter's eleven exercises: predict, then check against computed values"
+    exercises = views.add_parser("exercises", help=summary, description=EXERCISES_DESCRIPTION)
+    _add_exercises(exercises)
+
+
+def _add_language(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--lang", choices=("en", "ru"), default="en", help="language of the text (default: en)"
+    )
+
+
+def _add_neighbours(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "words", nargs="*", metavar="WORD", help="words, each a single word piece of the table"
+    )
+    parser.add_argument(
+        "--count",
+        metavar="K",
+        type=int,
+        default=5,
+        help="neighbours in each list, from 1 to V-1 (default: 5)",
+    )
+    _add_language(parser)
+    _add_file_option(
+        parser, "--table", "a safetensors file holding a [V, d] table (with --tokenizer)"
+    )
+    _add_file_option(parser, "--tokenizer", "the table's tokenizer.json (with --table)")
+    parser.add_argument(
+        "--tensor",
+        metavar="NAME",
+        default=None,
+        help="the table's tensor name (default: embeddings.word_embeddings.weight)",
+    )
+    parser.add_argument(
+        "--figure", action="store_true", help="write the HTML figure instead of the text"
+    )
+    _add_file_option(
+        parser, "--output", "with --figure: write the figure to FILE instead of standard output"
+    )
+
+
+def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
+    parser.add_argument(flag, metavar="FILE", type=Path, default=None, help=text)
+
+
+def _add_exercises(parser: argparse.ArgumentParser) -> None:
+    _add_language(parser)
+    _add_file_option(
+        parser,
+        "--answers",
+        'check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
+    )
+    parser.add_argument(
+        "--reveal", action="store_true", help="print every answer with its evidence"
+    )
 
 
 def _add_bench(commands: _Subcommands) -> None:
@@ -80,8 +166,8 @@ def _add_bench(commands: _Subcommands) -> None:
         "embedding",
         help="row gather and row-sparse backward against allocate-and-copy and PyTorch",
         description=(
-            "Time our embedding forward, forward+backward and SGD step against allocating "
-            "and copying the output once, and against PyTorch when it is installed, for "
+            "Time our embedding forward, forward+backward and full optimizer steps against "
+            "allocating and copying the output once, and against PyTorch when it is installed, for "
             "(V, d, N) = (50257, 768, 8192), (128256, 4096, 4096) and (1000, 64, 65536) in "
             "float64 and float32; then EmbeddingBag(mode='sum') forward+backward+SGD step "
             "against PyTorch's EmbeddingBag with dense and sparse gradients at V=50257, d=768, "
@@ -100,16 +186,33 @@ def _add_bench(commands: _Subcommands) -> None:
     embedding.add_argument(
         "--repeats", type=int, default=None, help="timed repetitions per measurement"
     )
-    startup = targets.add_parser(
-        "startup",
-        help="the ch18 demo's process time against `python -c 'import numpy'`",
-        description=(
-            "Run `llm-from-scratch ch18` and `python -c 'import numpy'` as fresh processes, "
-            "interleaved, and print their medians and ratio."
+    embedding.add_argument(
+        "--optimizers",
+        type=_optimizer_list,
+        default=("sgd",),
+        metavar="LIST",
+        help=(
+            "full training steps to time, comma-separated from sgd, adagrad, adam, or 'all' "
+            "(default: sgd); each against PyTorch's dense and sparse steps"
         ),
     )
-    startup.add_argument(
-        "--repeats", type=int, default=None, help="runs of each process (default 21)"
+    _add_process_bench(
+        targets,
+        "startup",
+        "the ch18 demo's process time against `python -c 'import numpy'`",
+        "Run `llm-from-scratch ch18` and `python -c 'import numpy'` as fresh processes, "
+        "interleaved, and print their medians and ratio.",
+        default_runs=21,
+    )
+    _add_process_bench(
+        targets,
+        "neighbours",
+        "one `ch18 neighbours` query on the MiniLM table against the 2 s budget",
+        "Run `llm-from-scratch ch18 neighbours king` (loading the MiniLM table and answering "
+        "one query), the ch18 demo and `python -c 'import numpy'` as fresh processes, "
+        "interleaved, and print their medians and the query's ratio to the 2 s budget. "
+        "Needs `make pretrained`.",
+        default_runs=11,
     )
     checkpoint = targets.add_parser(
         "checkpoint",
@@ -130,6 +233,16 @@ def _add_bench(commands: _Subcommands) -> None:
     )
 
 
+def _add_process_bench(
+    targets: _Subcommands, name: str, summary: str, description: str, default_runs: int
+) -> None:
+    """A benchmark that times fresh processes, with its ``--repeats``."""
+    bench = targets.add_parser(name, help=summary, description=description)
+    bench.add_argument(
+        "--repeats", type=int, default=None, help=f"runs of each process (default {default_runs})"
+    )
+
+
 def add_fixture_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--ids`` and ``--upstream`` to a ``ch18`` parser (absent unless given, so that
     ``ch18 --ids ... trace`` and ``ch18 trace --ids ...`` both work)."""
@@ -144,6 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from llm_from_scratch.bench.checkpoint import run as run_checkpoint
 
         return run_checkpoint(quick=args.quick, directory=args.directory)
+    if args.command == "bench" and args.target == "neighbours":
+        from llm_from_scratch.bench.neighbours import run as run_neighbours_bench
+
+        return run_neighbours_bench(args.repeats)
     if args.command == "bench" and args.target == "startup":
         from llm_from_scratch.bench.startup import run as run_startup
 
@@ -151,14 +268,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bench":
         from llm_from_scratch.bench.embedding_bag import run
 
-        return run(quick=args.quick, repeats=args.repeats, only=args.only)
+        return run(
+            quick=args.quick, repeats=args.repeats, only=args.only, optimizers=args.optimizers
+        )
     return _run_ch18(args)
+
+
+def _optimizer_list(text: str) -> tuple[str, ...]:
+    known = ("sgd", "adagrad", "adam")
+    names = known if text == "all" else tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"expected 'all' or names from {', '.join(known)}, got {text!r}"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def _run_ch18(args: argparse.Namespace) -> int:
     given, problem = _learner_input(args)
     if problem is not None:
         return _fail(problem)
+    if args.view in ("neighbours", "exercises"):
+        if given:
+            return _fail("--ids and --upstream apply to the demo, the trace and the figure")
+        return _run_learner_view(args)
     from llm_from_scratch.figures.cli import run as draw
 
     if args.view == "figure" and args.trace is not None:
@@ -176,6 +310,30 @@ def _run_ch18(args: argparse.Namespace) -> int:
         return draw(args, text)
     sys.stdout.write(text)
     return 0
+
+
+def _run_learner_view(args: argparse.Namespace) -> int:
+    if args.view == "exercises":
+        from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
+
+        streams = (sys.stdin, sys.stdout, sys.stderr)
+        return run_exercises(args.lang, args.answers, args.reveal, *streams)
+    from llm_from_scratch.demos.ch18_token_embeddings.neighbours_command import (
+        NeighboursRequest,
+        run_neighbours,
+    )
+
+    request = NeighboursRequest(
+        words=tuple(args.words),
+        count=args.count,
+        lang=args.lang,
+        table=args.table,
+        tokenizer=args.tokenizer,
+        tensor=args.tensor,
+        figure=args.figure,
+        output=args.output,
+    )
+    return run_neighbours(request, sys.stdout, sys.stderr)
 
 
 def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:

@@ -110,9 +110,7 @@ def _same_shape(pool: list[Built], first: Built, pick: int) -> Built:
     return matching[pick % len(matching)]
 
 
-def run_step(
-    pool: list[Built], p: TensorValue, step: tuple[str, int, int, bool]
-) -> Built:
+def run_step(pool: list[Built], p: TensorValue, step: tuple[str, int, int, bool]) -> Built:
     """Run one generated operation and model whether its result records a read of ``p``."""
     operation, first_pick, second_pick, quiet = step
     first = pool[first_pick % len(pool)]
@@ -137,9 +135,7 @@ def run_step(
             value = first.value.add(second.value.value)  # a Tensor operand, copied
     recorded = not quiet and any(built.value.kind != "constant" for built in operands)
     assert value.kind == ("operation" if recorded else "constant")
-    reads_p = recorded and any(
-        built.value.is_same_node(p) or built.reads_p for built in operands
-    )
+    reads_p = recorded and any(built.value.is_same_node(p) or built.reads_p for built in operands)
     return Built(value, reads_p)
 
 

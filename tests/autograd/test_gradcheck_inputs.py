@@ -28,8 +28,22 @@ def squares(parameter: TensorValue) -> TensorValue:
     return parameter.mul(parameter).sum()
 
 
-BAD_STEPS = [0.0, -0.0, -1e-6, math.nan, math.inf, -math.inf, 1e308, True, np.bool_(True), "1e-6",
-             None, 1j, np.array(1e-6), 10**400]
+BAD_STEPS = [
+    0.0,
+    -0.0,
+    -1e-6,
+    math.nan,
+    math.inf,
+    -math.inf,
+    1e308,
+    True,
+    np.bool_(True),
+    "1e-6",
+    None,
+    1j,
+    np.array(1e-6),
+    10**400,
+]
 BAD_TOLERANCES = [-1e-9, math.nan, math.inf, True, "0", None, 1j, np.array(1.0), -(10**400)]
 
 
@@ -67,8 +81,10 @@ def test_a_step_whose_answer_changes_is_read_once(first: float, later: list[floa
     step = ChangingReal([first, *later])
     result = check_gradient(squares, probed(), step=step, tolerance=1e-6)  # type: ignore[arg-type]
     assert step.reads == 1
-    expected = [((3.0 + first) ** 2 - (3.0 - first) ** 2) / (2 * first),
-                ((-1.0 + first) ** 2 - (-1.0 - first) ** 2) / (2 * first)]
+    expected = [
+        ((3.0 + first) ** 2 - (3.0 - first) ** 2) / (2 * first),
+        ((-1.0 + first) ** 2 - (-1.0 - first) ** 2) / (2 * first),
+    ]
     assert result.numeric.tolist() == pytest.approx(expected, rel=1e-9)
 
 

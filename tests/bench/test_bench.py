@@ -17,8 +17,14 @@ from llm_from_scratch.cli import main
 
 from conftest import import_optional
 
-OUR_ACTIONS = {"copy", "forward", "fwd+bwd", "sgd step"}
-PYTORCH_ACTIONS = {"torch forward", "torch fwd+bwd dense", "torch fwd+bwd sparse"}
+OUR_ACTIONS = {"copy", "forward", "fwd+bwd", "sgd step", "sgd fused"}
+PYTORCH_ACTIONS = {
+    "torch forward",
+    "torch fwd+bwd dense",
+    "torch fwd+bwd sparse",
+    "torch sgd dense",
+    "torch sgd sparse",
+}
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ import inspect
 import pickle
 import pkgutil
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ import llm_from_scratch
 import llm_from_scratch.autograd.ops as ops_module
 from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.gather import FlatIds
+from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.trace_parser import parse_trace
@@ -38,14 +40,17 @@ from llm_from_scratch.nn import (
     NamedParameters,
     SplitMix64,
     functional,
+    save_parameters,
 )
+from llm_from_scratch.nn.embedding import restore_embedding
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
-from llm_from_scratch.optim import SGD
+from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer, load_state, save_state
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
 from checkpoint_support import CHECKPOINT_TRIGGERS
-from checks import NumpyWithFailing
+from checks import NumpyWithFailing, PicklePayload, unpickled
 from conftest import KNOWN_TABLE
+from neighbours_support import NEIGHBOURS_TRIGGERS
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 SECTION = re.compile(r"^## `(?P<module>llm_from_scratch[\w.]*)`")
@@ -167,12 +172,40 @@ def released_output() -> TensorValue:
     return output
 
 
+def overflowing_sgd() -> SGD:
+    leaf = TensorValue.parameter(Tensor((2, 1), [1e308, 0.0]))
+    leaf.gather_rows([0], (1,)).backward_with_seed(np.array([[-1e308]]))
+    return SGD([leaf], learning_rate=10.0)
+
+
 def stale_output() -> TensorValue:
     embedding = layer()
     output = embedding([[2, 1, 2]])
     output.backward_with_seed(np.ones((1, 3, 2)))
     SGD(embedding.parameters(), learning_rate=0.1).step()
     return output
+
+
+def load_state_saved_from(
+    saved: Callable[[], Optimizer], loading: Callable[[], Optimizer]
+) -> Callable[[], object]:
+    """A call that saves ``saved()``'s state to a new temporary folder and loads it into
+    ``loading()``."""
+
+    def call() -> object:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "optimizer.safetensors"
+            save_state(path, saved())
+            return load_state(path, loading())
+
+    return call
+
+
+def load_state_of_parameters() -> object:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.safetensors"
+        save_parameters(path, layer().parameters())
+        return load_state(path, SGD(layer().parameters(), 0.1))
 
 
 def parameter(shape: tuple[int, ...], dtype: type = np.float64) -> TensorValue:
@@ -231,6 +264,8 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "NonFiniteGradientError": lambda: layer()([0, 0]).backward_with_seed(np.full((2, 2), 1.7e308)),
     "NotAParameterError": lambda: TensorValue.constant(Tensor((1,), [1.0])).zero_grad(),
     "NonFiniteParameterError": lambda: TensorValue.parameter(Tensor((2,), [1.0, np.nan])),
+    "UnpicklableOperationError": lambda: pickle.dumps(layer()([1])),
+    "LeafStateError": lambda: unpickled(PicklePayload(restore_node, {"kind": "operation"})),
     # llm_from_scratch.autograd.gather (internal)
     "IdContainerError": lambda: FlatIds(5),
     # llm_from_scratch.nn.init
@@ -287,10 +322,36 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "PerSampleWeightsModeError": lambda: bag_layer()([[0, 1]], per_sample_weights=np.ones((1, 2))),
     "PerSampleWeightsTypeError": lambda: bag_layer("sum")([[0, 1]], per_sample_weights=[1.0, 1.0]),  # type: ignore[arg-type]
     "PerSampleWeightsShapeError": lambda: bag_layer("sum")([[0, 1]], per_sample_weights=np.ones(2)),
+    "EmbeddingStateError": lambda: unpickled(
+        PicklePayload(restore_embedding, {"table": layer().table})
+    ),
     # llm_from_scratch.nn.checkpoint: one failing call per class, in tests/checkpoint_support.py
     **CHECKPOINT_TRIGGERS,
+    # the chapter 18 learner's commands: one failing call per class, in tests/neighbours_support.py
+    **NEIGHBOURS_TRIGGERS,
     # the other modules
-    "OptimizerError": lambda: SGD(layer().parameters(), learning_rate=0.0),
+    # llm_from_scratch.optim
+    "HyperparameterTypeError": lambda: Adam(layer().parameters(), learning_rate=True),
+    "HyperparameterValueError": lambda: SGD(layer().parameters(), learning_rate=0.0),
+    "ParameterListError": lambda: SGD(layer().table, 0.1),  # type: ignore[arg-type]
+    "ParameterEntryError": lambda: Adagrad([5], 0.1),  # type: ignore[list-item]
+    "DuplicateParameterError": lambda: Adam([*layer().parameters()] * 2, 0.1),
+    "OutputTypeError": lambda: SGD(layer().parameters(), 0.1).backward_step(5),  # type: ignore[arg-type]
+    "NonFiniteStepError": lambda: overflowing_sgd().step(),
+    "StateMappingError": lambda: Adam(layer().parameters(), 0.1).load_state_dict([]),  # type: ignore[arg-type]
+    "StateKeyError": lambda: Adam(layer().parameters(), 0.1).load_state_dict({}),
+    "StateArrayError": lambda: SGD([], 0.1).load_state_dict({"step": 3}),  # type: ignore[dict-item]
+    "StateShapeError": lambda: SGD([], 0.1).load_state_dict({"step": np.zeros(2, np.int64)}),
+    "StateDtypeError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(1.0)}),
+    "StateValueError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(-1)}),
+    "NotAnOptimizerError": lambda: save_state("optimizer.safetensors", None),  # type: ignore[arg-type]
+    "StateFileMetadataError": load_state_of_parameters,
+    "StateKindError": load_state_saved_from(
+        lambda: Adam(layer().parameters(), 0.1), lambda: Adagrad(layer().parameters(), 0.1)
+    ),
+    "StateHyperparameterError": load_state_saved_from(
+        lambda: SGD(layer().parameters(), 0.1), lambda: SGD(layer().parameters(), 0.2)
+    ),
     "GradientCheckError": lambda: check_gradient(lambda p: p, parameter((2,))),
     "LabelError": lambda: load_labels("xx"),
     "TraceFormatError": lambda: parse_trace(""),

@@ -10,33 +10,22 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE, render_trace
 from llm_from_scratch.figures.token_embeddings import LANGUAGES, parse_trace, render_figure
 
-from conftest import GOLDEN, import_optional, unavailable
+from browser_support import browser, opened, playwright_api, shoot
+from conftest import GOLDEN
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, FloatRect, Page
+    from playwright.sync_api import Browser, FloatRect
 
-playwright_api = import_optional("playwright.sync_api", "playwright")
+__all__ = ["browser"]  # the shared fixture, used by name
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WIDTHS = (1280, 360)
 STATES = ("unused", "selected-once", "selected-repeated")
 
@@ -61,30 +50,6 @@ CASES = [
 PAGES = [pytest.param(trace, lang, id=f"{trace}-{lang}") for trace in TRACES for lang in LANGUAGES]
 
 
-def find_chromium() -> str | None:
-    """Debian's ``chromium`` on the PATH, or at its usual place."""
-    found = shutil.which("chromium")
-    if found is None and Path("/usr/bin/chromium").is_file():
-        found = "/usr/bin/chromium"
-    return found
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = find_chromium()
-    if executable is None:
-        unavailable(
-            "no Chromium found; install Debian's chromium: apt-get install chromium",
-            ci_provides=True,
-        )
-    with playwright_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=CHROMIUM_ARGS
-        )
-        yield launched
-        launched.close()
-
-
 @pytest.fixture(scope="module")
 def documents() -> dict[tuple[str, str], str]:
     """Each figure by trace name and language; the learner traces come from the library."""
@@ -96,29 +61,6 @@ def documents() -> dict[tuple[str, str], str]:
         for name, text in texts.items()
         for lang in LANGUAGES
     }
-
-
-@contextmanager
-def opened(
-    browser: Browser, document: str, width: int, **options: Any
-) -> Iterator[tuple[Page, list[str]]]:
-    """Open the document in a fresh context; yield the page and every URL it requested."""
-    context = browser.new_context(viewport={"width": width, "height": 900}, **options)
-    try:
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        requests: list[str] = []
-        page.on("request", lambda request: requests.append(request.url))
-        page.set_content(document, wait_until="load")
-        yield page, requests
-    finally:
-        context.close()
-
-
-def shoot(page: Page, folder: Path, name: str) -> None:
-    path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    assert path.stat().st_size > 1000
 
 
 @pytest.mark.parametrize(("trace", "lang", "width"), CASES)

@@ -237,6 +237,4 @@ def test_nested_lists_deeper_than_max_axes_are_refused_and_max_axes_minus_one_wo
         lambda: layer([deep]),
         Raises(TokenShapeError, cause=Raises(TooManyAxesError)),  # the output has 65 axes
     )
-    rejected_fast(
-        layer, lambda: layer([[deep]]), Raises(TokenIdNestingError, {"limit": MAX_AXES})
-    )
+    rejected_fast(layer, lambda: layer([[deep]]), Raises(TokenIdNestingError, {"limit": MAX_AXES}))

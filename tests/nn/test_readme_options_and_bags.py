@@ -33,4 +33,3 @@ def test_the_options_and_bags_example_runs_and_its_comments_hold() -> None:
     assert pooled.shape == (3, 8) and pooled[1].tolist() == [0.0] * 8
     assert pooled[0].tobytes() == (0.0 + rows[3] + rows[9] + rows[9]).tobytes()
     assert pooled[2].tobytes() == (0.0 + rows[4] + rows[1]).tobytes()
-

@@ -9,6 +9,7 @@ from llm_from_scratch.autograd.errors import (
     GraphReleasedError,
     IndexContainerError,
     InvalidShapeError,
+    LeafStateError,
     NonFiniteGradientError,
     NonFiniteParameterError,
     NonFiniteSeedError,
@@ -26,6 +27,7 @@ from llm_from_scratch.autograd.errors import (
     SeedTypeError,
     StaleValueError,
     TensorAutodiffError,
+    UnpicklableOperationError,
 )
 from llm_from_scratch.autograd.gradient import RowSparseGradient
 from llm_from_scratch.autograd.tape import GraphRetention, no_grad
@@ -41,6 +43,7 @@ __all__ = [
     "GraphRetention",
     "IndexContainerError",
     "InvalidShapeError",
+    "LeafStateError",
     "NonFiniteGradientError",
     "NonFiniteParameterError",
     "NonFiniteSeedError",
@@ -60,5 +63,6 @@ __all__ = [
     "StaleValueError",
     "TensorAutodiffError",
     "TensorValue",
+    "UnpicklableOperationError",
     "no_grad",
 ]

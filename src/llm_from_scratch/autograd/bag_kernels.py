@@ -211,4 +211,3 @@ def weight_gradients_into(
 
 def _weights_or_empty(weights: FloatArray | None, dtype: np.dtype[Any]) -> FloatArray:
     return np.empty(0, dtype=dtype) if weights is None else np.ascontiguousarray(weights)
-

@@ -67,8 +67,7 @@ class NotScalarOutputError(TensorAutodiffError, ValueError):
     """``backward()`` without a seed on an output that is not a scalar."""
 
     template = (
-        "backward() without a seed needs a scalar output, got shape {shape}; "
-        "use backward_with_seed"
+        "backward() without a seed needs a scalar output, got shape {shape}; use backward_with_seed"
     )
     shape: Shape
 
@@ -224,3 +223,25 @@ class NotRecordedError(TensorAutodiffError, RuntimeError):
         "backward needs a parameter or a recorded operation result, but this value is a "
         "constant (built from constants only, or under no_grad())"
     )
+
+
+class UnpicklableOperationError(TensorAutodiffError, TypeError):
+    """``pickle`` or ``copy.deepcopy`` of an operation result: a recorded graph holds its
+    parents at the revisions it read and the VJPs that run on them, which no copy could keep
+    (``action`` is ``pickle`` or ``deep-copy``)."""
+
+    template = (
+        "cannot {action} the result of the {operation} operation: only parameter and constant "
+        "leaves pickle and deep-copy; use value_snapshot() for its values"
+    )
+    action: str
+    operation: str
+
+
+class LeafStateError(TensorAutodiffError, ValueError):
+    """A pickled leaf whose state no leaf can have (a crafted or damaged pickle); ``part`` names
+    what is wrong in it."""
+
+    template = "cannot restore a pickled leaf: {part} {detail}"
+    part: str
+    detail: str

@@ -19,7 +19,7 @@ from llm_from_scratch.autograd.errors import (
     ReshapeCountMismatchError,
 )
 from llm_from_scratch.autograd.gradient import Gradient
-from llm_from_scratch.autograd.tape import Node, check_operands, record
+from llm_from_scratch.autograd.tape import Node, Vjp, check_operands, record
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
@@ -39,12 +39,26 @@ def _computed(operation: str, elements: int, compute: Callable[[], FloatArray]) 
         raise OutputAllocationError(operation, elements) from error
 
 
-def _check_pair(operation: str, left: Node, right: Node) -> None:
+def _element_wise(
+    operation: str,
+    function: Callable[[FloatArray, FloatArray], FloatArray],
+    left: Node,
+    right: Node,
+    saved: object,
+    vjp: Vjp,
+) -> Node:
+    """Check two operands of one shape and dtype, then record ``function(left, right)``."""
     if left.array.shape != right.array.shape:
         raise OperandShapeMismatchError(operation, left.array.shape, right.array.shape)
     if left.array.dtype != right.array.dtype:
         raise OperandDtypeMismatchError(operation, str(left.array.dtype), str(right.array.dtype))
-    check_operands(operation, (("left", left), ("right", right)))
+    operands = (("left", left), ("right", right))
+    check_operands(operation, operands)
+
+    def compute() -> FloatArray:
+        return _computed(operation, left.array.size, lambda: function(left.array, right.array))
+
+    return record(operation, operands, compute, saved, vjp)
 
 
 # add ---------------------------------------------------------------------------------------
@@ -57,12 +71,7 @@ class AddSaved:
 
 def add_forward(left: Node, right: Node) -> Node:
     """``left + right``. Shape: both ``[*]``, output ``[*]``."""
-    _check_pair("add", left, right)
-
-    def compute() -> FloatArray:
-        return _computed("add", left.array.size, lambda: np.add(left.array, right.array))
-
-    return record("add", (("left", left), ("right", right)), compute, AddSaved(), add_vjp)
+    return _element_wise("add", np.add, left, right, AddSaved(), add_vjp)
 
 
 def add_vjp(saved: AddSaved, upstream: FloatArray) -> Sequence[Gradient]:
@@ -84,13 +93,9 @@ class MulSaved:
 
 def mul_forward(left: Node, right: Node) -> Node:
     """``left * right`` element-wise. Shape: both ``[*]``, output ``[*]``."""
-    _check_pair("mul", left, right)
-
-    def compute() -> FloatArray:
-        return _computed("mul", left.array.size, lambda: np.multiply(left.array, right.array))
-
-    saved = MulSaved(left.array, right.array)
-    return record("mul", (("left", left), ("right", right)), compute, saved, mul_vjp)
+    return _element_wise(
+        "mul", np.multiply, left, right, MulSaved(left.array, right.array), mul_vjp
+    )
 
 
 def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:

@@ -86,8 +86,9 @@ class Node:
     """One value on the tape. Package-private: users hold a ``TensorValue``.
 
     ``array`` is never handed out (callers get read-only views of it). A parameter also has an
-    update ``lock``; ``writes_begun`` counts the in-place updates that started and ``revision``
-    those that finished, so the two differ exactly while an update is writing.
+    update ``lock``; ``writes_begun`` counts the in-place updates that started writing and
+    ``writes_ended`` those that stopped, so the two differ exactly while an update is writing;
+    ``revision`` counts the updates that succeeded (one that raised put its values back).
     """
 
     __slots__ = (
@@ -101,6 +102,7 @@ class Node:
         "released_name",
         "revision",
         "writes_begun",
+        "writes_ended",
     )
 
     def __init__(self, array: FloatArray, kind: NodeKind, operation: Operation | None) -> None:
@@ -111,6 +113,7 @@ class Node:
         self.released_name: str | None = None
         self.revision = 0
         self.writes_begun = 0
+        self.writes_ended = 0
         self.creation_rank = next(_creation_order)
         self.lock = threading.Lock() if kind == "parameter" else None
         self.clean_epoch = _release_state.epoch
@@ -256,12 +259,14 @@ def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_
     """Run ``compute``, which reads the values of ``nodes``, on one revision of each of them.
 
     Returns ``compute()`` and the revision of each node it read. ``compute`` first runs without
-    a lock; if an in-place update of a parameter among ``nodes`` started before it finished, it
-    runs once more holding those parameters' update locks (no update can start then).
+    a lock; if an in-place update of a parameter among ``nodes`` was writing when it started, or
+    started before it finished, it runs once more holding those parameters' update locks (no
+    update can start then).
     """
+    ended = tuple(node.writes_ended for node in nodes)  # before the revisions: see Node
     revisions = tuple(node.revision for node in nodes)
     result = compute()
-    if all(node.writes_begun == seen for node, seen in zip(nodes, revisions, strict=True)):
+    if all(node.writes_begun == seen for node, seen in zip(nodes, ended, strict=True)):
         return result, revisions
     with ParameterLocks(nodes):
         return compute(), tuple(node.revision for node in nodes)
@@ -341,31 +346,13 @@ def backward(root: Node, seed: FloatArray, retention: GraphRetention) -> None:
     during the pass makes it raise ``StaleValueError`` with nothing stored.
     ``seed`` has been validated (shape, dtype, finiteness) by the caller.
     """
-    if not root.requires_grad:
-        raise NotRecordedError()
-    steps = _topological_order(root)
-    reads = _parameter_reads(steps)
-    _raise_if_stale(reads)
-    try:
-        pass_gradients = _propagate(root, seed, steps)
-    except NonFiniteGradientError:
-        _raise_if_stale(reads)  # values changed by a concurrent update are not the cause
-        raise
-    except MemoryError as error:
-        raise OutputAllocationError("backward", int(root.array.size)) from error
-    leaves = [(node, gradient) for node, gradient in pass_gradients if node.kind == "parameter"]
-    with ParameterLocks([*(read.parameter for read in reads), *(node for node, _ in leaves)]):
-        _raise_if_stale(reads)
-        try:
-            updates = _accumulated(leaves)
-        except MemoryError as error:
-            raise OutputAllocationError("backward", int(root.array.size)) from error
-        for node, gradient in updates:
-            node.gradient = gradient
-    if retention is GraphRetention.RELEASE:
-        for node, _ in steps:
-            node.release()
-        _release_state.advance()
+    steps, reads = _recorded(root)
+    reached = _reached_parameters(_propagated(root, seed, steps, reads))
+    with _committing(reads, [node for node, _ in reached]):
+        with _allocating(root):
+            updates = _accumulated(reached)
+        _store(updates)
+    _finish_pass(steps, retention)
 
 
 _Step: TypeAlias = "tuple[Node, Operation]"
@@ -409,6 +396,71 @@ def _parameter_reads(steps: Sequence[_Step]) -> list[_ParameterRead]:
     ]
 
 
+def _recorded(root: Node) -> tuple[list[_Step], list[_ParameterRead]]:
+    """The operations a pass from ``root`` walks and their parameter reads, checked fresh."""
+    if not root.requires_grad:
+        raise NotRecordedError()
+    steps = _topological_order(root)
+    reads = _parameter_reads(steps)
+    _raise_if_stale(reads)
+    return steps, reads
+
+
+def _propagated(
+    root: Node,
+    seed: FloatArray,
+    steps: Sequence[_Step],
+    reads: Sequence[_ParameterRead],
+    deferred: dict[int, FloatArray | None] | None = None,
+) -> list[tuple[Node, Gradient]]:
+    """:func:`_propagate`, blaming a concurrent update (not the values) for a non-finite
+    gradient when one ran meanwhile."""
+    try:
+        with _allocating(root):
+            return _propagate(root, seed, steps, deferred)
+    except NonFiniteGradientError:
+        _raise_if_stale(reads)  # values changed by a concurrent update are not the cause
+        raise
+
+
+def _reached_parameters(
+    pass_gradients: Sequence[tuple[Node, Gradient]],
+) -> list[tuple[Node, Gradient]]:
+    return [(node, gradient) for node, gradient in pass_gradients if node.kind == "parameter"]
+
+
+@contextmanager
+def _allocating(root: Node) -> Iterator[None]:
+    """Report running out of memory during a pass as the pass's ``OutputAllocationError``."""
+    try:
+        yield
+    except MemoryError as error:
+        raise OutputAllocationError("backward", int(root.array.size)) from error
+
+
+@contextmanager
+def _committing(reads: Sequence[_ParameterRead], nodes: Iterable[Node]) -> Iterator[None]:
+    """Hold the update locks of every parameter the graph read and of ``nodes``, and check the
+    recorded revisions again before the block stores anything."""
+    with ParameterLocks([*(read.parameter for read in reads), *nodes]):
+        _raise_if_stale(reads)
+        yield
+
+
+def _store(updates: Iterable[tuple[Node, Gradient]]) -> None:
+    """Store each parameter's new gradient (the caller holds the locks)."""
+    for node, gradient in updates:
+        node.gradient = gradient
+
+
+def _finish_pass(steps: Sequence[_Step], retention: GraphRetention) -> None:
+    """Release the walked operations after a successful pass, when asked to."""
+    if retention is GraphRetention.RELEASE:
+        for node, _ in steps:
+            node.release()
+        _release_state.advance()
+
+
 def _raise_if_stale(reads: Sequence[_ParameterRead]) -> None:
     for read in reads:
         if read.parameter.revision != read.recorded:
@@ -417,13 +469,23 @@ def _raise_if_stale(reads: Sequence[_ParameterRead]) -> None:
             )
 
 
-def _propagate(root: Node, seed: FloatArray, steps: Sequence[_Step]) -> list[tuple[Node, Gradient]]:
+def _propagate(
+    root: Node,
+    seed: FloatArray,
+    steps: Sequence[_Step],
+    deferred: dict[int, FloatArray | None] | None = None,
+) -> list[tuple[Node, Gradient]]:
+    """Run each VJP in order; a node listed in ``deferred`` gets its upstream recorded there
+    instead of running its VJP."""
     pending: dict[int, tuple[Node, Gradient]] = {id(root): (root, seed)}
     for node, operation in steps:
         entry = pending.pop(id(node), None)
         if entry is None:
             continue
         upstream = as_dense(entry[1])
+        if deferred is not None and id(node) in deferred:
+            deferred[id(node)] = upstream
+            continue
         for parent, gradient in zip(
             operation.parents, operation.vjp(operation.saved, upstream), strict=True
         ):
@@ -481,9 +543,9 @@ def update_parameters_in_place(
 
     Holding every node's update lock, ``planned()`` reads values and gradients and returns one
     write per node (or None: that node is left as it is); it may raise, and then nothing is
-    written. Each write then changes its node's values in place and bumps the value revision,
-    so that operations recorded before the change refuse to run backward. No backward commit,
-    ``zero_grad`` or other update of these parameters runs in between.
+    written. The writes then run as :func:`write_parameters` runs them, so that operations
+    recorded before the change refuse to run backward. No backward commit, ``zero_grad`` or
+    other update of these parameters runs in between.
 
     Raises:
         NotAParameterError: a node is a constant or an operation result (checked first).
@@ -504,22 +566,139 @@ def update_parameters_then_read(
         if node.kind != "parameter":
             raise NotAParameterError("an in-place update", node.kind)
     with ParameterLocks(nodes):
-        writes = planned()
-        for node, write in zip(nodes, writes, strict=True):
-            if write is not None:
-                _write_in_place(node, write)
+        write_parameters(nodes, planned())
         return read()
-
-
-def _write_in_place(node: Node, write: Write) -> None:
-    node.writes_begun += 1
-    node.array.flags.writeable = True
-    try:
-        write(node.array)
-    finally:
-        node.array.flags.writeable = False
-        node.revision += 1
 
 
 def _nothing() -> None:
     return None
+
+
+def write_parameters(nodes: Sequence[Node], writes: Sequence[Write | None]) -> None:
+    """Run one write per parameter on its values, in order; the caller holds their locks.
+
+    A node whose write is None is left as it is. Every written node's array is writeable from
+    the first write until the last one returns, so a write may also use the arrays handed to
+    the writes before it. When all return, each written node's value revision goes up by one.
+    A write that raises must leave every array as it found it, and the writes before it must
+    have been undone by then: no revision changes.
+    """
+    chosen = [(node, write) for node, write in zip(nodes, writes, strict=True) if write is not None]
+    for node, _ in chosen:
+        node.writes_begun += 1
+        node.array.flags.writeable = True
+    try:
+        for node, write in chosen:
+            write(node.array)
+        for node, _ in chosen:
+            node.revision += 1
+    finally:
+        for node, _ in chosen:
+            node.array.flags.writeable = False
+            node.writes_ended += 1
+
+
+# Deferred row gathers (package-internal, for optimizers that fuse their update) ----------------
+
+DeferredVjp: TypeAlias = "tuple[object, FloatArray]"
+"""A deferred operation's saved facts and its upstream gradient."""
+PassGradient: TypeAlias = "Gradient | DeferredVjp | None"
+Finish: TypeAlias = "Callable[[list[PassGradient]], Sequence[Callable[[FloatArray], None]]]"
+
+
+def backward_deferring_row_gathers(
+    root: Node,
+    seed: FloatArray,
+    retention: GraphRetention,
+    leaves: Sequence[Node],
+    is_row_gather: Callable[[object], bool],
+    finish: Finish,
+) -> None:
+    """:func:`backward` fused with an in-place update of the parameters ``leaves``, whose
+    gradients the pass hands to ``finish`` instead of storing them.
+
+    A leaf reached only through one row gather, and whose stored gradient is empty, never gets
+    its gradient summed: the gather's VJP does not run. The pass is computed without a lock;
+    then, holding the update locks of every parameter the graph recorded or the pass reached
+    and of every leaf, the recorded revisions are checked again and ``finish`` gets, for each
+    of ``leaves`` in order, the gather's saved facts and upstream (deferred), or the gradient
+    the pass would store (stored plus pass), or None (not reached). It checks everything and
+    returns one write per leaf, which run as :func:`write_parameters` runs them. Then every
+    leaf's gradient is reset to zero and every other parameter's gradient is stored, still
+    under the locks. ``finish`` and the writes may raise, having changed nothing.
+    """
+    steps, reads = _recorded(root)
+    gathers = _deferrable_row_gathers(steps, leaves, is_row_gather)
+    deferred: dict[int, FloatArray | None] = dict.fromkeys(gathers)
+    reached = _reached_parameters(_propagated(root, seed, steps, reads, deferred))
+    with _allocating(root):
+        zeros = [zero_gradient(leaf.array) for leaf in leaves]
+    with _committing(reads, [*(node for node, _ in reached), *leaves]):
+        with _allocating(root):
+            given, others = _handed_over(reached, leaves, gathers, deferred)
+        write_parameters(leaves, finish(given))
+        _store([*zip(leaves, zeros, strict=True), *others])
+    _finish_pass(steps, retention)
+
+
+_Gathers: TypeAlias = "dict[int, tuple[Node, Operation, int]]"
+
+
+def _deferrable_row_gathers(
+    steps: Sequence[_Step], leaves: Sequence[Node], is_row_gather: Callable[[object], bool]
+) -> _Gathers:
+    """``id(gather node) -> (gather node, its operation, leaf position)`` for each leaf whose
+    only recorded use in ``steps`` is one row gather and whose stored gradient is empty (read
+    without the lock: :func:`_handed_over` looks again)."""
+    positions = {id(leaf): position for position, leaf in enumerate(leaves)}
+    uses: dict[int, list[_Step]] = {}
+    for node, operation in steps:
+        for parent in operation.parents:
+            if id(parent) in positions:
+                uses.setdefault(id(parent), []).append((node, operation))
+    gathers: _Gathers = {}
+    for leaf in leaves:
+        found = uses.get(id(leaf), [])
+        if len(found) == 1 and is_row_gather(found[0][1].saved) and _holds_no_rows(leaf):
+            node, operation = found[0]
+            gathers[id(node)] = (node, operation, positions[id(leaf)])
+    return gathers
+
+
+def _holds_no_rows(leaf: Node) -> bool:
+    stored = leaf.gradient
+    return isinstance(stored, RowSparseGradient) and stored.rows.size == 0
+
+
+def _handed_over(
+    reached: Sequence[tuple[Node, Gradient]],
+    leaves: Sequence[Node],
+    gathers: _Gathers,
+    deferred: dict[int, FloatArray | None],
+) -> tuple[list[PassGradient], list[tuple[Node, Gradient]]]:
+    """What ``finish`` gets for each leaf, and the gradients to store for the other parameters
+    (the caller holds the locks). A deferred leaf whose store a concurrent pass filled since
+    the pass began gets the gather's VJP now, added to its store like any other gradient."""
+    late: list[tuple[Node, Gradient]] = []
+    given: list[PassGradient] = [None] * len(leaves)
+    for gather_id, (_, operation, position) in gathers.items():
+        upstream = deferred[gather_id]
+        if upstream is None:
+            continue
+        if _holds_no_rows(leaves[position]):
+            given[position] = (operation.saved, upstream)
+            continue
+        _raise_if_non_finite(operation.name, upstream)  # a root gather's seed is not checked yet
+        (gradient,) = operation.vjp(operation.saved, upstream)
+        assert gradient is not None  # a row gather always returns its table's gradient
+        _raise_if_non_finite(operation.name, gradient)
+        late.append((leaves[position], gradient))
+    positions = {id(leaf): position for position, leaf in enumerate(leaves)}
+    others: list[tuple[Node, Gradient]] = []
+    for node, gradient in _accumulated([*reached, *late]):
+        at = positions.get(id(node))
+        if at is None:
+            others.append((node, gradient))
+        else:
+            given[at] = gradient
+    return given, others

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -12,8 +12,11 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd.bag import BagPlan, bag_forward
+from llm_from_scratch.autograd.deferred import DeferredRowGradient
+from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import (
     GatherTableRankError,
+    LeafStateError,
     NonFiniteParameterError,
     NonFiniteSeedError,
     NotScalarOutputError,
@@ -29,13 +32,21 @@ from llm_from_scratch.autograd.gather import (
     checked_row_gather_plan,
     gather_rows_forward,
 )
-from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
+from llm_from_scratch.autograd.gradient import (
+    Gradient,
+    RowSparseGradient,
+    as_dense,
+    first_non_finite,
+)
+from llm_from_scratch.autograd.leaf_state import deep_copied_node, refuse_operation
 from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
 from llm_from_scratch.autograd.tape import (
     GraphRetention,
     Node,
+    PassGradient,
     Write,
     backward,
+    backward_deferring_row_gathers,
     consistent_read,
     reset_gradient,
     update_parameters_in_place,
@@ -54,6 +65,11 @@ from llm_from_scratch.tensor.storage import (
 
 _TRUSTED: Final = object()  # the key of the trusted constructors below
 _T = TypeVar("_T")
+
+FinishStep: TypeAlias = Callable[
+    [list["Gradient | DeferredRowGradient | None"]], Sequence[Callable[[FloatArray], None]]
+]
+"""What a fused backward step hands its gradients to: it returns one write per parameter."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -273,6 +289,11 @@ class TensorValue(
         reset_gradient(self._node)
 
     def _checked_seed(self, seed: object) -> FloatArray:
+        converted = self._converted_seed(seed)
+        _raise_if_non_finite_seed(converted)
+        return converted
+
+    def _converted_seed(self, seed: object) -> FloatArray:
         # An ndarray subclass is read through its plain data; a masked one has missing values.
         if isinstance(seed, Tensor):
             array = seed.numpy()
@@ -290,14 +311,44 @@ class TensorValue(
             raise SeedShapeMismatchError(self.shape, tuple(int(n) for n in array.shape))
         # No copy when the dtype matches: the pass only reads the seed and stores new arrays.
         with np.errstate(over="ignore"):
-            converted = read_only_view(np.asarray(array, dtype=self.dtype))
-        found = first_non_finite(converted)
-        if found is not None:
-            raise NonFiniteSeedError(found[0], found[1])
-        return converted
+            return read_only_view(np.asarray(array, dtype=self.dtype))
 
     def __repr__(self) -> str:
         return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype})"
+
+    # Pickle and copy ----------------------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle a leaf by its node: its kind, values and, for a parameter, its stored gradient
+        in the form it has (see :mod:`~llm_from_scratch.autograd.leaf_state`). The rebuilt leaf
+        is a new node at value revision 0; handles on one node rebuild on one node.
+
+        Raises:
+            UnpicklableOperationError: an operation result (a recorded graph).
+        """
+        refuse_operation(self._node, "pickle")
+        return restore_value, (self._node,)
+
+    def __copy__(self) -> TensorValue:
+        """A new handle on the same node (``is_same_node`` is true), for every kind of value."""
+        return _value_of(self._node)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TensorValue:
+        """A new leaf with copies of the values and, for a parameter, of the stored gradient in
+        the same form (as PyTorch's ``deepcopy`` keeps ``.grad``); value revision 0. Handles
+        on one node copy to handles on one new node.
+
+        Raises:
+            UnpicklableOperationError: an operation result (a recorded graph).
+            OutputAllocationError: a copy cannot be allocated.
+        """
+        node = self._node
+        copied = memo.get(id(node))
+        if copied is None:
+            copied = deep_copied_node(node)
+            memo[id(node)] = copied
+            memo.setdefault(id(memo), []).append(node)  # keeps the key alive, as copy does
+        return _value_of(copied)
 
 
 # Package-internal entry points -----------------------------------------------------------------
@@ -329,6 +380,20 @@ def embedding_bag_with_plan(
     """
     weights_node = None if weights is None else weights._node
     return _value_of(bag_forward(table._node, plan, weights_node))
+
+
+def restore_value(node: object) -> TensorValue:
+    """Rebuild a pickled ``TensorValue``: the unpickler's entry point (see ``__reduce__``).
+
+    ``node`` is the leaf node :func:`~llm_from_scratch.autograd.leaf_state.restore_node` rebuilt
+    and checked.
+
+    Raises:
+        LeafStateError: ``node`` is not a leaf node.
+    """
+    if not isinstance(node, Node) or node.kind == "operation":
+        raise LeafStateError("node", f"must be a rebuilt leaf node, got {type(node).__name__}")
+    return _value_of(node)
 
 
 def parameter_from_owned_array(array: FloatArray) -> TensorValue:
@@ -376,6 +441,105 @@ def constant_from_owned_array(array: FloatArray) -> TensorValue:
     """A constant leaf that takes ``array`` over without copying it (package-internal; the
     caller keeps no writeable view of it, so it never changes)."""
     return _value_of(Node(array, "constant", None))
+
+
+def backward_with_deferred_row_gradients(
+    output: TensorValue,
+    seed: Tensor | npt.NDArray[Any] | None,
+    retention: GraphRetention,
+    leaves: Sequence[TensorValue],
+    finish: FinishStep,
+) -> None:
+    """Reverse mode from ``output`` fused with an in-place update of the parameter ``leaves``,
+    handing their row gathers over unsummed.
+
+    Package-internal, for optimizers that fuse their row updates into the backward. The seed
+    is checked like :meth:`TensorValue.backward_with_seed` (``None`` like
+    :meth:`TensorValue.backward`). A leaf whose only use in the graph is one row gather, and
+    whose stored gradient is empty, gets a :class:`DeferredRowGradient` and no stored gradient.
+    Holding the update locks of every parameter involved (see
+    :func:`~llm_from_scratch.autograd.tape.backward_deferring_row_gathers`), ``finish``
+    receives, for each of ``leaves``, that, or the gradient the pass would store, or None (not
+    reached), and returns one in-place write per leaf, as for :func:`update_leaves_in_place`.
+    ``finish`` and the writes may raise, having changed nothing; after the writes, every
+    leaf's gradient is reset to zero and the pass stores the other parameters' gradients.
+
+    When ``output`` itself is a large row gather that will be deferred, the seed's finiteness
+    is not checked ahead: the consumer's compiled kernel reads every seed value into a row sum
+    and counts the sums that are not finite (a sum with a NaN or an infinity is not finite), and
+    any failure of the pass checks the seed first, so that a non-finite seed is still reported
+    as such, ahead of every other error.
+
+    Raises:
+        The errors of :meth:`TensorValue.backward_with_seed`, in the same order; what ``finish``
+        raises.
+    """
+    if seed is None:
+        if output._node.array.ndim != 0:
+            raise NotScalarOutputError(output.shape)
+        seed = np.ones((), dtype=output.dtype)
+    converted = output._converted_seed(seed)
+    nodes = [leaf._node for leaf in leaves]
+    if not _defers_its_own_large_gather(output._node, nodes):
+        _raise_if_non_finite_seed(converted)
+        _backward_deferring(output._node, converted, retention, nodes, finish)
+        return
+    try:
+        _backward_deferring(output._node, converted, retention, nodes, finish)
+    except Exception:
+        _raise_if_non_finite_seed(converted)
+        raise
+
+
+def _backward_deferring(
+    root: Node,
+    seed: FloatArray,
+    retention: GraphRetention,
+    nodes: list[Node],
+    finish: FinishStep,
+) -> None:
+    if not isinstance(retention, GraphRetention):
+        raise RetentionTypeError(retention)
+
+    def handed_over(given: list[PassGradient]) -> Sequence[Callable[[FloatArray], None]]:
+        return finish([_deferred_row_gradient(item) for item in given])
+
+    backward_deferring_row_gathers(root, seed, retention, nodes, _is_row_gather, handed_over)
+
+
+def _defers_its_own_large_gather(root: Node, nodes: list[Node]) -> bool:
+    """True when ``root`` is a compiled-size row gather of one of ``nodes`` whose stored gradient
+    is empty: the pass is that one gather, and its VJP is deferred."""
+    operation = root.operation
+    if operation is None or not isinstance(operation.saved, RowGatherPlan):
+        return False
+    table = operation.parents[0]
+    stored = table.gradient
+    return (
+        any(table is node for node in nodes)
+        and isinstance(stored, RowSparseGradient)
+        and stored.rows.size == 0
+        and runs_compiled(root.array.size)
+    )
+
+
+def _raise_if_non_finite_seed(seed: FloatArray) -> None:
+    found = first_non_finite(seed)
+    if found is not None:
+        raise NonFiniteSeedError(found[0], found[1])
+
+
+def _is_row_gather(saved: object) -> bool:
+    return isinstance(saved, RowGatherPlan)
+
+
+def _deferred_row_gradient(item: PassGradient) -> Gradient | DeferredRowGradient | None:
+    if not isinstance(item, tuple):
+        return item
+    plan, upstream = item
+    assert isinstance(plan, RowGatherPlan)  # only row gathers are deferred
+    flat = np.ascontiguousarray(upstream.reshape(plan.indices.size, plan.table_shape[1]))
+    return DeferredRowGradient("gather_rows", plan.indices, flat, plan.table_shape)
 
 
 def _value_of(node: Node) -> TensorValue:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
@@ -192,11 +192,17 @@ def run_bags(quick: bool, repeats: int) -> list[BagCaseResult]:
     return results
 
 
-def run(quick: bool = False, repeats: int | None = None, only: str | None = None) -> int:
-    """``bench embedding``: the lookup cases of :mod:`~llm_from_scratch.bench.embedding`, then
-    the bag cases (``only`` is ``"lookup"``, ``"bag"`` or None for both)."""
+def run(
+    quick: bool = False,
+    repeats: int | None = None,
+    only: str | None = None,
+    optimizers: Sequence[str] = ("sgd",),
+) -> int:
+    """``bench embedding``: the lookup cases of :mod:`~llm_from_scratch.bench.embedding` (full
+    steps with ``optimizers``), then the bag cases (``only`` is ``"lookup"``, ``"bag"`` or None
+    for both)."""
     if only != "bag":
-        status = run_lookups(quick=quick, repeats=repeats)
+        status = run_lookups(quick=quick, repeats=repeats, optimizers=optimizers)
         if status != 0 or only == "lookup":
             return status
     count = repeats if repeats is not None else (5 if quick else 15)

@@ -1,19 +1,19 @@
 """``llm-from-scratch bench startup``: the chapter demo's process time against importing NumPy.
 
-Both commands run as fresh processes, interleaved, with the same interpreter; the report is the
-median of each and their ratio.
+Both commands run as fresh processes, interleaved, with the same interpreter (see
+:mod:`~llm_from_scratch.bench.processes`); the report is the median of each and their ratio.
 """
 
 from __future__ import annotations
 
-import statistics
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 
-DEMO_COMMAND = (sys.executable, "-m", "llm_from_scratch", "ch18")
-NUMPY_COMMAND = (sys.executable, "-c", "import numpy")
+from llm_from_scratch.bench.processes import (
+    DEMO_COMMAND,
+    NUMPY_COMMAND,
+    interleaved_medians,
+    run_timed,
+)
 
 
 @dataclass(frozen=True)
@@ -30,21 +30,10 @@ class StartupResult:
         return self.demo / self.numpy_import
 
 
-def _wall_seconds(command: tuple[str, ...]) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
-
-
 def measure(runs: int) -> StartupResult:
     """Run both commands ``runs`` times each, interleaved, after one warm-up of each."""
-    _wall_seconds(NUMPY_COMMAND)
-    _wall_seconds(DEMO_COMMAND)
-    numpy_times, demo_times = [], []
-    for _ in range(runs):
-        numpy_times.append(_wall_seconds(NUMPY_COMMAND))
-        demo_times.append(_wall_seconds(DEMO_COMMAND))
-    return StartupResult(statistics.median(numpy_times), statistics.median(demo_times), runs)
+    numpy_import, demo = interleaved_medians((NUMPY_COMMAND, DEMO_COMMAND), runs)
+    return StartupResult(numpy_import, demo, runs)
 
 
 def format_result(result: StartupResult) -> str:
@@ -59,10 +48,4 @@ def format_result(result: StartupResult) -> str:
 
 def run(runs: int | None = None) -> int:
     """Measure and print; ``runs`` defaults to 21."""
-    count = runs if runs is not None else 21
-    if count < 1:
-        print("error: --repeats must be at least 1", file=sys.stderr)
-        return 2
-    print(f"timing {count} runs of each process...", file=sys.stderr, flush=True)
-    sys.stdout.write(format_result(measure(count)))
-    return 0
+    return run_timed(runs, 21, lambda count: format_result(measure(count)))

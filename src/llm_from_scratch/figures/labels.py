@@ -1,8 +1,11 @@
-"""The per-language label tables of the token-embedding figure.
+"""The per-language label tables of the figures, one table per figure.
 
-Every word the figure shows lives in ``labels/<lang>.json`` inside this package. A table must
-hold exactly the keys in :data:`LABEL_KEYS`, each a non-blank string; anything else is a
-:class:`LabelError` that names the language and the dotted key path.
+Every word a figure shows lives in a JSON file per language inside this package, described by a
+:class:`LabelTable`: the token-embedding figure's in ``labels/<lang>.json`` with the keys
+:data:`LABEL_KEYS` (:data:`TOKEN_EMBEDDING_LABELS`, the default), the neighbours figure's in
+``labels/neighbours/<lang>.json`` (:mod:`llm_from_scratch.figures.neighbour_labels`). A table
+must hold exactly its keys, each a non-blank string; anything else is a :class:`LabelError` that
+names the language and the dotted key path (and the table, for any but the token-embedding one).
 
 >>> load_labels("en")["reverse"]["title"]
 '4. Reverse rail: gradients gathered per row'
@@ -12,12 +15,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from typing import Final
 
 from llm_from_scratch.traces import RULES, SHARINGS, STATES
 
-__all__ = ["LABEL_KEYS", "LANGUAGES", "LabelError", "Labels", "check_labels", "load_labels"]
+__all__ = [
+    "LABEL_KEYS",
+    "LANGUAGES",
+    "TOKEN_EMBEDDING_LABELS",
+    "LabelError",
+    "LabelTable",
+    "Labels",
+    "check_labels",
+    "load_labels",
+]
 
 LANGUAGES: Final = ("en", "ru")
 
@@ -80,6 +93,19 @@ LABEL_KEYS: Final[tuple[str, ...]] = (
 )
 
 
+@dataclass(frozen=True)
+class LabelTable:
+    """One figure's label tables: its name, the package folder of ``<lang>.json``, its keys."""
+
+    name: str
+    folder: tuple[str, ...]
+    keys: tuple[str, ...]
+
+
+#: The token-embedding figure's tables, ``labels/en.json`` and ``labels/ru.json``.
+TOKEN_EMBEDDING_LABELS: Final = LabelTable("token-embeddings", ("labels",), LABEL_KEYS)
+
+
 class LabelError(ValueError):
     """A label table that is missing, malformed, or has a missing, blank or unknown label.
 
@@ -87,20 +113,27 @@ class LabelError(ValueError):
         lang: the language code, for example ``"ru"``.
         key_path: the dotted key path, for example ``"reverse.title"`` (empty for the whole
             table).
+        table: the figure whose table it is (:attr:`LabelTable.name`); messages name it unless
+            it is the token-embedding figure's.
     """
 
-    def __init__(self, lang: str, key_path: str, problem: str) -> None:
+    def __init__(
+        self, lang: str, key_path: str, problem: str, table: str = TOKEN_EMBEDDING_LABELS.name
+    ) -> None:
         self.lang = lang
         self.key_path = key_path
-        where = f"{lang}: {key_path}" if key_path else lang
+        self.table = table
+        where = lang if table == TOKEN_EMBEDDING_LABELS.name else f"{table} {lang}"
+        where = f"{where}: {key_path}" if key_path else where
         super().__init__(f"{where}: {problem}")
 
 
-def load_labels(lang: str) -> Labels:
+def load_labels(lang: str, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels:
     """Load and check the label table of one language from the package data.
 
     Args:
         lang: ``"en"`` or ``"ru"``.
+        table: which figure's tables; the token-embedding figure's by default.
 
     Returns:
         The checked label table.
@@ -110,21 +143,24 @@ def load_labels(lang: str) -> Labels:
             label.
     """
     if lang not in LANGUAGES:
-        raise LabelError(lang, "", f"no label table; expected one of {', '.join(LANGUAGES)}")
-    source = resources.files("llm_from_scratch.figures").joinpath("labels", f"{lang}.json")
+        expected = ", ".join(LANGUAGES)
+        raise LabelError(lang, "", f"no label table; expected one of {expected}", table.name)
+    source = resources.files("llm_from_scratch.figures").joinpath(*table.folder, f"{lang}.json")
     try:
         raw: object = json.loads(source.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise LabelError(lang, "", f"cannot read the label table: {error}") from error
-    return check_labels(lang, raw)
+        problem = f"cannot read the label table: {error}"
+        raise LabelError(lang, "", problem, table.name) from error
+    return check_labels(lang, raw, table)
 
 
-def check_labels(lang: str, raw: object) -> Labels:
+def check_labels(lang: str, raw: object, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels:
     """Check that a decoded label table holds exactly the labels the figure needs.
 
     Args:
         lang: the language code, used in error messages.
         raw: the decoded JSON value.
+        table: which figure's keys to expect; the token-embedding figure's by default.
 
     Returns:
         The same table, typed.
@@ -133,31 +169,37 @@ def check_labels(lang: str, raw: object) -> Labels:
         LabelError: naming the first missing, blank, non-text or unknown key path.
     """
     if not isinstance(raw, Mapping):
-        raise LabelError(lang, "", "expected a JSON object of labels")
-    for path in LABEL_KEYS:
-        node: object = raw
-        walked: list[str] = []
-        for key in path.split("."):
-            walked.append(key)
-            if not isinstance(node, Mapping) or key not in node:
-                raise LabelError(lang, ".".join(walked), "the label is missing")
-            node = node[key]
-        if not isinstance(node, str):
-            raise LabelError(lang, path, "expected text")
-        if not node.strip():
-            raise LabelError(lang, path, "the label is blank")
-    _reject_unknown(lang, raw, "")
+        raise LabelError(lang, "", "expected a JSON object of labels", table.name)
+    for path in table.keys:
+        _check_label(lang, raw, path, table)
+    _reject_unknown(lang, raw, "", table)
     return _typed(raw)
 
 
-def _reject_unknown(lang: str, node: Mapping[object, object], prefix: str) -> None:
-    known = set(LABEL_KEYS)
+def _check_label(lang: str, raw: Mapping[object, object], path: str, table: LabelTable) -> None:
+    node: object = raw
+    walked: list[str] = []
+    for key in path.split("."):
+        walked.append(key)
+        if not isinstance(node, Mapping) or key not in node:
+            raise LabelError(lang, ".".join(walked), "the label is missing", table.name)
+        node = node[key]
+    if not isinstance(node, str):
+        raise LabelError(lang, path, "expected text", table.name)
+    if not node.strip():
+        raise LabelError(lang, path, "the label is blank", table.name)
+
+
+def _reject_unknown(
+    lang: str, node: Mapping[object, object], prefix: str, table: LabelTable
+) -> None:
+    known = set(table.keys)
     for key, value in node.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            _reject_unknown(lang, value, f"{path}.")
+            _reject_unknown(lang, value, f"{path}.", table)
         elif path not in known:
-            raise LabelError(lang, path, "unknown label (not used by the figure)")
+            raise LabelError(lang, path, "unknown label (not used by the figure)", table.name)
 
 
 def _typed(node: Mapping[object, object]) -> Labels:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Final
 
-from llm_from_scratch.figures.labels import load_labels
+from llm_from_scratch.figures.labels import Labels, load_labels
 from llm_from_scratch.figures.trace import Trace
 from llm_from_scratch.traces import NONE, RULE_STATES, SHARINGS, STATES
 
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["TEMPLATE_NAME", "render_figure"]
+__all__ = ["TEMPLATE_NAME", "environment", "render_figure", "render_page"]
 
 TEMPLATE_NAME: Final = "token_embeddings.html.j2"
 
@@ -36,11 +36,10 @@ def render_figure(trace: Trace, lang: str) -> str:
     Raises:
         LabelError: when the language has no label table or a label is missing or blank.
     """
-    labels = load_labels(lang)
-    template = _environment().get_template(TEMPLATE_NAME)
-    return template.render(
-        lang=lang,
-        labels=labels,
+    return render_page(
+        TEMPLATE_NAME,
+        lang,
+        load_labels(lang),
         trace=trace,
         states=STATES,
         repeated_sharing=SHARINGS[-1],
@@ -57,8 +56,14 @@ def render_figure(trace: Trace, lang: str) -> str:
     )
 
 
+def render_page(template_name: str, lang: str, labels: Labels, **context: object) -> str:
+    """One of the figures' templates rendered in ``lang`` with its ``labels`` and ``context``."""
+    return environment().get_template(template_name).render(lang=lang, labels=labels, **context)
+
+
 @functools.cache
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The figures' Jinja2 environment: the package's templates, autoescaped, strict."""
     import jinja2
 
     return jinja2.Environment(

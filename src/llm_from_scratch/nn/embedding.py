@@ -12,6 +12,7 @@ and by :mod:`llm_from_scratch.nn`.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -25,6 +26,7 @@ from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.embedding_errors import (
     EmbeddingError,
     EmbeddingInitializationError,
+    EmbeddingStateError,
     EmptyVocabularyError,
     FrozenTableMaxNormError,
     IndexAllocationError,
@@ -40,6 +42,7 @@ from llm_from_scratch.nn.embedding_errors import (
 )
 from llm_from_scratch.nn.functional import lookup
 from llm_from_scratch.nn.init import NamedParameter, NamedParameters, SplitMix64
+from llm_from_scratch.nn.layer_state import layer_fields, restored_layer
 from llm_from_scratch.nn.options import LookupOptions, checked_flag
 from llm_from_scratch.nn.tables import (
     FrozenTable,
@@ -272,10 +275,15 @@ class Embedding(
         return self.clone()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Embedding:
-        if isinstance(self.table, FrozenTable):
-            return self.clone()  # a constant never changes: sharing it is copying it
-        leaf = TensorValue.parameter(self.table.tensor.value_snapshot())
-        return _with_table(self, NamedParameter.from_value(self.table.name, leaf))
+        """A layer with the same options and an independent table leaf holding equal values
+        and an equal stored gradient (in the same form)."""
+        fields = {name: copy.deepcopy(value, memo) for name, value in layer_fields(self).items()}
+        return restore_embedding(fields)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the layer's fields (the table as a ``NamedParameter``, which pickles its
+        leaf's values and gradient), rebuilt by :func:`restore_embedding`."""
+        return restore_embedding, (layer_fields(self),)
 
     # Reading ------------------------------------------------------------------------------------
 
@@ -379,6 +387,21 @@ class Embedding(
             self.norm_type,
             self.scale_grad_by_freq,
         )
+
+
+def restore_embedding(state: object) -> Embedding:
+    """Rebuild a pickled (or deep-copied) :class:`Embedding` from its fields: the unpickler's
+    entry point (see :mod:`~llm_from_scratch.nn.layer_state`).
+
+    Raises:
+        EmbeddingStateError: ``state`` is not a dict with exactly the layer's fields, the table
+            is neither a ``NamedParameter`` nor a ``FrozenTable``, or a field differs from the
+            rebuilt layer's.
+        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError, PaddingIndexError,
+            MaxNormError, NormTypeError, FlagTypeError, FrozenTableMaxNormError: as when the
+            layer is built.
+    """
+    return restored_layer(Embedding, state, LookupOptions, _layer_of, EmbeddingStateError)
 
 
 def _layer_of(table: Table, options: LookupOptions) -> Embedding:

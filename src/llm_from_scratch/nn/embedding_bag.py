@@ -9,6 +9,7 @@ bag operation of :mod:`llm_from_scratch.autograd.bag`.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -20,9 +21,14 @@ if TYPE_CHECKING:
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.bag import BagMode, bag_plan_from_validated
 from llm_from_scratch.nn.bag_offsets import bag_starts
-from llm_from_scratch.nn.embedding_errors import FrozenTableMaxNormError, PerSampleWeightsModeError
+from llm_from_scratch.nn.embedding_errors import (
+    EmbeddingBagStateError,
+    FrozenTableMaxNormError,
+    PerSampleWeightsModeError,
+)
 from llm_from_scratch.nn.functional import bag, checked_weights
 from llm_from_scratch.nn.init import NamedParameter, NamedParameters, SplitMix64
+from llm_from_scratch.nn.layer_state import layer_fields, restored_layer
 from llm_from_scratch.nn.options import BagOptions, checked_flag
 from llm_from_scratch.nn.tables import (
     FrozenTable,
@@ -174,10 +180,14 @@ class EmbeddingBag(
         return self.clone()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> EmbeddingBag:
-        if isinstance(self.table, FrozenTable):
-            return self.clone()  # a constant never changes: sharing it is copying it
-        leaf = TensorValue.parameter(self.table.tensor.value_snapshot())
-        return _bag_layer_of(NamedParameter.from_value(self.table.name, leaf), self._options)
+        """A layer with the same options and an independent table leaf holding equal values
+        and an equal stored gradient (in the same form)."""
+        fields = {name: copy.deepcopy(value, memo) for name, value in layer_fields(self).items()}
+        return restore_embedding_bag(fields)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the layer's fields, rebuilt by :func:`restore_embedding_bag`."""
+        return restore_embedding_bag, (layer_fields(self),)
 
     def parameters(self) -> NamedParameters:
         """The trainable parameters: :attr:`table`, or none for a frozen table."""
@@ -226,6 +236,21 @@ class EmbeddingBag(
         return BagOptions(
             self.vocabulary_size, self.mode, self.padding_idx, self.max_norm, self.norm_type
         )
+
+
+def restore_embedding_bag(state: object) -> EmbeddingBag:
+    """Rebuild a pickled (or deep-copied) :class:`EmbeddingBag` from its fields: the
+    unpickler's entry point (see :mod:`~llm_from_scratch.nn.layer_state`).
+
+    Raises:
+        EmbeddingBagStateError: ``state`` is not a dict with exactly the layer's fields, the
+            table is neither a ``NamedParameter`` nor a ``FrozenTable``, or a field differs
+            from the rebuilt layer's.
+        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError, BagModeError,
+            PaddingIndexError, MaxNormError, NormTypeError, FrozenTableMaxNormError: as when
+            the layer is built.
+    """
+    return restored_layer(EmbeddingBag, state, BagOptions, _bag_layer_of, EmbeddingBagStateError)
 
 
 def _bag_layer_of(table: Table, options: BagOptions) -> EmbeddingBag:

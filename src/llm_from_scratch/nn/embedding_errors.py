@@ -47,6 +47,21 @@ class EmbeddingInitializationError(EmbeddingError, ValueError):
     cause: InitializationError
 
 
+class EmbeddingStateError(EmbeddingError, ValueError):
+    """A pickled ``Embedding`` whose fields no layer built from its table can have (a crafted or
+    damaged pickle, or one written by a version with other fields)."""
+
+    template = "cannot restore a pickled Embedding: {field} {detail}"
+    field: str
+    detail: str
+
+
+class EmbeddingBagStateError(EmbeddingStateError):
+    """A pickled ``EmbeddingBag`` whose fields no bag layer built from its table can have."""
+
+    template = "cannot restore a pickled EmbeddingBag: {field} {detail}"
+
+
 class TableTypeError(EmbeddingError, TypeError):
     """A functional lookup's table that is not a ``TensorValue``."""
 

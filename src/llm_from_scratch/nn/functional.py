@@ -164,9 +164,7 @@ def embedding_bag(
 # Package-internal entry points of the layers ---------------------------------------------------
 
 
-def lookup(
-    table: TensorValue, plan: RowGatherPlan, options: LookupOptions | None
-) -> TensorValue:
+def lookup(table: TensorValue, plan: RowGatherPlan, options: LookupOptions | None) -> TensorValue:
     """The lookup of checked IDs with checked options, None for PyTorch's defaults
     (package-internal; ``Embedding`` and :func:`embedding` call it). With ``max_norm`` the
     table is a parameter.
@@ -218,7 +216,6 @@ def check_writable(table: TensorValue, max_norm: float | None) -> None:
         raise FrozenTableMaxNormError(table.kind)
 
 
-
 def checked_weights(
     weights: object, index_shape: Shape, dtype: np.dtype[Any]
 ) -> TensorValue | None:
@@ -235,7 +232,6 @@ def checked_weights(
     if value.shape != index_shape:
         raise PerSampleWeightsShapeError(index_shape, value.shape)
     return value
-
 
 
 def _weights_value(weights: object, dtype: np.dtype[Any]) -> TensorValue:

@@ -6,13 +6,14 @@ succeeds; after any error its state is what it was.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -177,6 +178,14 @@ class SplitMix64:
 
     def __copy__(self) -> SplitMix64:
         return SplitMix64(self._state)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SplitMix64:
+        return SplitMix64(self._state)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as ``SplitMix64(state)``, so the constructor checks the state it rebuilds
+        (a crafted state outside ``[0, 2**64)`` is a :class:`SeedRangeError`)."""
+        return SplitMix64, (self._state,)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SplitMix64) and other._state == self._state
@@ -386,6 +395,35 @@ class NamedParameter(
     def __repr__(self) -> str:
         return f"NamedParameter(name={self.name!r}, shape={self.tensor.shape})"
 
+    # Pickle and copy ----------------------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the name and the leaf (which pickles its values and gradient), rebuilt by
+        :func:`restore_named_parameter`."""
+        return restore_named_parameter, (self.name, self.tensor)
+
+    def __copy__(self) -> NamedParameter:
+        """A new named parameter with the same name and the same leaf (``is_same_node``)."""
+        return NamedParameter(self.name, self.tensor, key=_TRUSTED)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NamedParameter:
+        """The same name and an independent leaf with equal values and gradient (see
+        ``TensorValue.__deepcopy__``)."""
+        return NamedParameter(self.name, copy.deepcopy(self.tensor, memo), key=_TRUSTED)
+
+
+def restore_named_parameter(name: object, tensor: object) -> NamedParameter:
+    """Rebuild a pickled :class:`NamedParameter`: the unpickler's entry point.
+
+    The checks of :meth:`NamedParameter.from_value`, so a crafted pickle cannot give a bad
+    name or a leaf that is no parameter.
+
+    Raises:
+        ParameterNameTypeError, ParameterNameError: the name.
+        NotAParameterLeafError: ``tensor`` is not a parameter leaf.
+    """
+    return NamedParameter.from_value(name, tensor)  # type: ignore[arg-type]
+
 
 # Xavier scale ------------------------------------------------------------------------------------
 
@@ -414,6 +452,10 @@ class XavierScale:
             raise ZeroFanOutError()
         object.__setattr__(self, "fan_in", fan_in)  # a NumPy integer becomes an int
         object.__setattr__(self, "fan_out", fan_out)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as ``XavierScale(fan_in, fan_out)``, so a rebuilt scale is checked too."""
+        return XavierScale, (self.fan_in, self.fan_out)
 
     @property
     def target_variance(self) -> float:
@@ -555,6 +597,11 @@ class NamedParameters:
 
     def __repr__(self) -> str:
         return f"NamedParameters({list(self.names())!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (and copy) as ``NamedParameters(parameters)``, which checks the items again:
+        ``copy.copy`` holds the same parameters, ``copy.deepcopy`` deep copies of them."""
+        return NamedParameters, (self._parameters,)
 
 
 def _checked_parameters(parameters: object) -> tuple[NamedParameter, ...]:

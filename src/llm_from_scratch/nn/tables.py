@@ -74,6 +74,10 @@ class FrozenTable:
     def __repr__(self) -> str:
         return f"FrozenTable(name={self.name!r}, shape={self.tensor.shape})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (and deep-copy) through the constructor, so a restored table is checked."""
+        return FrozenTable, (self.name, self.tensor)
+
 
 Table: TypeAlias = "NamedParameter | FrozenTable"
 

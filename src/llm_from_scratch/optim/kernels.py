@@ -1,57 +1,250 @@
-"""The optimizer's compiled kernels: a finiteness check and an in-place update of SGD rows.
+"""The optimizers' compiled row updates: SGD, Adagrad and the lazy (row-sparse) Adam.
 
-Compiled on first call, like the tape's kernels (see :mod:`~llm_from_scratch.autograd.dispatch`);
-neither uses fast-math, so each new value rounds exactly like the NumPy expression
-``table[rows] - rate * values``.
+Each kernel reads a row-sparse gradient as groups (see :mod:`llm_from_scratch.optim.rows`):
+row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e`` in ``starts[slot]:starts[slot + 1]``
+from ``+0.0``, left to right, exactly like the tape's scatter, into a scratch row. Then, feature
+by feature, it computes the new value and states, copies the old ones into ``undo[slot]`` (the
+table's row, then each state's), stores the new ones, and counts the gradient values and the
+new values or states that are not finite (``x - x`` is NaN exactly for NaN and infinities, a
+test the compiler vectorizes). One pass reads the gradient and the rows once; the caller puts
+the old rows back from ``undo`` if any count is not zero.
+
+Compiled on first call through :mod:`~llm_from_scratch.autograd.dispatch`, without fast-math:
+every value rounds like the NumPy expression its optimizer uses below the compiled-kernel
+threshold. Rows are split into blocks that threads take in turn; a row's result does not
+depend on the split, and the counts are integer sums.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, prange
-from llm_from_scratch.tensor.storage import FloatArray, IndexArray
+from llm_from_scratch.optim.rows import RowGroups
+from llm_from_scratch.tensor.storage import FloatArray
+
+BLOCKS: Final = 256
+"""At most this many blocks of rows per kernel run (threads take blocks in turn)."""
 
 
 @compiled_kernel(parallel=True)
-def _count_non_finite_steps(
-    table: Any, rows: Any, values: Any, rate: Any
-) -> int:  # pragma: no cover
-    bad = 0
-    for slot in prange(rows.shape[0]):
-        row = rows[slot]
-        for feature in range(values.shape[1]):
-            if not np.isfinite(table[row, feature] - rate * values[slot, feature]):
-                bad += 1
-    return bad
+def _sgd_rows(
+    table: Any,
+    undo: Any,
+    rows: Any,
+    upstream: Any,
+    starts: Any,
+    order: Any,
+    rate: Any,
+) -> Any:  # pragma: no cover - JIT
+    width = table.shape[1]
+    count = rows.shape[0]
+    blocks = min(count, BLOCKS)
+    bad_gradient = 0
+    bad_step = 0
+    for block in prange(blocks):
+        gradient = np.empty(width, table.dtype)
+        block_bad_gradient = 0
+        block_bad_step = 0
+        for slot in range(block * count // blocks, (block + 1) * count // blocks):
+            first = order[starts[slot]]
+            for feature in range(width):
+                gradient[feature] = 0.0 + upstream[first, feature]
+            for entry in range(starts[slot] + 1, starts[slot + 1]):
+                position = order[entry]
+                for feature in range(width):
+                    gradient[feature] += upstream[position, feature]
+            row = rows[slot]
+            for feature in range(width):
+                old = table[row, feature]
+                g = gradient[feature]
+                value = old - rate * g
+                block_bad_gradient += (g - g) != 0
+                block_bad_step += (value - value) != 0
+                undo[slot, 0, feature] = old
+                table[row, feature] = value
+        bad_gradient += block_bad_gradient
+        bad_step += block_bad_step
+    return bad_gradient, bad_step
 
 
 @compiled_kernel(parallel=True)
-def _subtract_scaled_rows(
-    table: Any, rows: Any, values: Any, rate: Any
-) -> None:  # pragma: no cover
-    for slot in prange(rows.shape[0]):
-        row = rows[slot]
-        for feature in range(values.shape[1]):
-            table[row, feature] = table[row, feature] - rate * values[slot, feature]
+def _adagrad_rows(
+    table: Any,
+    undo: Any,
+    state_sum: Any,
+    rows: Any,
+    upstream: Any,
+    starts: Any,
+    order: Any,
+    negative_rate: Any,
+    eps: Any,
+) -> Any:  # pragma: no cover - JIT
+    width = table.shape[1]
+    count = rows.shape[0]
+    blocks = min(count, BLOCKS)
+    bad_gradient = 0
+    bad_step = 0
+    for block in prange(blocks):
+        gradient = np.empty(width, table.dtype)
+        block_bad_gradient = 0
+        block_bad_step = 0
+        for slot in range(block * count // blocks, (block + 1) * count // blocks):
+            first = order[starts[slot]]
+            for feature in range(width):
+                gradient[feature] = 0.0 + upstream[first, feature]
+            for entry in range(starts[slot] + 1, starts[slot + 1]):
+                position = order[entry]
+                for feature in range(width):
+                    gradient[feature] += upstream[position, feature]
+            row = rows[slot]
+            for feature in range(width):
+                old = table[row, feature]
+                old_sum = state_sum[row, feature]
+                g = gradient[feature]
+                total = old_sum + g * g
+                value = old + (negative_rate * g) / (np.sqrt(total) + eps)
+                block_bad_gradient += (g - g) != 0
+                block_bad_step += ((value - value) + (total - total)) != 0
+                undo[slot, 0, feature] = old
+                undo[slot, 1, feature] = old_sum
+                table[row, feature] = value
+                state_sum[row, feature] = total
+        bad_gradient += block_bad_gradient
+        bad_step += block_bad_step
+    return bad_gradient, bad_step
 
 
-def sgd_rows_stay_finite(
-    table: FloatArray, rows: IndexArray, values: FloatArray, rate: np.floating[Any]
-) -> bool:
-    """True when ``table[rows] - rate * values`` is finite everywhere (nothing is written)."""
-    return int(_count_non_finite_steps(table, rows, values, rate)) == 0
+@compiled_kernel(parallel=True)
+def _lazy_adam_rows(
+    table: Any,
+    undo: Any,
+    exp_avg: Any,
+    exp_avg_sq: Any,
+    rows: Any,
+    upstream: Any,
+    starts: Any,
+    order: Any,
+    constants: Any,
+    coupled_decay: bool,
+) -> Any:  # pragma: no cover - JIT
+    one_minus_beta1 = constants[0]
+    one_minus_beta2 = constants[1]
+    eps = constants[2]
+    negative_step_size = constants[3]
+    weight_decay = constants[4]
+    value_decay = constants[5]
+    width = table.shape[1]
+    count = rows.shape[0]
+    blocks = min(count, BLOCKS)
+    bad_gradient = 0
+    bad_step = 0
+    for block in prange(blocks):
+        gradient = np.empty(width, table.dtype)
+        block_bad_gradient = 0
+        block_bad_step = 0
+        for slot in range(block * count // blocks, (block + 1) * count // blocks):
+            first = order[starts[slot]]
+            for feature in range(width):
+                gradient[feature] = 0.0 + upstream[first, feature]
+            for entry in range(starts[slot] + 1, starts[slot + 1]):
+                position = order[entry]
+                for feature in range(width):
+                    gradient[feature] += upstream[position, feature]
+            row = rows[slot]
+            for feature in range(width):
+                old = table[row, feature]
+                m = exp_avg[row, feature]
+                v = exp_avg_sq[row, feature]
+                summed = gradient[feature]
+                g = summed + weight_decay * old if coupled_decay else summed
+                m_update = (g - m) * one_minus_beta1
+                v_update = (g * g - v) * one_minus_beta2
+                m_new = m + m_update
+                v_new = v + v_update
+                ratio = (m_update + m) / (np.sqrt(v_update + v) + eps)
+                value = old * value_decay + negative_step_size * ratio
+                block_bad_gradient += (summed - summed) != 0
+                block_bad_step += ((value - value) + (m_new - m_new) + (v_new - v_new)) != 0
+                undo[slot, 0, feature] = old
+                undo[slot, 1, feature] = m
+                undo[slot, 2, feature] = v
+                table[row, feature] = value
+                exp_avg[row, feature] = m_new
+                exp_avg_sq[row, feature] = v_new
+        bad_gradient += block_bad_gradient
+        bad_step += block_bad_step
+    return bad_gradient, bad_step
 
 
-def sgd_rows_apply(
-    table: FloatArray, rows: IndexArray, values: FloatArray, rate: np.floating[Any]
-) -> None:
-    """``table[rows] -= rate * values`` in place, rounding like the NumPy expression.
+def sgd_rows(
+    table: FloatArray, undo: FloatArray, groups: RowGroups, rate: np.floating[Any]
+) -> tuple[int, int]:
+    """SGD on each row, ``table[row] - rate * g``, keeping the old rows in ``undo``; returns
+    how many gradient values and how many new values are not finite.
 
     Shape:
-        ``table``: ``[V, d]`` (C-contiguous, writeable); ``rows``: ``[k]`` unique;
-        ``values``: ``[k, d]``.
+        ``table``: ``[V, d]`` (C-contiguous, writeable); ``undo``: ``[k, 1, d]``.
     """
-    _subtract_scaled_rows(table, rows, values, rate)
+    bad_gradient, bad_step = _sgd_rows(
+        table, undo, groups.rows, groups.upstream, groups.starts, groups.order, rate
+    )
+    return int(bad_gradient), int(bad_step)
+
+
+def adagrad_rows(
+    table: FloatArray,
+    state_sum: FloatArray,
+    undo: FloatArray,
+    groups: RowGroups,
+    negative_rate: np.floating[Any],
+    eps: np.floating[Any],
+) -> tuple[int, int]:
+    """Adagrad on each row: ``sum + g * g``, then ``value + (-rate * g) / (sqrt(sum) + eps)``;
+    ``undo``: ``[k, 2, d]`` (values, then sums); counts as :func:`sgd_rows`."""
+    bad_gradient, bad_step = _adagrad_rows(
+        table,
+        undo,
+        state_sum,
+        groups.rows,
+        groups.upstream,
+        groups.starts,
+        groups.order,
+        negative_rate,
+        eps,
+    )
+    return int(bad_gradient), int(bad_step)
+
+
+def lazy_adam_rows(
+    table: FloatArray,
+    exp_avg: FloatArray,
+    exp_avg_sq: FloatArray,
+    undo: FloatArray,
+    groups: RowGroups,
+    constants: FloatArray,
+    coupled_decay: bool,
+) -> tuple[int, int]:
+    """``torch.optim.SparseAdam``'s update on each row, with optional weight decay;
+    ``undo``: ``[k, 3, d]`` (values, ``exp_avg``, ``exp_avg_sq``); counts as :func:`sgd_rows`.
+
+    ``constants`` (the table's dtype) holds ``1 - beta1``, ``1 - beta2``, ``eps``,
+    ``-step_size``, ``weight_decay`` and the decoupled decay factor ``1 - lr * weight_decay``
+    (``1`` without it). With ``coupled_decay`` the gradient first adds
+    ``weight_decay * value``.
+    """
+    bad_gradient, bad_step = _lazy_adam_rows(
+        table,
+        undo,
+        exp_avg,
+        exp_avg_sq,
+        groups.rows,
+        groups.upstream,
+        groups.starts,
+        groups.order,
+        constants,
+        coupled_decay,
+    )
+    return int(bad_gradient), int(bad_step)

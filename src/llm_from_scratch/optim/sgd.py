@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 
-from llm_from_scratch.autograd import RowSparseGradient, TensorValue
-from llm_from_scratch.autograd.dispatch import runs_compiled
-from llm_from_scratch.autograd.gradient import first_non_finite
-from llm_from_scratch.autograd.value import update_leaves_in_place
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
-from llm_from_scratch.optim.kernels import sgd_rows_apply, sgd_rows_stay_finite
+from llm_from_scratch.optim.kernels import sgd_rows
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
+from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.optim.validation import OptimizerError as OptimizerError
 from llm_from_scratch.optim.validation import checked_learning_rate
 from llm_from_scratch.tensor.storage import FloatArray
 
 
-class SGD:
+class SGD(Optimizer):
     """``value -= learning_rate * gradient`` for each parameter.
 
     A row-sparse gradient updates only its listed rows; untouched rows are never written. Each
     step marks the parameter's values as changed, so a graph recorded before the step refuses
-    to run backward (run the forward again).
+    to run backward (run the forward again). SGD keeps no state: its state dict holds ``step``.
 
     Args:
-        parameters: named parameters or parameter leaves.
+        parameters: named parameters or parameter leaves (a leaf is named by its position).
         learning_rate: a finite positive step size: any real number but a bool (a NumPy
             scalar included), read once (see :func:`checked_learning_rate`).
+
+    Raises:
+        HyperparameterTypeError, HyperparameterValueError: the learning rate (checked first).
+        ParameterListError, ParameterEntryError, DuplicateParameterError: the parameters.
 
     Example:
         >>> from llm_from_scratch.nn import Embedding, SplitMix64
@@ -44,83 +46,26 @@ class SGD:
     def __init__(
         self, parameters: Iterable[NamedParameter | TensorValue], learning_rate: float
     ) -> None:
-        rate = checked_learning_rate(learning_rate)
-        if not isinstance(parameters, Iterable) or isinstance(parameters, NamedParameter):
-            raise OptimizerError(
-                f"SGD needs an iterable of parameters, got {type(parameters).__name__}"
-            )
-        leaves = [p.tensor if isinstance(p, NamedParameter) else p for p in parameters]
-        for leaf in leaves:
-            if not isinstance(leaf, TensorValue) or leaf.kind != "parameter":
-                raise OptimizerError(f"SGD updates parameter leaves, got {leaf!r}")
-        self._leaves = tuple(leaves)
-        self.learning_rate = rate
+        self._learning_rate = checked_learning_rate(learning_rate, optimizer="SGD")
+        super().__init__("SGD", parameters)
 
-    def step(self) -> None:
-        """Apply one update to every parameter; if any new value is not finite, change nothing.
+    @property
+    def learning_rate(self) -> float:
+        """The step size."""
+        return self._learning_rate
 
-        The step is atomic with respect to backward passes and ``zero_grad`` on other threads:
-        it reads each gradient and writes each parameter while no gradient of these parameters
-        is stored or reset.
-        """
-        update_leaves_in_place(self._leaves, self._planned_updates)
+    @property
+    def hyperparameters(self) -> dict[str, float]:
+        return {"learning_rate": self._learning_rate}
 
-    def zero_grad(self) -> None:
-        """Reset every parameter's gradient."""
-        for leaf in self._leaves:
-            leaf.zero_grad()
-
-    def _planned_updates(self) -> list[Callable[[FloatArray], None]]:
-        return [self._planned_update(leaf) for leaf in self._leaves]
-
-    def _planned_update(self, leaf: TensorValue) -> Callable[[FloatArray], None]:
-        """Check that the step keeps every value finite; return the in-place write."""
-        table = leaf.numpy()
-        rate = table.dtype.type(self.learning_rate)
-        sparse = leaf.sparse_gradient
-        if sparse is not None:
-            if runs_compiled(sparse.values.size):
-                return _compiled_row_update(table, sparse, rate)
-            return _row_update(table, sparse, rate)
-        gradient = leaf.gradient
-        if gradient is None:
-            raise OptimizerError("SGD updates parameter leaves, which always hold a gradient")
+    def updated(
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
+        rate = values.dtype.type(self._learning_rate)
         with np.errstate(over="ignore", invalid="ignore"):
-            values = table - rate * gradient.numpy()
-        _raise_if_non_finite(values)
+            return [("value", values - rate * gradient)]
 
-        def write_all(array: FloatArray) -> None:
-            array[...] = values
-
-        return write_all
-
-
-def _row_update(
-    table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
-) -> Callable[[FloatArray], None]:
-    rows = gradient.rows
-    with np.errstate(over="ignore", invalid="ignore"):
-        values = table[rows] - rate * gradient.values
-    _raise_if_non_finite(values)
-
-    def write_rows(array: FloatArray) -> None:
-        array[rows] = values
-
-    return write_rows
-
-
-def _compiled_row_update(
-    table: FloatArray, gradient: RowSparseGradient, rate: np.floating[Any]
-) -> Callable[[FloatArray], None]:
-    if not sgd_rows_stay_finite(table, gradient.rows, gradient.values, rate):
-        raise OptimizerError("the SGD step would make a parameter value non-finite")
-
-    def write_rows(array: FloatArray) -> None:
-        sgd_rows_apply(array, gradient.rows, gradient.values, rate)
-
-    return write_rows
-
-
-def _raise_if_non_finite(values: FloatArray) -> None:
-    if first_non_finite(values) is not None:
-        raise OptimizerError("the SGD step would make a parameter value non-finite")
+    def row_kernel(
+        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
+    ) -> tuple[int, int]:
+        return sgd_rows(table, undo, groups, table.dtype.type(self._learning_rate))

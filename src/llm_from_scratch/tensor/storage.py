@@ -149,8 +149,10 @@ def checked_shape(shape: object) -> Shape:
         NonIntegerExtentError: an extent is not an integer (``bool`` counts as non-integer).
         NegativeExtentError: an extent is negative.
     """
-    if type(shape) is tuple and len(shape) <= MAX_AXES and all(
-        type(extent) is int and extent >= 0 for extent in shape
+    if (
+        type(shape) is tuple
+        and len(shape) <= MAX_AXES
+        and all(type(extent) is int and extent >= 0 for extent in shape)
     ):
         return shape  # Python ints cannot change: nothing to convert
     extents: list[int] = []
@@ -299,7 +301,9 @@ class Tensor:
             ``len()`` is compared with the element count before any value is read, and an
             iterator is read at most one value past it. An ndarray subclass is read through
             its plain data (:func:`plain_view`); a masked array is refused.
-        dtype: ``numpy.float64`` (the default) or ``numpy.float32``.
+        dtype: ``numpy.float64`` or ``numpy.float32``; when omitted (``None``), a float32 or
+            float64 NumPy array keeps its dtype (NumPy's rule) and any other values become
+            float64. (Before, every tensor built without ``dtype`` was float64.)
 
     Shape:
         ``values``: ``[prod(shape)]``; :meth:`numpy`: ``shape``.
@@ -313,8 +317,10 @@ class Tensor:
 
     Example:
         >>> t = Tensor((2, 2), [1, 2, 3, 4])
-        >>> t.shape, t.numpy().tolist()
-        ((2, 2), [[1.0, 2.0], [3.0, 4.0]])
+        >>> t.shape, t.dtype, t.numpy().tolist()
+        ((2, 2), dtype('float64'), [[1.0, 2.0], [3.0, 4.0]])
+        >>> Tensor((2,), np.array([0.5, 1.5], dtype=np.float32)).dtype
+        dtype('float32')
         >>> try:
         ...     Tensor((2, 2), [1, 2, 3])
         ... except DataLengthMismatchError as error:
@@ -329,12 +335,13 @@ class Tensor:
         self,
         shape: Sequence[int],
         values: Sequence[float] | npt.ArrayLike,
-        dtype: npt.DTypeLike = np.float64,
+        dtype: npt.DTypeLike | None = None,
     ) -> None:
         extents = checked_shape(shape)
         _, count = checked_row_major_layout(extents)
-        resolved = checked_dtype(dtype)
+        requested = None if dtype is None else checked_dtype(dtype)
         source = _value_source(values)
+        resolved = _inferred_dtype(source) if requested is None else requested
         known = source.size if isinstance(source, np.ndarray) else source.count
         if known is not None and known != count:
             raise DataLengthMismatchError(count, known)
@@ -348,6 +355,51 @@ class Tensor:
             _fill_from_items(array.reshape(-1), source.items)
         array.flags.writeable = False
         _hold(self, array)
+
+    @classmethod
+    def from_numpy(cls, array: npt.NDArray[Any]) -> Tensor:
+        """A tensor holding a copy of ``array``, with its shape and dtype.
+
+        Unlike ``torch.from_numpy`` the values are copied (a tensor never changes), so later
+        writes to ``array`` do not show.
+
+        Args:
+            array: a NumPy array (any ndarray subclass, read through its plain data:
+                :func:`plain_view`; not a masked array). A float32 or float64 array keeps its
+                dtype (in native byte order); an array of any integer dtype becomes float64
+                (exactly up to ``2**53``, rounded to nearest beyond). NaN and infinities are
+                kept: only a parameter refuses them.
+
+        Shape:
+            ``array``: ``[*]``; the tensor: the same.
+
+        Raises:
+            TensorValueTypeError: ``array`` is not a NumPy array (a NumPy scalar, a list), is
+                a masked array, or has any other dtype: bool (not an integer here), float16,
+                longdouble, complex, object, string, structured.
+            TensorAllocationError: the copy cannot be allocated.
+
+        Example:
+            >>> t = Tensor.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+            >>> t.shape, t.dtype, t.tolist()
+            ((2, 3), dtype('float32'), [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+            >>> Tensor.from_numpy(np.array([1, 2], dtype=np.int8)).dtype
+            dtype('float64')
+            >>> try:
+            ...     Tensor.from_numpy(np.array([True]))
+            ... except TensorValueTypeError as error:
+            ...     print(error.detail)
+            from_numpy takes a float32, float64 or integer array, got bool
+        """
+        plain = _numpy_array_source(array, "from_numpy")
+        dtype = kept_float_dtype(plain.dtype)
+        if dtype is None and plain.dtype.kind in "iu":
+            dtype = np.dtype(np.float64)
+        if dtype is None:
+            raise TensorValueTypeError(
+                f"from_numpy takes a float32, float64 or integer array, got {plain.dtype}"
+            )
+        return cls(plain.shape, plain, dtype=dtype)
 
     @classmethod
     def zeros(cls, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> Tensor:
@@ -400,6 +452,72 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.shape}, dtype={self.dtype}, values={self.flat_values()})"
+
+    # Pickle and copy -------------------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the values array, rebuilt by :func:`restore_tensor` (which checks it)."""
+        return restore_tensor, (self._array,)
+
+    def __copy__(self) -> Tensor:
+        """The tensor itself: it is immutable (as ``copy.copy`` of a tuple)."""
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """A tensor holding its own copy of the values (a deep copy of a parameter's live
+        ``value`` does not follow later optimizer steps)."""
+        return restore_tensor(self._array)
+
+
+def restore_tensor(array: object) -> Tensor:
+    """Rebuild a pickled :class:`Tensor`: the unpickler's entry point (see ``__reduce__``).
+
+    A pickle can be crafted, so ``array`` is checked as any caller's input: it must be a
+    float32 or float64 NumPy array (either byte order; an ndarray subclass is read through its
+    plain data, a masked array is refused). The tensor holds its own copy of the values, in
+    native byte order, so nothing the unpickler handed over (an out-of-band buffer of pickle
+    protocol 5 included) can change it.
+
+    Raises:
+        TensorValueTypeError: ``array`` is not such an array.
+        TensorAllocationError: the copy cannot be allocated.
+    """
+    plain = _numpy_array_source(array, "a pickled Tensor")
+    dtype = kept_float_dtype(plain.dtype)
+    if dtype is None:
+        raise TensorValueTypeError(f"a pickled Tensor holds float32 or float64, got {plain.dtype}")
+    return Tensor(plain.shape, plain, dtype=dtype)
+
+
+def kept_float_dtype(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+    """float32 or float64 in native byte order when ``dtype`` is one of them in either byte
+    order; None for any other dtype (float16 and longdouble included).
+
+    Example:
+        >>> kept_float_dtype(np.dtype(">f4")), kept_float_dtype(np.dtype(np.int64))
+        (dtype('float32'), None)
+    """
+    if dtype.kind != "f":
+        return None
+    native = dtype.newbyteorder("=")
+    return native if native in SUPPORTED_DTYPES else None
+
+
+def _numpy_array_source(array: object, what: str) -> np.ndarray[Any, Any]:
+    """The plain data of a NumPy array given to ``what``; anything else, or a masked array, is
+    a TensorValueTypeError."""
+    if not isinstance(array, np.ndarray):
+        raise TensorValueTypeError(f"{what} needs a NumPy array, got {type(array).__name__}")
+    if is_masked_array(array):
+        raise TensorValueTypeError("a masked array has missing values")
+    return plain_view(array)
+
+
+def _inferred_dtype(source: np.ndarray[Any, Any] | _Items) -> np.dtype[Any]:
+    """The dtype of a tensor built without ``dtype``: a float32 or float64 array's own, else
+    float64."""
+    kept = kept_float_dtype(source.dtype) if isinstance(source, np.ndarray) else None
+    return np.dtype(np.float64) if kept is None else kept
 
 
 def tensor_without_copy(array: FloatArray) -> Tensor:

@@ -61,14 +61,12 @@ class BoundsCheck:
 
 @dataclass(frozen=True)
 class Ch18Report:
-    """Every computed fact of the chapter demo."""
+    """The fixture the chapter demo ran, and every fact it computed from it."""
 
-    # The table and the IDs.
-    fixture_name: str
+    fixture: Ch18Fixture
+    # The table as the layer holds it.
     table_name: str
     table_shape: Shape
-    token_ids: tuple[int, ...]
-    token_shape: Shape
     # The forward, and whether the one-hot product gives the same output.
     output_shape: Shape
     output_values: tuple[float, ...]
@@ -82,8 +80,7 @@ class Ch18Report:
     lookups: tuple[Lookup, ...]
     rows: tuple[TableRow, ...]
     unused_rows_zero: bool
-    # Initialization from a seed, and a clone's identity.
-    init_seed: int
+    # Initialization from the fixture's seed, and a clone's identity.
     init_shape: Shape
     init_reproducible: bool
     clone_same_node: bool
@@ -92,6 +89,26 @@ class Ch18Report:
     empty_value_count: int
     bounds: BoundsCheck
     embedding_width: int
+
+    @property
+    def fixture_name(self) -> str:
+        """The fixture's name."""
+        return self.fixture.name
+
+    @property
+    def token_ids(self) -> tuple[int, ...]:
+        """The fixture's token IDs, flat in row-major order."""
+        return self.fixture.token_ids
+
+    @property
+    def token_shape(self) -> Shape:
+        """The fixture's token shape."""
+        return self.fixture.token_shape
+
+    @property
+    def init_seed(self) -> int:
+        """The fixture's initialization seed."""
+        return self.fixture.init_seed
 
     @property
     def repeated_rows(self) -> tuple[TableRow, ...]:
@@ -131,11 +148,9 @@ def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
     )
     empty = embedding.forward([], fixture.empty_shape)
     return Ch18Report(
-        fixture_name=fixture.name,
+        fixture=fixture,
         table_name=table.name,
         table_shape=table.tensor.shape,
-        token_ids=fixture.token_ids,
-        token_shape=fixture.token_shape,
         output_shape=output.shape,
         output_values=output_values,
         one_hot_equals_lookup=list(output_values) == one_hot_values,
@@ -146,7 +161,6 @@ def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
         lookups=_lookups(output, fixture, upstream, indicators),
         rows=rows,
         unused_rows_zero=all(not any(row.accumulated) for row in rows if row.uses == 0),
-        init_seed=fixture.init_seed,
         init_shape=first.table.tensor.shape,
         init_reproducible=first.table.tensor.value.equals(second.table.tensor.value),
         clone_same_node=copy.copy(embedding).table.tensor.is_same_node(table.tensor),

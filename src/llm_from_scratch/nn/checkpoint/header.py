@@ -22,7 +22,9 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
+
+import numpy as np
 
 from llm_from_scratch.nn.checkpoint.errors import (
     DuplicateTensorKeyError,
@@ -70,6 +72,48 @@ DTYPE_BITS: Final = {
     "U64": 64,
 }
 """Every dtype code of the format, with the bits one element takes."""
+
+NUMPY_DTYPES: Final[dict[str, np.dtype[Any]]] = {
+    "BOOL": np.dtype("?"),
+    "U8": np.dtype("u1"),
+    "I8": np.dtype("i1"),
+    "U16": np.dtype("<u2"),
+    "I16": np.dtype("<i2"),
+    "F16": np.dtype("<f2"),
+    "U32": np.dtype("<u4"),
+    "I32": np.dtype("<i4"),
+    "F32": np.dtype("<f4"),
+    "C64": np.dtype("<c8"),
+    "U64": np.dtype("<u8"),
+    "I64": np.dtype("<i8"),
+    "F64": np.dtype("<f8"),
+}
+"""The codes whose elements NumPy holds as they are, with the NumPy dtype of their bytes in a
+file (little-endian). BF16 and the 8-, 6- and 4-bit floats have no NumPy dtype."""
+
+
+def numpy_dtype(code: str) -> np.dtype[Any] | None:
+    """The NumPy dtype (in the machine's byte order) that holds a code's elements, or None.
+
+    Example:
+        >>> numpy_dtype("I64"), numpy_dtype("BF16")
+        (dtype('int64'), None)
+    """
+    stored = NUMPY_DTYPES.get(code)
+    return None if stored is None else stored.newbyteorder("=")
+
+
+def dtype_code(dtype: np.dtype[Any]) -> str:
+    """The code of a NumPy dtype that :data:`NUMPY_DTYPES` lists (in either byte order).
+
+    Example:
+        >>> dtype_code(np.dtype(np.float32)), dtype_code(np.dtype(">i8"))
+        ('F32', 'I64')
+    """
+    return _CODES[dtype.newbyteorder("<")]
+
+
+_CODES: Final = {stored: code for code, stored in NUMPY_DTYPES.items()}
 
 
 @dataclass(frozen=True)
@@ -175,12 +219,19 @@ def _refuse_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+def _integer(text: str) -> int | float:
+    """A JSON integer; ``-0`` is the float -0.0, as the safetensors package reads it (so it is
+    no extent or offset there, and not here either)."""
+    return -0.0 if text == "-0" else int(text)
+
+
 def _json_object(path: str, text: bytes) -> _JsonObject:
     try:
         parsed = json.loads(
             text.decode("utf-8"),
             object_pairs_hook=_JsonObject,
             parse_constant=_refuse_constant,
+            parse_int=_integer,
         )
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise HeaderJsonError(path, str(error) or type(error).__name__) from error

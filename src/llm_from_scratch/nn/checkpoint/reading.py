@@ -1,10 +1,11 @@
-"""Loading named parameters from a safetensors file.
+"""Loading named parameters, or any named arrays, from a safetensors file.
 
 The reader checks the whole header (see :mod:`~llm_from_scratch.nn.checkpoint.header`) and
 every tensor to load before it allocates anything, then reads each tensor's bytes straight into
 the NumPy array that becomes its parameter (``readinto``, no intermediate copy of the file), so
 loading peaks at about the loaded tensors' bytes. A conversion from F16 or BF16 goes through a
-small reused buffer of 2**20 elements.
+small reused buffer of 2**20 elements. :func:`load_arrays` reads every tensor of a file as it
+is stored, for the package's other files (optimizer state).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from llm_from_scratch.nn.checkpoint.files import (
 )
 from llm_from_scratch.nn.checkpoint.header import (
     LENGTH_BYTES,
+    NUMPY_DTYPES,
     Header,
     TensorRecord,
     decode_header,
@@ -164,6 +166,29 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
         return dict(read_header(file_name, file).metadata)
 
 
+def load_arrays(path: str, accept: Callable[[Header], None]) -> dict[str, np.ndarray[Any, Any]]:
+    """Every tensor of a safetensors file as a new array of its stored dtype (in the machine's
+    byte order) and shape (0-d for ``[]``), by key in file order (package-internal: the public
+    functions check their arguments, then call this).
+
+    The values are read as they are: no name rule and no finiteness check applies (the caller
+    checks what it loads). ``accept`` gets the checked header before anything is allocated
+    and raises to refuse the file, for example for a tensor it does not expect.
+
+    Raises:
+        CheckpointReadError: the file cannot be opened or read.
+        CheckpointError: a subclass for a file that breaks the format, as for
+            :func:`load_parameters`; :class:`UnsupportedDtypeError` for a tensor whose dtype
+            NumPy cannot hold (BF16, the 8-, 6- and 4-bit floats) that ``accept`` let through.
+        Any error ``accept`` raises.
+    """
+    with opened_for_reading(path) as file:
+        header = read_header(path, file)
+        accept(header)
+        plan = [_planned_array(path, record) for record in header.tensors]
+        return {item.record.name: _read_array(path, file, header.data_start, item) for item in plan}
+
+
 def read_header(path: str, file: io.FileIO) -> Header:
     """Read and check the header of the open file."""
     size = file_size(path, file)
@@ -222,6 +247,13 @@ def _planned_tensor(path: str, record: TensorRecord, target: np.dtype[Any] | Non
     return PlannedTensor(record, stored, loaded)
 
 
+def _planned_array(path: str, record: TensorRecord) -> PlannedTensor:
+    stored = NUMPY_DTYPES.get(record.dtype)
+    if stored is None:
+        raise UnsupportedDtypeError(path, record.name, record.dtype)
+    return PlannedTensor(record, stored, stored.newbyteorder("="))
+
+
 def _check_receivers(path: str, plan: list[PlannedTensor], receivers: NamedParameters) -> None:
     loading = [item.record.name for item in plan]
     missing = tuple(name for name in receivers.names() if name not in set(loading))
@@ -237,6 +269,17 @@ def _check_receivers(path: str, plan: list[PlannedTensor], receivers: NamedParam
 
 
 def _read_tensor(path: str, file: io.FileIO, data_start: int, item: PlannedTensor) -> FloatArray:
+    """The tensor's values in a new array, checked to be finite."""
+    array = _read_array(path, file, data_start, item)
+    found = first_non_finite(array)
+    if found is not None:
+        raise NonFiniteValueError(path, item.record.name, found[0], found[1])
+    return array
+
+
+def _read_array(
+    path: str, file: io.FileIO, data_start: int, item: PlannedTensor
+) -> np.ndarray[Any, Any]:
     """The tensor's values in a new array, read straight into it when no conversion is due."""
     record = item.record
     array = _allocated(path, record, item.loaded)
@@ -246,13 +289,10 @@ def _read_tensor(path: str, file: io.FileIO, data_start: int, item: PlannedTenso
         read_exactly(path, file, offset, flat.view(np.uint8).data)
     else:
         _read_converted(path, file, offset, item, flat)
-    found = first_non_finite(array)
-    if found is not None:
-        raise NonFiniteValueError(path, record.name, found[0], found[1])
     return array
 
 
-def _allocated(path: str, record: TensorRecord, dtype: np.dtype[Any]) -> FloatArray:
+def _allocated(path: str, record: TensorRecord, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     try:
         return np.empty(record.shape, dtype=dtype)
     except MemoryError as error:
@@ -262,7 +302,7 @@ def _allocated(path: str, record: TensorRecord, dtype: np.dtype[Any]) -> FloatAr
 
 
 def _read_converted(
-    path: str, file: io.FileIO, offset: int, item: PlannedTensor, flat: FloatArray
+    path: str, file: io.FileIO, offset: int, item: PlannedTensor, flat: np.ndarray[Any, Any]
 ) -> None:
     buffer = np.empty(min(CHUNK, flat.size), dtype=item.stored)
     for start in range(0, flat.size, CHUNK):

@@ -1,15 +1,17 @@
-"""Saving named parameters to a safetensors file.
+"""Saving named parameters, or any named arrays, to a safetensors file.
 
-The writer streams each parameter's bytes from its own array into the file (no copy of the
+The writer streams each array's bytes from the array itself into the file (no copy of the
 table), after the header that :func:`~llm_from_scratch.nn.checkpoint.header.encode_header`
 builds, through :func:`~llm_from_scratch.nn.checkpoint.files.replace_atomically`.
+:func:`save_parameters` checks its arguments and hands the parameters' arrays to
+:func:`write_arrays`, which the package's other files (optimizer state) use too.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import Final
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,13 +21,14 @@ from llm_from_scratch.nn.checkpoint.errors import (
     NonFiniteValueError,
 )
 from llm_from_scratch.nn.checkpoint.files import checked_path, replace_atomically
-from llm_from_scratch.nn.checkpoint.header import HEADER_LIMIT, LENGTH_BYTES, encode_header
+from llm_from_scratch.nn.checkpoint.header import (
+    HEADER_LIMIT,
+    LENGTH_BYTES,
+    dtype_code,
+    encode_header,
+)
 from llm_from_scratch.nn.checkpoint.values import first_non_finite
 from llm_from_scratch.nn.init import NamedParameter, NamedParameters
-from llm_from_scratch.tensor.storage import FloatArray
-
-DTYPE_CODES: Final = {np.dtype(np.float64): "F64", np.dtype(np.float32): "F32"}
-"""The safetensors code of each parameter dtype."""
 
 
 def save_parameters(
@@ -60,27 +63,50 @@ def save_parameters(
         parameters if isinstance(parameters, NamedParameters) else NamedParameters(parameters)
     )
     text = _checked_metadata(file_name, metadata)
-    values = [(parameter.name, parameter.tensor.numpy()) for parameter in collection]
-    for name, array in values:
-        found = first_non_finite(array)
+    write_arrays(
+        file_name, [(parameter.name, parameter.tensor.numpy()) for parameter in collection], text
+    )
+
+
+def write_arrays(
+    path: str,
+    arrays: Sequence[tuple[str, np.ndarray[Any, Any]]],
+    metadata: Mapping[str, str],
+) -> None:
+    """Write named arrays as one safetensors file, replacing ``path`` atomically (package-
+    internal: the public functions check their arguments, then call this).
+
+    Each array may have any dtype the format and NumPy share (``F64``, ``F32`` and ``I64``
+    among them) and any shape, ``[]`` for a 0-d array. The wider dtypes come first, each in the
+    given order. The arrays are read while the file is written: the caller keeps them from
+    changing until this returns.
+
+    Raises:
+        NonFiniteValueError: a float array holds a NaN or an infinity (a file no load accepts),
+            before anything is written.
+        HeaderSizeError: the header would exceed the format's limit.
+        CheckpointWriteError: the file cannot be written, flushed or renamed.
+    """
+    for name, array in arrays:
+        found = first_non_finite(array) if array.dtype.kind == "f" else None
         if found is not None:
-            raise NonFiniteValueError(file_name, name, found[0], found[1])
+            raise NonFiniteValueError(path, name, found[0], found[1])
     # Wider dtypes first (a stable sort): every tensor then starts at a multiple of its item
     # size, as the safetensors package lays files out, so readers that map the file can use the
     # bytes in place.
-    values.sort(key=lambda named: -named[1].itemsize)
+    ordered = sorted(arrays, key=lambda named: -named[1].itemsize)
     header = encode_header(
-        ((name, DTYPE_CODES[array.dtype], array.shape) for name, array in values), text
+        ((name, dtype_code(array.dtype), array.shape) for name, array in ordered), metadata
     )
     if len(header) - LENGTH_BYTES > HEADER_LIMIT:
-        raise HeaderSizeError(file_name, len(header) - LENGTH_BYTES, HEADER_LIMIT)
+        raise HeaderSizeError(path, len(header) - LENGTH_BYTES, HEADER_LIMIT)
 
     def write(emit: Callable[[memoryview], None]) -> None:
         emit(memoryview(header))
-        for _, array in values:
+        for _, array in ordered:
             emit(_little_endian_bytes(array))
 
-    replace_atomically(file_name, write)
+    replace_atomically(path, write)
 
 
 def _checked_metadata(path: str, metadata: object) -> dict[str, str]:
@@ -95,7 +121,7 @@ def _checked_metadata(path: str, metadata: object) -> dict[str, str]:
     return dict(metadata)
 
 
-def _little_endian_bytes(array: FloatArray) -> memoryview:
+def _little_endian_bytes(array: np.ndarray[Any, Any]) -> memoryview:
     """The array's bytes in the file's byte order (a view, except on a big-endian machine)."""
     ordered = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     return ordered.reshape(-1).view(np.uint8).data

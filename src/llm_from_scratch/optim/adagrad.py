@@ -1,0 +1,121 @@
+"""Adagrad: a per-value step size that shrinks with the sum of the squared gradients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.nn.init import NamedParameter
+from llm_from_scratch.optim.kernels import adagrad_rows
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
+from llm_from_scratch.optim.rows import RowGroups
+from llm_from_scratch.optim.validation import checked_learning_rate, checked_non_negative
+from llm_from_scratch.tensor.storage import FloatArray
+
+
+class Adagrad(Optimizer):
+    """``torch.optim.Adagrad`` without learning-rate decay or weight decay.
+
+    For each value, with gradient ``g``::
+
+        sum   = sum + g * g
+        value = value + (-learning_rate * g) / (sqrt(sum) + eps)
+
+    ``sum`` starts at ``initial_accumulator``. A row-sparse gradient updates only its rows,
+    and this is exactly the dense update: a row whose gradient is zero keeps its ``sum``
+    (``sum + 0 * 0``) and its value (``value + (-0.0) / (sqrt(sum) + eps)`` adds a zero), bit
+    for bit. That needs ``sqrt(sum) + eps > 0``, true when ``eps > 0`` or
+    ``initial_accumulator > 0``; with both zero, a zero gradient over a zero sum gives
+    ``0 / 0`` = NaN in the dense update (as in PyTorch), so that step is refused there, while
+    a row-sparse step never computes untouched rows.
+
+    State: ``sum`` per parameter (PyTorch's name), and the step count.
+
+    Args:
+        parameters: named parameters or parameter leaves (a leaf is named by its position).
+        learning_rate: a finite step size above zero.
+        eps: a finite number at least zero, added to the square root of the sum.
+        initial_accumulator: the starting ``sum``, finite and at least zero.
+
+    Raises:
+        HyperparameterTypeError, HyperparameterValueError: a hyperparameter, in the order of
+            the arguments above (before the parameters).
+        ParameterListError, ParameterEntryError, DuplicateParameterError: the parameters.
+
+    Example:
+        >>> from llm_from_scratch.nn import Embedding, NamedParameter
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> table = NamedParameter.from_tensor("token_embedding.weight", Tensor((3, 1), [1, 2, 3]))
+        >>> layer = Embedding.from_parameter(table)
+        >>> optimizer = Adagrad(layer.parameters(), learning_rate=0.5)
+        >>> layer([2, 2]).sum().backward()  # the gradient of row 2 is 2.0
+        >>> optimizer.step()
+        >>> values = layer.table.tensor.numpy().ravel().tolist()
+        >>> [round(v, 9) for v in values]  # row 2: 3 - 0.5 * 2 / sqrt(4)
+        [1.0, 2.0, 2.5]
+        >>> optimizer.state_dict()["token_embedding.weight.sum"].ravel().tolist()
+        [0.0, 0.0, 4.0]
+    """
+
+    state_names = ("sum",)
+
+    def __init__(
+        self,
+        parameters: Iterable[NamedParameter | TensorValue],
+        learning_rate: float,
+        eps: float = 1e-10,
+        initial_accumulator: float = 0,
+    ) -> None:
+        self._learning_rate = checked_learning_rate(learning_rate, optimizer="Adagrad")
+        self._eps = checked_non_negative("Adagrad", "eps", eps)
+        self._initial = checked_non_negative("Adagrad", "initial_accumulator", initial_accumulator)
+        super().__init__("Adagrad", parameters)
+
+    @property
+    def learning_rate(self) -> float:
+        """The step size."""
+        return self._learning_rate
+
+    @property
+    def eps(self) -> float:
+        """The term added to ``sqrt(sum)``."""
+        return self._eps
+
+    @property
+    def initial_accumulator(self) -> float:
+        """The starting value of ``sum``."""
+        return self._initial
+
+    @property
+    def hyperparameters(self) -> dict[str, float]:
+        return {
+            "learning_rate": self._learning_rate,
+            "eps": self._eps,
+            "initial_accumulator": self._initial,
+        }
+
+    def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
+        # Zeros come from calloc: pages of a large table's sum are committed when first touched.
+        if self._initial == 0:
+            return super().initial_state(values)
+        return {"sum": np.full(values.shape, self._initial, dtype=values.dtype)}
+
+    def updated(
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
+        dtype = values.dtype.type
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            new_sum = states["sum"] + gradient * gradient
+            new_values = values + (dtype(-self._learning_rate) * gradient) / (
+                np.sqrt(new_sum) + dtype(self._eps)
+            )
+        return [("value", new_values), ("sum", new_sum)]
+
+    def row_kernel(
+        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
+    ) -> tuple[int, int]:
+        dtype = table.dtype.type
+        negative_rate, eps = dtype(-self._learning_rate), dtype(self._eps)
+        return adagrad_rows(table, states["sum"], undo, groups, negative_rate, eps)

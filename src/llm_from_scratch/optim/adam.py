@@ -1,0 +1,241 @@
+"""Adam and AdamW: moment estimates of the gradient and its square, and a bias-corrected step."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.nn.init import NamedParameter
+from llm_from_scratch.optim.kernels import lazy_adam_rows
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
+from llm_from_scratch.optim.rows import RowGroups
+from llm_from_scratch.optim.validation import (
+    checked_betas,
+    checked_flag,
+    checked_learning_rate,
+    checked_non_negative,
+)
+from llm_from_scratch.tensor.storage import FloatArray
+
+
+class Adam(Optimizer):
+    """Adam (``torch.optim.Adam``), or AdamW with ``decoupled=True`` (``torch.optim.AdamW``).
+
+    **Dense gradients** follow PyTorch's update of every value. At step ``t`` with gradient
+    ``g``::
+
+        g     = g + weight_decay * value              (Adam, when weight_decay > 0)
+        value = value * (1 - lr * weight_decay)       (AdamW)
+        m     = lerp(m, g, 1 - beta1)
+        v     = v * beta2 + (1 - beta2) * g * g
+        value = value - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+
+    **Row-sparse gradients** (an embedding table's) follow the *lazy* rule of
+    ``torch.optim.SparseAdam``, which differs from dense Adam:
+
+    - only the rows the gradient lists change; an untouched row keeps its value, ``m`` and
+      ``v``, where dense Adam would decay its ``m`` and ``v`` and still move it by its old
+      momentum;
+    - weight decay (which ``SparseAdam`` lacks) applies to the listed rows only, in the same
+      place as above;
+    - the bias correction uses the optimizer's step count, as in PyTorch, even for a row that
+      was touched in fewer steps;
+    - ``eps`` is added before the second-moment bias correction:
+      ``value - lr * sqrt(1 - beta2**t) / (1 - beta1**t) * m / (sqrt(v) + eps)``, and the
+      moments update as ``m + (g - m) * (1 - beta1)`` and ``v + (g * g - v) * (1 - beta2)``.
+
+    A table whose stored gradient is dense (it also fed a dense operation) gets the dense
+    update.
+
+    State: ``exp_avg`` (``m``) and ``exp_avg_sq`` (``v``) per parameter, as PyTorch names them,
+    and the step count ``t``.
+
+    Args:
+        parameters: named parameters or parameter leaves (a leaf is named by its position).
+        learning_rate: ``lr``, a finite step size above zero.
+        betas: ``(beta1, beta2)``, each in ``[0, 1)``.
+        eps: a finite number at least zero.
+        weight_decay: a finite number at least zero.
+        decoupled: AdamW's weight decay (scales the values) instead of Adam's (adds to ``g``).
+
+    Raises:
+        HyperparameterTypeError, HyperparameterValueError: a hyperparameter, in the order of
+            the arguments above (before the parameters).
+        ParameterListError, ParameterEntryError, DuplicateParameterError: the parameters.
+
+    Example:
+        >>> from llm_from_scratch.nn import Embedding, NamedParameter
+        >>> from llm_from_scratch.tensor import Tensor
+        >>> table = NamedParameter.from_tensor("token_embedding.weight", Tensor((3, 1), [1, 2, 3]))
+        >>> layer = Embedding.from_parameter(table)
+        >>> optimizer = Adam(layer.parameters(), learning_rate=0.1)
+        >>> layer([2, 2]).sum().backward()
+        >>> optimizer.step()  # the first step moves a touched value by about lr
+        >>> [round(v, 6) for v in layer.table.tensor.numpy().ravel().tolist()]
+        [1.0, 2.0, 2.9]
+        >>> sorted(optimizer.state_dict())
+        ['step', 'token_embedding.weight.exp_avg', 'token_embedding.weight.exp_avg_sq']
+    """
+
+    state_names = ("exp_avg", "exp_avg_sq")
+
+    def __init__(
+        self,
+        parameters: Iterable[NamedParameter | TensorValue],
+        learning_rate: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        decoupled: bool = False,
+    ) -> None:
+        kind = "AdamW" if isinstance(decoupled, bool | np.bool_) and decoupled else "Adam"
+        self._learning_rate = checked_learning_rate(learning_rate, optimizer=kind)
+        self._betas = checked_betas(kind, betas)
+        self._eps = checked_non_negative(kind, "eps", eps)
+        self._weight_decay = checked_non_negative(kind, "weight_decay", weight_decay)
+        self._decoupled = checked_flag(kind, "decoupled", decoupled)
+        super().__init__(kind, parameters)
+
+    @property
+    def learning_rate(self) -> float:
+        """The step size ``lr``."""
+        return self._learning_rate
+
+    @property
+    def betas(self) -> tuple[float, float]:
+        """The moment decay rates ``(beta1, beta2)``."""
+        return self._betas
+
+    @property
+    def eps(self) -> float:
+        """The term added to the denominator."""
+        return self._eps
+
+    @property
+    def weight_decay(self) -> float:
+        """The weight decay factor."""
+        return self._weight_decay
+
+    @property
+    def decoupled(self) -> bool:
+        """True for AdamW's decoupled weight decay."""
+        return self._decoupled
+
+    @property
+    def hyperparameters(self) -> dict[str, float]:
+        return {
+            "learning_rate": self._learning_rate,
+            "betas[0]": self._betas[0],
+            "betas[1]": self._betas[1],
+            "eps": self._eps,
+            "weight_decay": self._weight_decay,
+        }
+
+    # Dense: torch.optim.Adam / AdamW ------------------------------------------------------------
+
+    def updated(
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
+        dtype = values.dtype.type
+        lr, (beta1, beta2), decay = self._learning_rate, self._betas, self._weight_decay
+        g, m, v = gradient, states["exp_avg"], states["exp_avg_sq"]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if decay != 0 and not self._decoupled:
+                g = g + dtype(decay) * values
+            if decay != 0 and self._decoupled:
+                values = values * dtype(1 - lr * decay)
+            weight = 1 - beta1  # torch's lerp, whose form depends on the weight
+            small = weight < 0.5
+            m = m + dtype(weight) * (g - m) if small else g - (g - m) * dtype(1 - weight)
+            v = v * dtype(beta2) + (dtype(1 - beta2) * g) * g
+            step_size = lr / (1 - beta1**step)
+            denominator = np.sqrt(v) / dtype((1 - beta2**step) ** 0.5) + dtype(self._eps)
+            new_values = values + (dtype(-step_size) * m) / denominator
+        return [("value", new_values), ("exp_avg", m), ("exp_avg_sq", v)]
+
+    # Row-sparse: torch.optim.SparseAdam's lazy rule ---------------------------------------------
+
+    def updated_rows(
+        self, values: FloatArray, states: States, gradient: FloatArray, step: int
+    ) -> NewArrays:
+        constants = self._lazy_constants(values.dtype, step)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            new = _lazy_update(
+                values,
+                states["exp_avg"],
+                states["exp_avg_sq"],
+                gradient,
+                constants,
+                self._coupled_decay,
+            )
+        return [("value", new[0]), ("exp_avg", new[1]), ("exp_avg_sq", new[2])]
+
+    def row_kernel(
+        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
+    ) -> tuple[int, int]:
+        return lazy_adam_rows(
+            table,
+            states["exp_avg"],
+            states["exp_avg_sq"],
+            undo,
+            groups,
+            self._lazy_constants(table.dtype, step),
+            self._coupled_decay,
+        )
+
+    @property
+    def _coupled_decay(self) -> bool:
+        return self._weight_decay != 0 and not self._decoupled
+
+    def _lazy_constants(self, dtype: np.dtype[np.floating], step: int) -> FloatArray:
+        """``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, the weight decay and the
+        decoupled decay factor, as :func:`~llm_from_scratch.optim.kernels.lazy_adam_rows`
+        reads them."""
+        lr, (beta1, beta2), decay = self._learning_rate, self._betas, self._weight_decay
+        step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
+        value_decay = 1 - lr * decay if self._decoupled else 1.0
+        return np.array(
+            [1 - beta1, 1 - beta2, self._eps, -step_size, decay, value_decay], dtype=dtype
+        )
+
+
+class AdamW(Adam):
+    """AdamW (``torch.optim.AdamW``): :class:`Adam` with ``decoupled=True``.
+
+    The weight decay scales the values (``value * (1 - lr * weight_decay)``) instead of adding
+    to the gradient; its default is PyTorch's ``0.01``. See :class:`Adam` for the dense and
+    the lazy row-sparse update.
+    """
+
+    def __init__(
+        self,
+        parameters: Iterable[NamedParameter | TensorValue],
+        learning_rate: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+    ) -> None:
+        super().__init__(parameters, learning_rate, betas, eps, weight_decay, decoupled=True)
+
+
+def _lazy_update(
+    values: FloatArray,
+    m: FloatArray,
+    v: FloatArray,
+    g: FloatArray,
+    constants: FloatArray,
+    coupled_decay: bool,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """SparseAdam's update of the listed rows, term by term as the compiled kernel does it."""
+    one_minus_beta1, one_minus_beta2, eps, negative_step_size, decay, value_decay = constants
+    if coupled_decay:
+        g = g + decay * values
+    values = values * value_decay
+    m_update = (g - m) * one_minus_beta1
+    v_update = (g * g - v) * one_minus_beta2
+    denominator = np.sqrt(v_update + v) + eps
+    new_values = values + negative_step_size * ((m_update + m) / denominator)
+    return new_values, m + m_update, v + v_update

@@ -1,0 +1,79 @@
+"""A row-sparse gradient as the optimizers' row updates read it: stored, or deferred unsummed.
+
+A stored :class:`~llm_from_scratch.autograd.RowSparseGradient` holds one summed vector per
+row. A :class:`~llm_from_scratch.autograd.deferred.DeferredRowGradient` (from
+``backward_step``) holds the gathered IDs and upstream rows; each row's sum is formed inside
+the update kernel, in the same order as the tape's scatter, and never stored.
+
+Both read the same way: row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e`` in
+``starts[slot]:starts[slot + 1]``, starting from ``+0.0``. A stored gradient is one upstream
+vector per row; it never holds ``-0.0`` (its sums start from ``+0.0``), so adding it to ``+0.0``
+gives it back bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_from_scratch.autograd import RowSparseGradient
+from llm_from_scratch.autograd.deferred import DeferredRowGradient
+from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.tensor.storage import FloatArray, IndexArray
+
+
+@dataclass(frozen=True, slots=True)
+class RowGroups:
+    """What a compiled row update reads (see the module docstring).
+
+    Shape:
+        ``rows``: ``[k]``; ``upstream``: ``[n, d]`` (C-contiguous); ``starts``: ``[k + 1]``;
+        ``order``: ``[n]``.
+    """
+
+    rows: IndexArray
+    upstream: FloatArray
+    starts: IndexArray
+    order: IndexArray
+
+
+@dataclass(frozen=True, slots=True)
+class RowGradient:
+    """A row-sparse gradient, stored or deferred, for one optimizer step."""
+
+    source: RowSparseGradient | DeferredRowGradient
+
+    @property
+    def compiled(self) -> bool:
+        """True when the update runs a compiled kernel."""
+        source = self.source
+        if isinstance(source, DeferredRowGradient):
+            return source.runs_compiled
+        return runs_compiled(source.values.size)
+
+    def groups(self) -> RowGroups:
+        """The rows and their upstream groups, for a compiled kernel."""
+        source = self.source
+        if isinstance(source, DeferredRowGradient):
+            rows, starts, order = source.row_groups()
+            return RowGroups(rows, source.upstream, starts, order)
+        count = source.rows.size
+        slots = np.arange(count + 1, dtype=np.intp)
+        return RowGroups(source.rows, np.ascontiguousarray(source.values), slots, slots[:-1])
+
+    def summed(self) -> tuple[IndexArray, FloatArray]:
+        """Sorted unique rows and their summed gradients (a deferred gradient is summed now).
+
+        Raises:
+            NonFiniteGradientError: a deferred row sums to NaN or an infinity.
+        """
+        source = self.source
+        if isinstance(source, DeferredRowGradient):
+            source = source.materialized()
+        return source.rows, source.values
+
+    def check_gradient(self) -> None:
+        """Raise the tape's ``NonFiniteGradientError`` if a deferred row sum is not finite."""
+        if isinstance(self.source, DeferredRowGradient):
+            self.source.materialized()

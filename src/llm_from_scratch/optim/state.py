@@ -1,0 +1,168 @@
+"""Optimizer state as a flat mapping of names to arrays, and its checks on loading.
+
+Keys are ``<parameter name>.<state name>`` (``token_embedding.weight.exp_avg``) for each state
+array, plus ``step``, the number of steps taken (a 0-d ``int64`` array). A parameter given to
+an optimizer as a bare leaf is named by its position in the parameter list (``0``, ``1``, ...),
+as PyTorch numbers parameters in its state dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from llm_from_scratch.optim.errors import (
+    StateArrayError,
+    StateDtypeError,
+    StateKeyError,
+    StateMappingError,
+    StateShapeError,
+    StateValueError,
+)
+from llm_from_scratch.tensor.storage import FloatArray, Shape, is_masked_array, plain_view
+
+STEP_KEY: Final = "step"
+STEP_DTYPE: Final = np.dtype(np.int64)
+NON_NEGATIVE_STATES: Final = frozenset({"exp_avg_sq", "sum"})
+"""States that are sums of squares: they are never negative."""
+
+
+def state_key(parameter: str, state: str) -> str:
+    """The state-dict key of one parameter's state array.
+
+    Example:
+        >>> state_key("token_embedding.weight", "exp_avg")
+        'token_embedding.weight.exp_avg'
+    """
+    return f"{parameter}.{state}"
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedArray:
+    """What a loaded array must be: its shape, its dtype, and whether it may be negative."""
+
+    shape: Shape
+    dtype: np.dtype[Any]
+    non_negative: bool
+
+    @property
+    def requirement(self) -> str:
+        """The allowed values, in words."""
+        if self.dtype.kind != "f":
+            return "an integer at least zero"
+        return "finite and at least zero" if self.non_negative else "finite"
+
+
+def expected_arrays(
+    names: Sequence[str],
+    states: Sequence[Mapping[str, FloatArray]],
+) -> dict[str, ExpectedArray]:
+    """Every key an optimizer's state dict has, in order, with its expected array."""
+    expected = {}
+    for name, arrays in zip(names, states, strict=True):
+        for state, array in arrays.items():
+            shape = tuple(int(n) for n in array.shape)
+            non_negative = state in NON_NEGATIVE_STATES
+            expected[state_key(name, state)] = ExpectedArray(shape, array.dtype, non_negative)
+    expected[STEP_KEY] = ExpectedArray((), STEP_DTYPE, non_negative=True)
+    return expected
+
+
+def exported(
+    names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
+) -> dict[str, np.ndarray[Any, Any]]:
+    """Independent copies of every state array, and the step count."""
+    exported: dict[str, np.ndarray[Any, Any]] = {}
+    for name, arrays in zip(names, states, strict=True):
+        for state, array in arrays.items():
+            exported[state_key(name, state)] = np.array(array, copy=True)
+    exported[STEP_KEY] = np.array(steps, dtype=STEP_DTYPE)
+    return exported
+
+
+def viewed(
+    names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
+) -> list[tuple[str, np.ndarray[Any, Any]]]:
+    """Read-only views of every state array (no copy), and the step count, in state-dict
+    order."""
+    viewed: list[tuple[str, np.ndarray[Any, Any]]] = []
+    for name, arrays in zip(names, states, strict=True):
+        for state, array in arrays.items():
+            view = array.view()
+            view.flags.writeable = False
+            viewed.append((state_key(name, state), view))
+    viewed.append((STEP_KEY, np.array(steps, dtype=STEP_DTYPE)))
+    return viewed
+
+
+def checked_state(
+    optimizer: str, expected: Mapping[str, ExpectedArray], state: object, *, copy: bool = True
+) -> dict[str, np.ndarray[Any, Any]]:
+    """``state`` after every check, in this order: the mapping; missing keys (in the
+    optimizer's order), then unknown keys; then for each key its array type, shape, dtype and
+    values.
+
+    Each array is copied once and the copy is checked, unless ``copy`` is false: for arrays
+    that no one else holds (just read from a file), which are checked and loaded as they are.
+
+    Raises:
+        StateMappingError, StateKeyError, StateArrayError, StateShapeError, StateDtypeError,
+        StateValueError: the first failing check.
+    """
+    if not isinstance(state, Mapping):
+        raise StateMappingError(optimizer, type(state).__name__)
+    check_keys(optimizer, expected, state)
+    checked = {}
+    for key, want in expected.items():
+        checked[key] = _checked_array(optimizer, key, want, state[key], copy)
+    return checked
+
+
+def check_keys(
+    optimizer: str, expected: Mapping[str, ExpectedArray], keys: Collection[object]
+) -> None:
+    """Raise :class:`StateKeyError` for the first key of ``expected`` that ``keys`` lacks, then
+    for the first of ``keys`` that ``expected`` lacks."""
+    for key in expected:
+        if key not in keys:
+            raise StateKeyError(optimizer, key, "missing")
+    for given in keys:
+        if given not in expected:
+            raise StateKeyError(optimizer, given, "not a state of this optimizer")
+
+
+def check_layout(
+    optimizer: str, key: str, want: ExpectedArray, shape: Shape, dtype: np.dtype[Any] | str
+) -> None:
+    """Raise :class:`StateShapeError`, then :class:`StateDtypeError`, for an array of this
+    shape and dtype under ``key``; ``dtype`` is a NumPy dtype, or the name of one NumPy cannot
+    hold (a file's ``BF16``)."""
+    if shape != want.shape:
+        raise StateShapeError(optimizer, key, want.shape, shape)
+    if not isinstance(dtype, np.dtype) or dtype != want.dtype:
+        raise StateDtypeError(optimizer, key, str(want.dtype), str(dtype))
+
+
+def _checked_array(
+    optimizer: str, key: str, want: ExpectedArray, value: object, copy: bool
+) -> np.ndarray[Any, Any]:
+    """The caller's array, copied once, so that the values checked are the values loaded (not
+    copied when ``copy`` is false). An ndarray subclass is read through its plain data; a
+    masked one is refused (its mask marks missing values)."""
+    if not isinstance(value, np.ndarray) or is_masked_array(value):
+        raise StateArrayError(optimizer, key, type(value).__name__)
+    plain = plain_view(value)
+    check_layout(optimizer, key, want, tuple(int(n) for n in plain.shape), plain.dtype)
+    copied = np.array(plain, copy=True) if copy else plain
+    flat = copied.reshape(-1)
+    bad = ~np.isfinite(flat) if value.dtype.kind == "f" else np.zeros(flat.shape, dtype=bool)
+    if want.non_negative:
+        bad |= flat < 0
+    found = np.flatnonzero(bad)
+    if found.size:
+        index = int(found[0])
+        raise StateValueError(optimizer, key, want.requirement, index, flat[index].item())
+    return copied

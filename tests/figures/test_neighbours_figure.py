@@ -1,0 +1,135 @@
+"""The neighbours figure without a browser: drawn from a small table whose words are the default
+groups', every word from its label table, which is checked as strictly as the trace figure's."""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+import subprocess
+import sys
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
+    DEFAULT_GROUPS,
+    DEFAULT_WORDS,
+    CosineTable,
+    neighbours_figure,
+)
+from llm_from_scratch.figures.labels import LabelError, check_labels, load_labels
+from llm_from_scratch.figures.neighbour_labels import GROUP_NAMES, NEIGHBOUR_LABELS
+from llm_from_scratch.figures.neighbours import MARKER_SHAPES, render_neighbours_figure
+
+from neighbours_support import WholeWords, layer_of
+
+LANGUAGES = ("en", "ru")
+WORDS = ("[UNK]", *(word for _, words in DEFAULT_GROUPS for word in words), "extra")
+
+
+@pytest.fixture(scope="module")
+def figure() -> object:
+    rng = np.random.default_rng(18)
+    centres = rng.standard_normal((len(DEFAULT_GROUPS), 8))
+    rows = [rng.standard_normal(8)]
+    for centre in centres:
+        rows += [centre + 0.3 * rng.standard_normal(8) for _ in range(4)]
+    rows.append(rng.standard_normal(8))
+    table = CosineTable.of(layer_of(rows))
+    return neighbours_figure(table, WholeWords(WORDS), DEFAULT_WORDS, 3, "table.safetensors")
+
+
+def raw_table(lang: str) -> dict[str, object]:
+    source = resources.files("llm_from_scratch.figures").joinpath(
+        "labels", "neighbours", f"{lang}.json"
+    )
+    table: dict[str, object] = json.loads(source.read_text(encoding="utf-8"))
+    return table
+
+
+def leaves(node: object, prefix: str = "") -> dict[str, str]:
+    if isinstance(node, dict):
+        return {
+            k: v for key, value in node.items() for k, v in leaves(value, f"{prefix}{key}.").items()
+        }
+    return {prefix[:-1]: str(node)}
+
+
+def test_the_label_groups_are_the_default_groups_and_shapes_are_one_per_group() -> None:
+    assert tuple(group for group, _ in DEFAULT_GROUPS) == GROUP_NAMES
+    assert len(set(MARKER_SHAPES)) == len(GROUP_NAMES)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_figure_label_is_on_the_page_and_every_number_is_left_to_right(
+    figure: object, lang: str
+) -> None:
+    page = render_neighbours_figure(figure, lang)  # type: ignore[arg-type]
+    shown = html.unescape(re.sub(r"<[^>]+>", " ", page))
+    labels = leaves(load_labels(lang, NEIGHBOUR_LABELS))
+    for key, text in labels.items():
+        if not key.startswith(("errors.", "usage.", "no_token")):  # no_token: IDs beyond it
+            assert text in shown or html.escape(text) in page, key
+    assert f'<html lang="{lang}"' in page and "<script" not in page
+    assert page.count('class="marker"') == 20 + 5
+    assert page.count('class="num" dir="ltr"') > 0
+
+
+def test_the_group_cosines_and_neighbours_on_the_page_are_the_computed_ones(figure: object) -> None:
+    page = render_neighbours_figure(figure, "en")  # type: ignore[arg-type]
+    for group in figure.groups:  # type: ignore[attr-defined]
+        assert f'<span class="num" dir="ltr">{group.within:.4f}</span>' in page
+    for word in figure.neighbours.words:  # type: ignore[attr-defined]
+        assert f'<span class="num" dir="ltr">{word.vector_mean_cosine:.4f}</span>' in page
+
+
+@pytest.mark.parametrize("path", ["groups.colours", "projection.region", "errors.UnknownWordError"])
+def test_a_missing_neighbours_label_fails_with_the_table_language_and_key(path: str) -> None:
+    table = copy.deepcopy(raw_table("ru"))
+    *parents, last = path.split(".")
+    node = table
+    for key in parents:
+        node = node[key]  # type: ignore[assignment]
+    del node[last]
+
+    with pytest.raises(
+        LabelError, match=f"^neighbours ru: {re.escape(path)}: the label is missing$"
+    ):
+        check_labels("ru", table, NEIGHBOUR_LABELS)
+
+
+def test_a_blank_or_unknown_neighbours_label_fails_by_key() -> None:
+    blank = copy.deepcopy(raw_table("en"))
+    blank["title"] = " "
+    with pytest.raises(LabelError, match=r"^neighbours en: title: the label is blank$"):
+        check_labels("en", blank, NEIGHBOUR_LABELS)
+    extra = copy.deepcopy(raw_table("en"))
+    extra["subtitle"] = "lost"
+    with pytest.raises(LabelError, match=r"^neighbours en: subtitle: unknown label"):
+        check_labels("en", extra, NEIGHBOUR_LABELS)
+
+
+def test_both_languages_have_the_same_label_keys() -> None:
+    assert leaves(raw_table("en")).keys() == leaves(raw_table("ru")).keys()
+
+
+def test_the_demo_and_help_import_none_of_the_neighbours_code() -> None:
+    code = "\n".join(
+        [
+            "import contextlib, io, sys",
+            "from llm_from_scratch.cli import main",
+            "with contextlib.redirect_stdout(io.StringIO()):",
+            "    main(['ch18'])",
+            "found = [m for m in sys.modules if m.split('.')[0] == 'tokenizers'",
+            "         or m.rsplit('.', 1)[-1] in",
+            "         ('neighbours', 'pretrained', 'exercises', 'exercise_session')]",
+            "print(sorted(found))",
+        ]
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -1,0 +1,113 @@
+"""Support for the neighbour and exercise tests: a whole-word tokenizer, small tables, and one
+failing public call per error of the pretrained, neighbours and exercises modules (for the
+error catalogue)."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import check_exercises
+from llm_from_scratch.demos.ch18_token_embeddings.exercises import read_answers
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
+    CosineTable,
+    id_neighbour_ids,
+    word_neighbours,
+    word_piece,
+)
+from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
+    PretrainedFiles,
+    checked_files,
+    load_pretrained_embedding,
+    load_word_pieces,
+    packaged_files,
+)
+from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, save_parameters
+from llm_from_scratch.tensor import Tensor
+
+from conftest import require_tokenizers
+
+
+@dataclass(frozen=True)
+class WholeWords:
+    """A tokenizer that maps each whitespace-separated word to its index in ``tokens``, or to
+    the unknown token ``[UNK]`` when ``tokens`` has it and the word is not there."""
+
+    tokens: tuple[str, ...]
+
+    @property
+    def unknown_token(self) -> str | None:
+        return "[UNK]" if "[UNK]" in self.tokens else None
+
+    def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
+        found = []
+        for part in word.split():
+            token = part if part in self.tokens else "[UNK]"
+            found.append((token, self.tokens.index(token)))
+        return tuple(found)
+
+    def token(self, token_id: int) -> str | None:
+        return self.tokens[token_id] if 0 <= token_id < len(self.tokens) else None
+
+
+def layer_of(rows: Sequence[Sequence[float]], name: str = "token_embedding.weight") -> Embedding:
+    """An embedding layer over the given rows (float64)."""
+    array = np.asarray(rows, dtype=float)
+    table = NamedParameter.from_tensor(name, Tensor(array.shape, array.reshape(-1)))
+    return Embedding.from_parameter(table)
+
+
+def saved_table(folder: Path, name: str = "token_embedding.weight") -> Path:
+    """A safetensors file holding one 4x2 table named ``name``."""
+    path = folder / "table.safetensors"
+    save_parameters(path, NamedParameters([layer_of([[1, 0], [0, 1], [1, 1], [2, 0]], name).table]))
+    return path
+
+
+def _without_tokenizers() -> object:
+    saved = sys.modules.get("tokenizers")
+    sys.modules["tokenizers"] = None  # type: ignore[assignment]
+    try:
+        return load_word_pieces(Path("tokenizer.json"))
+    finally:
+        if saved is None:
+            del sys.modules["tokenizers"]
+        else:
+            sys.modules["tokenizers"] = saved
+
+
+def _unreadable_tokenizer() -> object:
+    require_tokenizers()
+    folder = Path(tempfile.mkdtemp())
+    (folder / "tokenizer.json").write_text("{}", encoding="utf-8")
+    return load_word_pieces(folder / "tokenizer.json")
+
+
+def _zero_row() -> object:
+    table = CosineTable.of(layer_of([[1, 0], [0, 0], [0, 1]]))
+    return word_neighbours(table, WholeWords(("a", "b", "c")), "b", 1)
+
+
+NEIGHBOURS_TRIGGERS: dict[str, Callable[[], object]] = {
+    "PretrainedPackageMissingError": lambda: packaged_files("no_such_table_package"),
+    "TokenizersMissingError": _without_tokenizers,
+    "MissingPretrainedFileError": lambda: checked_files(
+        PretrainedFiles(Path("/no/such/model.safetensors"), Path("/no/such/tokenizer.json"))
+    ),
+    "TokenizerFileError": _unreadable_tokenizer,
+    "UnknownTensorError": lambda: load_pretrained_embedding(
+        saved_table(Path(tempfile.mkdtemp())), "embeddings.word_embeddings.weight"
+    ),
+    "NeighbourCountError": lambda: id_neighbour_ids(0, 4, 4),
+    "EmptyWordError": lambda: word_piece(WholeWords(("a",)), " "),
+    "UnknownWordError": lambda: word_piece(WholeWords(("[UNK]", "a")), "b"),
+    "MultiPieceWordError": lambda: word_piece(WholeWords(("a", "b")), "a b"),
+    "ZeroVectorError": _zero_row,
+    "ExerciseDataError": lambda: check_exercises("en", {}),
+    "AnswersFileError": lambda: read_answers(Path("/no/such/answers.json")),
+}

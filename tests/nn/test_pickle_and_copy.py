@@ -1,0 +1,322 @@
+"""Named parameters, their collections, generators and layers pickle and copy: a shallow copy
+shares the leaf, a deep copy or a pickle gives an independent leaf with equal values and
+gradient; a crafted pickle meets the checks of the public constructors."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from llm_from_scratch.autograd import TensorValue, UnpicklableOperationError
+from llm_from_scratch.nn import (
+    Embedding,
+    EmbeddingStateError,
+    EmptyVocabularyError,
+    NamedParameter,
+    NamedParameters,
+    SplitMix64,
+    TableRankError,
+    XavierScale,
+    xavier_scale,
+)
+from llm_from_scratch.nn.embedding import restore_embedding
+from llm_from_scratch.nn.init import (
+    DuplicateParameterNameError,
+    EmptyNameSegmentError,
+    FanValueError,
+    InvalidNameByteError,
+    NotANamedParameterError,
+    NotAParameterLeafError,
+    ParameterNameTypeError,
+    SeedRangeError,
+    ZeroFanInError,
+    restore_named_parameter,
+)
+from llm_from_scratch.optim import SGD
+from llm_from_scratch.tensor import Tensor
+
+from adversarial_inputs import LyingStr
+from checks import PicklePayload, leaf_state, unpickled
+from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
+from strategies import layers
+
+PROTOCOLS = range(2, pickle.HIGHEST_PROTOCOL + 1)
+
+
+def trained_layer(dtype: type = np.float64) -> Embedding:
+    """The chapter's layer after the lookup of [[2, 1, 2]] with the chapter's upstream."""
+    table = NamedParameter.from_tensor(
+        "token_embedding.weight", Tensor((4, 2), KNOWN_TABLE, dtype=dtype)
+    )
+    layer = Embedding.from_parameter(table)
+    layer([[2, 1, 2]]).backward_with_seed(np.array(KNOWN_UPSTREAM, dtype=dtype).reshape(1, 3, 2))
+    return layer
+
+
+def assert_equal_leaves(copied: TensorValue, original: TensorValue) -> None:
+    """An independent parameter leaf at revision 0 with the original's values and stored
+    gradient, in the same form, bit for bit."""
+    assert copied.kind == "parameter" and not copied.is_same_node(original)
+    assert copied.value_revision == 0 and copied.dtype == original.dtype
+    assert copied.numpy().tobytes() == original.numpy().tobytes()
+    sparse, expected = copied.sparse_gradient, original.sparse_gradient
+    assert (sparse is None) == (expected is None)
+    if sparse is not None and expected is not None:
+        assert sparse.rows.tolist() == expected.rows.tolist()
+        assert sparse.values.tobytes() == expected.values.tobytes()
+        summed, expected_summed = sparse.summed, expected.summed
+        assert (None if summed is None else summed.tolist()) == (
+            None if expected_summed is None else expected_summed.tolist()
+        )
+    assert copied.gradient_snapshot().numpy().tobytes() == (  # type: ignore[union-attr]
+        original.gradient_snapshot().numpy().tobytes()  # type: ignore[union-attr]
+    )
+
+
+def assert_equal_layers(copied: Embedding, original: Embedding) -> None:
+    assert type(copied) is Embedding and copied is not original
+    for field in dataclasses.fields(Embedding):
+        if field.name != "table":
+            assert getattr(copied, field.name) == getattr(original, field.name)
+    assert copied.table.name == original.table.name
+    assert_equal_leaves(copied.table.tensor, original.table.tensor)
+
+
+# NamedParameter ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_named_parameter_round_trips_with_its_name_values_and_gradient(protocol: int) -> None:
+    table = trained_layer().table
+    restored = pickle.loads(pickle.dumps(table, protocol))
+    assert type(restored) is NamedParameter and restored.name == "token_embedding.weight"
+    assert_equal_leaves(restored.tensor, table.tensor)
+
+
+def test_copy_of_a_named_parameter_names_the_same_leaf_and_deepcopy_an_equal_one() -> None:
+    table = trained_layer().table
+    twin = copy.copy(table)
+    assert twin is not table and twin.name == table.name and twin.tensor is table.tensor
+    deep = copy.deepcopy(table)
+    assert deep.name == table.name
+    assert_equal_leaves(deep.tensor, table.tensor)
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("Token", InvalidNameByteError),
+        ("token..weight", EmptyNameSegmentError),
+        (LyingStr("Bad"), InvalidNameByteError),
+        (b"token", ParameterNameTypeError),
+        (None, ParameterNameTypeError),
+    ],
+    ids=repr,
+)
+def test_a_crafted_named_parameter_with_a_bad_name_is_refused(
+    name: object, error: type[Exception]
+) -> None:
+    leaf = trained_layer().table.tensor
+    with pytest.raises(error):
+        unpickled(PicklePayload(restore_named_parameter, name, leaf))
+
+
+def test_a_crafted_named_parameter_of_no_parameter_leaf_is_refused() -> None:
+    constant = TensorValue.constant(Tensor((1,), [1.0]))
+    for leaf, kind in ((constant, "constant"), (Tensor((1,), [1.0]), "Tensor"), (None, "NoneType")):
+        with pytest.raises(NotAParameterLeafError) as caught:
+            unpickled(PicklePayload(restore_named_parameter, "w", leaf))
+        assert caught.value.kind == kind
+
+
+# NamedParameters -----------------------------------------------------------------------------
+
+
+def test_a_parameter_collection_round_trips_in_order_and_copies_shallow_or_deep() -> None:
+    first = trained_layer().table
+    second = NamedParameter.from_tensor("head.bias", Tensor((3,), [1.0, 2.0, 3.0]))
+    parameters = NamedParameters([first, second])
+    for restored in (unpickled(parameters), copy.deepcopy(parameters)):
+        assert type(restored) is NamedParameters
+        assert restored.names() == ("token_embedding.weight", "head.bias")
+        assert_equal_leaves(restored["token_embedding.weight"].tensor, first.tensor)
+        assert_equal_leaves(restored["head.bias"].tensor, second.tensor)
+    shallow = copy.copy(parameters)
+    assert shallow is not parameters and list(shallow) == [first, second]
+
+
+def test_a_crafted_collection_is_checked_as_the_constructor_checks() -> None:
+    table = trained_layer().table
+    with pytest.raises(DuplicateParameterNameError):
+        unpickled(PicklePayload(NamedParameters, (table, table)))
+    with pytest.raises(NotANamedParameterError):
+        unpickled(PicklePayload(NamedParameters, (table.tensor,)))
+
+
+# SplitMix64 ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_generator_round_trips_its_state_and_continues_the_same_stream(protocol: int) -> None:
+    rng = SplitMix64.from_seed(18)
+    rng.next_u64()
+    twins = [pickle.loads(pickle.dumps(rng, protocol)), copy.deepcopy(rng), copy.copy(rng)]
+    stream = [rng.next_u64() for _ in range(3)]
+    for twin in twins:
+        assert type(twin) is SplitMix64 and twin is not rng
+        assert [twin.next_u64() for _ in range(3)] == stream and twin == rng
+
+
+@pytest.mark.parametrize("state", [-1, 2**64, True, 1.5, "7", None], ids=repr)
+def test_a_crafted_generator_state_is_a_seed_range_error(state: object) -> None:
+    with pytest.raises(SeedRangeError) as caught:
+        unpickled(PicklePayload(SplitMix64, state))
+    assert type(caught.value.seed) is type(state) and caught.value.seed == state
+
+
+# XavierScale ---------------------------------------------------------------------------------
+
+
+def test_a_xavier_scale_round_trips_and_a_crafted_one_is_checked() -> None:
+    scale = xavier_scale(4, 2)
+    assert unpickled(scale) == scale and copy.deepcopy(scale) == scale
+    with pytest.raises(ZeroFanInError):
+        unpickled(PicklePayload(XavierScale, 0, 2))
+    with pytest.raises(FanValueError):
+        unpickled(PicklePayload(XavierScale, 4, -1))
+
+
+# Embedding -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_layer_round_trips_with_its_table_gradient_and_lookups(
+    dtype: type, protocol: int
+) -> None:
+    layer = trained_layer(dtype)
+    restored = pickle.loads(pickle.dumps(layer, protocol))
+    assert_equal_layers(restored, layer)
+    assert restored([[3, 0]]).numpy().tobytes() == layer([[3, 0]]).numpy().tobytes()
+
+
+def test_deepcopy_of_a_layer_keeps_its_gradient_in_the_same_form() -> None:
+    layer = trained_layer()
+    twin = copy.deepcopy(layer)
+    assert_equal_layers(twin, layer)
+    assert twin.table.tensor.sparse_gradient.rows.tolist() == [1, 2]  # type: ignore[union-attr]
+    assert twin.table.tensor.gradient.numpy().tolist() == [[0, 0], [0, 2], [4, 4], [0, 0]]  # type: ignore[union-attr]
+
+
+def test_copy_of_a_layer_is_a_clone_on_the_same_leaf() -> None:
+    layer = trained_layer()
+    twin = copy.copy(layer)
+    assert twin is not layer and twin.table is layer.table
+
+
+def test_a_deep_copy_trains_on_its_own() -> None:
+    layer = trained_layer()
+    before = leaf_state(layer.table.tensor)
+    twin = copy.deepcopy(layer)
+    SGD(twin.parameters(), learning_rate=1.0).step()
+    twin([[0]]).sum().backward()
+    assert twin.table.tensor.value_revision == 1
+    assert leaf_state(layer.table.tensor) == before
+
+
+def test_a_layer_and_its_parameters_pickled_together_share_one_new_table() -> None:
+    layer = trained_layer()
+    for restored, parameters in (
+        unpickled((layer, layer.parameters())),
+        copy.deepcopy((layer, layer.parameters())),
+    ):
+        assert parameters["token_embedding.weight"] is restored.table
+        assert not restored.table.tensor.is_same_node(layer.table.tensor)
+
+
+def test_two_layers_on_one_leaf_stay_on_one_leaf() -> None:
+    layer = trained_layer()
+    first, second = unpickled((layer, layer.clone()))
+    assert first.table.tensor.is_same_node(second.table.tensor)
+
+
+def test_a_layer_pickles_as_exactly_its_dataclass_fields() -> None:
+    layer = trained_layer()
+    rebuild, (fields,) = layer.__reduce__()
+    assert rebuild is restore_embedding
+    assert list(fields) == [field.name for field in dataclasses.fields(Embedding)]
+    assert fields["table"] is layer.table
+
+
+def test_a_container_holding_a_layer_output_refuses_to_pickle() -> None:
+    layer = trained_layer()
+    with pytest.raises(UnpicklableOperationError):
+        pickle.dumps({"layer": layer, "output": layer([1])})
+
+
+def layer_fields(**changes: object) -> dict[str, object]:
+    layer = trained_layer()
+    fields = {field.name: getattr(layer, field.name) for field in dataclasses.fields(Embedding)}
+    fields.update(changes)
+    return fields
+
+
+def test_a_crafted_layer_state_that_is_no_dict_of_its_fields_is_refused() -> None:
+    extra = {**layer_fields(), "padding": 0}
+    missing = {"table": trained_layer().table}
+    for state in (None, [trained_layer().table], extra, missing):
+        with pytest.raises(EmbeddingStateError) as caught:
+            unpickled(PicklePayload(restore_embedding, state))
+        assert caught.value.field == "state"
+
+
+def test_a_crafted_layer_whose_table_is_no_named_parameter_is_refused() -> None:
+    for table in (trained_layer().table.tensor, None):
+        with pytest.raises(EmbeddingStateError) as caught:
+            unpickled(PicklePayload(restore_embedding, layer_fields(table=table)))
+        assert caught.value.field == "table"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"vocabulary_size": 5}, "vocabulary_size"),
+        ({"embedding_width": 1}, "embedding_width"),
+        ({"vocabulary_size": np.int64(4)}, "vocabulary_size"),
+        ({"embedding_width": 2.0}, "embedding_width"),
+    ],
+)
+def test_a_crafted_field_that_disagrees_with_the_table_is_refused(
+    changes: dict[str, object], field: str
+) -> None:
+    with pytest.raises(EmbeddingStateError) as caught:
+        unpickled(PicklePayload(restore_embedding, layer_fields(**changes)))
+    assert caught.value.field == field
+    assert caught.value.detail.startswith(f"is {changes[field]!r}, but the rebuilt layer has ")
+
+
+def test_a_crafted_table_no_layer_can_hold_gets_the_layer_errors() -> None:
+    flat = NamedParameter.from_tensor("w", Tensor((2,), [1.0, 2.0]))
+    with pytest.raises(TableRankError):
+        unpickled(PicklePayload(restore_embedding, layer_fields(table=flat)))
+    empty = NamedParameter.from_tensor("w", Tensor.zeros((0, 2)))
+    with pytest.raises(EmptyVocabularyError):
+        unpickled(PicklePayload(restore_embedding, layer_fields(table=empty)))
+
+
+@given(layers(), st.sampled_from(PROTOCOLS))
+def test_any_trained_layer_round_trips_and_deep_copies_with_equal_lookups(
+    layer: Embedding, protocol: int
+) -> None:
+    before = leaf_state(layer.table.tensor)
+    ids = [[0, layer.vocabulary_size - 1]]
+    for twin in (pickle.loads(pickle.dumps(layer, protocol)), copy.deepcopy(layer)):
+        assert_equal_layers(twin, layer)
+        assert twin(ids).numpy().tobytes() == layer(ids).numpy().tobytes()
+    assert leaf_state(layer.table.tensor) == before
