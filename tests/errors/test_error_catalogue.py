@@ -43,6 +43,7 @@ from llm_from_scratch.nn import (
     save_parameters,
 )
 from llm_from_scratch.nn.embedding import restore_embedding
+from llm_from_scratch.nn.embedding_bag import restore_embedding_bag
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
 from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer, load_state, save_state
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
@@ -324,6 +325,9 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "PerSampleWeightsShapeError": lambda: bag_layer("sum")([[0, 1]], per_sample_weights=np.ones(2)),
     "EmbeddingStateError": lambda: unpickled(
         PicklePayload(restore_embedding, {"table": layer().table})
+    ),
+    "EmbeddingBagStateError": lambda: unpickled(
+        PicklePayload(restore_embedding_bag, {"table": layer().table})
     ),
     # llm_from_scratch.nn.checkpoint: one failing call per class, in tests/checkpoint_support.py
     **CHECKPOINT_TRIGGERS,

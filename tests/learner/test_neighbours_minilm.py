@@ -72,6 +72,15 @@ def test_the_packaged_table_is_minilm_s_word_piece_table(
     assert pieces.unknown_token == "[UNK]"
 
 
+def test_the_packaged_table_is_frozen_so_its_lookups_carry_no_gradient(
+    library: tuple[CosineTable, WordPieces],
+) -> None:
+    embedding = library[0].embedding
+    assert embedding.frozen
+    assert len(embedding.parameters()) == 0
+    assert embedding([2054]).kind == "constant"
+
+
 def test_words_inside_a_group_are_closer_than_words_of_different_groups(
     library: tuple[CosineTable, WordPieces], plain: tuple[np.ndarray, object]
 ) -> None:

@@ -15,9 +15,14 @@ from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import TensorValue, UnpicklableOperationError
 from llm_from_scratch.nn import (
+    BagModeError,
     Embedding,
+    EmbeddingBag,
+    EmbeddingBagStateError,
     EmbeddingStateError,
     EmptyVocabularyError,
+    FrozenTable,
+    FrozenTableMaxNormError,
     NamedParameter,
     NamedParameters,
     SplitMix64,
@@ -26,6 +31,7 @@ from llm_from_scratch.nn import (
     xavier_scale,
 )
 from llm_from_scratch.nn.embedding import restore_embedding
+from llm_from_scratch.nn.embedding_bag import restore_embedding_bag
 from llm_from_scratch.nn.init import (
     DuplicateParameterNameError,
     EmptyNameSegmentError,
@@ -320,3 +326,72 @@ def test_any_trained_layer_round_trips_and_deep_copies_with_equal_lookups(
         assert_equal_layers(twin, layer)
         assert twin(ids).numpy().tobytes() == layer(ids).numpy().tobytes()
     assert leaf_state(layer.table.tensor) == before
+
+
+# Layers with options, frozen tables and bags --------------------------------------------------
+
+
+def assert_same_options(copied: object, original: object) -> None:
+    assert type(copied) is type(original) and copied is not original
+    for field in dataclasses.fields(original):  # type: ignore[arg-type]
+        if field.name != "table":
+            assert getattr(copied, field.name) == getattr(original, field.name), field.name
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_layer_with_options_round_trips_with_them(protocol: int) -> None:
+    table = trained_layer().table
+    layer = Embedding.from_parameter(
+        table, padding_idx=-1, max_norm=2.5, norm_type=3.0, scale_grad_by_freq=True
+    )
+    restored = pickle.loads(pickle.dumps(layer, protocol))
+    assert_same_options(restored, layer)
+    assert restored.padding_idx == 3 and restored.scale_grad_by_freq
+    assert_equal_leaves(restored.table.tensor, layer.table.tensor)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_frozen_layer_round_trips_as_a_frozen_table_with_equal_values(protocol: int) -> None:
+    layer = Embedding.from_pretrained(np.array(KNOWN_TABLE, dtype=np.float32).reshape(4, 2))
+    restored = pickle.loads(pickle.dumps(layer, protocol))
+    assert_same_options(restored, layer)
+    assert isinstance(restored.table, FrozenTable) and restored.table is not layer.table
+    assert restored.table.name == layer.table.name
+    assert restored.table.tensor.kind == "constant"
+    assert restored.table.tensor.numpy().tobytes() == layer.table.tensor.numpy().tobytes()
+    assert restored([2]).kind == "constant"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_bag_layer_round_trips_and_deep_copies_with_its_mode_and_gradient(
+    protocol: int,
+) -> None:
+    bag = EmbeddingBag.from_parameter(trained_layer().table, mode="max", padding_idx=1)
+    for twin in (pickle.loads(pickle.dumps(bag, protocol)), copy.deepcopy(bag)):
+        assert_same_options(twin, bag)
+        assert_equal_leaves(twin.table.tensor, bag.table.tensor)
+        ids = [[0, 2, 3]]
+        assert twin(ids).numpy().tobytes() == bag(ids).numpy().tobytes()
+
+
+def test_a_crafted_bag_state_meets_the_bag_checks() -> None:
+    bag = EmbeddingBag.from_parameter(trained_layer().table, mode="sum")
+    _, (fields,) = bag.__reduce__()
+    with pytest.raises(EmbeddingBagStateError) as caught:
+        unpickled(PicklePayload(restore_embedding_bag, {**fields, "vocabulary_size": 5}))
+    assert (caught.value.field, isinstance(caught.value, EmbeddingStateError)) == (
+        "vocabulary_size",
+        True,
+    )
+    with pytest.raises(BagModeError):
+        unpickled(PicklePayload(restore_embedding_bag, {**fields, "mode": "min"}))
+    frozen = EmbeddingBag.from_pretrained(np.ones((4, 2)))
+    _, (frozen_fields,) = frozen.__reduce__()
+    with pytest.raises(FrozenTableMaxNormError):
+        unpickled(PicklePayload(restore_embedding_bag, {**frozen_fields, "max_norm": 1.0}))
+
+
+def test_a_crafted_frozen_table_is_checked_when_unpickled() -> None:
+    parameter = trained_layer().table.tensor
+    with pytest.raises(TypeError):
+        unpickled(PicklePayload(FrozenTable, "token_embedding.weight", parameter))

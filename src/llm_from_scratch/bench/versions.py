@@ -85,12 +85,15 @@ def compare(baseline: Path, rounds: int, repeats: int, quick: bool) -> tuple[Med
 
 
 def format_comparison(baseline: Medians, current: Medians) -> str:
-    """One line per case and action: both medians in milliseconds and this tree's over the
-    baseline's."""
+    """One line per case and action both trees measured: both medians in milliseconds and this
+    tree's over the baseline's (an action only one tree has, such as a newer fused step, is
+    left out)."""
     lines = []
     for name, actions in baseline.items():
         lines.append(name)
         for action, samples in actions.items():
+            if action not in current[name]:
+                continue
             old = statistics.median(samples)
             new = statistics.median(current[name][action])
             lines.append(

@@ -75,8 +75,11 @@ class FrozenTable:
         return f"FrozenTable(name={self.name!r}, shape={self.tensor.shape})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle (and deep-copy) through the constructor, so a restored table is checked."""
+        """Pickle through the constructor, so an unpickled table is checked."""
         return FrozenTable, (self.name, self.tensor)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenTable:
+        return self  # a constant never changes: sharing it is copying it
 
 
 Table: TypeAlias = "NamedParameter | FrozenTable"

@@ -150,7 +150,8 @@ def checked_files(files: PretrainedFiles) -> PretrainedFiles:
 
 
 def load_pretrained_embedding(table_path: Path, tensor_name: str) -> Embedding:
-    """Load one ``[V, d]`` table from a safetensors file into an embedding layer.
+    """Load one ``[V, d]`` table from a safetensors file into a frozen embedding layer
+    (``Embedding.from_pretrained(..., freeze=True)``: lookups are constants).
 
     The table loads as float32 (a float16 or bfloat16 table converts exactly); the file's other
     tensors, such as BERT's integer ``embeddings.position_ids``, are not read.
@@ -165,7 +166,7 @@ def load_pretrained_embedding(table_path: Path, tensor_name: str) -> Embedding:
         loaded = load_parameters(table_path, names=[tensor_name], dtype=np.float32)
     except MissingTensorsError as error:
         raise UnknownTensorError(str(table_path), tensor_name, error) from error
-    return Embedding.from_parameter(loaded[tensor_name])
+    return Embedding.from_pretrained(loaded[tensor_name], name=tensor_name, freeze=True)
 
 
 def load_word_pieces(tokenizer_path: Path) -> WordPieces:
