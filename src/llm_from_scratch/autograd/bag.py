@@ -268,15 +268,21 @@ def _maxima_by_rounds(output: FloatArray, table: FloatArray, plan: BagPlan) -> I
 # The VJP ---------------------------------------------------------------------------------------
 
 
+def entry_upstream(saved: BagSaved, upstream: FloatArray) -> FloatArray:
+    """What each entry of bag ``b`` receives from the ``[B, d]`` upstream, before any weight:
+    ``upstream[b]``, or in ``mean`` mode ``upstream[b] / size[b]`` (an empty bag has none)."""
+    if saved.sizes is None:
+        return upstream
+    return upstream / np.maximum(saved.sizes, 1).reshape(-1, 1).astype(upstream.dtype)
+
+
 def _table_gradient(saved: BagSaved, upstream: FloatArray) -> RowSparseGradient:
     plan = saved.plan
     if saved.max_rows is not None:
         return _max_gradient(saved.max_rows, upstream, plan.table_shape)
     if plan.entry_rows.size == 0:
         return RowSparseGradient.empty(plan.table_shape, upstream.dtype)
-    per_bag = upstream
-    if saved.sizes is not None:  # mean: each entry receives upstream[b] / size[b]
-        per_bag = upstream / np.maximum(saved.sizes, 1).reshape(-1, 1).astype(upstream.dtype)
+    per_bag = entry_upstream(saved, upstream)
     rows, bags, weights = plan.entry_rows, plan.entry_bags, saved.weights
     if runs_compiled(rows.size * plan.table_shape[1]):
         listed, values, counts = bag_row_sums(rows, per_bag, bags, weights, plan.table_shape[0])

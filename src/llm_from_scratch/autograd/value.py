@@ -12,7 +12,11 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd.bag import BagPlan, bag_forward
-from llm_from_scratch.autograd.deferred import DeferredRowGradient
+from llm_from_scratch.autograd.deferred import (
+    DeferredRowGradient,
+    deferrable,
+    deferred_gradient,
+)
 from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import (
     GatherTableRankError,
@@ -504,7 +508,7 @@ def _backward_deferring(
     def handed_over(given: list[PassGradient]) -> Sequence[Callable[[FloatArray], None]]:
         return finish([_deferred_row_gradient(item) for item in given])
 
-    backward_deferring_row_gathers(root, seed, retention, nodes, _is_row_gather, handed_over)
+    backward_deferring_row_gathers(root, seed, retention, nodes, deferrable, handed_over)
 
 
 def _defers_its_own_large_gather(root: Node, nodes: list[Node]) -> bool:
@@ -512,6 +516,8 @@ def _defers_its_own_large_gather(root: Node, nodes: list[Node]) -> bool:
     is empty: the pass is that one gather, and its VJP is deferred."""
     operation = root.operation
     if operation is None or not isinstance(operation.saved, RowGatherPlan):
+        return False
+    if not deferrable(operation.saved):
         return False
     table = operation.parents[0]
     stored = table.gradient
@@ -529,17 +535,11 @@ def _raise_if_non_finite_seed(seed: FloatArray) -> None:
         raise NonFiniteSeedError(found[0], found[1])
 
 
-def _is_row_gather(saved: object) -> bool:
-    return isinstance(saved, RowGatherPlan)
-
-
 def _deferred_row_gradient(item: PassGradient) -> Gradient | DeferredRowGradient | None:
     if not isinstance(item, tuple):
         return item
-    plan, upstream = item
-    assert isinstance(plan, RowGatherPlan)  # only row gathers are deferred
-    flat = np.ascontiguousarray(upstream.reshape(plan.indices.size, plan.table_shape[1]))
-    return DeferredRowGradient("gather_rows", plan.indices, flat, plan.table_shape)
+    saved, upstream = item
+    return deferred_gradient(saved, upstream)
 
 
 def _value_of(node: Node) -> TensorValue:
