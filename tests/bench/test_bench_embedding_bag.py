@@ -17,7 +17,7 @@ from llm_from_scratch.cli import main
 
 from conftest import import_optional
 
-OUR_ACTIONS = {"bag forward", "bag fwd+bwd", "bag step"}
+OUR_ACTIONS = {"bag forward", "bag fwd+bwd", "bag step", "bag fused step"}
 PYTORCH_ACTIONS = {
     "torch bag fwd+bwd dense",
     "torch bag fwd+bwd sparse",
@@ -37,6 +37,7 @@ def test_the_bag_ratios_are_formatted_from_the_measured_medians() -> None:
             "bag forward": 0.001,
             "bag fwd+bwd": 0.002,
             "bag step": 0.004,
+            "bag fused step": 0.002,
             "torch bag fwd+bwd sparse": 0.003,
             "torch bag step dense": 0.010,
             "torch bag step sparse": 0.006,
@@ -47,6 +48,7 @@ def test_the_bag_ratios_are_formatted_from_the_measured_medians() -> None:
     assert "torch bag fwd+bwd sparse / our bag fwd+bwd = 1.50" in text
     assert "torch bag step dense / our bag step = 2.50" in text
     assert "torch bag step sparse / our bag step = 1.50" in text
+    assert "torch bag step sparse / our bag fused step = 3.00" in text
     assert "fwd+bwd dense" not in text  # not measured, not printed
 
 

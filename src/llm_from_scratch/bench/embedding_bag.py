@@ -12,6 +12,8 @@ gradient in every round, which slows down whatever runs after it, the sparse ste
 - ``bag fwd+bwd``: forward and backward until the row-sparse gradient is stored;
 - ``bag step``: forward, backward and an ``SGD`` step on the touched rows (the gradient reset
   untimed before each round of these two);
+- ``bag fused step``: the same step as ``SGD.backward_step``, which sums each touched row's
+  upstream inside the update and never stores the gradient;
 - with PyTorch installed, ``torch bag fwd+bwd`` and ``torch bag step``, each ``dense`` and
   ``sparse``: the same with ``nn.EmbeddingBag(mode="sum")`` and ``sparse=False`` / ``True``, and
   ``torch.optim.SGD`` (``zero_grad(set_to_none=True)`` untimed before each round).
@@ -99,10 +101,15 @@ def _our_actions(
         optimizer.step()
         return None
 
+    def fused_step() -> object:
+        optimizer.backward_step(layer(ids, offsets), upstream)
+        return None
+
     return {
         "bag forward": Timed(forward),
         "bag fwd+bwd": Timed(forward_backward, leaf.zero_grad),
         "bag step": Timed(step, leaf.zero_grad),
+        "bag fused step": Timed(fused_step, leaf.zero_grad),
     }
 
 
@@ -167,6 +174,8 @@ def format_bag_results(results: list[BagCaseResult]) -> str:
             ("bag fwd+bwd", "torch bag fwd+bwd sparse"),
             ("bag step", "torch bag step dense"),
             ("bag step", "torch bag step sparse"),
+            ("bag fused step", "torch bag step dense"),
+            ("bag fused step", "torch bag step sparse"),
         ):
             if name in case.medians:
                 ratio = case.ratio(name, ours)

@@ -143,12 +143,16 @@ class Optimizer:
 
         The result is bit for bit that of ``output.backward_with_seed(seed, retention)``,
         ``step()`` and ``zero_grad()``. A parameter reached only through one row gather (an
-        embedding lookup) whose stored gradient is empty never stores its gradient: each of its
-        rows is summed and updated in one pass. All or nothing: on any error no gradient, value,
-        state or step count changed. The pass is computed without a lock; from the check of the
-        recorded revisions to the reset of the gradients it holds the update locks of every
-        parameter involved, so to other threads it is one backward, one step and one
-        ``zero_grad`` with nothing in between.
+        embedding lookup without ``padding_idx`` or ``scale_grad_by_freq``) or one ``sum`` or
+        ``mean`` embedding bag without per-sample weights, whose stored gradient is empty,
+        never stores its gradient: each of its rows is summed and updated in one pass. Every
+        other gradient (a lookup with a padding row or frequency scaling, a ``max`` bag, a
+        weighted bag) is computed by its VJP, with its rule, and handed to the same update.
+
+        All or nothing: on any error no gradient, value, state or step count changed. The pass
+        is computed without a lock; from the check of the recorded revisions to the reset of
+        the gradients it holds the update locks of every parameter involved, so to other
+        threads it is one backward, one step and one ``zero_grad`` with nothing in between.
 
         Args:
             output: the value to differentiate.
