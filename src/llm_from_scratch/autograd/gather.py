@@ -47,7 +47,7 @@ from llm_from_scratch.tensor.storage import (
     ShapeOverflowError,
     TensorError,
     checked_row_major_layout,
-    checked_shape,
+    checked_shape_and_count,
     numpy_can_describe,
     read_only_view,
 )
@@ -235,8 +235,7 @@ def checked_row_gather_plan_of_array(
 
 def _checked_index_shape(index_shape: object, errors: IdErrors) -> tuple[Shape, int]:
     try:
-        shape = checked_shape(index_shape)
-        _, expected = checked_row_major_layout(shape)
+        shape, expected = checked_shape_and_count(index_shape)
     except TensorError as error:
         raise errors.shape(index_shape, error) from error
     return shape, expected

@@ -25,8 +25,7 @@ from llm_from_scratch.tensor.storage import (
     Shape,
     ShapeOverflowError,
     TensorError,
-    checked_row_major_layout,
-    checked_shape,
+    checked_shape_and_count,
     numpy_can_describe,
 )
 
@@ -152,8 +151,7 @@ def reshape_forward(source: Node, shape: object) -> Node:
         ReshapeCountMismatchError: another element count.
     """
     try:
-        target = checked_shape(shape)
-        _, count = checked_row_major_layout(target)
+        target, count = checked_shape_and_count(shape)
     except TensorError as error:
         raise InvalidShapeError("reshape target shape", shape, error) from error
     if count != source.array.size:

@@ -28,7 +28,6 @@ from llm_from_scratch.nn.embedding_errors import (
     EmbeddingInitializationError,
     EmbeddingStateError,
     EmptyVocabularyError,
-    FrozenTableMaxNormError,
     IndexAllocationError,
     TableRankError,
     TokenCountMismatchError,
@@ -43,14 +42,13 @@ from llm_from_scratch.nn.embedding_errors import (
 from llm_from_scratch.nn.functional import lookup
 from llm_from_scratch.nn.init import NamedParameter, NamedParameters, SplitMix64
 from llm_from_scratch.nn.layer_state import layer_fields, restored_layer
-from llm_from_scratch.nn.options import LookupOptions, checked_flag
+from llm_from_scratch.nn.options import LookupOptions
 from llm_from_scratch.nn.tables import (
     FrozenTable,
     Table,
-    checked_name_and_sizes,
     checked_parameter_size,
-    drawn_table,
-    pretrained_source,
+    new_table,
+    pretrained_table,
 )
 from llm_from_scratch.nn.token_ids import flat_token_id_plan, token_id_plan
 from llm_from_scratch.sealed import Sealed
@@ -207,9 +205,11 @@ class Embedding(
             >>> padded.padding_idx, padded.table.tensor.numpy()[3].tolist()
             (3, [0.0, 0.0])
         """
-        checked, rows, width = checked_name_and_sizes(name, vocabulary_size, embedding_width)
-        options = LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
-        table = drawn_table(checked, rows, width, rng, dtype, options.padding_idx)
+
+        def options_for(rows: int) -> LookupOptions:
+            return LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+
+        table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
         return _layer_of(table, options)
 
     @classmethod
@@ -257,15 +257,12 @@ class Embedding(
             >>> Embedding.from_pretrained(table, freeze=False)([2]).kind
             'operation'
         """
-        source = pretrained_source(table)
-        checked, _, _ = checked_name_and_sizes(name, *source.shape)
-        options = LookupOptions(
-            source.shape[0], padding_idx, max_norm, norm_type, scale_grad_by_freq
-        )
-        frozen = checked_flag("freeze", freeze)
-        if frozen and options.max_norm is not None:
-            raise FrozenTableMaxNormError("constant")
-        return _layer_of(source.table(checked, frozen), options)
+
+        def options_for(rows: int) -> LookupOptions:
+            return LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+
+        layer_table, options = pretrained_table(table, name, freeze, options_for)
+        return _layer_of(layer_table, options)
 
     def clone(self) -> Embedding:
         """A new layer object holding the same table leaf and the same options."""

@@ -23,7 +23,6 @@ from llm_from_scratch.autograd.bag import BagMode, bag_plan_from_validated
 from llm_from_scratch.nn.bag_offsets import bag_starts
 from llm_from_scratch.nn.embedding_errors import (
     EmbeddingBagStateError,
-    FrozenTableMaxNormError,
     PerSampleWeightsModeError,
 )
 from llm_from_scratch.nn.functional import bag, checked_weights
@@ -33,10 +32,9 @@ from llm_from_scratch.nn.options import BagOptions, checked_flag
 from llm_from_scratch.nn.tables import (
     FrozenTable,
     Table,
-    checked_name_and_sizes,
     checked_parameter_size,
-    drawn_table,
-    pretrained_source,
+    new_table,
+    pretrained_table,
 )
 from llm_from_scratch.nn.token_ids import token_id_plan
 from llm_from_scratch.sealed import Sealed
@@ -141,9 +139,11 @@ class EmbeddingBag(
         Raises:
             The errors of ``Embedding.new``, with BagModeError first among the options.
         """
-        checked, rows, width = checked_name_and_sizes(name, vocabulary_size, embedding_width)
-        options = BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
-        table = drawn_table(checked, rows, width, rng, dtype, options.padding_idx)
+
+        def options_for(rows: int) -> BagOptions:
+            return BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
+
+        table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
         return _bag_layer_of(table, options)
 
     @classmethod
@@ -164,13 +164,12 @@ class EmbeddingBag(
             The errors of ``Embedding.from_pretrained``, with BagModeError first among the
             options.
         """
-        source = pretrained_source(table)
-        checked, _, _ = checked_name_and_sizes(name, *source.shape)
-        options = BagOptions(source.shape[0], mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
-        frozen = checked_flag("freeze", freeze)
-        if frozen and options.max_norm is not None:
-            raise FrozenTableMaxNormError("constant")
-        return _bag_layer_of(source.table(checked, frozen), options)
+
+        def options_for(rows: int) -> BagOptions:
+            return BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
+
+        layer_table, options = pretrained_table(table, name, freeze, options_for)
+        return _bag_layer_of(layer_table, options)
 
     def clone(self) -> EmbeddingBag:
         """A new layer object holding the same table leaf and the same options."""

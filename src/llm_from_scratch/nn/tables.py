@@ -9,12 +9,16 @@ A layer holds a :class:`~llm_from_scratch.nn.init.NamedParameter` (a trainable t
 - ``from_parameter``: an existing named parameter, the same leaf (:func:`checked_parameter_size`);
 - ``from_pretrained``: a 2-D NumPy array, a ``Tensor`` or a named parameter, copied into a new
   parameter leaf or frozen into a constant (:class:`PretrainedSource`).
+
+:func:`new_table` and :func:`pretrained_table` run the checks of ``new`` and ``from_pretrained``
+in the order both layers promise, with the layer's own options built in between.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -27,6 +31,7 @@ from llm_from_scratch.autograd.value import constant_from_owned_array, parameter
 from llm_from_scratch.nn.embedding_errors import (
     EmbeddingInitializationError,
     EmptyVocabularyError,
+    FrozenTableMaxNormError,
     PretrainedTableTypeError,
     TableRankError,
     ZeroEmbeddingWidthError,
@@ -41,6 +46,7 @@ from llm_from_scratch.nn.init import (
     xavier_scale,
     xavier_uniform_array,
 )
+from llm_from_scratch.nn.options import checked_flag
 from llm_from_scratch.tensor.storage import FloatArray, Tensor, is_masked_array, plain_view
 
 
@@ -83,6 +89,17 @@ class FrozenTable:
 
 
 Table: TypeAlias = "NamedParameter | FrozenTable"
+
+
+class _TableOptions(Protocol):
+    @property
+    def padding_idx(self) -> int | None: ...
+
+    @property
+    def max_norm(self) -> float | None: ...
+
+
+_O = TypeVar("_O", bound=_TableOptions)
 
 
 def checked_sizes(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -154,6 +171,64 @@ def drawn_table(
     if padding_row is not None:
         values[padding_row] = 0.0
     return NamedParameter.from_value(name, parameter_from_owned_array(values))
+
+
+def new_table(
+    name: str,
+    vocabulary_size: int,
+    embedding_width: int,
+    rng: SplitMix64,
+    dtype: npt.DTypeLike,
+    options_for: Callable[[int], _O],
+) -> tuple[NamedParameter, _O]:
+    """The table and options of a layer's ``new``, checked in this order: the name and the
+    sizes, then the options; then the table is drawn (:func:`drawn_table`, the padding row
+    zeroed). ``rng`` advances only on success.
+
+    Args:
+        name, vocabulary_size, embedding_width, rng, dtype: as the layer's ``new`` takes them.
+        options_for: builds the layer's checked options for a table of ``V`` rows.
+
+    Shape:
+        the table: ``[vocabulary_size, embedding_width]``.
+
+    Raises:
+        EmbeddingInitializationError: a bad name or fan (see :func:`checked_name_and_sizes`).
+        EmptyVocabularyError, ZeroEmbeddingWidthError: ``V == 0``, ``d == 0``.
+        The errors of ``options_for``.
+        EmbeddingInitializationError: the generator or the dtype, or no memory for the table.
+    """
+    checked, rows, width = checked_name_and_sizes(name, vocabulary_size, embedding_width)
+    options = options_for(rows)
+    return drawn_table(checked, rows, width, rng, dtype, options.padding_idx), options
+
+
+def pretrained_table(
+    table: object, name: str, freeze: bool, options_for: Callable[[int], _O]
+) -> tuple[Table, _O]:
+    """The table and options of a layer's ``from_pretrained``, checked in this order: the
+    table's type and shape, the name, the options, ``freeze``, a ``max_norm`` on a frozen
+    table, and last the table's values (:meth:`PretrainedSource.table`).
+
+    Args:
+        table, name, freeze: as the layer's ``from_pretrained`` takes them.
+        options_for: builds the layer's checked options for a table of ``V`` rows.
+
+    Raises:
+        PretrainedTableTypeError, TableRankError, EmptyVocabularyError,
+            ZeroEmbeddingWidthError: the table (see :func:`pretrained_source`).
+        EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
+        The errors of ``options_for``, then FlagTypeError for ``freeze``.
+        FrozenTableMaxNormError: ``max_norm`` with ``freeze=True``.
+        NonFiniteParameterError: a NaN or infinity in a copied table.
+    """
+    source = pretrained_source(table)
+    checked, _, _ = checked_name_and_sizes(name, *source.shape)
+    options = options_for(source.shape[0])
+    frozen = checked_flag("freeze", freeze)
+    if frozen and options.max_norm is not None:
+        raise FrozenTableMaxNormError("constant")
+    return source.table(checked, frozen), options
 
 
 @dataclass(frozen=True)

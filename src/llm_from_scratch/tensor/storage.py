@@ -223,6 +223,23 @@ def checked_row_major_layout(shape: object) -> tuple[Shape, int]:
     return tuple(strides), running
 
 
+def checked_shape_and_count(shape: object) -> tuple[Shape, int]:
+    """``shape`` as :func:`checked_shape` returns it, and its row-major element count.
+
+    Raises:
+        ShapeTypeError, TooManyAxesError, NonIntegerExtentError, NegativeExtentError: as
+            :func:`checked_shape`.
+        ShapeOverflowError: as :func:`checked_row_major_layout`.
+
+    Example:
+        >>> checked_shape_and_count([2, 3])
+        ((2, 3), 6)
+    """
+    extents = checked_shape(shape)
+    _, count = checked_row_major_layout(extents)
+    return extents, count
+
+
 def numpy_can_describe(extents: Shape, itemsize: int) -> bool:
     """True unless NumPy refuses to describe the shape at all, even with no elements.
 
@@ -337,8 +354,7 @@ class Tensor:
         values: Sequence[float] | npt.ArrayLike,
         dtype: npt.DTypeLike | None = None,
     ) -> None:
-        extents = checked_shape(shape)
-        _, count = checked_row_major_layout(extents)
+        extents, count = checked_shape_and_count(shape)
         requested = None if dtype is None else checked_dtype(dtype)
         source = _value_source(values)
         resolved = _inferred_dtype(source) if requested is None else requested
@@ -404,8 +420,7 @@ class Tensor:
     @classmethod
     def zeros(cls, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> Tensor:
         """A tensor of zeros (the shape and dtype are checked like the constructor's)."""
-        extents = checked_shape(shape)
-        _, count = checked_row_major_layout(extents)
+        extents, count = checked_shape_and_count(shape)
         resolved = checked_dtype(dtype)
         try:
             array = np.zeros(extents, dtype=resolved)
