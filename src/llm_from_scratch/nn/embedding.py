@@ -12,8 +12,7 @@ and by :mod:`llm_from_scratch.nn`.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -40,11 +39,10 @@ from llm_from_scratch.nn.embedding_errors import (
     ZeroEmbeddingWidthError,
 )
 from llm_from_scratch.nn.functional import lookup
-from llm_from_scratch.nn.init import NamedParameter, NamedParameters, SplitMix64
-from llm_from_scratch.nn.layer_state import layer_fields, restored_layer
+from llm_from_scratch.nn.init import NamedParameter, SplitMix64
+from llm_from_scratch.nn.layer_state import TableLayer, restored_layer
 from llm_from_scratch.nn.options import LookupOptions
 from llm_from_scratch.nn.tables import (
-    FrozenTable,
     Table,
     checked_parameter_size,
     new_table,
@@ -77,6 +75,7 @@ _TRUSTED: Final = object()  # the key of the trusted constructor below
 @dataclass(frozen=True, eq=False, repr=False)
 class Embedding(
     Sealed,
+    TableLayer,
     key=_TRUSTED,
     hint="build an Embedding with Embedding.new, from_parameter or from_pretrained",
 ):
@@ -264,37 +263,11 @@ class Embedding(
         layer_table, options = pretrained_table(table, name, freeze, options_for)
         return _layer_of(layer_table, options)
 
-    def clone(self) -> Embedding:
-        """A new layer object holding the same table leaf and the same options."""
-        return _with_table(self, self.table)
-
-    def __copy__(self) -> Embedding:
-        return self.clone()
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Embedding:
-        """A layer with the same options and an independent table leaf holding equal values
-        and an equal stored gradient (in the same form)."""
-        fields = {name: copy.deepcopy(value, memo) for name, value in layer_fields(self).items()}
-        return restore_embedding(fields)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as the layer's fields (the table as a ``NamedParameter``, which pickles its
-        leaf's values and gradient), rebuilt by :func:`restore_embedding`."""
-        return restore_embedding, (layer_fields(self),)
+    @classmethod
+    def _restorer(cls) -> Callable[[object], Embedding]:
+        return restore_embedding
 
     # Reading ------------------------------------------------------------------------------------
-
-    def parameters(self) -> NamedParameters:
-        """The layer's trainable parameters: a :class:`NamedParameters` holding :attr:`table`
-        (the same leaf), or none for a frozen table."""
-        if isinstance(self.table, FrozenTable):
-            return NamedParameters(())
-        return NamedParameters((self.table,))
-
-    @property
-    def frozen(self) -> bool:
-        """True when the table is a :class:`FrozenTable`."""
-        return isinstance(self.table, FrozenTable)
 
     def __repr__(self) -> str:
         return (
@@ -415,7 +388,3 @@ def _layer_of(table: Table, options: LookupOptions) -> Embedding:
         options.scale_grad_by_freq,
         key=_TRUSTED,
     )
-
-
-def _with_table(layer: Embedding, table: Table) -> Embedding:
-    return _layer_of(table, layer._options)

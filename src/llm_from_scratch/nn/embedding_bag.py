@@ -9,7 +9,7 @@ bag operation of :mod:`llm_from_scratch.autograd.bag`.
 
 from __future__ import annotations
 
-import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -26,11 +26,10 @@ from llm_from_scratch.nn.embedding_errors import (
     PerSampleWeightsModeError,
 )
 from llm_from_scratch.nn.functional import bag, checked_weights
-from llm_from_scratch.nn.init import NamedParameter, NamedParameters, SplitMix64
-from llm_from_scratch.nn.layer_state import layer_fields, restored_layer
+from llm_from_scratch.nn.init import NamedParameter, SplitMix64
+from llm_from_scratch.nn.layer_state import TableLayer, restored_layer
 from llm_from_scratch.nn.options import BagOptions, checked_flag
 from llm_from_scratch.nn.tables import (
-    FrozenTable,
     Table,
     checked_parameter_size,
     new_table,
@@ -46,6 +45,7 @@ _TRUSTED: Final = object()  # the key of the trusted constructor below
 @dataclass(frozen=True, eq=False, repr=False)
 class EmbeddingBag(
     Sealed,
+    TableLayer,
     key=_TRUSTED,
     hint="build an EmbeddingBag with EmbeddingBag.new, from_parameter or from_pretrained",
 ):
@@ -171,35 +171,16 @@ class EmbeddingBag(
         layer_table, options = pretrained_table(table, name, freeze, options_for)
         return _bag_layer_of(layer_table, options)
 
-    def clone(self) -> EmbeddingBag:
-        """A new layer object holding the same table leaf and the same options."""
-        return _bag_layer_of(self.table, self._options)
-
-    def __copy__(self) -> EmbeddingBag:
-        return self.clone()
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> EmbeddingBag:
-        """A layer with the same options and an independent table leaf holding equal values
-        and an equal stored gradient (in the same form)."""
-        fields = {name: copy.deepcopy(value, memo) for name, value in layer_fields(self).items()}
-        return restore_embedding_bag(fields)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as the layer's fields, rebuilt by :func:`restore_embedding_bag`."""
-        return restore_embedding_bag, (layer_fields(self),)
-
-    def parameters(self) -> NamedParameters:
-        """The trainable parameters: :attr:`table`, or none for a frozen table."""
-        if isinstance(self.table, FrozenTable):
-            return NamedParameters(())
-        return NamedParameters((self.table,))
+    @classmethod
+    def _restorer(cls) -> Callable[[object], EmbeddingBag]:
+        return restore_embedding_bag
 
     def __repr__(self) -> str:
         return (
             f"EmbeddingBag(name={self.table.name!r}, vocabulary_size={self.vocabulary_size}, "
             f"embedding_width={self.embedding_width}, dtype={self.table.tensor.dtype}, "
             f"mode={self.mode!r}, padding_idx={self.padding_idx}, max_norm={self.max_norm}, "
-            f"norm_type={self.norm_type}, frozen={isinstance(self.table, FrozenTable)})"
+            f"norm_type={self.norm_type}, frozen={self.frozen})"
         )
 
     def __call__(

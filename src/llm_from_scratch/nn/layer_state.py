@@ -1,23 +1,26 @@
-"""Pickling and deep-copying the embedding layers.
+"""What the embedding layers share: their parameter list, and copying and pickling by fields.
 
-A layer pickles as exactly its dataclass fields and is rebuilt from them by the checks that
-build it: the table must be a :class:`NamedParameter` (the trainable leaf, which pickles its
-values and gradient) or a :class:`FrozenTable`, the options are checked for its row count as the
-constructors check them, and every field of the rebuilt layer must equal the pickled one, so a
-field derived from the table (``vocabulary_size``) cannot disagree with it.
+:class:`TableLayer` gives both layers ``parameters()``, ``frozen``, ``clone()`` and the copy and
+pickle protocols. A layer pickles as exactly its dataclass fields and is rebuilt from them by
+the checks that build it: the table must be a :class:`NamedParameter` (the trainable leaf,
+which pickles its values and gradient) or a :class:`FrozenTable`, the options are checked for
+its row count as the constructors check them, and every field of the rebuilt layer must equal
+the pickled one, so a field derived from the table (``vocabulary_size``) cannot disagree with
+it.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, Self, TypeVar, cast
 
 from llm_from_scratch.nn.embedding_errors import EmbeddingStateError, FrozenTableMaxNormError
-from llm_from_scratch.nn.init import NamedParameter
+from llm_from_scratch.nn.init import NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable, Table, checked_sizes
 
-__all__ = ["layer_fields", "restored_layer"]
+__all__ = ["TableLayer", "layer_fields", "restored_layer"]
 
 
 class _Options(Protocol):
@@ -27,6 +30,51 @@ class _Options(Protocol):
 
 _Layer = TypeVar("_Layer")
 _O = TypeVar("_O", bound=_Options)
+
+
+class TableLayer:
+    """The base of the embedding layers, sealed dataclasses with a ``table`` field.
+
+    A subclass names, in :meth:`_restorer`, the module-level function that rebuilds it from its
+    fields (a :func:`restored_layer` call, which is also what the unpickler calls).
+    """
+
+    __slots__ = ()
+    table: Table
+
+    @classmethod
+    def _restorer(cls) -> Callable[[object], TableLayer]:
+        raise NotImplementedError(f"{cls.__name__} names no restore function")
+
+    def parameters(self) -> NamedParameters:
+        """The layer's trainable parameters: a :class:`NamedParameters` holding :attr:`table`
+        (the same leaf), or none for a frozen table."""
+        if isinstance(self.table, FrozenTable):
+            return NamedParameters(())
+        return NamedParameters((self.table,))
+
+    @property
+    def frozen(self) -> bool:
+        """True when the table is a :class:`FrozenTable`."""
+        return isinstance(self.table, FrozenTable)
+
+    def clone(self) -> Self:
+        """A new layer object holding the same table (the same leaf) and the same options."""
+        return cast(Self, self._restorer()(layer_fields(self)))
+
+    def __copy__(self) -> Self:
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        """A layer with the same options and an independent table leaf holding equal values
+        and an equal stored gradient (in the same form); a frozen table is shared."""
+        fields = {name: copy.deepcopy(value, memo) for name, value in layer_fields(self).items()}
+        return cast(Self, self._restorer()(fields))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the layer's fields (a parameter table pickles its leaf's values and
+        gradient), rebuilt by the layer's restore function."""
+        return self._restorer(), (layer_fields(self),)
 
 
 def layer_fields(layer: Any) -> dict[str, object]:
