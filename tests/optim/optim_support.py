@@ -1,4 +1,5 @@
-"""Shared helpers of the optimizer tests: training runs of ours and of PyTorch on one stream."""
+"""Shared helpers of the optimizer tests: the four optimizers by name, and training runs of ours
+and of PyTorch on one stream."""
 
 from __future__ import annotations
 
@@ -10,10 +11,27 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.nn import Embedding, NamedParameter
-from llm_from_scratch.optim import Optimizer
+from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, Optimizer
 from llm_from_scratch.tensor import Tensor
 
 Steps = list[tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]]
+Factory = Callable[[Any], Optimizer]
+
+
+def factories(initial_accumulator: float = 0.0) -> dict[str, Factory]:
+    """``sgd``, ``adagrad``, ``adam`` (with weight decay) and ``adamw``, each a function of
+    the parameters; ``initial_accumulator`` starts Adagrad's sums (non-zero: a state to keep)."""
+    return {
+        "sgd": lambda parameters: SGD(parameters, 0.1),
+        "adagrad": lambda parameters: Adagrad(
+            parameters, 0.1, initial_accumulator=initial_accumulator
+        ),
+        "adam": lambda parameters: Adam(parameters, 0.01, weight_decay=0.1),
+        "adamw": lambda parameters: AdamW(parameters, 0.01),
+    }
+
+
+FACTORIES = factories()
 
 
 def random_steps(

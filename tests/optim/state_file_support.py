@@ -4,7 +4,7 @@ the backward), and snapshots of everything a step or a load may change."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,18 +13,12 @@ import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn import Embedding, NamedParameter
-from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, Optimizer
+from llm_from_scratch.optim import Optimizer
 from llm_from_scratch.tensor import Tensor
 
-from optim_support import layer_of, random_steps
+from optim_support import factories, layer_of, random_steps
 
-Factory = Callable[[Any], Optimizer]
-FACTORIES: dict[str, Factory] = {
-    "sgd": lambda parameters: SGD(parameters, 0.1),
-    "adagrad": lambda parameters: Adagrad(parameters, 0.1, initial_accumulator=0.1),
-    "adam": lambda parameters: Adam(parameters, 0.01, weight_decay=0.1),
-    "adamw": lambda parameters: AdamW(parameters, 0.01),
-}
+FACTORIES = factories(initial_accumulator=0.1)
 KINDS = {"sgd": "SGD", "adagrad": "Adagrad", "adam": "Adam", "adamw": "AdamW"}
 
 MODES = ("row_sparse", "dense", "fused_row_sparse", "fused_dense")

@@ -24,20 +24,14 @@ from llm_from_scratch.optim import (
     SGD,
     Adagrad,
     Adam,
-    AdamW,
     NonFiniteStepError,
     Optimizer,
     OutputTypeError,
 )
 from llm_from_scratch.tensor import Tensor
 
-Factory = Callable[[Any], Optimizer]
-FACTORIES: dict[str, Factory] = {
-    "sgd": lambda parameters: SGD(parameters, 0.1),
-    "adagrad": lambda parameters: Adagrad(parameters, 0.1),
-    "adam": lambda parameters: Adam(parameters, 0.01, weight_decay=0.1),
-    "adamw": lambda parameters: AdamW(parameters, 0.01),
-}
+from optim_support import FACTORIES, Factory
+
 Loss = Callable[[Embedding, TensorValue, Any], TensorValue]
 
 

@@ -12,14 +12,9 @@ import pytest
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn import Embedding, EmbeddingBag, SplitMix64
-from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, Optimizer
 
-FACTORIES: dict[str, Callable[[Any], Optimizer]] = {
-    "sgd": lambda parameters: SGD(parameters, 0.1),
-    "adagrad": lambda parameters: Adagrad(parameters, 0.1),
-    "adam": lambda parameters: Adam(parameters, 0.01, weight_decay=0.1),
-    "adamw": lambda parameters: AdamW(parameters, 0.01),
-}
+from optim_support import FACTORIES
+
 Layer = Embedding | EmbeddingBag
 Forward = Callable[[Layer, Any, Any], TensorValue]
 
@@ -44,54 +39,27 @@ def weighted_bags(layer: Layer, ids: Any, rng: Any) -> TensorValue:
     )
 
 
-CASES: dict[str, tuple[Callable[[int, str], Layer], Forward]] = {
-    "padding_idx": (
-        lambda rows, dtype: Embedding.new(
-            "token_embedding.weight", rows, 64, SplitMix64.from_seed(3), dtype, padding_idx=1
-        ),
-        lookup,
-    ),
-    "scale_grad_by_freq": (
-        lambda rows, dtype: Embedding.new(
-            "token_embedding.weight",
-            rows,
-            64,
-            SplitMix64.from_seed(3),
-            dtype,
-            scale_grad_by_freq=True,
-        ),
-        lookup,
-    ),
-    "bag sum": (
-        lambda rows, dtype: EmbeddingBag.new(
-            "token_embedding.weight", rows, 64, SplitMix64.from_seed(3), dtype, mode="sum"
-        ),
-        bags_by_offsets,
-    ),
-    "bag mean with padding": (
-        lambda rows, dtype: EmbeddingBag.new(
-            "token_embedding.weight",
-            rows,
-            64,
-            SplitMix64.from_seed(3),
-            dtype,
-            mode="mean",
-            padding_idx=2,
-        ),
-        bags_by_offsets,
-    ),
-    "bag max": (
-        lambda rows, dtype: EmbeddingBag.new(
-            "token_embedding.weight", rows, 64, SplitMix64.from_seed(3), dtype, mode="max"
-        ),
-        bags_by_offsets,
-    ),
-    "bag sum weighted": (
-        lambda rows, dtype: EmbeddingBag.new(
-            "token_embedding.weight", rows, 64, SplitMix64.from_seed(3), dtype, mode="sum"
-        ),
-        weighted_bags,
-    ),
+Builder = Callable[[int, str], Layer]
+
+
+def built(layer_type: type[Embedding] | type[EmbeddingBag], **options: Any) -> Builder:
+    """A builder of a ``[rows, 64]`` layer of ``layer_type`` with ``options``, always drawn
+    from the same seed."""
+
+    def build(rows: int, dtype: str) -> Layer:
+        rng = SplitMix64.from_seed(3)
+        return layer_type.new("token_embedding.weight", rows, 64, rng, dtype, **options)
+
+    return build
+
+
+CASES: dict[str, tuple[Builder, Forward]] = {
+    "padding_idx": (built(Embedding, padding_idx=1), lookup),
+    "scale_grad_by_freq": (built(Embedding, scale_grad_by_freq=True), lookup),
+    "bag sum": (built(EmbeddingBag, mode="sum"), bags_by_offsets),
+    "bag mean with padding": (built(EmbeddingBag, mode="mean", padding_idx=2), bags_by_offsets),
+    "bag max": (built(EmbeddingBag, mode="max"), bags_by_offsets),
+    "bag sum weighted": (built(EmbeddingBag, mode="sum"), weighted_bags),
 }
 
 

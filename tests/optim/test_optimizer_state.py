@@ -14,9 +14,7 @@ from llm_from_scratch.optim import (
     SGD,
     Adagrad,
     Adam,
-    AdamW,
     DuplicateParameterError,
-    Optimizer,
     ParameterEntryError,
     ParameterListError,
     StateArrayError,
@@ -29,16 +27,10 @@ from llm_from_scratch.optim import (
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ShowsOtherValues
-from optim_support import layer_of, random_steps, train
+from optim_support import factories, layer_of, random_steps, train
 
 ROWS, WIDTH, TOKENS = 30, 4, 20
-Factory = Callable[[Any], Optimizer]
-FACTORIES: dict[str, Factory] = {
-    "sgd": lambda parameters: SGD(parameters, 0.1),
-    "adagrad": lambda parameters: Adagrad(parameters, 0.1, initial_accumulator=0.1),
-    "adam": lambda parameters: Adam(parameters, 0.01, weight_decay=0.1),
-    "adamw": lambda parameters: AdamW(parameters, 0.01),
-}
+FACTORIES = factories(initial_accumulator=0.1)
 
 
 def test_state_dict_keys_name_the_parameter_then_the_state_and_count_steps() -> None:

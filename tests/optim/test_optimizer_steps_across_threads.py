@@ -16,17 +16,12 @@ import pytest
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.value import update_leaves_in_place
 from llm_from_scratch.nn import Embedding, SplitMix64
-from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, Optimizer
+from llm_from_scratch.optim import Optimizer
 from llm_from_scratch.tensor import Tensor
 
+from optim_support import FACTORIES
+
 JOIN_SECONDS = 60.0  # a guard against a hang, not a measurement
-Factory = Callable[[Any], Optimizer]
-FACTORIES: dict[str, Factory] = {
-    "sgd": lambda parameters: SGD(parameters, 0.1),
-    "adagrad": lambda parameters: Adagrad(parameters, 0.1),
-    "adam": lambda parameters: Adam(parameters, 0.01, weight_decay=0.1),
-    "adamw": lambda parameters: AdamW(parameters, 0.01),
-}
 SIZES = {"numpy": 10, "compiled": 1200}  # 1200 x 64 values run the compiled row kernels
 
 
