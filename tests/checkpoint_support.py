@@ -94,6 +94,21 @@ def known_table_file() -> bytes:
     return safetensors_file([("token_embedding.weight", table)])
 
 
+def failing_after(limit: int, error: BaseException) -> Callable[[int, memoryview], int]:
+    """An ``os.write`` that writes ``limit`` bytes in all, then raises ``error``."""
+    real_write = os.write
+    written = [0]
+
+    def write(descriptor: int, data: memoryview) -> int:
+        if written[0] >= limit:
+            raise error
+        count = real_write(descriptor, data[: limit - written[0]])
+        written[0] += count
+        return count
+
+    return write
+
+
 def write_file(folder: Path, content: bytes, name: str = "model.safetensors") -> Path:
     path = folder / name
     path.write_bytes(content)

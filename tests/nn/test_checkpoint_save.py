@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,12 @@ from llm_from_scratch.nn.checkpoint import (
 from llm_from_scratch.nn.init import NotANamedParameterError
 from llm_from_scratch.tensor import Tensor
 
-from checkpoint_support import folder_everyone_enters, known_parameters, outcome_without_privileges
+from checkpoint_support import (
+    failing_after,
+    folder_everyone_enters,
+    known_parameters,
+    outcome_without_privileges,
+)
 
 EARLIER = b"an earlier checkpoint that must survive"
 
@@ -47,21 +51,6 @@ def test_saving_over_an_earlier_file_replaces_it_with_a_new_file(earlier: Path) 
     assert earlier.stat().st_ino != inode  # renamed into place, not rewritten
     assert sorted(os.listdir(earlier.parent)) == [earlier.name]
     assert load_parameters(earlier).names() == ("token_embedding.weight",)
-
-
-def failing_after(limit: int, error: BaseException) -> Callable[[int, memoryview], int]:
-    """An ``os.write`` that writes ``limit`` bytes in all, then raises ``error``."""
-    real_write = os.write
-    written = [0]
-
-    def write(descriptor: int, data: memoryview) -> int:
-        if written[0] >= limit:
-            raise error
-        count = real_write(descriptor, data[: limit - written[0]])
-        written[0] += count
-        return count
-
-    return write
 
 
 @pytest.mark.parametrize("limit", [0, 5, 8, 100])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import os
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from llm_from_scratch.nn.checkpoint import CheckpointWriteError
 from llm_from_scratch.optim import Adam, Optimizer, load_state, save_state
 
-from checkpoint_support import folder_everyone_enters, outcome_without_privileges
+from checkpoint_support import failing_after, folder_everyone_enters, outcome_without_privileges
 from state_file_support import Model, new_model, snapshot, steps_for, train
 
 EARLIER = b"an earlier optimizer state that must survive"
@@ -46,21 +45,6 @@ def assert_steps_again(optimizer: Optimizer) -> None:
     thread.start()
     thread.join(timeout=10)
     assert not thread.is_alive(), "the optimizer is still locked"
-
-
-def failing_after(limit: int, error: BaseException) -> Callable[[int, memoryview], int]:
-    """An ``os.write`` that writes ``limit`` bytes in all, then raises ``error``."""
-    real_write = os.write
-    written = [0]
-
-    def write(descriptor: int, data: memoryview) -> int:
-        if written[0] >= limit:
-            raise error
-        count = real_write(descriptor, data[: limit - written[0]])
-        written[0] += count
-        return count
-
-    return write
 
 
 @pytest.mark.parametrize("limit", [0, 8, 100, 400])
