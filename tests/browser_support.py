@@ -4,6 +4,7 @@ missing; under ``CI=true`` either one missing is a failure."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -75,3 +76,80 @@ def shoot(page: Page, folder: Path, name: str) -> None:
     path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 1000
+
+
+# Checks shared by the figures' browser tests (each runs on an open page) ------------------------
+
+_REGIONS_JS = """els => els.map(el => ({
+    scroll: el.scrollWidth, client: el.clientWidth,
+    right: el.getBoundingClientRect().right,
+    overflowX: getComputedStyle(el).overflowX}))"""
+
+_NUMBERS_JS = """els => els.map(el => {
+    const s = getComputedStyle(el);
+    const text = el.firstChild;
+    const at = i => { const r = document.createRange();
+        r.setStart(text, i); r.setEnd(text, i + 1);
+        return r.getClientRects()[0]; };
+    const n = text.length, first = at(0), last = at(n - 1);
+    const sameLine = n > 1 && Math.abs(first.top - last.top) < 2;
+    return {text: text.data, direction: s.direction, bidi: s.unicodeBidi,
+            leftToRight: !sameLine || first.left < last.left};
+})"""
+
+
+def assert_fits_sideways(page: Page, width: int, region_count: int) -> None:
+    """The page is exactly ``width`` wide; each of its ``region_count`` scroll regions ends
+    inside it and scrolls sideways itself, and at 360 px at least one of them has to."""
+    page_width = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    regions = page.eval_on_selector_all("[role=region]", _REGIONS_JS)
+    assert page_width[0] == page_width[1] == width
+    assert len(regions) == region_count
+    for region in regions:
+        assert region["overflowX"] == "auto"
+        assert region["right"] <= width
+    if width == 360:
+        assert any(region["scroll"] > region["client"] for region in regions)
+
+
+def tab_through_regions(page: Page, count: int) -> list[str | None]:
+    """Press Tab ``count`` times; each press must focus a named scroll region that shows a
+    visible outline. Returns the regions' ``aria-label`` in the order reached."""
+    reached = []
+    for _ in range(count):
+        page.keyboard.press("Tab")
+        focused = page.locator(":focus")
+        playwright_api.expect(focused).to_have_attribute("role", "region")
+        playwright_api.expect(focused).to_have_accessible_name(re.compile(r"\S"))
+        reached.append(focused.get_attribute("aria-label"))
+        outline = focused.evaluate(
+            "el => { const s = getComputedStyle(el);"
+            " return [s.outlineStyle, parseFloat(s.outlineWidth)]; }"
+        )
+        assert outline[0] != "none" and outline[1] >= 2, outline
+    return reached
+
+
+def assert_numbers_left_to_right(page: Page, document: str) -> None:
+    """Every ``.num`` of ``document`` (there is at least one) is an isolated left-to-right run
+    whose first digit stands left of its last, whatever the direction around it."""
+    numbers = page.eval_on_selector_all(".num", _NUMBERS_JS)
+    assert len(numbers) == document.count('class="num') > 0
+    for number in numbers:
+        assert number["direction"] == "ltr", number
+        assert number["bidi"] == "isolate", number
+        assert number["leftToRight"], number
+
+
+def assert_reads_without_script(page: Page, section_count: int) -> None:
+    """No script element; the heading, the title and the description the main region names
+    are there, with ``section_count`` sections."""
+    assert page.locator("script").count() == 0
+    playwright_api.expect(page.locator("h1")).to_be_visible()
+    playwright_api.expect(page).to_have_title(re.compile(r"\S"))
+    description = page.locator("main").get_attribute("aria-describedby")
+    assert description is not None
+    playwright_api.expect(page.locator(f"#{description}")).to_be_visible()
+    assert page.locator("section").count() == section_count

@@ -9,7 +9,6 @@ under ``CI=true`` either one missing is a failure.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +17,15 @@ import pytest
 from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE, render_trace
 from llm_from_scratch.figures.token_embeddings import LANGUAGES, parse_trace, render_figure
 
-from browser_support import browser, opened, playwright_api, shoot
+from browser_support import (
+    assert_fits_sideways,
+    assert_numbers_left_to_right,
+    assert_reads_without_script,
+    browser,
+    opened,
+    shoot,
+    tab_through_regions,
+)
 from conftest import GOLDEN
 
 if TYPE_CHECKING:
@@ -74,25 +81,8 @@ def test_the_page_never_overflows_sideways_and_wide_tables_scroll_in_their_regio
 ) -> None:
     with opened(browser, documents[trace, lang], width) as (page, requests):
         shoot(page, tmp_path, f"token-embeddings-{trace}-{lang}-{width}px")
+        assert_fits_sideways(page, width, 3)
 
-        page_width = page.evaluate(
-            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
-        )
-        regions = page.eval_on_selector_all(
-            "[role=region]",
-            """els => els.map(el => ({
-                scroll: el.scrollWidth, client: el.clientWidth,
-                right: el.getBoundingClientRect().right,
-                overflowX: getComputedStyle(el).overflowX}))""",
-        )
-
-    assert page_width[0] == page_width[1] == width
-    assert len(regions) == 3
-    for region in regions:
-        assert region["overflowX"] == "auto"
-        assert region["right"] <= width
-    if width == 360:
-        assert any(region["scroll"] > region["client"] for region in regions)
     assert requests == []
 
 
@@ -108,19 +98,7 @@ def test_every_scroll_region_is_reached_with_tab_has_a_name_and_shows_its_focus(
     with opened(browser, documents[trace, lang], width) as (page, _):
         regions = page.locator("[role=region]")
         count = regions.count()
-        reached: list[str] = []
-        for _ in range(count):
-            page.keyboard.press("Tab")
-            reached.append(page.evaluate("document.activeElement.getAttribute('aria-label')"))
-            focused = page.locator(":focus")
-            playwright_api.expect(focused).to_have_attribute("role", "region")
-            playwright_api.expect(focused).to_have_accessible_name(re.compile(r"\S"))
-            outline = focused.evaluate(
-                "el => { const s = getComputedStyle(el);"
-                " return [s.outlineStyle, parseFloat(s.outlineWidth)]; }"
-            )
-            assert outline[0] != "none"
-            assert outline[1] >= 2
+        reached = tab_through_regions(page, count)
         page.evaluate("document.activeElement.blur(); window.scrollTo(0, 0)")
         box = regions.first.bounding_box()
         assert box is not None
@@ -186,26 +164,7 @@ def test_numbers_stay_left_to_right_under_a_right_to_left_ancestor(
         page.evaluate("document.documentElement.setAttribute('dir', 'rtl')")
         assert page.evaluate("getComputedStyle(document.querySelector('h1')).direction") == "rtl"
         shoot(page, tmp_path, f"rtl-{trace}-{lang}-{width}px")
-        numbers = page.eval_on_selector_all(
-            ".num",
-            """els => els.map(el => {
-                const s = getComputedStyle(el);
-                const text = el.firstChild;
-                const at = i => { const r = document.createRange();
-                    r.setStart(text, i); r.setEnd(text, i + 1);
-                    return r.getClientRects()[0]; };
-                const n = text.length, first = at(0), last = at(n - 1);
-                const sameLine = n > 1 && Math.abs(first.top - last.top) < 2;
-                return {text: text.data, direction: s.direction, bidi: s.unicodeBidi,
-                        leftToRight: !sameLine || first.left < last.left};
-            })""",
-        )
-
-    assert len(numbers) == documents[trace, lang].count('class="num') > 0
-    for number in numbers:
-        assert number["direction"] == "ltr", number
-        assert number["bidi"] == "isolate", number
-        assert number["leftToRight"], number
+        assert_numbers_left_to_right(page, documents[trace, lang])
 
 
 @pytest.mark.parametrize(("trace", "lang"), PAGES)
@@ -216,12 +175,6 @@ def test_the_page_has_no_script_fetches_nothing_and_reads_the_same_without_javas
         page,
         requests,
     ):
-        assert page.locator("script").count() == 0
-        playwright_api.expect(page.locator("h1")).to_be_visible()
-        playwright_api.expect(page).to_have_title(re.compile(r"\S"))
-        description = page.locator("main").get_attribute("aria-describedby")
-        assert description is not None
-        playwright_api.expect(page.locator(f"#{description}")).to_be_visible()
-        assert page.locator("section").count() == 4
+        assert_reads_without_script(page, 4)
 
     assert requests == []

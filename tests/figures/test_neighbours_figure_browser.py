@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from browser_support import browser, opened, playwright_api, shoot
+from browser_support import (
+    assert_fits_sideways,
+    assert_numbers_left_to_right,
+    assert_reads_without_script,
+    browser,
+    opened,
+    playwright_api,
+    shoot,
+    tab_through_regions,
+)
 from conftest import require_pretrained
 
 if TYPE_CHECKING:
@@ -50,24 +59,8 @@ def test_the_page_never_overflows_sideways_and_wide_parts_scroll_in_their_region
 ) -> None:
     with opened(browser, documents[lang], width) as (page, requests):
         shoot(page, tmp_path, f"neighbours-{lang}-{width}px")
-        page_width = page.evaluate(
-            "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
-        )
-        regions = page.eval_on_selector_all(
-            "[role=region]",
-            """els => els.map(el => ({
-                scroll: el.scrollWidth, client: el.clientWidth,
-                right: el.getBoundingClientRect().right,
-                overflowX: getComputedStyle(el).overflowX}))""",
-        )
+        assert_fits_sideways(page, width, REGION_COUNT)
 
-    assert page_width[0] == page_width[1] == width
-    assert len(regions) == REGION_COUNT
-    for region in regions:
-        assert region["overflowX"] == "auto"
-        assert region["right"] <= width
-    if width == 360:
-        assert any(region["scroll"] > region["client"] for region in regions)
     assert requests == []
 
 
@@ -76,18 +69,7 @@ def test_every_scroll_region_is_reached_with_tab_has_a_name_and_shows_its_focus(
     browser: Browser, documents: dict[str, str], lang: str, width: int
 ) -> None:
     with opened(browser, documents[lang], width) as (page, _):
-        reached = []
-        for _ in range(REGION_COUNT):
-            page.keyboard.press("Tab")
-            focused = page.locator(":focus")
-            playwright_api.expect(focused).to_have_attribute("role", "region")
-            playwright_api.expect(focused).to_have_accessible_name(re.compile(r"\S"))
-            reached.append(focused.get_attribute("aria-label"))
-            outline = focused.evaluate(
-                "el => { const s = getComputedStyle(el);"
-                " return [s.outlineStyle, parseFloat(s.outlineWidth)]; }"
-            )
-            assert outline[0] != "none" and outline[1] >= 2
+        reached = tab_through_regions(page, REGION_COUNT)
 
     assert len(set(reached)) == REGION_COUNT and all(reached)
 
@@ -131,28 +113,7 @@ def test_numbers_stay_left_to_right_under_a_right_to_left_ancestor(
 ) -> None:
     with opened(browser, documents[lang], width) as (page, _):
         page.evaluate("document.documentElement.setAttribute('dir', 'rtl')")
-        numbers = page.eval_on_selector_all(
-            ".num",
-            """els => els.map(el => {
-                const s = getComputedStyle(el);
-                const text = el.firstChild;
-                const at = i => { const r = document.createRange();
-                    r.setStart(text, i); r.setEnd(text, i + 1);
-                    return r.getClientRects()[0]; };
-                const n = text.length, first = at(0), last = at(n - 1);
-                const sameLine = n > 1 && Math.abs(first.top - last.top) < 2;
-                return {direction: s.direction, bidi: s.unicodeBidi,
-                        leftToRight: !sameLine || first.left < last.left};
-            })""",
-        )
-
-    assert len(numbers) == documents[lang].count('class="num') > 0
-    for number in numbers:
-        assert (number["direction"], number["bidi"], number["leftToRight"]) == (
-            "ltr",
-            "isolate",
-            True,
-        )
+        assert_numbers_left_to_right(page, documents[lang])
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -160,13 +121,7 @@ def test_the_page_has_no_script_fetches_nothing_and_reads_the_same_without_javas
     browser: Browser, documents: dict[str, str], lang: str
 ) -> None:
     with opened(browser, documents[lang], 1280, java_script_enabled=False) as (page, requests):
-        assert page.locator("script").count() == 0
-        playwright_api.expect(page.locator("h1")).to_be_visible()
-        playwright_api.expect(page).to_have_title(re.compile(r"\S"))
-        description = page.locator("main").get_attribute("aria-describedby")
-        assert description is not None
-        playwright_api.expect(page.locator(f"#{description}")).to_be_visible()
+        assert_reads_without_script(page, REGION_COUNT)
         playwright_api.expect(page.get_by_role("img")).to_have_accessible_name(re.compile(r"\S"))
-        assert page.locator("section").count() == REGION_COUNT
 
     assert requests == []
