@@ -598,7 +598,7 @@ def write_parameters(nodes: Sequence[Node], writes: Sequence[Write | None]) -> N
             node.writes_ended += 1
 
 
-# Deferred row gathers (package-internal, for optimizers that fuse their update) ----------------
+# Deferred table VJPs (package-internal, for optimizers that fuse their update) -----------------
 
 DeferredVjp: TypeAlias = "tuple[object, FloatArray]"
 """A deferred operation's saved facts and its upstream gradient."""
@@ -606,63 +606,66 @@ PassGradient: TypeAlias = "Gradient | DeferredVjp | None"
 Finish: TypeAlias = "Callable[[list[PassGradient]], Sequence[Callable[[FloatArray], None]]]"
 
 
-def backward_deferring_row_gathers(
+def backward_deferring_table_vjps(
     root: Node,
     seed: FloatArray,
     retention: GraphRetention,
     leaves: Sequence[Node],
-    is_row_gather: Callable[[object], bool],
+    deferrable: Callable[[object], bool],
     finish: Finish,
 ) -> None:
     """:func:`backward` fused with an in-place update of the parameters ``leaves``, whose
     gradients the pass hands to ``finish`` instead of storing them.
 
-    A leaf reached only through one row gather, and whose stored gradient is empty, never gets
-    its gradient summed: the gather's VJP does not run. The pass is computed without a lock;
-    then, holding the update locks of every parameter the graph recorded or the pass reached
+    A leaf reached only through one operation, whose saved facts ``deferrable`` accepts (a row
+    gather, a bag) and which has no other parent, and whose stored gradient is empty, never
+    gets its gradient summed: that operation's VJP does not run. The pass is computed without
+    a lock; then, holding the update locks of every parameter the graph recorded or the pass reached
     and of every leaf, the recorded revisions are checked again and ``finish`` gets, for each
-    of ``leaves`` in order, the gather's saved facts and upstream (deferred), or the gradient
+    of ``leaves`` in order, the operation's saved facts and upstream (deferred), or the gradient
     the pass would store (stored plus pass), or None (not reached). It checks everything and
     returns one write per leaf, which run as :func:`write_parameters` runs them. Then every
     leaf's gradient is reset to zero and every other parameter's gradient is stored, still
     under the locks. ``finish`` and the writes may raise, having changed nothing.
     """
     steps, reads = _recorded(root)
-    gathers = _deferrable_row_gathers(steps, leaves, is_row_gather)
-    deferred: dict[int, FloatArray | None] = dict.fromkeys(gathers)
+    uses = _deferrable_uses(steps, leaves, deferrable)
+    deferred: dict[int, FloatArray | None] = dict.fromkeys(uses)
     reached = _reached_parameters(_propagated(root, seed, steps, reads, deferred))
     with _allocating(root):
         zeros = [zero_gradient(leaf.array) for leaf in leaves]
     with _committing(reads, [*(node for node, _ in reached), *leaves]):
         with _allocating(root):
-            given, others = _handed_over(reached, leaves, gathers, deferred)
+            given, others = _handed_over(reached, leaves, uses, deferred)
         write_parameters(leaves, finish(given))
         _store([*zip(leaves, zeros, strict=True), *others])
     _finish_pass(steps, retention)
 
 
-_Gathers: TypeAlias = "dict[int, tuple[Node, Operation, int]]"
+_Uses: TypeAlias = "dict[int, tuple[Node, Operation, int]]"
 
 
-def _deferrable_row_gathers(
-    steps: Sequence[_Step], leaves: Sequence[Node], is_row_gather: Callable[[object], bool]
-) -> _Gathers:
-    """``id(gather node) -> (gather node, its operation, leaf position)`` for each leaf whose
-    only recorded use in ``steps`` is one row gather and whose stored gradient is empty (read
-    without the lock: :func:`_handed_over` looks again)."""
+def _deferrable_uses(
+    steps: Sequence[_Step], leaves: Sequence[Node], deferrable: Callable[[object], bool]
+) -> _Uses:
+    """``id(node) -> (node, its operation, leaf position)`` for each leaf whose only recorded
+    use in ``steps`` is one ``deferrable`` operation with no other parent, and whose stored
+    gradient is empty (read without the lock: :func:`_handed_over` looks again)."""
     positions = {id(leaf): position for position, leaf in enumerate(leaves)}
     uses: dict[int, list[_Step]] = {}
     for node, operation in steps:
         for parent in operation.parents:
             if id(parent) in positions:
                 uses.setdefault(id(parent), []).append((node, operation))
-    gathers: _Gathers = {}
+    deferred: _Uses = {}
     for leaf in leaves:
         found = uses.get(id(leaf), [])
-        if len(found) == 1 and is_row_gather(found[0][1].saved) and _holds_no_rows(leaf):
-            node, operation = found[0]
-            gathers[id(node)] = (node, operation, positions[id(leaf)])
-    return gathers
+        if len(found) != 1 or not _holds_no_rows(leaf):
+            continue
+        node, operation = found[0]
+        if len(operation.parents) == 1 and deferrable(operation.saved):
+            deferred[id(node)] = (node, operation, positions[id(leaf)])
+    return deferred
 
 
 def _holds_no_rows(leaf: Node) -> bool:
@@ -673,24 +676,24 @@ def _holds_no_rows(leaf: Node) -> bool:
 def _handed_over(
     reached: Sequence[tuple[Node, Gradient]],
     leaves: Sequence[Node],
-    gathers: _Gathers,
+    uses: _Uses,
     deferred: dict[int, FloatArray | None],
 ) -> tuple[list[PassGradient], list[tuple[Node, Gradient]]]:
     """What ``finish`` gets for each leaf, and the gradients to store for the other parameters
     (the caller holds the locks). A deferred leaf whose store a concurrent pass filled since
-    the pass began gets the gather's VJP now, added to its store like any other gradient."""
+    the pass began gets the operation's VJP now, added to its store like any other gradient."""
     late: list[tuple[Node, Gradient]] = []
     given: list[PassGradient] = [None] * len(leaves)
-    for gather_id, (_, operation, position) in gathers.items():
-        upstream = deferred[gather_id]
+    for node_id, (_, operation, position) in uses.items():
+        upstream = deferred[node_id]
         if upstream is None:
             continue
         if _holds_no_rows(leaves[position]):
             given[position] = (operation.saved, upstream)
             continue
-        _raise_if_non_finite(operation.name, upstream)  # a root gather's seed is not checked yet
+        _raise_if_non_finite(operation.name, upstream)  # a root operation's seed is not checked yet
         (gradient,) = operation.vjp(operation.saved, upstream)
-        assert gradient is not None  # a row gather always returns its table's gradient
+        assert gradient is not None  # a deferred operation's only parent is the table
         _raise_if_non_finite(operation.name, gradient)
         late.append((leaves[position], gradient))
     positions = {id(leaf): position for position, leaf in enumerate(leaves)}

@@ -50,7 +50,7 @@ from llm_from_scratch.autograd.tape import (
     PassGradient,
     Write,
     backward,
-    backward_deferring_row_gathers,
+    backward_deferring_table_vjps,
     consistent_read,
     reset_gradient,
     update_parameters_in_place,
@@ -462,7 +462,7 @@ def backward_with_deferred_row_gradients(
     :meth:`TensorValue.backward`). A leaf whose only use in the graph is one row gather, and
     whose stored gradient is empty, gets a :class:`DeferredRowGradient` and no stored gradient.
     Holding the update locks of every parameter involved (see
-    :func:`~llm_from_scratch.autograd.tape.backward_deferring_row_gathers`), ``finish``
+    :func:`~llm_from_scratch.autograd.tape.backward_deferring_table_vjps`), ``finish``
     receives, for each of ``leaves``, that, or the gradient the pass would store, or None (not
     reached), and returns one in-place write per leaf, as for :func:`update_leaves_in_place`.
     ``finish`` and the writes may raise, having changed nothing; after the writes, every
@@ -508,7 +508,7 @@ def _backward_deferring(
     def handed_over(given: list[PassGradient]) -> Sequence[Callable[[FloatArray], None]]:
         return finish([_deferred_row_gradient(item) for item in given])
 
-    backward_deferring_row_gathers(root, seed, retention, nodes, deferrable, handed_over)
+    backward_deferring_table_vjps(root, seed, retention, nodes, deferrable, handed_over)
 
 
 def _defers_its_own_large_gather(root: Node, nodes: list[Node]) -> bool:
