@@ -18,13 +18,8 @@ from typing import Any
 import numpy as np
 
 from llm_from_scratch.autograd import (
-    GatherIndexCountError,
-    GatherIndexDtypeError,
-    GatherIndexOutOfBoundsError,
-    GatherIndexTypeError,
     GraphReleasedError,
     GraphRetention,
-    IndexContainerError,
     InvalidShapeError,
     NonFiniteGradientError,
     NonFiniteSeedError,
@@ -35,20 +30,11 @@ from llm_from_scratch.autograd import (
 )
 from llm_from_scratch.nn import (
     BagLayoutError,
-    BagModeError,
-    DecreasingOffsetsError,
     EmbeddingInitializationError,
-    EmptyOffsetsError,
     EmptyVocabularyError,
-    FirstOffsetError,
-    FlagTypeError,
-    LastOffsetError,
-    MaxNormError,
-    NormTypeError,
-    OffsetOutOfRangeError,
-    OffsetsContainerError,
-    OffsetTypeError,
-    PaddingIndexError,
+    OffsetsError,
+    OptionTypeError,
+    OptionValueError,
     TableRankError,
     TokenCountMismatchError,
     TokenIdContainerError,
@@ -343,11 +329,12 @@ def expected_lookup(
             return Raises(TokenShapeError, {"token_shape": shape}, cause=layout)
         return Raises(InvalidShapeError, {"what": "gather index shape"}, cause=layout)
     scan = scan_flat_ids(ids, rows)
+    checker = "embedding" if forward else "gather"
     if scan.container_problem:
-        return Raises(TokenIdContainerError if forward else IndexContainerError)
+        return Raises(TokenIdContainerError, {"checker": checker})
     if scan.count != layout[1]:
-        attributes = {"expected": layout[1], "actual": scan.count}
-        return Raises(TokenCountMismatchError if forward else GatherIndexCountError, attributes)
+        attributes = {"expected": layout[1], "actual": scan.count, "checker": checker}
+        return Raises(TokenCountMismatchError, attributes)
     output_shape = (*(int(extent) for extent in shape), width)  # type: ignore[attr-defined]
     output_layout = row_major_layout(output_shape)
     if not isinstance(output_layout, Raises) and numpy_cannot_hold(
@@ -360,16 +347,14 @@ def expected_lookup(
         attributes = {"what": "row gather output shape", "shape": output_shape}
         return Raises(InvalidShapeError, attributes, cause=output_layout)
     if scan.bad_kind == "dtype":
-        error = TokenIdDtypeError if forward else GatherIndexDtypeError
-        return Raises(error, {"position": None, "value": None, "dtype": scan.bad_value})
+        fields = {"position": None, "value": None, "dtype": scan.bad_value, "checker": checker}
+        return Raises(TokenIdDtypeError, fields)
     if scan.bad_kind == "type":
-        where = {"position": scan.bad_position, "value": scan.bad_value}
-        return Raises(TokenIdTypeError if forward else GatherIndexTypeError, where)
+        where = {"position": scan.bad_position, "value": scan.bad_value, "checker": checker}
+        return Raises(TokenIdTypeError, where)
     if scan.bad_kind == "bounds":
-        where = {"position": scan.bad_position, "id": scan.bad_value}
-        if forward:
-            return Raises(TokenIdOutOfBoundsError, {**where, "vocabulary_size": rows})
-        return Raises(GatherIndexOutOfBoundsError, {**where, "rows": rows})
+        where = {"position": scan.bad_position, "id": scan.bad_value, "checker": checker}
+        return Raises(TokenIdOutOfBoundsError, {**where, "vocabulary_size": rows, "rows": rows})
     return Returns(plain_lookup(table, scan.ids).reshape(output_shape))
 
 
@@ -585,31 +570,38 @@ def expected_padding_row(padding_idx: object, rows: int) -> Outcome:
     from the end; the result is the row, or None."""
     if padding_idx is None:
         return Returns(None)
+    requirement = f"an integer in [-{rows}, {rows})"
     if isinstance(padding_idx, bool | np.bool_) or not isinstance(padding_idx, numbers.Integral):
-        return Raises(PaddingIndexError, {"padding_idx": padding_idx, "vocabulary_size": rows})
+        fields = {"name": "padding_idx", "requirement": requirement, "value": padding_idx}
+        return Raises(OptionValueError, fields)
     value = int(padding_idx)
     if not -rows <= value < rows:
-        return Raises(PaddingIndexError, {"padding_idx": value, "vocabulary_size": rows})
+        fields = {"name": "padding_idx", "requirement": requirement, "value": value}
+        return Raises(OptionValueError, fields)
     return Returns(value + rows if value < 0 else value)
 
 
-def expected_positive(value: object, error: type[BaseException], name: str) -> Outcome:
+def expected_positive(value: object, name: str) -> Outcome:
     """A finite real number above zero (not a bool), as a float."""
+    refused = Raises(
+        OptionValueError,
+        {"name": name, "requirement": "a finite real number above zero", "value": value},
+    )
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        return Raises(error, {name: value})
+        return refused
     try:
         converted = float(value)
     except OverflowError:  # an int beyond float64 is not finite
-        return Raises(error, {name: value})
+        return refused
     if not math.isfinite(converted) or converted <= 0:
-        return Raises(error, {name: value})
+        return refused
     return Returns(converted)
 
 
 def expected_flag(name: str, value: object) -> Outcome:
     """A Python or NumPy bool."""
     if not isinstance(value, bool | np.bool_):
-        return Raises(FlagTypeError, {"name": name, "value": value})
+        return Raises(OptionTypeError, {"name": name, "requirement": "a bool", "value": value})
     return Returns(bool(value))
 
 
@@ -622,7 +614,7 @@ def expected_lookup_options(
     for outcome in (
         lambda: expected_padding_row(padding_idx, rows),
         lambda: expected_max_norm(max_norm),
-        lambda: expected_positive(norm_type, NormTypeError, "norm_type"),
+        lambda: expected_positive(norm_type, "norm_type"),
         lambda: expected_flag("scale_grad_by_freq", scale),
     ):
         result = outcome()
@@ -636,7 +628,7 @@ def expected_max_norm(max_norm: object) -> Outcome:
     """None, or a finite real number above zero."""
     if max_norm is None:
         return Returns(None)
-    return expected_positive(max_norm, MaxNormError, "max_norm")
+    return expected_positive(max_norm, "max_norm")
 
 
 def expected_bag_options(
@@ -644,7 +636,8 @@ def expected_bag_options(
 ) -> Outcome:
     """The options of a bag: the mode first, then as a lookup's (without the flag)."""
     if not isinstance(mode, str) or str(mode) not in ("sum", "mean", "max"):
-        return Raises(BagModeError, {"mode": mode})
+        fields = {"name": "mode", "requirement": "'sum', 'mean' or 'max'", "value": mode}
+        return Raises(OptionValueError, fields)
     rest = expected_lookup_options(rows, padding_idx, max_norm, norm_type, False)
     if isinstance(rest, Raises):
         return rest
@@ -722,33 +715,34 @@ def expected_bag_starts(
     count = id_shape[0]
     if isinstance(offsets, np.ndarray):
         if offsets.ndim != 1:
-            return Raises(OffsetsContainerError)
+            return Raises(OffsetsError, {"rule": "container"})
         items: list[object] = offsets.tolist()
         if offsets.size and offsets.dtype.kind not in "iuO":
-            return Raises(OffsetTypeError, {"position": 0, "value": items[0]})
+            return Raises(OffsetsError, {"rule": "integer", "position": 0, "offset": items[0]})
     elif isinstance(offsets, str | bytes) or not isinstance(offsets, Sequence):
-        return Raises(OffsetsContainerError)
+        return Raises(OffsetsError, {"rule": "container"})
     else:
         items = list(offsets)
     if not items:
-        return Raises(EmptyOffsetsError)
+        return Raises(OffsetsError, {"rule": "empty"})
     for position, value in enumerate(items):
         if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-            return Raises(OffsetTypeError, {"position": position, "value": value})
+            return Raises(OffsetsError, {"rule": "integer", "position": position, "offset": value})
         if not 0 <= int(value) <= count:
-            where = {"position": position, "offset": int(value), "id_count": count}
-            return Raises(OffsetOutOfRangeError, where)
+            where = {"position": position, "offset": int(value), "bound": count}
+            return Raises(OffsetsError, {"rule": "range", **where})
     starts = [int(value) for value in items]  # type: ignore[call-overload]
     if starts[0] != 0:
-        return Raises(FirstOffsetError, {"offset": starts[0]})
+        return Raises(OffsetsError, {"rule": "first", "offset": starts[0]})
     for position in range(1, len(starts)):
         if starts[position] < starts[position - 1]:
             where = {"position": position, "offset": starts[position]}
-            return Raises(DecreasingOffsetsError, {**where, "previous": starts[position - 1]})
+            bound = starts[position - 1]
+            return Raises(OffsetsError, {"rule": "increasing", **where, "bound": bound})
     if not include_last_offset:
         return Returns([*starts, count])
     if starts[-1] != count:
-        return Raises(LastOffsetError, {"offset": starts[-1], "id_count": count})
+        return Raises(OffsetsError, {"rule": "last", "offset": starts[-1], "bound": count})
     return Returns(starts)
 
 

@@ -13,6 +13,11 @@ The same fact has the same attribute name in every family: ``position`` for a fl
 ``id`` for an offending ID, ``value`` for an offending non-integer, ``cause`` for a wrapped
 error, ``detail`` for free text.
 
+One class may word its message in several ways: its ``template`` is then a mapping from the
+value of the field named by ``template_key`` to a template, so one failure keeps one class however
+many boundaries report it (an out-of-bounds ID says ``token ID`` when an embedding layer checked it
+and ``gather ID`` when ``TensorValue.gather_rows`` did).
+
 Template placeholders name fields only; this is checked when the class is defined. Besides
 ``!r``, ``!s`` and ``!a``, the conversion ``!t`` prints the type name of the value, and a tuple
 printed without a conversion prints as a list (a shape reads ``[4, 2]``). A class without a
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import inspect
 import string
+from collections.abc import Mapping
 from typing import Any, ClassVar, Final, dataclass_transform
 
 _CONVERSIONS: Final = frozenset({None, "r", "s", "a", "t"})
@@ -73,8 +79,12 @@ class StructuredError(Exception):
             after one with a default.
     """
 
-    template: ClassVar[str | None] = None
-    """The message, a ``str.format`` template over the fields; ``None`` for a base class."""
+    template: ClassVar[str | Mapping[str, str] | None] = None
+    """The message, a ``str.format`` template over the fields (or such templates by the value of
+    the field :attr:`template_key`); ``None`` for a base class."""
+
+    template_key: ClassVar[str | None] = None
+    """With a mapping :attr:`template`: the field whose value chooses the template."""
 
     field_names: ClassVar[tuple[str, ...]] = ()
     """The fields, in constructor order (the base class's first)."""
@@ -83,13 +93,18 @@ class StructuredError(Exception):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        inherited = list(cls.__signature__.parameters.values())
-        own = [
-            inspect.Parameter(name, _FIELD, default=vars(cls).get(name, inspect.Parameter.empty))
-            for name, annotation in getattr(cls, "__annotations__", {}).items()
-            if not str(annotation).startswith(("ClassVar", "typing.ClassVar"))
-        ]
-        cls.__signature__ = inspect.Signature([*inherited, *own])
+        fields: dict[str, inspect.Parameter] = {}
+        for klass in reversed(cls.__mro__):  # the fields of every base first, in MRO order
+            if not issubclass(klass, StructuredError):
+                continue
+            for name, annotation in vars(klass).get("__annotations__", {}).items():
+                if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
+                    continue
+                if name in fields:
+                    raise ValueError(f"{cls.__name__} declares the field {name!r} twice")
+                default = vars(klass).get(name, inspect.Parameter.empty)
+                fields[name] = inspect.Parameter(name, _FIELD, default=default)
+        cls.__signature__ = inspect.Signature(list(fields.values()))
         cls.field_names = tuple(cls.__signature__.parameters)
         # Positional patterns in field order (`case TokenIdTypeError(position, value)`); mypy
         # knows this from dataclass_transform but refuses a plain assignment.
@@ -102,7 +117,10 @@ class StructuredError(Exception):
         bound = self.__signature__.bind(*args, **kwargs)
         bound.apply_defaults()
         vars(self).update(bound.arguments)
-        super().__init__(_FORMATTER.vformat(self.template, (), bound.arguments))
+        template = self.template
+        if not isinstance(template, str):
+            template = template[bound.arguments[self.template_key or ""]]
+        super().__init__(_FORMATTER.vformat(template, (), bound.arguments))
 
     def __reduce__(self) -> tuple[Any, ...]:
         fields = tuple(getattr(self, name) for name in self.field_names)
@@ -110,7 +128,12 @@ class StructuredError(Exception):
 
 
 def _check_template(cls: type[StructuredError]) -> None:
-    for _, name, spec, conversion in _FORMATTER.parse(cls.template or ""):
+    templates = cls.template
+    if isinstance(templates, Mapping):
+        if cls.template_key not in cls.field_names:
+            raise TypeError(f"{cls.__name__}.template_key must name a field of {cls.field_names}")
+        templates = "".join(templates.values())
+    for _, name, spec, conversion in _FORMATTER.parse(templates or ""):
         if name is not None and name not in cls.field_names:
             raise TypeError(f"{cls.__name__}.template names {name!r}, not one of {cls.field_names}")
         if conversion not in _CONVERSIONS or "{" in (spec or ""):

@@ -9,11 +9,10 @@ import pytest
 
 from llm_from_scratch.autograd import NonFiniteGradientError, RowSparseGradient, TensorValue
 from llm_from_scratch.autograd.gather import (
-    PLAIN_GRADIENT,
+    RowGatherPlan,
     RowGradientRule,
-    row_gather_plan_from_validated_indices,
-    table_gradient,
-    with_gradient_rule,
+    gather_rows_vjp,
+    plan_from_validated_indices,
 )
 from llm_from_scratch.nn import functional
 from llm_from_scratch.tensor import Tensor
@@ -21,27 +20,24 @@ from llm_from_scratch.tensor import Tensor
 from conftest import KNOWN_TABLE
 
 
-def plan_of(ids: list[int], rule: RowGradientRule) -> object:
-    plain = row_gather_plan_from_validated_indices(
-        np.array(ids, dtype=np.intp), (len(ids),), (4, 2)
-    )
-    return with_gradient_rule(plain, rule)
+def plan_of(ids: list[int], rule: RowGradientRule) -> RowGatherPlan:
+    indices = np.array(ids, dtype=np.intp)
+    return plan_from_validated_indices(indices, (len(ids),), (4, 2), rule)
 
 
-def test_a_plain_rule_keeps_the_plan_and_another_rule_is_carried_by_a_new_one() -> None:
-    plain = row_gather_plan_from_validated_indices(np.array([2, 1], dtype=np.intp), (2,), (4, 2))
-    assert plain.has_plain_gradient and with_gradient_rule(plain, PLAIN_GRADIENT) is plain
-    ruled = with_gradient_rule(plain, RowGradientRule(padding_row=1))
-    assert not ruled.has_plain_gradient and ruled.indices is plain.indices
-    assert plain.gradient_rule == PLAIN_GRADIENT  # the first plan is unchanged
+def test_a_plan_is_plain_unless_its_rule_says_otherwise() -> None:
+    plain = plan_from_validated_indices(np.array([2, 1], dtype=np.intp), (2,), (4, 2))
+    assert plain.has_plain_gradient and plain.gradient_rule == RowGradientRule()
+    assert not plan_of([2, 1], RowGradientRule(padding_row=1)).has_plain_gradient
+    assert not plan_of([2, 1], RowGradientRule(scale_by_frequency=True)).has_plain_gradient
 
 
-def test_table_gradient_applies_the_rule_to_the_upstream_rows() -> None:
+def test_the_vjp_applies_the_rule_to_the_upstream_rows() -> None:
     upstream = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0], [5.0, 5.0]])
     ids = [2, 1, 2, 2]
-    both = table_gradient(plan_of(ids, RowGradientRule(1, True)), upstream)  # type: ignore[arg-type]
+    (both,) = gather_rows_vjp(plan_of(ids, RowGradientRule(1, True)), upstream)
     assert both.rows.tolist() == [2] and both.values.tolist() == [[3.0, 3.0]]
-    scaled = table_gradient(plan_of(ids, RowGradientRule(None, True)), upstream)  # type: ignore[arg-type]
+    (scaled,) = gather_rows_vjp(plan_of(ids, RowGradientRule(None, True)), upstream)
     assert scaled.rows.tolist() == [1, 2] and scaled.values.tolist() == [[0, 2], [3, 3]]
 
 

@@ -95,7 +95,7 @@ def test_gather_errors_belong_to_the_autodiff_family() -> None:
 
 
 def test_the_plan_cannot_be_built_outside_its_constructors() -> None:
-    facts = (np.zeros(1, dtype=np.intp), (1,), (4, 2), (1, 2), 2)
+    facts = (np.zeros(1, dtype=np.intp), (1,), (4, 2), gather_module.RowGradientRule())
     with pytest.raises(TypeError):
         gather_module.RowGatherPlan(*facts, key=object())
     with pytest.raises(TypeError):
@@ -103,7 +103,7 @@ def test_the_plan_cannot_be_built_outside_its_constructors() -> None:
 
 
 def test_the_trusted_constructor_does_not_repeat_the_checks() -> None:
-    plan = gather_module.row_gather_plan_from_validated_indices(
+    plan = gather_module.plan_from_validated_indices(
         np.array([1, 3], dtype=np.intp), (2,), (4, 2)
     )
     assert (plan.output_shape, plan.output_elements) == ((2, 2), 4)

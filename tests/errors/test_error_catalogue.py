@@ -307,11 +307,11 @@ TRIGGERS: dict[str, Callable[[], object]] = {
     "TableTypeError": lambda: functional.embedding([0], np.zeros((2, 2))),  # type: ignore[arg-type]
     "PretrainedTableTypeError": lambda: Embedding.from_pretrained([[1.0, 2.0]]),
     "FrozenTableMaxNormError": lambda: Embedding.from_pretrained(np.ones((2, 2)), max_norm=1.0),
-    "PaddingIndexError": lambda: Embedding.from_parameter(layer().table, padding_idx=4),
-    "MaxNormError": lambda: Embedding.from_parameter(layer().table, max_norm=0.0),
-    "NormTypeError": lambda: Embedding.from_parameter(layer().table, norm_type=float("nan")),
-    "FlagTypeError": lambda: Embedding.from_parameter(layer().table, scale_grad_by_freq=1),  # type: ignore[arg-type]
-    "BagModeError": lambda: bag_layer("min"),
+    "OptionValueError": lambda: Embedding.from_parameter(layer().table, padding_idx=4),
+    "OptionValueError": lambda: Embedding.from_parameter(layer().table, max_norm=0.0),
+    "OptionValueError": lambda: Embedding.from_parameter(layer().table, norm_type=float("nan")),
+    "OptionTypeError": lambda: Embedding.from_parameter(layer().table, scale_grad_by_freq=1),  # type: ignore[arg-type]
+    "OptionValueError": lambda: bag_layer("min"),
     "BagLayoutError": lambda: bag_layer()([0, 1]),
     "OffsetsContainerError": lambda: bag_layer()([0, 1], np.zeros((1, 1), dtype=int)),
     "EmptyOffsetsError": lambda: bag_layer()([0, 1], []),

@@ -18,11 +18,11 @@ from llm_from_scratch.nn import (
     EmbeddingBag,
     EmbeddingInitializationError,
     EmptyVocabularyError,
-    FlagTypeError,
     FrozenTable,
     FrozenTableMaxNormError,
     NamedParameter,
-    PaddingIndexError,
+    OptionTypeError,
+    OptionValueError,
     PretrainedTableTypeError,
     TableRankError,
     ZeroEmbeddingWidthError,
@@ -120,9 +120,9 @@ def test_the_checks_come_in_order_table_shape_name_options_freeze_then_values() 
     with pytest.raises(EmbeddingInitializationError) as name:
         Embedding.from_pretrained(VALUES, name="Bad", padding_idx=9)
     assert isinstance(name.value.cause, InvalidNameByteError)
-    with pytest.raises(PaddingIndexError):
+    with pytest.raises(OptionValueError):
         Embedding.from_pretrained(VALUES, padding_idx=9, freeze="no")  # type: ignore[arg-type]
-    with pytest.raises(FlagTypeError) as freeze:
+    with pytest.raises(OptionTypeError) as freeze:
         Embedding.from_pretrained(VALUES, freeze=1, max_norm=1.0)  # type: ignore[arg-type]
     assert freeze.value.name == "freeze"
     with pytest.raises(FrozenTableMaxNormError):
@@ -136,7 +136,7 @@ def test_the_checks_come_in_order_table_shape_name_options_freeze_then_values() 
 def test_a_failed_call_leaves_a_given_parameter_as_it_was() -> None:
     parameter = NamedParameter.from_tensor("w", Tensor((4, 2), KNOWN_TABLE))
     before = leaf_state(parameter.tensor)
-    with pytest.raises(PaddingIndexError):
+    with pytest.raises(OptionValueError):
         Embedding.from_pretrained(parameter, freeze=False, padding_idx=4)
     assert leaf_state(parameter.tensor) == before
 

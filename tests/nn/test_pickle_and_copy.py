@@ -15,23 +15,22 @@ from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import TensorValue, UnpicklableOperationError
 from llm_from_scratch.nn import (
-    BagModeError,
+    BagOptions,
     Embedding,
     EmbeddingBag,
-    EmbeddingBagStateError,
     EmbeddingStateError,
     EmptyVocabularyError,
     FrozenTable,
     FrozenTableMaxNormError,
+    LookupOptions,
     NamedParameter,
     NamedParameters,
+    OptionValueError,
     SplitMix64,
     TableRankError,
     XavierScale,
     xavier_scale,
 )
-from llm_from_scratch.nn.embedding import restore_embedding
-from llm_from_scratch.nn.embedding_bag import restore_embedding_bag
 from llm_from_scratch.nn.init import (
     DuplicateParameterNameError,
     EmptyNameSegmentError,
@@ -252,12 +251,12 @@ def test_two_layers_on_one_leaf_stay_on_one_leaf() -> None:
     assert first.table.tensor.is_same_node(second.table.tensor)
 
 
-def test_a_layer_pickles_as_exactly_its_dataclass_fields() -> None:
+def test_a_layer_pickles_as_its_table_and_its_options_rebuilt_by_the_constructor() -> None:
     layer = trained_layer()
-    rebuild, (fields,) = layer.__reduce__()
-    assert rebuild is restore_embedding
-    assert list(fields) == [field.name for field in dataclasses.fields(Embedding)]
-    assert fields["table"] is layer.table
+    rebuild, (table, options) = layer.__reduce__()
+    assert rebuild is Embedding
+    assert table is layer.table and options is layer.options
+    assert options.__reduce__() == (LookupOptions, (4, None, None, 2.0, False))
 
 
 def test_a_container_holding_a_layer_output_refuses_to_pickle() -> None:
@@ -266,54 +265,34 @@ def test_a_container_holding_a_layer_output_refuses_to_pickle() -> None:
         pickle.dumps({"layer": layer, "output": layer([1])})
 
 
-def layer_fields(**changes: object) -> dict[str, object]:
-    layer = trained_layer()
-    fields = {field.name: getattr(layer, field.name) for field in dataclasses.fields(Embedding)}
-    fields.update(changes)
-    return fields
-
-
-def test_a_crafted_layer_state_that_is_no_dict_of_its_fields_is_refused() -> None:
-    extra = {**layer_fields(), "padding": 0}
-    missing = {"table": trained_layer().table}
-    for state in (None, [trained_layer().table], extra, missing):
-        with pytest.raises(EmbeddingStateError) as caught:
-            unpickled(PicklePayload(restore_embedding, state))
-        assert caught.value.field == "state"
-
-
 def test_a_crafted_layer_whose_table_is_no_named_parameter_is_refused() -> None:
     for table in (trained_layer().table.tensor, None):
         with pytest.raises(EmbeddingStateError) as caught:
-            unpickled(PicklePayload(restore_embedding, layer_fields(table=table)))
-        assert caught.value.field == "table"
+            unpickled(PicklePayload(Embedding, table, LookupOptions(4)))
+        assert (caught.value.field, caught.value.layer) == ("table", "Embedding")
 
 
-@pytest.mark.parametrize(
-    ("changes", "field"),
-    [
-        ({"vocabulary_size": 5}, "vocabulary_size"),
-        ({"embedding_width": 1}, "embedding_width"),
-        ({"vocabulary_size": np.int64(4)}, "vocabulary_size"),
-        ({"embedding_width": 2.0}, "embedding_width"),
-    ],
-)
-def test_a_crafted_field_that_disagrees_with_the_table_is_refused(
-    changes: dict[str, object], field: str
-) -> None:
+@pytest.mark.parametrize("options", [LookupOptions(5), None, BagOptions(4), (4,)])
+def test_crafted_options_that_are_not_checked_for_the_table_are_refused(options: object) -> None:
     with pytest.raises(EmbeddingStateError) as caught:
-        unpickled(PicklePayload(restore_embedding, layer_fields(**changes)))
-    assert caught.value.field == field
-    assert caught.value.detail.startswith(f"is {changes[field]!r}, but the rebuilt layer has ")
+        unpickled(PicklePayload(Embedding, trained_layer().table, options))
+    assert caught.value.field == "options"
+    assert caught.value.detail.startswith("must be LookupOptions checked for 4 rows, got ")
+
+
+def test_crafted_options_meet_the_options_checks() -> None:
+    with pytest.raises(OptionValueError) as caught:
+        unpickled(PicklePayload(LookupOptions, 4, 9, None, 2.0, False))
+    assert (caught.value.name, caught.value.value) == ("padding_idx", 9)
 
 
 def test_a_crafted_table_no_layer_can_hold_gets_the_layer_errors() -> None:
     flat = NamedParameter.from_tensor("w", Tensor((2,), [1.0, 2.0]))
     with pytest.raises(TableRankError):
-        unpickled(PicklePayload(restore_embedding, layer_fields(table=flat)))
+        unpickled(PicklePayload(Embedding, flat, LookupOptions(2)))
     empty = NamedParameter.from_tensor("w", Tensor.zeros((0, 2)))
     with pytest.raises(EmptyVocabularyError):
-        unpickled(PicklePayload(restore_embedding, layer_fields(table=empty)))
+        unpickled(PicklePayload(Embedding, empty, LookupOptions(0)))
 
 
 @given(layers(), st.sampled_from(PROTOCOLS))
@@ -376,19 +355,18 @@ def test_a_bag_layer_round_trips_and_deep_copies_with_its_mode_and_gradient(
 
 def test_a_crafted_bag_state_meets_the_bag_checks() -> None:
     bag = EmbeddingBag.from_parameter(trained_layer().table, mode="sum")
-    _, (fields,) = bag.__reduce__()
-    with pytest.raises(EmbeddingBagStateError) as caught:
-        unpickled(PicklePayload(restore_embedding_bag, {**fields, "vocabulary_size": 5}))
-    assert (caught.value.field, isinstance(caught.value, EmbeddingStateError)) == (
-        "vocabulary_size",
-        True,
-    )
-    with pytest.raises(BagModeError):
-        unpickled(PicklePayload(restore_embedding_bag, {**fields, "mode": "min"}))
+    _, (table, _) = bag.__reduce__()
+    with pytest.raises(EmbeddingStateError) as caught:
+        unpickled(PicklePayload(EmbeddingBag, table, BagOptions(5, "sum")))
+    assert (caught.value.field, caught.value.layer) == ("options", "EmbeddingBag")
+    with pytest.raises(EmbeddingStateError):
+        unpickled(PicklePayload(EmbeddingBag, table, LookupOptions(4)))
+    with pytest.raises(OptionValueError):
+        unpickled(PicklePayload(BagOptions, 4, "min", None, None, 2.0))
     frozen = EmbeddingBag.from_pretrained(np.ones((4, 2)))
-    _, (frozen_fields,) = frozen.__reduce__()
+    _, (frozen_table, _) = frozen.__reduce__()
     with pytest.raises(FrozenTableMaxNormError):
-        unpickled(PicklePayload(restore_embedding_bag, {**frozen_fields, "max_norm": 1.0}))
+        unpickled(PicklePayload(EmbeddingBag, frozen_table, BagOptions(4, "mean", None, 1.0)))
 
 
 def test_a_crafted_frozen_table_is_checked_when_unpickled() -> None:

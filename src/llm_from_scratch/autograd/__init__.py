@@ -1,12 +1,14 @@
 """The tape autodiff core (course chapters 15-16) and the row gather."""
 
 from llm_from_scratch.autograd.errors import (
+    EmbeddingError,
     GatherIndexCountError,
     GatherIndexDtypeError,
     GatherIndexOutOfBoundsError,
     GatherIndexTypeError,
     GatherTableRankError,
     GraphReleasedError,
+    IndexAllocationError,
     IndexContainerError,
     InvalidShapeError,
     LeafStateError,
@@ -26,7 +28,14 @@ from llm_from_scratch.autograd.errors import (
     SeedShapeMismatchError,
     SeedTypeError,
     StaleValueError,
+    TableRankError,
     TensorAutodiffError,
+    TokenCountMismatchError,
+    TokenIdContainerError,
+    TokenIdDtypeError,
+    TokenIdOutOfBoundsError,
+    TokenIdTypeError,
+    TokenShapeError,
     UnpicklableOperationError,
 )
 from llm_from_scratch.autograd.gradient import RowSparseGradient
@@ -34,6 +43,7 @@ from llm_from_scratch.autograd.tape import GraphRetention, no_grad
 from llm_from_scratch.autograd.value import TensorValue
 
 __all__ = [
+    "EmbeddingError",
     "GatherIndexCountError",
     "GatherIndexDtypeError",
     "GatherIndexOutOfBoundsError",
@@ -41,6 +51,7 @@ __all__ = [
     "GatherTableRankError",
     "GraphReleasedError",
     "GraphRetention",
+    "IndexAllocationError",
     "IndexContainerError",
     "InvalidShapeError",
     "LeafStateError",
@@ -61,8 +72,15 @@ __all__ = [
     "SeedShapeMismatchError",
     "SeedTypeError",
     "StaleValueError",
+    "TableRankError",
     "TensorAutodiffError",
     "TensorValue",
+    "TokenCountMismatchError",
+    "TokenIdContainerError",
+    "TokenIdDtypeError",
+    "TokenIdOutOfBoundsError",
+    "TokenIdTypeError",
+    "TokenShapeError",
     "UnpicklableOperationError",
     "no_grad",
 ]

@@ -24,7 +24,7 @@ for ``max`` each row sums the upstream coordinates it produced, in bag order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 import numpy as np
@@ -39,8 +39,7 @@ from llm_from_scratch.autograd.bag_kernels import (
 from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import OutputAllocationError
 from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, scatter_by_add_at
-from llm_from_scratch.autograd.tape import Node, check_operands, record_with_saved
-from llm_from_scratch.sealed import Sealed
+from llm_from_scratch.autograd.tape import Node, record
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, read_only_view
 
 BagMode: TypeAlias = Literal["sum", "mean", "max"]
@@ -49,8 +48,8 @@ BAG_MODES: Final[tuple[BagMode, ...]] = ("sum", "mean", "max")
 _TRUSTED: Final = object()
 
 
-@dataclass(frozen=True, eq=False)
-class BagPlan(Sealed, key=_TRUSTED, hint="a bag plan is built only by bag_plan_from_validated"):
+@dataclass(frozen=True, slots=True, eq=False)
+class BagPlan:
     """Validated facts for one embedding bag, and its entries: the positions whose ID is not
     the padding row, which are all the reductions and the VJP read.
 
@@ -62,17 +61,6 @@ class BagPlan(Sealed, key=_TRUSTED, hint="a bag plan is built only by bag_plan_f
         when every position is an entry. Output ``[B, d]``.
     """
 
-    __slots__ = (
-        "bag_starts",
-        "entry_bags",
-        "entry_positions",
-        "entry_rows",
-        "entry_starts",
-        "indices",
-        "mode",
-        "padding_row",
-        "table_shape",
-    )
     indices: IndexArray
     bag_starts: IndexArray
     table_shape: tuple[int, int]
@@ -82,6 +70,11 @@ class BagPlan(Sealed, key=_TRUSTED, hint="a bag plan is built only by bag_plan_f
     entry_starts: IndexArray
     entry_bags: IndexArray
     entry_positions: IndexArray | None
+    key: InitVar[object] = None
+
+    def __post_init__(self, key: object) -> None:
+        if key is not _TRUSTED:
+            raise TypeError("a bag plan is built only by bag_plan_from_validated")
 
     @property
     def bags(self) -> int:
@@ -129,7 +122,7 @@ def bag_plan_from_validated(
         owned[3],
         read_only_view(entry_bags),
         None if entry_positions is None else read_only_view(entry_positions),
-        key=_TRUSTED,
+        _TRUSTED,
     )
 
 
@@ -171,7 +164,6 @@ def bag_forward(table: Node, plan: BagPlan, weights: Node | None) -> Node:
     operands = [("table", table)]
     if weights is not None:
         operands.append(("per_sample_weights", weights))
-    check_operands("embedding_bag", operands)
 
     def compute() -> tuple[FloatArray, object]:
         entry_weights = None if weights is None else plan.entry_weights(weights.array.reshape(-1))
@@ -189,7 +181,7 @@ def bag_forward(table: Node, plan: BagPlan, weights: Node | None) -> Node:
         )
         return output, saved
 
-    return record_with_saved("embedding_bag", operands, compute, bag_vjp)
+    return record("embedding_bag", operands, compute, bag_vjp)
 
 
 def bag_vjp(saved: BagSaved, upstream: FloatArray) -> Sequence[Gradient | None]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal, TypeAlias
+
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.tensor.storage import Shape
 
@@ -154,28 +156,126 @@ class InvalidShapeError(TensorAutodiffError, ValueError):
     cause: Exception
 
 
-class GatherTableRankError(TensorAutodiffError, ValueError):
-    """A row gather on a table that is not rank two."""
+# Row lookups: the table and the IDs -----------------------------------------------------------
 
-    template = "row gather needs a rank-two table, got rank {rank}"
+Checker: TypeAlias = Literal["embedding", "gather"]
+"""Who checked the IDs, which chooses the wording: ``embedding`` (the embedding layers, their
+functional forms and the bags: token wording) or ``gather`` (``TensorValue.gather_rows``)."""
+
+
+class EmbeddingError(StructuredError):
+    """Base class of every error of a row lookup: those the embedding layers raise
+    (:mod:`llm_from_scratch.nn`) and the table and ID errors below, which
+    ``TensorValue.gather_rows`` raises too (they are also ``TensorAutodiffError``)."""
+
+
+class TableRankError(EmbeddingError, TensorAutodiffError, ValueError):
+    """A lookup table that is not rank two."""
+
+    template_key = "checker"
+    template = {
+        "embedding": "embedding table must have rank two, got rank {rank}",
+        "gather": "row gather needs a rank-two table, got rank {rank}",
+    }
     rank: int
+    checker: Checker = "embedding"
 
 
-class GatherIndexCountError(TensorAutodiffError, ValueError):
-    """A row gather whose index count differs from the index shape's element count."""
+class TokenShapeError(EmbeddingError, InvalidShapeError):
+    """A token shape whose checked layout failed (``cause`` is the tensor error), or whose
+    output shape ``shape + [d]`` does not fit, found before any ID is read (``what`` is
+    ``token-ID shape``). ``TensorValue.gather_rows`` reports the same failures as the
+    :class:`InvalidShapeError` it derives from (``what``: ``gather index shape`` or ``row gather
+    output shape``, with the output shape)."""
 
-    template = "gather index shape needs {expected} IDs, but received {actual}"
+    @property
+    def token_shape(self) -> object:
+        """The shape argument, the same as :attr:`shape` (the layer's name)."""
+        return self.shape
+
+
+class TokenIdContainerError(EmbeddingError, TensorAutodiffError, TypeError):
+    """IDs that are not a flat sequence or 1-D array (a flat call), not a regular nest of
+    lists (the layer call: ragged, or ``limit`` levels deep), or a masked array."""
+
+    template_key = "checker"
+    template = {
+        "embedding": "token IDs must be integers in a regular array: {detail}",
+        "gather": "indices must be a flat sequence of integers: {detail}",
+    }
+    detail: str
+    checker: Checker = "embedding"
+
+
+class TokenIdNestingError(TokenIdContainerError):
+    """Nested lists deeper than an array can have axes (``limit``), for example a list that
+    contains itself."""
+
+    limit: int = 0
+
+
+class TokenCountMismatchError(EmbeddingError, TensorAutodiffError, ValueError):
+    """A flat ID count that differs from the shape's element count."""
+
+    template_key = "checker"
+    template = {
+        "embedding": "token-ID shape needs {expected} IDs, but received {actual}",
+        "gather": "gather index shape needs {expected} IDs, but received {actual}",
+    }
     expected: int
     actual: int
+    checker: Checker = "embedding"
 
 
-class GatherIndexOutOfBoundsError(TensorAutodiffError, IndexError):
-    """A row gather index that is not a row of the table."""
+class TokenIdTypeError(EmbeddingError, TensorAutodiffError, TypeError):
+    """The first ID, in flat order, that is not an integer (bools and floats are not)."""
 
-    template = "gather ID {id} at flat position {position} is out of bounds for {rows} rows"
+    template_key = "checker"
+    template = {
+        "embedding": (
+            "token ID at flat position {position} must be an integer, got {value!t} {value!r}"
+        ),
+        "gather": "gather ID at flat position {position} must be an integer, got {value!t} {value!r}",
+    }
+    position: int | None  # None only for TokenIdDtypeError: an empty array has no position
+    value: object
+    checker: Checker = "embedding"
+
+
+class TokenIdDtypeError(TokenIdTypeError):
+    """An empty ID array of a non-integer dtype: there is no ID to name, so the dtype is named.
+
+    ``position`` and ``value`` are None (an empty array has neither).
+    """
+
+    template = {
+        "embedding": "token IDs must be integers, got an empty array of dtype {dtype}",
+        "gather": "gather IDs must be integers, got an empty array of dtype {dtype}",
+    }
+    dtype: str = ""
+
+
+class TokenIdOutOfBoundsError(EmbeddingError, TensorAutodiffError, IndexError):
+    """The first ID, in flat order, outside ``[0, V)`` (negative IDs included)."""
+
+    template_key = "checker"
+    template = {
+        "embedding": (
+            "token ID {id} at flat position {position} is out of bounds for "
+            "vocabulary size {vocabulary_size}"
+        ),
+        "gather": "gather ID {id} at flat position {position} is out of bounds for "
+        "{vocabulary_size} rows",
+    }
     position: int
     id: int
-    rows: int
+    vocabulary_size: int
+    checker: Checker = "embedding"
+
+    @property
+    def rows(self) -> int:
+        """The table's rows, the same as :attr:`vocabulary_size` (the gather's name)."""
+        return self.vocabulary_size
 
     @property
     def index(self) -> int:
@@ -183,29 +283,13 @@ class GatherIndexOutOfBoundsError(TensorAutodiffError, IndexError):
         return self.id
 
 
-class GatherIndexTypeError(TensorAutodiffError, TypeError):
-    """A row gather index that is not an integer (bools and floats are not)."""
-
-    template = "gather ID at flat position {position} must be an integer, got {value!t} {value!r}"
-    position: int | None  # None only for GatherIndexDtypeError: an empty array has no position
-    value: object
-
-
-class GatherIndexDtypeError(GatherIndexTypeError):
-    """An empty index array of a non-integer dtype: no ID to name, so its dtype is named.
-
-    ``position`` and ``value`` are None (an empty array has neither).
-    """
-
-    template = "gather IDs must be integers, got an empty array of dtype {dtype}"
-    dtype: str
-
-
-class IndexContainerError(TensorAutodiffError, TypeError):
-    """Indices that are not a flat sequence or a one-dimensional integer array."""
-
-    template = "indices must be a flat sequence of integers: {detail}"
-    detail: str
+GatherTableRankError = TableRankError
+GatherIndexCountError = TokenCountMismatchError
+GatherIndexOutOfBoundsError = TokenIdOutOfBoundsError
+GatherIndexTypeError = TokenIdTypeError
+GatherIndexDtypeError = TokenIdDtypeError
+IndexContainerError = TokenIdContainerError
+"""Earlier names of the classes above, kept so that existing ``except`` clauses still work."""
 
 
 class OutputAllocationError(TensorAutodiffError, MemoryError):
@@ -214,6 +298,18 @@ class OutputAllocationError(TensorAutodiffError, MemoryError):
     template = "could not allocate {elements} values for the {operation} output"
     operation: str
     elements: int
+
+
+class IndexAllocationError(EmbeddingError, OutputAllocationError):
+    """The converted index buffer (or the room for a nest's flat IDs, or a bag's offsets) could
+    not be allocated, before any ID is read."""
+
+    template_key = "checker"
+    template = {
+        "embedding": "could not reserve {elements} converted embedding indices",
+        "gather": "could not allocate {elements} values for the {operation} output",
+    }
+    checker: Checker = "embedding"
 
 
 class NotRecordedError(TensorAutodiffError, RuntimeError):

@@ -8,16 +8,19 @@ the rules in :func:`add_gradients`; the dense view is materialized only on deman
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 
-from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
 from llm_from_scratch.autograd.kernels import all_finite, scatter_rows
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Shape, read_only_view
 
 
-@dataclass(frozen=True, slots=True, init=False, repr=False)
+_FEW_POSITIONS: Final = 16
+
+
+@dataclass(frozen=True, slots=True, repr=False)
 class RowSparseGradient:
     """A ``[V, d]`` gradient that is zero outside a few rows.
 
@@ -53,20 +56,7 @@ class RowSparseGradient:
     _rows: IndexArray
     _values: FloatArray
     shape: Shape
-    _summed: IndexArray | None
-
-    def __init__(
-        self,
-        rows: IndexArray,
-        values: FloatArray,
-        shape: Shape,
-        summed: IndexArray | None = None,
-    ) -> None:
-        # The one write into the frozen fields, by the constructor.
-        object.__setattr__(self, "_rows", rows)
-        object.__setattr__(self, "_values", values)
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "_summed", summed)
+    _summed: IndexArray | None = None
 
     def __repr__(self) -> str:
         return (
@@ -91,10 +81,16 @@ class RowSparseGradient:
 
     @classmethod
     def empty(cls, shape: Shape, dtype: np.dtype[Any]) -> RowSparseGradient:
-        """The all-zero gradient of a ``shape`` table, holding no rows."""
-        rows = np.empty(0, dtype=np.intp)
-        values = np.empty((0, shape[1]), dtype=dtype)
-        return cls(rows, values, shape)
+        """The all-zero gradient of a ``shape`` table, holding no rows (one shared object per
+        shape and dtype: it never changes)."""
+        key = (shape, dtype)
+        empty = _EMPTY.get(key)
+        if empty is None:
+            rows = np.empty(0, dtype=np.intp)
+            values = np.empty((0, shape[1]), dtype=dtype)
+            rows.flags.writeable = values.flags.writeable = False
+            empty = _EMPTY[key] = cls(rows, values, shape)
+        return empty
 
     @classmethod
     def from_scatter(
@@ -117,7 +113,7 @@ class RowSparseGradient:
         """
         if indices.size == 0:
             return cls.empty(shape, upstream.dtype)
-        if runs_compiled(upstream.size):
+        if upstream.size >= COMPILED_KERNEL_MIN_VALUES:
             rows, values, counts = scatter_rows(indices, upstream, shape[0])
         else:
             rows, values, counts = scatter_by_add_at(indices, upstream)
@@ -188,14 +184,24 @@ def scatter_by_add_at(
     Each sum starts from ``+0.0`` and adds its positions left to right, like the plain loop
     (and like :func:`~llm_from_scratch.autograd.kernels.scatter_rows`, used for large scatters).
     """
-    rows, inverse, counts = np.unique(indices, return_inverse=True, return_counts=True)
+    inverse: Any
+    if indices.size <= _FEW_POSITIONS:  # Python's set and sort beat np.unique's overhead
+        ids = indices.tolist()
+        listed = sorted(set(ids))
+        inverse = list(map(dict(zip(listed, range(len(listed)))).__getitem__, ids))
+        rows = np.array(listed, dtype=np.intp)
+        counts = np.bincount(inverse, minlength=rows.size)
+    else:
+        rows, inverse, counts = np.unique(indices, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
     values = np.zeros((rows.size, upstream.shape[1]), dtype=upstream.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
-        np.add.at(values, inverse.reshape(-1), upstream)
+        np.add.at(values, inverse, upstream)
     return rows.astype(np.intp, copy=False), values, counts
 
 
 Gradient: TypeAlias = "FloatArray | RowSparseGradient"
+_EMPTY: dict[tuple[Shape, np.dtype[Any]], RowSparseGradient] = {}
 
 
 def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:
@@ -221,38 +227,24 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
     A row-sparse gradient that knows its summed rows is checked on those rows only: its other
     rows copy one upstream row each, and the tape only ever passes finite upstream gradients.
     """
+    positions = None
+    candidates = gradient
     if isinstance(gradient, RowSparseGradient):
-        return _first_non_finite_row_sparse(gradient)
-    return _first_non_finite_flat(gradient)
-
-
-def _first_non_finite_row_sparse(gradient: RowSparseGradient) -> tuple[int, float] | None:
-    """Check every row, or only the summed rows when the gradient knows which they are."""
-    positions = gradient._summed
-    candidates = gradient._values if positions is None else gradient._values[positions]
-    found = _first_non_finite_flat(candidates)
-    if found is None:
+        positions = gradient._summed
+        candidates = gradient._values if positions is None else gradient._values[positions]
+    # Large arrays: a compiled count, with no temporary mask; only a failure pays for the search.
+    if candidates.size >= COMPILED_KERNEL_MIN_VALUES:
+        if all_finite(candidates):
+            return None
+    elif np.isfinite(candidates).all():
         return None
-    flat, value = found
-    width = gradient.shape[1]
-    position = flat // width if positions is None else int(positions[flat // width])
-    return int(gradient._rows[position]) * width + flat % width, value
-
-
-def _first_non_finite_flat(array: FloatArray) -> tuple[int, float] | None:
-    # A finite sum proves every term finite in one pass without a mask; only a non-finite
-    # sum (a NaN, an infinity, or an overflow of finite terms) pays for the exact search.
-    if runs_compiled(array.size):
-        if all_finite(array):
-            return None
-    else:
-        with np.errstate(over="ignore", invalid="ignore"):
-            total = np.sum(array)
-        if array.size == 0 or bool(np.isfinite(total)):
-            return None
-    flat = array.reshape(-1)
+    flat = candidates.reshape(-1)
     bad = np.flatnonzero(~np.isfinite(flat))
     if bad.size == 0:
         return None
-    position = int(bad[0])
-    return position, float(flat[position])
+    found, value = int(bad[0]), float(flat[int(bad[0])])
+    if not isinstance(gradient, RowSparseGradient):
+        return found, value
+    width = gradient.shape[1]
+    position = found // width if positions is None else int(positions[found // width])
+    return int(gradient._rows[position]) * width + found % width, value

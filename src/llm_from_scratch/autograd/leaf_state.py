@@ -35,7 +35,8 @@ from llm_from_scratch.autograd.errors import (
     UnpicklableOperationError,
 )
 from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, first_non_finite
-from llm_from_scratch.autograd.tape import Node, consistent_read
+from llm_from_scratch.autograd.tape import Node
+from llm_from_scratch.autograd.threads import consistent_read
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     IndexArray,

@@ -19,7 +19,7 @@ from llm_from_scratch.autograd.errors import (
     ReshapeCountMismatchError,
 )
 from llm_from_scratch.autograd.gradient import Gradient
-from llm_from_scratch.autograd.tape import Node, Vjp, check_operands, record
+from llm_from_scratch.autograd.tape import Node, Vjp, record
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
@@ -28,14 +28,6 @@ from llm_from_scratch.tensor.storage import (
     checked_shape_and_count,
     numpy_can_describe,
 )
-
-
-def _computed(operation: str, elements: int, compute: Callable[[], FloatArray]) -> FloatArray:
-    try:
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.asarray(compute())  # NumPy returns scalars for rank-zero operands
-    except MemoryError as error:
-        raise OutputAllocationError(operation, elements) from error
 
 
 def _element_wise(
@@ -51,13 +43,16 @@ def _element_wise(
         raise OperandShapeMismatchError(operation, left.array.shape, right.array.shape)
     if left.array.dtype != right.array.dtype:
         raise OperandDtypeMismatchError(operation, str(left.array.dtype), str(right.array.dtype))
-    operands = (("left", left), ("right", right))
-    check_operands(operation, operands)
 
-    def compute() -> FloatArray:
-        return _computed(operation, left.array.size, lambda: function(left.array, right.array))
+    def compute() -> tuple[FloatArray, object]:
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                value = np.asarray(function(left.array, right.array))  # rank zero: a scalar
+        except MemoryError as error:
+            raise OutputAllocationError(operation, left.array.size) from error
+        return value, saved
 
-    return record(operation, operands, compute, saved, vjp)
+    return record(operation, (("left", left), ("right", right)), compute, vjp)
 
 
 # add ---------------------------------------------------------------------------------------
@@ -118,13 +113,13 @@ class SumSaved:
 
 def sum_forward(source: Node) -> Node:
     """The sum of every element. Shape: input ``[*]``, output ``[]`` (a scalar)."""
-    check_operands("sum", (("input", source),))
 
-    def compute() -> FloatArray:
+    def compute() -> tuple[FloatArray, SumSaved]:
         with np.errstate(over="ignore", invalid="ignore"):  # an infinite sum is its value
-            return np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
+            total = np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
+        return total, SumSaved(source.array.shape)
 
-    return record("sum", (("input", source),), compute, SumSaved(source.array.shape), sum_vjp)
+    return record("sum", (("input", source),), compute, sum_vjp)
 
 
 def sum_vjp(saved: SumSaved, upstream: FloatArray) -> Sequence[Gradient]:
@@ -159,12 +154,17 @@ def reshape_forward(source: Node, shape: object) -> Node:
     if count == 0 and not numpy_can_describe(target, source.array.itemsize):
         overflow = ShapeOverflowError(target)
         raise InvalidShapeError("reshape target shape", shape, overflow) from overflow
-    check_operands("reshape", (("input", source),))
-    saved = ReshapeSaved(source.array.shape)
-    # A view; record() copies it when the source is a parameter, whose values change.
-    return record(
-        "reshape", (("input", source),), lambda: source.array.reshape(target), saved, reshape_vjp
-    )
+
+    def compute() -> tuple[FloatArray, ReshapeSaved]:
+        view = source.array.reshape(target)
+        if source.kind == "parameter":  # a parameter's values change: never share them
+            try:
+                view = np.array(view, copy=True)
+            except MemoryError as error:
+                raise OutputAllocationError("reshape", count) from error
+        return view, ReshapeSaved(source.array.shape)
+
+    return record("reshape", (("input", source),), compute, reshape_vjp)
 
 
 def reshape_vjp(saved: ReshapeSaved, upstream: FloatArray) -> Sequence[Gradient]:

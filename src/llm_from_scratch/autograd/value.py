@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
+from dataclasses import InitVar, dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import numpy as np
 
@@ -12,14 +13,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd.bag import BagPlan, bag_forward
-from llm_from_scratch.autograd.deferred import (
-    DeferredRowGradient,
-    deferrable,
-    deferred_gradient,
-)
-from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import (
-    GatherTableRankError,
     LeafStateError,
     NonFiniteParameterError,
     NonFiniteSeedError,
@@ -29,34 +23,23 @@ from llm_from_scratch.autograd.errors import (
     RetentionTypeError,
     SeedShapeMismatchError,
     SeedTypeError,
+    TableRankError,
 )
 from llm_from_scratch.autograd.gather import (
-    GATHER_ID_ERRORS,
     RowGatherPlan,
-    checked_row_gather_plan,
     gather_rows_forward,
+    plan_of_flat_ids,
 )
-from llm_from_scratch.autograd.gradient import (
-    Gradient,
-    RowSparseGradient,
-    as_dense,
-    first_non_finite,
-)
+from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
 from llm_from_scratch.autograd.leaf_state import deep_copied_node, refuse_operation
 from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
 from llm_from_scratch.autograd.tape import (
     GraphRetention,
     Node,
-    PassGradient,
-    Write,
     backward,
-    backward_deferring_table_vjps,
-    consistent_read,
     reset_gradient,
-    update_parameters_in_place,
-    update_parameters_then_read,
 )
-from llm_from_scratch.sealed import Sealed
+from llm_from_scratch.autograd.threads import Write, consistent_read, update_parameters
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
@@ -67,21 +50,12 @@ from llm_from_scratch.tensor.storage import (
     tensor_without_copy,
 )
 
-_TRUSTED: Final = object()  # the key of the trusted constructors below
+_TRUSTED: Final = object()  # the key of the trusted constructor below
 _T = TypeVar("_T")
-
-FinishStep: TypeAlias = Callable[
-    [list["Gradient | DeferredRowGradient | None"]], Sequence[Callable[[FloatArray], None]]
-]
-"""What a fused backward step hands its gradients to: it returns one write per parameter."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class TensorValue(
-    Sealed,
-    key=_TRUSTED,
-    hint="build a TensorValue with TensorValue.parameter or TensorValue.constant",
-):
+class TensorValue:
     """A tensor on the tape: a parameter leaf, a constant leaf, or an operation result.
 
     Build leaves with :meth:`parameter` and :meth:`constant`; operations (:meth:`add`,
@@ -101,6 +75,11 @@ class TensorValue(
 
     __slots__ = ("_node",)
     _node: Node
+    key: InitVar[object] = None
+
+    def __post_init__(self, key: object) -> None:
+        if key is not _TRUSTED:
+            raise TypeError("build a TensorValue with TensorValue.parameter or TensorValue.constant")
 
     @classmethod
     def parameter(cls, tensor: Tensor) -> TensorValue:
@@ -245,12 +224,11 @@ class TensorValue(
                 order.
             ReleasedOperandError, OutputAllocationError: from the tape.
         """
-        if len(self.shape) != 2:
-            raise GatherTableRankError(len(self.shape))
-        rows, width = self.shape
-        plan = checked_row_gather_plan(
-            indices, index_shape, (rows, width), self.dtype.itemsize, GATHER_ID_ERRORS
-        )
+        shape = self._node.array.shape
+        if len(shape) != 2:
+            raise TableRankError(len(shape), "gather")
+        table_shape = (int(shape[0]), int(shape[1]))
+        plan = plan_of_flat_ids(indices, index_shape, table_shape, self.dtype.itemsize, "gather")
         return gather_rows_with_plan(self, plan)
 
     # Reverse mode -----------------------------------------------------------------------------
@@ -276,46 +254,20 @@ class TensorValue(
             NotRecordedError: this value is a constant.
             RetentionTypeError: ``retention`` is not a GraphRetention (checked after the seed).
         """
-        checked = self._checked_seed(seed)
+        checked = converted_seed(self, seed)
+        raise_if_non_finite_seed(checked)
         if not isinstance(retention, GraphRetention):
             raise RetentionTypeError(retention)
         backward(self._node, checked, retention)
 
     def backward(self) -> None:
         """``backward_with_seed(1.0)`` with ``RETAIN``, for a scalar output."""
-        if self._node.array.ndim != 0:
-            raise NotScalarOutputError(self.shape)
-        self.backward_with_seed(np.ones((), dtype=self.dtype), GraphRetention.RETAIN)
+        self.backward_with_seed(unit_seed(self), GraphRetention.RETAIN)
 
     def zero_grad(self) -> None:
         """Reset a parameter's gradient to zeros (atomically: a concurrent backward pass adds
         its gradient either before the reset or after it)."""
         reset_gradient(self._node)
-
-    def _checked_seed(self, seed: object) -> FloatArray:
-        converted = self._converted_seed(seed)
-        _raise_if_non_finite_seed(converted)
-        return converted
-
-    def _converted_seed(self, seed: object) -> FloatArray:
-        # An ndarray subclass is read through its plain data; a masked one has missing values.
-        if isinstance(seed, Tensor):
-            array = seed.numpy()
-        elif isinstance(seed, np.generic) and seed.dtype.kind in "biuf":
-            array = np.asarray(seed)
-        elif (
-            isinstance(seed, np.ndarray)
-            and not is_masked_array(seed)
-            and plain_view(seed).dtype.kind in "biuf"
-        ):
-            array = plain_view(seed)
-        else:
-            raise SeedTypeError(type(seed).__name__)
-        if array.shape != self._node.array.shape:
-            raise SeedShapeMismatchError(self.shape, tuple(int(n) for n in array.shape))
-        # No copy when the dtype matches: the pass only reads the seed and stores new arrays.
-        with np.errstate(over="ignore"):
-            return read_only_view(np.asarray(array, dtype=self.dtype))
 
     def __repr__(self) -> str:
         return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype})"
@@ -368,7 +320,7 @@ def gather_rows_with_plan(table: TensorValue, plan: RowGatherPlan) -> TensorValu
     Raises:
         ReleasedOperandError, OutputAllocationError: from the tape.
     """
-    return _value_of(gather_rows_forward(table._node, plan))
+    return TensorValue(gather_rows_forward(table._node, plan), _TRUSTED)
 
 
 def embedding_bag_with_plan(
@@ -412,33 +364,22 @@ def parameter_from_owned_array(array: FloatArray) -> TensorValue:
 def update_leaves_in_place(
     leaves: Sequence[TensorValue],
     planned: Callable[[], Sequence[Write | None]],
-) -> None:
-    """Plan and write in-place updates of parameter leaves' values as one atomic step.
+    read: Callable[[], _T] | None = None,
+) -> _T | None:
+    """Plan and write in-place updates of parameter leaves' values as one atomic step, then
+    ``read()`` (a forward of these leaves) while no other update can start (package-internal,
+    for optimizers, checkpoint loads and ``max_norm``; see
+    :func:`~llm_from_scratch.autograd.threads.update_parameters`).
 
-    Package-internal, for optimizers. Holding every leaf's update lock, ``planned()`` reads the
-    leaves and returns one write per leaf, or None for a leaf to leave as it is (if it raises,
-    nothing is written); each write then changes its leaf's values in place and bumps its value
-    revision, so operations recorded before the change refuse to run backward
-    (:class:`StaleValueError`).
-
-    Raises:
-        NotAParameterError: a leaf is a constant or an operation result.
-    """
-    update_parameters_in_place([leaf._node for leaf in leaves], planned)
-
-
-def update_leaves_then_read(
-    leaves: Sequence[TensorValue],
-    planned: Callable[[], Sequence[Write | None]],
-    read: Callable[[], _T],
-) -> _T:
-    """:func:`update_leaves_in_place`, then ``read()`` (a forward of these leaves) while no
-    other update can start; returns what ``read`` returns (package-internal, for ``max_norm``).
+    Holding every leaf's update lock, ``planned()`` reads the leaves and returns one write per
+    leaf, or None for a leaf to leave as it is (if it raises, nothing is written); each write
+    then changes its leaf's values in place and bumps its value revision, so operations recorded
+    before the change refuse to run backward (:class:`StaleValueError`).
 
     Raises:
         NotAParameterError: a leaf is a constant or an operation result.
     """
-    return update_parameters_then_read([leaf._node for leaf in leaves], planned, read)
+    return update_parameters([leaf._node for leaf in leaves], planned, read)
 
 
 def constant_from_owned_array(array: FloatArray) -> TensorValue:
@@ -447,103 +388,60 @@ def constant_from_owned_array(array: FloatArray) -> TensorValue:
     return _value_of(Node(array, "constant", None))
 
 
-def backward_with_deferred_row_gradients(
-    output: TensorValue,
-    seed: Tensor | npt.NDArray[Any] | None,
-    retention: GraphRetention,
-    leaves: Sequence[TensorValue],
-    finish: FinishStep,
-) -> None:
-    """Reverse mode from ``output`` fused with an in-place update of the parameter ``leaves``,
-    handing their row gathers over unsummed.
+def node_of(value: TensorValue) -> Node:
+    """The node a value is a handle on (package-internal, for code that runs reverse mode)."""
+    return value._node
 
-    Package-internal, for optimizers that fuse their row updates into the backward. The seed
-    is checked like :meth:`TensorValue.backward_with_seed` (``None`` like
-    :meth:`TensorValue.backward`). A leaf whose only use in the graph is one row gather, and
-    whose stored gradient is empty, gets a :class:`DeferredRowGradient` and no stored gradient.
-    Holding the update locks of every parameter involved (see
-    :func:`~llm_from_scratch.autograd.tape.backward_deferring_table_vjps`), ``finish``
-    receives, for each of ``leaves``, that, or the gradient the pass would store, or None (not
-    reached), and returns one in-place write per leaf, as for :func:`update_leaves_in_place`.
-    ``finish`` and the writes may raise, having changed nothing; after the writes, every
-    leaf's gradient is reset to zero and the pass stores the other parameters' gradients.
 
-    When ``output`` itself is a large row gather that will be deferred, the seed's finiteness
-    is not checked ahead: the consumer's compiled kernel reads every seed value into a row sum
-    and counts the sums that are not finite (a sum with a NaN or an infinity is not finite), and
-    any failure of the pass checks the seed first, so that a non-finite seed is still reported
-    as such, ahead of every other error.
+def unit_seed(output: TensorValue) -> FloatArray:
+    """The seed ``1.0`` of :meth:`TensorValue.backward` (package-internal).
 
     Raises:
-        The errors of :meth:`TensorValue.backward_with_seed`, in the same order; what ``finish``
-        raises.
+        NotScalarOutputError: ``output`` is not a scalar.
     """
-    if seed is None:
-        if output._node.array.ndim != 0:
-            raise NotScalarOutputError(output.shape)
-        seed = np.ones((), dtype=output.dtype)
-    converted = output._converted_seed(seed)
-    nodes = [leaf._node for leaf in leaves]
-    if not _defers_its_own_large_gather(output._node, nodes):
-        _raise_if_non_finite_seed(converted)
-        _backward_deferring(output._node, converted, retention, nodes, finish)
-        return
-    try:
-        _backward_deferring(output._node, converted, retention, nodes, finish)
-    except Exception:
-        _raise_if_non_finite_seed(converted)
-        raise
+    if output._node.array.ndim != 0:
+        raise NotScalarOutputError(output.shape)
+    return np.ones((), dtype=output.dtype)
 
 
-def _backward_deferring(
-    root: Node,
-    seed: FloatArray,
-    retention: GraphRetention,
-    nodes: list[Node],
-    finish: FinishStep,
-) -> None:
-    if not isinstance(retention, GraphRetention):
-        raise RetentionTypeError(retention)
+def converted_seed(output: TensorValue, seed: object) -> FloatArray:
+    """A backward seed read as plain data in ``output``'s dtype and checked for its type and
+    shape, not yet for finiteness (package-internal). An ndarray subclass is read through its
+    plain data; a masked one has missing values.
 
-    def handed_over(given: list[PassGradient]) -> Sequence[Callable[[FloatArray], None]]:
-        return finish([_deferred_row_gradient(item) for item in given])
-
-    backward_deferring_table_vjps(root, seed, retention, nodes, deferrable, handed_over)
-
-
-def _defers_its_own_large_gather(root: Node, nodes: list[Node]) -> bool:
-    """True when ``root`` is a compiled-size row gather of one of ``nodes`` whose stored gradient
-    is empty: the pass is that one gather, and its VJP is deferred."""
-    operation = root.operation
-    if operation is None or not isinstance(operation.saved, RowGatherPlan):
-        return False
-    if not deferrable(operation.saved):
-        return False
-    table = operation.parents[0]
-    stored = table.gradient
-    return (
-        any(table is node for node in nodes)
-        and isinstance(stored, RowSparseGradient)
-        and stored.rows.size == 0
-        and runs_compiled(root.array.size)
-    )
+    Raises:
+        SeedTypeError, SeedShapeMismatchError: in this order.
+    """
+    node = output._node
+    if type(seed) is np.ndarray and seed.dtype.kind in "biuf":
+        array = seed  # a plain array: no subclass method can run, no mask can hide a value
+    elif isinstance(seed, Tensor):
+        array = seed.numpy()
+    elif isinstance(seed, np.generic) and seed.dtype.kind in "biuf":
+        array = np.asarray(seed)
+    elif isinstance(seed, np.ndarray) and not is_masked_array(seed):
+        array = plain_view(seed)
+        if array.dtype.kind not in "biuf":
+            raise SeedTypeError(type(seed).__name__)
+    else:
+        raise SeedTypeError(type(seed).__name__)
+    if array.shape != node.array.shape:
+        raise SeedShapeMismatchError(output.shape, tuple(int(n) for n in array.shape))
+    if array.dtype == node.array.dtype:
+        return array  # no copy: a pass only reads its seed and stores new arrays
+    with np.errstate(over="ignore"):
+        return np.asarray(array, dtype=node.array.dtype)
 
 
-def _raise_if_non_finite_seed(seed: FloatArray) -> None:
+def raise_if_non_finite_seed(seed: FloatArray) -> None:
+    """Raise ``NonFiniteSeedError`` at the first NaN or infinity of a seed (package-internal)."""
     found = first_non_finite(seed)
     if found is not None:
         raise NonFiniteSeedError(found[0], found[1])
 
 
-def _deferred_row_gradient(item: PassGradient) -> Gradient | DeferredRowGradient | None:
-    if not isinstance(item, tuple):
-        return item
-    saved, upstream = item
-    return deferred_gradient(saved, upstream)
-
-
 def _value_of(node: Node) -> TensorValue:
-    return TensorValue(node, key=_TRUSTED)
+    return TensorValue(node, _TRUSTED)
 
 
 def _leaf_array(tensor: Tensor) -> FloatArray:
@@ -569,10 +467,7 @@ def _dense(what: str, gradient: RowSparseGradient | FloatArray) -> FloatArray:
 
 
 def _element_count(shape: Shape) -> int:
-    count = 1
-    for extent in shape:
-        count *= int(extent)
-    return count
+    return math.prod(int(extent) for extent in shape)
 
 
 def _operand_node(operation: str, other: object) -> Node:

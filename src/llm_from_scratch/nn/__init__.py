@@ -30,9 +30,13 @@ from llm_from_scratch.nn.embedding_errors import (
     MaxNormError,
     NormTypeError,
     OffsetOutOfRangeError,
-    OffsetsContainerError,
     OffsetTypeError,
+    OffsetsContainerError,
+    OffsetsError,
+    OptionTypeError,
+    OptionValueError,
     PaddingIndexError,
+    PerSampleWeightsError,
     PerSampleWeightsModeError,
     PerSampleWeightsShapeError,
     PerSampleWeightsTypeError,
@@ -56,6 +60,7 @@ from llm_from_scratch.nn.init import (
     XavierScale,
     xavier_scale,
 )
+from llm_from_scratch.nn.options import BagOptions, LookupOptions
 from llm_from_scratch.nn.tables import FrozenTable
 
 if TYPE_CHECKING:
@@ -73,6 +78,7 @@ _CHECKPOINT_NAMES = frozenset(
 __all__ = [
     "BagLayoutError",
     "BagModeError",
+    "BagOptions",
     "CheckpointError",
     "DecreasingOffsetsError",
     "Embedding",
@@ -90,6 +96,7 @@ __all__ = [
     "IndexAllocationError",
     "InitializationError",
     "LastOffsetError",
+    "LookupOptions",
     "MaxNormError",
     "NamedParameter",
     "NamedParameters",
@@ -97,7 +104,11 @@ __all__ = [
     "OffsetOutOfRangeError",
     "OffsetTypeError",
     "OffsetsContainerError",
+    "OffsetsError",
+    "OptionTypeError",
+    "OptionValueError",
     "PaddingIndexError",
+    "PerSampleWeightsError",
     "PerSampleWeightsModeError",
     "PerSampleWeightsShapeError",
     "PerSampleWeightsTypeError",

@@ -16,18 +16,9 @@ from typing import cast
 
 import numpy as np
 
-from llm_from_scratch.autograd.ids import FlatIds, IdContainerError, IdProblem
-from llm_from_scratch.nn.embedding_errors import (
-    BagLayoutError,
-    DecreasingOffsetsError,
-    EmptyOffsetsError,
-    FirstOffsetError,
-    IndexAllocationError,
-    LastOffsetError,
-    OffsetOutOfRangeError,
-    OffsetsContainerError,
-    OffsetTypeError,
-)
+from llm_from_scratch.autograd.errors import TokenIdContainerError
+from llm_from_scratch.autograd.gather import IdProblem, flat_source, read_ids
+from llm_from_scratch.nn.embedding_errors import BagLayoutError, IndexAllocationError, OffsetsError
 from llm_from_scratch.tensor.storage import IndexArray, Shape
 
 
@@ -39,9 +30,8 @@ def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -
 
     Raises:
         BagLayoutError: IDs that are not 2-D without offsets or 1-D with offsets.
-        OffsetsContainerError, EmptyOffsetsError, IndexAllocationError, OffsetTypeError,
-            OffsetOutOfRangeError, FirstOffsetError, DecreasingOffsetsError, LastOffsetError:
-            the offsets, in the order of the module docstring.
+        OffsetsError, IndexAllocationError: the offsets, in the order of the module docstring
+            (``rule`` names the check).
     """
     given = offsets is not None
     if len(index_shape) == 2 and not given:
@@ -59,37 +49,36 @@ def checked_offsets(offsets: object, id_count: int, include_last_offset: bool) -
         The offset errors of :func:`bag_starts`, in its order.
     """
     try:
-        flat = FlatIds(offsets)
-    except IdContainerError as container:
-        raise OffsetsContainerError(container.detail) from None
-    if flat.count == 0:
-        raise EmptyOffsetsError()
+        source, count = flat_source(offsets, "embedding")
+    except TokenIdContainerError as container:
+        raise OffsetsError("container", detail=container.detail) from None
+    if count == 0:
+        raise OffsetsError("empty")
     try:
-        read = flat.read(id_count + 1)
+        read = read_ids(source, count, id_count + 1)
     except MemoryError as error:  # the offsets' own buffer
-        raise IndexAllocationError(flat.count) from error
+        raise IndexAllocationError("offsets conversion", count) from error
     if isinstance(read, IdProblem):
-        raise _offset_error(read, flat.count, id_count)
+        raise _offset_error(read, count, id_count)
     if int(read[0]) != 0:
-        raise FirstOffsetError(int(read[0]))
+        raise OffsetsError("first", offset=int(read[0]))
     decreasing = np.flatnonzero(read[1:] < read[:-1])
     if decreasing.size:
-        position = int(decreasing[0]) + 1
-        raise DecreasingOffsetsError(position, int(read[position]), int(read[position - 1]))
+        at = int(decreasing[0]) + 1
+        raise OffsetsError("increasing", at, int(read[at]), int(read[at - 1]))
     if not include_last_offset:
         return np.append(read, id_count).astype(np.intp, copy=False)
     if int(read[-1]) != id_count:
-        raise LastOffsetError(int(read[-1]), id_count)
+        raise OffsetsError("last", offset=int(read[-1]), bound=id_count)
     return read
 
 
-def _offset_error(problem: IdProblem, count: int, id_count: int) -> Exception:
+def _offset_error(problem: IdProblem, count: int, id_count: int) -> OffsetsError:
     if problem.kind == "type":
-        return OffsetTypeError(problem.position, problem.value)
+        return OffsetsError("integer", problem.position, problem.value)
     if problem.kind == "bounds":
-        return OffsetOutOfRangeError(problem.position, cast(int, problem.value), id_count)
+        return OffsetsError("range", problem.position, cast(int, problem.value), id_count)
     if problem.kind == "count":
-        return OffsetsContainerError(
-            f"the sequence's length is {count}, but it held {problem.value} items"
-        )
-    return OffsetsContainerError(f"an empty array of dtype {problem.value}")
+        detail = f"the sequence's length is {count}, but it held {problem.value} items"
+        return OffsetsError("container", detail=detail)
+    return OffsetsError("container", detail=f"an empty array of dtype {problem.value}")

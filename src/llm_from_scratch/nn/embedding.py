@@ -2,19 +2,19 @@
 
 ``Embedding`` owns one named ``[V, d]`` table and the options PyTorch's ``nn.Embedding`` has
 (``padding_idx``, ``max_norm``, ``norm_type``, ``scale_grad_by_freq``). It is a thin wrapper over
-:func:`llm_from_scratch.nn.functional.embedding`: its options are checked once, when it is built,
-and every call reads the IDs once (:mod:`~llm_from_scratch.nn.token_ids`) and runs the one row
-gather that :meth:`TensorValue.gather_rows` uses.
+:func:`llm_from_scratch.nn.functional.lookup`, which ``nn.functional.embedding`` uses too: its
+options are checked once, into one frozen record, when it is built; every call reads the IDs once
+(:func:`~llm_from_scratch.autograd.gather.plan_of_ids`) and runs the one row gather that
+:meth:`TensorValue.gather_rows` uses.
 
-The error classes live in :mod:`~llm_from_scratch.nn.embedding_errors` and are re-exported here
-and by :mod:`llm_from_scratch.nn`.
+The error classes are re-exported here and by :mod:`llm_from_scratch.nn`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd.gather import RowGatherPlan, plan_of_flat_ids, plan_of_ids
+from llm_from_scratch.autograd.value import gather_rows_with_plan
 from llm_from_scratch.nn.embedding_errors import (
     EmbeddingError,
     EmbeddingInitializationError,
@@ -38,9 +40,9 @@ from llm_from_scratch.nn.embedding_errors import (
     TokenShapeError,
     ZeroEmbeddingWidthError,
 )
-from llm_from_scratch.nn.functional import lookup
+from llm_from_scratch.nn.renorm import renormalized_then
 from llm_from_scratch.nn.init import NamedParameter, SplitMix64
-from llm_from_scratch.nn.layer_state import TableLayer, restored_layer
+from llm_from_scratch.nn.layer_state import TableLayer, checked_layer_table
 from llm_from_scratch.nn.options import LookupOptions
 from llm_from_scratch.nn.tables import (
     Table,
@@ -48,14 +50,13 @@ from llm_from_scratch.nn.tables import (
     new_table,
     pretrained_table,
 )
-from llm_from_scratch.nn.token_ids import flat_token_id_plan, token_id_plan
-from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import Shape
 
 __all__ = [
     "Embedding",
     "EmbeddingError",
     "EmbeddingInitializationError",
+    "EmbeddingStateError",
     "EmptyVocabularyError",
     "IndexAllocationError",
     "TableRankError",
@@ -69,16 +70,9 @@ __all__ = [
     "ZeroEmbeddingWidthError",
 ]
 
-_TRUSTED: Final = object()  # the key of the trusted constructor below
-
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Embedding(
-    Sealed,
-    TableLayer,
-    key=_TRUSTED,
-    hint="build an Embedding with Embedding.new, from_parameter or from_pretrained",
-):
+class Embedding(TableLayer):
     """A ``[V, d]`` token table and its row lookup.
 
     Build one with :meth:`new` (Xavier-uniform from a :class:`SplitMix64`),
@@ -87,16 +81,18 @@ class Embedding(
     ``X[..., :] = E[z[...], :]``; reverse mode adds the gradients of repeated IDs into one
     shared row.
 
+    Calling the class itself, ``Embedding(table, options)``, checks the two fields as the
+    constructors do (it is how copies and pickles are rebuilt).
+
     Attributes:
         table: the named ``[V, d]`` table: a :class:`NamedParameter` (its ``tensor`` is the
             trainable leaf) or a :class:`FrozenTable` (a constant; lookups carry no gradient).
+        options: the checked :class:`LookupOptions`; ``padding_idx`` (the row that receives
+            no gradient, in ``[0, V)``, or None), ``max_norm`` (the norm above which a looked-up
+            row is scaled down in place, or None), ``norm_type`` (its ``p``) and
+            ``scale_grad_by_freq`` are also attributes of the layer.
         vocabulary_size: ``V``, the number of rows.
         embedding_width: ``d``, the features per row.
-        padding_idx: the row that receives no gradient (in ``[0, V)``), or None.
-        max_norm: the norm above which a looked-up row is scaled down in place, or None.
-        norm_type: the ``p`` of that norm.
-        scale_grad_by_freq: whether each row's gradient is divided by how often a call's IDs
-            name it.
 
     Shape:
         table: ``[V, d]``; ``token_ids``: ``[*]``; output: ``[*, d]``.
@@ -122,22 +118,41 @@ class Embedding(
         token ID 4 at flat position 1 is out of bounds for vocabulary size 4
     """
 
-    __slots__ = (
-        "embedding_width",
-        "max_norm",
-        "norm_type",
-        "padding_idx",
-        "scale_grad_by_freq",
-        "table",
-        "vocabulary_size",
-    )
     table: Table
-    vocabulary_size: int
-    embedding_width: int
-    padding_idx: int | None
-    max_norm: float | None
-    norm_type: float
-    scale_grad_by_freq: bool
+    options: LookupOptions
+    vocabulary_size: int = field(init=False)
+    embedding_width: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Check that the table and the options make a layer.
+
+        Raises:
+            EmbeddingStateError, TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError,
+                FrozenTableMaxNormError: see :func:`~llm_from_scratch.nn.layer_state.checked_layer_table`.
+        """
+        rows, width = checked_layer_table("Embedding", self.table, self.options, LookupOptions)
+        object.__setattr__(self, "vocabulary_size", rows)
+        object.__setattr__(self, "embedding_width", width)
+
+    @property
+    def padding_idx(self) -> int | None:
+        """The row that receives no gradient (in ``[0, V)``), or None."""
+        return self.options.padding_idx
+
+    @property
+    def max_norm(self) -> float | None:
+        """The norm above which a looked-up row is scaled down in place, or None."""
+        return self.options.max_norm
+
+    @property
+    def norm_type(self) -> float:
+        """The ``p`` of that norm."""
+        return self.options.norm_type
+
+    @property
+    def scale_grad_by_freq(self) -> bool:
+        """Whether each row's gradient is divided by how often a call's IDs name it."""
+        return self.options.scale_grad_by_freq
 
     # Construction -------------------------------------------------------------------------------
 
@@ -161,8 +176,7 @@ class Embedding(
                 this order.
         """
         rows, _ = checked_parameter_size(table)
-        options = LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
-        return _layer_of(table, options)
+        return cls(table, LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq))
 
     @classmethod
     def new(
@@ -209,7 +223,7 @@ class Embedding(
             return LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
 
         table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
-        return _layer_of(table, options)
+        return cls(table, options)
 
     @classmethod
     def from_pretrained(
@@ -261,11 +275,7 @@ class Embedding(
             return LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
 
         layer_table, options = pretrained_table(table, name, freeze, options_for)
-        return _layer_of(layer_table, options)
-
-    @classmethod
-    def _restorer(cls) -> Callable[[object], Embedding]:
-        return restore_embedding
+        return cls(layer_table, options)
 
     # Reading ------------------------------------------------------------------------------------
 
@@ -308,8 +318,16 @@ class Embedding(
             TokenIdTypeError, TokenIdOutOfBoundsError: the first bad ID in flat order.
             TensorAutodiffError: from the tape, as its own type.
         """
-        plan = flat_token_id_plan(token_ids, token_shape, self._table_shape, self._itemsize)
-        return lookup(self.table.tensor, plan, self._options_unless_default)
+        table = self.table.tensor
+        plan = plan_of_flat_ids(
+            token_ids,
+            token_shape,
+            (self.vocabulary_size, self.embedding_width),
+            table.dtype.itemsize,
+            "embedding",
+            self.options.gradient_rule,
+        )
+        return lookup(table, plan, self.options)
 
     def __call__(self, ids: object) -> TensorValue:
         """Look up rows for ``ids``, an integer array or nested lists; its shape is the token shape.
@@ -330,61 +348,26 @@ class Embedding(
         Shape:
             ``ids``: ``[*]``; output: ``[*, d]``.
         """
-        plan = token_id_plan(ids, self._table_shape, self._itemsize)
-        return lookup(self.table.tensor, plan, self._options_unless_default)
-
-    @property
-    def _table_shape(self) -> tuple[int, int]:
-        return self.vocabulary_size, self.embedding_width
-
-    @property
-    def _itemsize(self) -> int:
-        return int(self.table.tensor.dtype.itemsize)
-
-    @property
-    def _options_unless_default(self) -> LookupOptions | None:
-        """The options, or None when every one is PyTorch's default (the plain lookup)."""
-        if self.padding_idx is None and self.max_norm is None and not self.scale_grad_by_freq:
-            return None
-        return self._options
-
-    @property
-    def _options(self) -> LookupOptions:
-        return LookupOptions(
-            self.vocabulary_size,
-            self.padding_idx,
-            self.max_norm,
-            self.norm_type,
-            self.scale_grad_by_freq,
-        )
+        table = self.table.tensor
+        table_shape = (self.vocabulary_size, self.embedding_width)
+        plan = plan_of_ids(ids, table_shape, table.dtype.itemsize, self.options.gradient_rule)
+        return lookup(table, plan, self.options)
 
 
-def restore_embedding(state: object) -> Embedding:
-    """Rebuild a pickled (or deep-copied) :class:`Embedding` from its fields: the unpickler's
-    entry point (see :mod:`~llm_from_scratch.nn.layer_state`).
+def lookup(table: TensorValue, plan: RowGatherPlan, options: LookupOptions) -> TensorValue:
+    """The lookup of checked IDs (their plan carries the options' gradient rule) with checked
+    options (package-internal; the layer and ``nn.functional.embedding`` call it). With ``max_norm``
+    the table is a parameter.
 
     Raises:
-        EmbeddingStateError: ``state`` is not a dict with exactly the layer's fields, the table
-            is neither a ``NamedParameter`` nor a ``FrozenTable``, or a field differs from the
-            rebuilt layer's.
-        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError, PaddingIndexError,
-            MaxNormError, NormTypeError, FlagTypeError, FrozenTableMaxNormError: as when the
-            layer is built.
+        ReleasedOperandError, OutputAllocationError: from the tape.
     """
-    return restored_layer(Embedding, state, LookupOptions, _layer_of, EmbeddingStateError)
-
-
-def _layer_of(table: Table, options: LookupOptions) -> Embedding:
-    """The trusted constructor: ``table`` is a checked ``[V, d]`` table with ``V, d > 0`` and
-    ``options`` were checked for its ``V``."""
-    rows, width = table.tensor.shape
-    return Embedding(
+    if options.max_norm is None:
+        return gather_rows_with_plan(table, plan)
+    return renormalized_then(
         table,
-        rows,
-        width,
-        options.padding_idx,
+        plan.indices,
         options.max_norm,
         options.norm_type,
-        options.scale_grad_by_freq,
-        key=_TRUSTED,
+        lambda: gather_rows_with_plan(table, plan),
     )

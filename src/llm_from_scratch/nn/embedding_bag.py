@@ -9,9 +9,8 @@ bag operation of :mod:`llm_from_scratch.autograd.bag`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,14 +19,12 @@ if TYPE_CHECKING:
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.bag import BagMode, bag_plan_from_validated
+from llm_from_scratch.autograd.gather import plan_of_ids
 from llm_from_scratch.nn.bag_offsets import bag_starts
-from llm_from_scratch.nn.embedding_errors import (
-    EmbeddingBagStateError,
-    PerSampleWeightsModeError,
-)
+from llm_from_scratch.nn.embedding_errors import PerSampleWeightsError
 from llm_from_scratch.nn.functional import bag, checked_weights
 from llm_from_scratch.nn.init import NamedParameter, SplitMix64
-from llm_from_scratch.nn.layer_state import TableLayer, restored_layer
+from llm_from_scratch.nn.layer_state import TableLayer, checked_layer_table
 from llm_from_scratch.nn.options import BagOptions, checked_flag
 from llm_from_scratch.nn.tables import (
     Table,
@@ -35,20 +32,11 @@ from llm_from_scratch.nn.tables import (
     new_table,
     pretrained_table,
 )
-from llm_from_scratch.nn.token_ids import token_id_plan
-from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import Tensor
-
-_TRUSTED: Final = object()  # the key of the trusted constructor below
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class EmbeddingBag(
-    Sealed,
-    TableLayer,
-    key=_TRUSTED,
-    hint="build an EmbeddingBag with EmbeddingBag.new, from_parameter or from_pretrained",
-):
+class EmbeddingBag(TableLayer):
     """A ``[V, d]`` token table that reduces each bag of IDs to one row.
 
     Build one as an :class:`~llm_from_scratch.nn.Embedding` is built (:meth:`new`,
@@ -56,13 +44,16 @@ class EmbeddingBag(
     a bag) or 1-D IDs and ``offsets``. See
     :func:`~llm_from_scratch.nn.functional.embedding_bag` for the reductions.
 
+    Calling the class itself, ``EmbeddingBag(table, options)``, checks the two fields as the
+    constructors do (it is how copies and pickles are rebuilt).
+
     Attributes:
         table: a :class:`NamedParameter` or a :class:`FrozenTable`.
+        options: the checked :class:`BagOptions`; ``mode`` (``"sum"``, ``"mean"`` or
+            ``"max"``), ``padding_idx`` (the row whose entries are skipped, in ``[0, V)``, or
+            None), ``max_norm`` and ``norm_type`` (as in ``Embedding``) are also attributes of
+            the layer.
         vocabulary_size, embedding_width: ``V`` and ``d``.
-        mode: ``"sum"``, ``"mean"`` or ``"max"``.
-        padding_idx: the row whose entries are skipped (in ``[0, V)``), or None.
-        max_norm, norm_type: the in-place renormalization of looked-up rows, as in
-            ``Embedding``.
 
     Shape:
         ``token_ids``: ``[B, L]``, or ``[N]`` with ``offsets`` ``[B]`` (``[B + 1]`` with
@@ -81,22 +72,36 @@ class EmbeddingBag(
         [2, 3]
     """
 
-    __slots__ = (
-        "embedding_width",
-        "max_norm",
-        "mode",
-        "norm_type",
-        "padding_idx",
-        "table",
-        "vocabulary_size",
-    )
     table: Table
-    vocabulary_size: int
-    embedding_width: int
-    mode: BagMode
-    padding_idx: int | None
-    max_norm: float | None
-    norm_type: float
+    options: BagOptions
+    vocabulary_size: int = field(init=False)
+    embedding_width: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        """Check that the table and the options make a bag layer (see ``Embedding``)."""
+        rows, width = checked_layer_table("EmbeddingBag", self.table, self.options, BagOptions)
+        object.__setattr__(self, "vocabulary_size", rows)
+        object.__setattr__(self, "embedding_width", width)
+
+    @property
+    def mode(self) -> BagMode:
+        """``"sum"``, ``"mean"`` or ``"max"``."""
+        return self.options.mode
+
+    @property
+    def padding_idx(self) -> int | None:
+        """The row whose entries are skipped (in ``[0, V)``), or None."""
+        return self.options.padding_idx
+
+    @property
+    def max_norm(self) -> float | None:
+        """The norm above which a looked-up row is scaled down in place, or None."""
+        return self.options.max_norm
+
+    @property
+    def norm_type(self) -> float:
+        """The ``p`` of that norm."""
+        return self.options.norm_type
 
     @classmethod
     def from_parameter(
@@ -116,8 +121,7 @@ class EmbeddingBag(
             BagModeError, PaddingIndexError, MaxNormError, NormTypeError: the options.
         """
         rows, _ = checked_parameter_size(table)
-        options = BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
-        return _bag_layer_of(table, options)
+        return cls(table, BagOptions(rows, mode, padding_idx, max_norm, norm_type))  # type: ignore[arg-type]
 
     @classmethod
     def new(
@@ -144,7 +148,7 @@ class EmbeddingBag(
             return BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
 
         table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
-        return _bag_layer_of(table, options)
+        return cls(table, options)
 
     @classmethod
     def from_pretrained(
@@ -169,11 +173,7 @@ class EmbeddingBag(
             return BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
 
         layer_table, options = pretrained_table(table, name, freeze, options_for)
-        return _bag_layer_of(layer_table, options)
-
-    @classmethod
-    def _restorer(cls) -> Callable[[object], EmbeddingBag]:
-        return restore_embedding_bag
+        return cls(layer_table, options)
 
     def __repr__(self) -> str:
         return (
@@ -199,50 +199,15 @@ class EmbeddingBag(
             and the weights, in its order.
         """
         last_offset = checked_flag("include_last_offset", include_last_offset)
-        if per_sample_weights is not None and self.mode != "sum":
-            raise PerSampleWeightsModeError(self.mode)
+        options = self.options
+        if per_sample_weights is not None and options.mode != "sum":
+            raise PerSampleWeightsError("mode", options.mode)
         table_shape = (self.vocabulary_size, self.embedding_width)
         tensor = self.table.tensor
-        ids = token_id_plan(token_ids, table_shape, int(tensor.dtype.itemsize))
+        ids = plan_of_ids(token_ids, table_shape, int(tensor.dtype.itemsize))
         starts = bag_starts(ids.index_shape, offsets, last_offset)
         weights = checked_weights(per_sample_weights, ids.index_shape, tensor.dtype)
         plan = bag_plan_from_validated(
-            ids.indices, starts, table_shape, self.mode, self.padding_idx
+            ids.indices, starts, table_shape, options.mode, options.padding_idx
         )
-        return bag(tensor, plan, weights, self._options)
-
-    @property
-    def _options(self) -> BagOptions:
-        return BagOptions(
-            self.vocabulary_size, self.mode, self.padding_idx, self.max_norm, self.norm_type
-        )
-
-
-def restore_embedding_bag(state: object) -> EmbeddingBag:
-    """Rebuild a pickled (or deep-copied) :class:`EmbeddingBag` from its fields: the
-    unpickler's entry point (see :mod:`~llm_from_scratch.nn.layer_state`).
-
-    Raises:
-        EmbeddingBagStateError: ``state`` is not a dict with exactly the layer's fields, the
-            table is neither a ``NamedParameter`` nor a ``FrozenTable``, or a field differs
-            from the rebuilt layer's.
-        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError, BagModeError,
-            PaddingIndexError, MaxNormError, NormTypeError, FrozenTableMaxNormError: as when
-            the layer is built.
-    """
-    return restored_layer(EmbeddingBag, state, BagOptions, _bag_layer_of, EmbeddingBagStateError)
-
-
-def _bag_layer_of(table: Table, options: BagOptions) -> EmbeddingBag:
-    """The trusted constructor: a checked table and options checked for its ``V``."""
-    rows, width = table.tensor.shape
-    return EmbeddingBag(
-        table,
-        rows,
-        width,
-        options.mode,
-        options.padding_idx,
-        options.max_norm,
-        options.norm_type,
-        key=_TRUSTED,
-    )
+        return bag(tensor, plan, weights, options)

@@ -22,21 +22,19 @@ import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.bag import BagPlan, bag_plan_from_validated
-from llm_from_scratch.autograd.gather import RowGatherPlan, with_gradient_rule
-from llm_from_scratch.autograd.value import embedding_bag_with_plan, gather_rows_with_plan
+from llm_from_scratch.autograd.gather import plan_of_ids
+from llm_from_scratch.autograd.value import embedding_bag_with_plan
 from llm_from_scratch.nn.bag_offsets import bag_starts
+from llm_from_scratch.nn.embedding import lookup
 from llm_from_scratch.nn.embedding_errors import (
     FrozenTableMaxNormError,
-    PerSampleWeightsModeError,
-    PerSampleWeightsShapeError,
-    PerSampleWeightsTypeError,
+    PerSampleWeightsError,
     TableRankError,
     TableTypeError,
 )
 from llm_from_scratch.nn.options import BagOptions, LookupOptions, checked_flag
 from llm_from_scratch.nn.renorm import renormalized_then
 from llm_from_scratch.nn.tables import qualified_type_name
-from llm_from_scratch.nn.token_ids import token_id_plan
 from llm_from_scratch.tensor.storage import Shape, Tensor, is_masked_array, plain_view
 
 
@@ -89,7 +87,7 @@ def embedding(
     rows, width = _table_shape(table)
     options = LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
     check_writable(table, options.max_norm)
-    plan = token_id_plan(token_ids, (rows, width), table.dtype.itemsize)
+    plan = plan_of_ids(token_ids, (rows, width), table.dtype.itemsize, options.gradient_rule)
     return lookup(table, plan, options)
 
 
@@ -150,9 +148,9 @@ def embedding_bag(
     options = BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
     last_offset = checked_flag("include_last_offset", include_last_offset)
     if per_sample_weights is not None and options.mode != "sum":
-        raise PerSampleWeightsModeError(options.mode)
+        raise PerSampleWeightsError("mode", options.mode)
     check_writable(table, options.max_norm)
-    ids = token_id_plan(token_ids, (rows, width), table.dtype.itemsize)
+    ids = plan_of_ids(token_ids, (rows, width), table.dtype.itemsize)
     starts = bag_starts(ids.index_shape, offsets, last_offset)
     weights = checked_weights(per_sample_weights, ids.index_shape, table.dtype)
     plan = bag_plan_from_validated(
@@ -162,28 +160,6 @@ def embedding_bag(
 
 
 # Package-internal entry points of the layers ---------------------------------------------------
-
-
-def lookup(table: TensorValue, plan: RowGatherPlan, options: LookupOptions | None) -> TensorValue:
-    """The lookup of checked IDs with checked options, None for PyTorch's defaults
-    (package-internal; ``Embedding`` and :func:`embedding` call it). With ``max_norm`` the
-    table is a parameter.
-
-    Raises:
-        ReleasedOperandError, OutputAllocationError: from the tape.
-    """
-    if options is None:
-        return gather_rows_with_plan(table, plan)
-    plan = with_gradient_rule(plan, options.gradient_rule)
-    if options.max_norm is None:
-        return gather_rows_with_plan(table, plan)
-    return renormalized_then(
-        table,
-        plan.indices,
-        options.max_norm,
-        options.norm_type,
-        lambda: gather_rows_with_plan(table, plan),
-    )
 
 
 def bag(
@@ -223,14 +199,14 @@ def checked_weights(
     (package-internal). A ``Tensor`` or NumPy array becomes a constant copy.
 
     Raises:
-        PerSampleWeightsTypeError, PerSampleWeightsShapeError: in this order.
+        PerSampleWeightsError: the weights' type, then their shape.
         TensorError: a NumPy value that overflows the table's dtype.
     """
     if weights is None:
         return None
     value = _weights_value(weights, dtype)
     if value.shape != index_shape:
-        raise PerSampleWeightsShapeError(index_shape, value.shape)
+        raise PerSampleWeightsError("shape", value.shape, index_shape)
     return value
 
 
@@ -238,14 +214,14 @@ def _weights_value(weights: object, dtype: np.dtype[Any]) -> TensorValue:
     if isinstance(weights, TensorValue | Tensor):
         if weights.dtype != dtype:
             described = f"{type(weights).__name__} of dtype {weights.dtype}"
-            raise PerSampleWeightsTypeError(described, str(dtype))
+            raise PerSampleWeightsError("type", described, str(dtype))
         return weights if isinstance(weights, TensorValue) else TensorValue.constant(weights)
     if isinstance(weights, np.ndarray) and not is_masked_array(weights):
         plain = plain_view(weights)
         if plain.dtype.kind in "biuf":
             return TensorValue.constant(Tensor(plain.shape, plain, dtype=dtype))
-        raise PerSampleWeightsTypeError(f"ndarray of dtype {plain.dtype}", str(dtype))
-    raise PerSampleWeightsTypeError(type(weights).__name__, str(dtype))
+        raise PerSampleWeightsError("type", f"ndarray of dtype {plain.dtype}", str(dtype))
+    raise PerSampleWeightsError("type", type(weights).__name__, str(dtype))
 
 
 def _table_shape(table: object) -> tuple[int, int]:
@@ -253,5 +229,5 @@ def _table_shape(table: object) -> tuple[int, int]:
         raise TableTypeError(qualified_type_name(table))
     shape = table.shape
     if len(shape) != 2:
-        raise TableRankError(len(shape))
+        raise TableRankError(len(shape), "embedding")
     return shape[0], shape[1]

@@ -11,7 +11,7 @@ import math
 import numbers
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.sealed import Sealed
 from llm_from_scratch.tensor.storage import (
     CONVERSION_ERRORS,
     FloatArray,
@@ -323,11 +322,7 @@ def xavier_uniform_array(
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class NamedParameter(
-    Sealed,
-    key=_TRUSTED,
-    hint="build a NamedParameter with from_tensor, from_value or xavier_uniform",
-):
+class NamedParameter:
     """One validated name paired with one parameter leaf.
 
     Build one with :meth:`from_tensor`, :meth:`from_value` or :meth:`xavier_uniform`.
@@ -346,6 +341,11 @@ class NamedParameter(
     __slots__ = ("name", "tensor")
     name: str
     tensor: TensorValue
+    key: InitVar[object] = None
+
+    def __post_init__(self, key: object) -> None:
+        if key is not _TRUSTED:
+            raise TypeError("build a NamedParameter with from_tensor, from_value or xavier_uniform")
 
     @classmethod
     def from_tensor(cls, name: str, tensor: Tensor) -> NamedParameter:
@@ -358,7 +358,7 @@ class NamedParameter(
                 flat position (from :meth:`TensorValue.parameter`, as its own type).
         """
         checked = validate_parameter_name(name)
-        return cls(checked, TensorValue.parameter(tensor), key=_TRUSTED)
+        return cls(checked, TensorValue.parameter(tensor), _TRUSTED)
 
     @classmethod
     def from_value(cls, name: str, value: TensorValue) -> NamedParameter:
@@ -370,7 +370,7 @@ class NamedParameter(
         checked = validate_parameter_name(name)
         if not isinstance(value, TensorValue) or value.kind != "parameter":
             raise NotAParameterLeafError(getattr(value, "kind", type(value).__name__))
-        return cls(checked, value, key=_TRUSTED)
+        return cls(checked, value, _TRUSTED)
 
     @classmethod
     def xavier_uniform(
@@ -390,7 +390,7 @@ class NamedParameter(
         """
         checked = validate_parameter_name(name)
         table = xavier_uniform_array(fan_in, fan_out, rng, dtype)
-        return cls(checked, parameter_from_owned_array(table), key=_TRUSTED)
+        return cls(checked, parameter_from_owned_array(table), _TRUSTED)
 
     def __repr__(self) -> str:
         return f"NamedParameter(name={self.name!r}, shape={self.tensor.shape})"
@@ -404,12 +404,12 @@ class NamedParameter(
 
     def __copy__(self) -> NamedParameter:
         """A new named parameter with the same name and the same leaf (``is_same_node``)."""
-        return NamedParameter(self.name, self.tensor, key=_TRUSTED)
+        return NamedParameter(self.name, self.tensor, _TRUSTED)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> NamedParameter:
         """The same name and an independent leaf with equal values and gradient (see
         ``TensorValue.__deepcopy__``)."""
-        return NamedParameter(self.name, copy.deepcopy(self.tensor, memo), key=_TRUSTED)
+        return NamedParameter(self.name, copy.deepcopy(self.tensor, memo), _TRUSTED)
 
 
 def restore_named_parameter(name: object, tensor: object) -> NamedParameter:

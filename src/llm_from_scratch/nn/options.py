@@ -11,9 +11,9 @@ Example:
     (3, 1.0, 2.0)
     >>> try:
     ...     LookupOptions(4, padding_idx=4)
-    ... except PaddingIndexError as error:
-    ...     print(error)
-    padding_idx must be an integer in [-4, 4), got 4
+    ... except OptionValueError as error:
+    ...     print(error.name, "|", error)
+    padding_idx | padding_idx must be an integer in [-4, 4), got 4
 """
 
 from __future__ import annotations
@@ -21,20 +21,13 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from llm_from_scratch.autograd.bag import BAG_MODES, BagMode
 from llm_from_scratch.autograd.gather import RowGradientRule
-from llm_from_scratch.nn.embedding_errors import (
-    BagModeError,
-    FlagTypeError,
-    MaxNormError,
-    NormTypeError,
-    PaddingIndexError,
-)
+from llm_from_scratch.nn.embedding_errors import OptionTypeError, OptionValueError
 from llm_from_scratch.tensor.storage import CONVERSION_ERRORS
 
 
@@ -50,8 +43,13 @@ class LookupOptions:
         norm_type: the ``p`` of that norm: a finite real number above zero.
         scale_grad_by_freq: divide each row's gradient by how often the call's IDs name it.
 
+    Attributes:
+        gradient_rule: how the lookup's VJP departs from the plain sum (its padding row and
+            scaling), built once.
+
     Raises:
-        PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: in this order.
+        OptionValueError: ``padding_idx``, ``max_norm``, ``norm_type``; then
+        OptionTypeError: ``scale_grad_by_freq``.
     """
 
     vocabulary_size: int
@@ -59,18 +57,21 @@ class LookupOptions:
     max_norm: float | None = None
     norm_type: float = 2.0
     scale_grad_by_freq: bool = False
+    gradient_rule: RowGradientRule = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _set(self, "padding_idx", checked_padding_idx(self.padding_idx, self.vocabulary_size))
+        padding_idx = checked_padding_idx(self.padding_idx, self.vocabulary_size)
+        _set(self, "padding_idx", padding_idx)
         _set(self, "max_norm", checked_max_norm(self.max_norm))
         _set(self, "norm_type", checked_norm_type(self.norm_type))
         scale = checked_flag("scale_grad_by_freq", self.scale_grad_by_freq)
         _set(self, "scale_grad_by_freq", scale)
+        _set(self, "gradient_rule", RowGradientRule(padding_idx, scale))
 
-    @property
-    def gradient_rule(self) -> RowGradientRule:
-        """How the lookup's VJP departs from the plain sum (its padding row and scaling)."""
-        return RowGradientRule(self.padding_idx, self.scale_grad_by_freq)
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle through the constructor, so that unpickled options are checked."""
+        fields = (self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq)
+        return LookupOptions, (self.vocabulary_size, *fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,7 @@ class BagOptions:
         padding_idx, max_norm, norm_type: as in :class:`LookupOptions`.
 
     Raises:
-        BagModeError, PaddingIndexError, MaxNormError, NormTypeError: in this order.
+        OptionValueError: ``mode``, ``padding_idx``, ``max_norm``, ``norm_type``, in this order.
     """
 
     vocabulary_size: int
@@ -98,6 +99,11 @@ class BagOptions:
         _set(self, "max_norm", checked_max_norm(self.max_norm))
         _set(self, "norm_type", checked_norm_type(self.norm_type))
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle through the constructor, so that unpickled options are checked."""
+        fields = (self.mode, self.padding_idx, self.max_norm, self.norm_type)
+        return BagOptions, (self.vocabulary_size, *fields)
+
 
 def _set(options: object, name: str, value: object) -> None:
     object.__setattr__(options, name, value)  # the checked value replaces the caller's
@@ -108,18 +114,20 @@ def checked_padding_idx(padding_idx: object, vocabulary_size: int) -> int | None
     counted from the end; None stays None.
 
     Raises:
-        PaddingIndexError: a bool, a non-integer, or an integer outside ``[-V, V)``.
+        OptionValueError: a bool, a non-integer, or an integer outside ``[-V, V)`` (reported as
+            read).
     """
     if padding_idx is None:
         return None
+    requirement = f"an integer in [-{vocabulary_size}, {vocabulary_size})"
     if isinstance(padding_idx, bool | np.bool_) or not isinstance(padding_idx, numbers.Integral):
-        raise PaddingIndexError(padding_idx, vocabulary_size)
+        raise OptionValueError("padding_idx", requirement, padding_idx)
     try:
         row = operator.index(padding_idx)
     except CONVERSION_ERRORS as error:
-        raise PaddingIndexError(padding_idx, vocabulary_size) from error
+        raise OptionValueError("padding_idx", requirement, padding_idx) from error
     if not -vocabulary_size <= row < vocabulary_size:
-        raise PaddingIndexError(row, vocabulary_size)
+        raise OptionValueError("padding_idx", requirement, row)
     return row + vocabulary_size if row < 0 else row
 
 
@@ -128,31 +136,32 @@ def checked_max_norm(max_norm: object) -> float | None:
     stays None.
 
     Raises:
-        MaxNormError: anything else (a bool included).
+        OptionValueError: anything else (a bool included).
     """
     if max_norm is None:
         return None
-    return _positive_finite(max_norm, MaxNormError)
+    return _positive_finite("max_norm", max_norm)
 
 
 def checked_norm_type(norm_type: object) -> float:
     """``norm_type`` read once (``float()``) if it is a finite real number above zero.
 
     Raises:
-        NormTypeError: anything else (None and a bool included).
+        OptionValueError: anything else (None and a bool included).
     """
-    return _positive_finite(norm_type, NormTypeError)
+    return _positive_finite("norm_type", norm_type)
 
 
-def _positive_finite(value: object, error: Callable[[object], Exception]) -> float:
+def _positive_finite(name: str, value: object) -> float:
+    requirement = "a finite real number above zero"
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise error(value)
+        raise OptionValueError(name, requirement, value)
     try:
         converted = float(value)
     except CONVERSION_ERRORS as conversion:
-        raise error(value) from conversion
+        raise OptionValueError(name, requirement, value) from conversion
     if not math.isfinite(converted) or converted <= 0.0:
-        raise error(value)
+        raise OptionValueError(name, requirement, value)
     return converted
 
 
@@ -160,10 +169,10 @@ def checked_flag(name: str, value: object) -> bool:
     """``value`` as a bool if it is a Python or NumPy bool.
 
     Raises:
-        FlagTypeError: anything else (``0``, ``1``, ``None``, ``"yes"``).
+        OptionTypeError: anything else (``0``, ``1``, ``None``, ``"yes"``).
     """
     if not isinstance(value, bool | np.bool_):
-        raise FlagTypeError(name, value)
+        raise OptionTypeError(name, "a bool", value)
     return bool(value)
 
 
@@ -172,11 +181,11 @@ def checked_mode(mode: object) -> BagMode:
     the plain ``str`` it holds).
 
     Raises:
-        BagModeError: anything else.
+        OptionValueError: anything else.
     """
     if isinstance(mode, str):
         plain = str.__str__(mode)
         for known in BAG_MODES:
             if plain == known:
                 return known
-    raise BagModeError(mode)
+    raise OptionValueError("mode", "'sum', 'mean' or 'max'", mode)

@@ -9,7 +9,7 @@ adds in SIMD lanes instead, so a 2-norm may differ from it in the last bit), com
 ``max_norm`` and turned into the scale in float64, and the scale is rounded to the table's dtype
 before it multiplies the row.
 
-The write is an in-place update of the parameter (:func:`update_leaves_then_read`): it holds the
+The write is an in-place update of the parameter (:func:`~llm_from_scratch.autograd.value.update_leaves_in_place`): it holds the
 table's update lock, bumps its value revision when a row changes (so a graph recorded before it
 raises ``StaleValueError`` instead of using the changed values) and runs the lookup before the
 lock is released, so that the lookup reads exactly the renormalized values.
@@ -18,13 +18,13 @@ lock is released, so that the lookup reads exactly the renormalized values.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.tape import Write
-from llm_from_scratch.autograd.value import update_leaves_then_read
+from llm_from_scratch.autograd.threads import Write
+from llm_from_scratch.autograd.value import update_leaves_in_place
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 _T = TypeVar("_T")
@@ -50,7 +50,7 @@ def renormalized_then(
     def planned() -> list[Write | None]:
         return [renormalizing_write(table.numpy(), indices, max_norm, norm_type)]
 
-    return update_leaves_then_read([table], planned, lookup)
+    return cast(_T, update_leaves_in_place([table], planned, lookup))
 
 
 def renormalizing_write(

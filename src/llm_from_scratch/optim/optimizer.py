@@ -30,12 +30,9 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from llm_from_scratch.autograd import GraphRetention, RowSparseGradient, TensorValue
-from llm_from_scratch.autograd.deferred import DeferredRowGradient
 from llm_from_scratch.autograd.gradient import first_non_finite
-from llm_from_scratch.autograd.value import (
-    backward_with_deferred_row_gradients,
-    update_leaves_in_place,
-)
+from llm_from_scratch.autograd.value import update_leaves_in_place
+from llm_from_scratch.optim.fused import DeferredRowGradient, StepGradient, fused_backward_step
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.errors import (
     DuplicateParameterError,
@@ -59,7 +56,6 @@ from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Tensor
 Write: TypeAlias = Callable[[FloatArray], None]
 """An in-place update of one parameter: it gets the writeable values and also writes the
 optimizer's state arrays of that parameter."""
-StepGradient: TypeAlias = "FloatArray | RowSparseGradient | DeferredRowGradient"
 States: TypeAlias = Mapping[str, FloatArray]
 """One parameter's state arrays by state name (all of them, or the listed rows)."""
 NewArrays: TypeAlias = list[tuple[str, FloatArray]]
@@ -171,9 +167,7 @@ class Optimizer:
             raise OutputTypeError(self._kind, type(output).__name__)
 
         with self._lock:
-            backward_with_deferred_row_gradients(
-                output, seed, retention, self._leaves, self._planned_writes
-            )
+            fused_backward_step(output, seed, retention, self._leaves, self._planned_writes)
             self._steps += 1
 
     def zero_grad(self) -> None:

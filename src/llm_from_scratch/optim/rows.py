@@ -1,7 +1,7 @@
 """A row-sparse gradient as the optimizers' row updates read it: stored, or deferred unsummed.
 
 A stored :class:`~llm_from_scratch.autograd.RowSparseGradient` holds one summed vector per
-row. A :class:`~llm_from_scratch.autograd.deferred.DeferredRowGradient` (from
+row. A :class:`~llm_from_scratch.optim.fused.DeferredRowGradient` (from
 ``backward_step``) holds the gathered IDs and upstream rows; each row's sum is formed inside
 the update kernel, in the same order as the tape's scatter, and never stored.
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_from_scratch.autograd import RowSparseGradient
-from llm_from_scratch.autograd.deferred import DeferredRowGradient
+from llm_from_scratch.optim.fused import DeferredRowGradient
 from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 

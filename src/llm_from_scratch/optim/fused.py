@@ -1,0 +1,257 @@
+"""The fused step: one backward pass whose table gradients go straight into an optimizer update.
+
+``Optimizer.backward_step`` runs the tape's one backward pass
+(:func:`~llm_from_scratch.autograd.tape.backward`) with a :class:`FusedStep` taking part. For
+each of the optimizer's parameters reached only through one deferrable operation, whose stored
+gradient is empty, that operation's VJP does not run: the pass records its upstream gradient,
+and the optimizer gets the IDs and the upstream rows (a :class:`DeferredRowGradient`) instead of
+the summed gradient, so that it can sum each row and update it in one pass without storing the
+gradient. Two VJPs are deferrable (:func:`deferrable`): a row gather whose gradient is the plain
+scatter-add (no padding row, no division by frequency), and a ``sum`` or ``mean`` embedding bag
+without per-sample weights, whose entries all receive their bag's upstream row.
+
+Holding the update locks of every parameter involved, the commit checks what the pass could not
+(a deferred leaf whose store a concurrent pass filled meanwhile gets its VJP run now), hands the
+optimizer one gradient per parameter, runs its writes, resets the parameters' gradients and
+stores every other parameter's gradient, so that to other threads it is one backward, one step
+and one ``zero_grad`` with nothing in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import numpy as np
+
+from llm_from_scratch.autograd import GraphRetention, RetentionTypeError, TensorValue
+from llm_from_scratch.autograd.bag import BagSaved, entry_upstream
+from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.autograd.gather import RowGatherPlan
+from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, add_gradients
+from llm_from_scratch.autograd.kernels import row_groups
+from llm_from_scratch.autograd.tape import (
+    Node,
+    Operation,
+    Step,
+    backward,
+    raise_if_non_finite,
+    zero_gradient,
+)
+from llm_from_scratch.autograd.threads import Write, write_parameters
+from llm_from_scratch.autograd.value import (
+    converted_seed,
+    node_of,
+    raise_if_non_finite_seed,
+    unit_seed,
+)
+from llm_from_scratch.tensor.storage import FloatArray, IndexArray
+
+StepGradient: TypeAlias = "FloatArray | RowSparseGradient | DeferredRowGradient"
+Finish: TypeAlias = Callable[[list["StepGradient | None"]], Sequence[Write]]
+"""What a fused step hands its gradients to (one per parameter, None when not reached): the
+optimizer's planner, which returns one write per parameter."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredRowGradient:
+    """The gradient ``g[indices[p]] += upstream[sources[p]]`` of a ``[V, d]`` table, not yet
+    summed (``sources`` None: ``upstream[p]``).
+
+    Attributes:
+        operation: the deferred operation's name (``gather_rows``, ``embedding_bag``), for
+            error messages.
+        indices: the validated flat IDs, read-only, shape ``[N]``.
+        upstream: the upstream rows, C-contiguous: ``[N, d]`` for a gather, ``[B, d]`` for a
+            bag. They have passed the tape's finiteness checks, except when they are the seed
+            of a pass whose root is this (compiled-size) gather: then the consumer's kernel
+            counts every non-finite row sum, and the step checks the seed if anything fails.
+        shape: the table's shape ``(V, d)``.
+        sources: the upstream row of each position (a bag's entries: their bag), or None.
+    """
+
+    operation: str
+    indices: IndexArray
+    upstream: FloatArray
+    shape: tuple[int, int]
+    sources: IndexArray | None = None
+
+    @property
+    def runs_compiled(self) -> bool:
+        """True when summing this gradient runs a compiled kernel (many terms)."""
+        return runs_compiled(self.indices.size * self.shape[1])
+
+    def row_groups(self) -> tuple[IndexArray, IndexArray, IndexArray]:
+        """Sorted unique rows, group starts and, for each group in order, the upstream rows
+        it sums (see :func:`~llm_from_scratch.autograd.kernels.row_groups`)."""
+        rows, starts, order = row_groups(self.indices, self.shape[0])
+        if self.sources is not None:
+            order = self.sources[order]
+        return rows, starts, order
+
+    def materialized(self) -> RowSparseGradient:
+        """The row-sparse gradient the VJP would have stored, checked like the tape checks it.
+
+        Raises:
+            NonFiniteGradientError: a summed row is not finite.
+        """
+        terms = self.upstream if self.sources is None else self.upstream[self.sources]
+        gradient = RowSparseGradient.from_scatter(self.indices, terms, self.shape)
+        raise_if_non_finite(self.operation, gradient)
+        return gradient
+
+
+def deferrable(saved: object) -> bool:
+    """True when the VJP that saved ``saved`` may be deferred: a row gather with the plain
+    gradient rule, or a ``sum`` or ``mean`` bag without per-sample weights."""
+    if isinstance(saved, RowGatherPlan):
+        return saved.has_plain_gradient
+    return (
+        isinstance(saved, BagSaved)
+        and saved.max_rows is None
+        and saved.weights is None
+        and saved.table_gradient
+    )
+
+
+def deferred_gradient(saved: object, upstream: FloatArray) -> DeferredRowGradient:
+    """The table gradient of a :func:`deferrable` VJP, from its upstream, not yet summed."""
+    if isinstance(saved, RowGatherPlan):
+        flat = upstream.reshape(saved.indices.size, saved.table_shape[1])
+        return DeferredRowGradient(
+            "gather_rows", saved.indices, np.ascontiguousarray(flat), saved.table_shape
+        )
+    if not isinstance(saved, BagSaved):
+        raise TypeError(f"no deferred gradient for {type(saved).__name__}")
+    plan = saved.plan
+    per_bag = np.ascontiguousarray(entry_upstream(saved, upstream))
+    return DeferredRowGradient(
+        "embedding_bag", plan.entry_rows, per_bag, plan.table_shape, plan.entry_bags
+    )
+
+
+def fused_backward_step(
+    output: TensorValue,
+    seed: object,
+    retention: object,
+    leaves: Sequence[TensorValue],
+    finish: Finish,
+) -> None:
+    """Reverse mode from ``output`` fused with an in-place update of the parameter ``leaves``
+    (package-internal, for ``Optimizer.backward_step``; see the module docstring).
+
+    The seed is checked as ``backward_with_seed`` checks it (``None`` as ``backward()``), except
+    that when ``output`` itself is a compiled-size row gather that will be deferred, its
+    finiteness is not checked ahead: the optimizer's compiled kernel reads every seed value into
+    a row sum and counts the sums that are not finite, and any failure of the step checks the
+    seed first, so that a non-finite seed is still reported as such, ahead of every other error.
+
+    Raises:
+        The errors of ``TensorValue.backward_with_seed``, in the same order; what ``finish``
+        and its writes raise (having changed nothing).
+    """
+    checked = unit_seed(output) if seed is None else converted_seed(output, seed)
+    step = FusedStep([node_of(leaf) for leaf in leaves], finish)
+    root = node_of(output)
+    if not step.defers_large_root(root):
+        raise_if_non_finite_seed(checked)
+        _run(root, checked, retention, step)
+        return
+    try:
+        _run(root, checked, retention, step)
+    except Exception:
+        raise_if_non_finite_seed(checked)
+        raise
+
+
+def _run(root: Node, seed: FloatArray, retention: object, step: FusedStep) -> None:
+    if not isinstance(retention, GraphRetention):
+        raise RetentionTypeError(retention)
+    backward(root, seed, retention, step)
+
+
+class FusedStep:
+    """The tape's :class:`~llm_from_scratch.autograd.tape.PassConsumer` of a fused step."""
+
+    def __init__(self, leaves: list[Node], finish: Finish) -> None:
+        self.leaves = leaves
+        self._finish = finish
+        self._positions = {id(leaf): position for position, leaf in enumerate(leaves)}
+        self._uses: dict[int, tuple[Operation, int]] = {}
+
+    def defers_large_root(self, root: Node) -> bool:
+        """True when ``root`` is a compiled-size row gather of one of the leaves whose stored
+        gradient is empty: the pass is that one gather, and its VJP is deferred."""
+        operation = root.operation
+        if operation is None or not isinstance(operation.saved, RowGatherPlan):
+            return False
+        table = operation.parents[0]
+        return (
+            deferrable(operation.saved)
+            and id(table) in self._positions
+            and _holds_no_rows(table)
+            and runs_compiled(root.array.size)
+        )
+
+    def deferred(self, steps: Sequence[Step]) -> dict[int, FloatArray | None]:
+        """The operations whose VJP the pass defers: for each leaf whose only recorded use is
+        one deferrable operation with no other parent, and whose stored gradient is empty
+        (read without the lock: :meth:`commit` looks again)."""
+        uses: dict[int, list[Step]] = {}
+        for node, operation in steps:
+            for parent in operation.parents:
+                if id(parent) in self._positions:
+                    uses.setdefault(id(parent), []).append((node, operation))
+        for leaf in self.leaves:
+            found = uses.get(id(leaf), [])
+            if len(found) != 1 or not _holds_no_rows(leaf):
+                continue
+            node, operation = found[0]
+            if len(operation.parents) == 1 and deferrable(operation.saved):
+                self._uses[id(node)] = (operation, self._positions[id(leaf)])
+        return dict.fromkeys(self._uses)
+
+    def commit(
+        self, updates: list[tuple[Node, Gradient]], deferred: dict[int, FloatArray | None]
+    ) -> list[tuple[Node, Gradient]]:
+        """Hand the optimizer one gradient per leaf, run its writes, and return the gradients
+        to store: zero for every leaf, the pass's for every other parameter (the caller holds
+        the locks)."""
+        given: list[StepGradient | None] = [None] * len(self.leaves)
+        late: list[tuple[Node, Gradient]] = []
+        for node_id, (operation, position) in self._uses.items():
+            upstream = deferred[node_id]
+            if upstream is None:
+                continue
+            leaf = self.leaves[position]
+            if _holds_no_rows(leaf):
+                given[position] = deferred_gradient(operation.saved, upstream)
+                continue
+            # A concurrent pass filled the store since this one began: run the VJP now.
+            raise_if_non_finite(operation.name, upstream)  # a root's seed is not checked yet
+            (gradient,) = operation.vjp(operation.saved, upstream)
+            if gradient is not None:
+                raise_if_non_finite(operation.name, gradient)
+                stored = leaf.gradient
+                late.append((leaf, gradient if stored is None else _added(stored, gradient)))
+        others: list[tuple[Node, Gradient]] = []
+        for node, gradient in [*updates, *late]:
+            position = self._positions.get(id(node))
+            if position is None:
+                others.append((node, gradient))
+            else:
+                given[position] = gradient
+        write_parameters(self.leaves, self._finish(given))
+        return [*((leaf, zero_gradient(leaf.array)) for leaf in self.leaves), *others]
+
+
+def _added(stored: Gradient, gradient: Gradient) -> Gradient:
+    total = add_gradients(stored, gradient)
+    raise_if_non_finite("accumulated parameter", total)
+    return total
+
+
+def _holds_no_rows(leaf: Node) -> bool:
+    stored = leaf.gradient
+    return isinstance(stored, RowSparseGradient) and stored.rows.size == 0
