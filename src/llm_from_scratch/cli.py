@@ -6,7 +6,6 @@ Every subcommand imports its chapter lazily so that ``--help`` and the demo star
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -196,6 +195,17 @@ def _add_bench(commands: _Subcommands) -> None:
             "(default: sgd); each against PyTorch's dense and sparse steps"
         ),
     )
+    small = targets.add_parser(
+        "small",
+        help="one small lookup (the chapter's 4x2 table) against PyTorch's, one thread",
+        description=(
+            "Time layer(ids) and zero_grad, layer(ids), backward_with_seed(seed) on the chapter's "
+            "4x2 table and IDs [[2,1,2]] against NumPy's table[ids] and, when it is installed, "
+            "PyTorch's nn.Embedding call and zero_grad, call, backward(seed), on one thread, "
+            "interleaved, and print the medians and our time over PyTorch's."
+        ),
+    )
+    small.add_argument("--repeats", type=int, default=None, help="rounds (default 41)")
     _add_process_bench(
         targets,
         "startup",
@@ -261,6 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from llm_from_scratch.bench.neighbours import run as run_neighbours_bench
 
         return run_neighbours_bench(args.repeats)
+    if args.command == "bench" and args.target == "small":
+        from llm_from_scratch.bench.small import run as run_small
+
+        return run_small(args.repeats)
     if args.command == "bench" and args.target == "startup":
         from llm_from_scratch.bench.startup import run as run_startup
 
@@ -343,6 +357,8 @@ def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | N
         text = getattr(args, name, None)
         if text is None:
             continue
+        import json  # only a learner's own values need it
+
         try:
             given[name] = json.loads(text)
         except (ValueError, RecursionError) as error:

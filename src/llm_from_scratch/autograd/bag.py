@@ -40,6 +40,7 @@ from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.errors import OutputAllocationError
 from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, scatter_by_add_at
 from llm_from_scratch.autograd.tape import Node, record
+from llm_from_scratch.autograd.value import TensorValue, node_of, value_of
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, read_only_view
 
 BagMode: TypeAlias = Literal["sum", "mean", "max"]
@@ -182,6 +183,20 @@ def bag_forward(table: Node, plan: BagPlan, weights: Node | None) -> Node:
         return output, saved
 
     return record("embedding_bag", operands, compute, bag_vjp)
+
+
+def embedding_bag_with_plan(
+    table: TensorValue, plan: BagPlan, weights: TensorValue | None
+) -> TensorValue:
+    """The embedding bag of ``table`` by a plan whose IDs and bags a public boundary checked
+    (package-internal, for ``nn.functional.embedding_bag`` and the bag layer). ``weights``,
+    when given, has the IDs' shape and the table's dtype.
+
+    Raises:
+        ReleasedOperandError, OutputAllocationError: from the tape.
+    """
+    weights_node = None if weights is None else node_of(weights)
+    return value_of(bag_forward(node_of(table), plan, weights_node))
 
 
 def bag_vjp(saved: BagSaved, upstream: FloatArray) -> Sequence[Gradient | None]:

@@ -12,7 +12,6 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from llm_from_scratch.autograd.bag import BagPlan, bag_forward
 from llm_from_scratch.autograd.errors import (
     LeafStateError,
     NonFiniteParameterError,
@@ -31,7 +30,6 @@ from llm_from_scratch.autograd.gather import (
     plan_of_flat_ids,
 )
 from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
-from llm_from_scratch.autograd.leaf_state import deep_copied_node, refuse_operation
 from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
 from llm_from_scratch.autograd.tape import (
     GraphRetention,
@@ -98,12 +96,12 @@ class TensorValue:
             node = Node(array, "parameter", None)
         except MemoryError as error:  # a non-table parameter's dense zero gradient
             raise OutputAllocationError("parameter gradient", int(array.size)) from error
-        return _value_of(node)
+        return value_of(node)
 
     @classmethod
     def constant(cls, tensor: Tensor) -> TensorValue:
         """A leaf that receives no gradient."""
-        return _value_of(Node(_leaf_array(tensor), "constant", None))
+        return value_of(Node(_leaf_array(tensor), "constant", None))
 
     # Reading ---------------------------------------------------------------------------------
 
@@ -176,19 +174,19 @@ class TensorValue:
 
     def add(self, other: TensorValue | Tensor) -> TensorValue:
         """Element-wise sum; ``other`` has the same shape and dtype."""
-        return _value_of(add_forward(self._node, _operand_node("add", other)))
+        return value_of(add_forward(self._node, _operand_node("add", other)))
 
     def mul(self, other: TensorValue | Tensor) -> TensorValue:
         """Element-wise product; ``other`` has the same shape and dtype."""
-        return _value_of(mul_forward(self._node, _operand_node("mul", other)))
+        return value_of(mul_forward(self._node, _operand_node("mul", other)))
 
     def sum(self) -> TensorValue:
         """The scalar sum of every element."""
-        return _value_of(sum_forward(self._node))
+        return value_of(sum_forward(self._node))
 
     def reshape(self, shape: Shape) -> TensorValue:
         """The same values under another shape with the same element count."""
-        return _value_of(reshape_forward(self._node, shape))
+        return value_of(reshape_forward(self._node, shape))
 
     def __add__(self, other: TensorValue | Tensor) -> TensorValue:
         return self.add(other)
@@ -282,12 +280,14 @@ class TensorValue:
         Raises:
             UnpicklableOperationError: an operation result (a recorded graph).
         """
-        refuse_operation(self._node, "pickle")
+        from llm_from_scratch.autograd import leaf_state  # registers how a node pickles
+
+        leaf_state.refuse_operation(self._node, "pickle")
         return restore_value, (self._node,)
 
     def __copy__(self) -> TensorValue:
         """A new handle on the same node (``is_same_node`` is true), for every kind of value."""
-        return _value_of(self._node)
+        return value_of(self._node)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TensorValue:
         """A new leaf with copies of the values and, for a parameter, of the stored gradient in
@@ -301,10 +301,12 @@ class TensorValue:
         node = self._node
         copied = memo.get(id(node))
         if copied is None:
+            from llm_from_scratch.autograd.leaf_state import deep_copied_node
+
             copied = deep_copied_node(node)
             memo[id(node)] = copied
             memo.setdefault(id(memo), []).append(node)  # keeps the key alive, as copy does
-        return _value_of(copied)
+        return value_of(copied)
 
 
 # Package-internal entry points -----------------------------------------------------------------
@@ -323,21 +325,6 @@ def gather_rows_with_plan(table: TensorValue, plan: RowGatherPlan) -> TensorValu
     return TensorValue(gather_rows_forward(table._node, plan), _TRUSTED)
 
 
-def embedding_bag_with_plan(
-    table: TensorValue, plan: BagPlan, weights: TensorValue | None
-) -> TensorValue:
-    """The embedding bag of ``table`` by a plan whose IDs and bags a public boundary checked.
-
-    Package-internal, for ``llm_from_scratch.nn.functional.embedding_bag`` and the bag layer.
-    ``weights``, when given, has the IDs' shape and the table's dtype.
-
-    Raises:
-        ReleasedOperandError, OutputAllocationError: from the tape.
-    """
-    weights_node = None if weights is None else weights._node
-    return _value_of(bag_forward(table._node, plan, weights_node))
-
-
 def restore_value(node: object) -> TensorValue:
     """Rebuild a pickled ``TensorValue``: the unpickler's entry point (see ``__reduce__``).
 
@@ -349,7 +336,7 @@ def restore_value(node: object) -> TensorValue:
     """
     if not isinstance(node, Node) or node.kind == "operation":
         raise LeafStateError("node", f"must be a rebuilt leaf node, got {type(node).__name__}")
-    return _value_of(node)
+    return value_of(node)
 
 
 def parameter_from_owned_array(array: FloatArray) -> TensorValue:
@@ -358,7 +345,7 @@ def parameter_from_owned_array(array: FloatArray) -> TensorValue:
     The caller hands over a float64 or float32 array it made and keeps no writeable view of; the
     leaf makes it read-only.
     """
-    return _value_of(Node(array, "parameter", None))
+    return value_of(Node(array, "parameter", None))
 
 
 def update_leaves_in_place(
@@ -385,7 +372,7 @@ def update_leaves_in_place(
 def constant_from_owned_array(array: FloatArray) -> TensorValue:
     """A constant leaf that takes ``array`` over without copying it (package-internal; the
     caller keeps no writeable view of it, so it never changes)."""
-    return _value_of(Node(array, "constant", None))
+    return value_of(Node(array, "constant", None))
 
 
 def node_of(value: TensorValue) -> Node:
@@ -440,7 +427,9 @@ def raise_if_non_finite_seed(seed: FloatArray) -> None:
         raise NonFiniteSeedError(found[0], found[1])
 
 
-def _value_of(node: Node) -> TensorValue:
+def value_of(node: Node) -> TensorValue:
+    """The handle on a node the package built (package-internal, for operations outside this
+    module)."""
     return TensorValue(node, _TRUSTED)
 
 

@@ -2,16 +2,16 @@
 embedding-bag layers, their functional forms (:mod:`llm_from_scratch.nn.functional`) and
 checkpoints.
 
-The checkpoint names (``save_parameters``, ``load_parameters``, ``load_metadata``,
-``CheckpointError``) load :mod:`llm_from_scratch.nn.checkpoint` on first use, so that programs
-that never touch a file (the chapter demo) do not pay for importing it.
+The bag layer and the functional forms (``EmbeddingBag``, ``functional``) and the checkpoint
+names (``save_parameters``, ``load_parameters``, ``load_metadata``, ``CheckpointError``) load
+their modules on first use, so that programs that need neither (the chapter demo) do not pay for
+importing them.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from llm_from_scratch.nn import functional
 from llm_from_scratch.nn.embedding import Embedding
-from llm_from_scratch.nn.embedding_bag import EmbeddingBag
 from llm_from_scratch.nn.embedding_errors import (
     BagLayoutError,
     BagModeError,
@@ -64,16 +64,22 @@ from llm_from_scratch.nn.options import BagOptions, LookupOptions
 from llm_from_scratch.nn.tables import FrozenTable
 
 if TYPE_CHECKING:
+    from llm_from_scratch.nn import functional
     from llm_from_scratch.nn.checkpoint import (
         CheckpointError,
         load_metadata,
         load_parameters,
         save_parameters,
     )
+    from llm_from_scratch.nn.embedding_bag import EmbeddingBag
 
-_CHECKPOINT_NAMES = frozenset(
-    {"CheckpointError", "load_metadata", "load_parameters", "save_parameters"}
-)
+_LAZY = {
+    "CheckpointError": "llm_from_scratch.nn.checkpoint",
+    "load_metadata": "llm_from_scratch.nn.checkpoint",
+    "load_parameters": "llm_from_scratch.nn.checkpoint",
+    "save_parameters": "llm_from_scratch.nn.checkpoint",
+    "EmbeddingBag": "llm_from_scratch.nn.embedding_bag",
+}
 
 __all__ = [
     "BagLayoutError",
@@ -134,10 +140,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _CHECKPOINT_NAMES:
-        from llm_from_scratch.nn import checkpoint
-
-        return getattr(checkpoint, name)
+    if name == "functional":
+        return importlib.import_module("llm_from_scratch.nn.functional")
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.bag import BagPlan, bag_plan_from_validated
+from llm_from_scratch.autograd.bag import BagPlan, bag_plan_from_validated, embedding_bag_with_plan
 from llm_from_scratch.autograd.gather import plan_of_ids
-from llm_from_scratch.autograd.value import embedding_bag_with_plan
 from llm_from_scratch.nn.bag_offsets import bag_starts
 from llm_from_scratch.nn.embedding import lookup
 from llm_from_scratch.nn.embedding_errors import (

@@ -22,10 +22,13 @@ import math
 import numbers
 import operator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from llm_from_scratch.autograd.bag import BAG_MODES, BagMode
+if TYPE_CHECKING:
+    from llm_from_scratch.autograd.bag import BagMode
+
 from llm_from_scratch.autograd.gather import RowGradientRule
 from llm_from_scratch.nn.embedding_errors import OptionTypeError, OptionValueError
 from llm_from_scratch.tensor.storage import CONVERSION_ERRORS
@@ -183,6 +186,8 @@ def checked_mode(mode: object) -> BagMode:
     Raises:
         OptionValueError: anything else.
     """
+    from llm_from_scratch.autograd.bag import BAG_MODES  # the bag machinery loads on first use
+
     if isinstance(mode, str):
         plain = str.__str__(mode)
         for known in BAG_MODES:
