@@ -19,12 +19,7 @@ from llm_from_scratch.nn.checkpoint.files import checked_path
 from llm_from_scratch.nn.checkpoint.header import Header, numpy_dtype
 from llm_from_scratch.nn.checkpoint.reading import load_arrays
 from llm_from_scratch.nn.checkpoint.writing import write_arrays
-from llm_from_scratch.optim.errors import (
-    NotAnOptimizerError,
-    StateFileMetadataError,
-    StateHyperparameterError,
-    StateKindError,
-)
+from llm_from_scratch.optim.errors import NotAnOptimizerError, StateFileError
 from llm_from_scratch.optim.optimizer import (
     Optimizer,
     held_state,
@@ -107,9 +102,8 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
         CheckpointReadError: the file cannot be opened or read.
         CheckpointError: a subclass for a file that breaks the format, as for
             ``load_parameters``.
-        StateFileMetadataError, StateKindError, StateHyperparameterError: the metadata.
-        StateKeyError, StateShapeError, StateDtypeError, StateValueError: the tensors, in the
-            order listed in ``docs/errors.md``.
+        StateFileError: the metadata names another kind or hyperparameter value, or lacks one.
+        StateError: the tensors, in the order listed in ``docs/errors.md``.
 
     Example:
         >>> import pathlib, tempfile
@@ -167,13 +161,7 @@ def _check_header(
 
 
 def _check_metadata(optimizer: Optimizer, path: str, metadata: Mapping[str, str]) -> None:
-    kind = optimizer.kind
+    """Refuse a file saved from another kind of optimizer or with other hyperparameters."""
     for key, expected in state_metadata(optimizer).items():
-        actual = metadata.get(key)
-        if actual is None:
-            raise StateFileMetadataError(kind, path, key)
-        if actual == expected:
-            continue
-        if key == KIND_KEY:
-            raise StateKindError(kind, path, actual)
-        raise StateHyperparameterError(kind, path, key, expected, actual)
+        if metadata.get(key) != expected:
+            raise StateFileError(optimizer.kind, path, key, expected, metadata.get(key))
