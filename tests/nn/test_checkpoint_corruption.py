@@ -21,8 +21,10 @@ import pytest
 import safetensors
 from hypothesis import event, given
 from hypothesis import strategies as st
+from safetensors import SafetensorError
 
 from llm_from_scratch.nn import CheckpointError, load_metadata, load_parameters
+from llm_from_scratch.nn.checkpoint import CheckpointFormatError
 
 from checkpoint_support import file_with_header, safetensors_file, write_file
 
@@ -167,7 +169,7 @@ def test_random_json_edits_of_the_header_are_an_error_or_a_correct_load(
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_every_prefix_of_a_file_is_truncated(seed: int) -> None:
+def test_every_prefix_of_a_file_is_refused_by_the_package(seed: int) -> None:
     rng = np.random.default_rng(seed)
     content = safetensors_file(
         [
@@ -179,6 +181,6 @@ def test_every_prefix_of_a_file_is_truncated(seed: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         for length in range(len(content)):
             path = write_file(Path(folder), content[:length])
-            with pytest.raises(CheckpointError) as caught:
+            with pytest.raises(CheckpointFormatError) as caught:
                 load_parameters(path)
-            assert type(caught.value).__name__ == "TruncatedCheckpointError", length
+            assert type(caught.value.cause) is SafetensorError, length

@@ -1,4 +1,5 @@
-"""The chapter demo never imports the checkpoint modules; checkpoints never import safetensors."""
+"""The chapter demo imports neither the checkpoint module nor the safetensors package; the
+checkpoint names of ``llm_from_scratch.nn`` load both on first use."""
 
 from __future__ import annotations
 
@@ -19,24 +20,15 @@ def modules_after(code: str) -> list[str]:
     return names
 
 
-def test_the_chapter_demo_imports_no_checkpoint_module() -> None:
+def test_the_chapter_demo_imports_no_checkpoint_module_and_not_safetensors() -> None:
     assert modules_after("from llm_from_scratch.cli import main; main(['ch18'])") == []
 
 
-def test_the_checkpoint_names_of_nn_load_their_modules_on_first_use() -> None:
+def test_importing_nn_alone_loads_neither() -> None:
+    assert modules_after("import llm_from_scratch.nn") == []
+
+
+def test_the_checkpoint_names_of_nn_load_the_module_and_the_package_on_first_use() -> None:
     loaded = modules_after("from llm_from_scratch.nn import load_parameters, save_parameters")
-    assert "llm_from_scratch.nn.checkpoint.reading" in loaded
-    assert not any(name.startswith("safetensors") for name in loaded)
-
-
-def test_saving_and_loading_do_not_import_the_safetensors_package() -> None:
-    code = (
-        "import tempfile, pathlib\n"
-        "from llm_from_scratch.nn import Embedding, SplitMix64, load_parameters, save_parameters\n"
-        "layer = Embedding.new('token_embedding.weight', 4, 2, SplitMix64.from_seed(18))\n"
-        "path = pathlib.Path(tempfile.mkdtemp()) / 'table.safetensors'\n"
-        "save_parameters(path, layer.parameters())\n"
-        "load_parameters(path)\n"
-        "path.unlink(); path.parent.rmdir()"
-    )
-    assert not any(name.startswith("safetensors") for name in modules_after(code))
+    assert "llm_from_scratch.nn.checkpoint" in loaded
+    assert "safetensors" in loaded

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_from_scratch.nn.checkpoint.values import CHUNK, first_non_finite
+from llm_from_scratch.nn.checkpoint import CHUNK, first_non_finite
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -3,10 +3,12 @@
 Each action runs in a fresh worker process (``python -m llm_from_scratch.bench.checkpoint
 worker ...``), so that its peak resident memory is its own:
 
-- ``save_parameters`` and ``load_parameters`` (this package), and ``load_parameters`` into an
-  existing table (``into=``), which reads the whole file into new arrays before it writes any
-  value, so it needs the table twice;
-- ``safetensors.numpy.save_file`` and ``load_file`` (the safetensors package), for comparison.
+- ``save_parameters`` and ``load_parameters`` (this package: the ``safetensors`` package checks
+  the file, then the bytes move between the file and the table's own array), and
+  ``load_parameters`` into an existing table (``into=``), which reads the whole file into new
+  arrays before it writes any value, so it needs the table twice;
+- ``safetensors.numpy.save_file`` and ``load_file`` (the package alone, which maps the file and
+  copies each tensor out of the map), for comparison.
 
 A save worker (and the ``into=`` worker) first builds the table (filled in place, without
 temporaries); a load worker reads the file the ``save_parameters`` worker wrote. Each worker

@@ -9,7 +9,6 @@ before anything changed: no parameter value, optimizer state, step count or file
 from __future__ import annotations
 
 from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.tensor.storage import Shape
 
 
 class OptimizerError(StructuredError):
@@ -129,53 +128,18 @@ class StateMappingError(OptimizerError, TypeError):
     value_type: str
 
 
-class StateKeyError(OptimizerError, LookupError):
-    """A state key the optimizer needs but the mapping lacks, or one it does not know."""
+class StateError(OptimizerError, ValueError):
+    """A state (a mapping for ``load_state_dict``, or a state file's tensors) that does not fit
+    the optimizer: a key it keeps but the state lacks, or one it does not know; a value that is
+    not a NumPy array (a masked one included); an array of another shape or dtype; or a value
+    the optimizer could never have produced (NaN or infinity, a negative sum of squares or
+    ``step``). ``requirement`` is the rule broken, ``actual`` what the state holds instead."""
 
-    template = "{optimizer} state key {key!r} is {problem}"
+    template = "{optimizer} state {key!r} must {requirement}, got {actual}"
     optimizer: str
     key: object
-    problem: str
-
-
-class StateArrayError(OptimizerError, TypeError):
-    """A state value that is not a NumPy array."""
-
-    template = "{optimizer} state {key!r} must be a NumPy array, got {value_type}"
-    optimizer: str
-    key: str
-    value_type: str
-
-
-class StateShapeError(OptimizerError, ValueError):
-    """A state array of the wrong shape."""
-
-    template = "{optimizer} state {key!r} must have shape {expected}, got {actual}"
-    optimizer: str
-    key: str
-    expected: Shape
-    actual: Shape
-
-
-class StateDtypeError(OptimizerError, TypeError):
-    """A state array of the wrong dtype."""
-
-    template = "{optimizer} state {key!r} must have dtype {expected}, got {actual}"
-    optimizer: str
-    key: str
-    expected: str
-    actual: str
-
-
-class StateValueError(OptimizerError, ValueError):
-    """A state array holding a value the optimizer could never have produced."""
-
-    template = "{optimizer} state {key!r} must be {requirement}; flat index {index} holds {value}"
-    optimizer: str
-    key: str
     requirement: str
-    index: int
-    value: object
+    actual: object
 
 
 class NotAnOptimizerError(OptimizerError, TypeError):
@@ -186,38 +150,24 @@ class NotAnOptimizerError(OptimizerError, TypeError):
     value_type: str
 
 
-class StateFileMetadataError(OptimizerError, ValueError):
-    """A state file whose ``__metadata__`` lacks an entry that ``save_state`` writes: the
-    optimizer's kind (a file of parameters, or one another tool wrote) or a hyperparameter."""
+class StateFileError(OptimizerError, ValueError):
+    """A state file saved from another optimizer: its ``__metadata__`` entry ``key`` (the kind,
+    ``optimizer``, or a hyperparameter) is missing (``actual`` is None) or differs from what
+    ``save_state`` writes for this optimizer (``expected``: the kind, or Python's shortest
+    ``repr`` of the float, so one unit in the last place differs)."""
 
     template = (
-        "{optimizer} state file {path} has no {key!r} in its __metadata__ (save_state writes "
-        "the optimizer's kind and hyperparameters there)"
+        "{optimizer} cannot load the state in {path}: its __metadata__ {key!r} must be "
+        "{expected!r}, got {actual!r}"
     )
     optimizer: str
     path: str
     key: str
-
-
-class StateKindError(OptimizerError, ValueError):
-    """A state file saved from another kind of optimizer (``saved``)."""
-
-    template = "{optimizer} cannot load the state in {path}, saved from {saved!r}"
-    optimizer: str
-    path: str
-    saved: str
-
-
-class StateHyperparameterError(OptimizerError, ValueError):
-    """A state file saved with another value of a hyperparameter.
-
-    ``expected`` is the optimizer's value and ``actual`` the file's, each as the file writes
-    it (Python's shortest ``repr`` of the float, which reads back as the same float).
-    """
-
-    template = "{optimizer} {name} is {expected}, but the state in {path} was saved with {actual!r}"
-    optimizer: str
-    path: str
-    name: str
     expected: str
-    actual: str
+    actual: str | None
+
+
+# Older names, kept so that `except OldName:` still works (docs/errors.md lists them).
+StateKeyError = StateArrayError = StateShapeError = StateDtypeError = StateError
+StateValueError = StateError
+StateFileMetadataError = StateKindError = StateHyperparameterError = StateFileError

@@ -14,14 +14,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from llm_from_scratch.optim.errors import (
-    StateArrayError,
-    StateDtypeError,
-    StateKeyError,
-    StateMappingError,
-    StateShapeError,
-    StateValueError,
-)
+from llm_from_scratch.optim.errors import StateError, StateMappingError
 from llm_from_scratch.tensor.storage import FloatArray, Shape, is_masked_array, plain_view
 
 STEP_KEY: Final = "step"
@@ -50,10 +43,10 @@ class ExpectedArray:
 
     @property
     def requirement(self) -> str:
-        """The allowed values, in words."""
+        """The allowed values, in words (``be finite``)."""
         if self.dtype.kind != "f":
-            return "an integer at least zero"
-        return "finite and at least zero" if self.non_negative else "finite"
+            return "be an integer at least zero"
+        return "be finite and at least zero" if self.non_negative else "be finite"
 
 
 def expected_arrays(
@@ -109,8 +102,7 @@ def checked_state(
     that no one else holds (just read from a file), which are checked and loaded as they are.
 
     Raises:
-        StateMappingError, StateKeyError, StateArrayError, StateShapeError, StateDtypeError,
-        StateValueError: the first failing check.
+        StateMappingError, then StateError: the first failing check.
     """
     if not isinstance(state, Mapping):
         raise StateMappingError(optimizer, type(state).__name__)
@@ -124,26 +116,25 @@ def checked_state(
 def check_keys(
     optimizer: str, expected: Mapping[str, ExpectedArray], keys: Collection[object]
 ) -> None:
-    """Raise :class:`StateKeyError` for the first key of ``expected`` that ``keys`` lacks, then
+    """Raise :class:`StateError` for the first key of ``expected`` that ``keys`` lacks, then
     for the first of ``keys`` that ``expected`` lacks."""
     for key in expected:
         if key not in keys:
-            raise StateKeyError(optimizer, key, "missing")
+            raise StateError(optimizer, key, "be given (this optimizer keeps it)", "none")
     for given in keys:
         if given not in expected:
-            raise StateKeyError(optimizer, given, "not a state of this optimizer")
+            raise StateError(optimizer, given, "be a state of this optimizer", "an unknown key")
 
 
 def check_layout(
     optimizer: str, key: str, want: ExpectedArray, shape: Shape, dtype: np.dtype[Any] | str
 ) -> None:
-    """Raise :class:`StateShapeError`, then :class:`StateDtypeError`, for an array of this
-    shape and dtype under ``key``; ``dtype`` is a NumPy dtype, or the name of one NumPy cannot
-    hold (a file's ``BF16``)."""
+    """Raise :class:`StateError` for an array of this shape, then of this dtype, under ``key``;
+    ``dtype`` is a NumPy dtype, or the code of one NumPy cannot hold (a file's ``BF16``)."""
     if shape != want.shape:
-        raise StateShapeError(optimizer, key, want.shape, shape)
+        raise StateError(optimizer, key, f"have shape {list(want.shape)}", shape)
     if not isinstance(dtype, np.dtype) or dtype != want.dtype:
-        raise StateDtypeError(optimizer, key, str(want.dtype), str(dtype))
+        raise StateError(optimizer, key, f"have dtype {want.dtype}", str(dtype))
 
 
 def _checked_array(
@@ -153,7 +144,7 @@ def _checked_array(
     copied when ``copy`` is false). An ndarray subclass is read through its plain data; a
     masked one is refused (its mask marks missing values)."""
     if not isinstance(value, np.ndarray) or is_masked_array(value):
-        raise StateArrayError(optimizer, key, type(value).__name__)
+        raise StateError(optimizer, key, "be a NumPy array", type(value).__name__)
     plain = plain_view(value)
     check_layout(optimizer, key, want, tuple(int(n) for n in plain.shape), plain.dtype)
     copied = np.array(plain, copy=True) if copy else plain
@@ -164,5 +155,6 @@ def _checked_array(
     found = np.flatnonzero(bad)
     if found.size:
         index = int(found[0])
-        raise StateValueError(optimizer, key, want.requirement, index, flat[index].item())
+        actual = f"{flat[index].item()} at flat index {index}"
+        raise StateError(optimizer, key, want.requirement, actual)
     return copied

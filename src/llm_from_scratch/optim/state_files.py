@@ -4,27 +4,27 @@ The file holds the arrays of ``optimizer.state_dict()`` under their keys (``step
 ``I64`` tensor) and, in ``__metadata__``, the optimizer's kind (``optimizer``: ``SGD``,
 ``Adagrad``, ``Adam`` or ``AdamW``) and each of its hyperparameters (``learning_rate``, ...;
 see :attr:`Optimizer.hyperparameters`), as text that reads back as the same float. It is
-written and read by the checkpoint package (:mod:`llm_from_scratch.nn.checkpoint`): the same
-header rules, the same atomic replacement, the same strict reader.
+written and read by :mod:`llm_from_scratch.nn.checkpoint`: the same atomic replacement, and
+the same check of the whole file by the ``safetensors`` package before anything is read.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from functools import partial
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
-from llm_from_scratch.nn.checkpoint.files import checked_path
-from llm_from_scratch.nn.checkpoint.header import Header, numpy_dtype
-from llm_from_scratch.nn.checkpoint.reading import load_arrays
-from llm_from_scratch.nn.checkpoint.writing import write_arrays
-from llm_from_scratch.optim.errors import (
-    NotAnOptimizerError,
-    StateFileMetadataError,
-    StateHyperparameterError,
-    StateKindError,
+import numpy as np
+
+from llm_from_scratch.nn.checkpoint import (
+    STORED,
+    StoredTensor,
+    checked_path,
+    opened,
+    read_tensor,
+    write_arrays,
 )
+from llm_from_scratch.optim.errors import NotAnOptimizerError, StateFileError
 from llm_from_scratch.optim.optimizer import (
     Optimizer,
     held_state,
@@ -54,9 +54,9 @@ def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
         optimizer: an ``SGD``, ``Adagrad``, ``Adam`` or ``AdamW``.
 
     Raises:
-        CheckpointPathTypeError: ``path`` is not a path.
+        CheckpointArgumentError: ``path`` is not a path.
         NotAnOptimizerError: ``optimizer`` is not an optimizer.
-        HeaderSizeError: the header would exceed the format's limit (parameter names of
+        CheckpointFormatError: the header would exceed the format's limit (parameter names of
             about 100 MB).
         CheckpointWriteError: the file cannot be written, flushed or renamed.
 
@@ -86,12 +86,12 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
 
     All or nothing: the whole file is read and checked before anything changes, and on any
     error the optimizer's state arrays and step count are as they were. In order: the file's
-    format (as ``load_parameters`` checks it); the metadata, which must name this optimizer's
-    kind and hold each of its hyperparameters with the same value (extra entries are
-    ignored); the tensors' keys, shapes and dtypes, from the header, before any data is read;
-    then the data, and what ``optimizer.load_state_dict`` checks (moments finite, sums of
-    squares at least zero, ``step`` at least zero). The arrays read are loaded as they are,
-    without a further copy.
+    format (the ``safetensors`` package checks it, as for ``load_parameters``); the metadata,
+    which must name this optimizer's kind and hold each of its hyperparameters with the same
+    value (extra entries are ignored); the tensors' keys, shapes and dtypes, from the header,
+    before any data is read; then the data, and what ``optimizer.load_state_dict`` checks
+    (moments finite, sums of squares at least zero, ``step`` at least zero). The arrays read
+    are loaded as they are, without a further copy.
 
     To continue with other hyperparameters on purpose (a smaller learning rate), give the
     arrays to ``load_state_dict`` yourself, for example from ``safetensors.numpy.load_file``.
@@ -102,14 +102,12 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
             shapes and dtypes as the one that saved the file.
 
     Raises:
-        CheckpointPathTypeError: ``path`` is not a path.
+        CheckpointArgumentError: ``path`` is not a path.
         NotAnOptimizerError: ``optimizer`` is not an optimizer.
         CheckpointReadError: the file cannot be opened or read.
-        CheckpointError: a subclass for a file that breaks the format, as for
-            ``load_parameters``.
-        StateFileMetadataError, StateKindError, StateHyperparameterError: the metadata.
-        StateKeyError, StateShapeError, StateDtypeError, StateValueError: the tensors, in the
-            order listed in ``docs/errors.md``.
+        CheckpointFormatError: the file breaks the format, as for ``load_parameters``.
+        StateFileError: the metadata names another kind or hyperparameter value, or lacks one.
+        StateError: the tensors, in the order listed in ``docs/errors.md``.
 
     Example:
         >>> import pathlib, tempfile
@@ -128,8 +126,15 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
     """
     file_name = checked_path(path)
     checked = _checked_optimizer("load_state", optimizer)
-    accept = partial(_check_header, checked, state_layout(checked), file_name)
-    load_owned_state(checked, load_arrays(file_name, accept))
+    expected = state_layout(checked)
+    with opened(file_name) as (file, tensors, metadata):
+        _check_metadata(checked, file_name, metadata)
+        _check_tensors(checked, expected, tensors)
+        arrays = {
+            tensor.name: read_tensor(file_name, file, tensor, expected[tensor.name].dtype, False)
+            for tensor in tensors
+        }
+    load_owned_state(checked, arrays)
 
 
 def state_metadata(optimizer: Optimizer) -> dict[str, str]:
@@ -152,28 +157,22 @@ def _checked_optimizer(function: str, optimizer: object) -> Optimizer:
     return optimizer
 
 
-def _check_header(
-    optimizer: Optimizer, expected: Mapping[str, ExpectedArray], path: str, header: Header
+def _check_tensors(
+    optimizer: Optimizer, expected: Mapping[str, ExpectedArray], tensors: Sequence[StoredTensor]
 ) -> None:
-    """Refuse a file saved from another optimizer, before any of its data is read."""
-    _check_metadata(optimizer, path, header.metadata)
-    records = {record.name: record for record in header.tensors}
-    check_keys(optimizer.kind, expected, records)
+    """Refuse tensors of other keys, shapes or dtypes, before any of their data is read."""
+    stored = {tensor.name: tensor for tensor in tensors}
+    check_keys(optimizer.kind, expected, stored)
     for key, want in expected.items():
-        record = records[key]
-        dtype = numpy_dtype(record.dtype)
-        stored = record.dtype if dtype is None else dtype  # a code NumPy cannot hold, by name
-        check_layout(optimizer.kind, key, want, record.shape, stored)
+        code = stored[key].dtype
+        dtype: np.dtype[Any] | str = code  # the code of a dtype NumPy cannot hold (BF16, F8_*)
+        if code in STORED and code != "BF16":
+            dtype = STORED[code].newbyteorder("=")
+        check_layout(optimizer.kind, key, want, stored[key].shape, dtype)
 
 
 def _check_metadata(optimizer: Optimizer, path: str, metadata: Mapping[str, str]) -> None:
-    kind = optimizer.kind
+    """Refuse a file saved from another kind of optimizer or with other hyperparameters."""
     for key, expected in state_metadata(optimizer).items():
-        actual = metadata.get(key)
-        if actual is None:
-            raise StateFileMetadataError(kind, path, key)
-        if actual == expected:
-            continue
-        if key == KIND_KEY:
-            raise StateKindError(kind, path, actual)
-        raise StateHyperparameterError(kind, path, key, expected, actual)
+        if metadata.get(key) != expected:
+            raise StateFileError(optimizer.kind, path, key, expected, metadata.get(key))

@@ -22,7 +22,7 @@ import numpy as np
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, WordPieces
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn import Embedding, load_parameters
-from llm_from_scratch.nn.checkpoint import MissingTensorsError
+from llm_from_scratch.nn.checkpoint import CheckpointMismatchError as MissingTensorsError
 
 __all__ = [
     "DISTRIBUTION",

@@ -1,0 +1,446 @@
+"""Checkpoints: named parameters in safetensors files. The ``safetensors`` package checks each
+file before it is read; this module adds atomic saves, loads that check all before they change
+a parameter, finiteness, the parameter-name rules and F16/BF16 conversion on request. Bytes go
+straight between the file and each array's memory: a save or a load costs about one table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+import numpy as np
+from safetensors import SafetensorError, safe_open
+
+from llm_from_scratch.autograd.value import parameter_from_owned_array, update_leaves_in_place
+from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.nn.init import (
+    NamedParameter,
+    NamedParameters,
+    ParameterNameError,
+    validate_parameter_name,
+)
+from llm_from_scratch.tensor.storage import SUPPORTED_DTYPES, Shape
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+# Errors: one class per thing a caller acts on --------------------------------------------------
+
+
+class CheckpointError(StructuredError):
+    """Base class of every error raised by :mod:`llm_from_scratch.nn.checkpoint`."""
+
+
+class CheckpointArgumentError(CheckpointError, TypeError):
+    """A path that is not a ``str`` or ``os.PathLike`` of ``str``, a ``dtype`` other than None,
+    float32 or float64, ``names`` that are not an iterable of ``str`` (a ``str`` included), or
+    ``metadata`` that is not a mapping of ``str`` to ``str``."""
+
+    template = "checkpoint {argument} must be {requirement}, got {detail}"
+    argument: str
+    requirement: str
+    detail: str
+
+
+class CheckpointReadError(CheckpointError, OSError):
+    """The file cannot be opened or read (missing, a directory, no permission, an I/O error),
+    or it was replaced between the package's check and our read."""
+
+    template = "cannot read checkpoint {path}: {cause}"
+    path: str
+    cause: OSError
+
+
+class CheckpointWriteError(CheckpointError, OSError):
+    """The new file cannot be created, written (a full disk), flushed to disk or renamed into
+    place; the temporary file is removed and any earlier file at ``path`` is unchanged."""
+
+    template = "cannot write checkpoint {path}: {cause}; any earlier file there is unchanged"
+    path: str
+    cause: OSError
+
+
+class CheckpointFormatError(CheckpointError, ValueError):
+    """A file the ``safetensors`` package refuses (truncated, trailing bytes, a header that is
+    not its JSON, an unknown dtype, lying sizes or offsets: ``cause`` is its ``SafetensorError``),
+    one that ends while it is read (``EOFError``), a tensor of more than NumPy's 64 axes, or a
+    save whose header would break the format (over 100,000,000 bytes, a ``__metadata__`` tensor)."""
+
+    template = "checkpoint {path} is not a valid safetensors file: {cause}"
+    path: str
+    cause: Exception
+
+
+class CheckpointMismatchError(CheckpointError, ValueError):
+    """A name given with ``names=`` that the file lacks, or with ``into=``: a parameter that no
+    tensor to load names, a tensor to load that no parameter names, or a tensor whose shape or
+    dtype (after ``dtype=``) differs from its parameter's; ``name`` is the first one checked."""
+
+    template = "checkpoint {path}: tensor {name!r} must {requirement}, but {actual}"
+    path: str
+    name: str
+    requirement: str
+    actual: str
+
+
+class CheckpointTensorError(CheckpointError, ValueError):
+    """A tensor to load that cannot become a parameter as it is: a dtype no parameter holds
+    (``I64``, ``BOOL``, ``F8_*``, ...), ``F16`` or ``BF16`` without ``dtype=``, or a key that
+    breaks the parameter-name rules (its ``ParameterNameError`` is ``__cause__``)."""
+
+    template = "checkpoint {path}: tensor {name!r} ({dtype}) cannot be a parameter: {requirement}"
+    path: str
+    name: str
+    dtype: str
+    requirement: str
+
+
+class NonFiniteValueError(CheckpointError, ValueError):
+    """A NaN or infinity in a tensor to save or load (after any conversion: ``1e300`` loaded
+    as float32 is ``inf``); ``position`` is the first such flat position."""
+
+    template = (
+        "checkpoint {path}: tensor {name!r} has non-finite value {value} at flat position "
+        "{position}"
+    )
+    path: str
+    name: str
+    position: int
+    value: float
+
+
+class CheckpointAllocationError(CheckpointError, MemoryError):
+    """The array a tensor loads into cannot be allocated."""
+
+    template = "checkpoint {path}: could not allocate {elements} values for tensor {name!r}"
+    path: str
+    name: str
+    elements: int
+
+
+# Older names, kept so that `except OldName:` still works (docs/errors.md lists them).
+CheckpointPathTypeError = LoadDtypeError = CheckpointArgumentError
+TensorNamesTypeError = MetadataTypeError = CheckpointArgumentError
+TruncatedCheckpointError = TrailingDataError = HeaderSizeError = CheckpointFormatError
+HeaderJsonError = DuplicateTensorKeyError = MetadataFormatError = CheckpointFormatError
+TensorEntryError = TensorSizeMismatchError = TensorOffsetsError = CheckpointFormatError
+MissingTensorsError = ParameterSetMismatchError = CheckpointMismatchError
+ParameterShapeMismatchError = ParameterDtypeMismatchError = CheckpointMismatchError
+TensorNameError = UnsupportedDtypeError = ConversionRequiredError = CheckpointTensorError
+
+HEADER_LIMIT: Final = 100_000_000  # the largest header the safetensors package reads
+CHUNK: Final = 1 << 20  # elements per step of a conversion or a finiteness check
+IO_CHUNK: Final = 1 << 26  # the most bytes one read or write call moves (64 MiB)
+SPECS: Final = dict(F64="<f8", F32="<f4", F16="<f2", BF16="<u2", I64="<i8", I32="<i4", I16="<i2")
+SPECS.update(I8="i1", U64="<u8", U32="<u4", U16="<u2", U8="u1", BOOL="?", C64="<c8")
+STORED: Final = {code: np.dtype(spec) for code, spec in SPECS.items()}  # bytes as in a file
+CODES: Final = {dtype: code for code, dtype in STORED.items()}  # <u2 is U16 (listed after BF16)
+
+
+class StoredTensor(NamedTuple):  # a tensor of a checked file, and where its bytes start
+    name: str
+    dtype: str
+    shape: Shape
+    offset: int
+
+
+# Saving ----------------------------------------------------------------------------------------
+
+
+def save_parameters(
+    path: str | os.PathLike[str],
+    parameters: Iterable[NamedParameter],
+    metadata: Mapping[str, str] | None = None,
+) -> None:
+    """Save named parameters as one safetensors file (float64 tensors first, then float32 ones,
+    each in the order given), written beside ``path``, flushed and renamed over it: on failure
+    an earlier file is as it was. Raises CheckpointArgumentError, what NamedParameters raises,
+    NonFiniteValueError, CheckpointFormatError, CheckpointWriteError (docs/errors.md)."""
+    file_name, collection = checked_path(path), NamedParameters(parameters)
+    rule = "a mapping of str to str"
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise CheckpointArgumentError("metadata", rule, type(metadata).__name__)
+    for key, value in (metadata or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise CheckpointArgumentError("metadata", rule, f"the entry {key!r}: {value!r}")
+    arrays = [(parameter.name, parameter.tensor.numpy()) for parameter in collection]
+    write_arrays(file_name, arrays, dict(metadata or {}))
+
+
+def write_arrays(
+    path: str, arrays: Sequence[tuple[str, np.ndarray[Any, Any]]], metadata: Mapping[str, str]
+) -> None:
+    """Write named arrays as one file over ``path``, atomically; they must not change meanwhile."""
+    # Our own header, not safetensors.numpy.save_file: both stream from the arrays (measured in
+    # docs/performance.md), but the package writes by path, reports a failed write as text, not
+    # as the OSError (ENOSPC) CheckpointWriteError carries, and sorts by name. Same bytes else.
+    for name, array in arrays:
+        found = first_non_finite(array) if array.dtype.kind == "f" else None
+        if found is not None:
+            raise NonFiniteValueError(path, name, *found)
+    ordered = sorted(arrays, key=lambda named: -named[1].itemsize)
+    entries: dict[str, object] = {"__metadata__": dict(metadata)}
+    entries, offset = (entries if metadata else {}), 0
+    for name, array in ordered:
+        if name == "__metadata__":
+            raise CheckpointFormatError(path, ValueError("__metadata__ cannot name a tensor"))
+        code, end = CODES[array.dtype.newbyteorder("<")], offset + array.nbytes
+        entries[name] = {"dtype": code, "shape": list(array.shape), "data_offsets": [offset, end]}
+        offset = end
+    text = json.dumps(entries, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    if len(text) > HEADER_LIMIT:
+        detail = f"the header would take {len(text)} bytes, over the limit of {HEADER_LIMIT}"
+        raise CheckpointFormatError(path, ValueError(detail))
+    data = [np.ascontiguousarray(a, a.dtype.newbyteorder("<")).reshape(-1) for _, a in ordered]
+    parts: list[Any] = [len(text).to_bytes(8, "little") + text, *(a.view(np.uint8) for a in data)]
+    replace_atomically(path, [memoryview(part) for part in parts])
+
+
+def replace_atomically(path: str, parts: Sequence[memoryview]) -> None:
+    """Write these bytes to a new file beside ``path``, ``fsync`` it, rename it over ``path`` and
+    ``fsync`` the folder; on any failure remove it (an ``OSError``: CheckpointWriteError)."""
+    folder, base = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(folder, f".{base[:64]}.{os.urandom(6).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(temporary, flags, 0o666)
+    except OSError as error:
+        raise CheckpointWriteError(path, error) from error
+    try:
+        try:
+            for part in parts:
+                while len(part):  # a write to a file moves at least one byte, or raises
+                    part = part[os.write(descriptor, part[:IO_CHUNK]) :]
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, path)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise CheckpointWriteError(path, error) from error
+        raise
+    with contextlib.suppress(OSError):  # the file is in place; not every system syncs a folder
+        descriptor = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+# Loading ---------------------------------------------------------------------------------------
+
+
+def load_parameters(
+    path: str | os.PathLike[str],
+    *,
+    into: Iterable[NamedParameter] | None = None,
+    dtype: npt.DTypeLike | None = None,
+    names: Iterable[str] | None = None,
+) -> NamedParameters:
+    """Load named parameters from a safetensors file: new leaves in file order, or ``into``'s
+    parameters, written in place once the whole file was checked and read (revisions bumped).
+
+    Keys must follow the parameter-name rules, values must be finite. F32 and F64 load as they
+    are, F16 and BF16 only with ``dtype=`` (``numpy.float32`` or ``float64``; exact), others
+    never: leave them out with ``names=`` (the tensors to load). ``into`` must name exactly the
+    tensors to load, each parameter of its tensor's shape and dtype. Raises the errors of
+    docs/errors.md in its order, from CheckpointArgumentError to NonFiniteValueError.
+    """
+    file_name, target, wanted = checked_path(path), _checked_dtype(dtype), _checked_names(names)
+    receivers = None if into is None else NamedParameters(into)
+    with opened(file_name) as (file, tensors, _):
+        if wanted is not None:
+            present = {tensor.name for tensor in tensors}
+            for name in (name for name in wanted if name not in present):
+                rule = "be in the file (names= asks for it)"
+                raise CheckpointMismatchError(file_name, name, rule, "it is not")
+            tensors = [tensor for tensor in tensors if tensor.name in set(wanted)]
+        plan = [(tensor, _loaded_dtype(file_name, tensor, target)) for tensor in tensors]
+        if receivers is not None:
+            _check_receivers(file_name, plan, receivers)
+        arrays = [read_tensor(file_name, file, tensor, loaded, True) for tensor, loaded in plan]
+    if receivers is None:
+        return NamedParameters(
+            NamedParameter.from_value(tensor.name, parameter_from_owned_array(array))
+            for tensor, array in zip(tensors, arrays, strict=True)
+        )
+    leaves = [receivers[tensor.name].tensor for tensor in tensors]
+    writes = [partial(np.copyto, src=array) for array in arrays]
+    update_leaves_in_place(leaves, lambda: writes)  # one step, holding every leaf's lock
+    return receivers
+
+
+def load_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The ``__metadata__`` of a safetensors file (empty if none), once the package has checked
+    the file. Raises CheckpointArgumentError, CheckpointReadError or CheckpointFormatError."""
+    file_name = checked_path(path)
+    with opened(file_name) as (_, _, metadata):
+        return metadata
+
+
+def checked_path(path: object) -> str:
+    """``path`` as a ``str``, if it is a ``str`` or an ``os.PathLike`` of ``str``."""
+    resolved = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(resolved, str):
+        rule = "a str or an os.PathLike of str"
+        raise CheckpointArgumentError("path", rule, type(path).__name__)
+    return resolved
+
+
+@contextlib.contextmanager
+def opened(path: str) -> Iterator[tuple[io.FileIO, list[StoredTensor], dict[str, str]]]:
+    """The file (unbuffered), its tensors in file order and its metadata, once checked."""
+    try:
+        file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed below)
+    except OSError as error:
+        raise CheckpointReadError(path, error) from error
+    with file:
+        yield (file, *read_header(path, file))
+
+
+def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[str, str]]:
+    """The tensors of ``file`` (opened from ``path``) in file order, and its metadata, once the
+    package has checked the file; offsets and metadata (in file order) are read from the header."""
+    opened_as = os.fstat(file.fileno())
+    try:
+        with safe_open(path, framework="numpy") as checked:
+            slices = {key: checked.get_slice(key) for key in checked.keys()}  # noqa: SIM118
+        now = os.stat(path)
+    except SafetensorError as error:
+        raise CheckpointFormatError(path, error) from error
+    except OSError as error:
+        raise CheckpointReadError(path, error) from error
+    if len({(s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns) for s in (opened_as, now)}) > 1:
+        raise CheckpointReadError(path, FileExistsError("the file was replaced as it was opened"))
+    length = int.from_bytes(_read(path, file, 0, bytearray(8)), "little")
+    header = json.loads(_read(path, file, 8, bytearray(length)))
+    tensors = [
+        StoredTensor(key, part.get_dtype(), tuple(part.get_shape()), 8 + length + offset)
+        for key, part in slices.items()
+        for offset in [header[key]["data_offsets"][0]]
+    ]
+    return sorted(tensors, key=lambda tensor: tensor.offset), dict(header.get("__metadata__") or {})
+
+
+def read_tensor(
+    path: str, file: io.FileIO, tensor: StoredTensor, loaded: np.dtype[Any], finite: bool
+) -> np.ndarray[Any, Any]:
+    """The tensor's values in a new array of dtype ``loaded`` (checked to be ``finite`` if
+    asked): read straight into it, or converted through a buffer of :data:`CHUNK` elements."""
+    try:
+        array = np.empty(tensor.shape, dtype=loaded)
+    except MemoryError as error:
+        count = int(np.prod(tensor.shape, dtype=object))
+        raise CheckpointAllocationError(path, tensor.name, count) from error
+    except ValueError as error:  # more axes than NumPy's 64
+        raise CheckpointFormatError(path, error) from error
+    flat, stored = array.reshape(-1), STORED[tensor.dtype]
+    if stored == loaded:
+        _read(path, file, tensor.offset, flat.view(np.uint8))
+    else:
+        buffer = np.empty(min(CHUNK, flat.size), dtype=stored)
+        for start in range(0, flat.size, CHUNK):
+            part = buffer[: flat.size - start]
+            _read(path, file, tensor.offset + start * stored.itemsize, part.view(np.uint8))
+            if tensor.dtype == "BF16":  # the top 16 bits of a float32: widening is a shift
+                part = (part.astype(np.uint32) << 16).view(np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow: inf, refused below
+                np.copyto(flat[start : start + CHUNK], part, casting="unsafe")
+    found = first_non_finite(array) if finite else None
+    if found is not None:
+        raise NonFiniteValueError(path, tensor.name, *found)
+    return array
+
+
+def _read(path: str, file: io.FileIO, offset: int, buffer: Any) -> Any:
+    """Fill ``buffer`` (a bytearray or a uint8 array) with the file's bytes from ``offset``."""
+    view, filled = memoryview(buffer), 0
+    try:
+        file.seek(offset)
+        while filled < len(view):
+            count = file.readinto(view[filled : filled + IO_CHUNK])
+            if not count:
+                detail = f"the file ends at byte {offset + filled}, not {offset + len(view)}"
+                raise CheckpointFormatError(path, EOFError(detail))
+            filled += count
+    except OSError as error:
+        raise CheckpointReadError(path, error) from error
+    return buffer
+
+
+def _checked_dtype(dtype: object) -> np.dtype[Any] | None:
+    with contextlib.suppress(TypeError):
+        resolved = None if dtype is None else np.dtype(dtype)  # type: ignore[call-overload]
+        if resolved is None or resolved in SUPPORTED_DTYPES:
+            return resolved
+    raise CheckpointArgumentError("dtype", "None, numpy.float32 or numpy.float64", repr(dtype))
+
+
+def _checked_names(names: object) -> tuple[str, ...] | None:
+    if isinstance(names, str | bytes) or not isinstance(names, Iterable | None):
+        raise CheckpointArgumentError("names", "an iterable of str", f"a {type(names).__name__}")
+    checked = None if names is None else tuple(names)
+    for position, name in enumerate(checked or ()):
+        if not isinstance(name, str):
+            detail = f"a {type(name).__name__} at position {position}"
+            raise CheckpointArgumentError("names", "an iterable of str", detail)
+    return checked
+
+
+def _loaded_dtype(path: str, tensor: StoredTensor, target: np.dtype[Any] | None) -> np.dtype[Any]:
+    """The dtype a tensor loads as, once its key and dtype may make a parameter."""
+    try:
+        validate_parameter_name(tensor.name)
+    except ParameterNameError as error:
+        rule = f"its key must be a parameter name ({error}); leave it out with names="
+        raise CheckpointTensorError(path, tensor.name, tensor.dtype, rule) from error
+    if tensor.dtype not in ("F64", "F32", "F16", "BF16"):
+        rule = "parameters load from F32, F64, F16 or BF16 (leave it out with names=)"
+        raise CheckpointTensorError(path, tensor.name, tensor.dtype, rule)
+    if target is None and tensor.dtype in ("F16", "BF16"):
+        rule = "pass dtype=numpy.float32 or numpy.float64 to convert it"
+        raise CheckpointTensorError(path, tensor.name, tensor.dtype, rule)
+    return target if target is not None else STORED[tensor.dtype].newbyteorder("=")
+
+
+def _check_receivers(
+    path: str, plan: list[tuple[StoredTensor, np.dtype[Any]]], receivers: NamedParameters
+) -> None:
+    for name in receivers.names():
+        if name not in {tensor.name for tensor, _ in plan}:
+            rule = "be among the tensors to load (into= has a parameter of that name)"
+            raise CheckpointMismatchError(path, name, rule, "it is not")
+    for tensor, loaded in plan:
+        if tensor.name not in receivers:
+            rule = "name a parameter of into= (or be left out with names=)"
+            raise CheckpointMismatchError(path, tensor.name, rule, "none has that name")
+        leaf = receivers[tensor.name].tensor
+        if leaf.shape != tensor.shape:
+            rule = f"have its parameter's shape {list(leaf.shape)}"
+            raise CheckpointMismatchError(path, tensor.name, rule, f"it has {list(tensor.shape)}")
+        if leaf.dtype != loaded:
+            rule = f"load as its parameter's dtype {leaf.dtype}"
+            raise CheckpointMismatchError(path, tensor.name, rule, f"it loads as {loaded}")
+
+
+def first_non_finite(array: np.ndarray[Any, Any]) -> tuple[int, float] | None:
+    """(flat position, value) of the first NaN or infinity, or None; chunks of finite sum pass."""
+    flat = array.reshape(-1)
+    for start in range(0, flat.size, CHUNK):
+        part = flat[start : start + CHUNK]
+        with np.errstate(over="ignore", invalid="ignore"):
+            if np.isfinite(np.add.reduce(part)):
+                continue
+        bad = np.flatnonzero(~np.isfinite(part))
+        if bad.size:
+            return start + int(bad[0]), float(part[bad[0]])
+    return None
