@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from collections.abc import Mapping
+from typing import ClassVar, Literal, TypeAlias
 
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.tensor.storage import Shape
@@ -173,7 +174,7 @@ class TableRankError(EmbeddingError, TensorAutodiffError, ValueError):
     """A lookup table that is not rank two."""
 
     template_key = "checker"
-    template = {
+    template: ClassVar[Mapping[str, str]] = {
         "embedding": "embedding table must have rank two, got rank {rank}",
         "gather": "row gather needs a rank-two table, got rank {rank}",
     }
@@ -199,7 +200,7 @@ class TokenIdContainerError(EmbeddingError, TensorAutodiffError, TypeError):
     lists (the layer call: ragged, or ``limit`` levels deep), or a masked array."""
 
     template_key = "checker"
-    template = {
+    template: ClassVar[Mapping[str, str]] = {
         "embedding": "token IDs must be integers in a regular array: {detail}",
         "gather": "indices must be a flat sequence of integers: {detail}",
     }
@@ -218,7 +219,7 @@ class TokenCountMismatchError(EmbeddingError, TensorAutodiffError, ValueError):
     """A flat ID count that differs from the shape's element count."""
 
     template_key = "checker"
-    template = {
+    template: ClassVar[Mapping[str, str]] = {
         "embedding": "token-ID shape needs {expected} IDs, but received {actual}",
         "gather": "gather index shape needs {expected} IDs, but received {actual}",
     }
@@ -231,11 +232,13 @@ class TokenIdTypeError(EmbeddingError, TensorAutodiffError, TypeError):
     """The first ID, in flat order, that is not an integer (bools and floats are not)."""
 
     template_key = "checker"
-    template = {
+    template: ClassVar[Mapping[str, str]] = {
         "embedding": (
             "token ID at flat position {position} must be an integer, got {value!t} {value!r}"
         ),
-        "gather": "gather ID at flat position {position} must be an integer, got {value!t} {value!r}",
+        "gather": (
+            "gather ID at flat position {position} must be an integer, got {value!t} {value!r}"
+        ),
     }
     position: int | None  # None only for TokenIdDtypeError: an empty array has no position
     value: object
@@ -248,7 +251,7 @@ class TokenIdDtypeError(TokenIdTypeError):
     ``position`` and ``value`` are None (an empty array has neither).
     """
 
-    template = {
+    template: ClassVar[Mapping[str, str]] = {
         "embedding": "token IDs must be integers, got an empty array of dtype {dtype}",
         "gather": "gather IDs must be integers, got an empty array of dtype {dtype}",
     }
@@ -259,7 +262,7 @@ class TokenIdOutOfBoundsError(EmbeddingError, TensorAutodiffError, IndexError):
     """The first ID, in flat order, outside ``[0, V)`` (negative IDs included)."""
 
     template_key = "checker"
-    template = {
+    template: ClassVar[Mapping[str, str]] = {
         "embedding": (
             "token ID {id} at flat position {position} is out of bounds for "
             "vocabulary size {vocabulary_size}"
@@ -305,7 +308,7 @@ class IndexAllocationError(EmbeddingError, OutputAllocationError):
     not be allocated, before any ID is read."""
 
     template_key = "checker"
-    template = {
+    template: ClassVar[Mapping[str, str]] = {  # type: ignore[assignment]
         "embedding": "could not reserve {elements} converted embedding indices",
         "gather": "could not allocate {elements} values for the {operation} output",
     }

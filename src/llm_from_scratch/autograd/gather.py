@@ -5,8 +5,8 @@ Every row lookup reads its IDs here, once: ``TensorValue.gather_rows(indices, in
 ``embedding(ids)``, ``nn.functional.embedding`` and the bags through :func:`plan_of_ids`. Both
 check, in the contract's order, the shape, the count and the output shape before any ID is read,
 then convert the IDs once into a new index buffer and check the bounds on that very buffer (see
-"Reading IDs once" below; a bag's offsets are read by the same functions). One error class names each failure, worded for the
-boundary that checked (``checker``: ``embedding`` or ``gather``).
+"Reading IDs once" below; a bag's offsets are read by the same functions). One error class names
+each failure, worded for the boundary that checked (``checker``: ``embedding`` or ``gather``).
 
 The buffer goes into a :class:`RowGatherPlan` through the trusted constructor
 :func:`plan_from_validated_indices`, which re-checks nothing. The one kernel
@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import InitVar, dataclass
 from itertools import chain, islice
 from math import prod
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import numpy as np
 
@@ -243,8 +243,8 @@ def _checked_plan(
     if read.kind == "dtype":
         raise TokenIdDtypeError(None, None, checker, str(read.value))
     if read.kind == "count":
-        raise TokenCountMismatchError(count, read.value, checker)
-    raise TokenIdOutOfBoundsError(read.position, read.value, rows, checker)
+        raise TokenCountMismatchError(count, cast(int, read.value), checker)
+    raise TokenIdOutOfBoundsError(read.position, cast(int, read.value), rows, checker)
 
 
 # Reading IDs once ------------------------------------------------------------------------------
@@ -405,7 +405,7 @@ def _converted_block(
     """Convert ``block`` into ``out`` (as long), each value read once, and check its bounds."""
     if set(map(type, block)) <= {int}:  # Python ints cannot change: NumPy may read them itself
         try:
-            out[:] = block
+            out[:] = cast("list[int]", block)
         except OverflowError:
             pass  # an int beyond 64 bits: the value-by-value pass below names its position
         else:
@@ -475,7 +475,8 @@ def nest_leaves(ids: object, shape: Shape, count: int) -> list[object]:
         for extent in shape:
             if not set(map(type, level)) <= {list, tuple}:
                 level = [_items_of(item) if isinstance(item, _NESTS) else item for item in level]
-            if set(map(type, level)) <= {list, tuple} and set(map(len, level)) <= {extent}:
+            nests = cast("list[Sequence[object]]", level)
+            if set(map(type, nests)) <= {list, tuple} and set(map(len, nests)) <= {extent}:
                 level = list(chain.from_iterable(level))  # type: ignore[arg-type]
             else:
                 raise TokenIdContainerError(_ragged(ids, shape))

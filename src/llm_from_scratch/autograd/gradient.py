@@ -16,7 +16,6 @@ from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
 from llm_from_scratch.autograd.kernels import all_finite, scatter_rows
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Shape, read_only_view
 
-
 _FEW_POSITIONS: Final = 16
 
 
@@ -188,7 +187,7 @@ def scatter_by_add_at(
     if indices.size <= _FEW_POSITIONS:  # Python's set and sort beat np.unique's overhead
         ids = indices.tolist()
         listed = sorted(set(ids))
-        inverse = list(map(dict(zip(listed, range(len(listed)))).__getitem__, ids))
+        inverse = list(map(dict(zip(listed, range(len(listed)), strict=True)).__getitem__, ids))
         rows = np.array(listed, dtype=np.intp)
         counts = np.bincount(inverse, minlength=rows.size)
     else:
@@ -228,10 +227,11 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
     rows copy one upstream row each, and the tape only ever passes finite upstream gradients.
     """
     positions = None
-    candidates = gradient
     if isinstance(gradient, RowSparseGradient):
         positions = gradient._summed
         candidates = gradient._values if positions is None else gradient._values[positions]
+    else:
+        candidates = gradient
     # Large arrays: a compiled count, with no temporary mask; only a failure pays for the search.
     if candidates.size >= COMPILED_KERNEL_MIN_VALUES:
         if all_finite(candidates):

@@ -253,13 +253,7 @@ def backward(
     if root.kind == "constant":
         raise NotRecordedError()
     steps = _topological_order(root)
-    reads: Reads = []
-    for _, operation in steps:
-        for name, parent, revision in zip(
-            operation.operand_names, operation.parents, operation.parent_revisions, strict=True
-        ):
-            if parent.kind == "parameter":
-                reads.append((operation, name, parent, revision))
+    reads = _parameter_reads(steps)
     _raise_if_stale(reads)
     deferred = {} if consumer is None else consumer.deferred(steps)
     try:
@@ -269,6 +263,36 @@ def backward(
         raise
     except MemoryError as error:
         raise OutputAllocationError("backward", int(root.array.size)) from error
+    _commit(root, reads, reached, consumer, deferred)
+    if retention is GraphRetention.RELEASE:
+        for node, _ in steps:
+            node.release()
+        with _release_lock:
+            _release_epoch[0] += 1
+
+
+def _parameter_reads(steps: Sequence[Step]) -> Reads:
+    """Every recorded parameter operand of ``steps``, in the order the revision check reports
+    them."""
+    reads: Reads = []
+    for _, operation in steps:
+        for name, parent, revision in zip(
+            operation.operand_names, operation.parents, operation.parent_revisions, strict=True
+        ):
+            if parent.kind == "parameter":
+                reads.append((operation, name, parent, revision))
+    return reads
+
+
+def _commit(
+    root: Node,
+    reads: Reads,
+    reached: Sequence[tuple[Node, Gradient]],
+    consumer: PassConsumer | None,
+    deferred: dict[int, FloatArray | None],
+) -> None:
+    """Holding the update locks of every parameter involved, check the recorded revisions
+    again, then add, check and store every gradient (or let the consumer commit)."""
     locked = [*consumer.leaves] if consumer is not None else []
     for _, _, parameter, _ in reads:
         locked.append(parameter)
@@ -284,11 +308,6 @@ def backward(
             raise OutputAllocationError("backward", int(root.array.size)) from error
         for node, gradient in updates:
             node.gradient = gradient
-    if retention is GraphRetention.RELEASE:
-        for node, _ in steps:
-            node.release()
-        with _release_lock:
-            _release_epoch[0] += 1
 
 
 def _topological_order(root: Node) -> list[Step]:

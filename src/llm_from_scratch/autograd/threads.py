@@ -30,12 +30,14 @@ class Node(Protocol):
     """What this room reads of a tape node (:class:`llm_from_scratch.autograd.tape.Node`)."""
 
     array: FloatArray
-    kind: str
     lock: Lock | None
     creation_rank: int
     revision: int
     writes_begun: int
     writes_ended: int
+
+    @property
+    def kind(self) -> str: ...
 
 
 _T = TypeVar("_T")

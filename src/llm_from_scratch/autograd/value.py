@@ -77,7 +77,7 @@ class TensorValue:
 
     def __post_init__(self, key: object) -> None:
         if key is not _TRUSTED:
-            raise TypeError("build a TensorValue with TensorValue.parameter or TensorValue.constant")
+            raise TypeError("build a TensorValue with TensorValue.parameter or .constant")
 
     @classmethod
     def parameter(cls, tensor: Tensor) -> TensorValue:

@@ -40,10 +40,10 @@ from llm_from_scratch.nn.embedding_errors import (
     TokenShapeError,
     ZeroEmbeddingWidthError,
 )
-from llm_from_scratch.nn.renorm import renormalized_then
 from llm_from_scratch.nn.init import NamedParameter, SplitMix64
 from llm_from_scratch.nn.layer_state import TableLayer, checked_layer_table
 from llm_from_scratch.nn.options import LookupOptions
+from llm_from_scratch.nn.renorm import renormalized_then
 from llm_from_scratch.nn.tables import (
     Table,
     checked_parameter_size,
@@ -128,7 +128,8 @@ class Embedding(TableLayer):
 
         Raises:
             EmbeddingStateError, TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError,
-                FrozenTableMaxNormError: see :func:`~llm_from_scratch.nn.layer_state.checked_layer_table`.
+                FrozenTableMaxNormError: see
+                :func:`~llm_from_scratch.nn.layer_state.checked_layer_table`.
         """
         rows, width = checked_layer_table("Embedding", self.table, self.options, LookupOptions)
         object.__setattr__(self, "vocabulary_size", rows)

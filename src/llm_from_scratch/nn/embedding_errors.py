@@ -9,7 +9,8 @@ here. All of them are re-exported by :mod:`llm_from_scratch.nn`.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import ClassVar, Literal
 
 from llm_from_scratch.autograd.errors import (
     EmbeddingError,
@@ -186,7 +187,7 @@ class OffsetsError(EmbeddingError, TypeError, ValueError, IndexError):
     offset before, for ``increasing``)."""
 
     template_key = "rule"
-    template = {
+    template: ClassVar[Mapping[str, str]] = {
         "container": "offsets must be a 1-D sequence of integers: {detail}",
         "empty": "offsets must hold at least one offset: the first bag starts at offset 0",
         "integer": "offset at position {position} must be an integer, got {offset!t} {offset!r}",
@@ -220,7 +221,7 @@ class PerSampleWeightsError(EmbeddingError, TypeError, ValueError):
     ``shape`` other than the IDs' (``expected``)."""
 
     template_key = "rule"
-    template = {
+    template: ClassVar[Mapping[str, str]] = {
         "mode": "per_sample_weights need mode 'sum', got mode {value!r}",
         "type": (
             "per_sample_weights must be a TensorValue or Tensor of the table's dtype {expected}, "

@@ -40,8 +40,8 @@ def checked_layer_table(
         FrozenTableMaxNormError: ``max_norm`` with a frozen table.
     """
     if not isinstance(table, NamedParameter | FrozenTable):
-        got = type(table).__name__
-        raise EmbeddingStateError("table", f"must be a NamedParameter or a FrozenTable, got {got}", layer)
+        detail = f"must be a NamedParameter or a FrozenTable, got {type(table).__name__}"
+        raise EmbeddingStateError("table", detail, layer)
     rows, width = checked_sizes(table.tensor.shape)
     if not isinstance(options, options_type) or options.vocabulary_size != rows:
         detail = f"must be {options_type.__name__} checked for {rows} rows, got {options!r}"

@@ -9,10 +9,11 @@ adds in SIMD lanes instead, so a 2-norm may differ from it in the last bit), com
 ``max_norm`` and turned into the scale in float64, and the scale is rounded to the table's dtype
 before it multiplies the row.
 
-The write is an in-place update of the parameter (:func:`~llm_from_scratch.autograd.value.update_leaves_in_place`): it holds the
-table's update lock, bumps its value revision when a row changes (so a graph recorded before it
-raises ``StaleValueError`` instead of using the changed values) and runs the lookup before the
-lock is released, so that the lookup reads exactly the renormalized values.
+The write is an in-place update of the parameter
+(:func:`~llm_from_scratch.autograd.value.update_leaves_in_place`): it holds the table's update
+lock, bumps its value revision when a row changes (so a graph recorded before it raises
+``StaleValueError`` instead of using the changed values) and runs the lookup before the lock is
+released, so that the lookup reads exactly the renormalized values.
 """
 
 from __future__ import annotations

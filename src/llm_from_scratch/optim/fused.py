@@ -174,7 +174,7 @@ def _run(root: Node, seed: FloatArray, retention: object, step: FusedStep) -> No
 class FusedStep:
     """The tape's :class:`~llm_from_scratch.autograd.tape.PassConsumer` of a fused step."""
 
-    def __init__(self, leaves: list[Node], finish: Finish) -> None:
+    def __init__(self, leaves: Sequence[Node], finish: Finish) -> None:
         self.leaves = leaves
         self._finish = finish
         self._positions = {id(leaf): position for position, leaf in enumerate(leaves)}
@@ -237,11 +237,11 @@ class FusedStep:
                 late.append((leaf, gradient if stored is None else _added(stored, gradient)))
         others: list[tuple[Node, Gradient]] = []
         for node, gradient in [*updates, *late]:
-            position = self._positions.get(id(node))
-            if position is None:
+            at = self._positions.get(id(node))
+            if at is None:
                 others.append((node, gradient))
             else:
-                given[position] = gradient
+                given[at] = gradient
         write_parameters(self.leaves, self._finish(given))
         return [*((leaf, zero_gradient(leaf.array)) for leaf in self.leaves), *others]
 

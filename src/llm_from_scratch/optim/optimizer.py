@@ -32,7 +32,6 @@ import numpy as np
 from llm_from_scratch.autograd import GraphRetention, RowSparseGradient, TensorValue
 from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import update_leaves_in_place
-from llm_from_scratch.optim.fused import DeferredRowGradient, StepGradient, fused_backward_step
 from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.errors import (
     DuplicateParameterError,
@@ -41,6 +40,7 @@ from llm_from_scratch.optim.errors import (
     ParameterEntryError,
     ParameterListError,
 )
+from llm_from_scratch.optim.fused import DeferredRowGradient, StepGradient, fused_backward_step
 from llm_from_scratch.optim.rows import RowGradient, RowGroups
 from llm_from_scratch.optim.state import (
     STEP_KEY,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_from_scratch.autograd import RowSparseGradient
-from llm_from_scratch.optim.fused import DeferredRowGradient
 from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.optim.fused import DeferredRowGradient
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 
