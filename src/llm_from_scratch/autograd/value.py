@@ -200,26 +200,25 @@ class TensorValue:
         Args:
             indices: flat IDs in row-major order (a sequence of ints or a 1-D integer array),
                 each read once into the plan's own index buffer (see
-                :mod:`~llm_from_scratch.autograd.ids`).
+                :mod:`~llm_from_scratch.autograd.gather`).
             index_shape: the shape the IDs form.
 
         Shape:
             table (``self``): ``[V, d]``; ``indices``: ``[prod(index_shape)]``;
             output: ``index_shape + (d,)``.
 
-        Raises:
-            GatherTableRankError: the table is not rank two (checked first).
+        Raises, in this order (the ID errors worded for ``checker`` ``gather``):
+            TableRankError: the table is not rank two.
             InvalidShapeError: the index shape's layout is invalid.
-            IndexContainerError: ``indices`` is not a flat sequence or 1-D array (a masked
+            TokenIdContainerError: ``indices`` is not a flat sequence or 1-D array (a masked
                 array included).
-            GatherIndexCountError: the index count differs from the shape's element count.
+            TokenCountMismatchError: the index count differs from the shape's element count.
             InvalidShapeError: the output shape ``index_shape + (d,)`` does not fit
                 (``what`` is ``row gather output shape``), found before any ID is read.
-            GatherIndexDtypeError: an empty array of a non-integer dtype.
-            OutputAllocationError: the index buffer cannot be reserved (``gather index
-                conversion``).
-            GatherIndexTypeError, GatherIndexOutOfBoundsError: the first bad index in flat
-                order.
+            TokenIdDtypeError: an empty array of a non-integer dtype.
+            IndexAllocationError: the index buffer cannot be reserved (also an
+                ``OutputAllocationError`` of ``gather index conversion``).
+            TokenIdTypeError, TokenIdOutOfBoundsError: the first bad index in flat order.
             ReleasedOperandError, OutputAllocationError: from the tape.
         """
         shape = self._node.array.shape

@@ -173,8 +173,8 @@ class Embedding(TableLayer):
         Raises:
             TypeError: ``table`` is not a NamedParameter.
             TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: in this order.
-            PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: the options, in
-                this order.
+            OptionValueError (``padding_idx``, ``max_norm``, ``norm_type``), then
+                OptionTypeError (``scale_grad_by_freq``): the options, in this order.
         """
         rows, _ = checked_parameter_size(table)
         return cls(table, LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq))
@@ -204,7 +204,7 @@ class Embedding(TableLayer):
                 InitializationError).
             EmptyVocabularyError: ``vocabulary_size == 0``.
             ZeroEmbeddingWidthError: ``embedding_width == 0``.
-            PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: the options.
+            OptionValueError, OptionTypeError: the options (``name`` says which).
             EmbeddingInitializationError: a bad generator or dtype, or no memory.
 
         Example:
@@ -257,8 +257,8 @@ class Embedding(TableLayer):
             PretrainedTableTypeError: ``table`` is none of the above.
             TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: its shape.
             EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
-            PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: the options, then
-                FlagTypeError for ``freeze``.
+            OptionValueError, OptionTypeError: the options, then OptionTypeError for
+                ``freeze``.
             FrozenTableMaxNormError: ``max_norm`` with ``freeze=True``.
             NonFiniteParameterError: a NaN or infinity in the table (checked last).
 

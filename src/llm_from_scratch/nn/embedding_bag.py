@@ -118,7 +118,7 @@ class EmbeddingBag(TableLayer):
         Raises:
             TypeError: ``table`` is not a NamedParameter.
             TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: its shape.
-            BagModeError, PaddingIndexError, MaxNormError, NormTypeError: the options.
+            OptionValueError: the options (``mode`` first).
         """
         rows, _ = checked_parameter_size(table)
         return cls(table, BagOptions(rows, mode, padding_idx, max_norm, norm_type))  # type: ignore[arg-type]
@@ -141,7 +141,7 @@ class EmbeddingBag(TableLayer):
         padding row, if any, zeroed after the whole table is drawn).
 
         Raises:
-            The errors of ``Embedding.new``, with BagModeError first among the options.
+            The errors of ``Embedding.new``, with ``mode`` first among the options.
         """
 
         def options_for(rows: int) -> BagOptions:
@@ -165,7 +165,7 @@ class EmbeddingBag(TableLayer):
         """A bag layer over a table you already have (see ``Embedding.from_pretrained``).
 
         Raises:
-            The errors of ``Embedding.from_pretrained``, with BagModeError first among the
+            The errors of ``Embedding.from_pretrained``, with ``mode`` first among the
             options.
         """
 
@@ -193,8 +193,8 @@ class EmbeddingBag(TableLayer):
         """Reduce each bag of ``token_ids`` to one row.
 
         Raises:
-            FlagTypeError: ``include_last_offset`` is not a bool.
-            PerSampleWeightsModeError: weights with a mode other than ``"sum"``.
+            OptionTypeError: ``include_last_offset`` is not a bool.
+            PerSampleWeightsError: weights with a mode other than ``"sum"``.
             Then the errors of ``functional.embedding_bag`` for the IDs, the bags, the offsets
             and the weights, in its order.
         """

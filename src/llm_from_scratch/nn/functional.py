@@ -65,8 +65,8 @@ def embedding(
 
     Raises:
         TableTypeError, TableRankError: the table (checked first).
-        PaddingIndexError, MaxNormError, NormTypeError, FlagTypeError: the options, in
-            this order.
+        OptionValueError (``padding_idx``, ``max_norm``, ``norm_type``), then
+            OptionTypeError (``scale_grad_by_freq``): the options, in this order.
         FrozenTableMaxNormError: ``max_norm`` with a table that is not a parameter.
         TokenIdContainerError, TokenIdNestingError, TokenShapeError, TokenIdDtypeError,
             IndexAllocationError, TokenIdTypeError, TokenIdOutOfBoundsError: the IDs, as the
@@ -126,15 +126,16 @@ def embedding_bag(
 
     Raises:
         TableTypeError, TableRankError: the table (checked first).
-        BagModeError, PaddingIndexError, MaxNormError, NormTypeError: the options, in this
-            order; then FlagTypeError (``include_last_offset``); PerSampleWeightsModeError
-            (weights with a mode other than ``"sum"``); FrozenTableMaxNormError.
+        OptionValueError: ``mode``, ``padding_idx``, ``max_norm``, ``norm_type``, in this
+            order; then OptionTypeError (``include_last_offset``); PerSampleWeightsError
+            (``rule`` ``mode``: weights with a mode other than ``"sum"``);
+            FrozenTableMaxNormError.
         TokenIdContainerError, ... TokenIdOutOfBoundsError: the IDs, as :func:`embedding`.
         BagLayoutError: IDs that are not 2-D without offsets or 1-D with offsets.
-        OffsetsContainerError, EmptyOffsetsError, OffsetTypeError, OffsetOutOfRangeError,
-            FirstOffsetError, DecreasingOffsetsError, LastOffsetError: the offsets, in this
-            order.
-        PerSampleWeightsTypeError, PerSampleWeightsShapeError: the weights.
+        OffsetsError: the offsets, by ``rule`` in this order: ``container``, ``empty``,
+            ``integer`` or ``range`` (the first bad offset), ``first``, ``increasing``,
+            ``last``.
+        PerSampleWeightsError: the weights (``rule`` ``type``, then ``shape``).
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor

@@ -218,7 +218,7 @@ def pretrained_table(
         PretrainedTableTypeError, TableRankError, EmptyVocabularyError,
             ZeroEmbeddingWidthError: the table (see :func:`pretrained_source`).
         EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
-        The errors of ``options_for``, then FlagTypeError for ``freeze``.
+        The errors of ``options_for``, then OptionTypeError for ``freeze``.
         FrozenTableMaxNormError: ``max_norm`` with ``freeze=True``.
         NonFiniteParameterError: a NaN or infinity in a copied table.
     """
