@@ -1,4 +1,5 @@
 # Two commands: `make demo` and `make test`. Both create .venv on first use and are quick after.
+# `make errors` rewrites the class tables of docs/errors.md from the exception classes.
 # `make pretrained` adds the trained table that `llm-from-scratch ch18 neighbours` reads.
 PYTHON ?= python3
 VENV := .venv
@@ -6,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test trace bench pretrained clean
+.PHONY: demo test errors trace bench pretrained clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +40,11 @@ test: $(STAMP_TEST)
 	$(BIN)/python -m pytest src tests
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy --strict src
+
+# The class tables of docs/errors.md, generated from the exception classes and their docstrings
+# (tests/errors/test_error_catalogue.py fails when the file and the classes disagree).
+errors: $(STAMP_DEMO)
+	$(BIN)/python -m llm_from_scratch.error_catalogue docs/errors.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -69,7 +69,9 @@ class StructuredError(Exception):
     """Base class of an error whose message is built from its fields.
 
     Subclasses set ``template`` and annotate their fields (a field may have a default); see
-    the module docstring.
+    the module docstring. Every exception class of the package derives from it except
+    ``LabelError`` and ``TraceFormatError``; a subclass without a template is a base class, and
+    constructing one raises ``TypeError``.
 
     Raises:
         TypeError: at class definition, a template that names anything but a field or uses

@@ -26,8 +26,14 @@ Loss = Callable[[TensorValue], TensorValue]
 
 
 class GradientCheckError(StructuredError, ValueError):
-    """A bad argument (a loss that is not callable, a value that is no parameter leaf, a step
-    or tolerance out of range), or a loss that is not a scalar TensorValue."""
+    """A bad argument of ``check_gradient``, or a loss that is not a scalar TensorValue.
+
+    In this order: a loss that is not callable; a value that is not a parameter leaf; a step that is
+    zero, negative, NaN, infinite, a ``bool`` or not a real number, or whose double overflows; a
+    tolerance that is negative, NaN, infinite, a ``bool`` or not a real number. Then a loss that
+    does not return a scalar ``TensorValue``, and a step that takes a probed value out of the finite
+    range. ``detail`` is the whole message.
+    """
 
     template = "{detail}"
     detail: str

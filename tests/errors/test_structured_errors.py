@@ -10,16 +10,12 @@ from __future__ import annotations
 import copy
 import inspect
 import pickle
+from collections.abc import Mapping
+from typing import ClassVar
 
 import pytest
 
-from llm_from_scratch.autograd import (
-    GatherIndexOutOfBoundsError,
-    GatherIndexTypeError,
-    InvalidShapeError,
-    OutputAllocationError,
-)
-from llm_from_scratch.autograd.gather import GATHER_ID_ERRORS
+from llm_from_scratch.autograd import GatherIndexOutOfBoundsError, GatherIndexTypeError
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn import (
     EmbeddingInitializationError,
@@ -36,7 +32,6 @@ from llm_from_scratch.nn.init import (
 from llm_from_scratch.tensor import (
     NegativeExtentError,
     NonIntegerExtentError,
-    ShapeOverflowError,
     TensorError,
 )
 
@@ -134,7 +129,7 @@ def test_a_field_without_a_default_after_one_with_a_default_fails_when_defined()
 
 
 def test_a_field_declared_again_by_a_subclass_fails_when_defined() -> None:
-    with pytest.raises(ValueError, match="duplicate parameter name: 'name'"):
+    with pytest.raises(ValueError, match="declares the field 'name' twice"):
         type("BadError", (ParameterNameError,), {"__annotations__": {"name": "str"}})
 
 
@@ -151,9 +146,9 @@ def test_an_error_pickles_and_copies_by_its_fields_with_its_cause_field() -> Non
 def test_raise_from_keeps_the_cause_and_errors_stay_hashable_and_compare_by_identity() -> None:
     layout = NegativeExtentError(0, -1)
     with pytest.raises(TokenShapeError) as caught:
-        raise TokenShapeError((-1,), layout) from layout
+        raise TokenShapeError("token-ID shape", (-1,), layout) from layout
     assert caught.value.__cause__ is layout is caught.value.cause
-    assert caught.value != TokenShapeError((-1,), layout)
+    assert caught.value != TokenShapeError("token-ID shape", (-1,), layout)
     assert len({caught.value, layout}) == 2
 
 
@@ -177,7 +172,8 @@ def test_both_families_take_a_non_integer_id_as_position_then_value() -> None:
 
 def test_both_families_take_an_out_of_range_id_as_position_then_id_then_bound() -> None:
     token = TokenIdOutOfBoundsError(1, 5, 4)
-    gather = GatherIndexOutOfBoundsError(1, 5, 4)
+    gather = GatherIndexOutOfBoundsError(1, 5, 4, "gather")  # the earlier name of the class
+    assert type(gather) is TokenIdOutOfBoundsError
     assert (token.position, token.id, token.vocabulary_size) == (1, 5, 4)
     assert (gather.position, gather.id, gather.rows) == (1, 5, 4)
     assert gather.index == gather.id  # the earlier name still reads
@@ -185,18 +181,59 @@ def test_both_families_take_an_out_of_range_id_as_position_then_id_then_bound() 
     assert str(gather) == "gather ID 5 at flat position 1 is out of bounds for 4 rows"
 
 
-def test_the_gather_adapters_fill_only_the_context_of_their_errors() -> None:
-    overflow = ShapeOverflowError((2**32, 2**32))
-    shape_error = GATHER_ID_ERRORS.shape((2**32, 2**32), overflow)
-    assert type(shape_error) is InvalidShapeError
-    assert (shape_error.what, shape_error.shape, shape_error.cause) == (
-        "gather index shape",
-        (2**32, 2**32),
-        overflow,
-    )
-    allocation = GATHER_ID_ERRORS.allocation(5)
-    assert type(allocation) is OutputAllocationError
-    assert (allocation.operation, allocation.elements) == ("gather index conversion", 5)
+class WordedRowError(StructuredError, IndexError):
+    """A test error worded by who checked it: ``checker`` chooses the template."""
+
+    template_key = "checker"
+    template: ClassVar[Mapping[str, str]] = {
+        "layer": "token ID {id} is not below {rows}",
+        "gather": "gather ID {id} is out of bounds for {rows} rows",
+    }
+    id: int
+    rows: int
+    checker: str = "layer"
+
+
+def test_a_keyed_template_chooses_its_wording_by_the_key_field() -> None:
+    assert str(WordedRowError(5, 4)) == "token ID 5 is not below 4"
+    assert str(WordedRowError(5, 4, "gather")) == "gather ID 5 is out of bounds for 4 rows"
+    by_keyword = WordedRowError(id=5, rows=4, checker="gather")
+    assert str(by_keyword) == str(WordedRowError(5, 4, "gather"))
+    assert WordedRowError.field_names == ("id", "rows", "checker")
+
+
+def test_a_keyed_error_pickles_and_copies_with_its_wording() -> None:
+    error = WordedRowError(5, 4, "gather")
+    for restored in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
+        assert type(restored) is WordedRowError
+        assert restored.checker == "gather"
+        assert restored.args == error.args
+
+
+def test_a_key_field_value_without_a_wording_is_a_key_error_at_construction() -> None:
+    with pytest.raises(KeyError):
+        WordedRowError(5, 4, "bag")
+
+
+@pytest.mark.parametrize(
+    ("namespace", "problem"),
+    [
+        ({"template_key": "colour"}, "template_key must name a field"),
+        ({"template_key": None}, "template_key must name a field"),
+        ({"template_key": "checker", "template": {"layer": "row {colour}"}}, "names 'colour'"),
+        ({"template_key": "checker", "template": {"layer": "row {id!x}"}}, "only !r, !s, !a, !t"),
+    ],
+)
+def test_a_bad_key_or_keyed_template_is_refused_when_the_class_is_defined(
+    namespace: dict[str, object], problem: str
+) -> None:
+    body: dict[str, object] = {
+        "template": {"layer": "row {id}", "gather": "gather row {id}"},
+        "__annotations__": {"id": "int", "checker": "str"},
+        **namespace,
+    }
+    with pytest.raises(TypeError, match=problem):
+        type("BadError", (StructuredError,), body)
 
 
 def test_an_extent_error_names_the_axis_then_the_extent() -> None:

@@ -22,14 +22,21 @@ class SeedShapeMismatchError(TensorAutodiffError, ValueError):
 
 
 class SeedTypeError(TensorAutodiffError, TypeError):
-    """A backward seed that is neither a Tensor nor a real-valued NumPy array."""
+    """A backward seed that is neither a Tensor nor a real-valued NumPy array.
+
+    A list, ``None``, a ``str``, a masked array, or an array of complex, object or structured dtype.
+    """
 
     template = "backward seed must be a Tensor or a real NumPy array, got {seed_type}"
     seed_type: str
 
 
 class NonFiniteSeedError(TensorAutodiffError, ValueError):
-    """A backward seed holding NaN or an infinity."""
+    """A backward seed holding NaN or an infinity.
+
+    The first one in flat order, after conversion to the output's dtype (a float64 ``1e300`` seed of
+    a float32 output is ``inf``).
+    """
 
     template = "backward seed value {value} at flat index {index} is not finite"
     index: int
@@ -37,8 +44,15 @@ class NonFiniteSeedError(TensorAutodiffError, ValueError):
 
 
 class NonFiniteParameterError(TensorAutodiffError, ValueError):
-    """A parameter leaf built from values with a NaN or an infinity (the first one in flat
-    order): every later step would blame itself for it."""
+    """A parameter leaf built from values with a NaN or an infinity: every later step would blame
+    itself for it.
+
+    ``TensorValue.parameter`` (and so ``NamedParameter.from_tensor``, after the name), with the
+    first such value in flat order; ``from_pretrained`` with such a table, frozen or not; unpickling
+    a parameter leaf whose values hold one (a crafted pickle). Every parameter leaf is finite:
+    Xavier tables are, an optimizer step that would leave a NaN or infinity changes nothing, and an
+    unpickled leaf is checked, so ``NamedParameter.from_value`` needs no check of its own.
+    """
 
     template = "parameter value {value} at flat position {position} is not finite"
     position: int
@@ -46,7 +60,8 @@ class NonFiniteParameterError(TensorAutodiffError, ValueError):
 
 
 class RetentionTypeError(TensorAutodiffError, TypeError):
-    """A ``retention`` argument that is not a ``GraphRetention`` member."""
+    """A ``retention`` argument that is not a ``GraphRetention`` member (the string
+    ``"release"``, for example)."""
 
     template = (
         "retention must be GraphRetention.RETAIN or GraphRetention.RELEASE, got {retention!r}"
@@ -55,7 +70,14 @@ class RetentionTypeError(TensorAutodiffError, TypeError):
 
 
 class NonFiniteGradientError(TensorAutodiffError, ArithmeticError):
-    """A VJP or an accumulated gradient produced NaN or an infinity; nothing was stored."""
+    """A VJP or an accumulated gradient produced NaN or an infinity; nothing was stored.
+
+    A VJP, a sum of pass gradients, or a pass gradient added to the stored one (``operation`` is
+    ``accumulated parameter``) has a NaN or an infinity, for example repeated IDs whose upstream
+    rows overflow; ``index`` is the first such dense flat index. Also unpickling a parameter leaf
+    whose stored gradient holds one (``operation`` is ``restored``; a crafted pickle), checked after
+    its layout.
+    """
 
     template = (
         "the {operation} gradient has non-finite value {value} at flat index {index}; "
@@ -76,14 +98,19 @@ class NotScalarOutputError(TensorAutodiffError, ValueError):
 
 
 class GraphReleasedError(TensorAutodiffError, RuntimeError):
-    """A backward pass that reaches an operation whose saved facts were released."""
+    """A backward pass that reaches an operation whose saved facts were released.
+
+    An earlier pass with ``GraphRetention.RELEASE`` freed the operation; of several ``RELEASE``
+    passes over one graph on several threads, each either finishes or raises this.
+    """
 
     template = "the {operation} operation tape has been released"
     operation: str
 
 
 class ReleasedOperandError(TensorAutodiffError, RuntimeError):
-    """A new operation built on an operand that reaches a released tape."""
+    """A new operation built on an operand that reaches a released tape (one a ``RELEASE`` pass
+    freed)."""
 
     template = "cannot build {operation}: operand {operand} reaches a released operation tape"
     operation: str
@@ -91,7 +118,13 @@ class ReleasedOperandError(TensorAutodiffError, RuntimeError):
 
 
 class StaleValueError(TensorAutodiffError, RuntimeError):
-    """A parameter whose values changed after an operation recorded them."""
+    """A parameter whose values changed after an operation recorded them.
+
+    The values changed in place (an optimizer step, ``load_parameters(..., into=)``, a lookup or bag
+    with ``max_norm`` that renormalized a row) after an operation recorded the parameter, and a
+    backward pass reaches that operation; also when a step on another thread changes such a
+    parameter while the pass computes (the pass then stores nothing). Run the forward again.
+    """
 
     template = (
         "the {operation} operation recorded operand {operand} at value revision "
@@ -105,7 +138,8 @@ class StaleValueError(TensorAutodiffError, RuntimeError):
 
 
 class NotAParameterError(TensorAutodiffError, TypeError):
-    """A gradient operation (``zero_grad``, an optimizer step) on a value that is no parameter."""
+    """A gradient operation on a value that is no parameter: ``zero_grad()`` on a constant or an
+    operation result."""
 
     template = "{action} needs a parameter, but this value is a {kind}"
     action: str
@@ -113,7 +147,8 @@ class NotAParameterError(TensorAutodiffError, TypeError):
 
 
 class OperandShapeMismatchError(TensorAutodiffError, ValueError):
-    """Element-wise operands of different shapes (no broadcasting on the tape)."""
+    """Element-wise operands of different shapes (no broadcasting on the tape): ``add`` or
+    ``mul``."""
 
     template = "{operation} needs operands of one shape, got {left} and {right}"
     operation: str
@@ -122,7 +157,8 @@ class OperandShapeMismatchError(TensorAutodiffError, ValueError):
 
 
 class OperandDtypeMismatchError(TensorAutodiffError, TypeError):
-    """Operands of different float dtypes (nothing is upcast silently)."""
+    """Operands of different float dtypes (nothing is upcast silently): ``add`` or ``mul`` of
+    float64 and float32."""
 
     template = "{operation} needs operands of one dtype, got {left} and {right}"
     operation: str
@@ -131,7 +167,11 @@ class OperandDtypeMismatchError(TensorAutodiffError, TypeError):
 
 
 class OperandTypeError(TensorAutodiffError, TypeError):
-    """An operand that is neither a TensorValue nor a Tensor."""
+    """An operand that is neither a TensorValue nor a Tensor.
+
+    ``add`` or ``mul`` with such an operand; ``TensorValue.parameter`` or ``constant`` with
+    something other than a ``Tensor`` (``operation`` is ``a leaf``).
+    """
 
     template = "{operation} needs a TensorValue or Tensor operand, got {operand_type}"
     operation: str
@@ -149,7 +189,16 @@ class ReshapeCountMismatchError(TensorAutodiffError, ValueError):
 
 
 class InvalidShapeError(TensorAutodiffError, ValueError):
-    """A shape argument whose checked layout failed; ``cause`` is the tensor error."""
+    """A shape argument whose checked layout failed; ``cause`` is the tensor error.
+
+    ``what`` names the argument: ``reshape target shape`` (``TooManyAxesError`` for ``reshape((1,) *
+    70)``; also a zero-element target NumPy cannot describe, ``empty.reshape((2**62, 0))``, caused
+    by a ``ShapeOverflowError``) or ``gather index shape``. From ``gather_rows``, before any index
+    is read, also an output shape ``index_shape + [d]`` that does not fit: too many axes, a layout
+    overflow, or no elements and NumPy cannot describe it (``what`` is ``row gather output shape``
+    and ``shape`` that output shape). The embedding layers report the same failures of a token shape
+    as :class:`TokenShapeError`.
+    """
 
     template = "invalid {what}: {cause}"
     what: str
@@ -171,7 +220,12 @@ class EmbeddingError(StructuredError):
 
 
 class TableRankError(EmbeddingError, TensorAutodiffError, ValueError):
-    """A lookup table that is not rank two."""
+    """A lookup table that is not rank two.
+
+    ``from_parameter`` or ``from_pretrained`` of either layer, ``functional.embedding`` or
+    ``embedding_bag`` with such a table (``checker`` is ``embedding``); ``TensorValue.gather_rows``
+    on a value that is not rank two (``gather``).
+    """
 
     template_key = "checker"
     template: ClassVar[Mapping[str, str]] = {
@@ -183,11 +237,19 @@ class TableRankError(EmbeddingError, TensorAutodiffError, ValueError):
 
 
 class TokenShapeError(EmbeddingError, InvalidShapeError):
-    """A token shape whose checked layout failed (``cause`` is the tensor error), or whose
-    output shape ``shape + [d]`` does not fit, found before any ID is read (``what`` is
-    ``token-ID shape``). ``TensorValue.gather_rows`` reports the same failures as the
-    :class:`InvalidShapeError` it derives from (``what``: ``gather index shape`` or ``row gather
-    output shape``, with the output shape)."""
+    """A token shape whose checked layout failed, or whose output shape does not fit.
+
+    ``what`` is ``token-ID shape`` and ``shape`` (also :attr:`token_shape`) the token shape. Its
+    layout fails (``cause`` is the ``TensorError``: ``ShapeTypeError``, ``TooManyAxesError``,
+    ``NonIntegerExtentError``, ``NegativeExtentError``, ``ShapeOverflowError``); or, after the count
+    and before any ID is read, the output shape ``token_shape + [d]`` does not fit: more than
+    ``MAX_AXES`` axes, a layout overflow (``forward(np.broadcast_to(np.int8(0), (2**62,)), (2**31,
+    2**31))`` on a width-2 table), or no elements and NumPy cannot describe it (``forward([],
+    [2**62, 0])``); ``cause`` is then the ``TooManyAxesError`` or ``ShapeOverflowError`` of the
+    output shape. ``TensorValue.gather_rows`` reports the same failures as the
+    :class:`InvalidShapeError` this class derives from (``what``: ``gather index shape`` or ``row
+    gather output shape``).
+    """
 
     @property
     def token_shape(self) -> object:
@@ -196,8 +258,13 @@ class TokenShapeError(EmbeddingError, InvalidShapeError):
 
 
 class TokenIdContainerError(EmbeddingError, TensorAutodiffError, TypeError):
-    """IDs that are not a flat sequence or 1-D array (a flat call), not a regular nest of
-    lists (the layer call: ragged, or ``limit`` levels deep), or a masked array."""
+    """IDs that are not a flat sequence or 1-D array, or not a regular nest of lists.
+
+    ``Embedding.forward``, or ``gather_rows`` (``checker`` is ``gather``), with IDs that are not a
+    sequence or a one-dimensional array (``None``, an int, a set, a ``str``, a 2-D array); any
+    lookup with a masked array (its mask marks missing IDs); nested lists given to the layer call, a
+    functional form or a bag that are ragged (the first irregular place in row-major order).
+    """
 
     template_key = "checker"
     template: ClassVar[Mapping[str, str]] = {
@@ -209,14 +276,24 @@ class TokenIdContainerError(EmbeddingError, TensorAutodiffError, TypeError):
 
 
 class TokenIdNestingError(TokenIdContainerError):
-    """Nested lists deeper than an array can have axes (``limit``), for example a list that
-    contains itself."""
+    """Nested lists deeper than an array can have axes (``limit``), for example a list that contains
+    itself.
+
+    The layer call, a functional form or a bag with lists nested more than ``limit`` (``MAX_AXES``,
+    64) levels deep, found after at most ``limit`` levels along the first items.
+    """
 
     limit: int = 0
 
 
 class TokenCountMismatchError(EmbeddingError, TensorAutodiffError, ValueError):
-    """A flat ID count that differs from the shape's element count."""
+    """A flat ID count that differs from the shape's element count.
+
+    ``Embedding.forward``, or ``gather_rows`` (``checker`` is ``gather``), with an array's size or a
+    sequence's ``len()`` other than the shape's element count, found before any ID is read
+    (``[2**31, 2**31]`` with three IDs fails at once); also a sequence that yields another number of
+    items than its ``len()`` (``actual`` is the number read, ``expected + 1`` when there were more).
+    """
 
     template_key = "checker"
     template: ClassVar[Mapping[str, str]] = {
@@ -229,7 +306,14 @@ class TokenCountMismatchError(EmbeddingError, TensorAutodiffError, ValueError):
 
 
 class TokenIdTypeError(EmbeddingError, TensorAutodiffError, TypeError):
-    """The first ID, in flat order, that is not an integer (bools and floats are not)."""
+    """The first ID, in flat order, that is not an integer (bools and floats are not).
+
+    A ``bool``, ``float``, NaN, ``None``, ``str``, an ``Integral`` whose ``__index__`` fails, a list
+    inside a flat ``forward`` call; a non-empty array of a non-integer dtype (bool, float, complex,
+    string, datetime, structured) reports position 0 and its first value. Each ID is read once
+    (``operator.index``), and that one value is checked and used. ``checker`` is ``gather`` when
+    ``gather_rows`` read the IDs.
+    """
 
     template_key = "checker"
     template: ClassVar[Mapping[str, str]] = {
@@ -248,7 +332,10 @@ class TokenIdTypeError(EmbeddingError, TensorAutodiffError, TypeError):
 class TokenIdDtypeError(TokenIdTypeError):
     """An empty ID array of a non-integer dtype: there is no ID to name, so the dtype is named.
 
-    ``position`` and ``value`` are None (an empty array has neither).
+    Float, bool, complex, str, datetime or structured, as PyTorch refuses an empty float index
+    tensor; ``position`` and ``value`` are None (an empty array has neither). An empty object array
+    holds no non-integer and is accepted, like an empty list. ``checker`` as for
+    :class:`TokenIdTypeError`.
     """
 
     template: ClassVar[Mapping[str, str]] = {
@@ -259,7 +346,12 @@ class TokenIdDtypeError(TokenIdTypeError):
 
 
 class TokenIdOutOfBoundsError(EmbeddingError, TensorAutodiffError, IndexError):
-    """The first ID, in flat order, outside ``[0, V)`` (negative IDs included)."""
+    """The first ID, in flat order, outside ``[0, V)`` (negative IDs included).
+
+    IDs beyond 64 bits too. From ``gather_rows`` (``checker`` is ``gather``) the message counts the
+    table's rows; :attr:`rows` and :attr:`index` read ``vocabulary_size`` and ``id`` under the
+    gather's earlier names.
+    """
 
     template_key = "checker"
     template: ClassVar[Mapping[str, str]] = {
@@ -296,7 +388,15 @@ IndexContainerError = TokenIdContainerError
 
 
 class OutputAllocationError(TensorAutodiffError, MemoryError):
-    """An operation's output (or a gradient) could not be allocated; nothing changed."""
+    """An operation's output (or a gradient) could not be allocated; nothing changed.
+
+    An operation's output (``operation`` names it: ``add``, ``reshape``, ``gather_rows``,
+    ``embedding_bag``, ...), a backward pass's gradients (``backward``), a leaf copy (``leaf copy``:
+    when a leaf is built, pickled, unpickled or deep-copied), a value snapshot (``value snapshot``),
+    a parameter's dense zero gradient (``parameter gradient``), or a dense view of a row-sparse
+    gradient (``gradient``, ``gradient snapshot``); nothing is recorded or changed. A lookup's index
+    buffers raise the subclass :class:`IndexAllocationError`.
+    """
 
     template = "could not allocate {elements} values for the {operation} output"
     operation: str
@@ -304,8 +404,14 @@ class OutputAllocationError(TensorAutodiffError, MemoryError):
 
 
 class IndexAllocationError(EmbeddingError, OutputAllocationError):
-    """The converted index buffer (or the room for a nest's flat IDs, or a bag's offsets) could
-    not be allocated, before any ID is read."""
+    """A lookup's converted index buffer could not be allocated, before any ID is read.
+
+    The buffer for the IDs (``operation`` is ``embedding index conversion``; for example
+    ``forward(range(2**61), [2**30, 2**31])``), the room for the flat IDs of nested lists given to
+    the layer call, a bag's offsets (``offsets conversion``), or the index buffer of ``gather_rows``
+    (``gather index conversion``, ``checker`` ``gather``, worded as the
+    :class:`OutputAllocationError` it also is).
+    """
 
     template_key = "checker"
     template: ClassVar[Mapping[str, str]] = {  # type: ignore[assignment]
@@ -325,9 +431,13 @@ class NotRecordedError(TensorAutodiffError, RuntimeError):
 
 
 class UnpicklableOperationError(TensorAutodiffError, TypeError):
-    """``pickle`` or ``copy.deepcopy`` of an operation result: a recorded graph holds its
-    parents at the revisions it read and the VJPs that run on them, which no copy could keep
-    (``action`` is ``pickle`` or ``deep-copy``)."""
+    """``pickle`` or ``copy.deepcopy`` of an operation result.
+
+    ``pickle.dumps`` (``action`` is ``pickle``) or ``copy.deepcopy`` (``deep-copy``) of an operation
+    result, a released one included, or of anything that holds one: a recorded graph holds its
+    parents at the revisions it read and the VJPs that run on them, which no copy could keep.
+    ``copy.copy`` of any ``TensorValue`` is allowed: it is a new handle on the same node.
+    """
 
     template = (
         "cannot {action} the result of the {operation} operation: only parameter and constant "
@@ -339,7 +449,18 @@ class UnpicklableOperationError(TensorAutodiffError, TypeError):
 
 class LeafStateError(TensorAutodiffError, ValueError):
     """A pickled leaf whose state no leaf can have (a crafted or damaged pickle); ``part`` names
-    what is wrong in it."""
+    what is wrong in it.
+
+    Checked in this order: the state is not a dict, its ``kind`` is not ``parameter`` or
+    ``constant``, its keys are not that kind's; the values are not a float32 or float64 array
+    (masked arrays refused); the gradient is not a dict, its ``form`` is not ``dense`` or
+    ``row_sparse`` or its keys are not that form's; a dense gradient's shape or dtype differs from
+    the values'; a row-sparse gradient on a leaf that is not rank two, its ``rows`` not a 1-D
+    integer array, not sorted and unique or not in ``[0, V)``, its values not of shape ``[len(rows),
+    d]`` and the values' dtype, its ``summed`` not None or sorted unique positions in ``[0,
+    len(rows))``. The first failing check is reported (``part``: ``state``, ``kind``, ``values``,
+    ``gradient``, ``form``, ``gradient rows``, ``gradient values``, ``gradient summed``).
+    """
 
     template = "cannot restore a pickled leaf: {part} {detail}"
     part: str

@@ -109,6 +109,11 @@ TOKEN_EMBEDDING_LABELS: Final = LabelTable("token-embeddings", ("labels",), LABE
 class LabelError(ValueError):
     """A label table that is missing, malformed, or has a missing, blank or unknown label.
 
+    ``load_labels`` and the label tables of the figures and the exercise session: an unknown
+    language, an unreadable label table, or a missing, blank, non-text or unknown label. Its message
+    is ``lang: key_path: problem``, preceded by the table's name unless it is the token-embedding
+    figure's (``neighbours``, or ``exercises`` for the words of the exercise session).
+
     Attributes:
         lang: the language code, for example ``"ru"``.
         key_path: the dotted key path, for example ``"reverse.title"`` (empty for the whole

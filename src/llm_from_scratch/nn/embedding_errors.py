@@ -72,31 +72,51 @@ __all__ = [
 
 
 class EmptyVocabularyError(EmbeddingError, ValueError):
-    """A table with no rows (``V == 0``)."""
+    """A table with no rows (``V == 0``).
+
+    A layer's table with zero rows, or ``new`` with ``V == 0`` (``__cause__`` is the
+    ``ZeroFanInError``).
+    """
 
     template = "embedding vocabulary must contain at least one row"
     vocabulary_size: int = 0
 
 
 class ZeroEmbeddingWidthError(EmbeddingError, ValueError):
-    """A table with no columns (``d == 0``)."""
+    """A table with no columns (``d == 0``).
+
+    A layer's table with zero columns, or ``new`` with ``d == 0`` (``__cause__`` is the
+    ``ZeroFanOutError``).
+    """
 
     template = "embedding width must be greater than zero"
     embedding_width: int = 0
 
 
 class EmbeddingInitializationError(EmbeddingError, ValueError):
-    """``new`` failed while initializing, or ``from_pretrained`` got a bad name; ``cause`` is
-    the ``InitializationError``."""
+    """``new`` failed while initializing, or ``from_pretrained`` got a bad name; ``cause`` is the
+    ``InitializationError``.
+
+    ``Embedding.new`` or ``EmbeddingBag.new`` failed with an ``InitializationError`` other than a
+    zero fan: a bad name, fan, generator or dtype, or a table too large to allocate;
+    ``from_pretrained`` with a bad ``name``. ``cause`` is also ``__cause__``.
+    """
 
     template = "cannot initialize the embedding table: {cause}"
     cause: InitializationError
 
 
 class EmbeddingStateError(EmbeddingError, ValueError):
-    """A pickled layer (``layer`` is ``Embedding`` or ``EmbeddingBag``) whose fields no layer
-    built from its table can have (a crafted or damaged pickle, or one written by a version
-    with other fields)."""
+    """A layer whose table and options do not make one (a crafted or damaged pickle, or one written
+    by a version with other fields).
+
+    ``layer`` is ``Embedding`` or ``EmbeddingBag``. Calling the class with its two fields, as
+    unpickling and copying do, checks them: ``field`` is ``table`` for a table that is neither a
+    ``NamedParameter`` nor a ``FrozenTable``, ``options`` for options that are not the layer's
+    options record checked for the table's row count. A table of the wrong shape raises
+    ``TableRankError``, ``EmptyVocabularyError`` or ``ZeroEmbeddingWidthError``, and ``max_norm``
+    with a frozen table ``FrozenTableMaxNormError``, as when the layer is built.
+    """
 
     template = "cannot restore a pickled {layer}: {field} {detail}"
     field: str
@@ -105,15 +125,22 @@ class EmbeddingStateError(EmbeddingError, ValueError):
 
 
 class TableTypeError(EmbeddingError, TypeError):
-    """A functional lookup's table that is not a ``TensorValue``."""
+    """A functional lookup's table that is not a ``TensorValue``.
+
+    ``functional.embedding`` or ``embedding_bag`` with a NumPy array, a ``Tensor`` or a
+    ``NamedParameter`` (pass its ``tensor``).
+    """
 
     template = "the embedding table must be a TensorValue, got {table_type}"
     table_type: str
 
 
 class PretrainedTableTypeError(EmbeddingError, TypeError):
-    """A ``from_pretrained`` table that is not a NumPy array of a supported dtype, a ``Tensor``
-    or a ``NamedParameter``."""
+    """A ``from_pretrained`` table that is not a NumPy array of a supported dtype, a ``Tensor`` or a
+    ``NamedParameter``.
+
+    A list, a masked array, or an array of another dtype (float16, bool, complex, object).
+    """
 
     template = (
         "from_pretrained needs a NumPy array of float32, float64 or integers, a Tensor or a "
@@ -124,7 +151,12 @@ class PretrainedTableTypeError(EmbeddingError, TypeError):
 
 class FrozenTableMaxNormError(EmbeddingError, ValueError):
     """``max_norm`` with a table that never changes (a frozen table, a constant, an operation
-    result): renormalizing would write into it."""
+    result): renormalizing would write into it.
+
+    ``from_pretrained(..., freeze=True, max_norm=...)`` (``kind`` is ``constant``), or a functional
+    call whose table is a constant or an operation result. PyTorch renormalizes a frozen weight in
+    place; here a table that is not a parameter never changes.
+    """
 
     template = (
         "max_norm renormalizes looked-up rows in place, but the table is a {kind}, which never "
@@ -137,8 +169,11 @@ class FrozenTableMaxNormError(EmbeddingError, ValueError):
 
 
 class OptionTypeError(EmbeddingError, TypeError):
-    """An option of the wrong type: a yes-or-no option (``scale_grad_by_freq``, ``freeze``,
-    ``include_last_offset``) that is not a bool. ``requirement`` is what it must be."""
+    """An option of the wrong type: a yes-or-no option that is not a bool.
+
+    ``scale_grad_by_freq``, ``freeze`` or ``include_last_offset`` (``name``) that is not a Python or
+    NumPy bool (``0``, ``1``, ``None``, ``"yes"``); ``requirement`` is what it must be (``a bool``).
+    """
 
     template = "{name} must be {requirement}, got {value!t} {value!r}"
     name: str
@@ -147,9 +182,14 @@ class OptionTypeError(EmbeddingError, TypeError):
 
 
 class OptionValueError(EmbeddingError, ValueError):
-    """An option outside its range: a ``padding_idx`` that is not an integer in ``[-V, V)``
-    (a bool is not an integer), a ``max_norm`` or ``norm_type`` that is not a finite real
-    number above zero, a bag ``mode`` other than ``"sum"``, ``"mean"`` or ``"max"``."""
+    """An option outside its range; ``name`` names it and ``requirement`` says what it must be.
+
+    A ``padding_idx`` that is a ``bool``, not an integer (``1.0``, ``"1"``), or an integer outside
+    ``[-V, V)`` (read once with ``operator.index``; an integer outside the range is reported as
+    read); a ``max_norm`` or ``norm_type`` that is zero, negative, NaN, infinite, ``None`` (for
+    ``norm_type``), a ``bool`` or not a real number (read once with ``float()``); a bag ``mode``
+    other than ``"sum"``, ``"mean"`` or ``"max"`` (``"min"``, ``"SUM"``, ``None``).
+    """
 
     template = "{name} must be {requirement}, got {value!r}"
     name: str
@@ -165,7 +205,10 @@ FlagTypeError = OptionTypeError
 
 
 class BagLayoutError(EmbeddingError, ValueError):
-    """Bag IDs that are neither 2-D without offsets nor 1-D with offsets."""
+    """Bag IDs that are neither 2-D without offsets nor 1-D with offsets.
+
+    2-D IDs with offsets, 1-D IDs without, or IDs of another rank (a scalar ID, 3-D IDs).
+    """
 
     template = (
         "embedding bags take 2-D IDs without offsets or 1-D IDs with offsets, "
@@ -179,12 +222,18 @@ OffsetRule = Literal["container", "empty", "integer", "range", "first", "increas
 
 
 class OffsetsError(EmbeddingError, TypeError, ValueError, IndexError):
-    """Offsets that break a ``rule``, checked in this order: ``container`` (not a flat
-    sequence or 1-D integer array), ``empty``, then in order the first offset that is not an
-    ``integer`` or lies out of ``range`` ``[0, N]``, the ``first`` offset is not 0, the first
-    offset smaller than the one before it (``increasing``), and with
-    ``include_last_offset=True`` the ``last`` offset is not ``N``. ``bound`` is ``N`` (the
-    offset before, for ``increasing``)."""
+    """Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of IDs.
+
+    Checked in this order. ``container``: not a sequence or a 1-D integer array (an int, a ``str``,
+    a 2-D array, a masked array), or a sequence that yields another number of items than its
+    ``len()``. ``empty``: no offset at all (PyTorch crashes on them when there are IDs). Then, in
+    order, the first offset that is not an ``integer`` (``bool``, ``float``, ``None``; a non-empty
+    float array reports position 0) or lies out of ``range`` ``[0, N]``. ``first``: the first offset
+    is not 0, so the IDs before it would belong to no bag. ``increasing``: the first offset smaller
+    than the one before it (``bound`` is that one; PyTorch returns rows of garbage). ``last``: with
+    ``include_last_offset=True``, a last offset that is not ``N`` (PyTorch silently drops the IDs
+    after it).
+    """
 
     template_key = "rule"
     template: ClassVar[Mapping[str, str]] = {
@@ -215,10 +264,14 @@ OffsetOutOfRangeError = FirstOffsetError = DecreasingOffsetsError = LastOffsetEr
 
 
 class PerSampleWeightsError(EmbeddingError, TypeError, ValueError):
-    """Per-sample weights that break a ``rule``: given with a ``mode`` other than ``"sum"``
-    (``value`` is the mode), of a ``type`` other than a TensorValue or Tensor of the table's
-    dtype or a real NumPy array (``value`` names it, ``expected`` is the dtype), or of a
-    ``shape`` other than the IDs' (``expected``)."""
+    """Per-sample weights of an embedding bag that break a ``rule``.
+
+    ``mode``: weights with a mode other than ``"sum"`` (``value`` is the mode). ``type``: weights
+    that are not a ``TensorValue`` or ``Tensor`` of the table's dtype (``expected``) or a real NumPy
+    array: a list, a masked array, an array of a non-real dtype, a ``TensorValue`` or ``Tensor`` of
+    the other float dtype (``value`` names what was given). ``shape``: weights whose shape is not
+    the IDs' shape ``[N]`` or ``[B, L]`` (``expected``).
+    """
 
     template_key = "rule"
     template: ClassVar[Mapping[str, str]] = {

@@ -45,26 +45,34 @@ class InitializationError(StructuredError):
 
 
 class ParameterNameError(InitializationError, ValueError):
-    """Base class of the parameter-name errors; ``name`` is the rejected name."""
+    """Base class of the parameter-name errors; ``name`` is the rejected name.
+
+    Never raised itself: the name rules raise :class:`EmptyParameterNameError`,
+    :class:`EmptyNameSegmentError` and :class:`InvalidNameByteError`.
+    """
 
     name: str
 
 
 class EmptyParameterNameError(ParameterNameError):
-    """The empty name."""
+    """The empty name ``""``."""
 
     template = "parameter name must not be empty"
 
 
 class EmptyNameSegmentError(ParameterNameError):
-    """Two dots in a row, or a dot at either end; ``index`` is the byte where it shows."""
+    """Two dots in a row, or a dot at either end; ``index`` is the byte where it shows (a
+    trailing dot reports the length in bytes)."""
 
     template = "parameter name has an empty dot-separated segment at byte {index}"
     index: int
 
 
 class InvalidNameByteError(ParameterNameError):
-    """A byte other than lowercase ASCII, a digit, underscore or dot (names are UTF-8)."""
+    """A byte other than lowercase ASCII, a digit, underscore or dot (names are UTF-8).
+
+    The first UTF-8 byte that is not ``a-z``, ``0-9``, ``_`` or ``.``.
+    """
 
     template = (
         "parameter name byte {index} must be lowercase ASCII, a digit, underscore, "
@@ -75,26 +83,36 @@ class InvalidNameByteError(ParameterNameError):
 
 
 class ParameterNameTypeError(InitializationError, TypeError):
-    """A name that is not a ``str``."""
+    """A name that is not a ``str``.
+
+    A ``str`` subclass is a ``str``: it is read once as the plain ``str`` it holds, which is then
+    encoded, checked and stored.
+    """
 
     template = "parameter name must be a str, got {name_type}"
     name_type: str
 
 
 class ZeroFanInError(InitializationError, ValueError):
-    """Xavier initialization with ``fan_in == 0``."""
+    """Xavier initialization with ``fan_in == 0`` (``Embedding.new`` reports it as the cause of
+    an ``EmptyVocabularyError``)."""
 
     template = "fan-in must be greater than zero"
 
 
 class ZeroFanOutError(InitializationError, ValueError):
-    """Xavier initialization with ``fan_out == 0``."""
+    """Xavier initialization with ``fan_out == 0`` (``Embedding.new`` reports it as the cause of
+    a ``ZeroEmbeddingWidthError``)."""
 
     template = "fan-out must be greater than zero"
 
 
 class FanValueError(InitializationError, ValueError):
-    """A fan that is not a non-negative integer (``bool`` is not an integer here)."""
+    """A fan that is not a non-negative integer (``bool`` is not an integer here).
+
+    A fan (``V`` or ``d``) that is negative, a ``bool``, a ``float``, ``None``, a ``str``, or an
+    ``Integral`` whose ``__index__`` fails; each fan is read once (``operator.index``).
+    """
 
     template = "{which} must be a non-negative integer, got {value!r}"
     which: str
@@ -102,14 +120,25 @@ class FanValueError(InitializationError, ValueError):
 
 
 class SeedRangeError(InitializationError, ValueError):
-    """A generator seed or state outside ``[0, 2**64)`` or not an integer."""
+    """A generator seed or state outside ``[0, 2**64)`` or not an integer.
+
+    ``SplitMix64(state)`` or ``SplitMix64.from_seed`` with a negative, too large or non-integer
+    state (a ``bool`` included); the state is read once, and that one value is checked and stored.
+    Also unpickling a ``SplitMix64`` with such a state (a crafted pickle): it rebuilds through
+    ``SplitMix64(state)``.
+    """
 
     template = "SplitMix64 state must be an integer in [0, 2**64), got {seed!r}"
     seed: object
 
 
 class ParameterTableError(InitializationError, ValueError):
-    """A table whose layout or dtype is invalid, or that cannot be allocated."""
+    """A table whose layout or dtype is invalid, or that cannot be allocated.
+
+    The dtype is not float64 or float32, the ``[fan_in, fan_out]`` layout overflows, or the table
+    cannot be allocated (``__cause__`` is the ``TensorError``, the ``MemoryError`` or NumPy's
+    ``ValueError``).
+    """
 
     template = "cannot build the parameter table: {detail}"
     detail: str
@@ -123,7 +152,12 @@ class GeneratorTypeError(InitializationError, TypeError):
 
 
 class NotAParameterLeafError(InitializationError, TypeError):
-    """A named parameter built from a value that is not a parameter leaf."""
+    """A named parameter built from a value that is not a parameter leaf.
+
+    ``NamedParameter.from_value`` with a constant, an operation result or anything that is not a
+    ``TensorValue``; also unpickling a ``NamedParameter`` whose leaf is not a parameter (a crafted
+    pickle: it rebuilds through ``from_value``, which checks the name first).
+    """
 
     template = "a named parameter needs a parameter leaf, got a {kind}"
     kind: str
@@ -497,14 +531,20 @@ def xavier_scale(fan_in: int, fan_out: int) -> XavierScale:
 
 class ParameterCollectionTypeError(InitializationError, TypeError):
     """Named parameters given as something that is not an iterable (or as a single
-    ``NamedParameter``, a ``str`` or ``bytes``)."""
+    ``NamedParameter``, a ``str`` or ``bytes``).
+
+    ``NamedParameters(x)``, and so ``save_parameters`` and ``load_parameters(into=x)``.
+    """
 
     template = "named parameters must be an iterable of NamedParameter, got {container_type}"
     container_type: str
 
 
 class NotANamedParameterError(InitializationError, TypeError):
-    """An item of a named-parameter collection that is not a ``NamedParameter``."""
+    """An item of a named-parameter collection that is not a ``NamedParameter``.
+
+    The first such item in order (a ``TensorValue`` included).
+    """
 
     template = "named parameters hold NamedParameter items, got {item_type} at position {position}"
     position: int
@@ -521,7 +561,11 @@ class DuplicateParameterNameError(InitializationError, ValueError):
 
 
 class UnknownParameterError(InitializationError, KeyError):
-    """``parameters[name]`` for a name the collection does not hold."""
+    """``parameters[name]`` for a name the collection does not hold.
+
+    ``NamedParameters.get`` returns None instead. Its ``str`` is the message itself, without the
+    quotes ``KeyError`` adds.
+    """
 
     template = "no parameter named {name!r}"
     name: str

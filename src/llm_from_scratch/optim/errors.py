@@ -12,7 +12,11 @@ from llm_from_scratch.errors import StructuredError
 
 
 class OptimizerError(StructuredError):
-    """Base class of every error raised by :mod:`llm_from_scratch.optim`."""
+    """Base class of every error raised by :mod:`llm_from_scratch.optim`.
+
+    Also importable from ``optim.validation`` and ``optim.sgd``. Its ``detail`` property is the
+    message (the hyperparameter errors word it without the optimizer).
+    """
 
     @property
     def detail(self) -> str:
@@ -35,12 +39,16 @@ class _WordedRule:
 
 
 class HyperparameterTypeError(_WordedRule, OptimizerError, TypeError):
-    """A hyperparameter of the wrong type: not a real number (``bool`` included), or ``betas``
-    that are not a pair, or a flag that is not a ``bool``.
+    """A hyperparameter of the wrong type: not a real number (``bool`` included), or ``betas`` that
+    are not a pair, or a flag that is not a ``bool``.
 
-    ``requirement`` is what the argument must be: the range of a real hyperparameter (``finite
-    and positive`` for a learning rate), ``a pair of real numbers`` or ``a bool``. ``detail``
-    reads ``learning rate must be finite and positive, got True``.
+    A learning rate, ``eps``, ``weight_decay``, ``initial_accumulator`` or beta that is not a real
+    number (a ``bool``, a ``str``, ``None``, a ``Decimal``, a NumPy array; NumPy scalars and
+    ``Fraction`` are real numbers), ``betas`` that are not a pair, or a ``decoupled`` that is not a
+    ``bool``. ``requirement`` is what the argument must be: the range of a real hyperparameter
+    (``finite and positive`` for a learning rate), ``a pair of real numbers`` or ``a bool``.
+    ``detail`` (a property, not a field) words it without the optimizer: ``learning rate must be
+    finite and positive, got True``.
     """
 
     template = "{optimizer} {name} must be {requirement}, got {value!t} {value!r}"
@@ -52,8 +60,14 @@ class HyperparameterTypeError(_WordedRule, OptimizerError, TypeError):
 
 class HyperparameterValueError(_WordedRule, OptimizerError, ValueError):
     """A real hyperparameter outside its range (NaN and infinities included), or one that
-    ``float()`` cannot convert (``10**400``); ``detail`` as for
-    :class:`HyperparameterTypeError`."""
+    ``float()`` cannot convert (``10**400``).
+
+    Read once with ``float()``: a learning rate that is not finite and positive; an ``eps``,
+    ``weight_decay`` or ``initial_accumulator`` that is not finite and at least zero; a beta outside
+    ``[0, 1)`` (``name`` is ``betas[0]`` or ``betas[1]``). Every optimizer checks its learning rate
+    with ``checked_learning_rate`` in ``optim.validation``. ``detail`` as for
+    :class:`HyperparameterTypeError`.
+    """
 
     template = "{optimizer} {name} must be {requirement}, got {value!r}"
     optimizer: str
@@ -63,7 +77,8 @@ class HyperparameterValueError(_WordedRule, OptimizerError, ValueError):
 
 
 class ParameterListError(OptimizerError, TypeError):
-    """``parameters`` that are not an iterable of parameters (a single parameter included)."""
+    """``parameters`` that are not an iterable of parameters: not an iterable, or a single
+    ``NamedParameter``, ``TensorValue`` or string."""
 
     template = "{optimizer} needs an iterable of parameters, got {value_type}"
     optimizer: str
@@ -71,7 +86,11 @@ class ParameterListError(OptimizerError, TypeError):
 
 
 class ParameterEntryError(OptimizerError, TypeError):
-    """An entry of ``parameters`` that is neither a ``NamedParameter`` nor a parameter leaf."""
+    """An entry of ``parameters`` that is neither a ``NamedParameter`` nor a parameter leaf.
+
+    ``got`` is ``a TensorValue of kind constant`` (or ``operation``) for a ``TensorValue``, else the
+    entry's type name.
+    """
 
     template = (
         "{optimizer} parameter {position} must be a NamedParameter or a parameter leaf, got {got}"
@@ -82,7 +101,11 @@ class ParameterEntryError(OptimizerError, TypeError):
 
 
 class DuplicateParameterError(OptimizerError, ValueError):
-    """The same leaf twice, or two parameters under one state name."""
+    """The same leaf twice, or two parameters under one state name.
+
+    ``repeated`` is ``leaf`` for the same leaf, ``name`` for two parameters with one state-dict
+    name; ``name`` is that name (a bare leaf is named by its position).
+    """
 
     template = (
         "{optimizer} parameter {position} repeats the {repeated} of parameter {first} ({name})"
@@ -106,7 +129,9 @@ class NonFiniteStepError(OptimizerError, ArithmeticError):
     """A step that would make a parameter value or an optimizer state NaN or infinite.
 
     ``state`` is ``value`` for the parameter itself, else the state name (``exp_avg``,
-    ``exp_avg_sq``, ``sum``); ``index`` is the first such flat index of the parameter.
+    ``exp_avg_sq``, ``sum``); ``index`` is the first such flat index of the first such parameter.
+    Every parameter is checked before any is written, so no value, state, gradient or step count
+    changed.
     """
 
     template = (

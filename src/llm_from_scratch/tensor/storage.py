@@ -44,14 +44,19 @@ class TensorError(StructuredError):
 
 
 class ShapeOverflowError(TensorError, ValueError):
-    """A shape whose suffix products or element count do not fit a signed 64-bit index."""
+    """A shape whose suffix products or element count do not fit a signed 64-bit index.
+
+    A suffix product or the element count exceeds ``2**63 - 1`` (for example ``[2**32, 2**32]``).
+    ``Tensor`` and ``Tensor.zeros`` also raise it for a zero-element shape NumPy cannot describe,
+    because ``itemsize`` times the product of its non-zero extents overflows (``[2**62, 0]``).
+    """
 
     template = "shape does not fit a row-major usize layout"
     shape: Shape
 
 
 class NegativeExtentError(TensorError, ValueError):
-    """A shape with a negative extent."""
+    """A shape with a negative extent: the first, in axis order, below zero."""
 
     template = "shape extent {extent} at axis {axis} is negative"
     axis: int
@@ -59,7 +64,12 @@ class NegativeExtentError(TensorError, ValueError):
 
 
 class NonIntegerExtentError(TensorError, TypeError):
-    """A shape extent that is not an integer (``bool`` is not an integer here)."""
+    """A shape extent that is not an integer (``bool`` is not an integer here).
+
+    The first extent, in axis order, that is a ``bool``, a ``float``, ``None``, a ``str`` or
+    anything else that is no integer; any NumPy integer is one. Each extent is read once
+    (``operator.index``), and that one value is checked and used.
+    """
 
     template = "shape extent at axis {axis} must be an integer, got {extent!t} {extent!r}"
     axis: int
@@ -67,21 +77,34 @@ class NonIntegerExtentError(TensorError, TypeError):
 
 
 class ShapeTypeError(TensorError, TypeError):
-    """A shape that is not a sequence of extents."""
+    """A shape that is not a sequence of extents.
+
+    An ``int``, ``None``, a ``str`` or ``bytes``, a 0-d, N-d or masked array: anything that is not
+    an iterable of extents.
+    """
 
     template = "a shape must be a sequence of integers, got {shape!t}"
     shape: object
 
 
 class TooManyAxesError(TensorError, ValueError):
-    """A shape with more axes than a NumPy array can have (:data:`MAX_AXES`)."""
+    """A shape with more axes than a NumPy array can have (:data:`MAX_AXES`).
+
+    More than ``MAX_AXES`` extents (64; 32 with NumPy 1.x), an endless iterable included: at most
+    ``MAX_AXES + 1`` extents are read, so ``itertools.repeat(1)`` as a shape fails at once.
+    """
 
     template = "a shape may have at most {limit} axes, got more"
     limit: int
 
 
 class DataLengthMismatchError(TensorError, ValueError):
-    """Flat values whose count differs from the shape's element count."""
+    """Flat values whose count differs from the shape's element count.
+
+    ``Tensor(shape, values)``: a sized input's ``len()`` (an array's size) is compared before any
+    value is read, so ``Tensor((2,), range(2**62))`` fails at once; an iterator is read at most one
+    value past the count (``actual`` is then ``expected + 1``).
+    """
 
     template = "shape needs {expected} values, but data has {actual}"
     expected: int
@@ -89,14 +112,28 @@ class DataLengthMismatchError(TensorError, ValueError):
 
 
 class TensorValueTypeError(TensorError, TypeError):
-    """Flat values that are not real numbers, or a dtype other than float32/float64."""
+    """Flat values that are not real numbers, or a dtype other than float32/float64.
+
+    ``Tensor(shape, values, dtype)``: a dtype other than float64 or float32; values that are a
+    ``str``, ``bytes``, a masked array or not iterable; a value that is not a real number (``None``,
+    ``"1"``, ``1j``, a nested list); an array of a non-real dtype (structured included).
+    ``Tensor.from_numpy(x)``: ``x`` is not a NumPy array (a list, a NumPy scalar), is a masked
+    array, or has a dtype that is neither float32, float64 nor an integer (bool, which is not an
+    integer here, float16, longdouble, complex, object, string, datetime, structured). Unpickling a
+    ``Tensor`` (a crafted pickle) whose values are not a float32 or float64 array.
+    """
 
     template = "tensor values must be real numbers: {detail}"
     detail: str
 
 
 class TensorValueOverflowError(TensorError, OverflowError):
-    """A finite value that becomes infinite when converted to the tensor's dtype."""
+    """A finite value that becomes infinite when converted to the tensor's dtype.
+
+    The first such value in flat order: ``Tensor((1,), [1e300], dtype=np.float32)``, a float64 array
+    converted to float32, an ``int`` beyond float64 (``10**400``); also per-sample weights that
+    overflow the table's dtype. ``value`` is the caller's value.
+    """
 
     template = "tensor value {value!r} at flat position {position} overflows {dtype}"
     position: int
@@ -105,7 +142,11 @@ class TensorValueOverflowError(TensorError, OverflowError):
 
 
 class TensorAllocationError(TensorError, MemoryError):
-    """The storage for a valid shape could not be allocated."""
+    """The storage for a valid shape could not be allocated.
+
+    ``Tensor.zeros([2**31, 2**31])``, and the copy made by ``Tensor.from_numpy``, by unpickling a
+    ``Tensor`` or by deep-copying one.
+    """
 
     template = "could not allocate {elements} tensor values"
     elements: int

@@ -96,8 +96,16 @@ PARAMETER_NAME: Final = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 
 
 class TraceFormatError(ValueError):
-    """A trace that does not follow the grammar ``token-embeddings-v1`` exactly, or a report
-    that the grammar cannot express.
+    """A trace that does not follow the grammar ``token-embeddings-v1`` exactly, or a report that
+    the grammar cannot express.
+
+    ``figures.trace_parser.parse_trace``: any departure from the grammar or its consistency rules.
+    The trace writer (``format_trace``, ``render_trace``, ``ch18 trace --ids``) raises it too, with
+    record ``IDS`` and field ``repeated-id``, for IDs that repeat two or more different IDs, which
+    v1 cannot express. Also ``ch18 figure --trace FILE`` with a file of more than
+    ``TRACE_BYTE_LIMIT`` (1 MiB) bytes (record ``TRACE``, field ``size``), found after reading at
+    most one byte more: the command prints it on one line and exits with status 1. Its message is
+    ``record field: detail``.
 
     Attributes:
         record: where the problem is, for example ``"FIXTURE"``, ``"TABLE 2"``,

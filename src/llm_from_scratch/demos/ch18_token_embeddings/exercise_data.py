@@ -89,7 +89,13 @@ _TEXT_FIELDS: Final = ("prompt", "explanation", "evidence")
 
 
 class ExerciseDataError(StructuredError, ValueError):
-    """An exercise file that breaks its format; ``key_path`` names the place."""
+    """An exercise file that breaks its format; ``key_path`` names the place.
+
+    A language without a file, an unreadable file, a wrong format or language, or an exercise out of
+    place, of the wrong kind, with blank text, an unknown key, or an evidence template that names a
+    fact the exercise does not compute. A missing, blank or unknown word of the file's ``ui`` object
+    is a ``LabelError`` of the table ``exercises``.
+    """
 
     template = "exercises {lang}: {key_path}: {detail}"
     lang: str

@@ -71,8 +71,14 @@ class ExerciseAnswerError(StructuredError):
 
 
 class AnswersFileError(ExerciseAnswerError, ValueError):
-    """An answers file that cannot be read, is not JSON, is not an object of exercise numbers,
-    or answers an explanation exercise; ``problem`` is the kind, ``detail`` says more."""
+    """An answers file that cannot be read, is not JSON, is not an object of exercise numbers, or
+    answers an explanation exercise; ``problem`` is the kind, ``detail`` says more.
+
+    ``read_answers`` (``llm-from-scratch ch18 exercises --answers FILE``): the file cannot be read
+    (``problem`` is ``unreadable``), is not JSON (``not_json``), is not a JSON object
+    (``not_object``), has a key that is not an exercise number ``"1"`` to ``"11"``
+    (``unknown_exercise``), or answers an explanation exercise 4, 7 or 9 (``explanation_exercise``).
+    """
 
     template = "answers file {path}: {problem}: {detail}"
     path: str

