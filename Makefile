@@ -1,13 +1,14 @@
 # Two commands: `make demo` and `make test`. Both create .venv on first use and are quick after.
 # `make errors` rewrites the class tables of docs/errors.md from the exception classes.
 # `make pretrained` adds the trained table that `llm-from-scratch ch18 neighbours` reads.
+# `make quick SUBJECT=nn` is the contributor's loop: one subject's tests, slow ones left out.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test errors trace bench pretrained clean
+.PHONY: demo test quick errors trace bench pretrained clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +41,12 @@ test: $(STAMP_TEST)
 	$(BIN)/python -m pytest src tests
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy --strict src
+
+# One subject's tests (a folder of tests/, or a file such as test_architecture_map.py), the
+# slow ones left out, stopping at the first failure: under 30 s for any subject.
+SUBJECT ?= nn
+quick: $(STAMP_TEST)
+	$(BIN)/python -m pytest tests/$(SUBJECT) -m "not slow" -x -q
 
 # The class tables of docs/errors.md, generated from the exception classes and their docstrings
 # (tests/errors/test_error_catalogue.py fails when the file and the classes disagree).

@@ -1,0 +1,134 @@
+"""docs/architecture.md stays true: what it names exists, its lookup path is the traced one, and
+the package keeps the layering it describes."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from pathlib import Path
+from types import FrameType
+
+from llm_from_scratch.nn import Embedding, NamedParameter
+from llm_from_scratch.tensor import Tensor
+
+from conftest import KNOWN_TABLE
+from test_architecture import import_targets, package_modules
+
+ROOT = Path(__file__).resolve().parents[1]
+MAP = ROOT / "docs" / "architecture.md"
+PACKAGE = ROOT / "src" / "llm_from_scratch"
+PATH = re.compile(r"`((?:src|docs|tests)/[\w/.-]+\.(?:py|md))`")
+DOTTED = re.compile(r"`((?:llm_from_scratch\.)?[a-z_]+(?:\.[A-Za-z_]\w*)+)`")
+STEP = re.compile(r"^\d+\. `(?P<function>[\w.<>]+)`", re.MULTILINE)
+
+LAYERS = {
+    "errors": 0,
+    "tensor": 1,
+    "autograd": 2,
+    "gradcheck": 3,
+    "nn": 3,
+    "optim": 4,
+    "traces": 5,
+    "demos": 5,
+    "figures": 5,
+    "bench": 6,
+    "cli": 6,
+    "error_catalogue": 6,
+    "__main__": 7,
+}
+"""The layer of each top-level part; a part imports only parts of lower layers (or of its own
+layer, where the map says they stand side by side: the demos and the figures)."""
+
+
+def map_text() -> str:
+    return MAP.read_text(encoding="utf-8")
+
+
+def test_the_map_is_at_most_about_300_lines() -> None:
+    assert len(map_text().splitlines()) <= 300
+
+
+def test_every_path_the_map_names_exists() -> None:
+    paths = PATH.findall(map_text())
+    assert paths
+    missing = [path for path in paths if not (ROOT / path).exists()]
+    assert missing == []
+
+
+def resolves(dotted: str) -> bool:
+    """True when ``dotted`` names a module of the package, or an attribute chain in one."""
+    name = dotted if dotted.startswith("llm_from_scratch") else f"llm_from_scratch.{dotted}"
+    parts = name.split(".")
+    for split in range(len(parts), 1, -1):
+        try:
+            target: object = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attribute in parts[split:]:
+            if attribute == "<locals>":
+                return True  # a closure: its enclosing function resolved
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def test_every_module_and_name_the_map_mentions_exists() -> None:
+    names = [name for name in DOTTED.findall(map_text()) if not name.endswith((".py", ".md"))]
+    assert names
+    unknown = [name for name in names if not resolves(name)]
+    assert unknown == []
+
+
+def traced_lookup() -> list[str]:
+    table = NamedParameter.from_tensor("token_embedding.weight", Tensor((4, 2), KNOWN_TABLE))
+    layer = Embedding.from_parameter(table)
+    layer([[2, 1, 2]])  # the first call loads what loads lazily
+    order: list[str] = []
+
+    def profile(frame: FrameType, event: str, _: object) -> None:
+        code = frame.f_code
+        file = Path(code.co_filename).resolve()
+        if event == "call" and file.is_relative_to(PACKAGE):
+            module = ".".join(file.relative_to(PACKAGE).with_suffix("").parts)
+            name = f"{module}.{code.co_qualname}"
+            if name not in order:
+                order.append(name)
+
+    sys.setprofile(profile)
+    try:
+        layer([[2, 1, 2]])
+    finally:
+        sys.setprofile(None)
+    return order
+
+
+def test_the_numbered_lookup_path_is_the_traced_one_in_order() -> None:
+    listed = STEP.findall(map_text().split("## The path of a lookup")[1].split("\n## ")[0])
+    traced = traced_lookup()
+    assert listed, "the map lists no numbered step"
+    positions = [traced.index(name) if name in traced else -1 for name in listed]
+    assert -1 not in positions, [name for name in listed if name not in traced]
+    assert positions == sorted(positions), "the map lists the steps out of order"
+
+
+def test_each_module_imports_only_from_its_own_or_lower_layers() -> None:
+    modules = package_modules()
+    upward = []
+    for name, module in modules.items():
+        part = name.split(".")[1] if "." in name else None
+        if part is None:
+            continue  # the package's own __init__
+        for target, _ in import_targets(module, modules):
+            other = target.split(".")[1] if "." in target else part
+            if LAYERS.get(other, 0) > LAYERS[part]:
+                upward.append(f"{name} imports {target}")
+    assert upward == []
+
+
+def test_the_layering_test_sees_every_top_level_part() -> None:
+    parts = {name.split(".")[1] for name in package_modules() if "." in name}
+    assert parts <= set(LAYERS), parts - set(LAYERS)
+
