@@ -45,11 +45,9 @@ from llm_from_scratch.nn import (
     ZeroEmbeddingWidthError,
 )
 from llm_from_scratch.nn.init import (
-    EmptyNameSegmentError,
-    EmptyParameterNameError,
     FanValueError,
     GeneratorTypeError,
-    InvalidNameByteError,
+    ParameterNameError,
     ParameterNameTypeError,
     ParameterTableError,
     ZeroFanInError,
@@ -487,17 +485,20 @@ def name_error(name: object) -> Raises | None:
         return Raises(ParameterNameTypeError, {"name_type": type(name).__name__})
     encoded = name.encode("utf-8", errors="surrogatepass")
     if not encoded:
-        return Raises(EmptyParameterNameError, {"name": name})
+        return Raises(ParameterNameError, {"name": name, "rule": "empty"})
     segment_start = 0
     for index, byte in enumerate(encoded):
         if byte == ord("."):
             if index == segment_start:
-                return Raises(EmptyNameSegmentError, {"name": name, "index": index})
+                fields = {"name": name, "rule": "segment", "index": index}
+                return Raises(ParameterNameError, fields)
             segment_start = index + 1
         elif not (ord("a") <= byte <= ord("z") or ord("0") <= byte <= ord("9") or byte == 0x5F):
-            return Raises(InvalidNameByteError, {"name": name, "index": index, "byte": byte})
+            fields = {"name": name, "rule": "byte", "index": index, "byte": byte}
+            return Raises(ParameterNameError, fields)
     if segment_start == len(encoded):
-        return Raises(EmptyNameSegmentError, {"name": name, "index": len(encoded)})
+        fields = {"name": name, "rule": "segment", "index": len(encoded)}
+        return Raises(ParameterNameError, fields)
     return None
 
 

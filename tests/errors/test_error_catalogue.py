@@ -263,9 +263,11 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     ),
     # llm_from_scratch.nn.init
     "ParameterNameTypeError": (lambda: validate_parameter_name(5),),
-    "EmptyParameterNameError": (lambda: validate_parameter_name(""),),
-    "EmptyNameSegmentError": (lambda: validate_parameter_name("token..weight"),),
-    "InvalidNameByteError": (lambda: validate_parameter_name("Token"),),
+    "ParameterNameError": (
+        lambda: validate_parameter_name(""),
+        lambda: validate_parameter_name("token..weight"),
+        lambda: validate_parameter_name("Token"),
+    ),
     "FanValueError": (lambda: xavier_uniform_array(-1, 2, SplitMix64.from_seed(0)),),
     "ZeroFanInError": (lambda: xavier_uniform_array(0, 2, SplitMix64.from_seed(0)),),
     "ZeroFanOutError": (lambda: xavier_uniform_array(2, 0, SplitMix64.from_seed(0)),),

@@ -20,12 +20,13 @@ from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn import (
     EmbeddingInitializationError,
     EmptyVocabularyError,
+    TokenIdDtypeError,
     TokenIdOutOfBoundsError,
     TokenIdTypeError,
     TokenShapeError,
 )
 from llm_from_scratch.nn.init import (
-    InvalidNameByteError,
+    InitializationError,
     ParameterNameError,
     ParameterNameTypeError,
 )
@@ -64,7 +65,7 @@ def test_the_message_prints_type_names_with_t_and_tuples_as_lists_unless_convert
 
 def test_the_constructor_signature_is_the_fields_in_order() -> None:
     assert str(inspect.signature(RowError)) == "(position, row, rows, shape=(4, 2))"
-    assert str(inspect.signature(InvalidNameByteError)) == "(name, index, byte)"
+    assert str(inspect.signature(ParameterNameError)) == "(name, rule, index=None, byte=None)"
 
 
 @pytest.mark.parametrize(
@@ -84,17 +85,17 @@ def test_arguments_that_do_not_bind_to_the_fields_are_a_type_error(
 
 
 def test_a_class_without_a_template_is_a_base_class_that_cannot_be_constructed() -> None:
-    for base, args in ((TensorError, ()), (ParameterNameError, ("x",))):
+    for base, args in ((TensorError, ()), (InitializationError, ())):
         with pytest.raises(TypeError, match="is a base class"):
             base(*args)
 
 
 def test_a_subclass_takes_its_base_class_fields_first() -> None:
-    assert ParameterNameError.field_names == ("name",)
-    assert InvalidNameByteError.field_names == ("name", "index", "byte")
-    error = InvalidNameByteError("Token", 0, 0x54)
-    assert (error.name, error.index, error.byte) == ("Token", 0, 0x54)
-    assert str(error).endswith("got 0x54")
+    assert TokenIdTypeError.field_names == ("position", "value", "checker")
+    assert TokenIdDtypeError.field_names == ("position", "value", "checker", "dtype")
+    error = TokenIdDtypeError(None, None, "gather", "float64")
+    assert (error.position, error.checker, error.dtype) == (None, "gather", "float64")
+    assert str(error) == "gather IDs must be integers, got an empty array of dtype float64"
 
 
 def test_a_field_with_a_default_may_be_omitted() -> None:

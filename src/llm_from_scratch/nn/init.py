@@ -10,10 +10,10 @@ import copy
 import math
 import numbers
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import numpy as np
 
@@ -45,41 +45,29 @@ class InitializationError(StructuredError):
 
 
 class ParameterNameError(InitializationError, ValueError):
-    """Base class of the parameter-name errors; ``name`` is the rejected name.
+    """A parameter name that breaks a rule, reported at its first bad byte (names are UTF-8):
+    ``empty`` (the name ``""``), ``segment`` (two dots in a row, or a dot at either end:
+    ``index`` is the byte where it shows, a trailing dot reporting the length in bytes) or
+    ``byte`` (the first byte that is not ``a-z``, ``0-9``, ``_`` or ``.``: ``index`` and
+    ``byte``)."""
 
-    Never raised itself: the name rules raise :class:`EmptyParameterNameError`,
-    :class:`EmptyNameSegmentError` and :class:`InvalidNameByteError`.
-    """
-
+    template_key = "rule"
+    template: ClassVar[Mapping[str, str]] = {
+        "empty": "parameter name must not be empty",
+        "segment": "parameter name has an empty dot-separated segment at byte {index}",
+        "byte": (
+            "parameter name byte {index} must be lowercase ASCII, a digit, underscore, "
+            "or dot; got 0x{byte:02x}"
+        ),
+    }
     name: str
+    rule: Literal["empty", "segment", "byte"]
+    index: int | None = None
+    byte: int | None = None
 
 
-class EmptyParameterNameError(ParameterNameError):
-    """The empty name ``""``."""
-
-    template = "parameter name must not be empty"
-
-
-class EmptyNameSegmentError(ParameterNameError):
-    """Two dots in a row, or a dot at either end; ``index`` is the byte where it shows (a
-    trailing dot reports the length in bytes)."""
-
-    template = "parameter name has an empty dot-separated segment at byte {index}"
-    index: int
-
-
-class InvalidNameByteError(ParameterNameError):
-    """A byte other than lowercase ASCII, a digit, underscore or dot (names are UTF-8).
-
-    The first UTF-8 byte that is not ``a-z``, ``0-9``, ``_`` or ``.``.
-    """
-
-    template = (
-        "parameter name byte {index} must be lowercase ASCII, a digit, underscore, "
-        "or dot; got 0x{byte:02x}"
-    )
-    index: int
-    byte: int
+EmptyParameterNameError = EmptyNameSegmentError = InvalidNameByteError = ParameterNameError
+"""Earlier names of :class:`ParameterNameError`, kept so that existing ``except`` clauses work."""
 
 
 class ParameterNameTypeError(InitializationError, TypeError):
@@ -270,26 +258,26 @@ def validate_parameter_name(name: object) -> str:
         'token_embedding.weight'
         >>> try:
         ...     validate_parameter_name("token..weight")
-        ... except EmptyNameSegmentError as error:
-        ...     print(error)
-        parameter name has an empty dot-separated segment at byte 6
+        ... except ParameterNameError as error:
+        ...     print(error.rule, "|", error)
+        segment | parameter name has an empty dot-separated segment at byte 6
     """
     if not isinstance(name, str):
         raise ParameterNameTypeError(type(name).__name__)
     name = str.__str__(name)  # a str subclass is read once, as the plain str it holds
     encoded = name.encode("utf-8", errors="surrogatepass")
     if not encoded:
-        raise EmptyParameterNameError(name)
+        raise ParameterNameError(name, "empty")
     segment_start = 0
     for index, byte in enumerate(encoded):
         if byte == 0x2E:  # "."
             if index == segment_start:
-                raise EmptyNameSegmentError(name, index)
+                raise ParameterNameError(name, "segment", index)
             segment_start = index + 1
         elif not (0x61 <= byte <= 0x7A or 0x30 <= byte <= 0x39 or byte == 0x5F):
-            raise InvalidNameByteError(name, index, byte)
+            raise ParameterNameError(name, "byte", index, byte)
     if segment_start == len(encoded):
-        raise EmptyNameSegmentError(name, len(encoded))
+        raise ParameterNameError(name, "segment", len(encoded))
     return name
 
 
