@@ -190,9 +190,9 @@ def writable_path(path: str) -> str:
     try:
         mode = os.stat(folder).st_mode
     except FileNotFoundError:
-        raise FileNotFoundError(errno.ENOENT, f"no folder {folder!a}") from None
+        raise FileNotFoundError(errno.ENOENT, f"no folder {folder!r}") from None
     if not stat.S_ISDIR(mode):
-        raise NotADirectoryError(errno.ENOTDIR, f"{folder!a} is not a folder")
+        raise NotADirectoryError(errno.ENOTDIR, f"{folder!r} is not a folder")
     return path
 
 
