@@ -4,7 +4,6 @@ writes does not block; a folder is refused."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import io
 import os
@@ -115,30 +114,23 @@ def test_a_fifo_that_no_one_writes_reads_as_empty_without_waiting(tmp_path: Path
 def test_a_fifo_is_read_until_its_writer_closes_it(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    done = threading.Event()
+    keeper = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, so the writer need not wait
+    writer = os.open(fifo, os.O_WRONLY)
+    os.write(writer, b"[1, ")
 
-    def write() -> None:
-        while not done.is_set():
-            try:
-                with open(fifo, "wb") as stream:  # waits for a reader to open the FIFO
-                    stream.write(b"[1, 2]")
-                return
-            except BrokenPipeError:  # that reader found no writer yet and left: try again
-                continue
+    def finish() -> None:
+        time.sleep(0.2)  # while read_file waits for more
+        os.write(writer, b"2]")
+        os.close(writer)
 
-    writer = threading.Thread(target=write, daemon=True)
-    writer.start()
-    deadline = time.monotonic() + 10.0
-    data = b""
+    thread = threading.Thread(target=finish)
+    thread.start()
     try:
-        while not data and time.monotonic() < deadline:  # a reader before the writer reads b""
+        with within_seconds(5.0):
             data = read_file(fifo, 16)
     finally:
-        done.set()
-        if writer.is_alive():  # let a writer still waiting for a reader open and leave
-            with contextlib.suppress(OSError):
-                os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
-        writer.join(5.0)
+        thread.join(5.0)
+        os.close(keeper)
     assert data == b"[1, 2]"
 
 
