@@ -207,6 +207,10 @@ CHECKPOINT_TRIGGERS: dict[str, Callable[[], object]] = {
     "CheckpointArgumentError": lambda: load_parameters(5),  # type: ignore[arg-type]
     "CheckpointReadError": lambda: load_parameters(MISSING_FOLDER),
     "CheckpointWriteError": lambda: save_parameters(MISSING_FOLDER, known_parameters()),
+    "ReservedTensorNameError": lambda: save_parameters(
+        Path(tempfile.mkdtemp()) / "m.safetensors",
+        [NamedParameter.from_tensor("__metadata__", Tensor((1,), [1.0]))],
+    ),
     "CheckpointFormatError": load_from(known_table_file()[:-1]),
     "CheckpointMismatchError": load_from(known_table_file(), names=["output.weight"]),
     "CheckpointTensorError": load_from(safetensors_file([("position_ids", np.arange(2))])),

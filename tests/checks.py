@@ -158,6 +158,16 @@ def within_seconds(limit: float) -> Iterator[None]:
     assert elapsed < limit, f"took {elapsed:.3f} s, the limit is {limit} s"
 
 
+def system_creates(folder: str, name: str) -> bool:
+    """Whether plain ``open(f"{folder}/{name}", "xb")`` creates the file (``folder`` new and
+    empty): the system's own answer, the oracle of the path property tests."""
+    try:
+        with open(f"{folder}/{name}", "xb"):
+            return True
+    except (OSError, ValueError):  # ValueError: a NUL; UnicodeEncodeError: a lone surrogate
+        return False
+
+
 # Crafted pickles -----------------------------------------------------------------------------
 
 

@@ -1,6 +1,6 @@
-"""Support for the neighbour and exercise tests: a whole-word tokenizer, small tables, and one
-failing public call per error of the pretrained, neighbours and exercises modules (for the
-error catalogue)."""
+"""Support for the neighbour and exercise tests: a whole-word tokenizer, small tables, the
+exercises' right answers worked out independently, and one failing public call per error of the
+pretrained, neighbours and exercises modules (for the error catalogue)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import check_exercises
+from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS, check_exercises
 from llm_from_scratch.demos.ch18_token_embeddings.exercises import read_answers
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
@@ -30,7 +30,30 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
 from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, save_parameters
 from llm_from_scratch.tensor import Tensor
 
-from conftest import require_tokenizers
+from conftest import KNOWN_TABLE, KNOWN_UPSTREAM, require_tokenizers
+
+CHECKED = [number for number, kind in KINDS.items() if kind != "explanation"]
+
+
+def independent_answers() -> dict[str, object]:
+    """Every checked answer, computed here from the chapter's table and seed."""
+    table = np.array(KNOWN_TABLE).reshape(4, 2)
+    ids = np.array([[2, 1, 2]])
+    upstream = np.array(KNOWN_UPSTREAM).reshape(1, 3, 2)
+    one_hot = (np.arange(4) == 2).astype(int)
+    gradient = np.zeros_like(table)
+    for position, token_id in enumerate(ids.reshape(-1)):
+        gradient[token_id] += upstream.reshape(-1, 2)[position]
+    return {
+        "1": table[ids].tolist(),
+        "2": {"one_hot": one_hot.tolist(), "product": (one_hot @ table).tolist()},
+        "3": gradient.tolist(),
+        "5": [[2, 3, 2], [2], [0, 2]],
+        "6": {"order": ["shape", "count", "id"], "first": {"id": 4, "position": 1}},
+        "8": False,
+        "10": False,
+        "11": False,
+    }
 
 
 @dataclass(frozen=True)

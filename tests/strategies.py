@@ -174,3 +174,27 @@ def lookup_cases(draw: st.DrawFn) -> LookupCase:
     ids = draw(st.lists(st.integers(0, rows - 1), min_size=count, max_size=count))
     dtype = draw(st.sampled_from(["float64", "float32"]))
     return rows, width, seed, shape, ids, dtype
+
+
+# Paths -----------------------------------------------------------------------------------------
+
+#: The characters path faults come from: a NUL, lone surrogates (``\udcff`` stands for the byte
+#: 0xff of a name that is not UTF-8, which the system takes; ``\ud800`` it cannot encode), a line
+#: break, multi-byte characters that take a name past 255 bytes, and the separator.
+PATH_PIECES = ("a", "Z", ".", "-", " ", "é", "ж", "😀", "\0", "\n", "\ud800", "\udfff", "\udcff")
+PATH_PIECES += ("/",)
+
+
+def path_names() -> st.SearchStrategy[str]:
+    """Names to join to a folder with ``/``: built from :data:`PATH_PIECES`, any text, and
+    emoji names a few bytes either side of 255; never a ``..`` component, which would leave the
+    folder."""
+    return st.one_of(
+        st.lists(st.sampled_from(PATH_PIECES), max_size=80).map("".join),
+        st.text(max_size=40),
+        st.builds(
+            lambda count, tail: "😀" * count + tail,
+            st.integers(60, 66),
+            st.sampled_from(["", "a", "ab", "abc", ".st"]),
+        ),
+    ).filter(lambda name: ".." not in name.split("/"))

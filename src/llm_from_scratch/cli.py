@@ -1,6 +1,10 @@
 """The ``llm-from-scratch`` command line.
 
 Every subcommand imports its chapter lazily so that ``--help`` and the demo start quickly.
+Every word of the command line must be text: a word that is not (bytes that are not UTF-8,
+which Python hands over as lone surrogates) is refused on one line with exit status 2 before
+anything else runs. Every error is one line on standard error (usage errors after the usage
+line), with the values it echoes escaped by :func:`llm_from_scratch.files.one_line`.
 """
 
 from __future__ import annotations
@@ -9,7 +13,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+from llm_from_scratch.files import check_text, one_line
 
 if TYPE_CHECKING:
     from llm_from_scratch.demos.ch18_token_embeddings import Ch18Fixture
@@ -70,9 +76,17 @@ UPSTREAM_HELP = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose error line escapes what it echoes (:func:`one_line`)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the full argument parser (``--help`` works at every level)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="llm-from-scratch",
         description="Run the chapters of the LLM-from-scratch course.",
     )
@@ -262,7 +276,11 @@ def add_fixture_options(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit status."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    problem = _word_problem(words)
+    if problem is not None:
+        return _fail(problem)
+    args = build_parser().parse_args(words)
     if args.command == "bench" and args.target == "checkpoint":
         from llm_from_scratch.bench.checkpoint import run as run_checkpoint
 
@@ -286,6 +304,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             quick=args.quick, repeats=args.repeats, only=args.only, optimizers=args.optimizers
         )
     return _run_ch18(args)
+
+
+def _word_problem(words: Sequence[object]) -> str | None:
+    """Why a word of the command line is not text (files.check_text), or None."""
+    for number, word in enumerate(words, start=1):
+        if not isinstance(word, str):
+            return f"command-line word {number} is not text: {type(word).__name__} {word!r}"
+        try:
+            check_text(word)
+        except ValueError as error:
+            detail = "a byte that is not UTF-8 arrives as one"
+            return f"command-line word {number}, {word!r}, is not text: {error} ({detail})"
+    return None
 
 
 def _optimizer_list(text: str) -> tuple[str, ...]:
@@ -377,5 +408,5 @@ def _fixture(known: Ch18Fixture, given: dict[str, object]) -> Ch18Fixture:
 
 def _fail(message: str) -> int:
     """Report bad input as one line on standard error; exit status 2, as for a usage error."""
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {one_line(message)}", file=sys.stderr)
     return 2

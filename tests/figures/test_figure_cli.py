@@ -67,7 +67,7 @@ def test_a_bad_trace_file_exits_non_zero_with_the_parser_message(
     status = main(["ch18", "figure", "--trace", str(path)])
 
     out, err = capsys.readouterr()
-    assert status == 1
+    assert status == 2
     assert out == ""
     assert err == ("error: TABLE 0 state: expected unused for uses=0, found selected-once\n")
 
@@ -80,7 +80,7 @@ def test_a_crlf_trace_file_is_rejected_because_its_bytes_are_read_untouched(
 
     status = main(["ch18", "figure", "--trace", str(path)])
 
-    assert status == 1
+    assert status == 2
     assert capsys.readouterr().err == (
         "error: TRACE BEGIN line ending: expected LF line endings, found CR\n"
     )
@@ -96,7 +96,7 @@ def test_an_unreadable_trace_file_exits_non_zero_with_a_message(
 
     status = main(["ch18", "figure", "--trace", str(path)])
 
-    assert status == 1
+    assert status == 2
     assert capsys.readouterr().err.startswith(f"error: cannot read trace file {path}: ")
 
 
@@ -107,7 +107,7 @@ def test_an_unwritable_output_exits_non_zero_with_a_message(
 
     status = main(["ch18", "figure", "--trace", str(trace_file), "--output", str(output)])
 
-    assert status == 1
+    assert status == 2
     assert capsys.readouterr().err.startswith(f"error: cannot write {output}: ")
 
 
@@ -167,5 +167,5 @@ def test_run_draws_a_trace_handed_in_as_text_and_needs_one(
 
     assert run(args, trace_text) == 0
     assert "[4.000000000000, 4.000000000000]" in output.read_text(encoding="utf-8")
-    assert run(args) == 1
+    assert run(args) == 2
     assert capsys.readouterr().err == "error: no trace to draw: pass --trace FILE\n"

@@ -1,5 +1,5 @@
 """``ch18 figure --trace`` reads a bounded number of bytes: a trace is small, so an input of more
-than ``TRACE_BYTE_LIMIT`` bytes is refused on one line with exit status 1, after reading at most
+than ``TRACE_BYTE_LIMIT`` bytes is refused on one line with exit status 2, after reading at most
 one byte past the limit."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_an_endless_standard_input_is_refused_after_one_byte_past_the_limit(
     with within_seconds(1.0):
         status = main(["ch18", "figure", "--trace", "-"])
     err = capsys.readouterr().err
-    assert status == 1
+    assert status == 2
     assert err == (
         f"error: cannot read trace file -: TRACE size: at most {TRACE_BYTE_LIMIT} bytes, "
         "found more\n"
@@ -61,7 +61,7 @@ def test_dev_zero_is_refused_at_once_with_one_line(capsys: pytest.CaptureFixture
     with within_seconds(1.0):
         status = main(["ch18", "figure", "--trace", "/dev/zero"])
     err = capsys.readouterr().err
-    assert status == 1
+    assert status == 2
     assert err.count("\n") == 1 and "TRACE size" in err
 
 
@@ -70,7 +70,7 @@ def test_a_file_just_over_the_limit_is_refused_and_the_spec_trace_is_drawn(
 ) -> None:
     too_long = tmp_path / "long.txt"
     too_long.write_bytes(SPEC_TRACE + b"\n" * (TRACE_BYTE_LIMIT + 1 - len(SPEC_TRACE)))
-    assert main(["ch18", "figure", "--trace", str(too_long)]) == 1
+    assert main(["ch18", "figure", "--trace", str(too_long)]) == 2
     assert "TRACE size" in capsys.readouterr().err
     spec = tmp_path / "spec.txt"
     spec.write_bytes(SPEC_TRACE)

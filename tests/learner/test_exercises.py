@@ -11,12 +11,10 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from llm_from_scratch.cli import main
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import (
-    KINDS,
     ExerciseDataError,
     check_exercises,
     load_exercises,
@@ -25,31 +23,10 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_ex
 from llm_from_scratch.demos.ch18_token_embeddings.exercises import AnswersFileError, read_answers
 from llm_from_scratch.figures.labels import LabelError
 
-from conftest import KNOWN_TABLE, KNOWN_UPSTREAM, require_pretrained
+from conftest import require_pretrained
+from neighbours_support import CHECKED, independent_answers
 
 LANGUAGES = ("en", "ru")
-CHECKED = [number for number, kind in KINDS.items() if kind != "explanation"]
-
-
-def independent_answers() -> dict[str, object]:
-    """Every checked answer, computed here from the chapter's table and seed."""
-    table = np.array(KNOWN_TABLE).reshape(4, 2)
-    ids = np.array([[2, 1, 2]])
-    upstream = np.array(KNOWN_UPSTREAM).reshape(1, 3, 2)
-    one_hot = (np.arange(4) == 2).astype(int)
-    gradient = np.zeros_like(table)
-    for position, token_id in enumerate(ids.reshape(-1)):
-        gradient[token_id] += upstream.reshape(-1, 2)[position]
-    return {
-        "1": table[ids].tolist(),
-        "2": {"one_hot": one_hot.tolist(), "product": (one_hot @ table).tolist()},
-        "3": gradient.tolist(),
-        "5": [[2, 3, 2], [2], [0, 2]],
-        "6": {"order": ["shape", "count", "id"], "first": {"id": 4, "position": 1}},
-        "8": False,
-        "10": False,
-        "11": False,
-    }
 
 
 def run(tmp_path: Path, answers: object, *options: str) -> tuple[int, str, str]:

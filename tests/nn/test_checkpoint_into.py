@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import llm_from_scratch.nn.checkpoint as checkpoint_module
+import llm_from_scratch.files as files_module
 from llm_from_scratch.autograd import StaleValueError
 from llm_from_scratch.autograd.value import update_leaves_in_place
 from llm_from_scratch.nn import (
@@ -205,7 +205,7 @@ def test_a_read_failure_after_the_first_tensor_leaves_every_leaf_unchanged(
     path = tmp_path / "model.safetensors"
     save_parameters(path, [first, second])
     monkeypatch.setattr(FileFailingAtRead, "failure", OSError(5, "Input/output error"))
-    monkeypatch.setattr(checkpoint_module, "open", FileFailingAtRead, raising=False)
+    monkeypatch.setattr(files_module, "open", FileFailingAtRead, raising=False)
     with pytest.raises(CheckpointReadError) as caught:
         load_parameters(path, into=[first, second])
     assert caught.value.cause.errno == 5 and caught.value.path == str(path)
@@ -220,7 +220,7 @@ def test_a_file_that_ends_early_while_it_is_read_changes_nothing(
     path = tmp_path / "model.safetensors"
     save_parameters(path, [first, second])
     data_start = path.stat().st_size - 64
-    monkeypatch.setattr(checkpoint_module, "open", FileFailingAtRead, raising=False)
+    monkeypatch.setattr(files_module, "open", FileFailingAtRead, raising=False)
     with pytest.raises(CheckpointFormatError) as caught:
         load_parameters(path, into=[first, second])
     error = caught.value

@@ -17,9 +17,10 @@ from safetensors.numpy import load_file, save_file
 from llm_from_scratch.nn import load_parameters
 from llm_from_scratch.nn.checkpoint import (
     STORED,
-    CheckpointFormatError,
+    CheckpointArgumentError,
     CheckpointTensorError,
     NonFiniteValueError,
+    ReservedTensorNameError,
     StoredTensor,
     opened,
     read_tensor,
@@ -139,10 +140,26 @@ def test_values_read_as_stored_unless_asked_but_a_non_finite_float_is_never_writ
     assert sorted(os.listdir(tmp_path)) == ["model.safetensors"]
 
 
-def test_a_tensor_named_like_the_metadata_is_never_written(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointFormatError) as caught:
-        write_arrays(str(tmp_path / "new.safetensors"), [("__metadata__", np.ones(1))], {})
-    assert str(caught.value.cause) == "__metadata__ cannot name a tensor"
+def test_a_tensor_named_like_the_metadata_is_refused_by_name_and_never_written(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "new.safetensors")
+    arrays = [("step", np.array(1)), ("__metadata__", np.ones(1))]
+    with pytest.raises(ReservedTensorNameError) as caught:
+        write_arrays(path, arrays, {"__metadata__": "a metadata key may be any text"})
+    assert (caught.value.path, caught.value.name) == (path, "__metadata__")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["\ud800", "step\udcff", "\udfff.x"])
+def test_a_tensor_name_that_is_not_text_is_refused_before_anything_is_written(
+    tmp_path: Path, name: str
+) -> None:
+    path = str(tmp_path / "new.safetensors")
+    with pytest.raises(CheckpointArgumentError) as caught:
+        write_arrays(path, [("step", np.array(1)), (name, np.ones(1))], {})
+    assert (caught.value.argument, caught.value.requirement) == ("tensor names", "text")
+    assert caught.value.detail.startswith(f"the name {name!r}, where ")
     assert os.listdir(tmp_path) == []
 
 

@@ -3,7 +3,8 @@
 The top-level parser imports this module while it is being built, so it imports nothing
 heavy at module level: the parser and renderer are imported inside :func:`run`. A fresh trace
 is computed by the caller (the chapter demo) and handed in as text; the figure reads nothing
-else.
+else. A saved trace is read by the bounded reader of :mod:`llm_from_scratch.files`, the figure
+written by its path rules; every error is one line on standard error with exit status 2.
 """
 
 from __future__ import annotations
@@ -13,11 +14,20 @@ import sys
 from pathlib import Path
 from typing import Final
 
+from llm_from_scratch.files import (
+    FILE_BYTE_LIMIT,
+    is_too_large,
+    one_line,
+    read_file,
+    read_stream,
+    write_file,
+)
+
 __all__ = ["TRACE_BYTE_LIMIT", "configure_parser", "run"]
 
-TRACE_BYTE_LIMIT: Final = 1 << 20
-"""The most bytes read from a saved trace (the chapter's trace is about 2 KB); one more byte
-makes the file too large."""
+TRACE_BYTE_LIMIT: Final = FILE_BYTE_LIMIT
+"""The most bytes read from a saved trace, :data:`~llm_from_scratch.files.FILE_BYTE_LIMIT`
+(1 MiB; the chapter's trace is about 2 KB); one more byte makes the file too large."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -59,9 +69,9 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
         fresh_trace: the trace text to draw when ``args.trace`` is not given.
 
     Returns:
-        0 on success; 1 when there is no trace, the trace file cannot be read or is not a
+        0 on success; 2 when there is no trace, the trace file cannot be read or is not a
         valid trace, or the output cannot be written (the reason goes to standard error as
-        ``error: ...``).
+        one line, ``error: ...``).
     """
     from llm_from_scratch.figures.token_embeddings import (
         LabelError,
@@ -77,7 +87,7 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
     else:
         try:
             text = _read_trace(args.trace)
-        except (OSError, UnicodeDecodeError, TraceFormatError) as error:
+        except (OSError, ValueError) as error:  # TraceFormatError and UnicodeDecodeError too
             return _fail(f"cannot read trace file {args.trace}: {error}")
     try:
         html = render_figure(parse_trace(text), args.lang)
@@ -93,25 +103,29 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
 def _read_trace(source: str) -> str:
     """Return the trace text, bytes decoded as UTF-8 with line endings untouched.
 
-    At most ``TRACE_BYTE_LIMIT + 1`` bytes are read; a longer input is a ``TraceFormatError``
-    (record ``TRACE``, field ``size``).
+    At most ``TRACE_BYTE_LIMIT + 1`` bytes are read (:func:`~llm_from_scratch.files.read_file`,
+    or standard input for ``-``); a longer input is a ``TraceFormatError`` (record ``TRACE``,
+    field ``size``).
     """
     from llm_from_scratch.figures.trace_parser import TraceFormatError
 
-    if source == "-":
-        data = sys.stdin.buffer.read(TRACE_BYTE_LIMIT + 1)
-    else:
-        with Path(source).open("rb") as stream:
-            data = stream.read(TRACE_BYTE_LIMIT + 1)
-    if len(data) > TRACE_BYTE_LIMIT:
-        raise TraceFormatError("TRACE", "size", f"at most {TRACE_BYTE_LIMIT} bytes, found more")
+    try:
+        if source == "-":
+            data = read_stream(sys.stdin.buffer, TRACE_BYTE_LIMIT)
+        else:
+            data = read_file(source, TRACE_BYTE_LIMIT)
+    except OSError as error:
+        if not is_too_large(error):
+            raise
+        detail = f"at most {TRACE_BYTE_LIMIT} bytes, found more"
+        raise TraceFormatError("TRACE", "size", detail) from error
     return data.decode("utf-8")
 
 
 def _write(html: str, output: Path | None) -> None:
     data = html.encode("utf-8")
     if output is not None:
-        output.write_bytes(data)
+        write_file(str(output), data)
         return
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
@@ -119,5 +133,5 @@ def _write(html: str, output: Path | None) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 1
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    return 2

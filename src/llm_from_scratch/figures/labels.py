@@ -13,12 +13,12 @@ names the language and the dotted key path (and the table, for any but the token
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Final
 
+from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, read_file
 from llm_from_scratch.traces import RULES, SHARINGS, STATES
 
 __all__ = [
@@ -151,8 +151,8 @@ def load_labels(lang: str, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels
         expected = ", ".join(LANGUAGES)
         raise LabelError(lang, "", f"no label table; expected one of {expected}", table.name)
     source = resources.files("llm_from_scratch.figures").joinpath(*table.folder, f"{lang}.json")
-    try:
-        raw: object = json.loads(source.read_text(encoding="utf-8"))
+    try:  # at most FILE_BYTE_LIMIT bytes, strict JSON (llm_from_scratch.files)
+        raw: object = load_json(read_file(source, FILE_BYTE_LIMIT).decode("utf-8"))
     except (OSError, ValueError) as error:
         problem = f"cannot read the label table: {error}"
         raise LabelError(lang, "", problem, table.name) from error

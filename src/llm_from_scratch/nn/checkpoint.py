@@ -19,6 +19,7 @@ from safetensors import SafetensorError, safe_open
 
 from llm_from_scratch.autograd.value import parameter_from_owned_array, update_leaves_in_place
 from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.files import check_text, open_file, path_text, replace_file, writable_path
 from llm_from_scratch.nn.init import (
     NamedParameter,
     NamedParameters,
@@ -40,7 +41,9 @@ class CheckpointError(StructuredError):
 class CheckpointArgumentError(CheckpointError, TypeError):
     """A path that is not a ``str`` or ``os.PathLike`` of ``str``, a ``dtype`` other than None,
     float32 or float64, ``names`` that are not an iterable of ``str`` (a ``str`` included), or
-    ``metadata`` that is not a mapping of ``str`` to ``str``."""
+    ``metadata`` that is not a mapping of ``str`` to ``str`` or holds a key or value that is not
+    text (a lone surrogate such as ``"\\ud800"``, which UTF-8 cannot encode; ``argument`` is
+    ``tensor names`` when a name given to the writer holds one)."""
 
     template = "checkpoint {argument} must be {requirement}, got {detail}"
     argument: str
@@ -49,8 +52,10 @@ class CheckpointArgumentError(CheckpointError, TypeError):
 
 
 class CheckpointReadError(CheckpointError, OSError):
-    """The file cannot be opened or read (missing, a directory, no permission, an I/O error),
-    or it was replaced between the package's check and our read."""
+    """The file cannot be opened or read (missing, a directory, no permission, an I/O error, not
+    a regular file), it was replaced between the package's check and our read, or its path is
+    one the system cannot take (a NUL character, a lone surrogate, a name of more than 255
+    bytes: ``cause`` says which, checked before anything is opened)."""
 
     template = "cannot read checkpoint {path}: {cause}"
     path: str
@@ -59,7 +64,9 @@ class CheckpointReadError(CheckpointError, OSError):
 
 class CheckpointWriteError(CheckpointError, OSError):
     """The new file cannot be created, written (a full disk), flushed to disk or renamed into
-    place; the temporary file is removed and any earlier file at ``path`` is unchanged."""
+    place; the temporary file is removed and any earlier file at ``path`` is unchanged. Also a
+    path the system cannot take (a NUL character, a lone surrogate, a name of more than 255
+    bytes), that names a folder or whose folder is missing, found before anything is created."""
 
     template = "cannot write checkpoint {path}: {cause}; any earlier file there is unchanged"
     path: str
@@ -70,11 +77,24 @@ class CheckpointFormatError(CheckpointError, ValueError):
     """A file the ``safetensors`` package refuses (truncated, trailing bytes, a header that is
     not its JSON, an unknown dtype, lying sizes or offsets: ``cause`` is its ``SafetensorError``),
     one that ends while it is read (``EOFError``), a tensor of more than NumPy's 64 axes, or a
-    save whose header would break the format (over 100,000,000 bytes, a ``__metadata__`` tensor)."""
+    save whose header would be over 100,000,000 bytes, the most the package reads."""
 
     template = "checkpoint {path} is not a valid safetensors file: {cause}"
     path: str
     cause: Exception
+
+
+class ReservedTensorNameError(CheckpointError, ValueError):
+    """A tensor to save under a name the safetensors format reserves: ``__metadata__``, the
+    header's entry for the file's metadata. ``save_parameters`` with a parameter of that name
+    (a valid parameter name), before anything is written."""
+
+    template = (
+        "checkpoint {path}: {name!r} is reserved by the safetensors format (the header's "
+        "metadata entry) and cannot name a tensor; rename the parameter"
+    )
+    path: str
+    name: str
 
 
 class CheckpointMismatchError(CheckpointError, ValueError):
@@ -134,6 +154,7 @@ MissingTensorsError = ParameterSetMismatchError = CheckpointMismatchError
 ParameterShapeMismatchError = ParameterDtypeMismatchError = CheckpointMismatchError
 TensorNameError = UnsupportedDtypeError = ConversionRequiredError = CheckpointTensorError
 
+RESERVED_NAMES: Final = frozenset({"__metadata__"})  # keys of the header that are no tensor
 HEADER_LIMIT: Final = 100_000_000  # the largest header the safetensors package reads
 CHUNK: Final = 1 << 20  # elements per step of a conversion or a finiteness check
 IO_CHUNK: Final = 1 << 26  # the most bytes one read or write call moves (64 MiB)
@@ -161,25 +182,37 @@ def save_parameters(
     """Save named parameters as one safetensors file (float64 tensors first, then float32 ones,
     each in the order given), written beside ``path``, flushed and renamed over it: on failure
     an earlier file is as it was. Raises CheckpointArgumentError, what NamedParameters raises,
-    NonFiniteValueError, CheckpointFormatError, CheckpointWriteError (docs/errors.md)."""
+    ReservedTensorNameError, CheckpointWriteError, NonFiniteValueError, CheckpointFormatError
+    (docs/errors.md gives the order)."""
     file_name, collection = checked_path(path), NamedParameters(parameters)
     rule = "a mapping of str to str"
     if metadata is not None and not isinstance(metadata, Mapping):
         raise CheckpointArgumentError("metadata", rule, type(metadata).__name__)
-    for key, value in (metadata or {}).items():
+    entries = dict(metadata or {})
+    for key, value in entries.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise CheckpointArgumentError("metadata", rule, f"the entry {key!r}: {value!r}")
     arrays = [(parameter.name, parameter.tensor.numpy()) for parameter in collection]
-    write_arrays(file_name, arrays, dict(metadata or {}))
+    write_arrays(file_name, arrays, entries)
 
 
 def write_arrays(
     path: str, arrays: Sequence[tuple[str, np.ndarray[Any, Any]]], metadata: Mapping[str, str]
 ) -> None:
-    """Write named arrays as one file over ``path``, atomically; they must not change meanwhile."""
+    """Write named arrays as one file over ``path``, atomically; they must not change meanwhile.
+
+    Checked in this order, before anything is created: the names (ReservedTensorNameError, then
+    CheckpointArgumentError for a name that is not text), the metadata's text
+    (CheckpointArgumentError), the path (CheckpointWriteError), the values (NonFiniteValueError)
+    and the header's size (CheckpointFormatError)."""
     # Our own header, not safetensors.numpy.save_file: both stream from the arrays (measured in
     # docs/performance.md), but the package writes by path, reports a failed write as text, not
     # as the OSError (ENOSPC) CheckpointWriteError carries, and sorts by name. Same bytes else.
+    _check_header_text(path, [name for name, _ in arrays], metadata)
+    try:
+        writable_path(path)
+    except OSError as error:
+        raise CheckpointWriteError(path, error) from error
     for name, array in arrays:
         found = first_non_finite(array) if array.dtype.kind == "f" else None
         if found is not None:
@@ -188,8 +221,6 @@ def write_arrays(
     entries: dict[str, object] = {"__metadata__": dict(metadata)}
     entries, offset = (entries if metadata else {}), 0
     for name, array in ordered:
-        if name == "__metadata__":
-            raise CheckpointFormatError(path, ValueError("__metadata__ cannot name a tensor"))
         code, end = CODES[array.dtype.newbyteorder("<")], offset + array.nbytes
         entries[name] = {"dtype": code, "shape": list(array.shape), "data_offsets": [offset, end]}
         offset = end
@@ -200,40 +231,28 @@ def write_arrays(
         raise CheckpointFormatError(path, ValueError(detail))
     data = [np.ascontiguousarray(a, a.dtype.newbyteorder("<")).reshape(-1) for _, a in ordered]
     parts: list[Any] = [len(text).to_bytes(8, "little") + text, *(a.view(np.uint8) for a in data)]
-    replace_atomically(path, [memoryview(part) for part in parts])
-
-
-def replace_atomically(path: str, parts: Sequence[memoryview]) -> None:
-    """Write these bytes to a new file beside ``path``, ``fsync`` it, rename it over ``path`` and
-    ``fsync`` the folder; on any failure remove it (an ``OSError``: CheckpointWriteError)."""
-    folder, base = os.path.split(os.path.abspath(path))
-    temporary = os.path.join(folder, f".{base[:64]}.{os.urandom(6).hex()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    try:
-        descriptor = os.open(temporary, flags, 0o666)
+    try:  # to a temporary file beside path, flushed and renamed over it (files.replace_file)
+        replace_file(path, [memoryview(part) for part in parts], IO_CHUNK)
     except OSError as error:
         raise CheckpointWriteError(path, error) from error
-    try:
+
+
+def _check_header_text(path: str, names: Sequence[str], metadata: Mapping[str, str]) -> None:
+    """Every string the header will hold: no tensor under a reserved name, and all of it text
+    that UTF-8 can encode (files.check_text)."""
+    for name in names:
+        if name in RESERVED_NAMES:
+            raise ReservedTensorNameError(path, name)
+    checked = [("tensor names", "the name", name) for name in names]
+    checked += [("metadata", "the key", key) for key in metadata]
+    checked += [("metadata", f"the value of {key!r}", value) for key, value in metadata.items()]
+    for argument, which, text in checked:
         try:
-            for part in parts:
-                while len(part):  # a write to a file moves at least one byte, or raises
-                    part = part[os.write(descriptor, part[:IO_CHUNK]) :]
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.replace(temporary, path)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(error, OSError):
-            raise CheckpointWriteError(path, error) from error
-        raise
-    with contextlib.suppress(OSError):  # the file is in place; not every system syncs a folder
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+            check_text(text)
+        except ValueError as error:
+            shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}..."
+            detail = f"{which} {shown}, where {error}"
+            raise CheckpointArgumentError(argument, "text", detail) from error
 
 
 # Loading ---------------------------------------------------------------------------------------
@@ -288,9 +307,11 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def checked_path(path: object) -> str:
-    """``path`` as a ``str``, if it is a ``str`` or an ``os.PathLike`` of ``str``."""
-    resolved = os.fspath(path) if isinstance(path, str | os.PathLike) else None
-    if not isinstance(resolved, str):
+    """``path`` as a plain ``str``, if it is a ``str`` or an ``os.PathLike`` of ``str``
+    (files.path_text); what the system makes of it is checked when the file is opened or
+    written."""
+    resolved = path_text(path)
+    if resolved is None:
         rule = "a str or an os.PathLike of str"
         raise CheckpointArgumentError("path", rule, type(path).__name__)
     return resolved
@@ -298,9 +319,10 @@ def checked_path(path: object) -> str:
 
 @contextlib.contextmanager
 def opened(path: str) -> Iterator[tuple[io.FileIO, list[StoredTensor], dict[str, str]]]:
-    """The file (unbuffered), its tensors in file order and its metadata, once checked."""
+    """The file (unbuffered), its tensors in file order and its metadata, once checked: the
+    path by files.os_path, then the file, which must be a regular one (read at offsets)."""
     try:
-        file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed below)
+        file = open_file(path, regular=True)
     except OSError as error:
         raise CheckpointReadError(path, error) from error
     with file:

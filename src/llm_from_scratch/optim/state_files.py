@@ -56,6 +56,9 @@ def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
     Raises:
         CheckpointArgumentError: ``path`` is not a path.
         NotAnOptimizerError: ``optimizer`` is not an optimizer.
+        CheckpointWriteError: the path is one the system cannot take (a NUL character, a lone
+            surrogate, a name of more than 255 bytes), names a folder or has no folder, checked
+            before anything is created.
         CheckpointFormatError: the header would exceed the format's limit (parameter names of
             about 100 MB).
         CheckpointWriteError: the file cannot be written, flushed or renamed.
@@ -104,7 +107,8 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
     Raises:
         CheckpointArgumentError: ``path`` is not a path.
         NotAnOptimizerError: ``optimizer`` is not an optimizer.
-        CheckpointReadError: the file cannot be opened or read.
+        CheckpointReadError: the path is one the system cannot take, or the file cannot be
+            opened or read (it must be a regular file).
         CheckpointFormatError: the file breaks the format, as for ``load_parameters``.
         StateFileError: the metadata names another kind or hyperparameter value, or lacks one.
         StateError: the tensors, in the order listed in ``docs/errors.md``.

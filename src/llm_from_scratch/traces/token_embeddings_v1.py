@@ -104,7 +104,7 @@ class TraceFormatError(ValueError):
     record ``IDS`` and field ``repeated-id``, for IDs that repeat two or more different IDs, which
     v1 cannot express. Also ``ch18 figure --trace FILE`` with a file of more than
     ``TRACE_BYTE_LIMIT`` (1 MiB) bytes (record ``TRACE``, field ``size``), found after reading at
-    most one byte more: the command prints it on one line and exits with status 1. Its message is
+    most one byte more: the command prints it on one line and exits with status 2. Its message is
     ``record field: detail``.
 
     Attributes:

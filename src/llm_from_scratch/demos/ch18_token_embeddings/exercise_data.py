@@ -13,7 +13,6 @@ of it, so a broken file fails with the language and the key at fault.
 
 from __future__ import annotations
 
-import json
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Final
 
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.figures.labels import Labels, LabelTable, check_labels
+from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, read_file
 
 __all__ = [
     "ANSWER_FORMATS",
@@ -80,7 +80,8 @@ UI_LABELS: Final = LabelTable(
         "error_kinds.shape", "error_kinds.count", "error_kinds.id",
         "neighbours.id_neighbours", "neighbours.vector_neighbours", "neighbours.mean_cosine",
         "neighbours.table_missing",
-        "answers_file.title", "answers_file.unreadable", "answers_file.not_json",
+        "answers_file.title", "answers_file.unreadable", "answers_file.too_large",
+        "answers_file.not_json",
         "answers_file.not_object", "answers_file.unknown_exercise",
         "answers_file.explanation_exercise",
     ),
@@ -139,8 +140,8 @@ def load_exercises(lang: str) -> ExerciseSet:
     if lang not in ("en", "ru"):
         raise ExerciseDataError(lang, "", "no exercise file; expected en or ru")
     source = resources.files(__package__ or "").joinpath("exercises", f"{lang}.json")
-    try:
-        raw: object = json.loads(source.read_text(encoding="utf-8"))
+    try:  # at most FILE_BYTE_LIMIT bytes, strict JSON (llm_from_scratch.files)
+        raw: object = load_json(read_file(source, FILE_BYTE_LIMIT).decode("utf-8"))
     except (OSError, ValueError) as error:
         raise ExerciseDataError(lang, "", f"cannot read the file: {error}") from error
     return check_exercises(lang, raw)

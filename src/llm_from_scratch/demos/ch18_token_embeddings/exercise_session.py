@@ -5,15 +5,17 @@ Three ways to run, all in the chosen language and all against values computed wh
 
 - interactively: each exercise's prompt and answer format, then a line of input (read again
   when it cannot be read), then right or wrong with the computed value, the explanation and the
-  evidence; an explanation exercise waits for Enter. The end of the input leaves the remaining
-  answers missing.
+  evidence; an explanation exercise waits for Enter. The end of the input, or a line of more
+  than ``FILE_BYTE_LIMIT`` characters, leaves the remaining answers missing.
 - ``--answers FILE``: one line per checked exercise, right, wrong with the computed value, or
   missing.
 - ``--reveal``: every exercise with its answer, explanation and evidence.
 
 Each checking run ends with the score and the numbers of the wrong answers; the exit status is
 0 only when every checked answer is right, 1 otherwise, 2 for an answers file that cannot be
-read.
+read (one line on standard error). Answers are strict JSON
+(:func:`llm_from_scratch.files.load_json`), numbers compared exactly
+(:func:`~llm_from_scratch.demos.ch18_token_embeddings.exercises.same_answer`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
 )
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import cosine_text, label
 from llm_from_scratch.figures.labels import Labels
+from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, one_line, read_line
 
 __all__ = ["COMPARED_WORDS", "Verdict", "check_answers", "run_exercises"]
 
@@ -90,7 +93,7 @@ def run_exercises(
         try:
             answers = read_answers(answers_path)
         except AnswersFileError as error:
-            stderr.write(f"error: {_file_error(error, data.ui)}\n")
+            stderr.write(f"error: {one_line(_file_error(error, data.ui))}\n")
             return 2
         verdicts = check_answers(answers, expected)
         session.say(*(session.verdict_line(verdict) for verdict in verdicts))
@@ -102,6 +105,14 @@ def run_exercises(
         return 0
     session.say(*session.summary(verdicts))
     return 0 if all(verdict.status == "right" for verdict in verdicts) else 1
+
+
+def _line(stdin: TextIO) -> str:
+    """One line of the session's input; ``""`` at its end or for an endless line."""
+    try:
+        return read_line(stdin, FILE_BYTE_LIMIT)
+    except OSError:  # a line over the limit: the rest of the input is not read
+        return ""
 
 
 def _file_error(error: AnswersFileError, ui: Labels) -> str:
@@ -197,14 +208,14 @@ class _Session:
         """Read one answer into ``answers``; ``False`` at the end of the input."""
         if not exercise.checked:
             self.say(self.ui("no_answer"), self.ui("continue"))
-            return stdin.readline() != ""
+            return _line(stdin) != ""
         self.say(self.ui("answer_formats", exercise.kind))
         if exercise.true_means is not None:
             self.say(f"{self.ui('true_means')}: {exercise.true_means}")
         while True:
             self.out.write(f"{self.ui('your_prediction')}: ")
             self.out.flush()
-            line = stdin.readline()
+            line = _line(stdin)
             if line == "":
                 self.say("")
                 return False
@@ -221,8 +232,8 @@ class _Session:
             if text.casefold() in words:
                 return words[text.casefold()]
         try:
-            answer: object = json.loads(text)
-        except (ValueError, RecursionError):
+            answer: object = load_json(text)
+        except ValueError:
             return _UNREADABLE
         return answer
 

@@ -30,6 +30,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, 
 from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
 from llm_from_scratch.demos.ch18_token_embeddings.report import build_report
 from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.files import FILE_BYTE_LIMIT, is_too_large, load_json, read_file
 from llm_from_scratch.nn import (
     Embedding,
     TokenCountMismatchError,
@@ -71,13 +72,17 @@ class ExerciseAnswerError(StructuredError):
 
 
 class AnswersFileError(ExerciseAnswerError, ValueError):
-    """An answers file that cannot be read, is not JSON, is not an object of exercise numbers, or
-    answers an explanation exercise; ``problem`` is the kind, ``detail`` says more.
+    """An answers file that cannot be read, is too large, is not JSON, is not an object of exercise
+    numbers, or answers an explanation exercise; ``problem`` is the kind, ``detail`` says more.
 
     ``read_answers`` (``llm-from-scratch ch18 exercises --answers FILE``): the file cannot be read
-    (``problem`` is ``unreadable``), is not JSON (``not_json``), is not a JSON object
-    (``not_object``), has a key that is not an exercise number ``"1"`` to ``"11"``
-    (``unknown_exercise``), or answers an explanation exercise 4, 7 or 9 (``explanation_exercise``).
+    or is not UTF-8 (``problem`` is ``unreadable``; its path is one the system cannot take, a
+    folder, missing, ...), holds more than ``FILE_BYTE_LIMIT`` (1 MiB) bytes, found after reading
+    one byte more (``too_large``: ``/dev/zero`` fails at once), is not strict JSON (``not_json``:
+    also ``NaN`` or ``Infinity``, an integer of more than 4300 digits, a key twice in one object,
+    a string holding a lone surrogate), is not a JSON object (``not_object``), has a key that is
+    not an exercise number ``"1"`` to ``"11"`` (``unknown_exercise``), or answers an explanation
+    exercise 4, 7 or 9 (``explanation_exercise``).
     """
 
     template = "answers file {path}: {problem}: {detail}"
@@ -165,11 +170,17 @@ def expected_answers(facts: ChapterFacts) -> dict[int, Json]:
 
 def same_answer(answer: object, expected: Json) -> bool:
     """Whether an answer equals the expected one: the same nesting, lists and keys, numbers
-    equal in value (``30`` and ``30.0`` are the same), booleans only equal to booleans."""
+    equal in value (``30`` and ``30.0`` are the same), booleans only equal to booleans.
+
+    Numbers compare exactly, never through a conversion that could fail: an integer as the
+    integer it is (Python compares an ``int`` with a ``float`` exactly, so ``10**310`` is
+    simply not ``30``), a ``float`` only when it is finite."""
     if isinstance(expected, bool) or isinstance(answer, bool):
         return isinstance(answer, bool) and answer is expected
     if isinstance(expected, int | float):
-        return isinstance(answer, int | float) and math.isfinite(answer) and answer == expected
+        if isinstance(answer, float):
+            return math.isfinite(answer) and answer == expected
+        return isinstance(answer, int) and answer == expected
     if isinstance(expected, list):
         return (
             isinstance(answer, list)
@@ -194,16 +205,22 @@ def read_answers(path: Path) -> dict[int, object]:
     """Read an answers file: a JSON object from exercise numbers (``"1"`` to ``"11"``, strings)
     to answers; the explanation exercises (4, 7, 9) take none.
 
+    The file is read by the bounded reader (at most ``FILE_BYTE_LIMIT`` bytes) and parsed as
+    strict JSON (:func:`llm_from_scratch.files.load_json`).
+
     Raises:
         AnswersFileError: the file cannot be read or is not such an object.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_file(path, FILE_BYTE_LIMIT).decode("utf-8")
+    except OSError as error:
+        problem = "too_large" if is_too_large(error) else "unreadable"
+        raise AnswersFileError(str(path), problem, error.strerror or str(error)) from error
+    except UnicodeDecodeError as error:
         raise AnswersFileError(str(path), "unreadable", str(error)) from error
     try:
-        raw = json.loads(text)
-    except (ValueError, RecursionError) as error:
+        raw = load_json(text)
+    except ValueError as error:
         raise AnswersFileError(str(path), "not_json", str(error)) from error
     if not isinstance(raw, dict):
         raise AnswersFileError(str(path), "not_object", f"found {type(raw).__name__}")

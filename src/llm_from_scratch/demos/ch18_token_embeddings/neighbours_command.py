@@ -1,9 +1,10 @@
 """The command ``llm-from-scratch ch18 neighbours``: load a table, print or draw neighbours.
 
-Every message is one line on standard error with exit status 2. The command's own messages
-(usage, the pretrained table's and the neighbours' errors) come from the neighbours label table
-in the chosen language; the library's errors (a checkpoint that cannot be read, a tensor that is
-not a ``[V, d]`` table) print their own text.
+Every message is one line on standard error with exit status 2 (what it echoes is escaped by
+:func:`llm_from_scratch.files.one_line`). The command's own messages (usage, the pretrained
+table's and the neighbours' errors) come from the neighbours label table in the chosen language;
+the library's errors (a checkpoint that cannot be read, a tensor that is not a ``[V, d]`` table)
+print their own text.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
 )
 from llm_from_scratch.figures.labels import Labels, load_labels
 from llm_from_scratch.figures.neighbour_labels import NEIGHBOUR_LABELS
+from llm_from_scratch.files import one_line, write_file
 from llm_from_scratch.nn import CheckpointError, EmbeddingError
 
 __all__ = ["NeighboursRequest", "run_neighbours"]
@@ -71,7 +73,7 @@ def run_neighbours(request: NeighboursRequest, out: TextIO, err: TextIO) -> int:
         out.write(text)
         return 0
     try:
-        request.output.write_text(text, encoding="utf-8")
+        write_file(str(request.output), text.encode("utf-8"))
     except OSError as error:
         return _fail(err, f"{request.output}: {error.strerror or error}")
     return 0
@@ -110,5 +112,5 @@ def _computed(request: NeighboursRequest, labels: Labels) -> str:
 
 
 def _fail(err: TextIO, message: str) -> int:
-    err.write(f"error: {message}\n")
+    err.write(f"error: {one_line(message)}\n")
     return FAILED

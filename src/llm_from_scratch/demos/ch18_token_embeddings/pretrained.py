@@ -21,6 +21,7 @@ import numpy as np
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, WordPieces
 from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.files import TOKENIZER_BYTE_LIMIT, read_file
 from llm_from_scratch.nn import Embedding, load_parameters
 from llm_from_scratch.nn.checkpoint import CheckpointMismatchError as MissingTensorsError
 
@@ -98,10 +99,12 @@ class MissingPretrainedFileError(PretrainedError, FileNotFoundError):
 
 
 class TokenizerFileError(PretrainedError, ValueError):
-    """A tokenizer file that the ``tokenizers`` package cannot read.
+    """A tokenizer file that cannot be read or that the ``tokenizers`` package refuses.
 
-    ``load_word_pieces(path)``: the package refuses the file; ``detail`` is the first line of what
-    it said.
+    ``load_word_pieces(path)``: the file cannot be read (a path the system cannot take, a folder,
+    no permission), holds more than ``TOKENIZER_BYTE_LIMIT`` (64 MiB) bytes, found after reading
+    one byte more, or is not UTF-8 (``detail`` says which); or the package refuses its text
+    (``detail`` is the first line of what it said).
     """
 
     template = "cannot read the tokenizer file {path}: {detail}"
@@ -189,18 +192,28 @@ def load_pretrained_embedding(table_path: Path, tensor_name: str) -> Embedding:
 def load_word_pieces(tokenizer_path: Path) -> WordPieces:
     """Read a ``tokenizer.json`` with the ``tokenizers`` package, padding and truncation off.
 
+    The file is read by the bounded reader (at most ``TOKENIZER_BYTE_LIMIT`` bytes, UTF-8) and
+    its text handed to the package (``Tokenizer.from_str``).
+
     Raises:
         TokenizersMissingError: the ``tokenizers`` package is not installed.
-        TokenizerFileError: the package cannot read the file.
+        TokenizerFileError: the file cannot be read, is too large, or the package refuses it.
     """
     if importlib.util.find_spec("tokenizers") is None:
         raise TokenizersMissingError()
     from tokenizers import Tokenizer
 
     try:
-        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        text = read_file(tokenizer_path, TOKENIZER_BYTE_LIMIT).decode("utf-8")
+    except OSError as error:
+        raise TokenizerFileError(str(tokenizer_path), error.strerror or str(error)) from error
+    except UnicodeDecodeError as error:
+        raise TokenizerFileError(str(tokenizer_path), str(error)) from error
+    try:
+        tokenizer = Tokenizer.from_str(text)
     except Exception as error:  # the package raises plain Exception for a bad file
-        raise TokenizerFileError(str(tokenizer_path), str(error).splitlines()[0]) from error
+        detail = (str(error).splitlines() or [type(error).__name__])[0]
+        raise TokenizerFileError(str(tokenizer_path), detail) from error
     # A saved tokenizer may pad or cut every encoding to a fixed length (MiniLM's pads to 128).
     tokenizer.no_padding()
     tokenizer.no_truncation()
