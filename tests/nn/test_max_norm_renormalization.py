@@ -164,3 +164,18 @@ def test_an_sgd_step_on_another_thread_never_slips_between_renormalization_and_l
         stop.set()
         stepper.join()
     assert max(largest) <= 5.0
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("norm_type", [1e-50, 1e-300, 5e-324, 1e300])
+def test_a_norm_type_at_the_dtypes_limits_warns_nothing_and_renormalizes_as_pytorch(
+    dtype: str, norm_type: float
+) -> None:
+    # In float32, 1e-50 rounds to 0: 1/p is infinite, which NumPy would report as a division by
+    # zero; the norm is then 0, 1 or inf, as in PyTorch's kernel. (Warnings are errors here.)
+    values = np.array([[3.0, -4.0], [0.0, 0.0], [1e-20, 1e20], [0.5, 0.25]], dtype=dtype)
+    ids = [0, 1, 2, 3]
+    with np.errstate(all="ignore"):  # the reference's own scalar arithmetic, not the package's
+        expected = pytorch_renorm(values, ids, 1.0, norm_type)
+    layer = Embedding.from_pretrained(values, freeze=False, max_norm=1.0, norm_type=norm_type)
+    assert layer(ids).numpy().tobytes() == expected.tobytes()

@@ -87,7 +87,10 @@ def row_norms(rows: FloatArray, norm_type: float) -> FloatArray:
         >>> row_norms(np.array([[3.0, -4.0]]), 1.0).tolist()
         [7.0]
     """
-    with np.errstate(over="ignore", invalid="ignore"):
+    # Expected and handled, as PyTorch's kernel computes them: a power that overflows (a huge
+    # p) gives an infinite norm, and a p below the dtype's smallest subnormal (1e-50 in float32)
+    # rounds to 0, so 1/p is infinite (NumPy's "divide by zero") and the norm is 0, 1 or inf.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if norm_type == 2.0:
             return np.sqrt(_left_to_right_sums(rows * rows))
         magnitudes = np.abs(rows)
