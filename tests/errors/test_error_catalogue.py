@@ -275,7 +275,6 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     ),
     "TableTypeError": (lambda: functional.embedding([0], np.zeros((2, 2))),),  # type: ignore[arg-type]
     "PretrainedTableTypeError": (lambda: Embedding.from_pretrained([[1.0, 2.0]]),),
-    "FrozenTableMaxNormError": (lambda: Embedding.from_pretrained(np.ones((2, 2)), max_norm=1.0),),
     "OptionTypeError": (
         lambda: Embedding.from_parameter(layer().table, scale_grad_by_freq=1),  # type: ignore[arg-type]
         lambda: Embedding.from_pretrained(np.ones((2, 2)), freeze=1),  # type: ignore[arg-type]
@@ -286,6 +285,7 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: Embedding.from_parameter(layer().table, max_norm=0.0),
         lambda: Embedding.from_parameter(layer().table, norm_type=float("nan")),
         lambda: bag_layer("min"),
+        lambda: functional.embedding([0], parameter((4, 2)).mul(parameter((4, 2))), max_norm=1.0),
     ),
     "BagLayoutError": (lambda: bag_layer()([0, 1]),),
     "OffsetsError": (

@@ -31,7 +31,6 @@ from llm_from_scratch.autograd.value import constant_from_owned_array, parameter
 from llm_from_scratch.nn.embedding_errors import (
     EmbeddingInitializationError,
     EmptyVocabularyError,
-    FrozenTableMaxNormError,
     PretrainedTableTypeError,
     TableRankError,
     ZeroEmbeddingWidthError,
@@ -55,7 +54,8 @@ class FrozenTable:
     """A named ``[V, d]`` table that never changes: ``tensor`` is a constant leaf.
 
     Lookups from it are constants (they carry no gradient), and no optimizer, checkpoint load or
-    ``max_norm`` ever writes it. ``Embedding.from_pretrained(..., freeze=True)`` builds one.
+    ``max_norm`` ever writes it: with ``max_norm`` a lookup returns the renormalized rows and the
+    table stays as it is. ``Embedding.from_pretrained(..., freeze=True)`` builds one.
 
     Args:
         name: a valid parameter name (checked, like a :class:`NamedParameter`'s).
@@ -94,9 +94,6 @@ Table: TypeAlias = "NamedParameter | FrozenTable"
 class _TableOptions(Protocol):
     @property
     def padding_idx(self) -> int | None: ...
-
-    @property
-    def max_norm(self) -> float | None: ...
 
 
 _O = TypeVar("_O", bound=_TableOptions)
@@ -207,8 +204,8 @@ def pretrained_table(
     table: object, name: str, freeze: bool, options_for: Callable[[int], _O]
 ) -> tuple[Table, _O]:
     """The table and options of a layer's ``from_pretrained``, checked in this order: the
-    table's type and shape, the name, the options, ``freeze``, a ``max_norm`` on a frozen
-    table, and last the table's values (:meth:`PretrainedSource.table`).
+    table's type and shape, the name, the options, ``freeze``, and last the table's values
+    (:meth:`PretrainedSource.table`).
 
     Args:
         table, name, freeze: as the layer's ``from_pretrained`` takes them.
@@ -219,15 +216,12 @@ def pretrained_table(
             ZeroEmbeddingWidthError: the table (see :func:`pretrained_source`).
         EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
         The errors of ``options_for``, then OptionTypeError for ``freeze``.
-        FrozenTableMaxNormError: ``max_norm`` with ``freeze=True``.
         NonFiniteParameterError: a NaN or infinity in a copied table.
     """
     source = pretrained_source(table)
     checked, _, _ = checked_name_and_sizes(name, *source.shape)
     options = options_for(source.shape[0])
     frozen = checked_flag("freeze", freeze)
-    if frozen and options.max_norm is not None:
-        raise FrozenTableMaxNormError("constant")
     return source.table(checked, frozen), options
 
 
