@@ -265,6 +265,7 @@ class Embedding(TableLayer):
             EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
             OptionValueError, OptionTypeError: the options, then OptionTypeError for
                 ``freeze``.
+            OutputAllocationError: the copy of the table cannot be allocated (``leaf copy``).
             NonFiniteParameterError: a NaN or infinity in the table (checked last).
 
         Example:

@@ -222,7 +222,8 @@ def checked_weights(
     weights: object, index_shape: Shape, dtype: np.dtype[Any]
 ) -> TensorValue | None:
     """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape
-    (package-internal). A ``Tensor`` or NumPy array becomes a constant copy.
+    (package-internal). A ``Tensor`` or NumPy array becomes a constant copy, made once its type
+    and shape are checked (a view of any logical size is never copied before).
 
     Raises:
         PerSampleWeightsError: the weights' type, then their shape.
@@ -230,22 +231,31 @@ def checked_weights(
     """
     if weights is None:
         return None
-    value = _weights_value(weights, dtype)
-    if value.shape != index_shape:
-        raise PerSampleWeightsError("shape", value.shape, index_shape)
-    return value
+    value = _weights_source(weights, dtype)
+    shape = tuple(int(extent) for extent in value.shape)
+    if shape != index_shape:
+        raise PerSampleWeightsError("shape", shape, index_shape)
+    if isinstance(value, TensorValue):
+        return value
+    if isinstance(value, Tensor):
+        return TensorValue.constant(value)
+    return TensorValue.constant(Tensor(shape, value, dtype=dtype))
 
 
-def _weights_value(weights: object, dtype: np.dtype[Any]) -> TensorValue:
+def _weights_source(
+    weights: object, dtype: np.dtype[Any]
+) -> TensorValue | Tensor | np.ndarray[Any, Any]:
+    """The weights once their type is checked: a value or tensor of ``dtype``, or the plain
+    data of a real NumPy array (not yet copied)."""
     if isinstance(weights, TensorValue | Tensor):
         if weights.dtype != dtype:
             described = f"{type(weights).__name__} of dtype {weights.dtype}"
             raise PerSampleWeightsError("type", described, str(dtype))
-        return weights if isinstance(weights, TensorValue) else TensorValue.constant(weights)
+        return weights
     if isinstance(weights, np.ndarray) and not is_masked_array(weights):
         plain = plain_view(weights)
         if plain.dtype.kind in "biuf":
-            return TensorValue.constant(Tensor(plain.shape, plain, dtype=dtype))
+            return plain
         raise PerSampleWeightsError("type", f"ndarray of dtype {plain.dtype}", str(dtype))
     raise PerSampleWeightsError("type", type(weights).__name__, str(dtype))
 

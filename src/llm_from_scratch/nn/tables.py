@@ -25,7 +25,7 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from llm_from_scratch.autograd import NonFiniteParameterError, TensorValue
+from llm_from_scratch.autograd import NonFiniteParameterError, OutputAllocationError, TensorValue
 from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import constant_from_owned_array, parameter_from_owned_array
 from llm_from_scratch.nn.embedding_errors import (
@@ -216,6 +216,7 @@ def pretrained_table(
             ZeroEmbeddingWidthError: the table (see :func:`pretrained_source`).
         EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
         The errors of ``options_for``, then OptionTypeError for ``freeze``.
+        OutputAllocationError: the copy of an array or ``Tensor`` cannot be allocated.
         NonFiniteParameterError: a NaN or infinity in a copied table.
     """
     source = pretrained_source(table)
@@ -242,6 +243,8 @@ class PretrainedSource:
         parameter's own leaf, or a new parameter leaf holding a copy.
 
         Raises:
+            OutputAllocationError: the copy cannot be allocated (``leaf copy``), for example a
+                stride-0 view whose logical size no array can hold; nothing was copied.
             NonFiniteParameterError: a NaN or infinity in a copied array, the first in flat
                 order.
         """
@@ -251,7 +254,10 @@ class PretrainedSource:
             snapshot = self.parameter.tensor.value_snapshot().numpy()  # finite, one revision
             return FrozenTable(name, constant_from_owned_array(snapshot))
         assert self.array is not None  # one of the two is set by pretrained_source
-        values = np.array(self.array, dtype=self.dtype, order="C", copy=True)
+        try:
+            values = np.array(self.array, dtype=self.dtype, order="C", copy=True)
+        except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
+            raise OutputAllocationError("leaf copy", self.shape[0] * self.shape[1]) from error
         found = first_non_finite(values)
         if found is not None:
             raise NonFiniteParameterError(found[0], found[1])
