@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 import llm_from_scratch.autograd.ops as ops_module
-from llm_from_scratch.autograd import GraphRetention, TensorValue
+from llm_from_scratch.autograd import GraphRetention, TensorValue, TokenIdOutOfBoundsError
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.error_catalogue import (
     BEGIN,
@@ -506,6 +506,17 @@ def test_every_wording_of_a_keyed_template_is_raised(cls: type[StructuredError])
 
 # Built-in errors raised on purpose ---------------------------------------------------------------
 
+class CraftedErrorState:
+    """Pickles as ``error`` whose state sets the given attributes (a crafted pickle)."""
+
+    def __init__(self, error: StructuredError, **state: object) -> None:
+        self.reduced = (type(error), tuple(getattr(error, name) for name in error.field_names))
+        self.state = state
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (*self.reduced, self.state)
+
+
 BUILTIN_TRIGGERS: list[tuple[type[BaseException], Trigger]] = [
     (AttributeError, lambda: setattr(Tensor((1,), [1.0]), "shape", (2,))),
     (AttributeError, lambda: setattr(layer(), "table", None)),
@@ -516,6 +527,8 @@ BUILTIN_TRIGGERS: list[tuple[type[BaseException], Trigger]] = [
     (TypeError, NamedParameter),
     (TypeError, lambda: Embedding.from_parameter(parameter((4, 2)))),  # type: ignore[arg-type]
     (ValueError, lambda: layer().table.tensor.numpy().__setitem__(0, 1.0)),
+    (TypeError, lambda: pickle.dumps(SGD(layer().parameters(), 0.1))),
+    (TypeError, lambda: unpickled(CraftedErrorState(TokenIdOutOfBoundsError(1, 4, 4), id=7))),
 ]
 
 

@@ -48,8 +48,10 @@ class NonFiniteParameterError(TensorAutodiffError, ValueError):
     itself for it.
 
     ``TensorValue.parameter`` (and so ``NamedParameter.from_tensor``, after the name), with the
-    first such value in flat order; ``from_pretrained`` with such a table, frozen or not; unpickling
-    a parameter leaf whose values hold one (a crafted pickle). Every parameter leaf is finite:
+    first such value in flat order; ``from_pretrained`` with such a table, frozen or not; a
+    ``FrozenTable`` whose constant holds one, built or unpickled (a crafted pickle: a frozen table
+    holds what a parameter can hold); unpickling a parameter leaf whose values hold one (a crafted
+    pickle). Every parameter leaf is finite:
     Xavier tables are, an optimizer step that would leave a NaN or infinity changes nothing, and an
     unpickled leaf is checked, so ``NamedParameter.from_value`` needs no check of its own.
     """

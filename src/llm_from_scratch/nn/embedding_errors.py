@@ -172,7 +172,10 @@ class OptionValueError(EmbeddingError, ValueError):
     ``[-V, V)`` (read once with ``operator.index``; an integer outside the range is reported as
     read); a ``max_norm`` or ``norm_type`` that is zero, negative, NaN, infinite, ``None`` (for
     ``norm_type``), a ``bool`` or not a real number (read once with ``float()``); a bag ``mode``
-    other than ``"sum"``, ``"mean"`` or ``"max"`` (``"min"``, ``"SUM"``, ``None``). Also a
+    other than ``"sum"``, ``"mean"`` or ``"max"`` (``"min"``, ``"SUM"``, ``None``); a
+    ``vocabulary_size`` of ``LookupOptions`` or ``BagOptions`` (the records a layer keeps its
+    options in, rebuilt by their constructors when unpickled) that is not an integer at least 0.
+    Also a
     ``max_norm`` given to ``functional.embedding`` or ``embedding_bag`` with a table that is an
     operation result (``requirement`` says it must be None): its rows can be neither written nor
     replaced outside the tape. (A parameter table is renormalized in place; a constant one, a

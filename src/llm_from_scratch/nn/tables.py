@@ -59,11 +59,16 @@ class FrozenTable:
 
     Args:
         name: a valid parameter name (checked, like a :class:`NamedParameter`'s).
-        tensor: a rank-two constant ``TensorValue``.
+        tensor: a rank-two constant ``TensorValue`` of finite values (a frozen table holds
+            what a parameter can hold, as ``from_pretrained`` checks it).
 
     Raises:
         ParameterNameError, ParameterNameTypeError: the name.
         TypeError: ``tensor`` is not a rank-two constant ``TensorValue``.
+        NonFiniteParameterError: a NaN or infinity in ``tensor``, the first in flat order.
+
+    Unpickling and ``copy.copy`` rebuild through this constructor, so a crafted pickle meets
+    the same checks.
     """
 
     name: str
@@ -76,6 +81,9 @@ class FrozenTable:
             raise TypeError(f"a FrozenTable holds a constant TensorValue, got {tensor!r}")
         if len(tensor.shape) != 2:
             raise TypeError(f"a FrozenTable holds a rank-two table, got shape {tensor.shape}")
+        found = first_non_finite(tensor.numpy())
+        if found is not None:
+            raise NonFiniteParameterError(found[0], found[1])
 
     def __repr__(self) -> str:
         return f"FrozenTable(name={self.name!r}, shape={self.tensor.shape})"
@@ -258,11 +266,11 @@ class PretrainedSource:
             values = np.array(self.array, dtype=self.dtype, order="C", copy=True)
         except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
             raise OutputAllocationError("leaf copy", self.shape[0] * self.shape[1]) from error
+        if freeze:  # the frozen table checks its values itself
+            return FrozenTable(name, constant_from_owned_array(values))
         found = first_non_finite(values)
         if found is not None:
             raise NonFiniteParameterError(found[0], found[1])
-        if freeze:
-            return FrozenTable(name, constant_from_owned_array(values))
         return NamedParameter.from_value(name, parameter_from_owned_array(values))
 
 

@@ -25,7 +25,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 import numpy as np
 
@@ -87,6 +87,20 @@ class Optimizer:
         self._steps = 0
         self._undo_logs: dict[int, FloatArray] = {}
         self._lock = threading.Lock()
+
+    def __reduce__(self) -> NoReturn:
+        """Refuse ``pickle`` and ``copy``: an optimizer updates the very leaves it was built
+        on, under its own lock, and a copy could hold neither. Its state pickles as the arrays
+        of :meth:`state_dict` (or a state file, ``save_state``), which a new optimizer over the
+        same parameters loads.
+
+        Raises:
+            TypeError: always.
+        """
+        raise TypeError(
+            f"cannot pickle or copy an optimizer ({self._kind}): it updates the leaves it was "
+            "built on; save state_dict() (or save_state) and load it into a new optimizer"
+        )
 
     # Reading ----------------------------------------------------------------------------------
 
