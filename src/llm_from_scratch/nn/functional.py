@@ -183,9 +183,11 @@ def bag(
         rows, renormalized, positions = renormalized_rows(
             table.numpy(), indices, options.max_norm, options.norm_type
         )
-        padding = options.padding_idx
-        found = int(np.searchsorted(rows, padding)) if padding is not None else 0
-        padding_row = found if found < rows.size and rows[found] == padding else None
+        padding_row = None  # the padding row's place among the distinct rows, if named
+        if options.padding_idx is not None:
+            found = int(np.searchsorted(rows, options.padding_idx))
+            if found < rows.size and int(rows[found]) == options.padding_idx:
+                padding_row = found
         shape = (int(rows.size), shape[1])
         plan = bag_plan_from_validated(positions, starts, shape, options.mode, padding_row)
         return embedding_bag_with_plan(constant_from_owned_array(renormalized), plan, weights)
