@@ -186,13 +186,16 @@ def array_views(
     dtype: Any,
     max_axes: int = 3,
     kinds: tuple[str, ...] = VIEW_KINDS,
+    shape: tuple[int, ...] | None = None,
 ) -> np.ndarray[Any, Any]:
     """A small array of ``dtype`` holding drawn ``elements`` through a view of another layout:
     a plain array, every k-th item along each axis (``steps``, negative steps included), a
     transpose (Fortran order), a stride-0 broadcast, overlapping ``as_strided`` windows, or a
     reversed view; sometimes read-only. What it holds is its plain copy,
-    ``np.array(view, copy=True)``."""
+    ``np.array(view, copy=True)``. With ``shape``, the view has that shape (no windows)."""
     kind = draw(st.sampled_from(kinds))
+    if shape is not None and kind == "windows":
+        kind = "plain"
     if kind == "windows":
         length = draw(st.integers(1, 8))
         base = np.array(draw(st.lists(elements, min_size=length, max_size=length)), dtype=dtype)
@@ -207,10 +210,13 @@ def array_views(
             base, (count, width), (step * base.strides[0], inner * base.strides[0]), writeable=False
         )
         return view
-    shape = tuple(draw(st.lists(st.integers(0, 4), max_size=max_axes)))
+    given = shape is not None
+    if shape is None:
+        shape = tuple(draw(st.lists(st.integers(0, 4), max_size=max_axes)))
     if kind == "broadcast":
         small = tuple(1 if draw(st.booleans()) else extent for extent in shape)
-        leading = tuple(draw(st.lists(st.integers(0, 3), max_size=max(0, max_axes - len(shape)))))
+        room = 0 if given else max(0, max_axes - len(shape))
+        leading = tuple(draw(st.lists(st.integers(0, 3), max_size=room)))
         values = draw(
             st.lists(elements, min_size=int(np.prod(small)), max_size=int(np.prod(small)))
         )
