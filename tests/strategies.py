@@ -198,3 +198,68 @@ def path_names() -> st.SearchStrategy[str]:
             st.sampled_from(["", "a", "ab", "abc", ".st"]),
         ),
     ).filter(lambda name: ".." not in name.split("/"))
+
+
+VIEW_KINDS = ("plain", "steps", "transposed", "broadcast", "windows", "reversed")
+
+
+@st.composite
+def array_views(
+    draw: st.DrawFn,
+    elements: st.SearchStrategy[Any],
+    dtype: Any,
+    max_axes: int = 3,
+    kinds: tuple[str, ...] = VIEW_KINDS,
+    shape: tuple[int, ...] | None = None,
+) -> np.ndarray[Any, Any]:
+    """A small array of ``dtype`` holding drawn ``elements`` through a view of another layout:
+    a plain array, every k-th item along each axis (``steps``, negative steps included), a
+    transpose (Fortran order), a stride-0 broadcast, overlapping ``as_strided`` windows, or a
+    reversed view; sometimes read-only. What it holds is its plain copy,
+    ``np.array(view, copy=True)``. With ``shape``, the view has that shape (no windows)."""
+    kind = draw(st.sampled_from(kinds))
+    if shape is not None and kind == "windows":
+        kind = "plain"
+    if kind == "windows":
+        length = draw(st.integers(1, 8))
+        base = np.array(draw(st.lists(elements, min_size=length, max_size=length)), dtype=dtype)
+        if draw(st.booleans()):
+            base = base[::-1]
+        count, width = draw(st.integers(0, 4)), draw(st.integers(0, 3))
+        step = draw(st.sampled_from([0, 1]))
+        inner = 0 if width <= 1 else draw(st.integers(0, (length - 1) // (width - 1)))
+        reach = length - 1 - inner * max(width - 1, 0)
+        step = 0 if count <= 1 else min(step, reach // (count - 1))
+        view = np.lib.stride_tricks.as_strided(
+            base, (count, width), (step * base.strides[0], inner * base.strides[0]), writeable=False
+        )
+        return view
+    given = shape is not None
+    if shape is None:
+        shape = tuple(draw(st.lists(st.integers(0, 4), max_size=max_axes)))
+    if kind == "broadcast":
+        small = tuple(1 if draw(st.booleans()) else extent for extent in shape)
+        room = 0 if given else max(0, max_axes - len(shape))
+        leading = tuple(draw(st.lists(st.integers(0, 3), max_size=room)))
+        values = draw(
+            st.lists(elements, min_size=int(np.prod(small)), max_size=int(np.prod(small)))
+        )
+        return np.broadcast_to(np.array(values, dtype=dtype).reshape(small), leading + shape)
+    if kind == "steps":
+        steps = [draw(st.sampled_from([-3, -2, -1, 1, 2, 3])) for _ in shape]
+        big = tuple(extent * abs(step) for extent, step in zip(shape, steps, strict=True))
+        count = int(np.prod(big))
+        values = draw(st.lists(elements, min_size=count, max_size=count))
+        base = np.array(values, dtype=dtype).reshape(big)
+        view = base[tuple(slice(None, None, step) for step in steps)] if steps else base[...]
+    else:
+        count = int(np.prod(shape))
+        values = draw(st.lists(elements, min_size=count, max_size=count))
+        view = np.array(values, dtype=dtype).reshape(shape)
+        if kind == "transposed":
+            view = view.T
+        elif kind == "reversed" and view.ndim:
+            view = view[::-1]
+    if draw(st.booleans()):
+        view.flags.writeable = False
+    return view

@@ -4,7 +4,10 @@ An error class declares the facts it carries as annotated fields and its message
 ``template`` over them. The base builds the rest: a constructor taking the fields positionally
 in declaration order or by keyword (its ``inspect.signature``, which type checkers see too),
 one attribute per field, the message formatted once into ``args``, and pickling by the fields
-(so ``cause`` fields and ``raise ... from`` work as for any exception).
+(so ``cause`` fields and ``raise ... from`` work as for any exception). Unpickling calls the
+constructor with the fields, so a pickle meets the checks of construction; what else the error
+carries (its ``__notes__``) is restored beside them, and a pickle whose state would replace a
+field is refused (``TypeError``), so the message always is the template filled with the fields.
 
 Argument order, the same in every family: the context (an operation, a parameter name, which
 fan), then where the fault is (an axis, a flat position, a byte index), then the offending value
@@ -126,7 +129,35 @@ class StructuredError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         fields = tuple(getattr(self, name) for name in self.field_names)
-        return type(self), fields, self.__dict__
+        extra = {name: value for name, value in vars(self).items() if name not in self.field_names}
+        return (type(self), fields, extra) if extra else (type(self), fields)
+
+    def __setstate__(self, state: object) -> None:
+        """Restore what a pickle carries beside the fields (``__notes__``, attributes a caller
+        set); the constructor has already set the fields from the pickle's arguments.
+
+        Raises:
+            TypeError: ``state`` is not a dict of names, or gives a field another value than
+                the constructor did (a crafted pickle: the message would not match the fields).
+        """
+        if not isinstance(state, dict) or not all(type(name) is str for name in state):
+            raise TypeError(f"a pickled {type(self).__name__} has a state that is no dict of names")
+        for name, value in state.items():
+            if name in self.field_names and not _same(value, getattr(self, name)):
+                raise TypeError(
+                    f"a pickled {type(self).__name__} may not replace its field {name!r}"
+                )
+        vars(self).update(state)
+
+
+def _same(value: object, field: object) -> bool:
+    """``value`` is the field's own value (the same object, or an equal one of the same type)."""
+    if value is field:
+        return True
+    try:
+        return type(value) is type(field) and bool(value == field)
+    except Exception:  # an unorderable or ambiguous comparison (an array): not the same
+        return False
 
 
 def _check_template(cls: type[StructuredError]) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 import llm_from_scratch.autograd.ops as ops_module
-from llm_from_scratch.autograd import GraphRetention, TensorValue
+from llm_from_scratch.autograd import GraphRetention, TensorValue, TokenIdOutOfBoundsError
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
     Vocabulary,
@@ -295,7 +295,6 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     ),
     "TableTypeError": (lambda: functional.embedding([0], np.zeros((2, 2))),),  # type: ignore[arg-type]
     "PretrainedTableTypeError": (lambda: Embedding.from_pretrained([[1.0, 2.0]]),),
-    "FrozenTableMaxNormError": (lambda: Embedding.from_pretrained(np.ones((2, 2)), max_norm=1.0),),
     "OptionTypeError": (
         lambda: Embedding.from_parameter(layer().table, scale_grad_by_freq=1),  # type: ignore[arg-type]
         lambda: Embedding.from_pretrained(np.ones((2, 2)), freeze=1),  # type: ignore[arg-type]
@@ -306,6 +305,7 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: Embedding.from_parameter(layer().table, max_norm=0.0),
         lambda: Embedding.from_parameter(layer().table, norm_type=float("nan")),
         lambda: bag_layer("min"),
+        lambda: functional.embedding([0], parameter((4, 2)).mul(parameter((4, 2))), max_norm=1.0),
     ),
     "BagLayoutError": (lambda: bag_layer()([0, 1]),),
     "OffsetsError": (
@@ -541,6 +541,17 @@ def test_every_wording_of_a_keyed_template_is_raised(cls: type[StructuredError])
 
 # Built-in errors raised on purpose ---------------------------------------------------------------
 
+class CraftedErrorState:
+    """Pickles as ``error`` whose state sets the given attributes (a crafted pickle)."""
+
+    def __init__(self, error: StructuredError, **state: object) -> None:
+        self.reduced = (type(error), tuple(getattr(error, name) for name in error.field_names))
+        self.state = state
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (*self.reduced, self.state)
+
+
 BUILTIN_TRIGGERS: list[tuple[type[BaseException], Trigger]] = [
     (AttributeError, lambda: setattr(Tensor((1,), [1.0]), "shape", (2,))),
     (AttributeError, lambda: setattr(layer(), "table", None)),
@@ -551,6 +562,8 @@ BUILTIN_TRIGGERS: list[tuple[type[BaseException], Trigger]] = [
     (TypeError, NamedParameter),
     (TypeError, lambda: Embedding.from_parameter(parameter((4, 2)))),  # type: ignore[arg-type]
     (ValueError, lambda: layer().table.tensor.numpy().__setitem__(0, 1.0)),
+    (TypeError, lambda: pickle.dumps(SGD(layer().parameters(), 0.1))),
+    (TypeError, lambda: unpickled(CraftedErrorState(TokenIdOutOfBoundsError(1, 4, 4), id=7))),
 ]
 
 

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from llm_from_scratch.autograd import TensorValue, no_grad
 from llm_from_scratch.nn import (
     Embedding,
-    FrozenTableMaxNormError,
     NamedParameter,
     OptionTypeError,
     OptionValueError,
@@ -107,7 +106,7 @@ def test_the_gradient_with_options_equals_the_plain_loop_bit_for_bit(
     assert listed == sorted(set(ids.reshape(-1).tolist()) - {padding_row})
 
 
-def test_the_function_checks_the_table_then_the_options_then_a_frozen_table_then_the_ids() -> None:
+def test_the_function_checks_the_table_the_options_an_operation_table_then_the_ids() -> None:
     constant = TensorValue.constant(Tensor((4, 2), KNOWN_TABLE))
     vector = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
     with pytest.raises(TableTypeError) as not_a_value:
@@ -119,18 +118,21 @@ def test_the_function_checks_the_table_then_the_options_then_a_frozen_table_then
         functional.embedding([9], known_table(), padding_idx=9, max_norm=-1.0)
     with pytest.raises(OptionValueError):
         functional.embedding([9], constant, max_norm=-1.0)
-    with pytest.raises(FrozenTableMaxNormError) as frozen:
-        functional.embedding([9], constant, max_norm=1.0)
-    assert frozen.value.kind == "constant"
+    result = constant.add(known_table())
+    with pytest.raises(OptionValueError) as operation:
+        functional.embedding([9], result, max_norm=1.0)
+    assert operation.value.name == "max_norm"
     with pytest.raises(TokenIdOutOfBoundsError):
-        functional.embedding([9], constant, padding_idx=1)
+        functional.embedding([9], constant, max_norm=1.0)
 
 
 def test_max_norm_is_refused_for_an_operation_result_which_never_changes() -> None:
     result = known_table().add(Tensor((4, 2), [0.0] * 8))
-    with pytest.raises(FrozenTableMaxNormError) as caught:
+    with pytest.raises(OptionValueError) as caught:
         functional.embedding([0], result, max_norm=1.0)
-    assert caught.value.kind == "operation"
+    assert caught.value.requirement == (
+        "None when the table is an operation result (renormalize a parameter or a constant table)"
+    )
 
 
 def test_a_constant_table_gives_a_constant_lookup_that_carries_no_gradient() -> None:

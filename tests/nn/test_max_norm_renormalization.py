@@ -15,8 +15,8 @@ from llm_from_scratch.autograd import StaleValueError, TensorValue, no_grad
 from llm_from_scratch.nn import (
     Embedding,
     EmbeddingBag,
-    FrozenTableMaxNormError,
     NamedParameter,
+    OptionValueError,
     functional,
 )
 from llm_from_scratch.nn.renorm import row_norms
@@ -111,13 +111,32 @@ def test_the_output_of_a_renormalizing_forward_runs_backward_with_the_new_values
     assert (norms <= 1.0).all()
 
 
-def test_a_frozen_table_refuses_max_norm_and_changes_nothing() -> None:
-    frozen = Embedding.from_pretrained(np.array(KNOWN_TABLE).reshape(4, 2))
-    with pytest.raises(FrozenTableMaxNormError):
-        functional.embedding([2], frozen.table.tensor, max_norm=1.0)
-    with pytest.raises(FrozenTableMaxNormError):
-        Embedding.from_pretrained(np.array(KNOWN_TABLE).reshape(4, 2), max_norm=1.0)
-    assert frozen.table.tensor.numpy().reshape(-1).tolist() == list(KNOWN_TABLE)
+def test_a_frozen_table_returns_renormalized_rows_and_never_changes() -> None:
+    values = np.array(KNOWN_TABLE).reshape(4, 2)
+    frozen = Embedding.from_pretrained(values, max_norm=30.0)
+    expected = pytorch_renorm(values, [2, 1, 2], 30.0, 2.0)
+    for _ in range(2):  # the same rows every time: nothing was written
+        out = frozen([[2, 1, 2]])
+        assert out.kind == "constant"
+        assert out.numpy().tobytes() == expected[[2, 1, 2]].reshape(1, 3, 2).tobytes()
+    function = functional.embedding([2], frozen.table.tensor, max_norm=1.0)
+    assert float(np.hypot(*function.numpy()[0])) <= 1.0
+    assert frozen.table.tensor.numpy().tobytes() == values.tobytes()
+    assert frozen.table.tensor.value_revision == 0
+
+
+def test_an_operation_result_refuses_max_norm_as_an_option_value() -> None:
+    table = NamedParameter.from_tensor("w", Tensor((4, 2), KNOWN_TABLE)).tensor
+    result = table.mul(Tensor((4, 2), [1.0] * 8))
+    for call in (
+        lambda: functional.embedding([2], result, max_norm=1.0),
+        lambda: functional.embedding_bag([[2]], result, max_norm=1.0),
+    ):
+        with pytest.raises(OptionValueError) as caught:
+            call()
+        assert (caught.value.name, caught.value.value) == ("max_norm", 1.0)
+        assert caught.value.requirement.startswith("None when the table is an operation result")
+    assert table.numpy().reshape(-1).tolist() == list(KNOWN_TABLE)
 
 
 def test_under_no_grad_the_table_is_still_renormalized_and_its_revision_bumped() -> None:
@@ -164,3 +183,38 @@ def test_an_sgd_step_on_another_thread_never_slips_between_renormalization_and_l
         stop.set()
         stepper.join()
     assert max(largest) <= 5.0
+
+
+@pytest.mark.parametrize("norm_type", [0.5, 1.0, 2.0, 3.5])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_frozen_lookup_returns_the_rows_a_trainable_lookup_writes(
+    norm_type: float, dtype: str
+) -> None:
+    rng = np.random.default_rng(8)
+    values = (rng.normal(size=(20, 9)) * 2).astype(dtype)
+    ids = rng.integers(0, 20, size=(3, 11))
+    frozen = Embedding.from_pretrained(values, max_norm=1.5, norm_type=norm_type)
+    trainable = Embedding.from_pretrained(values, freeze=False, max_norm=1.5, norm_type=norm_type)
+    assert frozen(ids).numpy().tobytes() == trainable(ids).numpy().tobytes()
+    bags = EmbeddingBag.from_pretrained(values, mode="max", max_norm=1.5, norm_type=norm_type)
+    trainable_bags = EmbeddingBag.from_pretrained(
+        values, freeze=False, mode="max", max_norm=1.5, norm_type=norm_type
+    )
+    assert bags(ids).numpy().tobytes() == trainable_bags(ids).numpy().tobytes()
+    assert frozen.table.tensor.numpy().tobytes() == values.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("norm_type", [1e-50, 1e-300, 5e-324, 1e300])
+def test_a_norm_type_at_the_dtypes_limits_warns_nothing_and_renormalizes_as_pytorch(
+    dtype: str, norm_type: float
+) -> None:
+    # In float32, 1e-50 rounds to 0: 1/p is infinite, which NumPy would report as a division by
+    # zero; the norm is then 0, 1 or inf, as in PyTorch's kernel. (Warnings are errors here.)
+    values = np.array([[3.0, -4.0], [0.0, 0.0], [1e-20, 1e20], [0.5, 0.25]], dtype=dtype)
+    ids = [0, 1, 2, 3]
+    with np.errstate(all="ignore"):  # the reference's own scalar arithmetic, not the package's
+        expected = pytorch_renorm(values, ids, 1.0, norm_type)
+    for freeze in (True, False):
+        layer = Embedding.from_pretrained(values, freeze=freeze, max_norm=1.0, norm_type=norm_type)
+        assert layer(ids).numpy().tobytes() == expected.tobytes()

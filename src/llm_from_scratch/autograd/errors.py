@@ -48,8 +48,10 @@ class NonFiniteParameterError(TensorAutodiffError, ValueError):
     itself for it.
 
     ``TensorValue.parameter`` (and so ``NamedParameter.from_tensor``, after the name), with the
-    first such value in flat order; ``from_pretrained`` with such a table, frozen or not; unpickling
-    a parameter leaf whose values hold one (a crafted pickle). Every parameter leaf is finite:
+    first such value in flat order; ``from_pretrained`` with such a table, frozen or not; a
+    ``FrozenTable`` whose constant holds one, built or unpickled (a crafted pickle: a frozen table
+    holds what a parameter can hold); unpickling a parameter leaf whose values hold one (a crafted
+    pickle). Every parameter leaf is finite:
     Xavier tables are, an optimizer step that would leave a NaN or infinity changes nothing, and an
     unpickled leaf is checked, so ``NamedParameter.from_value`` needs no check of its own.
     """
@@ -391,8 +393,10 @@ class OutputAllocationError(TensorAutodiffError, MemoryError):
     """An operation's output (or a gradient) could not be allocated; nothing changed.
 
     An operation's output (``operation`` names it: ``add``, ``reshape``, ``gather_rows``,
-    ``embedding_bag``, ...), a backward pass's gradients (``backward``), a leaf copy (``leaf copy``:
-    when a leaf is built, pickled, unpickled or deep-copied), a value snapshot (``value snapshot``),
+    ``embedding_bag``, ...), a backward pass's gradients or its seed converted to the output's dtype
+    (``backward``), a leaf copy (``leaf copy``: when a leaf is built, pickled, unpickled or
+    deep-copied, or ``from_pretrained`` copies a table, a stride-0 view whose logical size no array
+    can hold included), a value snapshot (``value snapshot``),
     a parameter's dense zero gradient (``parameter gradient``), or a dense view of a row-sparse
     gradient (``gradient``, ``gradient snapshot``); nothing is recorded or changed. A lookup's index
     buffers raise the subclass :class:`IndexAllocationError`.
@@ -407,8 +411,10 @@ class IndexAllocationError(EmbeddingError, OutputAllocationError):
     """A lookup's converted index buffer could not be allocated, before any ID is read.
 
     The buffer for the IDs (``operation`` is ``embedding index conversion``; for example
-    ``forward(range(2**61), [2**30, 2**31])``), the room for the flat IDs of nested lists given to
-    the layer call, a bag's offsets (``offsets conversion``), or the index buffer of ``gather_rows``
+    ``forward(range(2**61), [2**30, 2**31])``, or a stride-0 view such as
+    ``np.broadcast_to(np.int8(0), (2**31, 2**31))`` on a width-1 table), the room for the flat IDs
+    of nested lists or for the elements of an object array given to the layer call, a bag's offsets
+    (``offsets conversion``), or the index buffer of ``gather_rows``
     (``gather index conversion``, ``checker`` ``gather``, worded as the
     :class:`OutputAllocationError` it also is).
     """
@@ -456,7 +462,9 @@ class LeafStateError(TensorAutodiffError, ValueError):
     (masked arrays refused); the gradient is not a dict, its ``form`` is not ``dense`` or
     ``row_sparse`` or its keys are not that form's; a dense gradient's shape or dtype differs from
     the values'; a row-sparse gradient on a leaf that is not rank two, its ``rows`` not a 1-D
-    integer array, not sorted and unique or not in ``[0, V)``, its values not of shape ``[len(rows),
+    integer array, more than ``V`` of them (checked before any is read, so a stride-0 view of any
+    logical size fails at once), not sorted and unique or not in ``[0, V)``, its values not of
+    shape ``[len(rows),
     d]`` and the values' dtype, its ``summed`` not None or sorted unique positions in ``[0,
     len(rows))``. The first failing check is reported (``part``: ``state``, ``kind``, ``values``,
     ``gradient``, ``form``, ``gradient rows``, ``gradient values``, ``gradient summed``).

@@ -182,7 +182,8 @@ def plan_of_ids(
     layer call, ``nn.functional.embedding``, the bags).
 
     Order: the container (a masked array; nesting deeper than ``MAX_AXES``); the output shape;
-    room for a nest's flat IDs; a ragged nest; then as :func:`plan_of_flat_ids`.
+    room for a nest's flat IDs (for an object array, first room for its elements, which may be
+    a stride-0 view of any logical size); a ragged nest; then as :func:`plan_of_flat_ids`.
 
     Raises:
         TokenIdContainerError, TokenShapeError, IndexAllocationError, TokenIdDtypeError,
@@ -194,6 +195,7 @@ def plan_of_ids(
             shape: Shape = plain.shape
             _check_output_shape(shape, shape, table_shape[1], itemsize, "embedding")
             return _checked_plan(plain, plain.size, shape, table_shape, "embedding", rule)
+        _reserve_room(plain.size)
         ids = plain.tolist()  # an object array: its elements may be lists themselves
     shape = nest_shape(ids)
     count = prod(shape)
@@ -486,6 +488,22 @@ def nest_leaves(ids: object, shape: Shape, count: int) -> list[object]:
         if issubclass(kind, _NESTS):
             raise TokenIdContainerError(_ragged(ids, shape))
     return level
+
+
+def _reserve_room(count: int) -> None:
+    """Check that ``count`` references fit in memory before an object array is turned into
+    lists (its logical size may be far beyond its memory: a stride-0 view).
+
+    Raises:
+        IndexAllocationError: no room for ``count`` items.
+    """
+    if count <= _CHUNK:
+        return
+    try:
+        room: list[None] | None = [None] * count
+    except (MemoryError, OverflowError) as error:
+        raise IndexAllocationError("embedding index conversion", count) from error
+    del room
 
 
 def _items_of(container: list[object] | tuple[object, ...]) -> Sequence[object]:

@@ -195,10 +195,14 @@ def _check_layout(part: str, array: FloatArray, shape: Shape, dtype: np.dtype[An
 
 def _checked_positions(part: str, array: object, bound: int) -> IndexArray:
     """A new intp copy of a 1-D integer array whose entries are sorted, unique and in
-    ``[0, bound)``."""
+    ``[0, bound)``: at most ``bound`` of them, which is checked before any entry is read (a
+    stride-0 view of any logical size is refused at once)."""
     plain = _plain_array(part, array)
     if plain.dtype.kind not in "iu" or plain.ndim != 1:
         raise LeafStateError(part, f"must be a 1-D integer array, got {plain.ndim}-D {plain.dtype}")
+    if plain.size > bound:
+        detail = f"must hold at most {bound} sorted unique positions, got {plain.size}"
+        raise LeafStateError(part, detail)
     if plain.size and not bool(np.all(plain[1:] > plain[:-1])):
         raise LeafStateError(part, "must be sorted and unique")
     if plain.size and (int(plain[0]) < 0 or int(plain[-1]) >= bound):
@@ -262,6 +266,6 @@ def _owned(array: _ArrayT) -> _ArrayT:
     an index array)."""
     try:
         copy = np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
-    except MemoryError as error:
+    except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
         raise OutputAllocationError("leaf copy", int(array.size)) from error
     return cast(_ArrayT, copy)

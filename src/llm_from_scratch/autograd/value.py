@@ -393,10 +393,12 @@ def unit_seed(output: TensorValue) -> FloatArray:
 def converted_seed(output: TensorValue, seed: object) -> FloatArray:
     """A backward seed read as plain data in ``output``'s dtype and checked for its type and
     shape, not yet for finiteness (package-internal). An ndarray subclass is read through its
-    plain data; a masked one has missing values.
+    plain data; a masked one has missing values. A seed of the output's dtype is used as it is
+    (a stride-0 view included: a pass only reads it); another dtype is converted once.
 
     Raises:
         SeedTypeError, SeedShapeMismatchError: in this order.
+        OutputAllocationError: the conversion cannot be allocated (``backward``).
     """
     node = output._node
     if type(seed) is np.ndarray and seed.dtype.kind in "biuf":
@@ -415,8 +417,11 @@ def converted_seed(output: TensorValue, seed: object) -> FloatArray:
         raise SeedShapeMismatchError(output.shape, tuple(int(n) for n in array.shape))
     if array.dtype == node.array.dtype:
         return array  # no copy: a pass only reads its seed and stores new arrays
-    with np.errstate(over="ignore"):
-        return np.asarray(array, dtype=node.array.dtype)
+    try:
+        with np.errstate(over="ignore"):
+            return np.asarray(array, dtype=node.array.dtype)
+    except MemoryError as error:  # the output exists, so only a full memory fails here
+        raise OutputAllocationError("backward", int(array.size)) from error
 
 
 def raise_if_non_finite_seed(seed: FloatArray) -> None:

@@ -118,6 +118,7 @@ class LabelError(ValueError):
         lang: the language code, for example ``"ru"``.
         key_path: the dotted key path, for example ``"reverse.title"`` (empty for the whole
             table).
+        problem: what is wrong with it.
         table: the figure whose table it is (:attr:`LabelTable.name`); messages name it unless
             it is the token-embedding figure's.
     """
@@ -127,10 +128,15 @@ class LabelError(ValueError):
     ) -> None:
         self.lang = lang
         self.key_path = key_path
+        self.problem = problem
         self.table = table
         where = lang if table == TOKEN_EMBEDDING_LABELS.name else f"{table} {lang}"
         where = f"{where}: {key_path}" if key_path else where
         super().__init__(f"{where}: {problem}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle (and copy) by the constructor's arguments, which rebuild the same message."""
+        return type(self), (self.lang, self.key_path, self.problem, self.table)
 
 
 def load_labels(lang: str, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels:

@@ -22,8 +22,13 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.gather import RowGatherPlan, plan_of_flat_ids, plan_of_ids
-from llm_from_scratch.autograd.value import gather_rows_with_plan
+from llm_from_scratch.autograd.gather import (
+    RowGatherPlan,
+    plan_from_validated_indices,
+    plan_of_flat_ids,
+    plan_of_ids,
+)
+from llm_from_scratch.autograd.value import constant_from_owned_array, gather_rows_with_plan
 from llm_from_scratch.nn.embedding_errors import (
     EmbeddingError,
     EmbeddingInitializationError,
@@ -43,7 +48,7 @@ from llm_from_scratch.nn.embedding_errors import (
 from llm_from_scratch.nn.init import NamedParameter, SplitMix64
 from llm_from_scratch.nn.layer_state import TableLayer, checked_layer_table
 from llm_from_scratch.nn.options import LookupOptions
-from llm_from_scratch.nn.renorm import renormalized_then
+from llm_from_scratch.nn.renorm import renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
     Table,
     checked_parameter_size,
@@ -127,9 +132,8 @@ class Embedding(TableLayer):
         """Check that the table and the options make a layer.
 
         Raises:
-            EmbeddingStateError, TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError,
-                FrozenTableMaxNormError: see
-                :func:`~llm_from_scratch.nn.layer_state.checked_layer_table`.
+            EmbeddingStateError, TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError:
+                see :func:`~llm_from_scratch.nn.layer_state.checked_layer_table`.
         """
         rows, width = checked_layer_table("Embedding", self.table, self.options, LookupOptions)
         object.__setattr__(self, "vocabulary_size", rows)
@@ -250,8 +254,10 @@ class Embedding(TableLayer):
                 :class:`FrozenTable`, and lookups are constants that carry no gradient.
                 False: a trainable parameter leaf, a copy of an array or ``Tensor``, or the
                 very leaf of a NamedParameter.
-            padding_idx, max_norm, norm_type, scale_grad_by_freq: as in :meth:`new`.
-                ``max_norm`` writes the table, so it needs ``freeze=False``.
+            padding_idx, max_norm, norm_type, scale_grad_by_freq: as in :meth:`new`. With
+                ``max_norm``, a trainable table is renormalized in place, as PyTorch does; a
+                frozen one is never written: each lookup returns the renormalized rows (what
+                PyTorch's first lookup of each row returns) and the table stays as it is.
 
         Raises:
             PretrainedTableTypeError: ``table`` is none of the above.
@@ -259,7 +265,7 @@ class Embedding(TableLayer):
             EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
             OptionValueError, OptionTypeError: the options, then OptionTypeError for
                 ``freeze``.
-            FrozenTableMaxNormError: ``max_norm`` with ``freeze=True``.
+            OutputAllocationError: the copy of the table cannot be allocated (``leaf copy``).
             NonFiniteParameterError: a NaN or infinity in the table (checked last).
 
         Example:
@@ -358,13 +364,21 @@ class Embedding(TableLayer):
 def lookup(table: TensorValue, plan: RowGatherPlan, options: LookupOptions) -> TensorValue:
     """The lookup of checked IDs (their plan carries the options' gradient rule) with checked
     options (package-internal; the layer and ``nn.functional.embedding`` call it). With ``max_norm``
-    the table is a parameter.
+    the table is a parameter, whose looked-up rows are renormalized in place, or a constant,
+    whose renormalized rows are looked up without writing it.
 
     Raises:
         ReleasedOperandError, OutputAllocationError: from the tape.
     """
     if options.max_norm is None:
         return gather_rows_with_plan(table, plan)
+    if table.kind == "constant":
+        rows, renormalized, positions = renormalized_rows(
+            table.numpy(), plan.indices, options.max_norm, options.norm_type
+        )
+        shape = (int(rows.size), plan.table_shape[1])
+        renormalized_plan = plan_from_validated_indices(positions, plan.index_shape, shape)
+        return gather_rows_with_plan(constant_from_owned_array(renormalized), renormalized_plan)
     return renormalized_then(
         table,
         plan.indices,

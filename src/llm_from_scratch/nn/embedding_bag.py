@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.bag import BagMode, bag_plan_from_validated
+from llm_from_scratch.autograd.bag import BagMode
 from llm_from_scratch.autograd.gather import plan_of_ids
 from llm_from_scratch.nn.bag_offsets import bag_starts
 from llm_from_scratch.nn.embedding_errors import PerSampleWeightsError
@@ -207,7 +207,4 @@ class EmbeddingBag(TableLayer):
         ids = plan_of_ids(token_ids, table_shape, int(tensor.dtype.itemsize))
         starts = bag_starts(ids.index_shape, offsets, last_offset)
         weights = checked_weights(per_sample_weights, ids.index_shape, tensor.dtype)
-        plan = bag_plan_from_validated(
-            ids.indices, starts, table_shape, options.mode, options.padding_idx
-        )
-        return bag(tensor, plan, weights, options)
+        return bag(tensor, ids.indices, starts, weights, options)

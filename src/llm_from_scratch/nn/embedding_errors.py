@@ -114,8 +114,8 @@ class EmbeddingStateError(EmbeddingError, ValueError):
     unpickling and copying do, checks them: ``field`` is ``table`` for a table that is neither a
     ``NamedParameter`` nor a ``FrozenTable``, ``options`` for options that are not the layer's
     options record checked for the table's row count. A table of the wrong shape raises
-    ``TableRankError``, ``EmptyVocabularyError`` or ``ZeroEmbeddingWidthError``, and ``max_norm``
-    with a frozen table ``FrozenTableMaxNormError``, as when the layer is built.
+    ``TableRankError``, ``EmptyVocabularyError`` or ``ZeroEmbeddingWidthError``, as when the layer
+    is built.
     """
 
     template = "cannot restore a pickled {layer}: {field} {detail}"
@@ -149,22 +149,6 @@ class PretrainedTableTypeError(EmbeddingError, TypeError):
     table_type: str
 
 
-class FrozenTableMaxNormError(EmbeddingError, ValueError):
-    """``max_norm`` with a table that never changes (a frozen table, a constant, an operation
-    result): renormalizing would write into it.
-
-    ``from_pretrained(..., freeze=True, max_norm=...)`` (``kind`` is ``constant``), or a functional
-    call whose table is a constant or an operation result. PyTorch renormalizes a frozen weight in
-    place; here a table that is not a parameter never changes.
-    """
-
-    template = (
-        "max_norm renormalizes looked-up rows in place, but the table is a {kind}, which never "
-        "changes; use a parameter table (from_pretrained with freeze=False)"
-    )
-    kind: str
-
-
 # Options ---------------------------------------------------------------------------------------
 
 
@@ -188,7 +172,14 @@ class OptionValueError(EmbeddingError, ValueError):
     ``[-V, V)`` (read once with ``operator.index``; an integer outside the range is reported as
     read); a ``max_norm`` or ``norm_type`` that is zero, negative, NaN, infinite, ``None`` (for
     ``norm_type``), a ``bool`` or not a real number (read once with ``float()``); a bag ``mode``
-    other than ``"sum"``, ``"mean"`` or ``"max"`` (``"min"``, ``"SUM"``, ``None``).
+    other than ``"sum"``, ``"mean"`` or ``"max"`` (``"min"``, ``"SUM"``, ``None``); a
+    ``vocabulary_size`` of ``LookupOptions`` or ``BagOptions`` (the records a layer keeps its
+    options in, rebuilt by their constructors when unpickled) that is not an integer at least 0.
+    Also a
+    ``max_norm`` given to ``functional.embedding`` or ``embedding_bag`` with a table that is an
+    operation result (``requirement`` says it must be None): its rows can be neither written nor
+    replaced outside the tape. (A parameter table is renormalized in place; a constant one, a
+    frozen table included, gives renormalized rows and stays as it is.)
     """
 
     template = "{name} must be {requirement}, got {value!r}"
@@ -198,6 +189,7 @@ class OptionValueError(EmbeddingError, ValueError):
 
 
 PaddingIndexError = MaxNormError = NormTypeError = BagModeError = OptionValueError
+FrozenTableMaxNormError = OptionValueError  # max_norm with an operation-result table
 FlagTypeError = OptionTypeError
 
 

@@ -7,11 +7,12 @@ bag operation) of :mod:`llm_from_scratch.autograd`. The layers ``Embedding`` and
 ``EmbeddingBag`` are thin wrappers: they check their options once when built and call
 :func:`lookup` and :func:`bag` with the checked facts.
 
-Differences from PyTorch: ``max_norm`` writes the table through the package's in-place update,
-so a graph recorded before a forward that changed a row refuses to run backward
-(``StaleValueError``) instead of silently using the changed values, and a table that never
-changes (a frozen table, a constant, an operation result) refuses ``max_norm``; gradients are
-row-sparse always; offsets are checked (PyTorch leaves several bad offsets unchecked).
+Differences from PyTorch: ``max_norm`` writes a parameter table through the package's in-place
+update, so a graph recorded before a forward that changed a row refuses to run backward
+(``StaleValueError``) instead of silently using the changed values; a constant table (a frozen
+table) is never written: its looked-up rows are renormalized into a new array that the lookup
+reads; an operation result refuses ``max_norm``; gradients are row-sparse always; offsets are
+checked (PyTorch leaves several bad offsets unchecked).
 """
 
 from __future__ import annotations
@@ -21,20 +22,21 @@ from typing import Any
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.bag import BagPlan, bag_plan_from_validated, embedding_bag_with_plan
+from llm_from_scratch.autograd.bag import bag_plan_from_validated, embedding_bag_with_plan
 from llm_from_scratch.autograd.gather import plan_of_ids
+from llm_from_scratch.autograd.value import constant_from_owned_array
 from llm_from_scratch.nn.bag_offsets import bag_starts
 from llm_from_scratch.nn.embedding import lookup
 from llm_from_scratch.nn.embedding_errors import (
-    FrozenTableMaxNormError,
+    OptionValueError,
     PerSampleWeightsError,
     TableRankError,
     TableTypeError,
 )
 from llm_from_scratch.nn.options import BagOptions, LookupOptions, checked_flag
-from llm_from_scratch.nn.renorm import renormalized_then
+from llm_from_scratch.nn.renorm import renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import qualified_type_name
-from llm_from_scratch.tensor.storage import Shape, Tensor, is_masked_array, plain_view
+from llm_from_scratch.tensor.storage import IndexArray, Shape, Tensor, is_masked_array, plain_view
 
 
 def embedding(
@@ -54,8 +56,10 @@ def embedding(
         padding_idx: a row in ``[-V, V)`` that receives no gradient (negative counts from the
             end); its lookups still return its values.
         max_norm: before the lookup, each distinct row the IDs name whose ``norm_type``-norm
-            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)`` in place (a
-            parameter table only; it bumps the table's value revision).
+            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)``: in place for a
+            parameter table (it bumps the table's value revision); for a constant table the
+            lookup returns the scaled rows and the table stays as it is. An operation result
+            takes no ``max_norm``.
         norm_type: the ``p`` of that norm.
         scale_grad_by_freq: divide each row's gradient by the number of times its ID occurs
             in ``token_ids``.
@@ -67,7 +71,7 @@ def embedding(
         TableTypeError, TableRankError: the table (checked first).
         OptionValueError (``padding_idx``, ``max_norm``, ``norm_type``), then
             OptionTypeError (``scale_grad_by_freq``): the options, in this order.
-        FrozenTableMaxNormError: ``max_norm`` with a table that is not a parameter.
+        OptionValueError: ``max_norm`` with a table that is an operation result.
         TokenIdContainerError, TokenIdNestingError, TokenShapeError, TokenIdDtypeError,
             IndexAllocationError, TokenIdTypeError, TokenIdOutOfBoundsError: the IDs, as the
             layer call reads them.
@@ -85,7 +89,7 @@ def embedding(
     """
     rows, width = _table_shape(table)
     options = LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
-    check_writable(table, options.max_norm)
+    check_renormalizable(table, options.max_norm)
     plan = plan_of_ids(token_ids, (rows, width), table.dtype.itemsize, options.gradient_rule)
     return lookup(table, plan, options)
 
@@ -128,8 +132,8 @@ def embedding_bag(
         TableTypeError, TableRankError: the table (checked first).
         OptionValueError: ``mode``, ``padding_idx``, ``max_norm``, ``norm_type``, in this
             order; then OptionTypeError (``include_last_offset``); PerSampleWeightsError
-            (``rule`` ``mode``: weights with a mode other than ``"sum"``);
-            FrozenTableMaxNormError.
+            (``rule`` ``mode``: weights with a mode other than ``"sum"``); OptionValueError
+            (``max_norm`` with a table that is an operation result).
         TokenIdContainerError, ... TokenIdOutOfBoundsError: the IDs, as :func:`embedding`.
         BagLayoutError: IDs that are not 2-D without offsets or 1-D with offsets.
         OffsetsError: the offsets, by ``rule`` in this order: ``container``, ``empty``,
@@ -149,28 +153,45 @@ def embedding_bag(
     last_offset = checked_flag("include_last_offset", include_last_offset)
     if per_sample_weights is not None and options.mode != "sum":
         raise PerSampleWeightsError("mode", options.mode)
-    check_writable(table, options.max_norm)
+    check_renormalizable(table, options.max_norm)
     ids = plan_of_ids(token_ids, (rows, width), table.dtype.itemsize)
     starts = bag_starts(ids.index_shape, offsets, last_offset)
     weights = checked_weights(per_sample_weights, ids.index_shape, table.dtype)
-    plan = bag_plan_from_validated(
-        ids.indices, starts, (rows, width), options.mode, options.padding_idx
-    )
-    return bag(table, plan, weights, options)
+    return bag(table, ids.indices, starts, weights, options)
 
 
 # Package-internal entry points of the layers ---------------------------------------------------
 
 
 def bag(
-    table: TensorValue, plan: BagPlan, weights: TensorValue | None, options: BagOptions
+    table: TensorValue,
+    indices: IndexArray,
+    starts: IndexArray,
+    weights: TensorValue | None,
+    options: BagOptions,
 ) -> TensorValue:
-    """The embedding bag of a checked plan with checked options (package-internal;
-    ``EmbeddingBag`` and :func:`embedding_bag` call it).
+    """The embedding bag of checked IDs and bag boundaries with checked options
+    (package-internal; ``EmbeddingBag`` and :func:`embedding_bag` call it). With ``max_norm``
+    the table is a parameter, whose rows are renormalized in place, or a constant, whose
+    renormalized rows the bag reads without writing it.
 
     Raises:
         ReleasedOperandError, OutputAllocationError: from the tape.
     """
+    shape = (table.shape[0], table.shape[1])
+    if options.max_norm is not None and table.kind == "constant":
+        rows, renormalized, positions = renormalized_rows(
+            table.numpy(), indices, options.max_norm, options.norm_type
+        )
+        padding_row = None  # the padding row's place among the distinct rows, if named
+        if options.padding_idx is not None:
+            found = int(np.searchsorted(rows, options.padding_idx))
+            if found < rows.size and int(rows[found]) == options.padding_idx:
+                padding_row = found
+        shape = (int(rows.size), shape[1])
+        plan = bag_plan_from_validated(positions, starts, shape, options.mode, padding_row)
+        return embedding_bag_with_plan(constant_from_owned_array(renormalized), plan, weights)
+    plan = bag_plan_from_validated(indices, starts, shape, options.mode, options.padding_idx)
     if options.max_norm is None:
         return embedding_bag_with_plan(table, plan, weights)
     return renormalized_then(
@@ -182,21 +203,29 @@ def bag(
     )
 
 
-def check_writable(table: TensorValue, max_norm: float | None) -> None:
-    """Refuse ``max_norm`` on a table that never changes (package-internal).
+def check_renormalizable(table: TensorValue, max_norm: float | None) -> None:
+    """Refuse ``max_norm`` on an operation result, whose rows can be neither written nor
+    replaced outside the tape (package-internal).
 
     Raises:
-        FrozenTableMaxNormError: ``max_norm`` is set and ``table`` is not a parameter.
+        OptionValueError: ``max_norm`` is set and ``table`` is an operation result.
     """
-    if max_norm is not None and table.kind != "parameter":
-        raise FrozenTableMaxNormError(table.kind)
+    if max_norm is not None and table.kind == "operation":
+        raise OptionValueError("max_norm", OPERATION_TABLE_MAX_NORM, max_norm)
+
+
+OPERATION_TABLE_MAX_NORM = (
+    "None when the table is an operation result (renormalize a parameter or a constant table)"
+)
+"""The requirement of an ``OptionValueError`` for ``max_norm`` with an operation-result table."""
 
 
 def checked_weights(
     weights: object, index_shape: Shape, dtype: np.dtype[Any]
 ) -> TensorValue | None:
     """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape
-    (package-internal). A ``Tensor`` or NumPy array becomes a constant copy.
+    (package-internal). A ``Tensor`` or NumPy array becomes a constant copy, made once its type
+    and shape are checked (a view of any logical size is never copied before).
 
     Raises:
         PerSampleWeightsError: the weights' type, then their shape.
@@ -204,22 +233,31 @@ def checked_weights(
     """
     if weights is None:
         return None
-    value = _weights_value(weights, dtype)
-    if value.shape != index_shape:
-        raise PerSampleWeightsError("shape", value.shape, index_shape)
-    return value
+    value = _weights_source(weights, dtype)
+    shape = tuple(int(extent) for extent in value.shape)
+    if shape != index_shape:
+        raise PerSampleWeightsError("shape", shape, index_shape)
+    if isinstance(value, TensorValue):
+        return value
+    if isinstance(value, Tensor):
+        return TensorValue.constant(value)
+    return TensorValue.constant(Tensor(shape, value, dtype=dtype))
 
 
-def _weights_value(weights: object, dtype: np.dtype[Any]) -> TensorValue:
+def _weights_source(
+    weights: object, dtype: np.dtype[Any]
+) -> TensorValue | Tensor | np.ndarray[Any, Any]:
+    """The weights once their type is checked: a value or tensor of ``dtype``, or the plain
+    data of a real NumPy array (not yet copied)."""
     if isinstance(weights, TensorValue | Tensor):
         if weights.dtype != dtype:
             described = f"{type(weights).__name__} of dtype {weights.dtype}"
             raise PerSampleWeightsError("type", described, str(dtype))
-        return weights if isinstance(weights, TensorValue) else TensorValue.constant(weights)
+        return weights
     if isinstance(weights, np.ndarray) and not is_masked_array(weights):
         plain = plain_view(weights)
         if plain.dtype.kind in "biuf":
-            return TensorValue.constant(Tensor(plain.shape, plain, dtype=dtype))
+            return plain
         raise PerSampleWeightsError("type", f"ndarray of dtype {plain.dtype}", str(dtype))
     raise PerSampleWeightsError("type", type(weights).__name__, str(dtype))
 

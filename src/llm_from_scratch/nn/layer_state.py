@@ -3,9 +3,9 @@
 A layer is a frozen dataclass of two fields, its ``table`` and its checked ``options`` (one
 frozen record built once), and it checks itself when built (:func:`checked_layer_table`): the
 table must be a :class:`NamedParameter` (the trainable leaf) or a :class:`FrozenTable` of rank
-two with ``V, d > 0``, the options must have been checked for its ``V``, and a frozen table
-takes no ``max_norm``. Cloning, deep copies and unpickling build the layer again through the same
-constructor, so a crafted pickle meets exactly the checks a new layer meets.
+two with ``V, d > 0``, and the options must have been checked for its ``V``. Cloning, deep
+copies and unpickling build the layer again through the same constructor, so a crafted pickle
+meets exactly the checks a new layer meets.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Protocol, Self
 
-from llm_from_scratch.nn.embedding_errors import EmbeddingStateError, FrozenTableMaxNormError
+from llm_from_scratch.nn.embedding_errors import EmbeddingStateError
 from llm_from_scratch.nn.init import NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable, Table, checked_sizes
 
@@ -23,9 +23,6 @@ __all__ = ["TableLayer", "checked_layer_table"]
 class _Options(Protocol):
     @property
     def vocabulary_size(self) -> int: ...
-
-    @property
-    def max_norm(self) -> float | None: ...
 
 
 def checked_layer_table(
@@ -37,7 +34,6 @@ def checked_layer_table(
         EmbeddingStateError: ``table`` is neither a NamedParameter nor a FrozenTable, or
             ``options`` are not ``options_type`` checked for the table's ``V``.
         TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: the table's shape.
-        FrozenTableMaxNormError: ``max_norm`` with a frozen table.
     """
     if not isinstance(table, NamedParameter | FrozenTable):
         detail = f"must be a NamedParameter or a FrozenTable, got {type(table).__name__}"
@@ -46,8 +42,6 @@ def checked_layer_table(
     if not isinstance(options, options_type) or options.vocabulary_size != rows:
         detail = f"must be {options_type.__name__} checked for {rows} rows, got {options!r}"
         raise EmbeddingStateError("options", detail, layer)
-    if isinstance(table, FrozenTable) and options.max_norm is not None:
-        raise FrozenTableMaxNormError("constant")
     return rows, width
 
 

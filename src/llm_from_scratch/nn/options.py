@@ -39,7 +39,8 @@ class LookupOptions:
     """The options of a lookup from a table of ``vocabulary_size`` rows.
 
     Args:
-        vocabulary_size: ``V``, the table's rows (trusted: it comes from the table).
+        vocabulary_size: ``V``, the table's rows: an integer at least 0 (a bool is not one),
+            read once (it comes from the table, except in a crafted pickle).
         padding_idx: a row that receives no gradient: an integer in ``[-V, V)``, or None.
         max_norm: renormalize each looked-up row whose ``norm_type``-norm exceeds it, in place
             before the lookup: a finite real number above zero, or None.
@@ -51,7 +52,7 @@ class LookupOptions:
             scaling), built once.
 
     Raises:
-        OptionValueError: ``padding_idx``, ``max_norm``, ``norm_type``; then
+        OptionValueError: ``vocabulary_size``, ``padding_idx``, ``max_norm``, ``norm_type``; then
         OptionTypeError: ``scale_grad_by_freq``.
     """
 
@@ -63,6 +64,7 @@ class LookupOptions:
     gradient_rule: RowGradientRule = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        _set(self, "vocabulary_size", checked_rows(self.vocabulary_size))
         padding_idx = checked_padding_idx(self.padding_idx, self.vocabulary_size)
         _set(self, "padding_idx", padding_idx)
         _set(self, "max_norm", checked_max_norm(self.max_norm))
@@ -82,12 +84,13 @@ class BagOptions:
     """The options of an embedding bag over a table of ``vocabulary_size`` rows.
 
     Args:
-        vocabulary_size: ``V`` (trusted: it comes from the table).
+        vocabulary_size: ``V``, as in :class:`LookupOptions`.
         mode: ``"sum"``, ``"mean"`` or ``"max"`` (a ``str`` subclass is read as its plain text).
         padding_idx, max_norm, norm_type: as in :class:`LookupOptions`.
 
     Raises:
-        OptionValueError: ``mode``, ``padding_idx``, ``max_norm``, ``norm_type``, in this order.
+        OptionValueError: ``vocabulary_size``, ``mode``, ``padding_idx``, ``max_norm``,
+            ``norm_type``, in this order.
     """
 
     vocabulary_size: int
@@ -97,6 +100,7 @@ class BagOptions:
     norm_type: float = 2.0
 
     def __post_init__(self) -> None:
+        _set(self, "vocabulary_size", checked_rows(self.vocabulary_size))
         _set(self, "mode", checked_mode(self.mode))
         _set(self, "padding_idx", checked_padding_idx(self.padding_idx, self.vocabulary_size))
         _set(self, "max_norm", checked_max_norm(self.max_norm))
@@ -110,6 +114,29 @@ class BagOptions:
 
 def _set(options: object, name: str, value: object) -> None:
     object.__setattr__(options, name, value)  # the checked value replaces the caller's
+
+
+def checked_rows(vocabulary_size: object) -> int:
+    """A table's row count read once (``operator.index``) as an ``int`` at least 0.
+
+    Raises:
+        OptionValueError: a bool, a non-integer or a negative integer (``name`` is
+            ``vocabulary_size``).
+    """
+    if type(vocabulary_size) is int and vocabulary_size >= 0:
+        return vocabulary_size  # the usual case: the table's own count
+    requirement = "an integer at least 0 (the table's rows)"
+    if isinstance(vocabulary_size, bool | np.bool_) or not isinstance(
+        vocabulary_size, numbers.Integral
+    ):
+        raise OptionValueError("vocabulary_size", requirement, vocabulary_size)
+    try:
+        rows = operator.index(vocabulary_size)
+    except CONVERSION_ERRORS as error:
+        raise OptionValueError("vocabulary_size", requirement, vocabulary_size) from error
+    if rows < 0:
+        raise OptionValueError("vocabulary_size", requirement, rows)
+    return rows
 
 
 def checked_padding_idx(padding_idx: object, vocabulary_size: int) -> int | None:

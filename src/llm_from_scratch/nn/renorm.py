@@ -9,17 +9,23 @@ adds in SIMD lanes instead, so a 2-norm may differ from it in the last bit), com
 ``max_norm`` and turned into the scale in float64, and the scale is rounded to the table's dtype
 before it multiplies the row.
 
-The write is an in-place update of the parameter
+For a parameter table the write is an in-place update of the parameter
 (:func:`~llm_from_scratch.autograd.value.update_leaves_in_place`): it holds the table's update
 lock, bumps its value revision when a row changes (so a graph recorded before it raises
 ``StaleValueError`` instead of using the changed values) and runs the lookup before the lock is
 released, so that the lookup reads exactly the renormalized values.
+
+A constant table (a frozen table) never changes, so nothing is written:
+:func:`renormalized_rows` computes the same renormalized rows, bit for bit, into a small new
+array that the lookup (or the bag) then reads instead of the table. Renormalizing is idempotent
+in exact arithmetic (a scaled row's norm is ``max_norm * norm / (norm + 1e-7)``, below
+``max_norm``), so a frozen lookup returns what PyTorch's first lookup of each row returns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -62,19 +68,56 @@ def renormalizing_write(
     if indices.size == 0:
         return None
     rows = np.unique(indices)
-    selected = values[rows]
-    norms = row_norms(selected, norm_type).astype(np.float64)
-    exceeding = norms > max_norm
-    if not bool(exceeding.any()):
+    exceeding, scaled = _scaled(values[rows], max_norm, norm_type)
+    if exceeding is None:
         return None
     rows = rows[exceeding]
-    scales = (max_norm / (norms[exceeding] + NORM_OFFSET)).astype(values.dtype)
-    scaled = selected[exceeding] * scales.reshape(-1, 1)
 
     def write(array: FloatArray) -> None:
         array[rows] = scaled
 
     return write
+
+
+def renormalized_rows(
+    values: FloatArray, indices: IndexArray, max_norm: float, norm_type: float
+) -> tuple[IndexArray, FloatArray, IndexArray]:
+    """The distinct rows ``indices`` name, renormalized without writing ``values``.
+
+    Returns:
+        ``(rows, renormalized, positions)``: the sorted distinct rows ``[k]``; a new array
+        ``[k, d]`` holding each of them as :func:`renormalizing_write` would leave it in the
+        table, bit for bit; and the position of each index in ``rows`` (``[N]``), so that
+        ``renormalized[positions]`` is the lookup of ``indices`` after a renormalization.
+
+    Example:
+        >>> table = np.array([[3.0, 4.0], [0.3, 0.4]])
+        >>> rows, renormalized, positions = renormalized_rows(table, np.array([1, 0, 1]), 1.0, 2.0)
+        >>> rows.tolist(), positions.tolist(), table[0].tolist()
+        ([0, 1], [1, 0, 1], [3.0, 4.0])
+        >>> renormalized.round(6).tolist()
+        [[0.6, 0.8], [0.3, 0.4]]
+    """
+    rows, positions = np.unique(indices, return_inverse=True)
+    renormalized = values[rows]  # a new array: the table is only read
+    exceeding, scaled = _scaled(renormalized, max_norm, norm_type)
+    if exceeding is not None:
+        renormalized[exceeding] = scaled
+    return rows, renormalized, positions.reshape(-1).astype(np.intp, copy=False)
+
+
+def _scaled(
+    selected: FloatArray, max_norm: float, norm_type: float
+) -> tuple[np.ndarray[Any, np.dtype[np.bool_]] | None, FloatArray]:
+    """Which of ``selected``'s rows exceed ``max_norm`` (None if none does) and those rows
+    scaled by ``max_norm / (norm + 1e-7)``: the scale computed in float64, rounded to the
+    rows' dtype, then multiplied in it."""
+    norms = row_norms(selected, norm_type).astype(np.float64)
+    exceeding = norms > max_norm
+    if not bool(exceeding.any()):
+        return None, selected[:0]
+    scales = (max_norm / (norms[exceeding] + NORM_OFFSET)).astype(selected.dtype)
+    return exceeding, selected[exceeding] * scales.reshape(-1, 1)
 
 
 def row_norms(rows: FloatArray, norm_type: float) -> FloatArray:
@@ -87,7 +130,10 @@ def row_norms(rows: FloatArray, norm_type: float) -> FloatArray:
         >>> row_norms(np.array([[3.0, -4.0]]), 1.0).tolist()
         [7.0]
     """
-    with np.errstate(over="ignore", invalid="ignore"):
+    # Expected and handled, as PyTorch's kernel computes them: a power that overflows (a huge
+    # p) gives an infinite norm, and a p below the dtype's smallest subnormal (1e-50 in float32)
+    # rounds to 0, so 1/p is infinite (NumPy's "divide by zero") and the norm is 0, 1 or inf.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if norm_type == 2.0:
             return np.sqrt(_left_to_right_sums(rows * rows))
         magnitudes = np.abs(rows)

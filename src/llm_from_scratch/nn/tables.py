@@ -25,13 +25,12 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from llm_from_scratch.autograd import NonFiniteParameterError, TensorValue
+from llm_from_scratch.autograd import NonFiniteParameterError, OutputAllocationError, TensorValue
 from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import constant_from_owned_array, parameter_from_owned_array
 from llm_from_scratch.nn.embedding_errors import (
     EmbeddingInitializationError,
     EmptyVocabularyError,
-    FrozenTableMaxNormError,
     PretrainedTableTypeError,
     TableRankError,
     ZeroEmbeddingWidthError,
@@ -55,15 +54,21 @@ class FrozenTable:
     """A named ``[V, d]`` table that never changes: ``tensor`` is a constant leaf.
 
     Lookups from it are constants (they carry no gradient), and no optimizer, checkpoint load or
-    ``max_norm`` ever writes it. ``Embedding.from_pretrained(..., freeze=True)`` builds one.
+    ``max_norm`` ever writes it: with ``max_norm`` a lookup returns the renormalized rows and the
+    table stays as it is. ``Embedding.from_pretrained(..., freeze=True)`` builds one.
 
     Args:
         name: a valid parameter name (checked, like a :class:`NamedParameter`'s).
-        tensor: a rank-two constant ``TensorValue``.
+        tensor: a rank-two constant ``TensorValue`` of finite values (a frozen table holds
+            what a parameter can hold, as ``from_pretrained`` checks it).
 
     Raises:
         ParameterNameError, ParameterNameTypeError: the name.
         TypeError: ``tensor`` is not a rank-two constant ``TensorValue``.
+        NonFiniteParameterError: a NaN or infinity in ``tensor``, the first in flat order.
+
+    Unpickling and ``copy.copy`` rebuild through this constructor, so a crafted pickle meets
+    the same checks.
     """
 
     name: str
@@ -76,6 +81,9 @@ class FrozenTable:
             raise TypeError(f"a FrozenTable holds a constant TensorValue, got {tensor!r}")
         if len(tensor.shape) != 2:
             raise TypeError(f"a FrozenTable holds a rank-two table, got shape {tensor.shape}")
+        found = first_non_finite(tensor.numpy())
+        if found is not None:
+            raise NonFiniteParameterError(found[0], found[1])
 
     def __repr__(self) -> str:
         return f"FrozenTable(name={self.name!r}, shape={self.tensor.shape})"
@@ -94,9 +102,6 @@ Table: TypeAlias = "NamedParameter | FrozenTable"
 class _TableOptions(Protocol):
     @property
     def padding_idx(self) -> int | None: ...
-
-    @property
-    def max_norm(self) -> float | None: ...
 
 
 _O = TypeVar("_O", bound=_TableOptions)
@@ -207,8 +212,8 @@ def pretrained_table(
     table: object, name: str, freeze: bool, options_for: Callable[[int], _O]
 ) -> tuple[Table, _O]:
     """The table and options of a layer's ``from_pretrained``, checked in this order: the
-    table's type and shape, the name, the options, ``freeze``, a ``max_norm`` on a frozen
-    table, and last the table's values (:meth:`PretrainedSource.table`).
+    table's type and shape, the name, the options, ``freeze``, and last the table's values
+    (:meth:`PretrainedSource.table`).
 
     Args:
         table, name, freeze: as the layer's ``from_pretrained`` takes them.
@@ -219,15 +224,13 @@ def pretrained_table(
             ZeroEmbeddingWidthError: the table (see :func:`pretrained_source`).
         EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
         The errors of ``options_for``, then OptionTypeError for ``freeze``.
-        FrozenTableMaxNormError: ``max_norm`` with ``freeze=True``.
+        OutputAllocationError: the copy of an array or ``Tensor`` cannot be allocated.
         NonFiniteParameterError: a NaN or infinity in a copied table.
     """
     source = pretrained_source(table)
     checked, _, _ = checked_name_and_sizes(name, *source.shape)
     options = options_for(source.shape[0])
     frozen = checked_flag("freeze", freeze)
-    if frozen and options.max_norm is not None:
-        raise FrozenTableMaxNormError("constant")
     return source.table(checked, frozen), options
 
 
@@ -248,6 +251,8 @@ class PretrainedSource:
         parameter's own leaf, or a new parameter leaf holding a copy.
 
         Raises:
+            OutputAllocationError: the copy cannot be allocated (``leaf copy``), for example a
+                stride-0 view whose logical size no array can hold; nothing was copied.
             NonFiniteParameterError: a NaN or infinity in a copied array, the first in flat
                 order.
         """
@@ -257,12 +262,15 @@ class PretrainedSource:
             snapshot = self.parameter.tensor.value_snapshot().numpy()  # finite, one revision
             return FrozenTable(name, constant_from_owned_array(snapshot))
         assert self.array is not None  # one of the two is set by pretrained_source
-        values = np.array(self.array, dtype=self.dtype, order="C", copy=True)
+        try:
+            values = np.array(self.array, dtype=self.dtype, order="C", copy=True)
+        except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
+            raise OutputAllocationError("leaf copy", self.shape[0] * self.shape[1]) from error
+        if freeze:  # the frozen table checks its values itself
+            return FrozenTable(name, constant_from_owned_array(values))
         found = first_non_finite(values)
         if found is not None:
             raise NonFiniteParameterError(found[0], found[1])
-        if freeze:
-            return FrozenTable(name, constant_from_owned_array(values))
         return NamedParameter.from_value(name, parameter_from_owned_array(values))
 
 

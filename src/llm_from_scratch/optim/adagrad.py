@@ -117,5 +117,6 @@ class Adagrad(Optimizer):
         self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
     ) -> tuple[int, int]:
         dtype = table.dtype.type
-        negative_rate, eps = dtype(-self._learning_rate), dtype(self._eps)
+        with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
+            negative_rate, eps = dtype(-self._learning_rate), dtype(self._eps)
         return adagrad_rows(table, states["sum"], undo, groups, negative_rate, eps)

@@ -197,9 +197,10 @@ class Adam(Optimizer):
         lr, (beta1, beta2), decay = self._learning_rate, self._betas, self._weight_decay
         step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
         value_decay = 1 - lr * decay if self._decoupled else 1.0
-        return np.array(
-            [1 - beta1, 1 - beta2, self._eps, -step_size, decay, value_decay], dtype=dtype
-        )
+        with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
+            return np.array(
+                [1 - beta1, 1 - beta2, self._eps, -step_size, decay, value_decay], dtype=dtype
+            )
 
 
 class AdamW(Adam):

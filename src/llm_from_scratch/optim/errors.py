@@ -158,7 +158,10 @@ class StateError(OptimizerError, ValueError):
     the optimizer: a key it keeps but the state lacks, or one it does not know; a value that is
     not a NumPy array (a masked one included); an array of another shape or dtype; or a value
     the optimizer could never have produced (NaN or infinity, a negative sum of squares or
-    ``step``). ``requirement`` is the rule broken, ``actual`` what the state holds instead."""
+    ``step``). ``requirement`` is the rule broken, ``actual`` what the state holds instead.
+    Also ``step()`` or ``backward_step()`` when the step count is already ``2**63 - 1``, the
+    largest ``step`` a state dict holds (an ``int64``): the step is refused before anything
+    changes (``key`` is ``step``), so ``state_dict()`` and ``save_state`` always fit it."""
 
     template = "{optimizer} state {key!r} must {requirement}, got {actual}"
     optimizer: str

@@ -25,7 +25,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 import numpy as np
 
@@ -39,11 +39,14 @@ from llm_from_scratch.optim.errors import (
     OutputTypeError,
     ParameterEntryError,
     ParameterListError,
+    StateError,
 )
 from llm_from_scratch.optim.fused import DeferredRowGradient, StepGradient, fused_backward_step
 from llm_from_scratch.optim.rows import RowGradient, RowGroups
 from llm_from_scratch.optim.state import (
     STEP_KEY,
+    STEP_LIMIT,
+    STEP_LIMIT_REQUIREMENT,
     ExpectedArray,
     checked_state,
     expected_arrays,
@@ -85,6 +88,20 @@ class Optimizer:
         self._undo_logs: dict[int, FloatArray] = {}
         self._lock = threading.Lock()
 
+    def __reduce__(self) -> NoReturn:
+        """Refuse ``pickle`` and ``copy``: an optimizer updates the very leaves it was built
+        on, under its own lock, and a copy could hold neither. Its state pickles as the arrays
+        of :meth:`state_dict` (or a state file, ``save_state``), which a new optimizer over the
+        same parameters loads.
+
+        Raises:
+            TypeError: always.
+        """
+        raise TypeError(
+            f"cannot pickle or copy an optimizer ({self._kind}): it updates the leaves it was "
+            "built on; save state_dict() (or save_state) and load it into a new optimizer"
+        )
+
     # Reading ----------------------------------------------------------------------------------
 
     @property
@@ -106,8 +123,19 @@ class Optimizer:
 
     @property
     def step_count(self) -> int:
-        """How many steps changed the parameters."""
+        """How many steps changed the parameters: a Python int from 0 to ``2**63 - 1``.
+
+        It is exact and is bounded where it enters and leaves: :meth:`load_state_dict` and
+        ``load_state`` take an ``int64`` at least zero, and a step that would count past
+        ``2**63 - 1`` is refused before anything changes, so every :meth:`state_dict` and state
+        file holds it as an ``int64``.
+        """
         return self._steps
+
+    def _check_step_count(self) -> None:
+        """Refuse a step that could not be counted in a state dict's ``int64``."""
+        if self._steps >= STEP_LIMIT:
+            raise StateError(self._kind, STEP_KEY, STEP_LIMIT_REQUIREMENT, self._steps)
 
     # Steps ------------------------------------------------------------------------------------
 
@@ -120,12 +148,15 @@ class Optimizer:
         these parameters is stored or reset and no other update of them runs.
 
         Raises:
+            StateError: the step count is already ``2**63 - 1`` (see :meth:`step_count`), the
+                largest a state dict or state file holds; checked first.
             NonFiniteStepError: the first parameter, state and flat index that would be NaN
                 or infinite; no value, state or step count changed.
         """
 
         stored_gradients = [None] * len(self._leaves)
         with self._lock:
+            self._check_step_count()
             update_leaves_in_place(self._leaves, lambda: self._planned_writes(stored_gradients))
             self._steps += 1
 
@@ -157,6 +188,7 @@ class Optimizer:
 
         Raises:
             OutputTypeError: ``output`` is not a TensorValue.
+            StateError: the step count is already ``2**63 - 1``, as for :meth:`step`.
             NotScalarOutputError, SeedTypeError, SeedShapeMismatchError, NonFiniteSeedError,
                 RetentionTypeError, NotRecordedError, GraphReleasedError, StaleValueError,
                 NonFiniteGradientError: as for ``backward_with_seed``. A non-finite sum of a
@@ -167,6 +199,7 @@ class Optimizer:
             raise OutputTypeError(self._kind, type(output).__name__)
 
         with self._lock:
+            self._check_step_count()
             fused_backward_step(output, seed, retention, self._leaves, self._planned_writes)
             self._steps += 1
 

@@ -61,11 +61,13 @@ class SGD(Optimizer):
     def updated(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
-        rate = values.dtype.type(self._learning_rate)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # a float32 rate may round to inf
+            rate = values.dtype.type(self._learning_rate)
             return [("value", values - rate * gradient)]
 
     def row_kernel(
         self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
     ) -> tuple[int, int]:
-        return sgd_rows(table, undo, groups, table.dtype.type(self._learning_rate))
+        with np.errstate(over="ignore"):  # beyond float32 the rate is inf: the step is refused
+            rate = table.dtype.type(self._learning_rate)
+        return sgd_rows(table, undo, groups, rate)

@@ -19,6 +19,11 @@ from llm_from_scratch.tensor.storage import FloatArray, Shape, is_masked_array, 
 
 STEP_KEY: Final = "step"
 STEP_DTYPE: Final = np.dtype(np.int64)
+STEP_LIMIT: Final = int(np.iinfo(STEP_DTYPE).max)
+"""The largest step count: ``2**63 - 1``, the largest ``step`` a state dict holds."""
+STEP_LIMIT_REQUIREMENT: Final = (
+    "be below 2**63 - 1 for another step to be counted (a state dict holds it as an int64)"
+)
 NON_NEGATIVE_STATES: Final = frozenset({"exp_avg_sq", "sum"})
 """States that are sums of squares: they are never negative."""
 

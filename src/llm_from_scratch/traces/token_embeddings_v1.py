@@ -122,6 +122,10 @@ class TraceFormatError(ValueError):
         self.detail = detail
         super().__init__(f"{record} {field}: {detail}")
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle (and copy) by the constructor's arguments, which rebuild the same message."""
+        return type(self), (self.record, self.field, self.detail)
+
 
 def state_for(uses: int) -> str:
     """The TABLE state of a row that ``uses`` positions select."""
