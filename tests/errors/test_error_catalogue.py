@@ -189,6 +189,7 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     # llm_from_scratch.autograd.errors: the tape
     "OperandTypeError": (lambda: parameter((2,)).add(3),),  # type: ignore[arg-type]
     "OperandShapeMismatchError": (lambda: parameter((2,)).add(parameter((3,))),),
+    "MatvecShapeError": (lambda: parameter((2, 3, 4)).matvec(parameter((2, 5))),),
     "OperandDtypeMismatchError": (lambda: parameter((2,)).mul(parameter((2,), np.float32)),),
     "InvalidShapeError": (lambda: parameter((2,)).reshape((-2,)),),
     "ReshapeCountMismatchError": (lambda: parameter((2, 3)).reshape((5,)),),

@@ -11,7 +11,8 @@ its module), on that loop's first call, so small work and the chapter demo never
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16
@@ -41,30 +42,81 @@ class CompiledKernel:
     Args:
         loop: a module-level function of NumPy arrays and numbers, written with :data:`prange`.
         parallel: compile its ``prange`` loops to run on several threads.
+        pack_lanes: also run LLVM's superword-level (SLP) vectorizer, which Numba leaves off,
+            so that a loop's explicitly independent scalar sums (a dot product's interleaved
+            lanes) become vector instructions. It changes no operation and no order, so the
+            results are the same bits; Numba's setting is switched for this loop's
+            compilations only, holding Numba's compiler lock.
     """
 
-    __slots__ = ("_compiled", "_loop", "_parallel")
+    __slots__ = ("_compiled", "_loop", "_pack_lanes", "_packed_types", "_parallel")
 
-    def __init__(self, loop: types.FunctionType, parallel: bool) -> None:
+    def __init__(self, loop: types.FunctionType, parallel: bool, pack_lanes: bool = False) -> None:
         self._loop = loop
         self._parallel = parallel
+        self._pack_lanes = pack_lanes
+        self._packed_types: set[tuple[object, ...]] = set()
         self._compiled: Callable[..., Any] | None = None
 
     def __call__(self, *args: Any) -> Any:
-        if self._compiled is None:
-            self._compiled = _compile(self._loop, self._parallel)
-        return self._compiled(*args)
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = _compile(self._loop, self._parallel)
+        if self._pack_lanes:
+            # A call with new argument types compiles: that compilation packs lanes.
+            key = tuple(
+                (a.dtype, a.ndim, a.flags.writeable) if hasattr(a, "flags") else type(a)
+                for a in args
+            )
+            if key not in self._packed_types:
+                with _lanes_packed():
+                    result = compiled(*args)
+                self._packed_types.add(key)
+                return result
+        return compiled(*args)
 
 
-def compiled_kernel(*, parallel: bool) -> Callable[[Callable[..., Any]], CompiledKernel]:
+def compiled_kernel(
+    *, parallel: bool, pack_lanes: bool = False
+) -> Callable[[Callable[..., Any]], CompiledKernel]:
     """Mark a kernel loop for compilation on its first call (see :class:`CompiledKernel`)."""
 
     def mark(loop: Callable[..., Any]) -> CompiledKernel:
         if not isinstance(loop, types.FunctionType):
             raise TypeError(f"a kernel loop is a plain function, got {type(loop).__name__}")
-        return CompiledKernel(loop, parallel)
+        return CompiledKernel(loop, parallel, pack_lanes)
 
     return mark
+
+
+@contextmanager
+def _lanes_packed() -> Iterator[None]:
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        previous = config.SLP_VECTORIZE
+        config.SLP_VECTORIZE = True
+        try:
+            yield
+        finally:
+            config.SLP_VECTORIZE = previous
+
+
+def kernel_thread_limit() -> int:
+    """How many threads compiled kernels may use on this machine (Numba's thread pool, one per
+    processor unless ``NUMBA_NUM_THREADS`` says otherwise). Imports Numba."""
+    import numba
+
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+def set_kernel_threads(count: int) -> None:
+    """Run the ``prange`` loops of compiled kernels on ``count`` threads, from 1 to
+    :func:`kernel_thread_limit` (the caller checks the range). Imports Numba."""
+    import numba
+
+    numba.set_num_threads(count)
 
 
 def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:

@@ -156,9 +156,22 @@ class OperandShapeMismatchError(TensorAutodiffError, ValueError):
     right: Shape
 
 
+class MatvecShapeError(TensorAutodiffError, ValueError):
+    """``matvec`` operands that do not pair up: the matrices must have at least two axes
+    ``[..., M, d]`` and the vectors the shape ``[..., d]`` (the same leading axes, the same
+    width)."""
+
+    template = (
+        "matvec needs matrices [..., M, d] and vectors [..., d] with the same leading axes and "
+        "width, got {matrices} and {vectors}"
+    )
+    matrices: Shape
+    vectors: Shape
+
+
 class OperandDtypeMismatchError(TensorAutodiffError, TypeError):
-    """Operands of different float dtypes (nothing is upcast silently): ``add`` or ``mul`` of
-    float64 and float32."""
+    """Operands of different float dtypes (nothing is upcast silently): ``add``, ``mul`` or
+    ``matvec`` of float64 and float32."""
 
     template = "{operation} needs operands of one dtype, got {left} and {right}"
     operation: str
