@@ -43,6 +43,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
     read_text,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import verified_archive
+from llm_from_scratch.demos.ch18_token_embeddings.train import TrainOptions
 from llm_from_scratch.error_catalogue import (
     BEGIN,
     END,
@@ -339,6 +340,10 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: Vocabulary.build([["to", "be", "to"]], 3),
         lambda: Vocabulary.build([], 0),
         lambda: Vocabulary.build([["to"]], 1).save_tokenizer(Path("no-such-folder", "t.json")),
+    ),
+    "TrainOptionError": (
+        lambda: TrainOptions(Path("corpus"), Path("out"), dim=0).checked(),
+        lambda: TrainOptions(Path("corpus"), Path("out"), threads=10**6).checked(),
     ),
     "CorpusDownloadError": (
         in_new_folder(verified_archive),

@@ -111,12 +111,15 @@ def kernel_thread_limit() -> int:
     return int(numba.config.NUMBA_NUM_THREADS)
 
 
-def set_kernel_threads(count: int) -> None:
+def set_kernel_threads(count: int) -> int:
     """Run the ``prange`` loops of compiled kernels on ``count`` threads, from 1 to
-    :func:`kernel_thread_limit` (the caller checks the range). Imports Numba."""
+    :func:`kernel_thread_limit` (the caller checks the range), in the calling thread; return
+    the count it had. Imports Numba."""
     import numba
 
+    previous = int(numba.get_num_threads())
     numba.set_num_threads(count)
+    return previous
 
 
 def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:

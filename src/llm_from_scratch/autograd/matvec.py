@@ -18,6 +18,7 @@ run on NumPy in that very order, from it on compiled kernels: both give the same
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,7 +66,7 @@ def matvec_forward(matrices: Node, vectors: Node) -> Node:
         try:
             value = _dot_products(left, right)
         except MemoryError as error:
-            raise OutputAllocationError("matvec", int(np.prod(left.shape[:-1]))) from error
+            raise OutputAllocationError("matvec", math.prod(left.shape[:-1])) from error
         return value, MatvecSaved(left, right)
 
     return record("matvec", (("matrices", matrices), ("vectors", vectors)), compute, matvec_vjp)
@@ -108,4 +109,4 @@ def _dot_products(left: FloatArray, right: FloatArray) -> FloatArray:
 def _flat_shape(matrices: FloatArray) -> tuple[int, int, int]:
     """``(R, M, d)``: the leading axes flattened into ``R``."""
     rows, width = int(matrices.shape[-2]), int(matrices.shape[-1])
-    return int(np.prod(matrices.shape[:-2], dtype=np.int64)), rows, width
+    return math.prod(matrices.shape[:-2]), rows, width
