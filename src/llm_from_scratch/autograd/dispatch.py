@@ -10,6 +10,7 @@ its module), on that loop's first call, so small work and the chapter demo never
 
 from __future__ import annotations
 
+import threading
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,7 +42,10 @@ class CompiledKernel:
 
     Args:
         loop: a module-level function of NumPy arrays and numbers, written with :data:`prange`.
-        parallel: compile its ``prange`` loops to run on several threads.
+        parallel: compile its ``prange`` loops to run on several threads. After
+            :func:`set_kernel_threads` set one thread for the calling thread, the loop runs a
+            serial compilation instead: the same arithmetic without the cost of starting a
+            parallel region (every kernel's results are the same on any number of threads).
         pack_lanes: also run LLVM's superword-level (SLP) vectorizer, which Numba leaves off,
             so that a loop's explicitly independent scalar sums (a dot product's interleaved
             lanes) become vector instructions. It changes no operation and no order, so the
@@ -56,24 +60,32 @@ class CompiledKernel:
         self._parallel = parallel
         self._pack_lanes = pack_lanes
         self._packed_types: set[tuple[object, ...]] = set()
-        self._compiled: Callable[..., Any] | None = None
+        self._compiled: dict[bool, Callable[..., Any]] = {}
 
     def __call__(self, *args: Any) -> Any:
-        compiled = self._compiled
+        parallel = self._parallel and getattr(_threads, "count", 0) != 1
+        compiled = self._compiled.get(parallel)
         if compiled is None:
-            compiled = self._compiled = _compile(self._loop, self._parallel)
+            compiled = self._compiled[parallel] = _compile(self._loop, parallel)
         if self._pack_lanes:
             # A call with new argument types compiles: that compilation packs lanes.
-            key = tuple(
-                (a.dtype, a.ndim, a.flags.writeable) if hasattr(a, "flags") else type(a)
-                for a in args
-            )
+            key = (parallel, *(_type_key(argument) for argument in args))
             if key not in self._packed_types:
                 with _lanes_packed():
                     result = compiled(*args)
                 self._packed_types.add(key)
                 return result
         return compiled(*args)
+
+
+def _type_key(argument: Any) -> object:
+    """What Numba compiles a new version for: an array's dtype, rank and writeability."""
+    if hasattr(argument, "flags"):
+        return (argument.dtype, argument.ndim, argument.flags.writeable)
+    return type(argument)
+
+
+_threads = threading.local()  # ``count``: the calling thread's kernel threads, once set here
 
 
 def compiled_kernel(
@@ -119,6 +131,7 @@ def set_kernel_threads(count: int) -> int:
 
     previous = int(numba.get_num_threads())
     numba.set_num_threads(count)
+    _threads.count = count
     return previous
 
 

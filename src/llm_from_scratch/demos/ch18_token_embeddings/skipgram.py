@@ -118,30 +118,30 @@ def epoch_pairs(
     """
     ids = np.asarray(ids)
     kept = rng.random(ids.size) < keep[ids]
-    words = ids[kept].astype(np.intp)
-    # Each kept word's room to its sentence's first and last kept word.
-    first_of_sentence = np.zeros(ids.size, dtype=np.intp)
+    index = np.int32 if ids.size < 2**31 // (2 * window + 1) else np.intp
+    words = ids[kept].astype(index)
+    # Each kept word's room to the first and the last kept word of its sentence.
+    first_of_sentence = np.zeros(ids.size, dtype=np.int8)
     starts = np.asarray(sentence_starts, dtype=np.intp)
     first_of_sentence[starts[starts < ids.size]] = 1
-    sentence = np.cumsum(first_of_sentence)[kept]
-    position = np.arange(words.size, dtype=np.intp)
+    sentence = np.cumsum(first_of_sentence, dtype=index)[kept]
+    position = np.arange(words.size, dtype=index)
     new_sentence = np.ones(words.size, dtype=bool)
-    new_sentence[1:] = sentence[1:] != sentence[:-1]
-    firsts = np.flatnonzero(new_sentence)
-    lengths = np.diff(np.append(firsts, words.size))
+    np.not_equal(sentence[1:], sentence[:-1], out=new_sentence[1:])
+    firsts = np.flatnonzero(new_sentence).astype(index)
+    lengths = np.diff(np.append(firsts, words.size)).astype(index)
     left_room = position - np.repeat(firsts, lengths)
-    right_room = np.repeat(firsts + lengths, lengths) - 1 - position
-    reach = window - rng.integers(0, window, size=words.size)
+    right_room = np.repeat(firsts + lengths - 1, lengths) - position
+    reach = (window - rng.integers(0, window, size=words.size)).astype(index)
     left = np.minimum(reach, left_room)
-    right = np.minimum(reach, right_room)
-    counts = left + right
-    centre_positions = np.repeat(position, counts)
-    step = np.arange(centre_positions.size, dtype=np.intp) - np.repeat(
-        np.cumsum(counts) - counts, counts
-    )
-    step -= np.repeat(left, counts)  # -left .. right - 1: the offset, but 0 stands for +1
-    step += step >= 0
-    return words[centre_positions], words[centre_positions + step]
+    counts = left + np.minimum(reach, right_room)
+    # Pair j of word i (its pairs start at s_i) has the offset k = j - s_i - left_i, one more
+    # from 0 on: -left_i .. -1, then 1 .. right_i.
+    offset = np.arange(int(counts.sum()), dtype=index)
+    offset -= np.repeat(np.cumsum(counts, dtype=index) - counts + left, counts)
+    offset += offset >= 0
+    offset += np.repeat(position, counts)
+    return np.repeat(words, counts).astype(np.intp), words[offset].astype(np.intp)
 
 
 @dataclass(frozen=True, eq=False)
