@@ -10,6 +10,7 @@ its module), on that loop's first call, so small work and the chapter demo never
 
 from __future__ import annotations
 
+import os
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -118,8 +119,7 @@ def _lanes_packed() -> Iterator[None]:
 def kernel_thread_limit() -> int:
     """How many threads compiled kernels may use on this machine (Numba's thread pool, one per
     processor unless ``NUMBA_NUM_THREADS`` says otherwise). Imports Numba."""
-    import numba
-
+    numba = _numba()
     return int(numba.config.NUMBA_NUM_THREADS)
 
 
@@ -127,16 +127,27 @@ def set_kernel_threads(count: int) -> int:
     """Run the ``prange`` loops of compiled kernels on ``count`` threads, from 1 to
     :func:`kernel_thread_limit` (the caller checks the range), in the calling thread; return
     the count it had. Imports Numba."""
-    import numba
-
+    numba = _numba()
     previous = int(numba.get_num_threads())
     numba.set_num_threads(count)
     _threads.count = count
     return previous
 
 
-def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:
+def _numba() -> Any:
+    """Numba, imported here only. Its OpenMP threads are first told to sleep between parallel
+    regions rather than spin (``OMP_WAIT_POLICY=PASSIVE``, unless the environment says
+    otherwise; OpenMP reads it when Numba first loads it): on a machine shared with other work,
+    spinning threads took 11 times the CPU time and 15 times the wall time of a two-thread
+    skip-gram epoch (``docs/performance.md``)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import numba
+
+    return numba
+
+
+def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:
+    numba = _numba()
 
     # The loop's module sees Python's range as `prange`; the compiled copy sees Numba's.
     namespace = {**loop.__globals__, "prange": numba.prange}

@@ -118,7 +118,7 @@ def epoch_pairs(
     """
     ids = np.asarray(ids)
     kept = rng.random(ids.size) < keep[ids]
-    index = np.int32 if ids.size < 2**31 // (2 * window + 1) else np.intp
+    index: Any = np.int32 if ids.size < 2**31 // (2 * window + 1) else np.intp
     words = ids[kept].astype(index)
     # Each kept word's room to the first and the last kept word of its sentence.
     first_of_sentence = np.zeros(ids.size, dtype=np.int8)
