@@ -126,6 +126,14 @@ def group_measure(vectors: np.ndarray, words: Sequence[str]) -> tuple[float, flo
     return within, between
 
 
+def word_list(tokenizer: Path) -> list[str]:
+    """The word of each ID of a ``tokenizer.json`` that ``ch18 train`` wrote (its ``WordLevel``
+    vocabulary, read as JSON)."""
+    vocabulary = json.loads(tokenizer.read_text(encoding="utf-8"))
+    by_id = sorted(vocabulary["model"]["vocab"].items(), key=lambda item: item[1])
+    return [word for word, _ in by_id]
+
+
 def _command(trainer: str, corpus: Path, output: Path, epochs: int, threads: int) -> list[str]:
     common = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
     common += ["--threads", str(threads), "--seed", "1"]
@@ -140,9 +148,7 @@ def _read_table(trainer: str, output: Path) -> tuple[np.ndarray, list[str]]:
         from safetensors.numpy import load_file
 
         table = load_file(str(output / "table.safetensors"))["token_embedding.weight"]
-        vocabulary = json.loads((output / "tokenizer.json").read_text(encoding="utf-8"))
-        by_id = sorted(vocabulary["model"]["vocab"].items(), key=lambda item: item[1])
-        return table, [word for word, _ in by_id]
+        return table, word_list(output / "tokenizer.json")
     words = json.loads((output / "words.json").read_text(encoding="utf-8"))
     return np.load(output / "vectors.npy"), list(words)
 
@@ -171,7 +177,12 @@ def measure(
                     f"round {round_index + 1}/{rounds}: {trainer}, {count} threads", file=sys.stderr
                 )
                 start = time.perf_counter()
-                subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+                completed = subprocess.run(
+                    command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+                )
+                if completed.returncode != 0:
+                    sys.stderr.write(completed.stderr.decode("utf-8", "replace"))
+                    raise RuntimeError(f"{' '.join(command)} exited with {completed.returncode}")
                 times[(trainer, count)].append(time.perf_counter() - start)
                 measures[(trainer, count)] = group_measure(*_read_table(trainer, output))
     measured = tuple(
@@ -243,5 +254,10 @@ def run(
     if not path.exists():
         print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
         return 2
-    sys.stdout.write(format_result(measure(path, epochs, rounds, trainers, threads)))
+    try:
+        result = measure(path, epochs, rounds, trainers, threads)
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    sys.stdout.write(format_result(result))
     return 0

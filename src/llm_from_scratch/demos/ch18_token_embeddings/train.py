@@ -95,9 +95,11 @@ LEARNING_RATE: Final = 0.025
 """SGD's step size at the start (word2vec's ``alpha``); it falls linearly over the run."""
 MIN_LEARNING_RATE: Final = 0.0001
 """SGD's step size at the end of the run (word2vec's ``min_alpha``)."""
-BATCH_PAIRS: Final = 1024
-"""Pairs per batch: large enough that the tape's per-batch work is small beside the kernels',
-small enough that a batch's arrays stay in the processor's cache (``docs/performance.md``)."""
+BATCH_PAIRS: Final = 4096
+"""Pairs per batch: the tape's per-batch work (recording seven operations, the fused step) is
+then small beside the kernels', and a batch's largest arrays (``[B, 1 + K, d]``, 9.8 MB) still
+fit the processor's last-level cache; 1024 and 2048 took 10 to 35% more CPU time for the same
+separation (``docs/performance.md``)."""
 NEIGHBOUR_COUNT: Final = 4
 """Vector neighbours per report word."""
 
