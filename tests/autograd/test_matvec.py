@@ -11,6 +11,7 @@ import pytest
 
 from llm_from_scratch.autograd import (
     MatvecShapeError,
+    NonFiniteGradientError,
     OperandDtypeMismatchError,
     OperandTypeError,
     TensorValue,
@@ -141,3 +142,17 @@ def test_values_and_gradients_equal_pytorchs(dtype: str, shape: tuple[int, ...])
     for ours, reference in pairs:
         scale = float(np.abs(reference).max())
         np.testing.assert_allclose(ours, reference, rtol=tolerance, atol=tolerance * scale)
+
+
+@pytest.mark.parametrize("count", [2, 300])
+def test_a_gradient_that_overflows_is_refused_and_nothing_is_stored(count: int) -> None:
+    matrices = np.ones((count, 6, 100), dtype=np.float32)
+    matrices[1, 2, 7] = 3e38
+    rows, vectors = leaf(matrices), leaf(np.ones((count, 100), dtype=np.float32))
+    seed = np.ones((count, 6), dtype=np.float32)
+    seed[1, 2] = 10.0  # the vectors' gradient at [1, 7] is 10 * 3e38 + 5: infinite
+    with pytest.raises(NonFiniteGradientError) as caught:
+        rows.matvec(vectors).backward_with_seed(seed)
+    assert caught.value.operation == "matvec"
+    assert (caught.value.index, caught.value.value) == (107, float("inf"))
+    assert not rows.gradient.numpy().any() and not vectors.gradient.numpy().any()  # type: ignore[union-attr]

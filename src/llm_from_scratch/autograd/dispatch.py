@@ -64,7 +64,7 @@ class CompiledKernel:
         self._compiled: dict[bool, Callable[..., Any]] = {}
 
     def __call__(self, *args: Any) -> Any:
-        parallel = self._parallel and getattr(_threads, "count", 0) != 1
+        parallel = self._parallel and not runs_on_one_thread()
         compiled = self._compiled.get(parallel)
         if compiled is None:
             compiled = self._compiled[parallel] = _compile(self._loop, parallel)
@@ -77,6 +77,13 @@ class CompiledKernel:
                 self._packed_types.add(key)
                 return result
         return compiled(*args)
+
+
+def runs_on_one_thread() -> bool:
+    """True after :func:`set_kernel_threads` set one thread for the calling thread: a kernel
+    that would split its work between threads may then take another order of work that pays
+    on one thread (with the same results)."""
+    return getattr(_threads, "count", 0) == 1
 
 
 def _type_key(argument: Any) -> object:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from llm_from_scratch.autograd.errors import (
 )
 from llm_from_scratch.autograd.gradient import Gradient
 from llm_from_scratch.autograd.matvec_kernels import lane_dot_numpy, matvec_into, matvec_vjp_into
-from llm_from_scratch.autograd.tape import Node, record
+from llm_from_scratch.autograd.tape import Node, raise_if_non_finite, record
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -40,6 +41,10 @@ from llm_from_scratch.tensor.storage import FloatArray
 class MatvecSaved:
     """The two operand values (read-only; a later in-place change of a parameter operand is
     caught by its revision)."""
+
+    vjp_checks_finiteness: ClassVar[bool] = True
+    """The VJP checks its gradients itself (the compiled one counts while it writes them), so
+    the backward pass does not read them again."""
 
     matrices: FloatArray
     vectors: FloatArray
@@ -84,12 +89,18 @@ def matvec_vjp(saved: MatvecSaved, upstream: FloatArray) -> Sequence[Gradient]:
         if runs_compiled(left.size):
             matrix_gradient = np.empty((count, rows, width), dtype=left.dtype)
             vector_gradient = np.empty((count, width), dtype=left.dtype)
-            matvec_vjp_into(matrix_gradient, vector_gradient, flat_upstream, flat_left, flat_right)
+            bad = matvec_vjp_into(
+                matrix_gradient, vector_gradient, flat_upstream, flat_left, flat_right
+            )
         else:
             matrix_gradient = flat_upstream[:, :, None] * flat_right[:, None, :]
             vector_gradient = np.zeros((count, width), dtype=left.dtype)
             for m in range(rows):
                 vector_gradient += flat_upstream[:, m, None] * flat_left[:, m, :]
+            bad = 1  # not counted: scan both below
+    if bad:  # find the first value that is not finite, as the backward pass reports it
+        raise_if_non_finite("matvec", matrix_gradient)
+        raise_if_non_finite("matvec", vector_gradient)
     return matrix_gradient.reshape(left.shape), vector_gradient.reshape(right.shape)
 
 

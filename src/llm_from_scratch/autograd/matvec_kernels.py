@@ -77,10 +77,12 @@ def _matvec_vjp_into(
     upstream: Any,
     matrices: Any,
     vectors: Any,
-) -> None:  # pragma: no cover - JIT
+) -> int:  # pragma: no cover - JIT
     count, rows, width = matrices.shape
     blocks = min(count, BLOCKS)
+    bad = 0
     for block in prange(blocks):
+        block_bad = 0
         for r in range(block * count // blocks, (block + 1) * count // blocks):
             vector = vectors[r]
             total = vector_gradient[r]
@@ -91,9 +93,15 @@ def _matvec_vjp_into(
                 matrix_row = matrices[r, m]
                 gradient_row = matrix_gradient[r, m]
                 for f in range(width):
-                    gradient_row[f] = scale * vector[f]
+                    value = scale * vector[f]
+                    gradient_row[f] = value
+                    block_bad += (value - value) != 0
                 for f in range(width):
                     total[f] += scale * matrix_row[f]
+            for f in range(width):
+                block_bad += (total[f] - total[f]) != 0
+        bad += block_bad
+    return bad
 
 
 def matvec_into(out: FloatArray, matrices: FloatArray, vectors: FloatArray) -> None:
@@ -112,14 +120,16 @@ def matvec_vjp_into(
     upstream: FloatArray,
     matrices: FloatArray,
     vectors: FloatArray,
-) -> None:
+) -> int:
     """``matrix_gradient[r, m, :] = upstream[r, m] * vectors[r, :]`` and
-    ``vector_gradient[r, :] = sum over m of upstream[r, m] * matrices[r, m, :]``, m in order.
+    ``vector_gradient[r, :] = sum over m of upstream[r, m] * matrices[r, m, :]``, m in order;
+    returns how many of the values written are NaN or infinite (``x - x`` is not 0 exactly
+    for those).
 
     Shape:
         as :func:`matvec_into`; ``upstream``: ``[R, M]``; the gradients: as their operands.
     """
-    _matvec_vjp_into(matrix_gradient, vector_gradient, upstream, matrices, vectors)
+    return int(_matvec_vjp_into(matrix_gradient, vector_gradient, upstream, matrices, vectors))
 
 
 def lane_dot_numpy(products: FloatArray) -> FloatArray:
