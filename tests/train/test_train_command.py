@@ -266,3 +266,16 @@ def test_a_failed_write_is_one_line_and_leaves_the_earlier_files(
     assert status == 1 and err.count("\n") == 2  # the progress line, then the error
     assert "No space left on device" in err.splitlines()[-1]
     assert folder_bytes(output) == before
+
+
+def test_compiled_kernels_write_the_same_bytes_on_any_number_of_threads(
+    corpus: Path, tmp_path: Path
+) -> None:
+    # d = 100: a batch's [B, 6, 100] rows are past the compiled-kernel size, as on real corpora.
+    outputs = []
+    for name, threads in (("one", 1), ("again", 1), ("all", kernel_thread_limit())):
+        output = tmp_path / name
+        status, _, _ = run_train(corpus, output, "--dim", "100", "--threads", str(threads))
+        assert status == 0
+        outputs.append(folder_bytes(output))
+    assert outputs[0] == outputs[1] == outputs[2]
