@@ -141,13 +141,25 @@ def set_kernel_threads(count: int) -> int:
     return previous
 
 
+_wait_policy_set_here = [False]
+
+
+def wait_policy_set_here() -> bool:
+    """True when this module, not the user, set ``OMP_WAIT_POLICY`` in this process's
+    environment (see :func:`_numba`): a benchmark leaves it out of the environment of the
+    other programs it runs, so that they run as their users would."""
+    return _wait_policy_set_here[0]
+
+
 def _numba() -> Any:
     """Numba, imported here only. Its OpenMP threads are first told to sleep between parallel
     regions rather than spin (``OMP_WAIT_POLICY=PASSIVE``, unless the environment says
     otherwise; OpenMP reads it when Numba first loads it): on a machine shared with other work,
     spinning threads took 11 times the CPU time and 15 times the wall time of a two-thread
     skip-gram epoch (``docs/performance.md``)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        _wait_policy_set_here[0] = True
     import numba
 
     return numba
