@@ -163,10 +163,15 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
-    _add_file_option(
-        parser,
+    parser.add_argument(
         "--corpus",
-        "a text file or a folder of .txt files (default: data/corpus/shakespeare, `make corpus`)",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help=(
+            "a text file or a folder of .txt files "
+            "(default: data/corpus/shakespeare, `make corpus`)"
+        ),
     )
     parser.add_argument(
         "--output",

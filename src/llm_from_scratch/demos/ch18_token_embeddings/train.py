@@ -97,9 +97,8 @@ MIN_LEARNING_RATE: Final = 0.0001
 """SGD's step size at the end of the run (word2vec's ``min_alpha``)."""
 BATCH_PAIRS: Final = 4096
 """Pairs per batch: the tape's per-batch work (recording seven operations, the fused step) is
-then small beside the kernels', and a batch's largest arrays (``[B, 1 + K, d]``, 9.8 MB) still
-fit the processor's last-level cache; 1024 and 2048 took 10 to 35% more CPU time for the same
-separation (``docs/performance.md``)."""
+then small beside the kernels'; 1024 took 10 to 35% more CPU time for the same separation, 2048
+and 8192 about the same (``docs/performance.md``)."""
 NEIGHBOUR_COUNT: Final = 4
 """Vector neighbours per report word."""
 
@@ -149,7 +148,8 @@ class TrainOptions:
         """The same options if every one is in range (``threads`` None: all kernel threads).
 
         Raises:
-            TrainOptionError: the first option out of range, in the order of the fields.
+            TrainOptionError: the first option out of range, in the order of the fields
+                (``min_count`` is checked with the corpus, as a ``CorpusError``).
         """
         for name, minimum in (("dim", 1), ("window", 1), ("negatives", 1), ("epochs", 0)):
             _checked_integer(name, getattr(self, name), minimum)
@@ -162,19 +162,7 @@ class TrainOptions:
             raise TrainOptionError("optimizer", f"one of {', '.join(OPTIMIZERS)}", self.optimizer)
         if self.output.exists() and not self.output.is_dir():
             raise TrainOptionError("output", "a folder", f"the file {self.output}")
-        return TrainOptions(
-            self.corpus,
-            self.output,
-            self.dim,
-            self.window,
-            self.negatives,
-            self.epochs,
-            self.min_count,
-            self.seed,
-            threads,
-            self.optimizer,
-            self.batch_pairs,
-        )
+        return replace(self, threads=threads)
 
 
 def _checked_integer(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
@@ -391,7 +379,7 @@ def _learning_rates(optimizer: str) -> tuple[float, float]:
     return rate, rate
 
 
-_FIXED_RATES: Final = {"adagrad": 0.1, "adam": 0.002}
+_FIXED_RATES: Final = {"adagrad": 0.1, "adam": 0.004}
 """The step sizes of the alternatives measured in ``docs/performance.md``."""
 
 
