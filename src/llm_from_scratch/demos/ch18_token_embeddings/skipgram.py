@@ -55,6 +55,7 @@ __all__ = [
     "epoch_pairs",
     "keep_probabilities",
     "pair_batches",
+    "samples",
 ]
 
 INPUT_TABLE: Final = "token_embedding.weight"
@@ -232,6 +233,35 @@ def pair_batches(
         for start in range(0, chunk_centres.size, batch_size):
             stop = start + batch_size
             yield PairBatch(chunk_centres[start:stop], targets[start:stop], labels[start:stop])
+
+
+Sample = tuple[int, int, "PairBatch | None"]
+"""One item of :func:`samples`: the epoch, its number of pairs, and a batch, or None after the
+epoch's last batch."""
+
+
+def samples(
+    ids: npt.NDArray[Any],
+    sentence_starts: npt.NDArray[Any],
+    counts: npt.NDArray[Any],
+    window: int,
+    negatives: int,
+    batch_size: int,
+    epochs: int,
+    rng: np.random.Generator,
+    dtype: Any = np.float32,
+) -> Iterator[Sample]:
+    """Every batch of a run in order, each epoch closed by ``(epoch, pairs, None)``: the pairs
+    of :func:`epoch_pairs` with the vocabulary's ``counts`` (subsampling and the noise
+    distribution), cut by :func:`pair_batches`. Every draw of the run comes from ``rng``, in
+    this order, so the samples do not depend on who reads them or when."""
+    keep = keep_probabilities(counts)
+    noise = NoiseTable.of(counts)
+    for epoch in range(epochs):
+        centres, contexts = epoch_pairs(ids, sentence_starts, keep, window, rng)
+        for batch in pair_batches(centres, contexts, noise, negatives, batch_size, rng, dtype):
+            yield epoch, centres.size, batch
+        yield epoch, centres.size, None
 
 
 @dataclass(frozen=True, eq=False)

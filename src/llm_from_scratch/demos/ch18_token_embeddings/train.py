@@ -58,14 +58,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     project_groups,
     word_neighbours,
 )
-from llm_from_scratch.demos.ch18_token_embeddings.skipgram import (
-    INPUT_TABLE,
-    NoiseTable,
-    SkipGram,
-    epoch_pairs,
-    keep_probabilities,
-    pair_batches,
-)
+from llm_from_scratch.demos.ch18_token_embeddings.skipgram import INPUT_TABLE, SkipGram, samples
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn import save_parameters
 from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer
@@ -399,45 +392,47 @@ def _run_epochs(
     progress: Progress | None,
     interval: float,
 ) -> list[EpochSummary]:
-    counts = np.asarray(corpus.vocabulary.counts)
-    keep = keep_probabilities(counts)
-    noise = NoiseTable.of(counts)
-    rng = np.random.default_rng(options.seed)
+    stream = samples(
+        corpus.ids,
+        corpus.starts,
+        np.asarray(corpus.vocabulary.counts),
+        options.window,
+        options.negatives,
+        options.batch_pairs,
+        options.epochs,
+        np.random.default_rng(options.seed),
+    )
     schedule = optimizer.kind == "SGD"
     summaries: list[EpochSummary] = []
-    start = last_report = time.perf_counter()
-    for epoch in range(options.epochs):
-        epoch_start = time.perf_counter()
-        centres, contexts = epoch_pairs(corpus.ids, corpus.starts, keep, options.window, rng)
-        total_loss, done = 0.0, 0
-        batches = pair_batches(
-            centres, contexts, noise, options.negatives, options.batch_pairs, rng
-        )
-        for batch in batches:
-            fraction = (epoch + done / max(centres.size, 1)) / options.epochs
-            if schedule:
-                optimizer.learning_rate = LEARNING_RATE - (LEARNING_RATE - MIN_LEARNING_RATE) * (
-                    fraction
-                )
-            loss = model.loss(batch)
-            total_loss += float(loss.numpy())
-            optimizer.backward_step(loss)
-            done += batch.size
-            now = time.perf_counter()
-            if progress is not None and now - last_report >= interval:
-                last_report = now
-                fraction = (epoch + done / centres.size) / options.epochs
-                progress(
-                    _state(epoch, options.epochs, fraction, corpus, total_loss, done, now - start)
-                )
-        seconds = time.perf_counter() - epoch_start
-        mean_loss = total_loss / done if done else math.nan
-        summaries.append(EpochSummary(epoch + 1, done, mean_loss, seconds, optimizer.learning_rate))
-        if progress is not None:
-            elapsed = time.perf_counter() - start
-            fraction = (epoch + 1) / options.epochs
-            state = _state(epoch, options.epochs, fraction, corpus, total_loss, done, elapsed)
-            progress(replace(state, epoch_done=True))
+    start = last_report = epoch_start = time.perf_counter()
+    total_loss, done = 0.0, 0
+    for epoch, pairs, batch in stream:
+        if batch is None:  # the epoch's last batch is done
+            seconds = time.perf_counter() - epoch_start
+            mean_loss = total_loss / done if done else math.nan
+            rate = optimizer.learning_rate
+            summaries.append(EpochSummary(epoch + 1, done, mean_loss, seconds, rate))
+            if progress is not None:
+                elapsed = time.perf_counter() - start
+                fraction = (epoch + 1) / options.epochs
+                state = _state(epoch, options.epochs, fraction, corpus, total_loss, done, elapsed)
+                progress(replace(state, epoch_done=True))
+            total_loss, done, epoch_start = 0.0, 0, time.perf_counter()
+            continue
+        fraction = (epoch + done / pairs) / options.epochs
+        if schedule:
+            optimizer.learning_rate = LEARNING_RATE - (LEARNING_RATE - MIN_LEARNING_RATE) * (
+                fraction
+            )
+        loss = model.loss(batch)
+        total_loss += float(loss.numpy())
+        optimizer.backward_step(loss)
+        done += batch.size
+        now = time.perf_counter()
+        if progress is not None and now - last_report >= interval:
+            last_report = now
+            fraction = (epoch + done / pairs) / options.epochs
+            progress(_state(epoch, options.epochs, fraction, corpus, total_loss, done, now - start))
     return summaries
 
 
