@@ -132,4 +132,3 @@ def test_each_module_imports_only_from_its_own_or_lower_layers() -> None:
 def test_the_layering_test_sees_every_top_level_part() -> None:
     parts = {name.split(".")[1] for name in package_modules() if "." in name}
     assert parts <= set(LAYERS), parts - set(LAYERS)
-

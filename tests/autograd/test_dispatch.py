@@ -49,3 +49,34 @@ def test_numba_is_imported_only_by_the_first_operation_at_the_threshold() -> Non
 def test_a_kernel_loop_must_be_a_plain_function() -> None:
     with pytest.raises(TypeError):
         compiled_kernel(parallel=False)(print)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "adam"])
+def test_one_kernel_thread_runs_serial_compilations_with_the_same_bits(optimizer: str) -> None:
+    """On one kernel thread the kernels run serial compilations and a fused step sums each
+    row's upstream rows front to back before the update: the same bits as on all threads."""
+    import numpy as np
+
+    from llm_from_scratch.autograd.dispatch import kernel_thread_limit, set_kernel_threads
+    from llm_from_scratch.nn import Embedding, SplitMix64
+    from llm_from_scratch.optim import SGD, Adagrad, Adam
+
+    kinds = {"sgd": SGD, "adagrad": Adagrad, "adam": Adam}
+
+    def trained() -> bytes:
+        layer = Embedding.new("token_embedding.weight", 500, 64, SplitMix64.from_seed(5))
+        steps = kinds[optimizer](layer.parameters(), learning_rate=0.1)
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            ids = rng.integers(0, 500, size=(40, 50))
+            steps.backward_step(layer(ids), rng.normal(size=(40, 50, 64)))
+        return layer.table.tensor.numpy().tobytes()
+
+    limit = kernel_thread_limit()
+    previous = set_kernel_threads(1)
+    try:
+        serial = trained()
+        assert set_kernel_threads(limit) == 1
+        assert trained() == serial
+    finally:
+        set_kernel_threads(previous)

@@ -103,9 +103,7 @@ def test_the_plan_cannot_be_built_outside_its_constructors() -> None:
 
 
 def test_the_trusted_constructor_does_not_repeat_the_checks() -> None:
-    plan = gather_module.plan_from_validated_indices(
-        np.array([1, 3], dtype=np.intp), (2,), (4, 2)
-    )
+    plan = gather_module.plan_from_validated_indices(np.array([1, 3], dtype=np.intp), (2,), (4, 2))
     assert (plan.output_shape, plan.output_elements) == ((2, 2), 4)
     assert not plan.indices.flags.writeable
 

@@ -43,6 +43,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
     read_text,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import verified_archive
+from llm_from_scratch.demos.ch18_token_embeddings.train import TrainOptions
 from llm_from_scratch.error_catalogue import (
     BEGIN,
     END,
@@ -206,7 +207,10 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "TensorAllocationError": (lambda: Tensor.zeros((2**31, 2**31)),),
     # llm_from_scratch.autograd.errors: the tape
     "OperandTypeError": (lambda: parameter((2,)).add(3),),  # type: ignore[arg-type]
-    "OperandShapeMismatchError": (lambda: parameter((2,)).add(parameter((3,))),),
+    "OperandShapeMismatchError": (
+        lambda: parameter((2,)).add(parameter((3,))),
+        lambda: parameter((2, 3, 4)).matvec(parameter((2, 5))),
+    ),
     "OperandDtypeMismatchError": (lambda: parameter((2,)).mul(parameter((2,), np.float32)),),
     "InvalidShapeError": (lambda: parameter((2,)).reshape((-2,)),),
     "ReshapeCountMismatchError": (lambda: parameter((2, 3)).reshape((5,)),),
@@ -340,6 +344,10 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: Vocabulary.build([["to", "be", "to"]], 3),
         lambda: Vocabulary.build([], 0),
         lambda: Vocabulary.build([["to"]], 1).save_tokenizer(Path("no-such-folder", "t.json")),
+    ),
+    "TrainOptionError": (
+        lambda: TrainOptions(Path("corpus"), Path("out"), dim=0).checked(),
+        lambda: TrainOptions(Path("corpus"), Path("out"), threads=10**6).checked(),
     ),
     "CorpusDownloadError": (
         in_new_folder(verified_archive),
@@ -540,6 +548,7 @@ def test_every_wording_of_a_keyed_template_is_raised(cls: type[StructuredError])
 
 
 # Built-in errors raised on purpose ---------------------------------------------------------------
+
 
 class CraftedErrorState:
     """Pickles as ``error`` whose state sets the given attributes (a crafted pickle)."""

@@ -65,8 +65,9 @@ json_values = st.recursive(
     | st.integers(JSON_INTEGER_DIGITS - 3, JSON_INTEGER_DIGITS + 3).map(Digits)
     | st.floats()
     | any_text,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(any_text, children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(any_text, children, max_size=4)
+    ),
     max_leaves=12,
 )
 

@@ -271,6 +271,7 @@ def test_the_bags_and_offsets_raise_the_documented_error_in_order(
 
 def test_each_offset_error_names_its_offending_offset() -> None:
     layer = known_bag("sum")
+
     def refused(rule: str, **fields: object) -> Raises:
         return Raises(OffsetsError, {"rule": rule, **fields})
 

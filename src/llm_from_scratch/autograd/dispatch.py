@@ -10,8 +10,11 @@ its module), on that loop's first call, so small work and the chapter demo never
 
 from __future__ import annotations
 
+import os
+import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16
@@ -40,35 +43,130 @@ class CompiledKernel:
 
     Args:
         loop: a module-level function of NumPy arrays and numbers, written with :data:`prange`.
-        parallel: compile its ``prange`` loops to run on several threads.
+        parallel: compile its ``prange`` loops to run on several threads. After
+            :func:`set_kernel_threads` set one thread for the calling thread, the loop runs a
+            serial compilation instead: the same arithmetic without the cost of starting a
+            parallel region (every kernel's results are the same on any number of threads).
+        pack_lanes: also run LLVM's superword-level (SLP) vectorizer, which Numba leaves off,
+            so that a loop's explicitly independent scalar sums (a dot product's interleaved
+            lanes) become vector instructions. It changes no operation and no order, so the
+            results are the same bits; Numba's setting is switched for this loop's
+            compilations only, holding Numba's compiler lock.
     """
 
-    __slots__ = ("_compiled", "_loop", "_parallel")
+    __slots__ = ("_compiled", "_loop", "_pack_lanes", "_packed_types", "_parallel")
 
-    def __init__(self, loop: types.FunctionType, parallel: bool) -> None:
+    def __init__(self, loop: types.FunctionType, parallel: bool, pack_lanes: bool = False) -> None:
         self._loop = loop
         self._parallel = parallel
-        self._compiled: Callable[..., Any] | None = None
+        self._pack_lanes = pack_lanes
+        self._packed_types: set[tuple[object, ...]] = set()
+        self._compiled: dict[bool, Callable[..., Any]] = {}
 
     def __call__(self, *args: Any) -> Any:
-        if self._compiled is None:
-            self._compiled = _compile(self._loop, self._parallel)
-        return self._compiled(*args)
+        parallel = self._parallel and not runs_on_one_thread()
+        compiled = self._compiled.get(parallel)
+        if compiled is None:
+            compiled = self._compiled[parallel] = _compile(self._loop, parallel)
+        if self._pack_lanes:
+            # A call with new argument types compiles: that compilation packs lanes.
+            key = (parallel, *(_type_key(argument) for argument in args))
+            if key not in self._packed_types:
+                with _lanes_packed():
+                    result = compiled(*args)
+                self._packed_types.add(key)
+                return result
+        return compiled(*args)
 
 
-def compiled_kernel(*, parallel: bool) -> Callable[[Callable[..., Any]], CompiledKernel]:
+def runs_on_one_thread() -> bool:
+    """True after :func:`set_kernel_threads` set one thread for the calling thread: a kernel
+    that would split its work between threads may then take another order of work that pays
+    on one thread (with the same results)."""
+    return getattr(_threads, "count", 0) == 1
+
+
+def _type_key(argument: Any) -> object:
+    """What Numba compiles a new version for: an array's dtype, rank and writeability."""
+    if hasattr(argument, "flags"):
+        return (argument.dtype, argument.ndim, argument.flags.writeable)
+    return type(argument)
+
+
+_threads = threading.local()  # ``count``: the calling thread's kernel threads, once set here
+
+
+def compiled_kernel(
+    *, parallel: bool, pack_lanes: bool = False
+) -> Callable[[Callable[..., Any]], CompiledKernel]:
     """Mark a kernel loop for compilation on its first call (see :class:`CompiledKernel`)."""
 
     def mark(loop: Callable[..., Any]) -> CompiledKernel:
         if not isinstance(loop, types.FunctionType):
             raise TypeError(f"a kernel loop is a plain function, got {type(loop).__name__}")
-        return CompiledKernel(loop, parallel)
+        return CompiledKernel(loop, parallel, pack_lanes)
 
     return mark
 
 
-def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:
+@contextmanager
+def _lanes_packed() -> Iterator[None]:
+    from numba.core import config
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        previous = config.SLP_VECTORIZE
+        config.SLP_VECTORIZE = True
+        try:
+            yield
+        finally:
+            config.SLP_VECTORIZE = previous
+
+
+def kernel_thread_limit() -> int:
+    """How many threads compiled kernels may use on this machine (Numba's thread pool, one per
+    processor unless ``NUMBA_NUM_THREADS`` says otherwise). Imports Numba."""
+    numba = _numba()
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+def set_kernel_threads(count: int) -> int:
+    """Run the ``prange`` loops of compiled kernels on ``count`` threads, from 1 to
+    :func:`kernel_thread_limit` (the caller checks the range), in the calling thread; return
+    the count it had. Imports Numba."""
+    numba = _numba()
+    previous = int(numba.get_num_threads())
+    numba.set_num_threads(count)
+    _threads.count = count
+    return previous
+
+
+_wait_policy_set_here = [False]
+
+
+def wait_policy_set_here() -> bool:
+    """True when this module, not the user, set ``OMP_WAIT_POLICY`` in this process's
+    environment (see :func:`_numba`): a benchmark leaves it out of the environment of the
+    other programs it runs, so that they run as their users would."""
+    return _wait_policy_set_here[0]
+
+
+def _numba() -> Any:
+    """Numba, imported here only. Its OpenMP threads are first told to sleep between parallel
+    regions rather than spin (``OMP_WAIT_POLICY=PASSIVE``, unless the environment says
+    otherwise; OpenMP reads it when Numba first loads it): on a machine shared with other work,
+    spinning threads took 11 times the CPU time and 15 times the wall time of a two-thread
+    skip-gram epoch (``docs/performance.md``)."""
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        _wait_policy_set_here[0] = True
     import numba
+
+    return numba
+
+
+def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:
+    numba = _numba()
 
     # The loop's module sees Python's range as `prange`; the compiled copy sees Numba's.
     namespace = {**loop.__globals__, "prange": numba.prange}

@@ -149,18 +149,30 @@ class NotAParameterError(TensorAutodiffError, TypeError):
 
 
 class OperandShapeMismatchError(TensorAutodiffError, ValueError):
-    """Element-wise operands of different shapes (no broadcasting on the tape): ``add`` or
-    ``mul``."""
+    """Operands whose shapes do not pair up (no broadcasting on the tape).
 
-    template = "{operation} needs operands of one shape, got {left} and {right}"
+    ``add`` or ``mul`` of operands of different shapes; ``matvec`` of matrices ``left`` and
+    vectors ``right`` unless the matrices have at least two axes ``[..., M, d]`` and the vectors
+    the shape ``[..., d]`` (the same leading axes, the same width).
+    """
+
+    template_key = "operation"
+    template: ClassVar[Mapping[str, str]] = {
+        "add": "add needs operands of one shape, got {left} and {right}",
+        "mul": "mul needs operands of one shape, got {left} and {right}",
+        "matvec": (
+            "matvec needs matrices [..., M, d] and vectors [..., d] with the same leading axes "
+            "and width, got {left} and {right}"
+        ),
+    }
     operation: str
     left: Shape
     right: Shape
 
 
 class OperandDtypeMismatchError(TensorAutodiffError, TypeError):
-    """Operands of different float dtypes (nothing is upcast silently): ``add`` or ``mul`` of
-    float64 and float32."""
+    """Operands of different float dtypes (nothing is upcast silently): ``add``, ``mul`` or
+    ``matvec`` of float64 and float32."""
 
     template = "{operation} needs operands of one dtype, got {left} and {right}"
     operation: str

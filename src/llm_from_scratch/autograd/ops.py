@@ -1,7 +1,8 @@
 """Differentiable element-wise and shape operations, each forward next to its VJP.
 
 These are the operations a scalar loss on top of an embedding output needs: ``add``, ``mul``,
-``sum`` and ``reshape``. Operands have one shape and one dtype (there is no broadcasting).
+``sum``, ``reshape`` and ``log_sigmoid`` (the skip-gram loss). Operands have one shape and one
+dtype (there is no broadcasting).
 """
 
 from __future__ import annotations
@@ -170,3 +171,37 @@ def reshape_forward(source: Node, shape: object) -> Node:
 def reshape_vjp(saved: ReshapeSaved, upstream: FloatArray) -> Sequence[Gradient]:
     """The upstream gradient under the input's shape."""
     return (upstream.reshape(saved.input_shape),)
+
+
+# log_sigmoid -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LogSigmoidSaved:
+    """The slope ``sigmoid(-x)`` of each input value, computed by the forward."""
+
+    slope: FloatArray
+
+
+def log_sigmoid_forward(source: Node) -> Node:
+    """``log(sigmoid(x)) = -log(1 + exp(-x))`` element-wise, without overflow for any ``x``:
+    ``min(x, 0) - log1p(exp(-|x|))``. Shape: input ``[*]``, output ``[*]``."""
+
+    def compute() -> tuple[FloatArray, LogSigmoidSaved]:
+        x = source.array
+        try:
+            with np.errstate(under="ignore", invalid="ignore"):  # NaN stays NaN
+                small = np.exp(-np.abs(x))  # in (0, 1]: exp never overflows here
+                value = np.asarray(np.minimum(x, 0) - np.log1p(small))
+                one = x.dtype.type(1)
+                slope = np.where(x >= 0, small / (one + small), one / (one + small))
+        except MemoryError as error:
+            raise OutputAllocationError("log_sigmoid", x.size) from error
+        return value, LogSigmoidSaved(np.asarray(slope, dtype=x.dtype))
+
+    return record("log_sigmoid", (("input", source),), compute, log_sigmoid_vjp)
+
+
+def log_sigmoid_vjp(saved: LogSigmoidSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """``upstream * sigmoid(-x)``: the derivative of ``log(sigmoid(x))`` is ``1 - sigmoid(x)``."""
+    return (np.asarray(upstream * saved.slope),)

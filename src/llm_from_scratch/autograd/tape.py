@@ -344,7 +344,12 @@ def _propagate(
     root: Node, seed: FloatArray, steps: Sequence[Step], deferred: dict[int, FloatArray | None]
 ) -> list[tuple[Node, Gradient]]:
     """Run each VJP in order and return every leaf's pass gradient; a node listed in
-    ``deferred`` gets its upstream recorded there instead of running its VJP."""
+    ``deferred`` gets its upstream recorded there instead of running its VJP.
+
+    Every gradient a VJP returns is checked for NaN and infinities, by the pass or, when the
+    operation's saved record says ``vjp_checks_finiteness``, by the VJP itself: a compiled VJP
+    counts them while it writes its output, and raises the same ``NonFiniteGradientError``.
+    """
     pending: dict[int, tuple[Node, Gradient]] = {id(root): (root, seed)}
     for node, operation in steps:
         entry = pending.pop(id(node), None)
@@ -356,12 +361,7 @@ def _propagate(
         if id(node) in deferred:
             deferred[id(node)] = upstream
             continue
-        for parent, gradient in zip(
-            operation.parents, operation.vjp(operation.saved, upstream), strict=True
-        ):
-            if gradient is None or parent.kind == "constant":
-                continue
-            raise_if_non_finite(operation.name, gradient)
+        for parent, gradient in _checked_vjp(operation, upstream):
             earlier = pending.get(id(parent))
             if earlier is not None:
                 gradient = add_gradients(earlier[1], gradient)
@@ -372,6 +372,21 @@ def _propagate(
         if entry[0].kind == "parameter":
             reached.append(entry)
     return reached
+
+
+def _checked_vjp(operation: Operation, upstream: FloatArray) -> Iterator[tuple[Node, Gradient]]:
+    """The VJP's gradient of each parent that takes one, in order, each checked for NaN and
+    infinities as it is handed on (by the VJP itself when its saved record says
+    ``vjp_checks_finiteness``)."""
+    checked = getattr(operation.saved, "vjp_checks_finiteness", False)
+    for parent, gradient in zip(
+        operation.parents, operation.vjp(operation.saved, upstream), strict=True
+    ):
+        if gradient is None or parent.kind == "constant":
+            continue
+        if not checked:
+            raise_if_non_finite(operation.name, gradient)
+        yield parent, gradient
 
 
 def _accumulated(reached: Sequence[tuple[Node, Gradient]]) -> list[tuple[Node, Gradient]]:

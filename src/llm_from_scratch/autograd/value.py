@@ -30,7 +30,14 @@ from llm_from_scratch.autograd.gather import (
     plan_of_flat_ids,
 )
 from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
-from llm_from_scratch.autograd.ops import add_forward, mul_forward, reshape_forward, sum_forward
+from llm_from_scratch.autograd.matvec import matvec_forward
+from llm_from_scratch.autograd.ops import (
+    add_forward,
+    log_sigmoid_forward,
+    mul_forward,
+    reshape_forward,
+    sum_forward,
+)
 from llm_from_scratch.autograd.tape import (
     GraphRetention,
     Node,
@@ -57,8 +64,8 @@ class TensorValue:
     """A tensor on the tape: a parameter leaf, a constant leaf, or an operation result.
 
     Build leaves with :meth:`parameter` and :meth:`constant`; operations (:meth:`add`,
-    :meth:`mul`, :meth:`sum`, :meth:`reshape`, :meth:`gather_rows`) build results that record
-    what their VJP needs.
+    :meth:`mul`, :meth:`sum`, :meth:`reshape`, :meth:`gather_rows`, :meth:`matvec`,
+    :meth:`log_sigmoid`) build results that record what their VJP needs.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor
@@ -187,6 +194,30 @@ class TensorValue:
     def reshape(self, shape: Shape) -> TensorValue:
         """The same values under another shape with the same element count."""
         return value_of(reshape_forward(self._node, shape))
+
+    def matvec(self, vectors: TensorValue | Tensor) -> TensorValue:
+        """Row-wise dot products: ``y[..., m] = self[..., m, :] . vectors[..., :]``.
+
+        Shape:
+            ``self``: ``[..., M, d]``; ``vectors``: ``[..., d]`` (the same leading axes and
+            dtype); output ``[..., M]``.
+
+        Raises:
+            OperandTypeError: ``vectors`` is neither a TensorValue nor a Tensor.
+            OperandShapeMismatchError, OperandDtypeMismatchError: operands that do not pair up.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> rows = TensorValue.parameter(Tensor((1, 2, 3), [1, 2, 3, 0, 1, 0]))
+            >>> rows.matvec(Tensor((1, 3), [1, 1, 2])).numpy().tolist()
+            [[9.0, 1.0]]
+        """
+        return value_of(matvec_forward(self._node, _operand_node("matvec", vectors)))
+
+    def log_sigmoid(self) -> TensorValue:
+        """``log(sigmoid(x))`` element-wise, computed as ``min(x, 0) - log1p(exp(-|x|))`` so
+        that no value overflows."""
+        return value_of(log_sigmoid_forward(self._node))
 
     def __add__(self, other: TensorValue | Tensor) -> TensorValue:
         return self.add(other)

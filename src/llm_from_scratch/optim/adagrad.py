@@ -74,11 +74,6 @@ class Adagrad(Optimizer):
         super().__init__("Adagrad", parameters)
 
     @property
-    def learning_rate(self) -> float:
-        """The step size."""
-        return self._learning_rate
-
-    @property
     def eps(self) -> float:
         """The term added to ``sqrt(sum)``."""
         return self._eps

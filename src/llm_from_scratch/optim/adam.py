@@ -100,11 +100,6 @@ class Adam(Optimizer):
         super().__init__(kind, parameters)
 
     @property
-    def learning_rate(self) -> float:
-        """The step size ``lr``."""
-        return self._learning_rate
-
-    @property
     def betas(self) -> tuple[float, float]:
         """The moment decay rates ``(beta1, beta2)``."""
         return self._betas

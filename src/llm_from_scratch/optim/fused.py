@@ -27,10 +27,10 @@ import numpy as np
 
 from llm_from_scratch.autograd import GraphRetention, RetentionTypeError, TensorValue
 from llm_from_scratch.autograd.bag import BagSaved, entry_upstream
-from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.autograd.dispatch import runs_compiled, runs_on_one_thread
 from llm_from_scratch.autograd.gather import RowGatherPlan
 from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, add_gradients
-from llm_from_scratch.autograd.kernels import row_groups
+from llm_from_scratch.autograd.kernels import position_sums, row_groups
 from llm_from_scratch.autograd.tape import (
     Node,
     Operation,
@@ -81,6 +81,20 @@ class DeferredRowGradient:
     def runs_compiled(self) -> bool:
         """True when summing this gradient runs a compiled kernel (many terms)."""
         return runs_compiled(self.indices.size * self.shape[1])
+
+    @property
+    def sums_by_position(self) -> bool:
+        """True when the row sums are better formed before the update, reading the upstream
+        front to back (:meth:`position_sums`): a row gather's gradient on one kernel thread.
+        The update kernels otherwise sum each row's upstream rows as they update it, which
+        fetches them row by row; on one thread, streaming a large upstream once and then
+        updating from the sums took a third less time (``docs/performance.md``)."""
+        return self.sources is None and runs_on_one_thread()
+
+    def position_sums(self) -> tuple[IndexArray, FloatArray]:
+        """Sorted unique rows and their summed upstream rows, the sums of :meth:`row_groups`
+        bit for bit (see :func:`~llm_from_scratch.autograd.kernels.position_sums`)."""
+        return position_sums(self.indices, self.upstream, self.shape[0])
 
     def row_groups(self) -> tuple[IndexArray, IndexArray, IndexArray]:
         """Sorted unique rows, group starts and, for each group in order, the upstream rows

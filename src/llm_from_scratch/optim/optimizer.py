@@ -54,6 +54,7 @@ from llm_from_scratch.optim.state import (
     state_key,
     viewed,
 )
+from llm_from_scratch.optim.validation import checked_learning_rate
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Tensor
 
 Write: TypeAlias = Callable[[FloatArray], None]
@@ -79,6 +80,7 @@ class Optimizer:
     """
 
     state_names: tuple[str, ...] = ()
+    _learning_rate: float  # set by the subclass, checked, before this class's __init__
 
     def __init__(self, kind: str, parameters: Iterable[NamedParameter | TensorValue]) -> None:
         self._kind = kind
@@ -108,6 +110,32 @@ class Optimizer:
     def kind(self) -> str:
         """The optimizer's name: ``SGD``, ``Adagrad``, ``Adam`` or ``AdamW``."""
         return self._kind
+
+    @property
+    def learning_rate(self) -> float:
+        """The step size of the next step."""
+        return self._learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, learning_rate: float) -> None:
+        """Set the step size of the steps that follow (a learning-rate schedule), checked as
+        the constructor checks it and read once; it takes effect between two steps, never
+        during one.
+
+        Raises:
+            HyperparameterTypeError, HyperparameterValueError: as the constructor; the step
+                size is then unchanged.
+
+        Example:
+            >>> from llm_from_scratch.optim import SGD
+            >>> optimizer = SGD([], learning_rate=0.025)
+            >>> optimizer.learning_rate = 0.0125
+            >>> optimizer.learning_rate, optimizer.hyperparameters
+            (0.0125, {'learning_rate': 0.0125})
+        """
+        checked = checked_learning_rate(learning_rate, optimizer=self._kind)
+        with self._lock:
+            self._learning_rate = checked
 
     @property
     def hyperparameters(self) -> dict[str, float]:

@@ -55,9 +55,13 @@ class RowGradient:
     def groups(self) -> RowGroups:
         """The rows and their upstream groups, for a compiled kernel."""
         source = self.source
-        if isinstance(source, DeferredRowGradient):
+        if isinstance(source, DeferredRowGradient) and not source.sums_by_position:
             rows, starts, order = source.row_groups()
             return RowGroups(rows, source.upstream, starts, order)
+        if isinstance(source, DeferredRowGradient):  # summed first, front to back
+            rows, values = source.position_sums()
+            slots = np.arange(rows.size + 1, dtype=np.intp)
+            return RowGroups(rows, values, slots, slots[:-1])
         count = source.rows.size
         slots = np.arange(count + 1, dtype=np.intp)
         return RowGroups(source.rows, np.ascontiguousarray(source.values), slots, slots[:-1])

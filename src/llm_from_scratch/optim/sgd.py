@@ -50,11 +50,6 @@ class SGD(Optimizer):
         super().__init__("SGD", parameters)
 
     @property
-    def learning_rate(self) -> float:
-        """The step size."""
-        return self._learning_rate
-
-    @property
     def hyperparameters(self) -> dict[str, float]:
         return {"learning_rate": self._learning_rate}
 

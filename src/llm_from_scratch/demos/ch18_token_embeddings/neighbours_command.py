@@ -25,7 +25,6 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import (
     label,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
-    TABLE_TENSOR,
     PretrainedError,
     PretrainedFiles,
     checked_files,
@@ -94,7 +93,7 @@ def _files(request: NeighboursRequest) -> PretrainedFiles:
         found = packaged_files()
         tensor = request.tensor or found.tensor
         return PretrainedFiles(found.table, found.tokenizer, tensor, found.source)
-    given = PretrainedFiles(request.table, request.tokenizer, request.tensor or TABLE_TENSOR)
+    given = PretrainedFiles(request.table, request.tokenizer, request.tensor)
     return checked_files(given)
 
 

@@ -17,6 +17,7 @@ from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.figures.labels import Labels
 
 __all__ = [
+    "aligned_rows",
     "cosine_text",
     "error_message",
     "format_neighbours",
@@ -107,10 +108,12 @@ def _word_block(word: WordNeighbours, labels: Labels) -> list[str]:
     )
     pieces = pieces_text(word, labels)
     heading = f"{label(labels, 'word')} {word.word}: {label(labels, 'pieces')} {pieces}"
-    return [heading, *_aligned(table, numeric=(0, 2, 4))]
+    return [heading, *aligned_rows(table, numeric=(0, 2, 4))]
 
 
-def _aligned(table: Sequence[Sequence[str]], numeric: Sequence[int]) -> list[str]:
+def aligned_rows(table: Sequence[Sequence[str]], numeric: Sequence[int]) -> list[str]:
+    """The rows of ``table`` as lines: columns padded to their widest cell, the ``numeric`` ones
+    aligned right, two spaces between columns."""
     widths = [max(len(row[column]) for row in table) for column in range(len(table[0]))]
     lines = []
     for row in table:

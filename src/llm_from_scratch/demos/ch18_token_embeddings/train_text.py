@@ -1,0 +1,171 @@
+"""Format a training report, and the progress line, in one language.
+
+Every word comes from the train label table (``figures/labels/train/<lang>.json``), every number
+from the :class:`~llm_from_scratch.demos.ch18_token_embeddings.train.TrainReport`: cosines and
+losses with four decimals, speeds and counts as integers with thousands separators.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import aligned_rows, label
+from llm_from_scratch.demos.ch18_token_embeddings.train import (
+    ProgressState,
+    TableView,
+    TrainReport,
+)
+from llm_from_scratch.figures.labels import Labels
+
+__all__ = ["format_report", "progress_line"]
+
+
+def format_report(report: TrainReport, labels: Labels) -> str:
+    """The report as text: the corpus, the model, the training (one line per epoch), the
+    neighbours before and after, the word groups before and after, and the files written."""
+    options = report.options
+    lines = [
+        label(labels, "corpus").format(
+            path=options.corpus,
+            files=report.corpus_files,
+            words=_count(report.words_read),
+            vocabulary=_count(report.vocabulary_size),
+            min_count=options.min_count,
+            kept=_count(report.words_kept),
+        ),
+        label(labels, "model").format(
+            table="token_embedding.weight",
+            rows=report.vocabulary_size,
+            width=options.dim,
+            window=options.window,
+            negatives=options.negatives,
+            seed=options.seed,
+            threads=options.threads,
+        ),
+        *_training(report, labels),
+        "",
+        label(labels, "neighbours"),
+        *_neighbours(report, labels),
+        "",
+        *_groups(report.before, report.after, labels),
+        "",
+        label(labels, "wrote").format(
+            table=report.table_path,
+            tensor=f"token_embedding.weight {report.vocabulary_size}x{options.dim} float32",
+            tokenizer=report.tokenizer_path,
+        ),
+    ]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def progress_line(state: ProgressState, labels: Labels) -> str:
+    """``epoch 2/5 43%  412,000 words/s  loss 2.4512  21 s left`` in the labels' language."""
+    left = state.seconds_left
+    return label(labels, "progress").format(
+        epoch=state.epoch,
+        epochs=state.epochs,
+        percent=f"{100 * state.fraction:.0f}",
+        speed=_count(state.words_per_second),
+        loss=_decimal(state.mean_loss),
+        left="?" if math.isnan(left) else f"{left:.0f}",
+    )
+
+
+def _training(report: TrainReport, labels: Labels) -> list[str]:
+    if not report.epochs:
+        return [label(labels, "no_training")]
+    first, last = report.learning_rates
+    lines = [
+        label(labels, "training").format(
+            epochs=len(report.epochs),
+            optimizer=report.optimizer,
+            first=f"{first:g}",
+            last=f"{last:g}",
+            seconds=f"{report.training_seconds:.1f}",
+            speed=_count(report.words_per_second),
+        )
+    ]
+    header = [label(labels, "epoch_header", key) for key in ("epoch", "pairs", "loss", "seconds")]
+    table = [header]
+    for epoch in report.epochs:
+        table.append(
+            [
+                str(epoch.epoch),
+                _count(epoch.pairs),
+                _decimal(epoch.mean_loss),
+                f"{epoch.seconds:.1f}",
+            ]
+        )
+    return lines + ["  " + line for line in aligned_rows(table, numeric=(0, 1, 2, 3))]
+
+
+def _neighbours(report: TrainReport, labels: Labels) -> list[str]:
+    before = label(labels, "before")
+    after = label(labels, "after")
+    width = max(len(before), len(after))
+    lines = []
+    for old, new in zip(report.before.neighbours, report.after.neighbours, strict=True):
+        lines.append(old.word)
+        for name, found in ((before, old), (after, new)):
+            listed = ", ".join(
+                f"{neighbour.token} {neighbour.cosine:.2f}" for neighbour in found.vector_neighbours
+            )
+            lines.append(f"  {name.ljust(width)}  {listed}")
+    return lines
+
+
+def _groups(before: TableView, after: TableView, labels: Labels) -> list[str]:
+    if not before.groups:
+        return [label(labels, "no_groups")]
+    before_name, after_name = label(labels, "before"), label(labels, "after")
+    inside = label(labels, "group_header", "inside")
+    between = label(labels, "group_header", "between")
+    header = [
+        label(labels, "group_header", "group"),
+        f"{inside} ({before_name})",
+        f"{between} ({before_name})",
+        f"{inside} ({after_name})",
+        f"{between} ({after_name})",
+        label(labels, "group_header", "words"),
+    ]
+    table = [header]
+    for old, new in zip(before.groups, after.groups, strict=True):
+        name = label(labels, "group_names", old.group)
+        table.append(
+            [
+                name,
+                _decimal(old.within),
+                _decimal(old.between),
+                _decimal(new.within),
+                _decimal(new.between),
+                ", ".join(old.words),
+            ]
+        )
+    table.append(
+        [
+            label(labels, "all_groups"),
+            _decimal(before.within),
+            _decimal(before.between),
+            _decimal(after.within),
+            _decimal(after.between),
+            "",
+        ]
+    )
+    separation = label(labels, "group_header", "separation")
+    summary = (
+        f"{separation}: {before_name} {_decimal(before.separation)}, "
+        f"{after_name} {_decimal(after.separation)}"
+    )
+    return [
+        label(labels, "groups"),
+        *("  " + line for line in aligned_rows(table, (1, 2, 3, 4))),
+        summary,
+    ]
+
+
+def _count(value: float) -> str:
+    return "?" if math.isnan(value) else f"{round(value):,}"
+
+
+def _decimal(value: float) -> str:
+    return "?" if math.isnan(value) else f"{value:.4f}"

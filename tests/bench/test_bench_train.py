@@ -1,0 +1,65 @@
+"""``bench train`` on a small corpus: every trainer runs as a process, the table it writes is
+read back and measured, and the report lines up the ratios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm_from_scratch.bench.train import format_result, group_measure, measure
+from llm_from_scratch.cli import main
+from llm_from_scratch.demos.ch18_token_embeddings.corpus import load_corpus
+
+from conftest import import_optional
+from train_support import write_corpus
+
+
+def test_each_trainer_runs_and_is_measured(tmp_path: Path) -> None:
+    import_optional("gensim")
+    import_optional("torch")
+    corpus = write_corpus(tmp_path, lines=300)
+    result = measure(corpus, epochs=1, rounds=1, threads=(1,))
+    assert [(found.trainer, found.threads) for found in result.measured] == [
+        ("ours", 1),
+        ("gensim", 1),
+        ("torch", 1),
+    ]
+    words = load_corpus(corpus).words_read
+    for found in result.measured:
+        assert found.median_seconds > 0 and found.words_per_run == words
+        assert -1 <= found.between <= found.within <= 1
+    text = format_result(result)
+    assert "ours / gensim, 1 threads: words/s" in text
+    assert "ours 1 thread / gensim 1 worker, words/s:" in text
+
+
+def test_the_group_measure_reads_any_word_list() -> None:
+    import numpy as np
+
+    words = ["father", "mother", "one", "two", "other"]
+    vectors = np.array([[1, 0], [1, 0.1], [0, 1], [0.1, 1], [1, 1]], dtype=np.float32)
+    within, between = group_measure(vectors, words)
+    assert within == pytest.approx(np.mean([0.995037, 0.995037]), abs=1e-5)
+    assert between < 0.2
+
+
+def test_bad_arguments_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["bench", "train", "--corpus", str(tmp_path / "none")]) == 2
+    assert "no corpus at" in capsys.readouterr().err
+    assert main(["bench", "train", "--repeats", "0", "--corpus", str(tmp_path)]) == 2
+
+
+def test_the_trainers_run_without_the_wait_policy_the_package_set() -> None:
+    import os
+
+    import llm_from_scratch.bench.train as bench_train
+    from llm_from_scratch.autograd.dispatch import kernel_thread_limit, wait_policy_set_here
+
+    kernel_thread_limit()  # Numba is loaded: the policy is set unless the user set one
+    environment = bench_train._environment()
+    if wait_policy_set_here():
+        assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+        assert "OMP_WAIT_POLICY" not in environment
+    else:
+        assert environment["OMP_WAIT_POLICY"] == os.environ["OMP_WAIT_POLICY"]

@@ -1,0 +1,281 @@
+"""``llm-from-scratch ch18 train`` on a small corpus: the files, their reproducibility, the report,
+the options it refuses, and Ctrl-C and failed writes that leave the folder as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+import llm_from_scratch.demos.ch18_token_embeddings.train as train_module
+from llm_from_scratch.autograd.dispatch import kernel_thread_limit
+from llm_from_scratch.cli import main
+from llm_from_scratch.demos.ch18_token_embeddings.skipgram import SkipGram
+from llm_from_scratch.nn import Embedding, SplitMix64, load_metadata
+
+from conftest import require_tokenizers
+from train_support import folder_bytes, run_train, write_corpus
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+@pytest.fixture(scope="module")
+def trained(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    output = tmp_path_factory.mktemp("trained") / "out"
+    status, out, err = run_train(corpus, output, "--seed", "3", "--threads", "1")
+    assert status == 0, err
+    return output, out, err
+
+
+def test_the_files_are_the_table_and_its_tokenizer(trained: tuple[Path, str, str]) -> None:
+    output, _, _ = trained
+    assert sorted(folder_bytes(output)) == ["table.safetensors", "tokenizer.json"]
+    tensors = load_file(str(output / "table.safetensors"))
+    assert list(tensors) == ["token_embedding.weight"]
+    table = tensors["token_embedding.weight"]
+    vocabulary = json.loads((output / "tokenizer.json").read_text(encoding="utf-8"))
+    words = vocabulary["model"]["vocab"]
+    assert table.shape == (len(words), 8) and table.dtype == np.float32
+    assert words["[UNK]"] == len(words) - 1
+    metadata = load_metadata(output / "table.safetensors")
+    assert metadata["seed"] == "3" and metadata["optimizer"] == "SGD"
+
+
+def test_two_runs_with_one_seed_write_the_same_bytes(
+    corpus: Path, trained: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    status, _, _ = run_train(corpus, tmp_path / "again", "--seed", "3", "--threads", "1")
+    assert status == 0
+    assert folder_bytes(tmp_path / "again") == folder_bytes(trained[0])
+    status, _, _ = run_train(corpus, tmp_path / "other", "--seed", "4", "--threads", "1")
+    assert folder_bytes(tmp_path / "other") != folder_bytes(trained[0])
+
+
+def test_the_report_shows_neighbours_and_groups_before_and_after(
+    trained: tuple[Path, str, str],
+) -> None:
+    _, out, err = trained
+    assert "Nearest words by cosine" in out
+    assert "  before  " in out and "  after   " in out
+    for group in ("family", "numbers", "royalty", "time of day"):
+        assert f"  {group} " in out
+    assert "inside - between: before" in out
+    assert "Wrote " in out and "table.safetensors" in out
+    assert [line.split()[:2] for line in err.splitlines()] == [["epoch", "1/2"], ["epoch", "2/2"]]
+
+
+def test_training_separates_the_groups_of_the_small_corpus(corpus: Path, tmp_path: Path) -> None:
+    options = train_module.TrainOptions(corpus, tmp_path, dim=8, window=2, epochs=20, min_count=2)
+    report = train_module.train(options)
+    assert abs(report.before.separation) < 0.2
+    assert report.after.separation > 0.3
+
+
+def test_zero_epochs_write_the_initial_table(corpus: Path, tmp_path: Path) -> None:
+    status, out, _ = run_train(corpus, tmp_path, "--epochs", "0", "--seed", "9")
+    assert status == 0
+    table = load_file(str(tmp_path / "table.safetensors"))["token_embedding.weight"]
+    initial = SkipGram.new(table.shape[0], 8, seed=9).inputs.table.tensor.numpy()
+    assert table.tobytes() == initial.tobytes()
+    expected = Embedding.new(
+        "token_embedding.weight", table.shape[0], 8, SplitMix64.from_seed(9), dtype=np.float32
+    )
+    assert table.tobytes() == expected.table.tensor.numpy().tobytes()
+    assert "0 epochs" in out
+
+
+def test_the_report_speaks_russian(corpus: Path, tmp_path: Path) -> None:
+    status, out, _ = run_train(corpus, tmp_path, "--lang", "ru", "--epochs", "1")
+    assert status == 0
+    assert "Ближайшие по косинусу слова" in out and "семья" in out and "Записаны" in out
+
+
+def test_neighbours_reads_the_trained_table_without_naming_its_tensor(
+    trained: tuple[Path, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_tokenizers()
+    output = trained[0]
+    table, tokenizer = output / "table.safetensors", output / "tokenizer.json"
+    argv = ["ch18", "neighbours", "king", "--table", str(table), "--tokenizer", str(tokenizer)]
+    assert main([*argv, "--count", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("Table token_embedding.weight: ")
+    assert "Word king: word piece king (ID " in printed
+
+
+BAD_OPTIONS: list[tuple[list[str], str]] = [
+    (["--dim", "0"], "--dim must be an integer of at least 1, got 0"),
+    (["--window", "-2"], "--window must be an integer of at least 1, got -2"),
+    (["--negatives", "0"], "--negatives must be"),
+    (["--epochs", "-1"], "--epochs must be an integer of at least 0, got -1"),
+    (["--seed", "-5"], "--seed must be an integer of at least 0"),
+    (["--threads", "0"], "--threads must be an integer from 1 to"),
+    (["--min-count", "0"], "the minimum count must be an integer of at least 1, got 0"),
+    (["--min-count", "100000"], "no word of the corpus occurs 100000 times or more"),
+]
+
+
+@pytest.mark.parametrize(("options", "message"), BAD_OPTIONS)
+def test_bad_options_are_one_line_with_status_2_and_no_file(
+    corpus: Path, tmp_path: Path, options: list[str], message: str
+) -> None:
+    status, out, err = run_train(corpus, tmp_path / "out", *options)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_too_many_threads_are_refused(corpus: Path, tmp_path: Path) -> None:
+    limit = kernel_thread_limit()
+    status, _, err = run_train(corpus, tmp_path / "out", "--threads", str(limit + 1))
+    assert status == 2 and f"from 1 to {limit}" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (None, "no corpus at"),
+        ("", "the corpus has no words"),
+        ("1234 ... 5678 !!!\n", "the corpus has no words"),
+        ("lonely words only once\n", "no word of the corpus occurs 2 times or more"),
+    ],
+)
+def test_corpora_without_a_vocabulary_are_refused(
+    tmp_path: Path, text: str | None, message: str
+) -> None:
+    corpus = tmp_path / "corpus.txt"
+    if text is not None:
+        corpus.write_text(text, encoding="utf-8")
+    status, _, err = run_train(corpus, tmp_path / "out")
+    assert status == 2 and err.count("\n") == 1 and message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_output_that_is_a_file_is_refused(corpus: Path, tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("not a folder")
+    status, _, err = run_train(corpus, tmp_path / "out")
+    assert status == 2 and "--output must be a folder" in err
+
+
+# Ctrl-C and failed writes ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def earlier(corpus: Path, tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """An output folder holding the files of an earlier run."""
+    output = tmp_path / "out"
+    assert run_train(corpus, output, "--epochs", "0", "--seed", "1")[0] == 0
+    return output, folder_bytes(output)
+
+
+def test_ctrl_c_while_training_leaves_the_earlier_files(
+    corpus: Path, earlier: tuple[Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output, before = earlier
+    calls = []
+    real_loss = SkipGram.loss
+
+    def interrupted(self: SkipGram, batch: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_loss(self, batch)
+
+    monkeypatch.setattr(SkipGram, "loss", interrupted)
+    status, out, err = run_train(corpus, output, "--seed", "2")
+    assert status == 130 and out == ""
+    assert err.splitlines()[-1] == f"error: interrupted: {output} holds the files it held before"
+    assert folder_bytes(output) == before
+
+
+@pytest.mark.parametrize("stage", ["table", "tokenizer", "rename"])
+def test_ctrl_c_while_writing_leaves_the_earlier_files_and_no_temporary_one(
+    corpus: Path,
+    earlier: tuple[Path, dict[str, bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+    stage: str,
+) -> None:
+    output, before = earlier
+    target = {"table": "save_parameters", "tokenizer": "_write_new_file", "rename": "_sync_folder"}
+    real = getattr(train_module, target[stage])
+    renames: list[object] = []
+
+    def interrupted(*args: Any) -> None:
+        if stage != "rename":
+            real(*args)  # the staged file is complete: the rename is what must not happen
+        raise KeyboardInterrupt
+
+    if stage == "rename":
+        real_replace = os.replace
+
+        def replace_once(source: Any, target_path: Any) -> None:
+            renames.append(target_path)
+            if len(renames) == 2:
+                raise KeyboardInterrupt
+            real_replace(source, target_path)
+
+        monkeypatch.setattr(train_module.os, "replace", replace_once)
+    else:
+        monkeypatch.setattr(train_module, target[stage], interrupted)
+    status, _, _ = run_train(corpus, output, "--seed", "2", "--epochs", "1")
+    assert status == 130
+    names = sorted(path.name for path in output.iterdir())
+    assert names == ["table.safetensors", "tokenizer.json"]  # no staged file is left
+    assert folder_bytes(output) == before
+
+
+def test_a_signal_while_writing_waits_until_both_new_files_are_in_place(
+    corpus: Path, earlier: tuple[Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output, before = earlier
+    real = train_module.save_parameters
+
+    def signalled(*args: Any, **options: Any) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, in the middle of the writes
+        real(*args, **options)
+
+    monkeypatch.setattr(train_module, "save_parameters", signalled)
+    status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
+    assert status == 130
+    assert err.splitlines()[-1] == f"error: interrupted: the new files were written to {output}"
+    after = folder_bytes(output)
+    assert sorted(after) == ["table.safetensors", "tokenizer.json"]
+    assert after["table.safetensors"] != before["table.safetensors"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_failed_write_is_one_line_and_leaves_the_earlier_files(
+    corpus: Path, earlier: tuple[Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output, before = earlier
+
+    def full_disk(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(train_module, "_write_new_file", full_disk)
+    status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
+    assert status == 1 and err.count("\n") == 2  # the progress line, then the error
+    assert "No space left on device" in err.splitlines()[-1]
+    assert folder_bytes(output) == before
+
+
+def test_compiled_kernels_write_the_same_bytes_on_any_number_of_threads(
+    corpus: Path, tmp_path: Path
+) -> None:
+    # d = 100: a batch's [B, 6, 100] rows are past the compiled-kernel size, as on real corpora.
+    outputs = []
+    for name, threads in (("one", 1), ("again", 1), ("all", kernel_thread_limit())):
+        output = tmp_path / name
+        status, _, _ = run_train(corpus, output, "--dim", "100", "--threads", str(threads))
+        assert status == 0
+        outputs.append(folder_bytes(output))
+    assert outputs[0] == outputs[1] == outputs[2]

@@ -1,0 +1,53 @@
+"""A small corpus with the report's word groups in it, and ``ch18 train`` run in process."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import numpy as np
+
+from llm_from_scratch.cli import main
+
+GROUPS = {
+    "family": ["father", "mother", "brother", "sister", "son", "daughter"],
+    "numbers": ["one", "two", "three", "four", "five", "six"],
+    "royalty": ["king", "queen", "prince", "princess", "duke"],
+    "time": ["morning", "night", "evening", "noon", "day"],
+}
+FRAMES = {
+    "family": "my {} is kind and loves me well",
+    "numbers": "he counted {} coins upon the table",
+    "royalty": "long live the {} of this land",
+    "time": "we met at {} by the old gate",
+}
+
+
+def write_corpus(folder: Path, lines: int = 400, seed: int = 0) -> Path:
+    """A corpus file: each line one group's frame with one of its words."""
+    rng = np.random.default_rng(seed)
+    names = sorted(GROUPS)
+    text = []
+    for _ in range(lines):
+        group = names[int(rng.integers(len(names)))]
+        word = GROUPS[group][int(rng.integers(len(GROUPS[group])))]
+        text.append(FRAMES[group].format(word).capitalize() + ".")
+    path = folder / "corpus.txt"
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    return path
+
+
+def run_train(corpus: Path, output: Path, *options: str) -> tuple[int, str, str]:
+    """``llm-from-scratch ch18 train`` in this process: the exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["ch18", "train", "--corpus", str(corpus), "--output", str(output)]
+    argv += ["--dim", "8", "--window", "2", "--epochs", "2", "--min-count", "2"]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main([*argv, *options])
+    return status, out.getvalue(), err.getvalue()
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file in ``folder`` (hidden ones too) by name, with its bytes."""
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
