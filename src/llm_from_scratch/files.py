@@ -333,8 +333,14 @@ def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    with contextlib.suppress(OSError):  # the file is in place; not every system syncs a folder
-        descriptor = os.open(os.path.dirname(path) or os.curdir, os.O_RDONLY)
+    sync_folder(os.path.dirname(path) or os.curdir)
+
+
+def sync_folder(folder: str | os.PathLike[str]) -> None:
+    """``fsync`` a folder, so that renames into it last; quietly nothing where the system
+    cannot sync a folder."""
+    with contextlib.suppress(OSError):
+        descriptor = os.open(folder, os.O_RDONLY)
         try:
             os.fsync(descriptor)
         finally:

@@ -113,10 +113,13 @@ def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> N
 def test_dev_zero_fails_at_once_and_a_fifo_does_not_block(tmp_path: Path) -> None:
     started = time.perf_counter()
     error = problem_of(lambda: read_text(Path("/dev/zero")))
-    assert (error.problem, error.detail) == ("unreadable", "not a regular file")
+    assert (error.problem, error.detail) == (
+        "unreadable",
+        "not a regular file (a pipe or a device)",
+    )
     fifo = tmp_path / "pipe.txt"
     os.mkfifo(fifo)
-    assert problem_of(lambda: read_text(fifo)).detail == "not a regular file"
+    assert problem_of(lambda: read_text(fifo)).detail == "not a regular file (a pipe or a device)"
     # a fifo named .txt inside a corpus folder is listed, and refused when read
     assert corpus_files(tmp_path) == [fifo]
     assert problem_of(lambda: list(sentences([fifo]))).problem == "unreadable"

@@ -160,6 +160,13 @@ def test_corpora_without_a_vocabulary_are_refused(
     assert not (tmp_path / "out").exists()
 
 
+def test_a_corpus_path_with_a_line_break_is_echoed_on_one_line(tmp_path: Path) -> None:
+    status, out, err = run_train(tmp_path / "no\nsuch.txt", tmp_path / "out")
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and "no corpus at" in err and "no\\nsuch.txt" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_output_that_is_a_file_is_refused(corpus: Path, tmp_path: Path) -> None:
     (tmp_path / "out").write_text("not a folder")
     status, _, err = run_train(corpus, tmp_path / "out")
@@ -205,7 +212,7 @@ def test_ctrl_c_while_writing_leaves_the_earlier_files_and_no_temporary_one(
     stage: str,
 ) -> None:
     output, before = earlier
-    target = {"table": "save_parameters", "tokenizer": "_write_new_file", "rename": "_sync_folder"}
+    target = {"table": "save_parameters", "tokenizer": "_write_new_file", "rename": "sync_folder"}
     real = getattr(train_module, target[stage])
     renames: list[object] = []
 

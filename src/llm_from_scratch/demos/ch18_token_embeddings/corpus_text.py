@@ -19,7 +19,6 @@ runs of ASCII letters with at most one inner apostrophe. A line without a word i
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import ClassVar, Final
 
 from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.files import is_too_large, open_file, read_stream, replace_file
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -47,7 +47,6 @@ WORD_PATTERN: Final[str] = r"[a-z]+(?:'[a-z]+)?"
 MAX_FILE_BYTES: Final = 1 << 30
 
 _WORDS: Final = re.compile(WORD_PATTERN)
-_READ_CHUNK: Final = 1 << 24
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 
 
@@ -140,40 +139,18 @@ def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
             ``too-large`` (over ``limit`` bytes).
     """
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open_file(str(path), regular=True) as stream:
+            data = read_stream(stream, limit)
     except OSError as error:
+        if is_too_large(error):
+            raise CorpusError("too-large", str(path), limit=limit) from error
         raise CorpusError("unreadable", str(path), os_reason(error)) from error
-    try:
-        data = _read_regular_file(path, descriptor, limit)
-    finally:
-        os.close(descriptor)
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return data.decode("latin-1")
-
-
-def _read_regular_file(path: Path, descriptor: int, limit: int) -> bytes:
-    try:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            raise CorpusError("unreadable", str(path), "not a regular file")
-        if status.st_size > limit:
-            raise CorpusError("too-large", str(path), limit=limit)
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(descriptor, min(_READ_CHUNK, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as error:
-        raise CorpusError("unreadable", str(path), os_reason(error)) from error
-    if size > limit:
-        raise CorpusError("too-large", str(path), limit=limit)
-    return b"".join(chunks)
 
 
 def line_words(line: str) -> list[str]:
@@ -201,23 +178,15 @@ def sentences(files: Sequence[Path]) -> Iterator[list[str]]:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a new hidden file beside ``path`` (``.NAME.RANDOM.tmp``), flush it to
-    disk and rename it over ``path``: a reader sees the old file or the whole new one, never a
-    part. On failure the temporary file is removed.
+    """Write ``data`` to ``path`` with :func:`llm_from_scratch.files.replace_file`: a reader
+    sees the old file or the whole new one, never a part.
 
     Raises:
         CorpusError: ``unwritable``, with the system's reason.
     """
-    temporary = path.with_name(f".{path.name[:64]}.{os.urandom(6).hex()}.tmp")
     try:
-        with open(temporary, "xb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
+        replace_file(str(path), [memoryview(data)])
     except OSError as error:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         raise CorpusError("unwritable", str(path), os_reason(error)) from error
 
 

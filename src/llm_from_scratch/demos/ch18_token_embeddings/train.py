@@ -60,6 +60,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
 )
 from llm_from_scratch.demos.ch18_token_embeddings.skipgram import INPUT_TABLE, SkipGram, samples
 from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.files import sync_folder, temporary_path
 from llm_from_scratch.nn import save_parameters
 from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer
 
@@ -522,7 +523,7 @@ def write_outputs(
                 if earlier is not None:  # the earlier table goes back beside its tokenizer
                     os.replace(earlier, folder / TABLE_FILE)
                 raise
-            _sync_folder(folder)
+            sync_folder(folder)
     finally:
         for path in staged:
             with contextlib.suppress(OSError):
@@ -544,7 +545,7 @@ def _linked_copy(path: Path) -> Path | None:
 
 
 def _stage_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.{os.urandom(6).hex()}.stage")
+    return Path(temporary_path(str(target)))
 
 
 def _write_new_file(path: Path, data: bytes) -> None:
@@ -552,15 +553,6 @@ def _write_new_file(path: Path, data: bytes) -> None:
         file.write(data)
         file.flush()
         os.fsync(file.fileno())
-
-
-def _sync_folder(folder: Path) -> None:
-    with contextlib.suppress(OSError):  # not every system syncs a folder
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
 
 @contextlib.contextmanager

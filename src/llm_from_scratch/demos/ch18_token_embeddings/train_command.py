@@ -25,6 +25,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.train import (
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
 from llm_from_scratch.figures.labels import Labels
 from llm_from_scratch.figures.train_labels import TRAIN_LABELS, load_labels
+from llm_from_scratch.files import one_line
 from llm_from_scratch.nn import CheckpointError
 
 __all__ = ["DEFAULT_OUTPUT", "TrainRequest", "run_train"]
@@ -123,6 +124,6 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 def _fail(err: TextIO, message: str, status: int = REFUSED) -> int:
-    err.write(f"error: {message}\n")
+    err.write(f"error: {one_line(message)}\n")
     err.flush()
     return status
