@@ -167,6 +167,24 @@ def test_a_corpus_path_with_a_line_break_is_echoed_on_one_line(tmp_path: Path) -
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("option", "name", "reason"),
+    [
+        ("output", "\U0001f600" * 70, "more than 255"),
+        ("output", "out\x00put", "NUL character"),
+        ("corpus", "corpus\x00.txt", "NUL character"),
+    ],
+)
+def test_a_path_the_system_cannot_take_is_refused_before_the_corpus_is_read(
+    corpus: Path, tmp_path: Path, option: str, name: str, reason: str
+) -> None:
+    paths = {"corpus": corpus, "output": tmp_path / "out", option: tmp_path / name}
+    status, out, err = run_train(paths["corpus"], paths["output"])
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert f"--{option} must be a path the system can take" in err and reason in err
+    assert sorted(tmp_path.iterdir()) == []
+
+
 def test_an_output_that_is_a_file_is_refused(corpus: Path, tmp_path: Path) -> None:
     (tmp_path / "out").write_text("not a folder")
     status, _, err = run_train(corpus, tmp_path / "out")

@@ -60,7 +60,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
 )
 from llm_from_scratch.demos.ch18_token_embeddings.skipgram import INPUT_TABLE, SkipGram, samples
 from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.files import sync_folder, temporary_path
+from llm_from_scratch.files import os_path, sync_folder, temporary_path
 from llm_from_scratch.nn import save_parameters
 from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer
 
@@ -114,7 +114,9 @@ OPTIMIZERS: Final = ("sgd", "adagrad", "adam")
 class TrainOptionError(StructuredError, ValueError):
     """An option of ``ch18 train`` out of its range, found before the corpus is read: a size
     (``--dim``, ``--window``, ``--negatives``) below 1, ``--epochs`` or ``--seed`` below 0,
-    ``--threads`` outside 1 to the machine's kernel threads, or ``--output`` that is a file."""
+    ``--threads`` outside 1 to the machine's kernel threads, ``--output`` that is a file, or a
+    ``--corpus`` or ``--output`` path the system cannot take (a NUL character, a character the
+    file system cannot encode, a name too long in bytes)."""
 
     template = "--{option} must be {requirement}, got {value}"
     option: str
@@ -145,6 +147,16 @@ class TrainOptions:
             TrainOptionError: the first option out of range, in the order of the fields
                 (``min_count`` is checked with the corpus, as a ``CorpusError``).
         """
+        staged = temporary_path(str(self.output / TABLE_FILE))  # the longest name written
+        for option, path, checked in (
+            ("corpus", self.corpus, str(self.corpus)),
+            ("output", self.output, staged),
+        ):
+            try:
+                os_path(checked)
+            except OSError as error:
+                shown = f"{str(path)!r} ({error.strerror})"
+                raise TrainOptionError(option, "a path the system can take", shown) from error
         for name, minimum in (("dim", 1), ("window", 1), ("negatives", 1), ("epochs", 0)):
             _checked_integer(name, getattr(self, name), minimum)
         _checked_integer("seed", self.seed, 0)
