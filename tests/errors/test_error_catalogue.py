@@ -209,6 +209,7 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "OperandTypeError": (lambda: parameter((2,)).add(3),),  # type: ignore[arg-type]
     "OperandShapeMismatchError": (
         lambda: parameter((2,)).add(parameter((3,))),
+        lambda: parameter((2,)).mul(parameter((3,))),
         lambda: parameter((2, 3, 4)).matvec(parameter((2, 5))),
     ),
     "OperandDtypeMismatchError": (lambda: parameter((2,)).mul(parameter((2,), np.float32)),),
