@@ -16,6 +16,8 @@ from safetensors.numpy import load_file
 import llm_from_scratch.demos.ch18_token_embeddings.train as train_module
 from llm_from_scratch.autograd.dispatch import kernel_thread_limit
 from llm_from_scratch.cli import main
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import DEFAULT_GROUPS, present_groups
+from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
 from llm_from_scratch.demos.ch18_token_embeddings.skipgram import SkipGram
 from llm_from_scratch.nn import Embedding, SplitMix64, load_metadata
 
@@ -110,6 +112,22 @@ def test_neighbours_reads_the_trained_table_without_naming_its_tensor(
     printed = capsys.readouterr().out
     assert printed.startswith("Table token_embedding.weight: ")
     assert "Word king: word piece king (ID " in printed
+
+
+def test_the_neighbours_figure_draws_the_default_groups_the_trained_vocabulary_has(
+    trained: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    require_tokenizers()
+    output, page = trained[0], tmp_path / "figure.html"
+    argv = ["ch18", "neighbours", "--figure", "--output", str(page)]
+    argv += ["--table", str(output / "table.safetensors")]
+    assert main([*argv, "--tokenizer", str(output / "tokenizer.json")]) == 0
+    html = page.read_text(encoding="utf-8")
+    present = dict(present_groups(load_word_pieces(output / "tokenizer.json")))
+    assert sorted(present) == ["numbers", "royalty"]
+    for group, words in DEFAULT_GROUPS:
+        for word in words:
+            assert (f">{word}<" in html) == (word in present.get(group, ())), word
 
 
 BAD_OPTIONS: list[tuple[list[str], str]] = [

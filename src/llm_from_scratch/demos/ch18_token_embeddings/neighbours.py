@@ -74,6 +74,7 @@ __all__ = [
     "id_neighbour_ids",
     "neighbours_figure",
     "neighbours_report",
+    "present_groups",
     "project_groups",
     "vector_neighbour_ids",
     "word_neighbours",
@@ -381,6 +382,31 @@ def group_cosines(
     return tuple(found)
 
 
+def present_groups(
+    pieces: WordPieces, groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The groups as this tokenizer can show them: each group's words that are one word piece
+    of it (:func:`word_piece`), and only the groups left with at least two, in order.
+
+    A table trained on another corpus (``ch18 train``) lacks some words of the default groups;
+    its figure shows the rest.
+    """
+    kept = []
+    for group, words in groups:
+        found = tuple(word for word in words if _is_one_piece(pieces, word))
+        if len(found) >= 2:
+            kept.append((group, found))
+    return tuple(kept)
+
+
+def _is_one_piece(pieces: WordPieces, word: str) -> bool:
+    try:
+        word_piece(pieces, word)
+    except NeighboursError:
+        return False
+    return True
+
+
 def project_groups(
     table: CosineTable,
     pieces: WordPieces,
@@ -496,13 +522,17 @@ def neighbours_figure(
     table_path: str,
     groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
 ) -> NeighboursFigure:
-    """Compute the figure: the default groups, and the neighbours of ``words``.
+    """Compute the figure: the ``groups`` (their words this tokenizer has, by
+    :func:`present_groups`), and the neighbours of ``words``.
 
     Raises:
-        NeighboursError: as :func:`neighbours_report`, then for the first group word that is
-            not one word piece.
+        NeighboursError: as :func:`neighbours_report`; then, when fewer than two groups keep
+            two words, for the first group word that is not one word piece.
     """
     report = neighbours_report(table, pieces, words, count, table_path)
+    present = present_groups(pieces, groups)
+    if len(present) >= 2:  # else the first word that is not one piece is the error
+        groups = present
     return NeighboursFigure(
         projection=project_groups(table, pieces, groups),
         groups=group_cosines(table, pieces, groups),

@@ -18,6 +18,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     NeighboursError,
     neighbours_figure,
     neighbours_report,
+    present_groups,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import (
     error_message,
@@ -105,7 +106,8 @@ def _computed(request: NeighboursRequest, labels: Labels) -> str:
         return format_neighbours(report, labels)
     from llm_from_scratch.figures.neighbours import render_neighbours_figure
 
-    words = request.words or DEFAULT_WORDS
+    shown = tuple(group_words[0] for _, group_words in present_groups(pieces))
+    words = request.words or shown or DEFAULT_WORDS
     figure = neighbours_figure(table, pieces, words, request.count, files.shown)
     return render_neighbours_figure(figure, request.lang)
 

@@ -55,6 +55,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     Projection,
     WordNeighbours,
     group_cosines,
+    present_groups,
     project_groups,
     word_neighbours,
 )
@@ -481,11 +482,7 @@ def table_view(
     neighbours = (
         tuple(word_neighbours(table, pieces, word, count) for word in known) if count else ()
     )
-    present = []
-    for name, group_words in groups:
-        kept = tuple(word for word in group_words if word in vocabulary.word_ids)
-        if len(kept) >= 2:
-            present.append((name, kept))
+    present = present_groups(pieces, groups)
     if len(present) < 2:
         return TableView(neighbours, (), None)
     return TableView(
