@@ -22,7 +22,7 @@ from llm_from_scratch.figures.train_labels import TRAIN_GROUP_NAMES, TRAIN_LABEL
 if TYPE_CHECKING:
     from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainReport
 
-__all__ = ["GROUP_SHAPES", "TEMPLATE_NAME", "Panel", "render_train_figure"]
+__all__ = ["GROUP_SHAPES", "TEMPLATE_NAME", "Panel", "panel", "render_train_figure"]
 
 TEMPLATE_NAME: Final = "train.html.j2"
 #: Each report group's marker shape, the same in both panels.
@@ -90,19 +90,18 @@ def panel(key: str, view: TableView) -> Panel:
     >>> panel("before", TableView((), (), None))
     Panel(key='before', points=None, explained=(), cosines=())
     """
-    projection = view.projection
-    cosines = (
-        (("inside", view.within), ("between", view.between), ("separation", view.separation))
+    cosines = tuple(
+        (name, cosine_text(value))
+        for name, value in (
+            ("inside", view.within),
+            ("between", view.between),
+            ("separation", view.separation),
+        )
         if view.groups
-        else ()
     )
-    return Panel(
-        key,
-        None
-        if projection is None
-        else tuple(layout_points(projection, GROUP_SHAPES, _WIDTH, _HEIGHT)),
-        ()
-        if projection is None
-        else tuple(f"{100 * share:.1f}%" for share in projection.explained),
-        tuple((name, cosine_text(value)) for name, value in cosines),
-    )
+    projection = view.projection
+    if projection is None:
+        return Panel(key, None, (), cosines)
+    points = layout_points(projection, GROUP_SHAPES, _WIDTH, _HEIGHT)
+    shares = tuple(f"{100 * share:.1f}%" for share in projection.explained)
+    return Panel(key, tuple(points), shares, cosines)
