@@ -142,17 +142,19 @@ def test_the_page_is_accessible_as_the_other_figures_are(report: TrainReport) ->
     assert '<main aria-labelledby="figure-title" aria-describedby="figure-description">' in page
     for key in ("before", "after"):
         assert f'role="img" aria-labelledby="{key}-plot-title {key}-plot-description"' in page
-        assert f'<title id="{key}-plot-title">' in page and f'<desc id="{key}-plot-description">'
+        assert f'<title id="{key}-plot-title">' in page
+        assert f'<desc id="{key}-plot-description">' in page
+    named = re.findall(r'aria-(?:labelledby|describedby)="([^"]+)"', page)
+    for name in {name for names in named for name in names.split()}:
+        assert page.count(f'id="{name}"') == 1, name
     regions = re.findall(
-        r'<div class="region" role="region" aria-label="[^"]+" tabindex="0">', page
+        r'<div class="region" role="region" aria-label="\S[^"]*" tabindex="0">', page
     )
-    assert len(regions) == 3
-    points = sum(len(view.projection.words) for view in (report.before, report.after))  # type: ignore[union-attr]
-    assert page.count('<g class="point"') == points
-    assert (
-        len(re.findall(r'<g class="point" data-group="\w+">\n<title>[^<]+: [^<]+</title>', page))
-        == points
-    )
+    assert len(regions) == page.count('role="region"') == 3
+    words = [view.projection.words for view in (report.before, report.after) if view.projection]
+    points = sum(len(found) for found in words)
+    titled = re.findall(r'<g class="point" data-group="\w+">\n<title>[^<]+: [^<]+</title>', page)
+    assert page.count('<g class="point"') == len(titled) == points
     assert page.count('class="marker"') == points + len(report.before.groups)
 
 
