@@ -78,8 +78,10 @@ TRAIN_DESCRIPTION = (
     "DIR/tokenizer.json (both replaced only when both are complete), and ends with a report: the "
     "nearest words of a few words and the mean cosine inside and between five word groups, in "
     "the random table before training and after. With --seed and --threads 1 two runs write the "
-    "same bytes. Bad options are one line with exit status 2, before any file is written; "
-    "Ctrl-C stops within seconds (status 130) and leaves the files the folder held before."
+    "same bytes. --figure FILE also writes the report as an HTML page: the word groups "
+    "projected before and after training, side by side. Bad options are one line with exit "
+    "status 2, before any file is written; a file that cannot be written, status 1; Ctrl-C "
+    "stops within seconds (status 130) and leaves the files the folder held before."
 )
 UPSTREAM_HELP = (
     "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
@@ -214,6 +216,12 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
         help="threads of the compiled kernels (default: one per processor)",
     )
     _add_language(parser)
+    _add_file_option(
+        parser,
+        "--figure",
+        "after the run, also write the report's figure to FILE: one HTML page, in --lang, of the "
+        "word groups projected before and after training (its folder must exist)",
+    )
 
 
 def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
@@ -518,6 +526,7 @@ def _run_train(args: argparse.Namespace) -> int:
         seed=args.seed,
         threads=args.threads,
         lang=args.lang,
+        figure=args.figure,
     )
     return run_train(request, sys.stdout, sys.stderr)
 

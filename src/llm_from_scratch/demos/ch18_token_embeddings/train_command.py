@@ -2,8 +2,9 @@
 
 Progress goes to standard error while the run lasts (on a terminal one line rewritten in place,
 otherwise one line per epoch); the report goes to standard output at the end. A bad option or
-corpus is one line on standard error with exit status 2, before any file is written; a file that
-cannot be written is one line with status 1; Ctrl-C is one line with status 130 and leaves the
+corpus (a ``--figure`` file whose folder is missing, or that names a folder, included) is one line
+on standard error with exit status 2, before any file is written; a file that cannot be written
+is one line with status 1; Ctrl-C is one line with status 130 and leaves the
 output folder with the files it held before (or, when it came while they were being written,
 both new ones).
 """
@@ -20,12 +21,13 @@ from llm_from_scratch.demos.ch18_token_embeddings.train import (
     ProgressState,
     TrainOptionError,
     TrainOptions,
+    TrainReport,
     train,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
 from llm_from_scratch.figures.labels import Labels
 from llm_from_scratch.figures.train_labels import TRAIN_LABELS, load_labels
-from llm_from_scratch.files import one_line
+from llm_from_scratch.files import one_line, replace_file, writable_path
 from llm_from_scratch.nn import CheckpointError
 
 __all__ = ["DEFAULT_OUTPUT", "TrainRequest", "run_train"]
@@ -38,7 +40,8 @@ REFUSED, FAILED, INTERRUPTED = 2, 1, 130
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """The command's arguments (``corpus`` None: the fetched Shakespeare texts)."""
+    """The command's arguments (``corpus`` None: the fetched Shakespeare texts; ``figure`` a
+    file for the report's figure, in ``lang``, or None for none)."""
 
     corpus: Path | None = None
     output: Path = DEFAULT_OUTPUT
@@ -50,11 +53,18 @@ class TrainRequest:
     seed: int = 1
     threads: int | None = None
     lang: str = "en"
+    figure: Path | None = None
 
 
 def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
-    """Train, printing progress to ``err`` and the report to ``out``; the exit status."""
+    """Train, printing progress to ``err`` and the report to ``out``, then write the figure
+    (when asked); the exit status."""
     labels = load_labels(request.lang, TRAIN_LABELS)
+    if request.figure is not None:
+        try:
+            writable_path(str(request.figure))
+        except OSError as error:
+            return _fail(err, _write_problem(request.figure, error), REFUSED)
     options = TrainOptions(
         corpus=request.corpus if request.corpus is not None else default_corpus_folder(),
         output=request.output,
@@ -85,7 +95,24 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
         message = label(labels, "interrupted_after_writing").format(folder=options.output)
         return _fail(err, message, INTERRUPTED)
     out.write(format_report(report, labels))
+    if request.figure is None:
+        return 0
+    return _write_figure(request.figure, report, request.lang, err)
+
+
+def _write_figure(path: Path, report: TrainReport, lang: str, err: TextIO) -> int:
+    from llm_from_scratch.figures.train import render_train_figure
+
+    page = render_train_figure(report, lang).encode("utf-8")
+    try:
+        replace_file(str(path), [memoryview(page)])
+    except OSError as error:
+        return _fail(err, _write_problem(path, error), FAILED)
     return 0
+
+
+def _write_problem(path: Path, error: OSError) -> str:
+    return one_line(f"{path}: {error.strerror or error}")
 
 
 class ProgressPrinter:

@@ -1,0 +1,117 @@
+"""The scatter layout the figures share: word groups projected on two principal components.
+
+:func:`layout_points` scales a
+:class:`~llm_from_scratch.demos.ch18_token_embeddings.neighbours.Projection` into a drawing of a
+given size, gives each word its group's marker shape (:func:`marker_path`) and nudges a word's
+text label down until it does not cover an earlier one. Up is positive, as in the projection.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from llm_from_scratch.demos.ch18_token_embeddings.neighbours import Projection
+
+__all__ = ["MARKER_SHAPES", "Point", "layout_points", "marker_path"]
+
+#: One marker shape per group, in the order of the groups.
+MARKER_SHAPES: Final = ("circle", "square", "triangle", "diamond", "cross")
+
+_MARGIN: Final = 24
+_LABEL_ROOM: Final = 84  # to the right of the rightmost marker, for its word
+_RADIUS: Final = 6.0
+_LINE: Final = 15.0  # the height of a word label
+_CHARACTER: Final = 7.6  # the width of one character of a word label, roughly
+
+
+@dataclass(frozen=True)
+class Point:
+    """A word's marker and label in drawing coordinates."""
+
+    group: str
+    shape: str
+    word: str
+    path: str
+    label_x: float
+    label_y: float
+
+
+def marker_path(shape: str, x: float, y: float, r: float = _RADIUS) -> str:
+    """The SVG path of a marker centred on ``(x, y)``.
+
+    >>> marker_path("square", 10, 10)
+    'M4.0 4.0h12.0v12.0h-12.0Z'
+    """
+    paths = {
+        "circle": f"M{x - r:.1f} {y:.1f}a{r} {r} 0 1 0 {2 * r} 0a{r} {r} 0 1 0 {-2 * r} 0Z",
+        "square": f"M{x - r:.1f} {y - r:.1f}h{2 * r}v{2 * r}h{-2 * r}Z",
+        "triangle": f"M{x:.1f} {y - r - 1:.1f}L{x + r + 1:.1f} {y + r:.1f}L{x - r - 1:.1f} "
+        f"{y + r:.1f}Z",
+        "diamond": f"M{x:.1f} {y - r - 1:.1f}L{x + r + 1:.1f} {y:.1f}L{x:.1f} {y + r + 1:.1f}"
+        f"L{x - r - 1:.1f} {y:.1f}Z",
+        "cross": f"M{x - r / 3:.1f} {y - r:.1f}h{2 * r / 3:.1f}v{2 * r / 3:.1f}h{2 * r / 3:.1f}"
+        f"v{2 * r / 3:.1f}h{-2 * r / 3:.1f}v{2 * r / 3:.1f}h{-2 * r / 3:.1f}v{-2 * r / 3:.1f}"
+        f"h{-2 * r / 3:.1f}v{-2 * r / 3:.1f}h{2 * r / 3:.1f}Z",
+    }
+    return paths[shape]
+
+
+def layout_points(
+    projection: Projection, shapes: Mapping[str, str], width: int, height: int
+) -> list[Point]:
+    """The projection's words laid out in a ``width`` x ``height`` drawing.
+
+    Args:
+        projection: the words on the first two principal components.
+        shapes: each group's marker shape, one of :data:`MARKER_SHAPES`.
+        width: the drawing's width; the rightmost marker leaves room for its word.
+        height: the drawing's height.
+
+    Returns:
+        One point per word, in the projection's order.
+    """
+    xs = [word.x for word in projection.words]
+    ys = [word.y for word in projection.words]
+    scale_x = _scale(min(xs), max(xs), _MARGIN, width - _MARGIN - _LABEL_ROOM)
+    scale_y = _scale(max(ys), min(ys), _MARGIN, height - _MARGIN)  # up is positive
+    places = [(scale_x(word.x), scale_y(word.y)) for word in projection.words]
+    # A label's box is (left, baseline, width); markers take the same kind of box.
+    taken = [(x - _RADIUS, y + _RADIUS, 2 * _RADIUS) for x, y in places]
+    points = []
+    for word, (x, y) in zip(projection.words, places, strict=True):
+        label_x, label_y = _free_place(x + _RADIUS + 4, y + 5, len(word.word), taken, height)
+        shape = shapes[word.group]
+        points.append(
+            Point(word.group, shape, word.word, marker_path(shape, x, y), label_x, label_y)
+        )
+    return points
+
+
+def _scale(low: float, high: float, start: float, end: float) -> functools.partial[float]:
+    return functools.partial(_linear, low, high, start, end)
+
+
+def _linear(low: float, high: float, start: float, end: float, value: float) -> float:
+    if high == low:
+        return (start + end) / 2
+    return start + (value - low) / (high - low) * (end - start)
+
+
+def _free_place(
+    x: float, y: float, characters: int, taken: list[tuple[float, float, float]], height: int
+) -> tuple[float, float]:
+    """The first place at or below ``(x, y)`` where a label does not cover an earlier one."""
+    width = characters * _CHARACTER
+    for _ in range(8):
+        if not any(
+            abs(y - other_y) < _LINE and x < other_x + other_width and other_x < x + width
+            for other_x, other_y, other_width in taken
+        ):
+            break
+        y += _LINE
+    taken.append((x, y, width))
+    return round(x, 1), round(min(y, height - 4), 1)
