@@ -2,8 +2,9 @@
 
 :func:`layout_points` scales a
 :class:`~llm_from_scratch.demos.ch18_token_embeddings.neighbours.Projection` into a drawing of a
-given size, gives each word its group's marker shape (:func:`marker_path`) and nudges a word's
-text label down until it does not cover an earlier one. Up is positive, as in the projection.
+given size, gives each word its group's marker shape (:func:`marker_path`) and moves a word's
+text label down or up, a line at a time, until it does not cover an earlier one. Up is
+positive, as in the projection.
 """
 
 from __future__ import annotations
@@ -104,14 +105,17 @@ def _linear(low: float, high: float, start: float, end: float, value: float) -> 
 def _free_place(
     x: float, y: float, characters: int, taken: list[tuple[float, float, float]], height: int
 ) -> tuple[float, float]:
-    """The first place at or below ``(x, y)`` where a label does not cover an earlier one."""
+    """The nearest place to ``(x, y)``, one label line at a time below, then above, and so on,
+    inside the drawing, where a label does not cover an earlier one (else ``(x, y)`` itself)."""
     width = characters * _CHARACTER
-    for _ in range(8):
-        if not any(
-            abs(y - other_y) < _LINE and x < other_x + other_width and other_x < x + width
+    place = y
+    for step in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6):
+        candidate = y + step * _LINE
+        if _LINE <= candidate <= height - 4 and not any(
+            abs(candidate - other_y) < _LINE and x < other_x + other_width and other_x < x + width
             for other_x, other_y, other_width in taken
         ):
+            place = candidate
             break
-        y += _LINE
-    taken.append((x, y, width))
-    return round(x, 1), round(min(y, height - 4), 1)
+    taken.append((x, place, width))
+    return round(x, 1), round(min(place, height - 4), 1)
