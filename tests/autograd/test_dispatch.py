@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -80,3 +81,25 @@ def test_one_kernel_thread_runs_serial_compilations_with_the_same_bits(optimizer
         assert trained() == serial
     finally:
         set_kernel_threads(previous)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({}, "PASSIVE"),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE"),
+        ({"GOMP_SPINCOUNT": "1000"}, None),
+    ],
+)
+def test_sleeping_threads_are_asked_for_only_when_the_environment_chose_no_wait(
+    monkeypatch: pytest.MonkeyPatch, given: dict[str, str], expected: str | None
+) -> None:
+    from llm_from_scratch.autograd.dispatch import sleep_between_kernels
+
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in given.items():
+        monkeypatch.setenv(name, value)
+    sleep_between_kernels()
+    assert os.environ.get("OMP_WAIT_POLICY") == expected
+    assert os.environ.get("GOMP_SPINCOUNT") == given.get("GOMP_SPINCOUNT")

@@ -48,18 +48,3 @@ def test_bad_arguments_are_refused(capsys: pytest.CaptureFixture[str], tmp_path:
     assert main(["bench", "train", "--corpus", str(tmp_path / "none")]) == 2
     assert "no corpus at" in capsys.readouterr().err
     assert main(["bench", "train", "--repeats", "0", "--corpus", str(tmp_path)]) == 2
-
-
-def test_the_trainers_run_without_the_wait_policy_the_package_set() -> None:
-    import os
-
-    import llm_from_scratch.bench.train as bench_train
-    from llm_from_scratch.autograd.dispatch import kernel_thread_limit, wait_policy_set_here
-
-    kernel_thread_limit()  # Numba is loaded: the policy is set unless the user set one
-    environment = bench_train._environment()
-    if wait_policy_set_here():
-        assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
-        assert "OMP_WAIT_POLICY" not in environment
-    else:
-        assert environment["OMP_WAIT_POLICY"] == os.environ["OMP_WAIT_POLICY"]

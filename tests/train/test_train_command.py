@@ -322,3 +322,28 @@ def test_compiled_kernels_write_the_same_bytes_on_any_number_of_threads(
         assert status == 0
         outputs.append(folder_bytes(output))
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_the_command_asks_for_sleeping_kernel_threads_before_numba_loads(
+    corpus: Path, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import os, sys\n"
+        "from llm_from_scratch.cli import main\n"
+        f"status = main(['ch18', 'train', '--corpus', {str(corpus)!r}, '--output', "
+        f"{str(tmp_path / 'out')!r}, '--dim', '8', '--epochs', '1', '--min-count', '2'])\n"
+        "policy = os.environ.get('OMP_WAIT_POLICY')\n"
+        "print(status, policy, 'numba' in sys.modules, file=sys.stderr)\n"
+    )
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environment
+    )
+    assert result.stderr.splitlines()[-1].split() == ["0", "PASSIVE", "True"], result.stderr

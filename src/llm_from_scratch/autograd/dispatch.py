@@ -141,25 +141,24 @@ def set_kernel_threads(count: int) -> int:
     return previous
 
 
-_wait_policy_set_here = [False]
+def sleep_between_kernels() -> None:
+    """Ask Numba's OpenMP threads to sleep as soon as a parallel region ends
+    (``OMP_WAIT_POLICY=PASSIVE``), unless the environment already chose a wait
+    (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``). OpenMP reads it once, when Numba first loads
+    it, so this changes nothing after the first compiled kernel of the process.
 
-
-def wait_policy_set_here() -> bool:
-    """True when this module, not the user, set ``OMP_WAIT_POLICY`` in this process's
-    environment (see :func:`_numba`): a benchmark leaves it out of the environment of the
-    other programs it runs, so that they run as their users would."""
-    return _wait_policy_set_here[0]
+    For a long run that interleaves Python work with many short kernels on a machine shared
+    with other work (``ch18 train`` calls it): there, GNU OpenMP's default spin made two
+    two-thread training epochs side by side take 2.7 times as long. A library call keeps the
+    default, under which back-to-back kernels on a small table run up to 1.3 times faster
+    (``docs/performance.md``).
+    """
+    if not any(name in os.environ for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 
 def _numba() -> Any:
-    """Numba, imported here only. Its OpenMP threads are first told to sleep between parallel
-    regions rather than spin (``OMP_WAIT_POLICY=PASSIVE``, unless the environment says
-    otherwise; OpenMP reads it when Numba first loads it): on a machine shared with other work,
-    spinning threads took 11 times the CPU time and 15 times the wall time of a two-thread
-    skip-gram epoch (``docs/performance.md``)."""
-    if "OMP_WAIT_POLICY" not in os.environ:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-        _wait_policy_set_here[0] = True
+    """Numba, imported here only."""
     import numba
 
     return numba

@@ -21,7 +21,6 @@ difference, the separation. Then the ratios the targets name. Measuring code bui
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,6 @@ from typing import Final
 
 import numpy as np
 
-from llm_from_scratch.autograd.dispatch import wait_policy_set_here
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, group_cosines
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS
 from llm_from_scratch.nn import Embedding
@@ -155,15 +153,6 @@ def _read_table(trainer: str, output: Path) -> tuple[np.ndarray, list[str]]:
     return np.load(output / "vectors.npy"), list(words)
 
 
-def _environment() -> dict[str, str]:
-    """This process's environment, without the OpenMP wait policy that the package set for
-    Numba here (each trainer runs with its own defaults; ours sets the policy itself)."""
-    environment = dict(os.environ)
-    if wait_policy_set_here():
-        environment.pop("OMP_WAIT_POLICY", None)
-    return environment
-
-
 def measure(
     corpus: Path,
     epochs: int,
@@ -192,7 +181,6 @@ def measure(
                     command,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE,
-                    env=_environment(),
                     check=False,
                 )
                 if completed.returncode != 0:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TextIO
 
+from llm_from_scratch.autograd.dispatch import sleep_between_kernels
 from llm_from_scratch.demos.ch18_token_embeddings.corpus import CorpusError, default_corpus_folder
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import label
 from llm_from_scratch.demos.ch18_token_embeddings.train import (
@@ -59,6 +60,7 @@ class TrainRequest:
 def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
     """Train, printing progress to ``err`` and the report to ``out``, then write the figure
     (when asked); the exit status."""
+    sleep_between_kernels()
     labels = load_labels(request.lang, TRAIN_LABELS)
     if request.figure is not None:
         try:
