@@ -13,12 +13,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from llm_from_scratch.figures.labels import LANGUAGES
+
 from conftest import import_optional, unavailable
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
 playwright_api = import_optional("playwright.sync_api", "playwright")
+
+#: The widths every figure is drawn at: a desktop window and a narrow phone.
+WIDTHS = (1280, 360)
+#: Each language at each width, as test parameters named like ``en-1280px``.
+PAGE_CASES = [
+    pytest.param(lang, width, id=f"{lang}-{width}px") for lang in LANGUAGES for width in WIDTHS
+]
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -16,23 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_from_scratch.cli import main
 from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE
 from llm_from_scratch.figures.token_embeddings import parse_trace
 from llm_from_scratch.tensor import Tensor
 
+from cli_support import run_cli
 from conftest import GOLDEN
 
 SPEC = Path(__file__).resolve().parents[2] / "docs" / "spec" / "ch18-token-embeddings.md"
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(args))
-    except SystemExit as exit_:
-        status = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def test_ch18_prints_the_demo_byte_for_byte(capsys: pytest.CaptureFixture[str]) -> None:

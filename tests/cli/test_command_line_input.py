@@ -22,19 +22,11 @@ from llm_from_scratch.cli import main
 from llm_from_scratch.files import FILE_BYTE_LIMIT, one_line
 
 from checks import within_seconds
+from cli_support import run_cli
 from conftest import require_tokenizers, unavailable
 from neighbours_support import layer_of
 
 NO_FILE = "/no/such/folder/file"
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(args))
-    except SystemExit as exit_:
-        status = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def error_lines(err: str) -> list[str]:

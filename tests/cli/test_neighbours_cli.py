@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_from_scratch.cli import main
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.neighbour_labels import NEIGHBOUR_LABELS
 
+from cli_support import run_cli
 from conftest import require_pretrained, require_tokenizers
 from neighbours_support import layer_of
 
@@ -28,15 +28,6 @@ ROWS = [
     [0.1, 0.9, 0.0],
     [0.0, 0.1, 1.0],
 ]
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(args))
-    except SystemExit as exit_:
-        status = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def labels(lang: str) -> dict[str, object]:

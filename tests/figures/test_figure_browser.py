@@ -18,6 +18,7 @@ from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE, render_t
 from llm_from_scratch.figures.token_embeddings import LANGUAGES, parse_trace, render_figure
 
 from browser_support import (
+    WIDTHS,
     assert_fits_sideways,
     assert_numbers_left_to_right,
     assert_reads_without_script,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["browser"]  # the shared fixture, used by name
 
-WIDTHS = (1280, 360)
 STATES = ("unused", "selected-once", "selected-repeated")
 
 #: The trace of spec section 7, byte for byte (LF endings kept: read as bytes).

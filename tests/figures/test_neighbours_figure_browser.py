@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from browser_support import (
+    LANGUAGES,
+    PAGE_CASES,
     assert_fits_sideways,
     assert_numbers_left_to_right,
     assert_reads_without_script,
@@ -28,11 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["browser"]  # the shared fixture, used by name
 
-LANGUAGES = ("en", "ru")
-WIDTHS = (1280, 360)
-CASES = [
-    pytest.param(lang, width, id=f"{lang}-{width}px") for lang in LANGUAGES for width in WIDTHS
-]
 GROUP_COUNT, WORD_COUNT, REGION_COUNT = 5, 20, 3
 
 
@@ -53,7 +50,7 @@ def documents() -> dict[str, str]:
     return {lang: render_neighbours_figure(figure, lang) for lang in LANGUAGES}
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_the_page_never_overflows_sideways_and_wide_parts_scroll_in_their_region(
     browser: Browser, documents: dict[str, str], tmp_path: Path, lang: str, width: int
 ) -> None:
@@ -64,7 +61,7 @@ def test_the_page_never_overflows_sideways_and_wide_parts_scroll_in_their_region
     assert requests == []
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_every_scroll_region_is_reached_with_tab_has_a_name_and_shows_its_focus(
     browser: Browser, documents: dict[str, str], lang: str, width: int
 ) -> None:
@@ -74,7 +71,7 @@ def test_every_scroll_region_is_reached_with_tab_has_a_name_and_shows_its_focus(
     assert len(set(reached)) == REGION_COUNT and all(reached)
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_forced_colours_keep_the_groups_apart_by_marker_shape_and_every_point_has_its_word(
     browser: Browser, documents: dict[str, str], tmp_path: Path, lang: str, width: int
 ) -> None:
@@ -107,7 +104,7 @@ def test_forced_colours_keep_the_groups_apart_by_marker_shape_and_every_point_ha
     assert len(labels) == WORD_COUNT and all(label.strip() for label in labels)
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_numbers_stay_left_to_right_under_a_right_to_left_ancestor(
     browser: Browser, documents: dict[str, str], lang: str, width: int
 ) -> None:

@@ -16,6 +16,8 @@ from llm_from_scratch.demos.ch18_token_embeddings.train import TrainOptions, Tra
 from llm_from_scratch.figures.train import render_train_figure
 
 from browser_support import (
+    LANGUAGES,
+    PAGE_CASES,
     assert_fits_sideways,
     assert_numbers_left_to_right,
     assert_reads_without_script,
@@ -32,11 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["browser"]  # the shared fixture, used by name
 
-LANGUAGES = ("en", "ru")
-WIDTHS = (1280, 360)
-CASES = [
-    pytest.param(lang, width, id=f"{lang}-{width}px") for lang in LANGUAGES for width in WIDTHS
-]
 REGION_COUNT = 3  # the two plots and the table of groups
 
 
@@ -52,7 +49,7 @@ def documents(report: TrainReport) -> dict[str, str]:
     return {lang: render_train_figure(report, lang) for lang in LANGUAGES}
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_the_page_never_overflows_sideways_and_wide_parts_scroll_in_their_region(
     browser: Browser, documents: dict[str, str], tmp_path: Path, lang: str, width: int
 ) -> None:
@@ -63,7 +60,7 @@ def test_the_page_never_overflows_sideways_and_wide_parts_scroll_in_their_region
     assert requests == []
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_the_panels_stand_side_by_side_when_wide_and_one_above_the_other_when_narrow(
     browser: Browser, documents: dict[str, str], lang: str, width: int
 ) -> None:
@@ -81,7 +78,7 @@ def test_the_panels_stand_side_by_side_when_wide_and_one_above_the_other_when_na
         assert before["bottom"] <= after["top"]
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_every_scroll_region_is_reached_with_tab_has_a_name_and_shows_its_focus(
     browser: Browser, documents: dict[str, str], lang: str, width: int
 ) -> None:
@@ -115,7 +112,7 @@ def one_per_group(markers: list[dict[str, object]], field: str) -> dict[object, 
     return {group: next(iter(found)) for group, found in values.items()}
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_each_group_has_its_own_marker_shape_and_its_own_colour(
     browser: Browser, documents: dict[str, str], report: TrainReport, lang: str, width: int
 ) -> None:
@@ -128,7 +125,7 @@ def test_each_group_has_its_own_marker_shape_and_its_own_colour(
         assert len(chosen) == len(set(chosen.values())) == groups, field
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_forced_colours_keep_the_groups_apart_by_marker_shape_and_every_point_has_its_word(
     browser: Browser,
     documents: dict[str, str],
@@ -157,7 +154,7 @@ def test_forced_colours_keep_the_groups_apart_by_marker_shape_and_every_point_ha
     assert labels == words
 
 
-@pytest.mark.parametrize(("lang", "width"), CASES)
+@pytest.mark.parametrize(("lang", "width"), PAGE_CASES)
 def test_numbers_stay_left_to_right_under_a_right_to_left_ancestor(
     browser: Browser, documents: dict[str, str], lang: str, width: int
 ) -> None:
