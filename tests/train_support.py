@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import numpy as np
 
-from llm_from_scratch.cli import main
+from cli_support import run_main
 
 GROUPS = {
     "family": ["father", "mother", "brother", "sister", "son", "daughter"],
@@ -40,12 +38,9 @@ def write_corpus(folder: Path, lines: int = 400, seed: int = 0) -> Path:
 
 def run_train(corpus: Path, output: Path, *options: str) -> tuple[int, str, str]:
     """``llm-from-scratch ch18 train`` in this process: the exit status, stdout and stderr."""
-    out, err = io.StringIO(), io.StringIO()
     argv = ["ch18", "train", "--corpus", str(corpus), "--output", str(output)]
     argv += ["--dim", "8", "--window", "2", "--epochs", "2", "--min-count", "2"]
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main([*argv, *options])
-    return status, out.getvalue(), err.getvalue()
+    return run_main([*argv, *options])
 
 
 def folder_bytes(folder: Path) -> dict[str, bytes]:

@@ -6,8 +6,6 @@ endless file and numbers of any size in an answers file are typed one-line error
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import tempfile
@@ -18,11 +16,10 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from llm_from_scratch.cli import main
 from llm_from_scratch.files import FILE_BYTE_LIMIT, one_line
 
 from checks import within_seconds
-from cli_support import run_cli
+from cli_support import run_cli, run_main
 from conftest import require_tokenizers, unavailable
 from neighbours_support import layer_of
 
@@ -81,13 +78,7 @@ def test_any_command_line_is_an_exit_status_and_at_most_one_error_line(
     argv = filled(template, first, second)
     if argv[0] == "-" or argv[:2] == ["ch18", "-"] or "bench" in argv[:1]:
         return  # standard input and the benchmarks are not this test's business
-    capture = Capture()
-    with capture:
-        try:
-            status = main(argv)
-        except SystemExit as exit_:
-            status = int(exit_.code or 0)
-    out, err = capture.out.getvalue(), capture.err.getvalue()
+    status, out, err = run_main(argv)
     bad = [number for number, word in enumerate(argv, start=1) if not_text(word)]
     if bad:
         event("not text")
@@ -99,20 +90,6 @@ def test_any_command_line_is_an_exit_status_and_at_most_one_error_line(
     assert status in (0, 1, 2)
     assert len(lines) == (0 if status == 0 else 1), err
     assert all(line.isprintable() for line in lines)
-
-
-class Capture:
-    """Standard output and error as text, for a test that Hypothesis repeats."""
-
-    def __enter__(self) -> Capture:
-        self.out, self.err = io.StringIO(), io.StringIO()
-        self.stack = contextlib.ExitStack()
-        self.stack.enter_context(contextlib.redirect_stdout(self.out))
-        self.stack.enter_context(contextlib.redirect_stderr(self.err))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stack.close()
 
 
 def test_a_word_that_is_not_utf8_is_refused_on_one_line_before_the_tokenizer(
@@ -242,13 +219,7 @@ def test_any_words_are_neighbours_or_one_error_line(
     table, tokenizer = own_table
     argv = ["ch18", "neighbours", "--table", table, "--tokenizer", tokenizer, "--count", "1"]
     argv += ["--tensor", "words.weight", "--", *chosen]
-    capture = Capture()
-    with capture:
-        try:
-            status = main(argv)
-        except SystemExit as exit_:
-            status = int(exit_.code or 0)
-    out, err = capture.out.getvalue(), capture.err.getvalue()
+    status, out, err = run_main(argv)
     if any(not_text(word) for word in chosen):
         event("not text")
         assert (status, out) == (2, "") and err.startswith("error: command-line word ")
