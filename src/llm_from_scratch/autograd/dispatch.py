@@ -96,6 +96,20 @@ def _type_key(argument: Any) -> object:
 _threads = threading.local()  # ``count``: the calling thread's kernel threads, once set here
 
 
+_HELPERS: dict[str, types.FunctionType] = {}
+"""Plain functions that compiled kernels call, by name (see :func:`kernel_helper`)."""
+
+
+def kernel_helper(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a small module-level function that kernel loops call: Python runs it as it is, and
+    a kernel that names it is compiled with a compiled copy of it.
+    Helper names are unique across the package."""
+    if not isinstance(function, types.FunctionType):
+        raise TypeError(f"a kernel helper is a plain function, got {type(function).__name__}")
+    _HELPERS[function.__name__] = function
+    return function
+
+
 def compiled_kernel(
     *, parallel: bool, pack_lanes: bool = False
 ) -> Callable[[Callable[..., Any]], CompiledKernel]:
@@ -164,11 +178,23 @@ def _numba() -> Any:
     return numba
 
 
+def _compiled_helper(helper: types.FunctionType) -> Callable[..., Any]:
+    numba = _numba()
+    compiled: Callable[..., Any] = numba.njit(cache=True, nogil=True)(helper)
+    return compiled
+
+
 def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:
     numba = _numba()
 
-    # The loop's module sees Python's range as `prange`; the compiled copy sees Numba's.
-    namespace = {**loop.__globals__, "prange": numba.prange}
+    # The loop's module sees Python's range as `prange`; the compiled copy sees Numba's, and
+    # compiled copies of the helpers it names.
+    helpers = {
+        name: _compiled_helper(helper)
+        for name, helper in _HELPERS.items()
+        if loop.__globals__.get(name) is helper
+    }
+    namespace = {**loop.__globals__, "prange": numba.prange, **helpers}
     copy = types.FunctionType(
         loop.__code__, namespace, loop.__name__, loop.__defaults__, loop.__closure__
     )

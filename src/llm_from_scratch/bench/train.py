@@ -21,6 +21,7 @@ difference, the separation. Then the ratios the targets name. Measuring code bui
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -49,6 +50,7 @@ class Measured:
     trainer: str
     threads: int
     seconds: tuple[float, ...]
+    peak_memory: tuple[int, ...]
     words_per_run: int
     within: float
     between: float
@@ -57,6 +59,11 @@ class Measured:
     def median_seconds(self) -> float:
         """The median wall time of the whole process."""
         return statistics.median(self.seconds)
+
+    @property
+    def median_peak_memory(self) -> float:
+        """The median peak resident set of the whole process, in bytes."""
+        return statistics.median(self.peak_memory)
 
     @property
     def words_per_second(self) -> float:
@@ -74,6 +81,7 @@ class TrainBenchResult:
     """Every trainer and thread count measured, with the settings."""
 
     corpus: Path
+    copies: int
     epochs: int
     rounds: int
     measured: tuple[Measured, ...]
@@ -153,67 +161,94 @@ def _read_table(trainer: str, output: Path) -> tuple[np.ndarray, list[str]]:
     return np.load(output / "vectors.npy"), list(words)
 
 
+def timed_process(command: Sequence[str]) -> tuple[float, int]:
+    """Run ``command`` as a fresh process: its wall time and its peak resident set in bytes
+    (the child's own, from ``wait4``). Its output is discarded.
+
+    Raises:
+        RuntimeError: it exited with a status other than 0 (its standard error is printed).
+    """
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            errors.seek(0)
+            sys.stderr.write(errors.read().decode("utf-8", "replace"))
+            raise RuntimeError(f"{' '.join(command)} exited with {process.returncode}")
+    return seconds, usage.ru_maxrss * 1024
+
+
+def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:
+    """``corpus`` ``copies`` times over: ``folder/copy-1/...`` to ``folder/copy-N/...``, each a
+    symbolic link to every text of the corpus (read as the texts themselves)."""
+    from llm_from_scratch.training.corpus import corpus_files
+
+    files = [file.path for file in corpus_files(corpus)]
+    for copy in range(1, copies + 1):
+        target = folder / f"copy-{copy}"
+        target.mkdir(parents=True)
+        for index, path in enumerate(files):
+            (target / f"{index:05d}-{path.name}").symlink_to(path.resolve())
+    return folder
+
+
 def measure(
     corpus: Path,
     epochs: int,
     rounds: int,
     trainers: Sequence[str] = TRAINERS,
     threads: Sequence[int] = THREADS,
-    words_read: int | None = None,
+    copies: int = 1,
 ) -> TrainBenchResult:
-    """Run every trainer on every thread count ``rounds`` times, taking turns in each round."""
-    from llm_from_scratch.demos.ch18_token_embeddings.corpus import load_corpus
+    """Run every trainer on every thread count ``rounds`` times, taking turns in each round,
+    on ``copies`` copies of ``corpus``."""
+    from llm_from_scratch.training.corpus import corpus_files, count_words
 
-    words = words_read if words_read is not None else load_corpus(corpus).words_read
     cases = [(trainer, count) for count in threads for trainer in trainers]
-    times: dict[tuple[str, int], list[float]] = {case: [] for case in cases}
+    times: dict[tuple[str, int], list[tuple[float, int]]] = {case: [] for case in cases}
     measures: dict[tuple[str, int], tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-train-") as scratch:
+        source = corpus if copies == 1 else copied_corpus(corpus, copies, Path(scratch) / "c")
+        words = sum(count_words(corpus_files(source))[1].values())
         for round_index in range(rounds):
             for trainer, count in cases:
                 output = Path(scratch) / f"{trainer}-{count}"
-                command = _command(trainer, corpus, output, epochs, count)
+                command = _command(trainer, source, output, epochs, count)
                 print(
                     f"round {round_index + 1}/{rounds}: {trainer}, {count} threads", file=sys.stderr
                 )
-                start = time.perf_counter()
-                completed = subprocess.run(
-                    command,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    check=False,
-                )
-                if completed.returncode != 0:
-                    sys.stderr.write(completed.stderr.decode("utf-8", "replace"))
-                    raise RuntimeError(f"{' '.join(command)} exited with {completed.returncode}")
-                times[(trainer, count)].append(time.perf_counter() - start)
+                times[(trainer, count)].append(timed_process(command))
                 measures[(trainer, count)] = group_measure(*_read_table(trainer, output))
     measured = tuple(
         Measured(
             trainer,
             count,
-            tuple(times[(trainer, count)]),
+            tuple(seconds for seconds, _ in times[(trainer, count)]),
+            tuple(memory for _, memory in times[(trainer, count)]),
             words * epochs,
             *measures[(trainer, count)],
         )
         for trainer, count in cases
     )
-    return TrainBenchResult(corpus, epochs, rounds, measured)
+    return TrainBenchResult(corpus, copies, epochs, rounds, measured)
 
 
 def format_result(result: TrainBenchResult) -> str:
     """One line per trainer and thread count, then the ratios of the targets."""
     lines = [
-        f"corpus {result.corpus}, {result.epochs} epochs, median of {result.rounds} rounds "
-        "(whole processes, taking turns)",
-        f"{'trainer':<8} {'threads':>7} {'seconds':>8} {'words/s':>10} {'inside':>7} "
-        f"{'between':>7} {'separation':>10}",
+        f"corpus {result.corpus} x{result.copies}, {result.epochs} epochs, median of "
+        f"{result.rounds} rounds (whole processes, taking turns)",
+        f"{'trainer':<8} {'threads':>7} {'seconds':>8} {'words/s':>10} {'peak MB':>8} "
+        f"{'inside':>7} {'between':>7} {'separation':>10}",
     ]
     for found in result.measured:
         lines.append(
             f"{found.trainer:<8} {found.threads:>7} {found.median_seconds:>8.2f} "
-            f"{found.words_per_second:>10,.0f} {found.within:>7.4f} {found.between:>7.4f} "
-            f"{found.separation:>10.4f}"
+            f"{found.words_per_second:>10,.0f} {found.median_peak_memory / 2**20:>8.0f} "
+            f"{found.within:>7.4f} {found.between:>7.4f} {found.separation:>10.4f}"
         )
     lines.append("")
     for threads in sorted({found.threads for found in result.measured}):
@@ -225,7 +260,8 @@ def format_result(result: TrainBenchResult) -> str:
             if theirs is not None:
                 lines.append(
                     f"ours / {other}, {threads} threads: words/s "
-                    f"{ours.words_per_second / theirs.words_per_second:.2f}x, separation "
+                    f"{ours.words_per_second / theirs.words_per_second:.2f}x, peak memory "
+                    f"{ours.median_peak_memory / theirs.median_peak_memory:.2f}x, separation "
                     f"{ours.separation / theirs.separation:.2f}x"
                 )
     gensim_one, ours_two = result.find("gensim", 1), result.find("ours", 2)
@@ -237,6 +273,11 @@ def format_result(result: TrainBenchResult) -> str:
         )
     if ours_two is not None:
         lines.append(f"ours on 2 threads: {ours_two.median_seconds:.1f} s")
+    if ours_one is not None and ours_two is not None:
+        lines.append(
+            "ours, 2 threads over 1, words/s: "
+            f"{ours_two.words_per_second / ours_one.words_per_second:.2f}x"
+        )
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -246,19 +287,20 @@ def run(
     rounds: int = 3,
     trainers: Sequence[str] = TRAINERS,
     threads: Sequence[int] = THREADS,
+    copies: int = 1,
 ) -> int:
     """Measure and print (``corpus`` None: the fetched Shakespeare texts)."""
-    from llm_from_scratch.demos.ch18_token_embeddings.corpus import default_corpus_folder
+    from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 
-    if rounds < 1 or epochs < 1:
-        print("error: --repeats and --epochs must be at least 1", file=sys.stderr)
+    if rounds < 1 or epochs < 1 or copies < 1:
+        print("error: --repeats, --epochs and --copies must be at least 1", file=sys.stderr)
         return 2
     path = corpus if corpus is not None else default_corpus_folder()
     if not path.exists():
         print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
         return 2
     try:
-        result = measure(path, epochs, rounds, trainers, threads)
+        result = measure(path, epochs, rounds, trainers, threads, copies)
     except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -3,18 +3,20 @@ gensim's ``Word2Vec`` and the same skip-gram model written with PyTorch.
 
 ``python -m llm_from_scratch.bench.train_runners gensim|torch --corpus PATH --output DIR
 --epochs E --threads T --seed S`` trains on the corpus as ``ch18 train`` reads it (the same
-sentences, words and vocabulary rule), writes ``DIR/vectors.npy`` (the input table, float32) and
-``DIR/words.json`` (the word of each row) and prints its training seconds as JSON.
+stream of sentences, the same words and vocabulary rule), writes ``DIR/vectors.npy`` (the input
+table, float32) and ``DIR/words.json`` (the word of each row) and prints its training seconds as
+JSON.
 
 - **gensim**: ``Word2Vec(sentences, sg=1, vector_size=100, window=5, negative=5, min_count=5,
   epochs=E, workers=T, seed=S)``, its defaults otherwise (``sample=1e-3``, ``alpha`` 0.025 falling
-  to ``0.0001``). Its sentences are the corpus's lines as lists of words.
-- **torch**: the model of ``ch18 train`` on PyTorch's own operations: two
-  ``nn.Embedding(V, d, sparse=True)`` tables (the input table Xavier-uniform, the context table
-  zeros), scores by ``torch.bmm``, ``F.logsigmoid``, a summed loss and ``torch.optim.SGD`` with
-  the same linearly falling learning rate, on the very pairs and negatives our sampler draws
-  (:mod:`~llm_from_scratch.demos.ch18_token_embeddings.skipgram`) in batches of the same size,
-  ``torch.set_num_threads(T)``.
+  to ``0.0001``). Its sentences are an iterable that streams the corpus's lines as lists of words
+  on every pass (:func:`~llm_from_scratch.training.corpus.sentences`), never held in memory.
+- **torch**: the model of ``ch18 train`` on PyTorch's own operations, as a PyTorch user writes
+  it: two ``nn.Embedding(V, d, sparse=True)`` tables (the input table Xavier-uniform, the
+  context table zeros), scores by ``torch.bmm``, ``F.logsigmoid``, a summed loss and
+  ``torch.optim.SGD`` with the same linearly falling learning rate, in batches of
+  :data:`BATCH_PAIRS` pairs drawn with NumPy from each block of the corpus (the same
+  subsampling, windows and noise distribution), ``torch.set_num_threads(T)``.
 
 gensim and PyTorch are imported here only, by these processes: the package never needs them.
 """
@@ -25,31 +27,31 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
-from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
-    DEFAULT_MIN_COUNT,
-    corpus_files,
-    load_corpus,
-    sentences,
-)
-from llm_from_scratch.demos.ch18_token_embeddings.skipgram import (
-    NoiseTable,
-    epoch_pairs,
-    keep_probabilities,
-    pair_batches,
-)
-from llm_from_scratch.demos.ch18_token_embeddings.train import (
-    BATCH_PAIRS,
-    LEARNING_RATE,
-    MIN_LEARNING_RATE,
-)
+from llm_from_scratch.training.corpus import corpus_files, count_words, pieces, sentences
+from llm_from_scratch.training.kernels import SENTENCE_END
+from llm_from_scratch.training.options import RATES
+from llm_from_scratch.training.skipgram import NoiseTable, keep_probabilities
+from llm_from_scratch.training.vocabulary import DEFAULT_MIN_COUNT, Vocabulary
 
 RUNNERS = ("gensim", "torch")
+BATCH_PAIRS: Final = 4096
+"""Pairs per PyTorch step."""
+
+
+class Sentences:
+    """The corpus's sentences, streamed anew on every pass (gensim iterates several times)."""
+
+    def __init__(self, corpus: Path) -> None:
+        self._files = count_words(corpus_files(corpus))[0]
+
+    def __iter__(self) -> Iterator[list[str]]:
+        return sentences(self._files)
 
 
 def run_gensim(
@@ -58,9 +60,8 @@ def run_gensim(
     """Train gensim's skip-gram; the input vectors and the word of each row."""
     from gensim.models import Word2Vec
 
-    lines = list(sentences(corpus_files(corpus)))
     model = Word2Vec(
-        lines,
+        Sentences(corpus),
         sg=1,
         vector_size=dim,
         window=5,
@@ -73,6 +74,34 @@ def run_gensim(
     return np.asarray(model.wv.vectors, dtype=np.float32), list(model.wv.index_to_key)
 
 
+def block_pairs_numpy(
+    tokens: np.ndarray, keep: np.ndarray, window: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """A block's (centre, context) pairs, vectorized: the words of the vocabulary subsampled,
+    each kept word paired with the kept words of its sentence at most ``window - b`` places
+    away (``b`` uniform in ``0..window-1``)."""
+    sentence = np.cumsum(tokens == SENTENCE_END)
+    known = tokens >= 0
+    kept = known.copy()
+    kept[known] = rng.random(int(known.sum())) < keep[tokens[known]]
+    words, sentence = tokens[kept].astype(np.intp), sentence[kept]
+    centres, contexts = [], []
+    reach = window - rng.integers(0, window, size=words.size)
+    for offset in range(1, window + 1):
+        for sign in (-1, 1):
+            lo, hi = (offset, words.size) if sign < 0 else (0, words.size - offset)
+            if hi <= lo:
+                continue
+            at = np.arange(lo, hi)
+            other = at + sign * offset
+            ok = (sentence[at] == sentence[other]) & (reach[at] >= offset)
+            centres.append(words[at[ok]])
+            contexts.append(words[other[ok]])
+    if not centres:
+        return np.empty(0, np.intp), np.empty(0, np.intp)
+    return np.concatenate(centres), np.concatenate(contexts)
+
+
 def run_torch(
     corpus: Path, epochs: int, threads: int, seed: int, dim: int
 ) -> tuple[Any, list[str]]:
@@ -81,35 +110,60 @@ def run_torch(
 
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    encoded = load_corpus(corpus, DEFAULT_MIN_COUNT)
-    vocabulary = encoded.vocabulary
+    files, counted = count_words(corpus_files(corpus))
+    vocabulary = Vocabulary.from_counts(counted, DEFAULT_MIN_COUNT)
+    words_total = sum(counted.values()) * epochs
     rows = vocabulary.vocabulary_size
     inputs = torch.nn.Embedding(rows, dim, sparse=True)
     torch.nn.init.xavier_uniform_(inputs.weight)
     contexts = torch.nn.Embedding(rows, dim, sparse=True)
     torch.nn.init.zeros_(contexts.weight)
-    optimizer = torch.optim.SGD([inputs.weight, contexts.weight], lr=LEARNING_RATE)
+    optimizer = torch.optim.SGD([inputs.weight, contexts.weight], lr=RATES[0])
     counts = np.asarray(vocabulary.counts)
     keep, noise = keep_probabilities(counts), NoiseTable.of(counts)
     rng = np.random.default_rng(seed)
-    for epoch in range(epochs):
-        centres, pairs_contexts = epoch_pairs(encoded.ids, encoded.starts, keep, 5, rng)
-        done = 0
-        for batch in pair_batches(centres, pairs_contexts, noise, 5, BATCH_PAIRS, rng):
-            fraction = (epoch + done / centres.size) / epochs
-            for group in optimizer.param_groups:
-                group["lr"] = LEARNING_RATE - (LEARNING_RATE - MIN_LEARNING_RATE) * fraction
-            centre_vectors = inputs(torch.from_numpy(batch.centres))
-            target_vectors = contexts(torch.from_numpy(batch.targets))
-            scores = torch.bmm(target_vectors, centre_vectors.unsqueeze(2)).squeeze(2)
-            labels = torch.from_numpy(batch.labels)
-            loss = -torch.nn.functional.logsigmoid(scores * labels).sum()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            done += batch.size
+    read = 0
+    for _ in range(epochs):
+        for file in files:
+            for piece in pieces(file):
+                tokens = vocabulary.tokens(piece.text)
+                read += int(np.count_nonzero(tokens != SENTENCE_END))
+                rate = max(RATES[1], RATES[0] - (RATES[0] - RATES[1]) * read / words_total)
+                for group in optimizer.param_groups:
+                    group["lr"] = rate
+                centres, targets_first = block_pairs_numpy(tokens, keep, 5, rng)
+                for start in range(0, centres.size, BATCH_PAIRS):
+                    batch = slice(start, start + BATCH_PAIRS)
+                    _torch_step(torch, inputs, contexts, optimizer, noise, rng,
+                                centres[batch], targets_first[batch])
     vectors = inputs.weight.detach().numpy()[: rows - 1]  # the unknown token's row left out
     return np.ascontiguousarray(vectors, dtype=np.float32), list(vocabulary.words[:-1])
+
+
+def _torch_step(
+    torch: Any,
+    inputs: Any,
+    contexts: Any,
+    optimizer: Any,
+    noise: NoiseTable,
+    rng: np.random.Generator,
+    centres: np.ndarray,
+    context_words: np.ndarray,
+) -> None:
+    size = noise.accept.size
+    scaled = rng.random((centres.size, 5)) * size
+    slots = np.minimum(scaled.astype(np.intp), size - 1)
+    drawn = np.where(scaled - slots < noise.accept[slots], slots, noise.alias[slots])
+    targets = np.concatenate([context_words[:, None], drawn], axis=1)
+    labels = np.where(drawn == context_words[:, None], 0.0, -1.0).astype(np.float32)
+    labels = np.concatenate([np.ones((centres.size, 1), np.float32), labels], axis=1)
+    centre_vectors = inputs(torch.from_numpy(centres))
+    target_vectors = contexts(torch.from_numpy(targets))
+    scores = torch.bmm(target_vectors, centre_vectors.unsqueeze(2)).squeeze(2)
+    loss = -torch.nn.functional.logsigmoid(scores * torch.from_numpy(labels)).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

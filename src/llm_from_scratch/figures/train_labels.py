@@ -55,6 +55,7 @@ TRAIN_LABELS: Final = LabelTable(
         "corpus",
         "model",
         "training",
+        "resumed",
         "no_training",
         "epoch_header.epoch",
         "epoch_header.pairs",

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Final
 
-from llm_from_scratch.demos.ch18_token_embeddings.corpus_text import (
+from llm_from_scratch.training.corpus import (
     CorpusError,
     os_reason,
     write_atomically,

@@ -4,34 +4,34 @@ Progress goes to standard error while the run lasts (on a terminal one line rewr
 otherwise one line per epoch); the report goes to standard output at the end. A bad option or
 corpus (a ``--figure`` file whose folder is missing, or that names a folder, included) is one line
 on standard error with exit status 2, before any file is written; a file that cannot be written
-is one line with status 1; Ctrl-C is one line with status 130 and leaves the
-output folder with the files it held before (or, when it came while they were being written,
-both new ones).
+is one line with status 1; Ctrl-C is one line with status 130 and leaves the output folder with
+the files it held before and the run's last checkpoint (or, when it came while the files were
+being written, both new ones). ``--resume DIR`` goes on from the checkpoint in ``DIR`` with the
+options it was made with (an option given again must have the same value).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 from llm_from_scratch.autograd.dispatch import sleep_between_kernels
-from llm_from_scratch.demos.ch18_token_embeddings.corpus import CorpusError, default_corpus_folder
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import label
-from llm_from_scratch.demos.ch18_token_embeddings.train import (
-    ProgressState,
-    TrainOptionError,
-    TrainOptions,
-    TrainReport,
-    train,
-)
+from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
+from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
 from llm_from_scratch.figures.labels import Labels
 from llm_from_scratch.figures.train_labels import TRAIN_LABELS, load_labels
 from llm_from_scratch.files import one_line, replace_file, writable_path
 from llm_from_scratch.nn import CheckpointError
+from llm_from_scratch.training.checkpoint import CheckpointMismatchError, saved_options
+from llm_from_scratch.training.corpus import CorpusError
+from llm_from_scratch.training.options import TrainOptionError, TrainOptions
+from llm_from_scratch.training.run import ProgressState
 
-__all__ = ["DEFAULT_OUTPUT", "TrainRequest", "run_train"]
+__all__ = ["DEFAULT_OUTPUT", "TrainRequest", "processor_count", "run_train"]
 
 #: Where the files go without ``--output``: a folder in the current one.
 DEFAULT_OUTPUT: Final = Path("ch18-train")
@@ -41,20 +41,22 @@ REFUSED, FAILED, INTERRUPTED = 2, 1, 130
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """The command's arguments (``corpus`` None: the fetched Shakespeare texts; ``figure`` a
-    file for the report's figure, in ``lang``, or None for none)."""
+    """The command's arguments: the options given (by name; the others take their defaults,
+    or with ``resume`` the checkpoint's), the report's language, a file for the report's
+    figure (or None), and a folder to resume from (or None)."""
 
-    corpus: Path | None = None
-    output: Path = DEFAULT_OUTPUT
-    dim: int = 100
-    window: int = 5
-    negatives: int = 5
-    epochs: int = 5
-    min_count: int = 5
-    seed: int = 1
-    threads: int | None = None
+    given: dict[str, Any] = field(default_factory=dict)
     lang: str = "en"
     figure: Path | None = None
+    resume: Path | None = None
+
+
+def processor_count() -> int:
+    """The processors this process may run on: the most training threads."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
@@ -67,39 +69,46 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
             writable_path(str(request.figure))
         except OSError as error:
             return _fail(err, _write_problem(request.figure, error), REFUSED)
-    options = TrainOptions(
-        corpus=request.corpus if request.corpus is not None else default_corpus_folder(),
-        output=request.output,
-        dim=request.dim,
-        window=request.window,
-        negatives=request.negatives,
-        epochs=request.epochs,
-        min_count=request.min_count,
-        seed=request.seed,
-        threads=request.threads,
-    )
     printer = ProgressPrinter(err, labels)
+    output = DEFAULT_OUTPUT
     try:
-        report = train(options, printer)
-    except (TrainOptionError, CorpusError) as error:
+        options = _options(request)
+        output = options.output
+        report = train(options, processor_count(), printer, request.lang, request.resume is not None)
+    except (TrainOptionError, CorpusError, CheckpointMismatchError) as error:
         printer.finish()
-        if request.corpus is None and isinstance(error, CorpusError) and error.problem == "missing":
-            return _fail(err, f"{error}; `make corpus` fetches the Shakespeare texts there")
-        return _fail(err, str(error), REFUSED)
+        return _fail(err, _refusal(error, request), REFUSED)
     except (CheckpointError, OSError) as error:
         printer.finish()
         return _fail(err, str(error), FAILED)
     except KeyboardInterrupt:
         printer.finish()
-        return _fail(err, label(labels, "interrupted").format(folder=options.output), INTERRUPTED)
+        return _fail(err, label(labels, "interrupted").format(folder=output), INTERRUPTED)
     printer.finish()
     if report.interrupted:
-        message = label(labels, "interrupted_after_writing").format(folder=options.output)
+        message = label(labels, "interrupted_after_writing").format(folder=output)
         return _fail(err, message, INTERRUPTED)
     out.write(format_report(report, labels))
     if request.figure is None:
         return 0
     return _write_figure(request.figure, report, request.lang, err)
+
+
+def _options(request: TrainRequest) -> TrainOptions:
+    """The run's options: those given, then the checkpoint's (resuming) or the defaults."""
+    given = dict(request.given)
+    if request.resume is not None:
+        given["output"] = request.resume
+        return TrainOptions(**{**saved_options(request.resume), **given})
+    given.setdefault("corpus", default_corpus_folder())
+    return TrainOptions(**given)
+
+
+def _refusal(error: Exception, request: TrainRequest) -> str:
+    default_corpus = "corpus" not in request.given and request.resume is None
+    if default_corpus and isinstance(error, CorpusError) and error.problem == "missing":
+        return f"{error}; `make corpus` fetches the Shakespeare texts there"
+    return str(error)
 
 
 def _write_figure(path: Path, report: TrainReport, lang: str, err: TextIO) -> int:

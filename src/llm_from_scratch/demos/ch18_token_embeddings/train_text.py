@@ -10,12 +10,9 @@ from __future__ import annotations
 import math
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import aligned_rows, label
-from llm_from_scratch.demos.ch18_token_embeddings.train import (
-    ProgressState,
-    TableView,
-    TrainReport,
-)
+from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainReport
 from llm_from_scratch.figures.labels import Labels
+from llm_from_scratch.training.run import ProgressState
 
 __all__ = ["format_report", "progress_line"]
 
@@ -59,15 +56,17 @@ def format_report(report: TrainReport, labels: Labels) -> str:
 
 
 def progress_line(state: ProgressState, labels: Labels) -> str:
-    """``epoch 2/5 43%  412,000 words/s  loss 2.4512  21 s left`` in the labels' language."""
+    """``epoch 2/5  43% of the corpus  412,000 words/s  loss 2.4512  21 s left  peak 180 MB``
+    in the labels' language."""
     left = state.seconds_left
     return label(labels, "progress").format(
         epoch=state.epoch,
         epochs=state.epochs,
-        percent=f"{100 * state.fraction:.0f}",
+        percent=f"{100 * state.corpus_fraction:.0f}",
         speed=_count(state.words_per_second),
         loss=_decimal(state.mean_loss),
         left="?" if math.isnan(left) else f"{left:.0f}",
+        memory=_megabytes(state.peak_memory),
     )
 
 
@@ -78,13 +77,16 @@ def _training(report: TrainReport, labels: Labels) -> list[str]:
     lines = [
         label(labels, "training").format(
             epochs=len(report.epochs),
-            optimizer=report.optimizer,
             first=f"{first:g}",
             last=f"{last:g}",
             seconds=f"{report.training_seconds:.1f}",
             speed=_count(report.words_per_second),
+            memory=_megabytes(report.peak_memory),
+            norm=f"{report.largest_row_norm:.2f}",
         )
     ]
+    if report.resumed:
+        lines.append(label(labels, "resumed"))
     header = [label(labels, "epoch_header", key) for key in ("epoch", "pairs", "loss", "seconds")]
     table = [header]
     for epoch in report.epochs:
@@ -161,6 +163,10 @@ def _groups(before: TableView, after: TableView, labels: Labels) -> list[str]:
         *("  " + line for line in aligned_rows(table, (1, 2, 3, 4))),
         summary,
     ]
+
+
+def _megabytes(value: int) -> str:
+    return f"{value / 2**20:,.0f}"
 
 
 def _count(value: float) -> str:

@@ -1,0 +1,230 @@
+"""A training run's checkpoint: everything it needs to go on where it stopped, in one file.
+
+``checkpoint.safetensors`` in the output folder holds the two tables, the vocabulary (its
+counts, and its words as UTF-8 text, one per line) and, in the file's metadata, the options the
+run was started with, its corpus (each file's path relative to the corpus, size and encoding),
+and its position: the epoch, the block of the epoch and where in which file it starts, the
+words read, and the loss and pairs summed so far. The generator's state needs no saving: every
+block's draws start from :func:`~llm_from_scratch.training.skipgram.block_state` of the seed,
+the epoch and the block. It also keeps the corpus's number of words, so a resumed run need not
+count them again. The file is replaced atomically, so it is always a whole checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.files import replace_file
+from llm_from_scratch.training.corpus import CorpusFile, os_reason
+from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
+from llm_from_scratch.training.vocabulary import Vocabulary
+
+__all__ = [
+    "FORMAT",
+    "IDENTITY",
+    "SAVED",
+    "Checkpoint",
+    "CheckpointMismatchError",
+    "EpochTotals",
+    "Position",
+    "load_checkpoint",
+    "save_checkpoint",
+    "saved_options",
+]
+
+FORMAT: Final = "llm-from-scratch train checkpoint 1"
+IDENTITY: Final = ("dim", "window", "negatives", "epochs", "min_count", "seed", "reference")
+"""The options a resumed run must share with the checkpoint (``--threads`` and
+``--checkpoint-minutes`` may change, and ``--corpus`` may name a copy of the same files)."""
+SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes")
+"""The options a checkpoint records: what a resumed run takes when it is not given them."""
+
+
+class CheckpointMismatchError(StructuredError, ValueError):
+    """``--resume`` of a folder without a usable checkpoint, or of one from other options or
+    another corpus. ``problem`` says which; ``detail`` names what differs."""
+
+    template_key = "problem"
+    template: ClassVar[dict[str, str]] = {
+        "missing": "no checkpoint to resume in {folder}: {detail}",
+        "unreadable": "cannot resume from {folder}: its checkpoint is not readable ({detail})",
+        "options": "cannot resume from {folder}: the checkpoint was made with {detail}",
+        "corpus": "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
+    }
+    problem: str
+    folder: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class EpochTotals:
+    """One epoch's summed loss and pairs, and its seconds of training."""
+
+    loss: float = 0.0
+    pairs: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a run is: the next block to train (its epoch, its number in the epoch, its file and
+    the offset in it), the words of the epoch read before it, the totals of the epoch so far and
+    of the epochs done."""
+
+    epoch: int = 0
+    block: int = 0
+    file: int = 0
+    offset: int = 0
+    words: int = 0
+    totals: EpochTotals = EpochTotals()
+    done: tuple[EpochTotals, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Checkpoint:
+    """A run's state (see the module docstring)."""
+
+    options: TrainOptions
+    files: tuple[CorpusFile, ...]
+    vocabulary: Vocabulary
+    corpus_words: int
+    inputs: npt.NDArray[Any]
+    contexts: npt.NDArray[Any]
+    position: Position
+
+
+def save_checkpoint(checkpoint: Checkpoint) -> None:
+    """Write ``checkpoint`` into its output folder, replacing the earlier one atomically.
+
+    Raises:
+        OSError: the file cannot be written; an earlier checkpoint is unchanged.
+    """
+    from safetensors.numpy import save
+
+    options = checkpoint.options
+    assert options.corpus is not None
+    words = "\n".join(checkpoint.vocabulary.words).encode("utf-8")
+    tensors = {
+        "token_embedding.weight": checkpoint.inputs,
+        "context_embedding.weight": checkpoint.contexts,
+        "vocabulary.counts": np.asarray(checkpoint.vocabulary.counts),
+        "vocabulary.words": np.frombuffer(words, dtype=np.uint8),
+    }
+    metadata = {
+        "format": FORMAT,
+        "options": json.dumps({name: str(getattr(options, name)) if name == "corpus"
+                               else getattr(options, name) for name in SAVED}),
+        "corpus": json.dumps(_corpus_record(options.corpus, checkpoint.files)),
+        "corpus_words": str(checkpoint.corpus_words),
+        "position": json.dumps(asdict(checkpoint.position)),
+    }
+    data = save(tensors, metadata)
+    replace_file(str(options.output / CHECKPOINT_FILE), [memoryview(data)])
+
+
+def saved_options(folder: Path) -> dict[str, Any]:
+    """The options of the run whose checkpoint is in ``folder`` (all but its output folder).
+
+    Raises:
+        CheckpointMismatchError: no checkpoint, or an unreadable one.
+    """
+    _, metadata = _read(folder, with_tensors=False)
+    try:
+        saved = json.loads(metadata["options"])
+        saved["corpus"] = Path(saved["corpus"])
+        return {name: saved[name] for name in SAVED}
+    except (ValueError, KeyError, TypeError) as error:
+        raise CheckpointMismatchError("unreadable", str(folder), str(error)) from error
+
+
+def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]) -> Checkpoint:
+    """The checkpoint in ``folder``, for a run of ``options`` on the corpus ``files`` (as they
+    are now).
+
+    Raises:
+        CheckpointMismatchError: no checkpoint, an unreadable one, or one from other
+            :data:`IDENTITY` options or another corpus (every difference named).
+    """
+    saved = TrainOptions(**saved_options(folder))
+    differences = saved.differences(options, IDENTITY)
+    if differences:
+        raise CheckpointMismatchError("options", str(folder), "; ".join(differences))
+    tensors, metadata = _read(folder, with_tensors=True)
+    try:
+        corpus = json.loads(metadata["corpus"])
+        position = _position(json.loads(metadata["position"]))
+        corpus_words = int(metadata["corpus_words"])
+        words = bytes(tensors["vocabulary.words"]).decode("utf-8").split("\n")
+        vocabulary = Vocabulary(tuple(words), tensors["vocabulary.counts"])
+        inputs, contexts = tensors["token_embedding.weight"], tensors["context_embedding.weight"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise CheckpointMismatchError("unreadable", str(folder), str(error)) from error
+    assert options.corpus is not None
+    checked = _corpus_files(folder, options.corpus, corpus, files)
+    return Checkpoint(options, checked, vocabulary, corpus_words, inputs, contexts, position)
+
+
+def _read(
+    folder: Path, with_tensors: bool
+) -> tuple[dict[str, npt.NDArray[Any]], dict[str, str]]:
+    from safetensors import SafetensorError, safe_open
+
+    path = folder / CHECKPOINT_FILE
+    if not path.is_file():
+        raise CheckpointMismatchError("missing", str(folder), f"{path} is not a file")
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            metadata = handle.metadata() or {}
+            if metadata.get("format") != FORMAT:
+                detail = f"its format is {metadata.get('format')!r}, not {FORMAT!r}"
+                raise CheckpointMismatchError("unreadable", str(folder), detail)
+            names = handle.keys() if with_tensors else []
+            tensors = {name: np.array(handle.get_tensor(name)) for name in names}
+    except (OSError, SafetensorError) as error:
+        detail = os_reason(error) if isinstance(error, OSError) else str(error)
+        raise CheckpointMismatchError("unreadable", str(folder), detail) from error
+    return tensors, metadata
+
+
+def _position(record: dict[str, Any]) -> Position:
+    totals = EpochTotals(**record.pop("totals"))
+    done = tuple(EpochTotals(**item) for item in record.pop("done"))
+    return Position(**record, totals=totals, done=done)
+
+
+def _corpus_record(root: Path, files: tuple[CorpusFile, ...]) -> list[list[object]]:
+    return [[_relative(root, file.path), file.size, file.encoding] for file in files]
+
+
+def _relative(root: Path, path: Path) -> str:
+    return "." if path == root else path.relative_to(root).as_posix()
+
+
+def _corpus_files(
+    folder: Path, root: Path, saved: list[list[Any]], files: list[CorpusFile]
+) -> tuple[CorpusFile, ...]:
+    """The checkpoint's corpus files (with the encodings found when it counted them), if
+    ``files`` (the corpus as it is now) are the same files of the same sizes."""
+    now = {_relative(root, file.path): file for file in files}
+    found = []
+    for name, size, encoding in saved:
+        path = root if name == "." else root / name
+        current = now.get(name)
+        if current is None:
+            raise CheckpointMismatchError("corpus", str(folder), f"{path} is missing")
+        if current.size != size:
+            detail = f"{path} has {current.size} bytes, the checkpoint's had {size}"
+            raise CheckpointMismatchError("corpus", str(folder), detail)
+        found.append(CorpusFile(path, size, encoding))
+    extra = sorted(set(now) - {name for name, _, _ in saved})
+    if extra:
+        detail = f"{root / extra[0]} is new ({len(extra)} new files)"
+        raise CheckpointMismatchError("corpus", str(folder), detail)
+    return tuple(found)

@@ -1,0 +1,210 @@
+"""The compiled training loop of skip-gram: one block of a corpus, pair after pair.
+
+:func:`train_block` is the fused form of what :mod:`~llm_from_scratch.training.skipgram` writes
+with the tape for a learner to read: for every pair of a block it computes the pair's loss
+(forward), its gradients (VJP) and the SGD step on the rows they touch, before the next pair
+reads the tables, as word2vec does. It draws the very samples :func:`~llm_from_scratch.training.
+skipgram.block_pairs` draws, from the same SplitMix64 stream, in the same order, and adds in the
+same order as the tape's ``matvec`` (eight interleaved lanes), so the reference run and this one
+learn the same table up to the rounding of the gradient's last steps.
+
+Compiled without the global interpreter lock: threads run it side by side on their own blocks
+of one corpus and update the shared tables without locks (as word2vec and gensim do).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper
+
+GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+MIX_2 = np.uint64(0x94D049BB133111EB)
+SENTENCE_END = -2
+"""A token of a block that ends a sentence (a line)."""
+UNKNOWN_WORD = -1
+"""A token of a block for a word outside the vocabulary: read, counted, never trained."""
+
+
+@kernel_helper
+def splitmix_next(state: Any) -> Any:  # pragma: no cover - JIT
+    """SplitMix64's next state (the state plus the golden gamma)."""
+    return state + GOLDEN_GAMMA
+
+
+@kernel_helper
+def splitmix_value(state: Any) -> Any:  # pragma: no cover - JIT
+    """SplitMix64's output for a state."""
+    z = state
+    z = (z ^ (z >> np.uint64(30))) * MIX_1
+    z = (z ^ (z >> np.uint64(27))) * MIX_2
+    return z ^ (z >> np.uint64(31))
+
+
+@kernel_helper
+def unit_float(value: Any) -> float:  # pragma: no cover - JIT
+    """A float in ``[0, 1)`` from the top 53 bits of an output."""
+    return float(value >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@compiled_kernel(parallel=False, pack_lanes=True)
+def _train_block(
+    tokens: Any,
+    keep: Any,
+    accept: Any,
+    alias: Any,
+    inputs: Any,
+    contexts: Any,
+    window: int,
+    negatives: int,
+    state: Any,
+    rate_first: float,
+    rate_last: float,
+    words_before: int,
+    words_total: int,
+    sentence: Any,
+    positions: Any,
+    targets: Any,
+    scales: Any,
+    gradient: Any,
+    totals: Any,
+) -> Any:  # pragma: no cover - JIT
+    vocabulary_size = accept.shape[0]
+    width = inputs.shape[1]
+    full = width - width % 8
+    slope = (rate_first - rate_last) / words_total
+    zero = inputs.dtype.type(0)
+    count = 0
+    read = words_before
+    loss = 0.0
+    pairs = 0
+    for index in range(tokens.shape[0] + 1):
+        token = SENTENCE_END if index == tokens.shape[0] else tokens[index]
+        if token != SENTENCE_END:
+            read += 1
+            if token >= 0:
+                state = splitmix_next(state)
+                if unit_float(splitmix_value(state)) < keep[token]:
+                    sentence[count] = token
+                    positions[count] = read - 1
+                    count += 1
+            continue
+        for centre_at in range(count):
+            state = splitmix_next(state)
+            reach = window - np.int64(splitmix_value(state) % np.uint64(window))
+            rate = max(rate_last, rate_first - slope * positions[centre_at])
+            centre = sentence[centre_at]
+            vector = inputs[centre]
+            for context_at in range(max(0, centre_at - reach), min(count, centre_at + reach + 1)):
+                if context_at == centre_at:
+                    continue
+                targets[0] = sentence[context_at]
+                for k in range(1, negatives + 1):
+                    state = splitmix_next(state)
+                    drawn = unit_float(splitmix_value(state)) * vocabulary_size
+                    slot = min(np.int64(drawn), vocabulary_size - 1)
+                    targets[k] = slot if drawn - slot < accept[slot] else alias[slot]
+                # Forward and VJP at the values the pair starts from: each target's score, its
+                # loss -log sigmoid(label * score), and the step on its score.
+                for k in range(negatives + 1):
+                    label = 1.0 if k == 0 else (0.0 if targets[k] == targets[0] else -1.0)
+                    row = contexts[targets[k]]
+                    l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = zero
+                    for f in range(0, full, 8):
+                        l0 += row[f] * vector[f]
+                        l1 += row[f + 1] * vector[f + 1]
+                        l2 += row[f + 2] * vector[f + 2]
+                        l3 += row[f + 3] * vector[f + 3]
+                        l4 += row[f + 4] * vector[f + 4]
+                        l5 += row[f + 5] * vector[f + 5]
+                        l6 += row[f + 6] * vector[f + 6]
+                        l7 += row[f + 7] * vector[f + 7]
+                    for f in range(full, width):
+                        l0 += row[f] * vector[f]
+                    score = ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+                    margin = -label * score  # the loss is softplus(margin)
+                    small = math.exp(-abs(margin))
+                    loss += max(margin, 0.0) + math.log1p(small)
+                    # sigmoid(margin), the slope of the loss along -label * score
+                    sigmoid = 1.0 / (1.0 + small) if margin >= 0 else small / (1.0 + small)
+                    scales[k] = rate * label * sigmoid
+                for f in range(width):
+                    gradient[f] = zero
+                for k in range(negatives + 1):
+                    scale = inputs.dtype.type(scales[k])
+                    row = contexts[targets[k]]
+                    for f in range(width):
+                        gradient[f] += scale * row[f]
+                for k in range(negatives + 1):
+                    scale = inputs.dtype.type(scales[k])
+                    row = contexts[targets[k]]
+                    for f in range(width):
+                        row[f] += scale * vector[f]
+                for f in range(width):
+                    vector[f] += gradient[f]
+                pairs += 1
+        count = 0
+    totals[0] += loss
+    totals[1] += pairs
+    return state
+
+
+def train_block(
+    tokens: Any,
+    keep: Any,
+    accept: Any,
+    alias: Any,
+    inputs: Any,
+    contexts: Any,
+    window: int,
+    negatives: int,
+    state: int,
+    rates: tuple[float, float],
+    words_before: int,
+    words_total: int,
+    totals: Any,
+) -> int:
+    """Train on one block of tokens; return the generator's state after it.
+
+    Args:
+        tokens: ``int32 [n]``: word IDs, :data:`UNKNOWN_WORD` or :data:`SENTENCE_END`.
+        keep: ``float64 [V]``: each word's probability of being kept at an occurrence.
+        accept, alias: the noise distribution's alias table (``float64 [V]``, ``intp [V]``).
+        inputs, contexts: the two tables ``[V, d]``, updated in place.
+        window, negatives: the largest context distance and the negatives per pair.
+        state: the SplitMix64 state the block's draws start from.
+        rates: the learning rate at the first and at the last word of the run; it falls
+            linearly with the words read.
+        words_before: the words of the run read before this block (every epoch's).
+        words_total: the words of the whole run.
+        totals: ``float64 [2]``: the block's summed loss and its pairs are added to it.
+    """
+    size = tokens.shape[0]
+    dtype = inputs.dtype
+    return int(
+        _train_block(
+            tokens,
+            keep,
+            accept,
+            alias,
+            inputs,
+            contexts,
+            window,
+            negatives,
+            np.uint64(state),
+            rates[0],
+            rates[1],
+            words_before,
+            max(words_total, 1),
+            np.empty(size, np.int32),
+            np.empty(size, np.int64),
+            np.empty(negatives + 1, np.int64),
+            np.empty(negatives + 1, np.float64),
+            np.empty(inputs.shape[1], dtype),
+            totals,
+        )
+    )

@@ -1,0 +1,174 @@
+"""The options of a training run, declared once: each field carries its help, default and range.
+
+The command line's parser, the checks and the report are all built from :class:`TrainOptions`'
+fields (:func:`option_fields`), so an option is named, explained and bounded in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.files import os_path, temporary_path
+
+__all__ = [
+    "CHECKPOINT_FILE",
+    "RATES",
+    "TABLE_FILE",
+    "TOKENIZER_FILE",
+    "OptionSpec",
+    "TrainOptionError",
+    "TrainOptions",
+    "option_fields",
+]
+
+TABLE_FILE: Final = "table.safetensors"
+TOKENIZER_FILE: Final = "tokenizer.json"
+CHECKPOINT_FILE: Final = "checkpoint.safetensors"
+RATES: Final = (0.025, 0.0001)
+"""SGD's learning rate at the first and at the last word of a run (word2vec's ``alpha`` and
+``min_alpha``)."""
+
+
+class TrainOptionError(StructuredError, ValueError):
+    """An option of a training run out of its range, found before the corpus is read: a number
+    outside the range its ``--help`` states, ``--output`` that is a file, or a ``--corpus`` or
+    ``--output`` path the system cannot take (a NUL character, a character the file system
+    cannot encode, a name too long in bytes)."""
+
+    template = "--{option} must be {requirement}, got {value}"
+    option: str
+    requirement: str
+    value: str
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """What the command line says of one option: its help, and the range of a number
+    (``maximum`` None: no upper bound but the type's)."""
+
+    help: str
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    metavar: str = "N"
+
+    def requirement(self, kind: type) -> str:
+        """The range in words: ``an integer from 1 to 10000``."""
+        noun = "an integer" if kind is int else "a number"
+        if self.maximum is None:
+            return f"{noun} of at least {self.minimum}"
+        return f"{noun} from {self.minimum} to {self.maximum}"
+
+
+def _option(default: Any, text: str, minimum: int | float | None = None, **spec: Any) -> Any:
+    return field(default=default, metadata={"spec": OptionSpec(text, minimum, **spec)})
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """What a training run is asked to do (see :meth:`checked`)."""
+
+    corpus: Path | None = _option(None, "a text file or a folder of .txt files", metavar="PATH")
+    output: Path = _option(
+        Path("ch18-train"),
+        "the folder of table.safetensors and tokenizer.json, and of the run's checkpoint",
+        metavar="DIR",
+    )
+    dim: int = _option(100, "the width d of the table's rows", 1, maximum=10_000)
+    window: int = _option(
+        5, "the largest distance between a word and a context word", 1, maximum=1_000
+    )
+    negatives: int = _option(5, "noise words per (word, context) pair", 1, maximum=1_000)
+    epochs: int = _option(
+        5, "passes over the corpus; 0 writes the initial (random) table", 0, maximum=10_000
+    )
+    min_count: int = _option(
+        5, "a word seen fewer times is left out of the vocabulary", 1, maximum=2**63 - 1
+    )
+    seed: int = _option(
+        1, "the seed of the initial table and of every sample", 0, maximum=2**64 - 1
+    )
+    threads: int | None = _option(
+        None, "training threads, at most one per processor", 1, maximum=None
+    )
+    checkpoint_minutes: float = _option(
+        10,
+        "minutes between checkpoints during an epoch (one is also written after each epoch); "
+        "0 writes them only after epochs",
+        0,
+        maximum=10_000,
+        metavar="M",
+    )
+    reference: bool = _option(
+        False,
+        "train with the tape's operations and the SGD optimizer, one pair at a time, instead of "
+        "the compiled loop: the same samples and steps, much slower, for a small corpus",
+    )
+
+    def checked(self, thread_limit: int) -> TrainOptions:
+        """The same options if every one is in range (``threads`` None: ``thread_limit``).
+
+        Raises:
+            TrainOptionError: the first option out of range, in the order of the fields.
+        """
+        if self.corpus is None:
+            raise TrainOptionError("corpus", "a text file or a folder of .txt files", "nothing")
+        staged = temporary_path(str(self.output / TABLE_FILE))  # the longest name written
+        for name, path, checked in (
+            ("corpus", self.corpus, str(self.corpus)),
+            ("output", self.output, staged),
+        ):
+            try:
+                os_path(checked)
+            except OSError as error:
+                shown = f"{str(path)!r} ({error.strerror})"
+                raise TrainOptionError(name, "a path the system can take", shown) from error
+        threads = thread_limit if self.threads is None else self.threads
+        checked_options = replace(self, threads=threads)
+        for name, spec, kind in option_fields():
+            if spec.minimum is not None:
+                maximum = thread_limit if name == "threads" else spec.maximum
+                bounded = OptionSpec(spec.help, spec.minimum, maximum)
+                _check_number(name, getattr(checked_options, name), bounded, kind)
+        if self.output.exists() and not self.output.is_dir():
+            raise TrainOptionError("output", "a folder", f"the file {self.output}")
+        return checked_options
+
+    def differences(self, other: TrainOptions, names: tuple[str, ...]) -> list[str]:
+        """``--window 5, not 4`` for each of ``names`` whose value differs in ``other``."""
+        return [
+            f"--{flag(name)} {getattr(self, name)}, not {getattr(other, name)}"
+            for name in names
+            if getattr(self, name) != getattr(other, name)
+        ]
+
+
+def option_fields() -> list[tuple[str, OptionSpec, type]]:
+    """Each option's name, spec and type (``int``, ``float``, ``bool`` or ``Path``), in order."""
+    kinds = {"Path": Path, "Path | None": Path, "int": int, "int | None": int, "float": float, "bool": bool}
+    return [
+        (item.name, item.metadata["spec"], kinds[str(item.type)])
+        for item in dataclasses.fields(TrainOptions)
+    ]
+
+
+def flag(name: str) -> str:
+    """The command line's spelling of an option's name: ``min-count``."""
+    return name.replace("_", "-")
+
+
+def _check_number(name: str, value: object, spec: OptionSpec, kind: type) -> None:
+    requirement = spec.requirement(kind)
+    try:
+        number = operator.index(value) if kind is int else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise TrainOptionError(flag(name), requirement, repr(value)) from None
+    low = spec.minimum if spec.minimum is not None else -math.inf
+    high = spec.maximum if spec.maximum is not None else math.inf
+    if isinstance(value, bool) or not low <= number <= high:
+        raise TrainOptionError(flag(name), requirement, repr(value))

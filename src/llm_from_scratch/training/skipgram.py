@@ -1,0 +1,299 @@
+"""Skip-gram with negative sampling (Mikolov et al., 2013): the samples, the loss and the step.
+
+The model has two tables. The input table is the chapter's :class:`~llm_from_scratch.nn.Embedding`
+named ``token_embedding.weight``, ``[V, d]``: the vectors a run keeps. The output table
+``context_embedding.weight`` holds one context vector per word. For a centre word ``c`` and a word
+``o`` seen near it, with ``K`` negatives ``k`` drawn from the noise distribution, the loss of the
+pair is
+
+    ``-log sigmoid(u_o . v_c) - sum over k of log sigmoid(-u_k . v_c)``
+
+where ``v`` rows come from the input table and ``u`` rows from the output table.
+:meth:`SkipGram.loss` writes it with the tape's operations for a batch of pairs: two row
+lookups (``[B]`` centres, ``[B, 1 + K]`` targets), :meth:`~llm_from_scratch.autograd.TensorValue.
+matvec` (the ``B * (1 + K)`` scores), a product with the labels (``+1`` for the context word,
+``-1`` for a negative, ``0`` for a negative that is the context word itself, which word2vec
+skips), ``log_sigmoid``, ``sum`` and a product with ``-1``. Its backward adds the gradients of a
+row that occurs several times (a negative drawn twice, a centre of several pairs) into the one
+row, and an SGD step moves every row it touched.
+
+**One pair at a time.** A run steps after every pair, as word2vec does: each pair's gradients
+are computed from the values the pair before left. Summing many pairs' gradients before one step
+lets a frequent row (``the``, or a common negative) take hundreds of updates computed from the
+same stale values at once, and a run can then diverge; one pair at a time it cannot overshoot so.
+:func:`reference_block` runs a block this way on the tape; the compiled
+:func:`~llm_from_scratch.training.kernels.train_block` runs the same arithmetic, pair after pair,
+fused into one loop, and is what a run uses.
+
+**The samples** follow word2vec and come from the course's :class:`~llm_from_scratch.nn.
+SplitMix64`, one stream per block of the corpus (:func:`block_state`), drawn in this order
+(:func:`block_pairs`):
+
+- **frequent-word subsampling**: an occurrence of a word of count ``c`` among ``T`` words is
+  kept with probability ``(sqrt(c / (s T)) + 1) (s T) / c`` (at most 1; ``s`` is ``sample``,
+  ``1e-3``), one draw per occurrence of a word in the vocabulary; words outside it are dropped
+  before the windows are cut, as word2vec drops them;
+- **a dynamic window**: at the end of each sentence, each kept word ``i`` in turn draws ``b``
+  uniformly from ``0..window-1`` and pairs with the kept words at most ``window - b`` places
+  away in its sentence (nearer words so more often), from the left to the right;
+- **negatives** from the unigram distribution raised to the power ``3/4`` (:class:`NoiseTable`,
+  Walker's alias method: exact probabilities, one draw per negative), ``K`` per pair.
+
+**The learning rate** falls linearly with the words read, from its first to its last value over
+the whole run (word2vec's ``alpha`` and ``min_alpha``): :func:`learning_rate`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
+from llm_from_scratch.optim import SGD
+from llm_from_scratch.tensor import Tensor
+from llm_from_scratch.training.kernels import SENTENCE_END
+
+__all__ = [
+    "CONTEXT_TABLE",
+    "INPUT_TABLE",
+    "NOISE_POWER",
+    "SAMPLE",
+    "NoiseTable",
+    "Pair",
+    "PairBatch",
+    "SkipGram",
+    "block_pairs",
+    "block_state",
+    "keep_probabilities",
+    "learning_rate",
+    "reference_block",
+]
+
+INPUT_TABLE: Final = "token_embedding.weight"
+"""The name of the input table, the vectors a run keeps."""
+CONTEXT_TABLE: Final = "context_embedding.weight"
+"""The name of the output (context) table."""
+SAMPLE: Final = 1e-3
+"""word2vec's subsampling threshold ``s``."""
+NOISE_POWER: Final = 0.75
+"""The power of the unigram counts in the noise distribution."""
+
+IdArray = npt.NDArray[np.intp]
+
+
+def keep_probabilities(counts: npt.NDArray[Any], sample: float = SAMPLE) -> npt.NDArray[np.float64]:
+    """Each word's probability of being kept at an occurrence: ``(sqrt(c / (s T)) + 1) (s T) /
+    c``, at most 1 (``T`` is the sum of ``counts``; a word of count 0 is never kept).
+
+    Example:
+        >>> keep_probabilities(np.array([1000, 10, 0]), sample=1e-3).round(4).tolist()
+        [0.0328, 0.4188, 0.0]
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    threshold = sample * counts.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keep = (np.sqrt(counts / threshold) + 1.0) * threshold / counts
+    return np.where(counts > 0, np.minimum(keep, 1.0), 0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class NoiseTable:
+    """The noise distribution ``P(w) ~ count(w) ** 0.75`` as Walker's alias table.
+
+    A draw takes one uniform number ``x`` in ``[0, V)``: its integer part is a slot ``i``, kept
+    when the fraction is below ``accept[i]``, else ``alias[i]`` is drawn (53 bits hold both).
+
+    Example:
+        >>> table = NoiseTable.of(np.array([16, 1, 0]))
+        >>> (table.probabilities * 10).round(3).tolist()
+        [8.889, 1.111, 0.0]
+    """
+
+    accept: npt.NDArray[np.float64]
+    alias: IdArray
+    probabilities: npt.NDArray[np.float64]
+
+    @classmethod
+    def of(cls, counts: npt.NDArray[Any], power: float = NOISE_POWER) -> NoiseTable:
+        """The alias table of ``counts ** power``, normalized (a count of 0 is never drawn)."""
+        weights = np.asarray(counts, dtype=np.float64) ** power
+        probabilities = weights / weights.sum()
+        size = probabilities.size
+        scaled = probabilities * size
+        accept = np.ones(size, dtype=np.float64)
+        alias = np.arange(size, dtype=np.intp)
+        small = [int(i) for i in np.flatnonzero(scaled < 1.0)]
+        large = [int(i) for i in np.flatnonzero(scaled >= 1.0)]
+        while small and large:
+            low, high = small.pop(), large.pop()
+            accept[low] = scaled[low]
+            alias[low] = high
+            scaled[high] = (scaled[high] + scaled[low]) - 1.0
+            (small if scaled[high] < 1.0 else large).append(high)
+        return cls(accept, alias, probabilities)
+
+    def draw(self, unit: float) -> int:
+        """The word drawn by a uniform number ``unit`` in ``[0, 1)``."""
+        size = self.accept.size
+        scaled = unit * size
+        slot = min(int(scaled), size - 1)
+        return slot if scaled - slot < self.accept[slot] else int(self.alias[slot])
+
+
+def block_state(seed: int, epoch: int, block: int) -> int:
+    """The SplitMix64 state block ``block`` of epoch ``epoch`` draws from: ``seed``, then the
+    epoch, then the block, each mixed in by one step of the generator."""
+    state = SplitMix64.from_seed(seed).next_u64()
+    state = SplitMix64.from_seed(state ^ epoch).next_u64()
+    return SplitMix64.from_seed(state ^ block).next_u64()
+
+
+def learning_rate(position: int, words_total: int, rates: tuple[float, float]) -> float:
+    """The learning rate at the word ``position`` of a run of ``words_total`` words, falling
+    linearly from ``rates[0]`` to ``rates[1]``."""
+    first, last = rates
+    return max(last, first - (first - last) / max(words_total, 1) * position)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One sample: a centre word, its context word followed by the negatives (``targets``),
+    and the centre's position among the words of the run (its learning rate's)."""
+
+    centre: int
+    targets: tuple[int, ...]
+    position: int
+
+
+def block_pairs(
+    tokens: npt.NDArray[Any],
+    keep: npt.NDArray[np.float64],
+    noise: NoiseTable,
+    window: int,
+    negatives: int,
+    state: int,
+    words_before: int,
+) -> Iterator[Pair]:
+    """The pairs of one block of tokens (see the module docstring), drawn from a SplitMix64
+    whose state is ``state``; ``words_before`` words of the run come before the block."""
+    rng = SplitMix64(state)
+    sentence: list[tuple[int, int]] = []  # the kept words of a sentence, with their positions
+    read = words_before
+    for token in [*tokens.tolist(), SENTENCE_END]:
+        if token != SENTENCE_END:
+            read += 1
+            if token >= 0 and rng.next_unit_f64() < keep[token]:
+                sentence.append((token, read - 1))
+            continue
+        for centre_at, (centre, position) in enumerate(sentence):
+            reach = window - rng.next_u64() % window
+            for context_at in range(max(0, centre_at - reach), centre_at + reach + 1):
+                if context_at == centre_at or context_at >= len(sentence):
+                    continue
+                drawn = tuple(noise.draw(rng.next_unit_f64()) for _ in range(negatives))
+                yield Pair(centre, (sentence[context_at][0], *drawn), position)
+        sentence.clear()
+
+
+@dataclass(frozen=True)
+class PairBatch:
+    """``B`` pairs for :meth:`SkipGram.loss`: the centres ``[B]``, for each pair its context
+    word followed by ``K`` negatives (``targets``, ``[B, 1 + K]``), and their labels (``+1``,
+    ``-1``, or ``0`` for a negative equal to the context word)."""
+
+    centres: IdArray
+    targets: IdArray
+    labels: npt.NDArray[Any]
+
+    @classmethod
+    def of(cls, pairs: list[Pair], dtype: Any = np.float32) -> PairBatch:
+        """The batch of ``pairs``, labels in ``dtype``."""
+        centres = np.array([pair.centre for pair in pairs], dtype=np.intp)
+        targets = np.array([pair.targets for pair in pairs], dtype=np.intp)
+        labels = np.where(targets == targets[:, :1], 0, -1).astype(dtype)
+        labels[:, 0] = 1
+        return cls(centres, targets, labels)
+
+    @property
+    def size(self) -> int:
+        """``B``, the number of pairs."""
+        return int(self.centres.size)
+
+
+@dataclass(frozen=True, eq=False)
+class SkipGram:
+    """The two tables of skip-gram and its loss on a batch."""
+
+    inputs: Embedding
+    contexts: Embedding
+
+    @classmethod
+    def new(cls, vocabulary_size: int, width: int, seed: int, dtype: Any = np.float32) -> SkipGram:
+        """An input table drawn Xavier-uniform by the chapter's layer from
+        ``SplitMix64.from_seed(seed)``, and a context table of zeros (as word2vec starts)."""
+        inputs = Embedding.new(
+            INPUT_TABLE, vocabulary_size, width, SplitMix64.from_seed(seed), dtype=dtype
+        )
+        zeros = np.zeros((vocabulary_size, width), dtype=dtype)
+        return cls(inputs, _table(CONTEXT_TABLE, zeros))
+
+    @classmethod
+    def from_arrays(cls, inputs: npt.NDArray[Any], contexts: npt.NDArray[Any]) -> SkipGram:
+        """The model whose tables hold copies of ``inputs`` and ``contexts`` (``[V, d]``)."""
+        return cls(_table(INPUT_TABLE, inputs), _table(CONTEXT_TABLE, contexts))
+
+    def arrays(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """Writable copies of the two tables' values, the input table first."""
+        return tuple(  # type: ignore[return-value]
+            np.array(parameter.tensor.numpy(), copy=True) for parameter in self.parameters
+        )
+
+    @property
+    def parameters(self) -> list[NamedParameter]:
+        """Both tables, the input table first."""
+        return [*self.inputs.parameters(), *self.contexts.parameters()]
+
+    def loss(self, batch: PairBatch) -> TensorValue:
+        """The batch's summed loss, a scalar on the tape (see the module docstring)."""
+        centre_vectors = self.inputs(batch.centres)  # [B, d]
+        target_vectors = self.contexts(batch.targets)  # [B, 1 + K, d]
+        scores = target_vectors.matvec(centre_vectors)  # [B, 1 + K]
+        labels = Tensor.from_numpy(batch.labels)
+        total = scores.mul(labels).log_sigmoid().sum()
+        return total.mul(_minus_one(total.dtype))
+
+
+def _table(name: str, values: npt.NDArray[Any]) -> Embedding:
+    return Embedding.from_parameter(NamedParameter.from_tensor(name, Tensor.from_numpy(values)))
+
+
+@functools.cache
+def _minus_one(dtype: np.dtype[Any]) -> TensorValue:
+    """The constant ``-1`` of a dtype, one leaf for every batch (a constant never changes)."""
+    return TensorValue.constant(Tensor.from_numpy(np.array(-1, dtype=dtype)))
+
+
+def reference_block(
+    model: SkipGram,
+    optimizer: SGD,
+    pairs: Iterator[Pair],
+    words_total: int,
+    rates: tuple[float, float],
+) -> tuple[float, int]:
+    """Train on ``pairs`` one at a time with the tape: the loss of one pair, its backward and
+    an SGD step at the pair's learning rate. Returns the summed loss and the pairs."""
+    total, count = 0.0, 0
+    dtype = model.parameters[0].tensor.dtype
+    for pair in pairs:
+        optimizer.learning_rate = learning_rate(pair.position, words_total, rates)
+        loss = model.loss(PairBatch.of([pair], dtype))
+        total += float(loss.numpy())
+        optimizer.backward_step(loss)
+        count += 1
+    return total, count

@@ -1,0 +1,200 @@
+"""The vocabulary of a corpus: word IDs by falling frequency, their counts, and a tokenizer file.
+
+:meth:`Vocabulary.from_counts` keeps the words seen at least ``min_count`` times (5 by default,
+as gensim's word2vec keeps them). IDs go by falling count, ties by the word in code-point
+order; the unknown token ``[UNK]`` takes the last ID, with a count of 0, for a word outside the
+vocabulary. :meth:`Vocabulary.tokens` turns a piece of text into the tokens the trainer reads:
+each word's ID, :data:`UNKNOWN_WORD` for a word outside the vocabulary (read, then dropped, as
+gensim drops it) and :data:`SENTENCE_END` at each line end. :meth:`Vocabulary.save_tokenizer`
+writes a Hugging Face ``tokenizer.json`` (a ``WordLevel`` model) that maps a line to the same
+IDs, ``[UNK]`` for the words outside.
+
+    >>> vocabulary = Vocabulary.build([["to", "be"], ["or", "not", "to", "be"], ["to"]], 2)
+    >>> vocabulary.words, vocabulary.counts.tolist()
+    (('to', 'be', '[UNK]'), [3, 2, 0])
+    >>> vocabulary.tokens("To be, or\\nnot TO").tolist()
+    [0, 1, -1, -2, -1, 0]
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain, repeat
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+
+from llm_from_scratch.training.corpus import CorpusError, write_atomically
+from llm_from_scratch.training.kernels import SENTENCE_END, UNKNOWN_WORD
+from llm_from_scratch.training.words import (
+    LINE_ENDS,
+    TOKEN_PATTERN,
+    normalized,
+    tokenizer_normalizer,
+    tokenizer_pre_tokenizer,
+)
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = [
+    "DEFAULT_MIN_COUNT",
+    "SENTENCE_END",
+    "UNKNOWN_TOKEN",
+    "UNKNOWN_WORD",
+    "Vocabulary",
+    "checked_min_count",
+]
+
+UNKNOWN_TOKEN: Final = "[UNK]"
+"""The unknown token: the last ID, for a word outside the vocabulary."""
+DEFAULT_MIN_COUNT: Final = 5
+"""A word seen fewer times is left out of the vocabulary (gensim's default too)."""
+
+_TOKENS: Final = re.compile(TOKEN_PATTERN)
+
+
+@dataclass(frozen=True, eq=False)
+class Vocabulary:
+    """Words by ID (falling count, ties by the word), then the unknown token; and their counts.
+
+    ``counts[i]`` is how often ``words[i]`` occurs in the corpus it was counted from (an
+    ``int64`` array, read-only), 0 for the unknown token. The table that goes with it has
+    :attr:`vocabulary_size` rows, the unknown token's included.
+    """
+
+    words: tuple[str, ...]
+    counts: npt.NDArray[np.int64]
+    unknown_token: str = UNKNOWN_TOKEN
+
+    def __post_init__(self) -> None:
+        counts = np.array(self.counts, dtype=np.int64)
+        counts.setflags(write=False)
+        object.__setattr__(self, "counts", counts)
+
+    @classmethod
+    def from_counts(
+        cls, counts: Mapping[str, int], min_count: int = DEFAULT_MIN_COUNT
+    ) -> Vocabulary:
+        """The words of ``counts`` seen ``min_count`` times or more.
+
+        Raises:
+            CorpusError: ``min-count`` (not an integer of at least 1; checked first),
+                ``no-words`` (no word at all), ``empty-vocabulary`` (no word occurs
+                ``min_count`` times).
+        """
+        minimum = checked_min_count(min_count)
+        if not counts:
+            raise CorpusError("no-words")
+        kept = sorted(
+            ((word, count) for word, count in counts.items() if count >= minimum),
+            key=lambda item: (-item[1], item[0]),
+        )
+        if not kept:
+            highest = max(counts.values())
+            raise CorpusError("empty-vocabulary", min_count=minimum, highest_count=highest)
+        words = tuple(word for word, _ in kept)
+        found = np.fromiter((count for _, count in kept), dtype=np.int64, count=len(kept))
+        return cls((*words, UNKNOWN_TOKEN), np.append(found, np.int64(0)))
+
+    @classmethod
+    def build(
+        cls, sentences: Iterable[list[str]], min_count: int = DEFAULT_MIN_COUNT
+    ) -> Vocabulary:
+        """:meth:`from_counts` of the words of ``sentences`` (``min_count`` checked first)."""
+        minimum = checked_min_count(min_count)
+        return cls.from_counts(Counter(chain.from_iterable(sentences)), minimum)
+
+    @property
+    def vocabulary_size(self) -> int:
+        """The number of IDs, the unknown token's included: the rows of the table."""
+        return len(self.words)
+
+    @property
+    def unknown_id(self) -> int:
+        """The unknown token's ID, the last one."""
+        return len(self.words) - 1
+
+    @cached_property
+    def word_ids(self) -> Mapping[str, int]:
+        """Each word's ID, the unknown token's included (a new dict, built once)."""
+        return {word: token_id for token_id, word in enumerate(self.words)}
+
+    @cached_property
+    def _token_ids(self) -> dict[str, int]:
+        found = {word: token_id for token_id, word in enumerate(self.words[:-1])}
+        found.update(dict.fromkeys(LINE_ENDS, SENTENCE_END))
+        return found
+
+    def lookup(self, words: Iterable[str]) -> npt.NDArray[np.int64]:
+        """Each word's ID, the unknown token's for a word outside the vocabulary (as the saved
+        tokenizer maps them), as ``int64``."""
+        known = self.word_ids
+        unknown = self.unknown_id
+        return np.fromiter((known.get(word, unknown) for word in words), dtype=np.int64)
+
+    def tokens(self, text: str) -> npt.NDArray[np.int32]:
+        """The tokens of a text for the trainer, ``int32``: each word's ID (the text is
+        normalized first), :data:`UNKNOWN_WORD` for a word outside the vocabulary and
+        :data:`SENTENCE_END` for each line end."""
+        found = _TOKENS.findall(normalized(text))
+        get = self._token_ids.get
+        return np.fromiter(map(get, found, repeat(UNKNOWN_WORD)), np.int32, len(found))
+
+    def tokenizer_json(self) -> str:
+        """A Hugging Face ``tokenizers`` file of this vocabulary, as text.
+
+        A ``WordLevel`` model of the words and their IDs with the unknown token, the
+        normalizer and the pre-tokenizer of :mod:`~llm_from_scratch.training.words`, so a line
+        maps to the IDs of its words with ``[UNK]`` for those outside. The unknown token is not
+        an added token: ``[UNK]`` typed in a text is the word ``unk``, as for the trainer.
+        Written without the ``tokenizers`` package.
+        """
+        document: dict[str, object] = {
+            "version": "1.0",
+            "truncation": None,
+            "padding": None,
+            "added_tokens": [],
+            "normalizer": tokenizer_normalizer(),
+            "pre_tokenizer": tokenizer_pre_tokenizer(),
+            "post_processor": None,
+            "decoder": None,
+            "model": {
+                "type": "WordLevel",
+                "vocab": dict(self.word_ids),
+                "unk_token": self.unknown_token,
+            },
+        }
+        return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+    def save_tokenizer(self, path: Path) -> None:
+        """Write :meth:`tokenizer_json` to ``path`` atomically (a new file renamed into place).
+
+        Raises:
+            CorpusError: ``unwritable``, with the system's reason.
+        """
+        write_atomically(path, self.tokenizer_json().encode("utf-8"))
+
+
+def checked_min_count(min_count: object) -> int:
+    """``min_count`` as an ``int``, if it is an integer (not a ``bool``) of at least 1.
+
+    Raises:
+        CorpusError: ``min-count``, with its ``repr``.
+    """
+    if not isinstance(min_count, bool):
+        try:
+            minimum = operator.index(min_count)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+        else:
+            if minimum >= 1:
+                return minimum
+    raise CorpusError("min-count", detail=repr(min_count))
