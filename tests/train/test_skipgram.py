@@ -1,65 +1,121 @@
-"""The skip-gram samples and loss: subsampling, dynamic windows and pairs against a plain loop
-on the same random draws, the noise distribution, the batches, and the loss with its gradients
-against the same model written with PyTorch."""
+"""The skip-gram samples, loss and steps: where the pairs come from, the noise distribution, the
+loss with its gradients against PyTorch, and the compiled loop against the tape, pair by pair.
+
+The compiled loop (``training.kernels.train_block``) and the learner's version (``block_pairs``
+drawing the samples, ``reference_block`` stepping the tape's loss with the SGD optimizer) must
+learn the same tables from the same block: same pairs, same loss, same rows to float tolerance.
+"""
 
 from __future__ import annotations
 
-import itertools
+from collections import Counter
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from llm_from_scratch.demos.ch18_token_embeddings.skipgram import (
+from llm_from_scratch.nn import Embedding, SplitMix64
+from llm_from_scratch.optim import SGD
+from llm_from_scratch.training.kernels import SENTENCE_END, UNKNOWN_WORD, train_block
+from llm_from_scratch.training.options import RATES
+from llm_from_scratch.training.skipgram import (
     CONTEXT_TABLE,
     INPUT_TABLE,
     NoiseTable,
     PairBatch,
     SkipGram,
-    epoch_pairs,
+    block_pairs,
+    block_state,
     keep_probabilities,
-    pair_batches,
+    learning_rate,
+    reference_block,
 )
-from llm_from_scratch.nn import Embedding
 
 from conftest import import_optional
 
 
-def plain_pairs(
-    ids: list[int], starts: list[int], keep: np.ndarray[Any, Any], window: int, seed: int
-) -> list[tuple[int, int]]:
-    """word2vec's loops: drop words, then for each kept word its reduced window in its line."""
-    rng = np.random.default_rng(seed)
-    kept_mask = rng.random(len(ids)) < keep[ids]
-    bounds = [*starts, len(ids)] if starts[-1] != len(ids) else list(starts)
-    lines = []
-    for begin, end in itertools.pairwise(bounds):
-        lines.append([ids[p] for p in range(begin, end) if kept_mask[p]])
-    total = sum(len(line) for line in lines)
-    reductions = iter(rng.integers(0, window, size=total).tolist())
-    pairs = []
-    for line in lines:
-        for i, word in enumerate(line):
-            reach = window - next(reductions)
-            for j in range(max(0, i - reach), min(len(line), i + reach + 1)):
-                if j != i:
-                    pairs.append((word, line[j]))
-    return pairs
+def random_block(rng: np.random.Generator, rows: int, size: int) -> np.ndarray[Any, Any]:
+    """Tokens of ``rows - 1`` words (the last row is the unknown token), with some unknown
+    words and line ends."""
+    tokens = rng.integers(0, rows - 1, size=size).astype(np.int32)
+    tokens[rng.random(size) < 0.1] = UNKNOWN_WORD
+    tokens[rng.random(size) < 0.15] = SENTENCE_END
+    return tokens
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_pairs_are_word2vecs_loops_on_the_same_draws(seed: int) -> None:
-    rng = np.random.default_rng(100 + seed)
-    counts = rng.integers(1, 400, size=30)
-    keep = keep_probabilities(np.append(counts, 0), sample=1e-2)
-    lengths = rng.integers(1, 12, size=40)
-    ids = rng.integers(0, 31, size=int(lengths.sum()))  # 30 is the unknown token: never kept
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    window = int(rng.integers(1, 6))
-    centres, contexts = epoch_pairs(ids, starts, keep, window, np.random.default_rng(seed))
-    expected = plain_pairs(ids.tolist(), starts.tolist(), keep, window, seed)
-    assert list(zip(centres.tolist(), contexts.tolist(), strict=True)) == expected
-    assert 30 not in centres and 30 not in contexts
+def sentences_of(tokens: np.ndarray[Any, Any]) -> list[list[tuple[int, int]]]:
+    """Each sentence's known words with their positions among the words read."""
+    found: list[list[tuple[int, int]]] = [[]]
+    read = 0
+    for token in tokens.tolist():
+        if token == SENTENCE_END:
+            found.append([])
+            continue
+        if token >= 0:
+            found[-1].append((token, read))
+        read += 1
+    return found
+
+
+# The samples -----------------------------------------------------------------------------------
+
+
+@given(st.integers(0, 2**64 - 1), st.integers(1, 6), st.integers(1, 4))
+def test_pairs_stay_in_their_sentence_within_the_window_and_never_hold_unknown_words(
+    seed: int, window: int, negatives: int
+) -> None:
+    rng = np.random.default_rng(seed % 2**32)
+    counts = np.append(rng.integers(1, 50, size=9), 0)
+    tokens = random_block(rng, counts.size, 200)
+    keep = keep_probabilities(counts, sample=0.05)
+    pairs = list(block_pairs(tokens, keep, NoiseTable.of(counts), window, negatives, seed, 0))
+    sentence_of = {}
+    for number, sentence in enumerate(sentences_of(tokens)):
+        for order, (word, position) in enumerate(sentence):
+            sentence_of[position] = (number, order, word)
+    for pair in pairs:
+        number, _, word = sentence_of[pair.position]
+        assert word == pair.centre
+        assert len(pair.targets) == 1 + negatives
+        assert counts.size - 1 not in pair.targets  # the unknown token is never drawn
+        context_sentence = [w for w, _ in sentences_of(tokens)[number]]
+        assert pair.targets[0] in context_sentence
+    reaches = Counter(pair.position for pair in pairs)
+    assert all(count <= 2 * window for count in reaches.values())
+
+
+def test_a_word_is_kept_as_often_as_its_keep_probability() -> None:
+    counts = np.array([60_000, 3_000, 600, 0])
+    keep = keep_probabilities(counts, sample=1e-3)
+    tokens = np.repeat(np.arange(3, dtype=np.int32), 20_000)
+    np.random.default_rng(0).shuffle(tokens)
+    tokens[1::2] = SENTENCE_END  # one-word sentences: every kept word is seen, with no pair
+    centres = Counter()
+    rng = SplitMix64(block_state(1, 0, 0))
+    for token in tokens.tolist():
+        if token >= 0 and rng.next_unit_f64() < keep[token]:
+            centres[token] += 1
+    seen = Counter(tokens[tokens >= 0].tolist())
+    for word in range(3):
+        rate = centres[word] / seen[word]
+        error = np.sqrt(keep[word] * (1 - keep[word]) / seen[word])
+        assert abs(rate - keep[word]) < 5 * error + 1e-12
+
+
+def test_nearer_context_words_are_paired_more_often() -> None:
+    counts = np.array([1, 1, 0])
+    tokens = np.zeros(20_000, dtype=np.int32)  # one long sentence of one word
+    keep = np.ones(3)
+    window = 4
+    pairs = block_pairs(tokens, keep, NoiseTable.of(counts), window, 1, 7, 0)
+    centre_counts = Counter(pair.position for pair in pairs)
+    inside = [count for position, count in centre_counts.items() if window <= position < 19_996]
+    # a word of reach r has 2r pairs; reaches are uniform in 1..window
+    shares = Counter(count // 2 for count in inside)
+    for reach in range(1, window + 1):
+        assert shares[reach] / len(inside) == pytest.approx(1 / window, abs=0.02)
 
 
 def test_the_keep_probability_is_word2vecs() -> None:
@@ -77,29 +133,47 @@ def test_noise_follows_the_unigram_distribution_to_the_three_quarters() -> None:
     table = NoiseTable.of(counts)
     expected = counts**0.75 / (counts**0.75).sum()
     assert table.probabilities.tolist() == pytest.approx(expected.tolist(), rel=1e-12)
-    draws = table.draw(np.random.default_rng(0), (400_000,))
+    units = np.random.default_rng(0).random(200_000)
+    draws = np.array([table.draw(unit) for unit in units.tolist()])
     frequencies = np.bincount(draws, minlength=counts.size) / draws.size
     assert frequencies[-1] == 0.0
     standard_error = np.sqrt(expected * (1 - expected) / draws.size)
     assert np.all(np.abs(frequencies - expected) < 5 * standard_error + 1e-12)
 
 
-def test_batches_cover_the_pairs_in_order_with_labelled_negatives() -> None:
-    rng = np.random.default_rng(3)
-    centres = rng.integers(0, 7, size=1000)
-    contexts = rng.integers(0, 7, size=1000)
-    noise = NoiseTable.of(np.array([50, 40, 30, 20, 10, 5, 1]))
-    batches = list(pair_batches(centres, contexts, noise, 3, 64, np.random.default_rng(1)))
-    assert [batch.size for batch in batches] == [64] * 15 + [40]
-    assert np.concatenate([b.centres for b in batches]).tolist() == centres.tolist()
-    targets = np.concatenate([b.targets for b in batches])
-    labels = np.concatenate([b.labels for b in batches])
-    assert targets.shape == (1000, 4) and labels.dtype == np.float32
-    assert targets[:, 0].tolist() == contexts.tolist()
-    assert (labels[:, 0] == 1).all()
-    collisions = targets[:, 1:] == targets[:, :1]
-    assert collisions.any()
-    assert (labels[:, 1:][collisions] == 0).all() and (labels[:, 1:][~collisions] == -1).all()
+def test_a_batch_labels_the_context_word_and_each_negative() -> None:
+    batch = PairBatch.of(
+        [
+            reference_pair(3, (1, 2, 1, 4)),
+            reference_pair(0, (2, 2, 3, 2)),
+        ]
+    )
+    assert batch.centres.tolist() == [3, 0]
+    assert batch.targets.tolist() == [[1, 2, 1, 4], [2, 2, 3, 2]]
+    assert batch.labels.tolist() == [[1, -1, 0, -1], [1, 0, -1, 0]]
+    assert batch.labels.dtype == np.float32 and batch.size == 2
+
+
+def reference_pair(centre: int, targets: tuple[int, ...]) -> Any:
+    from llm_from_scratch.training.skipgram import Pair
+
+    return Pair(centre, targets, 0)
+
+
+def test_the_learning_rate_falls_linearly_with_the_words_read() -> None:
+    assert learning_rate(0, 1000, RATES) == RATES[0]
+    assert learning_rate(500, 1000, RATES) == pytest.approx((RATES[0] + RATES[1]) / 2)
+    assert learning_rate(1000, 1000, RATES) == pytest.approx(RATES[1])
+    assert learning_rate(2000, 1000, RATES) == RATES[1]
+
+
+def test_blocks_draw_from_different_states_for_every_seed_epoch_and_block() -> None:
+    states = {block_state(seed, epoch, block) for seed in range(4) for epoch in range(4)
+              for block in range(4)}
+    assert len(states) == 64
+
+
+# The model and its loss ------------------------------------------------------------------------
 
 
 def test_the_model_is_the_chapters_layer_and_a_context_table_of_zeros() -> None:
@@ -111,6 +185,11 @@ def test_the_model_is_the_chapters_layer_and_a_context_table_of_zeros() -> None:
     assert (
         again.inputs.table.tensor.numpy().tobytes() == model.inputs.table.tensor.numpy().tobytes()
     )
+    inputs, contexts = model.arrays()
+    assert inputs.flags.writeable and inputs.tobytes() == model.inputs.table.tensor.numpy().tobytes()
+    rebuilt = SkipGram.from_arrays(inputs, contexts)
+    inputs[0, 0] = 99.0  # the model holds copies
+    assert rebuilt.inputs.table.tensor.numpy()[0, 0] != 99.0
 
 
 @pytest.mark.parametrize("pairs", [7, 300])
@@ -143,3 +222,60 @@ def test_the_loss_and_both_table_gradients_equal_pytorchs(pairs: int) -> None:
         (model.contexts.table.tensor.gradient, contexts.grad),
     ):
         np.testing.assert_allclose(ours.numpy(), reference.numpy(), rtol=1e-12, atol=1e-12)  # type: ignore[union-attr]
+
+
+# The compiled loop against the tape -----------------------------------------------------------
+
+
+def both_ways(
+    seed: int, rows: int, width: int, window: int, negatives: int, dtype: Any
+) -> tuple[Any, Any, Any, Any]:
+    """One block trained by the compiled loop and by the tape, from the same model."""
+    rng = np.random.default_rng(seed % 2**32)
+    counts = np.append(rng.integers(1, 30, size=rows - 1), 0)
+    tokens = random_block(rng, rows, 120)
+    keep = keep_probabilities(counts, sample=0.1)
+    noise = NoiseTable.of(counts)
+    model = SkipGram.new(rows, width, seed, dtype=dtype)
+    inputs, contexts = model.arrays()
+    contexts += (rng.normal(scale=0.2, size=contexts.shape)).astype(dtype)  # not all zero
+    state, words_before, words_total = block_state(seed, 0, 0), 40, 400
+    totals = np.zeros(2)
+    compiled = (inputs.copy(), contexts.copy())
+    train_block(tokens, keep, noise.accept, noise.alias, *compiled, window, negatives, state,
+                RATES, words_before, words_total, totals)
+    reference = SkipGram.from_arrays(inputs, contexts)
+    pairs = block_pairs(tokens, keep, noise, window, negatives, state, words_before)
+    loss, count = reference_block(
+        reference, SGD(reference.parameters, RATES[0]), pairs, words_total, RATES
+    )
+    return compiled, reference.arrays(), totals, (loss, count)
+
+
+@given(
+    st.integers(0, 2**64 - 1),
+    st.integers(2, 12),
+    st.integers(1, 20),
+    st.integers(1, 4),
+    st.integers(1, 6),
+)
+def test_the_compiled_loop_learns_what_the_tape_learns_pair_by_pair_in_float64(
+    seed: int, rows: int, width: int, window: int, negatives: int
+) -> None:
+    compiled, reference, totals, (loss, count) = both_ways(
+        seed, rows, width, window, negatives, np.float64
+    )
+    assert int(totals[1]) == count
+    assert totals[0] == pytest.approx(loss, rel=1e-9, abs=1e-9)
+    for ours, theirs in zip(compiled, reference, strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_loop_learns_what_the_tape_learns_in_float32(seed: int) -> None:
+    compiled, reference, totals, (loss, count) = both_ways(seed, 10, 16, 3, 5, np.float32)
+    assert int(totals[1]) == count > 0
+    assert totals[0] == pytest.approx(loss, rel=1e-5)
+    for ours, theirs in zip(compiled, reference, strict=True):
+        assert ours.dtype == np.float32
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)

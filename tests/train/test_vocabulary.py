@@ -1,7 +1,8 @@
-"""The vocabulary: which words, in which order, with which counts; the encoder; the tokenizer file.
+"""The vocabulary: which words, in which order, with which counts; the tokens of a text; the
+tokenizer file.
 
-The encoder is compared with a plain restatement (look each word up, drop the unknown ones and
-the sentences left empty) on sentences Hypothesis makes. The tokenizer file is read back with
+The tokens are compared with a plain restatement (each word's ID, -1 for a word outside the
+vocabulary, -2 at each line end) on texts Hypothesis makes. The tokenizer file is read back with
 the ``tokenizers`` package (``make pretrained`` or ``make corpus`` installs it), compared with
 the same tokenizer built by that package's own API, and loaded the way ``ch18 neighbours``
 loads one.
@@ -19,15 +20,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
-    DEFAULT_MIN_COUNT,
-    UNKNOWN_TOKEN,
-    WORD_PATTERN,
-    CorpusError,
-    Vocabulary,
-    line_words,
-    load_corpus,
-)
+from llm_from_scratch.training.corpus import CorpusError, corpus_files, count_words
+from llm_from_scratch.training.vocabulary import DEFAULT_MIN_COUNT, UNKNOWN_TOKEN, Vocabulary
+from llm_from_scratch.training.words import line_words
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     UnknownWordError,
     word_piece,
@@ -121,65 +116,57 @@ def test_a_numpy_integer_is_a_minimum_count() -> None:
     assert Vocabulary.build([["a", "a"]], np.int64(2)).words == ("a", UNKNOWN_TOKEN)
 
 
-# Encoding ---------------------------------------------------------------------------------------
+# Tokens -----------------------------------------------------------------------------------------
 
 
-def plain_encode(vocabulary: Vocabulary, sentences: list[list[str]]) -> tuple[list[int], list[int]]:
-    ids, starts = [], [0]
-    for sentence in sentences:
-        kept = [vocabulary.words.index(word) for word in sentence if word in vocabulary.words[:-1]]
-        if kept:
-            ids += kept
-            starts.append(len(ids))
-    return ids, starts
+def plain_tokens(vocabulary: Vocabulary, text: str) -> list[int]:
+    found = []
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        found += [vocabulary.words[:-1].index(w) if w in vocabulary.words[:-1] else -1
+                  for w in line_words(line)]
+        found.append(-2)
+    return found[:-1]  # no line end after the last line
 
 
-def test_words_outside_the_vocabulary_and_sentences_left_empty_are_dropped() -> None:
+def test_a_text_becomes_ids_unknown_words_and_line_ends() -> None:
     vocabulary = Vocabulary.build(SENTENCES, min_count=2)
-    ids, starts = vocabulary.encode(iter(SENTENCES))
-    assert (ids.dtype, starts.dtype) == (np.int64, np.int64)
-    assert (ids.tolist(), starts.tolist()) == plain_encode(vocabulary, SENTENCES)
-    first = ids[starts[0] : starts[1]].tolist()
-    assert [vocabulary.words[i] for i in first] == ["to", "be", "or", "to", "be", "the"]
-    assert starts[-1] == ids.size and (np.diff(starts) >= 1).all()
-    empty_ids, empty_starts = vocabulary.encode([])
-    assert (empty_ids.tolist(), empty_starts.tolist()) == ([], [0])
-    none_ids, none_starts = vocabulary.encode([["question"], [], ["[UNK]"]])
-    assert (none_ids.tolist(), none_starts.tolist()) == ([], [0])
+    tokens = vocabulary.tokens("\n".join(HAMLET))
+    assert tokens.dtype == np.int32
+    assert tokens.tolist() == plain_tokens(vocabulary, "\n".join(HAMLET))
+    first_line = [vocabulary.words[i] if i >= 0 else i for i in tokens[:11]]
+    assert first_line == ["to", "be", "or", -1, "to", "be", -1, -1, "the", -1, -2]
+    assert vocabulary.tokens("").tolist() == []
+    assert vocabulary.tokens("question [UNK]\r\n\r").tolist() == [-1, -1, -2, -2]
 
 
 @given(
     st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=5), min_size=1, max_size=10),
-    st.lists(st.lists(st.sampled_from("abcdefghxyz"), max_size=5), max_size=10),
+    st.text(alphabet=st.sampled_from("abcxyz ABC\n\r,'"), max_size=60),
     st.integers(1, 3),
 )
-def test_the_encoder_keeps_known_words_in_order_and_starts_each_kept_sentence(
-    corpus: list[list[str]], sentences: list[list[str]], min_count: int
+def test_the_tokens_are_each_words_id_in_order_with_the_line_ends(
+    corpus: list[list[str]], text: str, min_count: int
 ) -> None:
     try:
         vocabulary = Vocabulary.build(corpus, min_count)
     except CorpusError:
         return
-    ids, starts = vocabulary.encode(sentences)
-    assert (ids.tolist(), starts.tolist()) == plain_encode(vocabulary, sentences)
-    words = [word for sentence in sentences for word in sentence]
+    assert vocabulary.tokens(text).tolist() == plain_tokens(vocabulary, text)
+    words = line_words(text.replace("\n", " ").replace("\r", " "))
     looked_up = vocabulary.lookup(words).tolist()
     assert looked_up == [vocabulary.word_ids.get(w, vocabulary.unknown_id) for w in words]
-    assert [i for i in looked_up if i != vocabulary.unknown_id] == ids.tolist()
 
 
-def test_load_corpus_reads_counts_and_encodes_a_folder(tmp_path: Path) -> None:
+def test_counting_a_folder_gives_the_vocabulary_of_its_sentences(tmp_path: Path) -> None:
     (tmp_path / "hamlet.txt").write_text("\n".join(HAMLET), encoding="utf-8")
     (tmp_path / "empty.txt").write_text("", encoding="utf-8")
-    corpus = load_corpus(tmp_path, min_count=2)
-    assert corpus.files == (tmp_path / "empty.txt", tmp_path / "hamlet.txt")
-    assert corpus.words_read == sum(map(len, SENTENCES)) == 53
-    assert corpus.vocabulary.words == Vocabulary.build(SENTENCES, 2).words
-    assert (corpus.ids.tolist(), corpus.starts.tolist()) == plain_encode(
-        corpus.vocabulary, SENTENCES
-    )
-    assert problem_of(lambda: load_corpus(tmp_path / "none", min_count=0)).problem == "min-count"
-    assert problem_of(lambda: load_corpus(tmp_path / "empty.txt")).problem == "no-words"
+    files, counts = count_words(corpus_files(tmp_path))
+    assert [file.path for file in files] == [tmp_path / "empty.txt", tmp_path / "hamlet.txt"]
+    assert sum(counts.values()) == sum(map(len, SENTENCES)) == 53
+    vocabulary = Vocabulary.from_counts(counts, 2)
+    assert vocabulary.words == Vocabulary.build(SENTENCES, 2).words
+    assert problem_of(lambda: Vocabulary.from_counts(counts, 0)).problem == "min-count"
+    assert problem_of(lambda: Vocabulary.from_counts({}, 2)).problem == "no-words"
 
 
 # The tokenizer file -------------------------------------------------------------------------------
@@ -191,9 +178,22 @@ def library_tokenizer(vocabulary: Vocabulary) -> Any:
     tokenizer = tokenizers.Tokenizer(
         tokenizers.models.WordLevel(dict(vocabulary.word_ids), unk_token=vocabulary.unknown_token)
     )
-    tokenizer.normalizer = tokenizers.normalizers.Lowercase()
+    folded = [
+        tokenizers.normalizers.Replace(character, character.casefold())
+        for character in map(chr, range(0x110000))
+        if character.casefold() != character and character.lower() == character
+    ]
+    tokenizer.normalizer = tokenizers.normalizers.Sequence(
+        [
+            tokenizers.normalizers.NFC(),
+            tokenizers.normalizers.Lowercase(),
+            *folded,
+            tokenizers.normalizers.NFC(),
+        ]
+    )
+    letters = r"[\p{L}\p{Nl}\p{No}]+"
     tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Split(
-        tokenizers.Regex(WORD_PATTERN), behavior="removed", invert=True
+        tokenizers.Regex(f"{letters}(?:'{letters})?"), behavior="removed", invert=True
     )
     return tokenizer
 
@@ -218,7 +218,7 @@ EDGE_LINES = [
     "DON'T o'er 'tis th' rock'n'roll abc''def x'",
     "café naïve Ægypt façade",
     "2B or not 2B, R2D2 1600",
-    "\u212a is the Kelvin sign; İstanbul; ΣΟΦΟΣ",
+    "\u212a is the Kelvin sign; İstanbul; ΣΟΦΟΣ; Straße; отец МАТЬ",
     "\u2019Tis [UNK] [unk] unk <s>",
     "\t  \u00a0",
     "",
@@ -234,8 +234,8 @@ def test_the_saved_tokenizer_gives_the_encoder_ids_on_every_line(tmp_path: Path)
         encoding = tokenizer.encode(line, add_special_tokens=False)
         assert encoding.ids == expected, line
         assert encoding.tokens == [vocabulary.words[i] for i in expected], line
-        ids, _ = vocabulary.encode([words])
-        assert [i for i in encoding.ids if i != vocabulary.unknown_id] == ids.tolist(), line
+        tokens = vocabulary.tokens(line)
+        assert encoding.ids == [i if i >= 0 else vocabulary.unknown_id for i in tokens], line
 
 
 def test_the_neighbours_command_reads_one_piece_per_known_word(tmp_path: Path) -> None:

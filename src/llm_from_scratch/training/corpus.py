@@ -11,7 +11,7 @@ bytes at a time into *pieces* of text of less than twice that, which end at a li
 piece holds whole lines; a line longer than that (a file without line breaks, say) is cut after
 a space, or between two characters when it has no space, and each part of it is a line of its
 own. A file
-is read up to the size it had when it was opened (a device, a pipe or a folder is refused
+is read up to the size it had when the corpus was listed (a device, a pipe or a folder is refused
 unread, so neither ``/dev/zero`` nor a file that keeps growing is read forever). A file is
 decoded as UTF-8 (a leading byte-order mark dropped), or as Latin-1 when it is not valid UTF-8
 (:func:`count_words` decides, on its pass over the file). A *sentence* is one line with a word
