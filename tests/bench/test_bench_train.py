@@ -9,28 +9,31 @@ import pytest
 
 from llm_from_scratch.bench.train import format_result, group_measure, measure
 from llm_from_scratch.cli import main
-from llm_from_scratch.demos.ch18_token_embeddings.corpus import load_corpus
+from llm_from_scratch.training.corpus import corpus_files, count_words
 
 from conftest import import_optional
 from train_support import write_corpus
 
 
-def test_each_trainer_runs_and_is_measured(tmp_path: Path) -> None:
+@pytest.mark.parametrize("copies", [1, 2])
+def test_each_trainer_runs_and_is_measured(tmp_path: Path, copies: int) -> None:
     import_optional("gensim")
     import_optional("torch")
     corpus = write_corpus(tmp_path, lines=300)
-    result = measure(corpus, epochs=1, rounds=1, threads=(1,))
+    result = measure(corpus, epochs=1, rounds=1, threads=(1,), copies=copies)
     assert [(found.trainer, found.threads) for found in result.measured] == [
         ("ours", 1),
         ("gensim", 1),
         ("torch", 1),
     ]
-    words = load_corpus(corpus).words_read
+    words = sum(count_words(corpus_files(corpus))[1].values()) * copies
     for found in result.measured:
         assert found.median_seconds > 0 and found.words_per_run == words
+        assert 10 * 2**20 < found.median_peak_memory < 4 * 2**30  # a process's own peak
         assert -1 <= found.between <= found.within <= 1
     text = format_result(result)
-    assert "ours / gensim, 1 threads: words/s" in text
+    assert f"x{copies}, 1 epochs" in text
+    assert "ours / gensim, 1 threads: words/s" in text and "x, peak memory " in text
     assert "ours 1 thread / gensim 1 worker, words/s:" in text
 
 
@@ -48,3 +51,4 @@ def test_bad_arguments_are_refused(capsys: pytest.CaptureFixture[str], tmp_path:
     assert main(["bench", "train", "--corpus", str(tmp_path / "none")]) == 2
     assert "no corpus at" in capsys.readouterr().err
     assert main(["bench", "train", "--repeats", "0", "--corpus", str(tmp_path)]) == 2
+    assert main(["bench", "train", "--copies", "0", "--corpus", str(tmp_path)]) == 2

@@ -27,6 +27,7 @@ import string
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -37,13 +38,11 @@ import pytest
 import llm_from_scratch.autograd.ops as ops_module
 from llm_from_scratch.autograd import GraphRetention, TensorValue, TokenIdOutOfBoundsError
 from llm_from_scratch.autograd.leaf_state import restore_node
-from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
-    Vocabulary,
-    corpus_files,
-    read_text,
-)
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import verified_archive
-from llm_from_scratch.demos.ch18_token_embeddings.train import TrainOptions
+from llm_from_scratch.training.checkpoint import load_checkpoint, saved_options
+from llm_from_scratch.training.corpus import CorpusFile, corpus_files, pieces
+from llm_from_scratch.training.options import TrainOptions
+from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.error_catalogue import (
     BEGIN,
     END,
@@ -194,6 +193,34 @@ def in_new_folder(call: Callable[[Path], object], files: Mapping[str, bytes] = {
     return run
 
 
+def interrupted_run(folder: Path) -> TrainOptions:
+    """The options of a one-epoch run of two on ``folder/corpus.txt`` whose checkpoint is in
+    ``folder/out`` (as a run stopped after its first epoch leaves it)."""
+    from llm_from_scratch.training.run import Run
+
+    options = TrainOptions(folder / "corpus.txt", folder / "out", dim=4, epochs=2, min_count=1)
+    run = Run.start(options, 1)
+    run.train()  # the checkpoint goes when a run ends: write it again, as after epoch one
+    from llm_from_scratch.training.checkpoint import Checkpoint, Position, save_checkpoint
+
+    inputs, contexts = run.initial_model().arrays()
+    checkpoint = Checkpoint(run.options, run.files, run.vocabulary, run.corpus_words, inputs,
+                            contexts, Position(1))
+    save_checkpoint(checkpoint)
+    return run.options
+
+
+def resumed_with_other_options(folder: Path) -> object:
+    options = interrupted_run(folder)
+    return load_checkpoint(folder / "out", replace(options, window=3), [])
+
+
+def resumed_on_another_corpus(folder: Path) -> object:
+    options = interrupted_run(folder)
+    (folder / "corpus.txt").write_bytes(b"to be\n")
+    return load_checkpoint(folder / "out", options, corpus_files(folder / "corpus.txt"))
+
+
 TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     # llm_from_scratch.tensor.storage
     "ShapeTypeError": (lambda: checked_row_major_layout(7),),
@@ -335,20 +362,25 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "DuplicateParameterError": (lambda: Adam([*layer().parameters()] * 2, 0.1),),
     "OutputTypeError": (lambda: SGD(layer().parameters(), 0.1).backward_step(5),),  # type: ignore[arg-type]
     "NonFiniteStepError": (lambda: overflowing_sgd().step(),),
-    # llm_from_scratch.demos.ch18_token_embeddings: the corpus of ch18 train
+    # llm_from_scratch.training: the corpus, options and checkpoints of a training run
     "CorpusError": (
         lambda: corpus_files(Path("no-such-corpus")),
         in_new_folder(corpus_files),
-        lambda: read_text(Path("/dev/zero")),
-        lambda: read_text(Path(__file__), limit=10),
+        lambda: list(pieces(CorpusFile(Path("/dev/zero"), 10))),
         lambda: Vocabulary.build([[], []]),
         lambda: Vocabulary.build([["to", "be", "to"]], 3),
         lambda: Vocabulary.build([], 0),
         lambda: Vocabulary.build([["to"]], 1).save_tokenizer(Path("no-such-folder", "t.json")),
     ),
     "TrainOptionError": (
-        lambda: TrainOptions(Path("corpus"), Path("out"), dim=0).checked(),
-        lambda: TrainOptions(Path("corpus"), Path("out"), threads=10**6).checked(),
+        lambda: TrainOptions(Path("corpus"), Path("out"), dim=0).checked(2),
+        lambda: TrainOptions(Path("corpus"), Path("out"), threads=10**6).checked(2),
+    ),
+    "ResumeError": (
+        lambda: saved_options(Path("no-such-folder")),
+        in_new_folder(saved_options, {"checkpoint.safetensors": b"not a checkpoint"}),
+        in_new_folder(resumed_with_other_options, {"corpus.txt": b"to be or not to be\n" * 5}),
+        in_new_folder(resumed_on_another_corpus, {"corpus.txt": b"to be or not to be\n" * 5}),
     ),
     "CorpusDownloadError": (
         in_new_folder(verified_archive),

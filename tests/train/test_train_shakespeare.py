@@ -20,14 +20,14 @@ from pathlib import Path
 import pytest
 from safetensors.numpy import load_file
 
-from llm_from_scratch.autograd.dispatch import kernel_thread_limit
 from llm_from_scratch.bench.train import group_measure, word_list
 from llm_from_scratch.bench.train_runners import run_gensim
-from llm_from_scratch.demos.ch18_token_embeddings.corpus import (
+from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     default_corpus_folder,
     fetched_texts,
 )
-from llm_from_scratch.demos.ch18_token_embeddings.skipgram import SkipGram
+from llm_from_scratch.demos.ch18_token_embeddings.train_command import processor_count
+from llm_from_scratch.training.skipgram import SkipGram
 
 from conftest import import_optional, unavailable
 
@@ -50,7 +50,7 @@ def test_the_default_run_separates_the_groups_as_well_as_gensim(tmp_path: Path) 
     random = SkipGram.new(9120, 100, seed=1).inputs.table.tensor.numpy()
     random_within, random_between = group_measure(random, words)
     vectors, their_words = run_gensim(
-        folder, epochs=5, threads=kernel_thread_limit(), seed=1, dim=100
+        folder, epochs=5, threads=processor_count(), seed=1, dim=100
     )
     their_within, their_between = group_measure(vectors, their_words)
     ours, theirs = within - between, their_within - their_between

@@ -76,6 +76,7 @@ TRAIN_LABELS: Final = LabelTable(
         "wrote",
         "progress",
         "interrupted",
+        "interrupted_resumable",
         "interrupted_after_writing",
         *(f"figure.{key}" for key in FIGURE_KEYS),
     ),

@@ -16,7 +16,7 @@ import importlib
 from typing import Any, Final
 
 _HOMES: Final = {
-    "checkpoint": ("CheckpointMismatchError",),
+    "checkpoint": ("ResumeError",),
     "corpus": (
         "PIECE_BYTES",
         "CorpusError",

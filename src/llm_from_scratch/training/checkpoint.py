@@ -31,7 +31,7 @@ __all__ = [
     "IDENTITY",
     "SAVED",
     "Checkpoint",
-    "CheckpointMismatchError",
+    "ResumeError",
     "EpochTotals",
     "Position",
     "load_checkpoint",
@@ -47,7 +47,7 @@ SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes")
 """The options a checkpoint records: what a resumed run takes when it is not given them."""
 
 
-class CheckpointMismatchError(StructuredError, ValueError):
+class ResumeError(StructuredError, ValueError):
     """``--resume`` of a folder without a usable checkpoint, or of one from other options or
     another corpus. ``problem`` says which; ``detail`` names what differs."""
 
@@ -133,7 +133,7 @@ def saved_options(folder: Path) -> dict[str, Any]:
     """The options of the run whose checkpoint is in ``folder`` (all but its output folder).
 
     Raises:
-        CheckpointMismatchError: no checkpoint, or an unreadable one.
+        ResumeError: no checkpoint, or an unreadable one.
     """
     _, metadata = _read(folder, with_tensors=False)
     try:
@@ -141,7 +141,7 @@ def saved_options(folder: Path) -> dict[str, Any]:
         saved["corpus"] = Path(saved["corpus"])
         return {name: saved[name] for name in SAVED}
     except (ValueError, KeyError, TypeError) as error:
-        raise CheckpointMismatchError("unreadable", str(folder), str(error)) from error
+        raise ResumeError("unreadable", str(folder), str(error)) from error
 
 
 def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]) -> Checkpoint:
@@ -149,13 +149,13 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
     are now).
 
     Raises:
-        CheckpointMismatchError: no checkpoint, an unreadable one, or one from other
+        ResumeError: no checkpoint, an unreadable one, or one from other
             :data:`IDENTITY` options or another corpus (every difference named).
     """
     saved = TrainOptions(**saved_options(folder))
     differences = saved.differences(options, IDENTITY)
     if differences:
-        raise CheckpointMismatchError("options", str(folder), "; ".join(differences))
+        raise ResumeError("options", str(folder), "; ".join(differences))
     tensors, metadata = _read(folder, with_tensors=True)
     try:
         corpus = json.loads(metadata["corpus"])
@@ -165,7 +165,7 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
         vocabulary = Vocabulary(tuple(words), tensors["vocabulary.counts"])
         inputs, contexts = tensors["token_embedding.weight"], tensors["context_embedding.weight"]
     except (ValueError, KeyError, TypeError) as error:
-        raise CheckpointMismatchError("unreadable", str(folder), str(error)) from error
+        raise ResumeError("unreadable", str(folder), str(error)) from error
     assert options.corpus is not None
     checked = _corpus_files(folder, options.corpus, corpus, files)
     return Checkpoint(options, checked, vocabulary, corpus_words, inputs, contexts, position)
@@ -178,18 +178,18 @@ def _read(
 
     path = folder / CHECKPOINT_FILE
     if not path.is_file():
-        raise CheckpointMismatchError("missing", str(folder), f"{path} is not a file")
+        raise ResumeError("missing", str(folder), f"{path} is not a file")
     try:
         with safe_open(str(path), framework="numpy") as handle:
             metadata = handle.metadata() or {}
             if metadata.get("format") != FORMAT:
                 detail = f"its format is {metadata.get('format')!r}, not {FORMAT!r}"
-                raise CheckpointMismatchError("unreadable", str(folder), detail)
+                raise ResumeError("unreadable", str(folder), detail)
             names = handle.keys() if with_tensors else []
             tensors = {name: np.array(handle.get_tensor(name)) for name in names}
     except (OSError, SafetensorError) as error:
         detail = os_reason(error) if isinstance(error, OSError) else str(error)
-        raise CheckpointMismatchError("unreadable", str(folder), detail) from error
+        raise ResumeError("unreadable", str(folder), detail) from error
     return tensors, metadata
 
 
@@ -218,13 +218,13 @@ def _corpus_files(
         path = root if name == "." else root / name
         current = now.get(name)
         if current is None:
-            raise CheckpointMismatchError("corpus", str(folder), f"{path} is missing")
+            raise ResumeError("corpus", str(folder), f"{path} is missing")
         if current.size != size:
             detail = f"{path} has {current.size} bytes, the checkpoint's had {size}"
-            raise CheckpointMismatchError("corpus", str(folder), detail)
+            raise ResumeError("corpus", str(folder), detail)
         found.append(CorpusFile(path, size, encoding))
     extra = sorted(set(now) - {name for name, _, _ in saved})
     if extra:
         detail = f"{root / extra[0]} is new ({len(extra)} new files)"
-        raise CheckpointMismatchError("corpus", str(folder), detail)
+        raise ResumeError("corpus", str(folder), detail)
     return tuple(found)

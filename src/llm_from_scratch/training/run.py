@@ -150,7 +150,7 @@ class Run:
         Raises:
             TrainOptionError: an option out of range (before anything is read).
             CorpusError: the corpus cannot be read or makes no vocabulary.
-            CheckpointMismatchError: ``resume`` without a checkpoint of these options and
+            ResumeError: ``resume`` without a checkpoint of these options and
                 this corpus.
         """
         options = options.checked(thread_limit)

@@ -11,8 +11,8 @@ Each measure of a table (:class:`TableView`) uses the neighbours module: the vec
 a few words (:data:`REPORT_WORDS`), the mean cosines inside and between word groups
 (:data:`REPORT_GROUPS`) and the groups' projection on two principal components. Words that are not
 in the vocabulary are left out (a group keeps at least two words). The words are English, or
-Russian (:data:`REPORT_WORDS_RU`, :data:`REPORT_GROUPS_RU`) with ``lang="ru"`` or when the
-vocabulary holds more of the Russian words.
+Russian (:data:`REPORT_WORDS_RU`, :data:`REPORT_GROUPS_RU`) when the vocabulary holds more of
+the Russian words (:func:`report_words`).
 
 Files: both are staged beside their targets under hidden temporary names, then renamed into
 place one after the other with Ctrl-C held back (and the earlier table put back if the second
@@ -195,7 +195,7 @@ def train(
         TrainOptionError: an option out of range (before anything is read).
         CorpusError: the corpus cannot be read or makes no vocabulary (before anything is
             written).
-        CheckpointMismatchError: ``resume`` without a checkpoint of these options and corpus.
+        ResumeError: ``resume`` without a checkpoint of these options and corpus.
         CheckpointError, OSError: a file cannot be written; the folder is as it was.
         KeyboardInterrupt: Ctrl-C; the folder holds the files it held before (and the last
             checkpoint); a Ctrl-C while the files are written waits for them (``interrupted``).
@@ -237,14 +237,15 @@ def train(
 
 
 def report_words(vocabulary: Vocabulary, lang: str) -> tuple[tuple[str, ...], Groups]:
-    """The report's words and groups: the Russian ones with ``lang="ru"`` or when the
-    vocabulary holds more of them than of the English ones."""
+    """The report's words and groups: those of which the vocabulary holds more, the Russian or
+    the English ones; on a tie (none of either, say), those of ``lang``."""
     known = vocabulary.word_ids
 
     def held(groups: Groups) -> int:
         return sum(word in known for _, members in groups for word in members)
 
-    if lang == "ru" or held(REPORT_GROUPS_RU) > held(REPORT_GROUPS):
+    russian, english = held(REPORT_GROUPS_RU), held(REPORT_GROUPS)
+    if russian > english or (russian == english and lang == "ru"):
         return REPORT_WORDS_RU, REPORT_GROUPS_RU
     return REPORT_WORDS, REPORT_GROUPS
 

@@ -26,9 +26,9 @@ from llm_from_scratch.figures.labels import Labels
 from llm_from_scratch.figures.train_labels import TRAIN_LABELS, load_labels
 from llm_from_scratch.files import one_line, replace_file, writable_path
 from llm_from_scratch.nn import CheckpointError
-from llm_from_scratch.training.checkpoint import CheckpointMismatchError, saved_options
+from llm_from_scratch.training.checkpoint import ResumeError, saved_options
 from llm_from_scratch.training.corpus import CorpusError
-from llm_from_scratch.training.options import TrainOptionError, TrainOptions
+from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptionError, TrainOptions
 from llm_from_scratch.training.run import ProgressState
 
 __all__ = ["DEFAULT_OUTPUT", "TrainRequest", "processor_count", "run_train"]
@@ -75,7 +75,7 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
         options = _options(request)
         output = options.output
         report = train(options, processor_count(), printer, request.lang, request.resume is not None)
-    except (TrainOptionError, CorpusError, CheckpointMismatchError) as error:
+    except (TrainOptionError, CorpusError, ResumeError) as error:
         printer.finish()
         return _fail(err, _refusal(error, request), REFUSED)
     except (CheckpointError, OSError) as error:
@@ -83,7 +83,9 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
         return _fail(err, str(error), FAILED)
     except KeyboardInterrupt:
         printer.finish()
-        return _fail(err, label(labels, "interrupted").format(folder=output), INTERRUPTED)
+        resumable = (output / CHECKPOINT_FILE).is_file()
+        message = label(labels, "interrupted_resumable" if resumable else "interrupted")
+        return _fail(err, message.format(folder=output), INTERRUPTED)
     printer.finish()
     if report.interrupted:
         message = label(labels, "interrupted_after_writing").format(folder=output)
