@@ -10,8 +10,8 @@ line), with the values it echoes escaped by :func:`llm_from_scratch.files.one_li
 from __future__ import annotations
 
 import argparse
-from argparse import SUPPRESS
 import sys
+from argparse import SUPPRESS
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol

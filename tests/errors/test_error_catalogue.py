@@ -39,10 +39,6 @@ import llm_from_scratch.autograd.ops as ops_module
 from llm_from_scratch.autograd import GraphRetention, TensorValue, TokenIdOutOfBoundsError
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import verified_archive
-from llm_from_scratch.training.checkpoint import load_checkpoint, saved_options
-from llm_from_scratch.training.corpus import CorpusFile, corpus_files, pieces
-from llm_from_scratch.training.options import TrainOptions
-from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.error_catalogue import (
     BEGIN,
     END,
@@ -67,6 +63,10 @@ from llm_from_scratch.nn import (
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
 from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer, load_state, save_state
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
+from llm_from_scratch.training.checkpoint import load_checkpoint, saved_options
+from llm_from_scratch.training.corpus import CorpusFile, corpus_files, pieces
+from llm_from_scratch.training.options import TrainOptions
+from llm_from_scratch.training.vocabulary import Vocabulary
 
 import checkpoint_support
 import neighbours_support

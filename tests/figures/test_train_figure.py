@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainReport, train
-from llm_from_scratch.training.options import TrainOptions
 from llm_from_scratch.figures.labels import LabelError, check_labels, load_labels
 from llm_from_scratch.figures.train import GROUP_SHAPES, render_train_figure
 from llm_from_scratch.figures.train_labels import TRAIN_GROUP_NAMES, TRAIN_LABELS
+from llm_from_scratch.training.options import TrainOptions
 
 from train_support import run_train, write_corpus
 

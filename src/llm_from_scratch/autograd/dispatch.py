@@ -87,7 +87,10 @@ def runs_on_one_thread() -> bool:
 
 
 def _type_key(argument: Any) -> object:
-    """What Numba compiles a new version for: an array's dtype, rank and writeability."""
+    """What Numba compiles a new version for: an array's dtype, rank and writeability (those
+    of each item of a tuple)."""
+    if isinstance(argument, tuple):
+        return tuple(_type_key(item) for item in argument)
     if hasattr(argument, "flags"):
         return (argument.dtype, argument.ndim, argument.flags.writeable)
     return type(argument)
@@ -178,26 +181,41 @@ def _numba() -> Any:
     return numba
 
 
+_COMPILED_HELPERS: dict[str, Callable[..., Any]] = {}
+
+
 def _compiled_helper(helper: types.FunctionType) -> Callable[..., Any]:
-    numba = _numba()
-    compiled: Callable[..., Any] = numba.njit(cache=True, nogil=True)(helper)
+    compiled = _COMPILED_HELPERS.get(helper.__name__)
+    if compiled is None:
+        numba = _numba()
+        copy = _with_compiled_helpers(helper, {})
+        compiled = _COMPILED_HELPERS[helper.__name__] = numba.njit(inline="always")(copy)
     return compiled
+
+
+def _with_compiled_helpers(
+    function: types.FunctionType, names: dict[str, Any]
+) -> types.FunctionType:
+    """A copy of ``function`` whose globals also hold ``names`` and compiled copies of the
+    helpers it calls."""
+    helpers = {
+        name: _compiled_helper(helper)
+        for name, helper in _HELPERS.items()
+        if name in function.__code__.co_names and function.__globals__.get(name) is helper
+    }
+    namespace = {**function.__globals__, **names, **helpers}
+    copy = types.FunctionType(
+        function.__code__, namespace, function.__name__, function.__defaults__, function.__closure__
+    )
+    copy.__qualname__ = function.__qualname__
+    return copy
 
 
 def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:
     numba = _numba()
 
     # The loop's module sees Python's range as `prange`; the compiled copy sees Numba's, and
-    # compiled copies of the helpers it names.
-    helpers = {
-        name: _compiled_helper(helper)
-        for name, helper in _HELPERS.items()
-        if loop.__globals__.get(name) is helper
-    }
-    namespace = {**loop.__globals__, "prange": numba.prange, **helpers}
-    copy = types.FunctionType(
-        loop.__code__, namespace, loop.__name__, loop.__defaults__, loop.__closure__
-    )
-    copy.__qualname__ = loop.__qualname__
+    # compiled copies of the helpers it calls.
+    copy = _with_compiled_helpers(loop, {"prange": numba.prange})
     compiled: Callable[..., Any] = numba.njit(cache=True, parallel=parallel, nogil=True)(copy)
     return compiled

@@ -134,8 +134,16 @@ def run_torch(
                 centres, targets_first = block_pairs_numpy(tokens, keep, 5, rng)
                 for start in range(0, centres.size, BATCH_PAIRS):
                     batch = slice(start, start + BATCH_PAIRS)
-                    _torch_step(torch, inputs, contexts, optimizer, noise, rng,
-                                centres[batch], targets_first[batch])
+                    _torch_step(
+                        torch,
+                        inputs,
+                        contexts,
+                        optimizer,
+                        noise,
+                        rng,
+                        centres[batch],
+                        targets_first[batch],
+                    )
     vectors = inputs.weight.detach().numpy()[: rows - 1]  # the unknown token's row left out
     return np.ascontiguousarray(vectors, dtype=np.float32), list(vocabulary.words[:-1])
 

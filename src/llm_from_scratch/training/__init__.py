@@ -65,7 +65,7 @@ _HOMES: Final = {
 that the command line reads the options without importing NumPy."""
 _MODULE_OF: Final = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = sorted(_MODULE_OF)  # noqa: PLE0605
+__all__ = sorted(_MODULE_OF)
 
 
 def __getattr__(name: str) -> Any:

@@ -31,9 +31,9 @@ __all__ = [
     "IDENTITY",
     "SAVED",
     "Checkpoint",
-    "ResumeError",
     "EpochTotals",
     "Position",
+    "ResumeError",
     "load_checkpoint",
     "save_checkpoint",
     "saved_options",
@@ -119,8 +119,12 @@ def save_checkpoint(checkpoint: Checkpoint) -> None:
     }
     metadata = {
         "format": FORMAT,
-        "options": json.dumps({name: str(getattr(options, name)) if name == "corpus"
-                               else getattr(options, name) for name in SAVED}),
+        "options": json.dumps(
+            {
+                name: str(getattr(options, name)) if name == "corpus" else getattr(options, name)
+                for name in SAVED
+            }
+        ),
         "corpus": json.dumps(_corpus_record(options.corpus, checkpoint.files)),
         "corpus_words": str(checkpoint.corpus_words),
         "position": json.dumps(asdict(checkpoint.position)),
@@ -171,9 +175,7 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
     return Checkpoint(options, checked, vocabulary, corpus_words, inputs, contexts, position)
 
 
-def _read(
-    folder: Path, with_tensors: bool
-) -> tuple[dict[str, npt.NDArray[Any]], dict[str, str]]:
+def _read(folder: Path, with_tensors: bool) -> tuple[dict[str, npt.NDArray[Any]], dict[str, str]]:
     from safetensors import SafetensorError, safe_open
 
     path = folder / CHECKPOINT_FILE

@@ -51,105 +51,129 @@ def unit_float(value: Any) -> float:  # pragma: no cover - JIT
     return float(value >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+@kernel_helper
+def draw_negatives(
+    state: Any, targets: Any, negatives: int, accept: Any, alias: Any
+) -> Any:  # pragma: no cover - JIT
+    """Draw ``negatives`` words after the context word in ``targets``; the new state."""
+    size = accept.shape[0]
+    for k in range(1, negatives + 1):
+        state = splitmix_next(state)
+        drawn = unit_float(splitmix_value(state)) * size
+        slot = min(np.int64(drawn), size - 1)
+        targets[k] = slot if drawn - slot < accept[slot] else alias[slot]
+    return state
+
+
+@kernel_helper
+def lane_dot(row: Any, vector: Any) -> Any:  # pragma: no cover - JIT
+    """``row . vector`` in eight interleaved lanes, as the tape's ``matvec`` adds."""
+    width = vector.shape[0]
+    full = width - width % 8
+    zero = vector.dtype.type(0)
+    l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = zero
+    for f in range(0, full, 8):
+        l0 += row[f] * vector[f]
+        l1 += row[f + 1] * vector[f + 1]
+        l2 += row[f + 2] * vector[f + 2]
+        l3 += row[f + 3] * vector[f + 3]
+        l4 += row[f + 4] * vector[f + 4]
+        l5 += row[f + 5] * vector[f + 5]
+        l6 += row[f + 6] * vector[f + 6]
+        l7 += row[f + 7] * vector[f + 7]
+    for f in range(full, width):
+        l0 += row[f] * vector[f]
+    return ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+
+
+@kernel_helper
+def train_pair(
+    vector: Any, contexts: Any, targets: Any, rate: float, scales: Any, gradient: Any
+) -> float:  # pragma: no cover - JIT
+    """One pair's forward, VJP and SGD step; its loss. ``vector`` is the centre's row,
+    ``targets`` the context word and the negatives."""
+    count = targets.shape[0]
+    loss = 0.0
+    # Forward and VJP at the values the pair starts from: each target's score, its loss
+    # -log sigmoid(label * score) = softplus(margin), and the step along its score.
+    for k in range(count):
+        label = 1.0 if k == 0 else (0.0 if targets[k] == targets[0] else -1.0)
+        margin = -label * lane_dot(contexts[targets[k]], vector)
+        small = math.exp(-abs(margin))
+        loss += max(margin, 0.0) + math.log1p(small)
+        sigmoid = 1.0 / (1.0 + small) if margin >= 0 else small / (1.0 + small)
+        scales[k] = rate * label * sigmoid
+    for f in range(vector.shape[0]):
+        gradient[f] = 0
+    for k in range(count):
+        scale = vector.dtype.type(scales[k])
+        row = contexts[targets[k]]
+        for f in range(vector.shape[0]):
+            gradient[f] += scale * row[f]
+    for k in range(count):
+        scale = vector.dtype.type(scales[k])
+        row = contexts[targets[k]]
+        for f in range(vector.shape[0]):
+            row[f] += scale * vector[f]
+    for f in range(vector.shape[0]):
+        vector[f] += gradient[f]
+    return loss
+
+
+@kernel_helper
+def keep_words(
+    tokens: Any, start: int, keep: Any, state: Any, sentence: Any, positions: Any, read: int
+) -> Any:  # pragma: no cover - JIT
+    """Subsample one sentence from ``tokens[start]`` on: its kept words and their positions
+    among the run's words, from ``read`` on. Returns where the sentence ends, the kept count,
+    the words read after it, and the new state."""
+    count = 0
+    index = start
+    while index < tokens.shape[0] and tokens[index] != SENTENCE_END:
+        token = tokens[index]
+        read += 1
+        if token >= 0:
+            state = splitmix_next(state)
+            if unit_float(splitmix_value(state)) < keep[token]:
+                sentence[count] = token
+                positions[count] = read - 1
+                count += 1
+        index += 1
+    return index, count, read, state
+
+
 @compiled_kernel(parallel=False, pack_lanes=True)
 def _train_block(
     tokens: Any,
     keep: Any,
-    accept: Any,
-    alias: Any,
-    inputs: Any,
-    contexts: Any,
+    noise: tuple[Any, Any],
+    tables: tuple[Any, Any],
     window: int,
-    negatives: int,
     state: Any,
-    rate_first: float,
-    rate_last: float,
-    words_before: int,
-    words_total: int,
-    sentence: Any,
-    positions: Any,
-    targets: Any,
-    scales: Any,
-    gradient: Any,
+    schedule: tuple[float, float, int, int],
+    work: tuple[Any, Any, Any, Any, Any],
     totals: Any,
 ) -> Any:  # pragma: no cover - JIT
-    vocabulary_size = accept.shape[0]
-    width = inputs.shape[1]
-    full = width - width % 8
+    inputs, contexts = tables
+    accept, alias = noise
+    sentence, positions, targets, scales, gradient = work
+    rate_first, rate_last, read, words_total = schedule
     slope = (rate_first - rate_last) / words_total
-    zero = inputs.dtype.type(0)
-    count = 0
-    read = words_before
-    loss = 0.0
-    pairs = 0
-    for index in range(tokens.shape[0] + 1):
-        token = SENTENCE_END if index == tokens.shape[0] else tokens[index]
-        if token != SENTENCE_END:
-            read += 1
-            if token >= 0:
-                state = splitmix_next(state)
-                if unit_float(splitmix_value(state)) < keep[token]:
-                    sentence[count] = token
-                    positions[count] = read - 1
-                    count += 1
-            continue
+    start = 0
+    while start <= tokens.shape[0]:
+        end, count, read, state = keep_words(tokens, start, keep, state, sentence, positions, read)
         for centre_at in range(count):
             state = splitmix_next(state)
-            reach = window - np.int64(splitmix_value(state) % np.uint64(window))
+            reach: Any = window - np.int64(splitmix_value(state) % np.uint64(window))
             rate = max(rate_last, rate_first - slope * positions[centre_at])
-            centre = sentence[centre_at]
-            vector = inputs[centre]
+            vector = inputs[sentence[centre_at]]
             for context_at in range(max(0, centre_at - reach), min(count, centre_at + reach + 1)):
-                if context_at == centre_at:
-                    continue
-                targets[0] = sentence[context_at]
-                for k in range(1, negatives + 1):
-                    state = splitmix_next(state)
-                    drawn = unit_float(splitmix_value(state)) * vocabulary_size
-                    slot = min(np.int64(drawn), vocabulary_size - 1)
-                    targets[k] = slot if drawn - slot < accept[slot] else alias[slot]
-                # Forward and VJP at the values the pair starts from: each target's score, its
-                # loss -log sigmoid(label * score), and the step on its score.
-                for k in range(negatives + 1):
-                    label = 1.0 if k == 0 else (0.0 if targets[k] == targets[0] else -1.0)
-                    row = contexts[targets[k]]
-                    l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = zero
-                    for f in range(0, full, 8):
-                        l0 += row[f] * vector[f]
-                        l1 += row[f + 1] * vector[f + 1]
-                        l2 += row[f + 2] * vector[f + 2]
-                        l3 += row[f + 3] * vector[f + 3]
-                        l4 += row[f + 4] * vector[f + 4]
-                        l5 += row[f + 5] * vector[f + 5]
-                        l6 += row[f + 6] * vector[f + 6]
-                        l7 += row[f + 7] * vector[f + 7]
-                    for f in range(full, width):
-                        l0 += row[f] * vector[f]
-                    score = ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
-                    margin = -label * score  # the loss is softplus(margin)
-                    small = math.exp(-abs(margin))
-                    loss += max(margin, 0.0) + math.log1p(small)
-                    # sigmoid(margin), the slope of the loss along -label * score
-                    sigmoid = 1.0 / (1.0 + small) if margin >= 0 else small / (1.0 + small)
-                    scales[k] = rate * label * sigmoid
-                for f in range(width):
-                    gradient[f] = zero
-                for k in range(negatives + 1):
-                    scale = inputs.dtype.type(scales[k])
-                    row = contexts[targets[k]]
-                    for f in range(width):
-                        gradient[f] += scale * row[f]
-                for k in range(negatives + 1):
-                    scale = inputs.dtype.type(scales[k])
-                    row = contexts[targets[k]]
-                    for f in range(width):
-                        row[f] += scale * vector[f]
-                for f in range(width):
-                    vector[f] += gradient[f]
-                pairs += 1
-        count = 0
-    totals[0] += loss
-    totals[1] += pairs
+                if context_at != centre_at:
+                    targets[0] = sentence[context_at]
+                    state = draw_negatives(state, targets, targets.shape[0] - 1, accept, alias)
+                    totals[0] += train_pair(vector, contexts, targets, rate, scales, gradient)
+                    totals[1] += 1
+        start = end + 1
     return state
 
 
@@ -184,27 +208,23 @@ def train_block(
         totals: ``float64 [2]``: the block's summed loss and its pairs are added to it.
     """
     size = tokens.shape[0]
-    dtype = inputs.dtype
-    return int(
-        _train_block(
-            tokens,
-            keep,
-            accept,
-            alias,
-            inputs,
-            contexts,
-            window,
-            negatives,
-            np.uint64(state),
-            rates[0],
-            rates[1],
-            words_before,
-            max(words_total, 1),
-            np.empty(size, np.int32),
-            np.empty(size, np.int64),
-            np.empty(negatives + 1, np.int64),
-            np.empty(negatives + 1, np.float64),
-            np.empty(inputs.shape[1], dtype),
-            totals,
-        )
+    work = (
+        np.empty(size, np.int32),
+        np.empty(size, np.int64),
+        np.empty(negatives + 1, np.int64),
+        np.empty(negatives + 1, np.float64),
+        np.empty(inputs.shape[1], inputs.dtype),
     )
+    schedule = (rates[0], rates[1], words_before, max(words_total, 1))
+    end = _train_block(
+        tokens,
+        keep,
+        (accept, alias),
+        (inputs, contexts),
+        window,
+        np.uint64(state),
+        schedule,
+        work,
+        totals,
+    )
+    return int(end)

@@ -65,49 +65,70 @@ class OptionSpec:
         return f"{noun} from {self.minimum} to {self.maximum}"
 
 
-def _option(default: Any, text: str, minimum: int | float | None = None, **spec: Any) -> Any:
-    return field(default=default, metadata={"spec": OptionSpec(text, minimum, **spec)})
+def _spec(text: str, minimum: int | float | None = None, **spec: Any) -> dict[str, OptionSpec]:
+    return {"spec": OptionSpec(text, minimum, **spec)}
 
 
 @dataclass(frozen=True)
 class TrainOptions:
     """What a training run is asked to do (see :meth:`checked`)."""
 
-    corpus: Path | None = _option(None, "a text file or a folder of .txt files", metavar="PATH")
-    output: Path = _option(
-        Path("ch18-train"),
-        "the folder of table.safetensors and tokenizer.json, and of the run's checkpoint",
-        metavar="DIR",
+    corpus: Path | None = field(
+        default=None, metadata=_spec("a text file or a folder of .txt files", metavar="PATH")
     )
-    dim: int = _option(100, "the width d of the table's rows", 1, maximum=10_000)
-    window: int = _option(
-        5, "the largest distance between a word and a context word", 1, maximum=1_000
+    output: Path = field(
+        default=Path("ch18-train"),
+        metadata=_spec(
+            "the folder of table.safetensors and tokenizer.json, and of the run's checkpoint",
+            metavar="DIR",
+        ),
     )
-    negatives: int = _option(5, "noise words per (word, context) pair", 1, maximum=1_000)
-    epochs: int = _option(
-        5, "passes over the corpus; 0 writes the initial (random) table", 0, maximum=10_000
+    dim: int = field(
+        default=100, metadata=_spec("the width d of the table's rows", 1, maximum=10_000)
     )
-    min_count: int = _option(
-        5, "a word seen fewer times is left out of the vocabulary", 1, maximum=2**63 - 1
+    window: int = field(
+        default=5,
+        metadata=_spec("the largest distance between a word and a context word", 1, maximum=1000),
     )
-    seed: int = _option(
-        1, "the seed of the initial table and of every sample", 0, maximum=2**64 - 1
+    negatives: int = field(
+        default=5, metadata=_spec("noise words per (word, context) pair", 1, maximum=1000)
     )
-    threads: int | None = _option(
-        None, "training threads, at most one per processor", 1, maximum=None
+    epochs: int = field(
+        default=5,
+        metadata=_spec(
+            "passes over the corpus; 0 writes the initial (random) table", 0, maximum=10_000
+        ),
     )
-    checkpoint_minutes: float = _option(
-        10,
-        "minutes between checkpoints during an epoch (one is also written after each epoch); "
-        "0 writes them only after epochs",
-        0,
-        maximum=10_000,
-        metavar="M",
+    min_count: int = field(
+        default=5,
+        metadata=_spec(
+            "a word seen fewer times is left out of the vocabulary", 1, maximum=2**63 - 1
+        ),
     )
-    reference: bool = _option(
-        False,
-        "train with the tape's operations and the SGD optimizer, one pair at a time, instead of "
-        "the compiled loop: the same samples and steps, much slower, for a small corpus",
+    seed: int = field(
+        default=1,
+        metadata=_spec("the seed of the initial table and of every sample", 0, maximum=2**64 - 1),
+    )
+    threads: int | None = field(
+        default=None, metadata=_spec("training threads, at most one per processor", 1)
+    )
+    checkpoint_minutes: float = field(
+        default=10,
+        metadata=_spec(
+            "minutes between checkpoints during an epoch (one is also written after each "
+            "epoch); 0 writes them only after epochs",
+            0,
+            maximum=10_000,
+            metavar="M",
+        ),
+    )
+    reference: bool = field(
+        default=False,
+        metadata=_spec(
+            "train with the tape's operations and the SGD optimizer, one pair at a time, "
+            "instead of the compiled loop: the same samples and steps, much slower, for a "
+            "small corpus"
+        ),
     )
 
     def checked(self, thread_limit: int) -> TrainOptions:
@@ -150,9 +171,9 @@ class TrainOptions:
 
 def option_fields() -> list[tuple[str, OptionSpec, type]]:
     """Each option's name, spec and type (``int``, ``float``, ``bool`` or ``Path``), in order."""
-    kinds = {"Path": Path, "Path | None": Path, "int": int, "int | None": int, "float": float, "bool": bool}
+    kinds = {"Path": Path, "int": int, "float": float, "bool": bool}
     return [
-        (item.name, item.metadata["spec"], kinds[str(item.type)])
+        (item.name, item.metadata["spec"], kinds[str(item.type).removesuffix(" | None")])
         for item in dataclasses.fields(TrainOptions)
     ]
 

@@ -246,9 +246,7 @@ class Run:
                 job = _Job(tokens, state, epoch * self.corpus_words + words)
                 block += 1
                 words += tokens.size - int(np.count_nonzero(tokens == SENTENCE_END))
-                yield job, replace(
-                    position, block=block, file=index, offset=piece.end, words=words
-                )
+                yield job, replace(position, block=block, file=index, offset=piece.end, words=words)
 
     def _summary(self, epoch: int, totals: EpochTotals) -> EpochSummary:
         end = (epoch + 1) * self.corpus_words
@@ -453,7 +451,8 @@ class _Clock:
 
     def report(self, position: Position, totals: EpochTotals, epoch_done: bool = False) -> None:
         now = time.perf_counter()
-        if self._progress is None or (not epoch_done and now - self._last_report < PROGRESS_SECONDS):
+        early = not epoch_done and now - self._last_report < PROGRESS_SECONDS
+        if self._progress is None or early:
             return
         self._last_report = now
         epoch = position.epoch - 1 if epoch_done else position.epoch
@@ -478,4 +477,3 @@ class _Clock:
                 epoch_done,
             )
         )
-

@@ -33,10 +33,10 @@ __all__ = [
     "LINE_ENDS",
     "TOKEN_PATTERN",
     "WORD_PATTERN",
+    "line_words",
     "normalized",
     "tokenizer_normalizer",
     "tokenizer_pre_tokenizer",
-    "line_words",
 ]
 
 WORD_PATTERN: Final = r"[^\W\d_]+(?:'[^\W\d_]+)?"

@@ -28,12 +28,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Final
 
+from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.training.corpus import (
     CorpusError,
     os_reason,
     write_atomically,
 )
-from llm_from_scratch.errors import StructuredError
 
 __all__ = [
     "ARCHIVE_SHA256",

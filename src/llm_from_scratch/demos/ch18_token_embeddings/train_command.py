@@ -74,7 +74,8 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
     try:
         options = _options(request)
         output = options.output
-        report = train(options, processor_count(), printer, request.lang, request.resume is not None)
+        resume = request.resume is not None
+        report = train(options, processor_count(), printer, request.lang, resume)
     except (TrainOptionError, CorpusError, ResumeError) as error:
         printer.finish()
         return _fail(err, _refusal(error, request), REFUSED)
