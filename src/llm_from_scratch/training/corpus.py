@@ -171,12 +171,14 @@ def pieces(file: CorpusFile, start: int = 0, errors: str = "replace") -> Iterato
 
 
 def _pieces_of(stream: object, file: CorpusFile, start: int, errors: str) -> Iterator[Piece]:
+    # Reads end at multiples of PIECE_BYTES in the file, wherever the first one starts, so a
+    # read from a piece's end finds the pieces a read from the start finds after it.
     read = stream.read  # type: ignore[attr-defined]
-    left = file.size - start
-    pending, offset = b"", start
+    pending, offset, position = b"", start, start
     while True:
-        chunk = read(min(PIECE_BYTES, left)) if left > 0 else b""
-        left -= len(chunk)
+        wanted = min(PIECE_BYTES - position % PIECE_BYTES, file.size - position)
+        chunk = read(wanted) if wanted > 0 else b""
+        position += len(chunk)
         data = pending + chunk
         cut = len(data) if not chunk else _cut(data, file.encoding)
         if cut:
