@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -229,6 +228,7 @@ def test_peak_memory_does_not_grow_with_the_corpus(tmp_path: Path) -> None:
 
     corpus = write_corpus(tmp_path, lines=20_000)  # 600,000 words
     ten = copied_corpus(corpus, 10, tmp_path / "ten")
-    one, many = (peak_memory_of_one_epoch(path, tmp_path / path.name) for path in (corpus, ten))
+    one, many = (
+        peak_memory_of_one_epoch(path, tmp_path / f"out-{path.stem}") for path in (corpus, ten)
+    )
     assert many <= 1.25 * one, (one, many)
-    subprocess.run(["true"], check=True)
