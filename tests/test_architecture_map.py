@@ -30,13 +30,14 @@ LAYERS = {
     "gradcheck": 3,
     "nn": 3,
     "optim": 4,
-    "traces": 5,
-    "demos": 5,
-    "figures": 5,
-    "bench": 6,
-    "cli": 6,
-    "error_catalogue": 6,
-    "__main__": 7,
+    "training": 5,
+    "traces": 6,
+    "demos": 6,
+    "figures": 6,
+    "bench": 7,
+    "cli": 7,
+    "error_catalogue": 7,
+    "__main__": 8,
 }
 """The layer of each top-level part; a part imports only parts of lower layers (or of its own
 layer, where the map says they stand side by side: the demos and the figures)."""
