@@ -295,11 +295,13 @@ def test_ctrl_c_while_writing_leaves_the_earlier_files_and_no_temporary_one(
         monkeypatch.setattr(train_module.os, "replace", replace_once)
     else:
         monkeypatch.setattr(train_module, target[stage], interrupted)
-    status, _, _ = run_train(corpus, output, "--seed", "2", "--epochs", "1")
-    assert status == 130
+    status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
+    assert status == 130 and f"--resume {output} goes on from it" in err
     names = sorted(path.name for path in output.iterdir())
-    assert names == ["table.safetensors", "tokenizer.json"]  # no staged file is left
-    assert folder_bytes(output) == before
+    # no staged file is left; the trained run's checkpoint stays until its files are written
+    assert names == ["checkpoint.safetensors", "table.safetensors", "tokenizer.json"]
+    after = folder_bytes(output)
+    assert {name: after[name] for name in before} == before
 
 
 def test_a_signal_while_writing_waits_until_both_new_files_are_in_place(
@@ -334,7 +336,9 @@ def test_a_failed_write_is_one_line_and_leaves_the_earlier_files(
     status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
     assert status == 1 and err.count("\n") == 2  # the progress line, then the error
     assert "No space left on device" in err.splitlines()[-1]
-    assert folder_bytes(output) == before
+    after = folder_bytes(output)  # the earlier files, and the checkpoint to write them from
+    assert {name: after[name] for name in before} == before
+    assert sorted(after) == ["checkpoint.safetensors", *sorted(before)]
 
 
 def test_two_threads_learn_as_well_as_one_and_one_thread_repeats_its_bytes(

@@ -51,7 +51,7 @@ def test_the_python_example_trains_a_table_on_a_corpus_of_ones_own(
     (tmp_path / "my-texts").mkdir()
     write_corpus(tmp_path / "my-texts")
     monkeypatch.chdir(tmp_path)
-    exec(compile(example, str(PAGE), "exec"), {})  # noqa: S102 - the page's own example
+    exec(compile(example, str(PAGE), "exec"), {})  # the page's own example
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1].startswith(("0.", "1.", "2.", "3.", "4.", "5."))
     assert (tmp_path / "out").is_dir()

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.files import replace_file
+from llm_from_scratch.nn.checkpoint import write_arrays
 from llm_from_scratch.training.corpus import CorpusFile, os_reason
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.vocabulary import Vocabulary
@@ -101,36 +101,33 @@ class Checkpoint:
 
 
 def save_checkpoint(checkpoint: Checkpoint) -> None:
-    """Write ``checkpoint`` into its output folder, replacing the earlier one atomically.
+    """Write ``checkpoint`` into its output folder, replacing the earlier one atomically,
+    straight from the tables (no copy of them is made).
 
     Raises:
-        OSError: the file cannot be written; an earlier checkpoint is unchanged.
+        CheckpointError: the file cannot be written; an earlier checkpoint is unchanged.
     """
-    from safetensors.numpy import save
-
     options = checkpoint.options
     assert options.corpus is not None
     words = "\n".join(checkpoint.vocabulary.words).encode("utf-8")
-    tensors = {
-        "token_embedding.weight": checkpoint.inputs,
-        "context_embedding.weight": checkpoint.contexts,
-        "vocabulary.counts": np.asarray(checkpoint.vocabulary.counts),
-        "vocabulary.words": np.frombuffer(words, dtype=np.uint8),
+    arrays = [
+        ("token_embedding.weight", checkpoint.inputs),
+        ("context_embedding.weight", checkpoint.contexts),
+        ("vocabulary.counts", np.asarray(checkpoint.vocabulary.counts)),
+        ("vocabulary.words", np.frombuffer(words, dtype=np.uint8)),
+    ]
+    saved = {
+        name: str(getattr(options, name)) if name == "corpus" else getattr(options, name)
+        for name in SAVED
     }
     metadata = {
         "format": FORMAT,
-        "options": json.dumps(
-            {
-                name: str(getattr(options, name)) if name == "corpus" else getattr(options, name)
-                for name in SAVED
-            }
-        ),
+        "options": json.dumps(saved),
         "corpus": json.dumps(_corpus_record(options.corpus, checkpoint.files)),
         "corpus_words": str(checkpoint.corpus_words),
         "position": json.dumps(asdict(checkpoint.position)),
     }
-    data = save(tensors, metadata)
-    replace_file(str(options.output / CHECKPOINT_FILE), [memoryview(data)])
+    write_arrays(str(options.output / CHECKPOINT_FILE), arrays, metadata)
 
 
 def saved_options(folder: Path) -> dict[str, Any]:
@@ -188,7 +185,7 @@ def _read(folder: Path, with_tensors: bool) -> tuple[dict[str, npt.NDArray[Any]]
                 detail = f"its format is {metadata.get('format')!r}, not {FORMAT!r}"
                 raise ResumeError("unreadable", str(folder), detail)
             names = handle.keys() if with_tensors else []
-            tensors = {name: np.array(handle.get_tensor(name)) for name in names}
+            tensors = {name: handle.get_tensor(name) for name in names}  # new, writable arrays
     except (OSError, SafetensorError) as error:
         detail = os_reason(error) if isinstance(error, OSError) else str(error)
         raise ResumeError("unreadable", str(folder), detail) from error

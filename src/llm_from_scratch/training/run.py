@@ -168,10 +168,12 @@ class Run:
         return SkipGram.new(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
 
     def train(self, progress: Progress | None = None) -> TrainResult:
-        """Train every epoch left, writing checkpoints; return the trained model.
+        """Train every epoch left, writing checkpoints; return the trained model. The last
+        checkpoint stays until :meth:`discard_checkpoint` (a caller that writes the table
+        afterwards discards it once the table is written).
 
         Raises:
-            OSError: a checkpoint cannot be written.
+            CheckpointError: a checkpoint cannot be written.
             KeyboardInterrupt: Ctrl-C; the threads stop after their block.
         """
         self.options.output.mkdir(parents=True, exist_ok=True)
@@ -187,7 +189,6 @@ class Run:
             model = trainer.model()
         finally:
             trainer.close()
-        (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
         return TrainResult(
             model,
             self.vocabulary,
@@ -197,6 +198,10 @@ class Run:
             seconds,
             peak_memory_bytes(),
         )
+
+    def discard_checkpoint(self) -> None:
+        """Remove the run's checkpoint from its output folder (if there is one)."""
+        (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
     def _trainer(self, inputs: npt.NDArray[Any], contexts: npt.NDArray[Any]) -> _Trainer:
         counts = np.asarray(self.vocabulary.counts)
@@ -414,7 +419,7 @@ class _CompiledTrainer:
         return self._inputs, self._contexts
 
     def model(self) -> SkipGram:
-        return SkipGram.from_arrays(self._inputs, self._contexts)
+        return SkipGram.adopt(self._inputs, self._contexts)
 
     def close(self) -> None:
         self._stopping = True

@@ -54,6 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
@@ -248,6 +249,12 @@ class SkipGram:
         """The model whose tables hold copies of ``inputs`` and ``contexts`` (``[V, d]``)."""
         return cls(_table(INPUT_TABLE, inputs), _table(CONTEXT_TABLE, contexts))
 
+    @classmethod
+    def adopt(cls, inputs: npt.NDArray[Any], contexts: npt.NDArray[Any]) -> SkipGram:
+        """The model whose tables are ``inputs`` and ``contexts`` themselves, taken over without
+        a copy (package-internal: the caller made them and keeps no writeable view)."""
+        return cls(_adopted(INPUT_TABLE, inputs), _adopted(CONTEXT_TABLE, contexts))
+
     def arrays(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         """Writable copies of the two tables' values, the input table first."""
         return tuple(  # type: ignore[return-value]
@@ -271,6 +278,12 @@ class SkipGram:
 
 def _table(name: str, values: npt.NDArray[Any]) -> Embedding:
     return Embedding.from_parameter(NamedParameter.from_tensor(name, Tensor.from_numpy(values)))
+
+
+def _adopted(name: str, values: npt.NDArray[Any]) -> Embedding:
+    return Embedding.from_parameter(
+        NamedParameter.from_value(name, parameter_from_owned_array(values))
+    )
 
 
 @functools.cache

@@ -216,6 +216,7 @@ def train(
         "vocabulary_size": str(vocabulary.vocabulary_size),
     }
     interrupted = write_outputs(options.output, result.model, vocabulary, metadata)
+    run.discard_checkpoint()
     return TrainReport(
         options=options,
         corpus_files=len(run.files),
