@@ -214,6 +214,59 @@ def test_an_output_that_is_a_file_is_refused(corpus: Path, tmp_path: Path) -> No
     assert status == 2 and "--output must be a folder" in err
 
 
+def test_an_output_below_a_file_is_refused_before_training(corpus: Path, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    status, _, err = run_train(corpus, tmp_path / "file" / "deeper" / "out")
+    assert status == 2 and err.count("\n") == 1
+    assert f"--output must be a folder, got {tmp_path}/file/deeper/out, below the file" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.mark.parametrize("name", ["table.safetensors", "tokenizer.json", "checkpoint.safetensors"])
+def test_a_folder_where_a_file_of_the_run_goes_is_refused_before_training(
+    corpus: Path, tmp_path: Path, name: str
+) -> None:
+    (tmp_path / "out" / name).mkdir(parents=True)
+    status, _, err = run_train(corpus, tmp_path / "out")
+    assert status == 2 and err.count("\n") == 1
+    assert f"--output must be a folder where {name} can be written" in err
+    assert [path.name for path in (tmp_path / "out").iterdir()] == [name]
+
+
+def test_a_table_over_the_memory_budget_is_refused_before_any_file(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    status, _, err = run_train(corpus, tmp_path / "out", "--dim", "10000", "--memory-budget", "260")
+    assert status == 2 and err.count("\n") == 1
+    assert "--memory-budget must be at least " in err and "MB for a 47x10000 table" in err
+    assert err.rstrip().endswith("got 260 MB") and not (tmp_path / "out").exists()
+    monkeypatch.setenv("LLM_FROM_SCRATCH_MEMORY_BUDGET", "1")
+    status, _, err = run_train(corpus, tmp_path / "out")
+    assert status == 2 and "got 1 MB" in err
+    monkeypatch.setenv("LLM_FROM_SCRATCH_MEMORY_BUDGET", "lots")
+    status, _, err = run_train(corpus, tmp_path / "out")
+    assert status == 2 and "from LLM_FROM_SCRATCH_MEMORY_BUDGET" in err and "'lots'" in err
+
+
+def test_a_failed_second_rename_leaves_no_new_table_where_there_was_none(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_replace = os.replace
+    renames: list[object] = []
+
+    def fail_second(source: Any, target: Any) -> None:
+        renames.append(target)
+        if len(renames) == 2:
+            raise OSError(28, "No space left on device")
+        real_replace(source, target)
+
+    monkeypatch.setattr(train_module.os, "replace", fail_second)
+    output = tmp_path / "out"
+    status, _, err = run_train(corpus, output, "--epochs", "1")
+    assert status == 1 and "No space left on device" in err
+    assert sorted(path.name for path in output.iterdir()) == ["checkpoint.safetensors"]
+
+
 # Ctrl-C and failed writes ----------------------------------------------------------------------
 
 
@@ -346,8 +399,9 @@ def test_two_threads_learn_as_well_as_one_and_one_thread_repeats_its_bytes(
 ) -> None:
     reports = {}
     for name, threads in (("one", 1), ("again", 1), ("two", 2)):
-        options = TrainOptions(corpus, tmp_path / name, dim=8, window=2, epochs=20, min_count=2,
-                               threads=threads)
+        options = TrainOptions(
+            corpus, tmp_path / name, dim=8, window=2, epochs=20, min_count=2, threads=threads
+        )
         reports[name] = train_module.train(options, 2)
     assert folder_bytes(tmp_path / "one") == folder_bytes(tmp_path / "again")
     assert reports["two"].after.separation > 0.3

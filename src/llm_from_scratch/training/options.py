@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -122,6 +123,18 @@ class TrainOptions:
             metavar="M",
         ),
     )
+    memory_budget: int | None = field(
+        default=None,
+        metadata=_spec(
+            "the most memory the run may plan to use, in MB (default: the environment's "
+            "LLM_FROM_SCRATCH_MEMORY_BUDGET, else half of this machine's memory, less under an "
+            "address-space limit); a run whose tables would need more is refused before "
+            "training",
+            1,
+            maximum=2**40,
+            metavar="MB",
+        ),
+    )
     reference: bool = field(
         default=False,
         metadata=_spec(
@@ -150,14 +163,14 @@ class TrainOptions:
                 shown = f"{str(path)!r} ({error.strerror})"
                 raise TrainOptionError(name, "a path the system can take", shown) from error
         threads = thread_limit if self.threads is None else self.threads
-        checked_options = replace(self, threads=threads)
+        budget = default_memory_budget() if self.memory_budget is None else self.memory_budget
+        checked_options = replace(self, threads=threads, memory_budget=budget)
         for name, spec, kind in option_fields():
             if spec.minimum is not None:
                 maximum = thread_limit if name == "threads" else spec.maximum
                 bounded = OptionSpec(spec.help, spec.minimum, maximum)
                 _check_number(name, getattr(checked_options, name), bounded, kind)
-        if self.output.exists() and not self.output.is_dir():
-            raise TrainOptionError("output", "a folder", f"the file {self.output}")
+        _check_output(self.output)
         return checked_options
 
     def differences(self, other: TrainOptions, names: tuple[str, ...]) -> list[str]:
@@ -167,6 +180,59 @@ class TrainOptions:
             for name in names
             if getattr(self, name) != getattr(other, name)
         ]
+
+
+MEMORY_BUDGET_VARIABLE: Final = "LLM_FROM_SCRATCH_MEMORY_BUDGET"
+"""The environment variable that sets the memory budget (MB) when ``--memory-budget`` is not
+given."""
+RUNTIME_BYTES: Final = 1 << 30
+"""What the interpreter, Numba and LLVM take of an address-space limit before any table."""
+
+
+def default_memory_budget() -> int:
+    """The memory budget in MB when none is given: :data:`MEMORY_BUDGET_VARIABLE`, else half of
+    the machine's memory, or, under an address-space limit (``ulimit -v``), that limit less
+    :data:`RUNTIME_BYTES` if that is less.
+
+    Raises:
+        TrainOptionError: the variable is not an integer of at least 1.
+    """
+    given = os.environ.get(MEMORY_BUDGET_VARIABLE)
+    if given is not None:
+        if not given.strip().isdigit() or int(given) < 1:
+            requirement = f"an integer of at least 1 (from {MEMORY_BUDGET_VARIABLE})"
+            raise TrainOptionError("memory-budget", requirement, repr(given))
+        return int(given)
+    budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit != resource.RLIM_INFINITY:
+            budget = min(budget, limit - RUNTIME_BYTES)
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not POSIX
+        pass
+    return max(budget >> 20, 1)
+
+
+def _check_output(folder: Path) -> None:
+    """``folder`` is a folder, or can be made one, where the run's files can be written: no
+    file stands where it or a folder above it should be, and none of the names the run writes
+    is taken by a folder."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        shown = (
+            f"the file {folder}" if existing == folder else f"{folder}, below the file {existing}"
+        )
+        raise TrainOptionError("output", "a folder", shown)
+    for name in (TABLE_FILE, TOKENIZER_FILE, CHECKPOINT_FILE):
+        target = folder / name
+        if target.exists() and not target.is_file():
+            raise TrainOptionError(
+                "output", f"a folder where {name} can be written", f"{target}, which is a folder"
+            )
 
 
 def option_fields() -> list[tuple[str, OptionSpec, type]]:

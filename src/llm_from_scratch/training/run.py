@@ -43,7 +43,7 @@ from llm_from_scratch.training.checkpoint import (
 )
 from llm_from_scratch.training.corpus import CorpusFile, corpus_files, count_words, pieces
 from llm_from_scratch.training.kernels import SENTENCE_END, train_block
-from llm_from_scratch.training.options import CHECKPOINT_FILE, RATES, TrainOptions
+from llm_from_scratch.training.options import CHECKPOINT_FILE, RATES, TrainOptionError, TrainOptions
 from llm_from_scratch.training.skipgram import (
     NoiseTable,
     SkipGram,
@@ -65,6 +65,13 @@ __all__ = [
 
 PROGRESS_SECONDS: Final = 0.5
 """The least time between two progress states within an epoch."""
+BYTES_PER_VALUE: Final = 32
+"""The memory a run plans per value of its ``[V, d]`` input table: the two trained tables,
+the random model a report measures, and the copies the measures make (24 bytes measured on a
+float32 table of 9120 rows, ``docs/performance.md``)."""
+RUNTIME_MB: Final = 256
+"""The memory a run plans besides its tables: the interpreter, NumPy, Numba and LLVM, the
+blocks in flight (about 190 MB measured)."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +140,28 @@ def peak_memory_bytes() -> int:
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
+def memory_needed(vocabulary_size: int, dim: int) -> int:
+    """The memory, in MB, a run plans for a ``[vocabulary_size, dim]`` table."""
+    return RUNTIME_MB + -(-vocabulary_size * dim * BYTES_PER_VALUE // 2**20)
+
+
+def check_memory(options: TrainOptions, vocabulary_size: int) -> None:
+    """Refuse a run whose tables would not fit its memory budget, before it allocates them.
+
+    Raises:
+        TrainOptionError: ``--memory-budget`` below what the run needs.
+    """
+    needed = memory_needed(vocabulary_size, options.dim)
+    assert options.memory_budget is not None
+    if needed > options.memory_budget:
+        table = f"{vocabulary_size}x{options.dim}"
+        requirement = (
+            f"at least {needed} MB for a {table} table (lower --dim or raise --min-count, or "
+            f"raise the budget)"
+        )
+        raise TrainOptionError("memory-budget", requirement, f"{options.memory_budget} MB")
+
+
 @dataclass(frozen=True, eq=False)
 class Run:
     """A run ready to train (made by :meth:`start`)."""
@@ -148,7 +177,8 @@ class Run:
         """Check ``options``, then read the corpus (or the checkpoint in ``options.output``).
 
         Raises:
-            TrainOptionError: an option out of range (before anything is read).
+            TrainOptionError: an option out of range (before anything is read), or a table
+                that would not fit the memory budget (once the vocabulary is counted).
             CorpusError: the corpus cannot be read or makes no vocabulary.
             ResumeError: ``resume`` without a checkpoint of these options and
                 this corpus.
@@ -158,9 +188,11 @@ class Run:
         listed = corpus_files(options.corpus)
         if resume:
             found = load_checkpoint(options.output, options, listed)
+            check_memory(options, found.vocabulary.vocabulary_size)
             return cls(options, found.files, found.vocabulary, found.corpus_words, found)
         files, counts = count_words(listed)
         vocabulary = Vocabulary.from_counts(counts, options.min_count)
+        check_memory(options, vocabulary.vocabulary_size)
         return cls(options, tuple(files), vocabulary, sum(counts.values()), None)
 
     def initial_model(self) -> SkipGram:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
 import signal
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -313,9 +314,11 @@ def write_outputs(
             os.replace(table_stage, folder / TABLE_FILE)
             try:
                 os.replace(tokenizer_stage, folder / TOKENIZER_FILE)
-            except BaseException:
-                if earlier is not None:  # the earlier table goes back beside its tokenizer
+            except BaseException:  # the folder goes back to what it held: the earlier table
+                if earlier is not None:  # beside its tokenizer, or no table at all
                     os.replace(earlier, folder / TABLE_FILE)
+                else:
+                    (folder / TABLE_FILE).unlink()
                 raise
             sync_folder(folder)
     finally:
@@ -326,15 +329,15 @@ def write_outputs(
 
 
 def _linked_copy(path: Path) -> Path | None:
-    """A second name (a hard link) for an earlier file at ``path``, to put back if the new pair
-    cannot be completed; None when there is no file or the system cannot link."""
+    """A second name for an earlier file at ``path`` (a hard link, or a copy where the system
+    cannot link), to put back if the new pair cannot be completed; None when there is none."""
     if not path.is_file():
         return None
     link = _stage_name(path)
     try:
         os.link(path, link)
     except OSError:
-        return None
+        shutil.copy2(path, link)
     return link
 
 
