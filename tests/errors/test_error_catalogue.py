@@ -71,6 +71,7 @@ from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
 import checkpoint_support
 import neighbours_support
+from checkpoint_support import entry, file_with_header
 from checks import NumpyWithFailing, PicklePayload, unpickled
 from conftest import KNOWN_TABLE
 
@@ -326,6 +327,24 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: bag_layer()([[0, 1]], per_sample_weights=np.ones((1, 2))),
         lambda: bag_layer("sum")([[0, 1]], per_sample_weights=[1.0, 1.0]),  # type: ignore[arg-type]
         lambda: bag_layer("sum")([[0, 1]], per_sample_weights=np.ones(2)),
+    ),
+    # llm_from_scratch.nn.checkpoint: a call per wording of the keyed classes (checkpoint_support
+    # has the others)
+    "CheckpointFormatError": (
+        checkpoint_support.load_from(b""),
+        checkpoint_support.load_from(
+            file_with_header({"w": entry("F64", [4, 2], 0, 32)}, bytes(32)), names=[]
+        ),
+        checkpoint_support.load_from(checkpoint_support.known_table_file()[:-1]),
+    ),
+    "CheckpointMismatchError": (
+        checkpoint_support.load_from(
+            checkpoint_support.known_table_file(), names=["output.weight", "output.bias"]
+        ),
+        checkpoint_support.load_from(
+            checkpoint_support.known_table_file(),
+            into=[NamedParameter.from_tensor("output.weight", Tensor((4, 2), KNOWN_TABLE))],
+        ),
     ),
     # llm_from_scratch.optim.errors (the state classes: STATE_FILE_TRIGGERS)
     "HyperparameterTypeError": (lambda: Adam(layer().parameters(), learning_rate=True),),
