@@ -34,6 +34,7 @@ LAYERS = {
     "demos": 5,
     "figures": 5,
     "bench": 6,
+    "exits": 6,
     "cli": 6,
     "error_catalogue": 6,
     "__main__": 7,
