@@ -32,7 +32,6 @@ handles Ctrl-C from its first statement to its exit.
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import os
 import signal
@@ -61,7 +60,7 @@ LOG_PREFIX: Final = "llm-from-scratch-error-"
 
 
 def status_of(error: BaseException) -> int:
-    """The exit status :func:`run_command` gives for ``error`` (see the module's table).
+    """The exit status :func:`run_command` gives for ``error`` (see the module docstring).
 
     Example:
         >>> from llm_from_scratch.nn.init import SeedRangeError
@@ -113,6 +112,7 @@ class _Ending:
 
     ended = False
     interruption: KeyboardInterrupt | None = None
+    resignal: threading.Timer | None = None
 
 
 @contextlib.contextmanager
@@ -149,15 +149,25 @@ def _interrupts_raised_once(ending: _Ending) -> Iterator[None]:
         ending.ended, ending.interruption = False, None
         # Signalled again a moment later from another thread, once this hook has returned: from
         # here, the handler would run inside the hook and the interruption be lost again.
-        threading.Timer(RESIGNAL_SECONDS, _thread.interrupt_main, (signal.SIGINT,)).start()
+        ending.resignal = threading.Timer(RESIGNAL_SECONDS, _signal_main_thread)
+        ending.resignal.start()
 
     signal.signal(signal.SIGINT, interrupt)
     sys.unraisablehook = unraisable
     try:
         yield
     finally:
+        if ending.resignal is not None:  # not after the block, where another handler is
+            ending.resignal.cancel()
         sys.unraisablehook = reporter
         signal.signal(signal.SIGINT, previous)
+
+
+def _signal_main_thread() -> None:
+    """Ctrl-C to the main thread itself, which wakes it from a wait (a sleep, a read)."""
+    main = threading.main_thread().ident
+    if main is not None:
+        signal.pthread_kill(main, signal.SIGINT)
 
 
 def _report(

@@ -259,17 +259,18 @@ class RaisesCtrlCWhenCollected:
 def test_an_interruption_lost_in_a_destructor_is_raised_again_after_it_without_a_traceback(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    reached = []
+    steps = []
 
     def collecting(*args: object) -> str:
         RaisesCtrlCWhenCollected()  # collected at once: Ctrl-C inside __del__
-        reached.append(True)
-        time.sleep(5)
+        steps.append("after the destructor")  # which swallowed the first interruption
+        time.sleep(60)  # the interruption raised again wakes this wait
+        steps.append("slept")
         return "not interrupted\n"
 
     the_demo_does(monkeypatch, collecting)
     assert run_cli(capsys, "ch18") == (INTERRUPTED, "", "error: interrupted\n")
-    assert reached == [True]  # the destructor swallowed the first interruption
+    assert steps == ["after the destructor"]
 
 
 def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it(
