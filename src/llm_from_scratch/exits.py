@@ -55,6 +55,8 @@ INTERRUPTED: Final = 130
 REFUSING: Final = (ValueError, TypeError, LookupError, ImportError)
 #: How long after a Ctrl-C was lost in a callback or a destructor it is raised again.
 RESIGNAL_SECONDS: Final = 0.01
+#: The most characters of an unexpected error's text its line repeats.
+SUMMARY_LENGTH: Final = 200
 #: The name of the log files of unexpected errors, in the temporary folder.
 LOG_PREFIX: Final = "llm-from-scratch-error-"
 
@@ -192,7 +194,8 @@ def _message(error: BaseException, debug: bool, words: Sequence[str]) -> str:
         return reason if error.filename is None else f"{error.filename}: {reason}"
     if isinstance(error, MemoryError):
         return f"out of memory: {error}" if str(error) else "out of memory"
-    fault = f"unexpected {type(error).__name__}: {error}; this is a fault of llm-from-scratch"
+    fault = f"unexpected {type(error).__name__}: {_summary(error)}; this is a fault of "
+    fault += "llm-from-scratch"
     if debug:
         return f"{fault} (its traceback is above)"
     try:
@@ -203,6 +206,17 @@ def _message(error: BaseException, debug: bool, words: Sequence[str]) -> str:
     else:
         where = f"its traceback is in {log}"
     return f"{fault}; {where}; put --debug first (llm-from-scratch --debug ...) to print it here"
+
+
+def _summary(error: BaseException) -> str:
+    """The first line of the error's text that is not blank, at most :data:`SUMMARY_LENGTH`
+    characters (the log file holds all of it)."""
+    try:
+        text = str(error)
+    except Exception:  # a message that cannot even be made: the log file has the traceback
+        text = ""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= SUMMARY_LENGTH else f"{line[: SUMMARY_LENGTH - 3]}..."
 
 
 def _write_log(error: BaseException, words: Sequence[str]) -> str:

@@ -181,6 +181,22 @@ def test_debug_is_an_option_before_the_command(
     assert list(log_folder.iterdir()) == []
 
 
+def test_an_unexpected_error_of_many_lines_is_summed_up_by_its_first_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, log_folder: Path
+) -> None:
+    text = "\n\nIMPORTANT: PLEASE READ THIS\n" + "advice " * 100
+    the_exercises_do(monkeypatch, raising(RuntimeError(text)))
+    status, _, err = run_cli(capsys, "ch18", "exercises")
+    assert status == FAILED and err.count("\n") == 1
+    assert err.startswith("error: unexpected RuntimeError: IMPORTANT: PLEASE READ THIS; this is ")
+    (log,) = log_folder.iterdir()
+    assert "advice " * 100 in log.read_text(encoding="utf-8")
+    long = "x" * 500
+    the_exercises_do(monkeypatch, raising(RuntimeError(long)))
+    _, _, err = run_cli(capsys, "ch18", "exercises")
+    assert f"unexpected RuntimeError: {'x' * 197}...; this is a fault" in err
+
+
 def test_a_log_file_that_cannot_be_written_is_said_on_the_same_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
