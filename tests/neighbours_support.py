@@ -25,10 +25,15 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
     checked_files,
     load_pretrained_embedding,
     load_word_pieces,
+    open_table,
     packaged_files,
 )
 from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, save_parameters
 from llm_from_scratch.tensor import Tensor
+from llm_from_scratch.training.table_pair import (
+    VOCABULARY_SIZE_KEY,
+    tokenizer_metadata,
+)
 
 from conftest import KNOWN_TABLE, KNOWN_UPSTREAM, require_tokenizers
 
@@ -90,6 +95,39 @@ def saved_table(folder: Path, name: str = "token_embedding.weight") -> Path:
     path = folder / "table.safetensors"
     save_parameters(path, NamedParameters([layer_of([[1, 0], [0, 1], [1, 1], [2, 0]], name).table]))
     return path
+
+
+def pair_files(
+    folder: Path, rows: int, tokens: Sequence[str], metadata: dict[str, str] | None = None
+) -> PretrainedFiles:
+    """In ``folder``: a table of ``rows`` distinct rows of width 2 (``token_embedding.weight``,
+    with ``metadata``) and a whole-word ``tokenizer.json`` of ``tokens`` (the first at ID 0,
+    ``[UNK]`` the unknown token)."""
+    tokenizers = require_tokenizers()
+    folder.mkdir(parents=True, exist_ok=True)
+    table = folder / "table.safetensors"
+    layer = layer_of([[1.0, row + 1.0] for row in range(rows)])
+    save_parameters(table, NamedParameters([layer.table]), metadata)
+    vocabulary = {token: token_id for token_id, token in enumerate(tokens)}
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocabulary, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    return PretrainedFiles(table, folder / "tokenizer.json", None)
+
+
+PAIR_TOKENS = ("[UNK]", "sun", "moon", "star")
+
+
+def mismatched_pair(difference: str) -> object:
+    """Open a table and a tokenizer that differ by ``difference``: ``rows``,
+    ``vocabulary-size`` or ``fingerprint``."""
+    folder = Path(tempfile.mkdtemp())
+    if difference == "rows":
+        return open_table(pair_files(folder, 5, PAIR_TOKENS))
+    metadata = tokenizer_metadata(PAIR_TOKENS[::-1])  # the same size, another order
+    if difference == "vocabulary-size":
+        metadata[VOCABULARY_SIZE_KEY] = "5"
+    return open_table(pair_files(folder, 4, PAIR_TOKENS, metadata))
 
 
 def _without_tokenizers() -> object:

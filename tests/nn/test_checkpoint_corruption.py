@@ -64,6 +64,9 @@ def check_outcome(content: bytes) -> None:
             loaded = load_parameters(path, dtype=np.float64)
         except CheckpointError as error:
             event(type(error).__name__)
+            if isinstance(error, CheckpointFormatError) and error.problem != "invalid":
+                with pytest.raises(SafetensorError):  # our header check refuses only what the
+                    safetensors.deserialize(content)  # package refuses too
             # The metadata reader stops after the header, so it may succeed where the loader
             # failed later; it must not fail in any other way.
             with contextlib.suppress(CheckpointError):
@@ -169,7 +172,9 @@ def test_random_json_edits_of_the_header_are_an_error_or_a_correct_load(
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_every_prefix_of_a_file_is_refused_by_the_package(seed: int) -> None:
+def test_every_prefix_of_a_file_is_refused_and_a_cut_in_the_data_says_how_many_bytes(
+    seed: int,
+) -> None:
     rng = np.random.default_rng(seed)
     content = safetensors_file(
         [
@@ -178,9 +183,18 @@ def test_every_prefix_of_a_file_is_refused_by_the_package(seed: int) -> None:
         ],
         {"note": "x" * seed},
     )
+    data_start = 8 + struct.unpack("<Q", content[:8])[0]
     with tempfile.TemporaryDirectory() as folder:
         for length in range(len(content)):
             path = write_file(Path(folder), content[:length])
             with pytest.raises(CheckpointFormatError) as caught:
                 load_parameters(path)
-            assert type(caught.value.cause) is SafetensorError, length
+            error = caught.value
+            if length < data_start:
+                assert type(error.cause) is SafetensorError, length
+            else:
+                assert (error.problem, error.cause) == ("data-size", None), length
+                assert (error.needed, error.given) == (
+                    len(content) - data_start,
+                    length - data_start,
+                )

@@ -31,7 +31,7 @@ from llm_from_scratch.nn.checkpoint import (
 from llm_from_scratch.tensor import Tensor
 
 from checkpoint_support import safetensors_file, write_file
-from conftest import KNOWN_TABLE
+from conftest import KNOWN_TABLE, import_optional
 
 NEW_TABLE = np.arange(8, dtype=np.float64).reshape(4, 2) / 4.0
 
@@ -102,44 +102,40 @@ NAME = "token_embedding.weight"
 
 
 @pytest.mark.parametrize(
-    ("tensors", "fields"),
+    ("tensors", "missing", "unexpected", "differing"),
     [
         (
             [(NAME, np.zeros((2, 4)))],
-            (NAME, "have its parameter's shape [4, 2]", "it has [2, 4]"),
+            (),
+            (),
+            (f"{NAME}: shape [2, 4] in the file, [4, 2] in into=",),
         ),
         (
             [(NAME, NEW_TABLE.astype(np.float32))],
-            (NAME, "load as its parameter's dtype float64", "it loads as float32"),
+            (),
+            (),
+            (f"{NAME}: loads as float32, float64 in into=",),
         ),
         (
-            [("output.weight", NEW_TABLE)],
+            [(NAME, np.zeros((2, 4), dtype=np.float32))],
+            (),
+            (),
             (
-                NAME,
-                "be among the tensors to load (into= has a parameter of that name)",
-                "it is not",
+                f"{NAME}: shape [2, 4] in the file, [4, 2] in into=",
+                f"{NAME}: loads as float32, float64 in into=",
             ),
         ),
-        (
-            [(NAME, NEW_TABLE), ("output.bias", np.zeros(2))],
-            (
-                "output.bias",
-                "name a parameter of into= (or be left out with names=)",
-                "none has that name",
-            ),
-        ),
-        (
-            [],
-            (
-                NAME,
-                "be among the tensors to load (into= has a parameter of that name)",
-                "it is not",
-            ),
-        ),
+        ([("output.weight", NEW_TABLE)], (NAME,), ("output.weight",), ()),
+        ([(NAME, NEW_TABLE), ("output.bias", np.zeros(2))], (), ("output.bias",), ()),
+        ([], (NAME,), (), ()),
     ],
 )
 def test_a_mismatch_is_reported_and_changes_nothing(
-    tmp_path: Path, tensors: list[tuple[str, np.ndarray]], fields: tuple[str, str, str]
+    tmp_path: Path,
+    tensors: list[tuple[str, np.ndarray]],
+    missing: tuple[str, ...],
+    unexpected: tuple[str, ...],
+    differing: tuple[str, ...],
 ) -> None:
     layer = trained_layer()
     before = state(layer)
@@ -147,11 +143,49 @@ def test_a_mismatch_is_reported_and_changes_nothing(
     with pytest.raises(CheckpointMismatchError) as caught:
         load_parameters(path, into=layer.parameters())
     error = caught.value
-    assert (error.path, error.name, error.requirement, error.actual) == (str(path), *fields)
-    assert (
-        str(error) == f"checkpoint {path}: tensor {fields[0]!r} must {fields[1]}, but {fields[2]}"
+    assert (error.path, error.against) == (str(path), "into=")
+    assert (error.missing, error.unexpected, error.differing) == (missing, unexpected, differing)
+    assert str(error) == (
+        f"checkpoint {path} does not match into=: missing tensors {list(missing)} (parameters "
+        f"of into= that no tensor to load names), unexpected tensors {list(unexpected)} (no "
+        f"parameter of into= has their names), shapes or dtypes that differ {list(differing)}"
     )
     assert state(layer) == before
+
+
+def test_a_mismatch_lists_every_missing_unexpected_and_differing_name_as_pytorch_does(
+    tmp_path: Path,
+) -> None:
+    torch = import_optional("torch")
+    names = ("a.weight", "b.weight", "c.weight", "d.weight")
+    parameters = [NamedParameter.from_tensor(name, Tensor((2, 2), [1, 2, 3, 4])) for name in names]
+    before = snapshot(*parameters)
+    tensors = [
+        ("x.weight", np.zeros(1)),  # unexpected
+        ("c.weight", np.zeros((3, 2))),  # another shape
+        ("a.weight", np.zeros((2, 2))),
+        ("y.weight", np.zeros(1)),  # unexpected
+    ]  # b.weight and d.weight are missing
+    path = write_file(tmp_path, safetensors_file(tensors))
+    with pytest.raises(CheckpointMismatchError) as caught:
+        load_parameters(path, into=parameters)
+    error = caught.value
+
+    module = torch.nn.ParameterDict(
+        {name.split(".")[0]: torch.nn.Parameter(torch.zeros(2, 2)) for name in names}
+    )
+    state_dict = {key.replace(".weight", ""): torch.from_numpy(value) for key, value in tensors}
+    result = module.load_state_dict(
+        {key: value for key, value in state_dict.items() if key != "c"}, strict=False
+    )
+    with pytest.raises(RuntimeError, match="size mismatch for c"):
+        module.load_state_dict(state_dict)
+    assert [f"{key}.weight" for key in result.missing_keys if key != "c"] == list(error.missing)
+    assert [f"{key}.weight" for key in result.unexpected_keys] == list(error.unexpected)
+    assert error.missing == ("b.weight", "d.weight")
+    assert error.unexpected == ("x.weight", "y.weight")  # in file order
+    assert error.differing == ("c.weight: shape [3, 2] in the file, [2, 2] in into=",)
+    assert snapshot(*parameters) == before
 
 
 def two_tables() -> tuple[NamedParameter, NamedParameter]:

@@ -366,8 +366,8 @@ def test_something_that_is_not_an_optimizer_is_refused(
 # Files that are not whole safetensors files -------------------------------------------------------
 
 
-@pytest.mark.parametrize("keep", [0, 7, 8, 50, -9, -1])
-def test_a_truncated_file_is_refused(saved: Saved, keep: int) -> None:
+@pytest.mark.parametrize("keep", [0, 7, 8, 50])
+def test_a_file_cut_before_its_data_is_refused_by_the_package(saved: Saved, keep: int) -> None:
     content = saved.path.read_bytes()
     path = saved.path.with_name("truncated.safetensors")
     path.write_bytes(content[:keep])
@@ -375,10 +375,21 @@ def test_a_truncated_file_is_refused(saved: Saved, keep: int) -> None:
     assert type(error) is CheckpointFormatError and type(error.cause) is SafetensorError
 
 
+@pytest.mark.parametrize("change", [-9, -1, 1])
+def test_data_cut_short_or_followed_by_bytes_is_refused_with_both_lengths(
+    saved: Saved, change: int
+) -> None:
+    content = saved.path.read_bytes()
+    path = saved.path.with_name("changed.safetensors")
+    path.write_bytes(content[:change] if change < 0 else content + bytes(change))
+    error = refused(path)
+    assert type(error) is CheckpointFormatError and error.problem == "data-size"
+    assert error.given - error.needed == change
+
+
 @pytest.mark.parametrize(
     "corrupt",
     [
-        lambda content: content + b"\x00",
         lambda content: content[:8] + b"[" + content[9:],
         lambda content: b"\xff" * 8 + content[8:],
         lambda content: b"PK\x03\x04 a zip archive, not a state file",

@@ -21,6 +21,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.train_command import processor
 from llm_from_scratch.nn import Embedding, SplitMix64, load_metadata
 from llm_from_scratch.training.options import TrainOptions
 from llm_from_scratch.training.skipgram import SkipGram
+from llm_from_scratch.training.table_pair import vocabulary_fingerprint
 from llm_from_scratch.training.vocabulary import Vocabulary
 
 from conftest import require_tokenizers
@@ -52,6 +53,9 @@ def test_the_files_are_the_table_and_its_tokenizer(trained: tuple[Path, str, str
     assert words["[UNK]"] == len(words) - 1
     metadata = load_metadata(output / "table.safetensors")
     assert metadata["seed"] == "3" and metadata["optimizer"] == "SGD"
+    tokens = sorted(words, key=words.__getitem__)
+    assert metadata["tokenizer_vocabulary_size"] == str(len(tokens))
+    assert metadata["tokenizer_fingerprint"] == vocabulary_fingerprint(tokens)
 
 
 def test_two_runs_with_one_seed_write_the_same_bytes(
@@ -433,3 +437,17 @@ def test_the_command_asks_for_sleeping_kernel_threads_before_numba_loads(
         [sys.executable, "-c", script], capture_output=True, text=True, env=environment
     )
     assert result.stderr.splitlines()[-1].split() == ["0", "PASSIVE", "True"], result.stderr
+
+
+def test_neighbours_refuses_a_trained_table_beside_another_runs_tokenizer(
+    trained: tuple[Path, str, str], corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    require_tokenizers()
+    other, text = tmp_path / "other", tmp_path / "other.txt"
+    text.write_text("the king and the queen\n" * 3, encoding="utf-8")
+    assert run_train(text, other, "--epochs", "0")[0] == 0
+    table, tokenizer = trained[0] / "table.safetensors", other / "tokenizer.json"
+    argv = ["ch18", "neighbours", "king", "--table", str(table), "--tokenizer", str(tokenizer)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "do not belong together" in err

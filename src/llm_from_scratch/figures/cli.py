@@ -96,7 +96,8 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
     try:
         _write(html, args.output)
     except OSError as error:
-        return _fail(f"cannot write {args.output}: {error}")
+        where = "standard output" if args.output is None else args.output
+        return _fail(f"cannot write {where}: {error}")
     return 0
 
 

@@ -3,7 +3,8 @@
 ``labels/neighbours/<lang>.json`` holds every word the command prints and the figure shows, the
 names of the word groups, and one message per error of the neighbours and of the pretrained
 table, a ``str.format`` template over the error's fields (the English one is the error's own
-message). The keys are checked as strictly as the token-embedding figure's.
+message; an error worded by a key field has one per value of the key). The keys are checked
+as strictly as the token-embedding figure's.
 
 >>> load_labels("ru", NEIGHBOUR_LABELS)["groups"]["weekdays"]
 'дни недели'
@@ -15,7 +16,7 @@ from typing import Final
 
 from llm_from_scratch.figures.labels import LabelTable, load_labels
 
-__all__ = ["ERROR_NAMES", "GROUP_NAMES", "NEIGHBOUR_LABELS", "load_labels"]
+__all__ = ["ERROR_NAMES", "GROUP_NAMES", "KEYED_ERROR_NAMES", "NEIGHBOUR_LABELS", "load_labels"]
 
 #: The groups of the default word set, as the neighbours module names them.
 GROUP_NAMES: Final = ("royalty", "numbers", "weekdays", "colours", "animals")
@@ -32,6 +33,10 @@ ERROR_NAMES: Final = (
     "MultiPieceWordError",
     "ZeroVectorError",
 )
+#: The errors whose message is worded by a key field: each wording of each, by the key's value.
+KEYED_ERROR_NAMES: Final = {
+    "TokenizerMismatchError": ("rows", "vocabulary-size", "fingerprint"),
+}
 
 NEIGHBOUR_LABELS: Final = LabelTable(
     "neighbours",
@@ -77,5 +82,6 @@ NEIGHBOUR_LABELS: Final = LabelTable(
         "usage.table_and_tokenizer",
         "usage.output_without_figure",
         *(f"errors.{name}" for name in ERROR_NAMES),
+        *(f"errors.{name}.{key}" for name, keys in KEYED_ERROR_NAMES.items() for key in keys),
     ),
 )

@@ -9,10 +9,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
 
 import numpy as np
 from safetensors import SafetensorError, safe_open
@@ -74,14 +75,43 @@ class CheckpointWriteError(CheckpointError, OSError):
 
 
 class CheckpointFormatError(CheckpointError, ValueError):
-    """A file the ``safetensors`` package refuses (truncated, trailing bytes, a header that is
-    not its JSON, an unknown dtype, lying sizes or offsets: ``cause`` is its ``SafetensorError``),
-    one that ends while it is read (``EOFError``), a tensor of more than NumPy's 64 axes, or a
-    save whose header would be over 100,000,000 bytes, the most the package reads."""
+    """A file that breaks the safetensors format; ``problem`` says how.
 
-    template = "checkpoint {path} is not a valid safetensors file: {cause}"
+    ``invalid``: a file the ``safetensors`` package refuses (cut inside its header, a header that
+    is not its JSON, an unknown dtype, offsets that do not follow one another: ``cause`` is its
+    ``SafetensorError``),
+    one that ends while it is read (``EOFError``), a tensor of more than NumPy's 64 axes, or a
+    save whose header would be over 100,000,000 bytes, the most the package reads.
+    ``tensor-size``: a header entry whose shape and dtype need another number of bytes
+    (``needed``) than its ``data_offsets`` give (``given``), the tensor named with its dtype,
+    shape and offsets. ``data-size``: a header whose tensors end at byte ``needed`` of the data
+    while the file holds ``given`` bytes after the header (a file cut short, or with bytes after
+    the last tensor). The last two are read from the header before the package checks the file,
+    for the entries the package would reach them with (whole-byte dtypes, offsets that follow one
+    another), so that the message names what the package's would not.
+    """
+
+    template_key = "problem"
+    template: ClassVar[dict[str, str]] = {
+        "invalid": "checkpoint {path} is not a valid safetensors file: {cause}",
+        "tensor-size": (
+            "checkpoint {path} is not a valid safetensors file: tensor {name!r} ({dtype}, shape "
+            "{shape}) needs {needed} bytes, but its data_offsets {offsets} give {given}"
+        ),
+        "data-size": (
+            "checkpoint {path} is not a valid safetensors file: its tensors take {needed} bytes "
+            "after the header, but the file holds {given} bytes there"
+        ),
+    }
     path: str
-    cause: Exception
+    cause: Exception | None = None
+    problem: str = "invalid"
+    name: str = ""
+    dtype: str = ""
+    shape: tuple[int, ...] = ()
+    offsets: tuple[int, ...] = ()
+    needed: int = 0
+    given: int = 0
 
 
 class ReservedTensorNameError(CheckpointError, ValueError):
@@ -98,15 +128,31 @@ class ReservedTensorNameError(CheckpointError, ValueError):
 
 
 class CheckpointMismatchError(CheckpointError, ValueError):
-    """A name given with ``names=`` that the file lacks, or with ``into=``: a parameter that no
-    tensor to load names, a tensor to load that no parameter names, or a tensor whose shape or
-    dtype (after ``dtype=``) differs from its parameter's; ``name`` is the first one checked."""
+    """A file that does not hold what ``names=`` or ``into=`` asks for, every difference listed
+    (as PyTorch's ``load_state_dict`` lists them); ``against`` says which was asked.
 
-    template = "checkpoint {path}: tensor {name!r} must {requirement}, but {actual}"
+    ``names=``: ``missing`` holds every name asked for that the file lacks, in the order asked.
+    ``into=``: ``missing`` holds every parameter of ``into=`` that no tensor to load names (in
+    ``into=``'s order), ``unexpected`` every tensor to load that no parameter of ``into=`` names,
+    and ``differing`` every tensor whose shape or dtype (after ``dtype=``) differs from its
+    parameter's, as ``name: the file's, into='s`` (both in file order). Checked from the header,
+    before any data is read.
+    """
+
+    template_key = "against"
+    template: ClassVar[dict[str, str]] = {
+        "names=": "checkpoint {path} lacks tensors that names= asks for: {missing}",
+        "into=": (
+            "checkpoint {path} does not match into=: missing tensors {missing} (parameters of "
+            "into= that no tensor to load names), unexpected tensors {unexpected} (no parameter "
+            "of into= has their names), shapes or dtypes that differ {differing}"
+        ),
+    }
     path: str
-    name: str
-    requirement: str
-    actual: str
+    against: str
+    missing: tuple[str, ...]
+    unexpected: tuple[str, ...] = ()
+    differing: tuple[str, ...] = ()
 
 
 class CheckpointTensorError(CheckpointError, ValueError):
@@ -162,6 +208,9 @@ SPECS: Final = dict(F64="<f8", F32="<f4", F16="<f2", BF16="<u2", I64="<i8", I32=
 SPECS.update(I8="i1", U64="<u8", U32="<u4", U16="<u2", U8="u1", BOOL="?", C64="<c8")
 STORED: Final = {code: np.dtype(spec) for code, spec in SPECS.items()}  # bytes as in a file
 CODES: Final = {dtype: code for code, dtype in STORED.items()}  # <u2 is U16 (listed after BF16)
+_F8: Final = ("F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ")
+#: Bytes per element of each whole-byte dtype the package knows (F4 and F6 pack below a byte).
+ITEM_BYTES: Final = {code: dtype.itemsize for code, dtype in STORED.items()} | dict.fromkeys(_F8, 1)
 
 
 class StoredTensor(NamedTuple):  # a tensor of a checked file, and where its bytes start
@@ -279,9 +328,9 @@ def load_parameters(
     with opened(file_name) as (file, tensors, _):
         if wanted is not None:
             present = {tensor.name for tensor in tensors}
-            for name in (name for name in wanted if name not in present):
-                rule = "be in the file (names= asks for it)"
-                raise CheckpointMismatchError(file_name, name, rule, "it is not")
+            missing = tuple(dict.fromkeys(name for name in wanted if name not in present))
+            if missing:
+                raise CheckpointMismatchError(file_name, "names=", missing)
             tensors = [tensor for tensor in tensors if tensor.name in set(wanted)]
         plan = [(tensor, _loaded_dtype(file_name, tensor, target)) for tensor in tensors]
         if receivers is not None:
@@ -333,6 +382,7 @@ def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[st
     """The tensors of ``file`` (opened from ``path``) in file order, and its metadata, once the
     package has checked the file; offsets and metadata (in file order) are read from the header."""
     opened_as = os.fstat(file.fileno())
+    check_sizes(path, file)
     try:
         with safe_open(path, framework="numpy") as checked:
             slices = {key: checked.get_slice(key) for key in checked.keys()}  # noqa: SIM118
@@ -351,6 +401,86 @@ def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[st
         for offset in [header[key]["data_offsets"][0]]
     ]
     return sorted(tensors, key=lambda tensor: tensor.offset), dict(header.get("__metadata__") or {})
+
+
+class _Entry(NamedTuple):  # a header entry as the size checks read it
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    offsets: tuple[int, int]
+
+
+def check_sizes(path: str, file: io.FileIO) -> None:
+    """Check from the header, before the package does, that each tensor's bytes are what its
+    shape and dtype need and that the tensors cover the data exactly: the package refuses both
+    without naming the tensor or the counts. Any other fault is left to the package, and so is a
+    header whose entries are not all plain (a whole-byte dtype, counts for shape and offsets).
+
+    Raises:
+        CheckpointFormatError: ``tensor-size`` for the first tensor in offset order, else
+            ``data-size``.
+    """
+    read = _plain_entries(file)
+    if read is None:
+        return
+    data_bytes, entries = read
+    end = 0
+    for entry in sorted(entries, key=lambda entry: entry.offsets):
+        start, stop = entry.offsets
+        if start != end or stop < start:
+            return  # offsets that do not follow one another: the package names the tensor
+        needed = math.prod(entry.shape) * ITEM_BYTES[entry.dtype]
+        if needed != stop - start:
+            raise CheckpointFormatError(
+                path,
+                problem="tensor-size",
+                name=entry.name,
+                dtype=entry.dtype,
+                shape=entry.shape,
+                offsets=entry.offsets,
+                needed=needed,
+                given=stop - start,
+            )
+        end = stop
+    if end != data_bytes:
+        raise CheckpointFormatError(path, problem="data-size", needed=end, given=data_bytes)
+
+
+def _plain_entries(file: io.FileIO) -> tuple[int, list[_Entry]] | None:
+    """The bytes after the header and its tensor entries, or None when the header cannot be read
+    or an entry is not plain."""
+    try:
+        size = os.fstat(file.fileno()).st_size
+        length = int.from_bytes(os.pread(file.fileno(), 8, 0), "little")
+        if size < 8 or not 0 < length <= min(HEADER_LIMIT, size - 8):
+            return None
+        header = json.loads(os.pread(file.fileno(), length, 8))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(header, dict):
+        return None
+    entries = [_plain_entry(key, value) for key, value in header.items() if key != "__metadata__"]
+    plain = [entry for entry in entries if entry is not None]
+    return (size - 8 - length, plain) if len(plain) == len(entries) else None
+
+
+def _plain_entry(name: str, value: object) -> _Entry | None:
+    if not isinstance(value, dict):
+        return None
+    dtype, shape, offsets = value.get("dtype"), value.get("shape"), value.get("data_offsets")
+    shape, offsets = _counts(shape), _counts(offsets)
+    if type(dtype) is not str or dtype not in ITEM_BYTES or shape is None or offsets is None:
+        return None
+    if len(offsets) != 2:
+        return None
+    return _Entry(name, dtype, shape, (offsets[0], offsets[1]))
+
+
+def _counts(value: object) -> tuple[int, ...] | None:
+    """A JSON list of integers of at least zero, as a tuple; None for anything else."""
+    if isinstance(value, list) and all(type(item) is int and item >= 0 for item in value):
+        return tuple(value)
+    return None
 
 
 def read_tensor(
@@ -437,21 +567,23 @@ def _loaded_dtype(path: str, tensor: StoredTensor, target: np.dtype[Any] | None)
 def _check_receivers(
     path: str, plan: list[tuple[StoredTensor, np.dtype[Any]]], receivers: NamedParameters
 ) -> None:
-    for name in receivers.names():
-        if name not in {tensor.name for tensor, _ in plan}:
-            rule = "be among the tensors to load (into= has a parameter of that name)"
-            raise CheckpointMismatchError(path, name, rule, "it is not")
-    for tensor, loaded in plan:
+    """Every parameter has its tensor and every tensor its parameter, of one shape and dtype;
+    else one error that lists every difference."""
+    loaded = {tensor.name for tensor, _ in plan}
+    missing = tuple(name for name in receivers.names() if name not in loaded)
+    unexpected = tuple(tensor.name for tensor, _ in plan if tensor.name not in receivers)
+    differing = []
+    for tensor, dtype in plan:
         if tensor.name not in receivers:
-            rule = "name a parameter of into= (or be left out with names=)"
-            raise CheckpointMismatchError(path, tensor.name, rule, "none has that name")
+            continue
         leaf = receivers[tensor.name].tensor
         if leaf.shape != tensor.shape:
-            rule = f"have its parameter's shape {list(leaf.shape)}"
-            raise CheckpointMismatchError(path, tensor.name, rule, f"it has {list(tensor.shape)}")
-        if leaf.dtype != loaded:
-            rule = f"load as its parameter's dtype {leaf.dtype}"
-            raise CheckpointMismatchError(path, tensor.name, rule, f"it loads as {loaded}")
+            shapes = f"shape {list(tensor.shape)} in the file, {list(leaf.shape)} in into="
+            differing.append(f"{tensor.name}: {shapes}")
+        if leaf.dtype != dtype:
+            differing.append(f"{tensor.name}: loads as {dtype}, {leaf.dtype} in into=")
+    if missing or unexpected or differing:
+        raise CheckpointMismatchError(path, "into=", missing, unexpected, tuple(differing))
 
 
 def first_non_finite(array: np.ndarray[Any, Any]) -> tuple[int, float] | None:

@@ -126,6 +126,8 @@ def aligned_rows(table: Sequence[Sequence[str]], numeric: Sequence[int]) -> list
 
 
 def error_message(error: StructuredError, labels: Labels) -> str:
-    """The error's message in the labels' language: its template there, over its fields."""
-    template = label(labels, "errors", type(error).__name__)
+    """The error's message in the labels' language: its template there (the one of its key
+    field's value, for an error worded by a key), over its fields."""
+    key = () if error.template_key is None else (str(getattr(error, error.template_key)),)
+    template = label(labels, "errors", type(error).__name__, *key)
     return template.format(**{name: getattr(error, name) for name in error.field_names})

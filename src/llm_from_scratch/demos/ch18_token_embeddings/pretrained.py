@@ -14,17 +14,23 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import numpy as np
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, WordPieces
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.files import TOKENIZER_BYTE_LIMIT, read_file
-from llm_from_scratch.nn import Embedding, load_parameters
+from llm_from_scratch.nn import Embedding, load_metadata, load_parameters
 from llm_from_scratch.nn.checkpoint import CheckpointMismatchError as MissingTensorsError
+from llm_from_scratch.training.table_pair import (
+    FINGERPRINT_KEY,
+    VOCABULARY_SIZE_KEY,
+    vocabulary_fingerprint,
+)
 
 __all__ = [
     "DEFAULT_TENSORS",
@@ -38,8 +44,10 @@ __all__ = [
     "PretrainedFiles",
     "PretrainedPackageMissingError",
     "TokenizerFileError",
+    "TokenizerMismatchError",
     "TokenizersMissingError",
     "UnknownTensorError",
+    "check_pair",
     "load_pretrained_embedding",
     "load_word_pieces",
     "open_table",
@@ -132,6 +140,42 @@ class UnknownTensorError(PretrainedError, LookupError):
     cause: MissingTensorsError
 
 
+class TokenizerMismatchError(PretrainedError, ValueError):
+    """A table and a tokenizer that do not belong together; ``difference`` says what differs.
+
+    ``rows``: the table's rows (``table_value``) are not as many as the tokenizer's tokens
+    (``tokenizer_value``), for any table. ``vocabulary-size``: the table's metadata records
+    another ``tokenizer_vocabulary_size`` than the tokenizer's. ``fingerprint``: the table's
+    metadata records another ``tokenizer_fingerprint`` than the tokenizer's vocabulary has
+    (:mod:`~llm_from_scratch.training.table_pair`). ``check_pair`` (and so
+    ``open_table`` and ``ch18 neighbours``) checks them in this order, once both files are read
+    and before any word is looked up; the values are text, as the metadata holds them.
+    """
+
+    template_key = "difference"
+    template: ClassVar[dict[str, str]] = {
+        "rows": (
+            "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
+            "has {table_value} rows, the tokenizer {tokenizer_value} tokens"
+        ),
+        "vocabulary-size": (
+            "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
+            "records a tokenizer of {table_value} tokens (tokenizer_vocabulary_size), this "
+            "tokenizer has {tokenizer_value}"
+        ),
+        "fingerprint": (
+            "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
+            "records the vocabulary fingerprint {table_value} (tokenizer_fingerprint), this "
+            "tokenizer's vocabulary has {tokenizer_value}"
+        ),
+    }
+    table: str
+    tokenizer: str
+    difference: str
+    table_value: str
+    tokenizer_value: str
+
+
 @dataclass(frozen=True)
 class PretrainedFiles:
     """Where a table and its tokenizer are, the table's tensor name (None: the first of
@@ -209,7 +253,7 @@ def _frozen_table(table_path: Path, name: str) -> Embedding:
     return Embedding.from_pretrained(loaded[name], name=name, freeze=True)
 
 
-def load_word_pieces(tokenizer_path: Path) -> WordPieces:
+def load_word_pieces(tokenizer_path: Path) -> HubTokenizerPieces:
     """Read a ``tokenizer.json`` with the ``tokenizers`` package, padding and truncation off.
 
     The file is read by the bounded reader (at most ``TOKENIZER_BYTE_LIMIT`` bytes, UTF-8) and
@@ -269,13 +313,56 @@ class HubTokenizerPieces:
         found = self.tokenizer.id_to_token(token_id)
         return None if found is None else str(found)
 
+    @property
+    def vocabulary_size(self) -> int:
+        """The number of tokens, added tokens included (the package's ``get_vocab_size``)."""
+        return int(self.tokenizer.get_vocab_size(with_added_tokens=True))
+
+    def tokens(self) -> list[str]:
+        """Every token, added tokens included, in ID order."""
+        vocabulary = self.tokenizer.get_vocab(with_added_tokens=True)
+        return [str(token) for token, _ in sorted(vocabulary.items(), key=lambda item: item[1])]
+
 
 def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
-    """Load the tokenizer, then the table, ready for cosines.
+    """Load the tokenizer, then the table, check that they belong together, and make the table
+    ready for cosines.
 
     Raises:
-        PretrainedError, CheckpointError, EmbeddingError: as :func:`load_word_pieces` and
-            :func:`load_pretrained_embedding`.
+        PretrainedError, CheckpointError, EmbeddingError: as :func:`load_word_pieces`,
+            :func:`load_pretrained_embedding` and :func:`check_pair`.
     """
     pieces = load_word_pieces(files.tokenizer)
-    return CosineTable.of(load_pretrained_embedding(files.table, files.tensor)), pieces
+    embedding = load_pretrained_embedding(files.table, files.tensor)
+    check_pair(files, embedding.vocabulary_size, pieces)
+    return CosineTable.of(embedding), pieces
+
+
+def check_pair(files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces) -> None:
+    """Check that a table of ``rows`` rows, read from ``files.table``, goes with the tokenizer
+    read from ``files.tokenizer``: as many rows as tokens, and the tokenizer's vocabulary size and
+    fingerprint where the table's metadata records them (``table_pair``).
+
+    Raises:
+        TokenizerMismatchError: ``rows``, ``vocabulary-size``, then ``fingerprint``.
+        CheckpointError: the table file cannot be read again for its metadata.
+    """
+    for difference, table_value, tokenizer_value in _compared(files, rows, pieces):
+        if table_value != tokenizer_value:
+            raise TokenizerMismatchError(
+                str(files.table), str(files.tokenizer), difference, table_value, tokenizer_value
+            )
+
+
+def _compared(
+    files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces
+) -> Iterator[tuple[str, str, str]]:
+    """What the table says and what the tokenizer says, in the order checked (the fingerprint
+    computed only when the sizes agree and the table records one)."""
+    size = str(pieces.vocabulary_size)
+    yield "rows", str(rows), size
+    recorded = load_metadata(files.table)
+    if VOCABULARY_SIZE_KEY in recorded:
+        yield "vocabulary-size", recorded[VOCABULARY_SIZE_KEY], size
+    if FINGERPRINT_KEY in recorded:
+        yield "fingerprint", recorded[FINGERPRINT_KEY], vocabulary_fingerprint(pieces.tokens())

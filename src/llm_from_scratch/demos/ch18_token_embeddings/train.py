@@ -51,6 +51,7 @@ from llm_from_scratch.nn import save_parameters
 from llm_from_scratch.training.options import RATES, TABLE_FILE, TOKENIZER_FILE, TrainOptions
 from llm_from_scratch.training.run import EpochSummary, Progress, Run
 from llm_from_scratch.training.skipgram import SkipGram
+from llm_from_scratch.training.table_pair import tokenizer_metadata
 from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.training.words import line_words
 
@@ -215,6 +216,7 @@ def train(
         **{name: str(getattr(options, name)) for name in ("epochs", "min_count", "seed")},
         "optimizer": "SGD",
         "vocabulary_size": str(vocabulary.vocabulary_size),
+        **tokenizer_metadata(vocabulary.words),
     }
     interrupted = write_outputs(options.output, result.model, vocabulary, metadata)
     run.discard_checkpoint()

@@ -1,0 +1,241 @@
+"""How a command of ``llm-from-scratch`` ends: an exit status and at most one line on standard
+error, never a traceback.
+
+:func:`run_command` runs a command. What the command returns is its status (it may have printed
+its own line, in its own language); what it raises is reported here, as one line
+``error: ...`` on standard error (escaped by :func:`llm_from_scratch.files.one_line`), with the
+status :func:`status_of` gives:
+
+- ``KeyboardInterrupt`` (Ctrl-C): ``interrupted``, status 130 (:data:`INTERRUPTED`);
+- an error of ours (a ``StructuredError``) that is a ``ValueError``, ``TypeError``,
+  ``LookupError`` or ``ImportError``, a refused input: its message, status 2 (:data:`REFUSED`);
+- an error of ours that is an ``OSError`` or a ``MemoryError`` (a read, a write or an
+  allocation the system refused), or of any other kind (``ArithmeticError``, ``RuntimeError``):
+  its message, status 1 (:data:`FAILED`);
+- an ``OSError`` of the system: the file and the reason, status 1; a ``MemoryError``:
+  ``out of memory`` and what NumPy says of it, status 1;
+- anything else, a fault of the program: its class and message, and the log file that holds
+  its traceback, status 1.
+
+``SystemExit`` passes through (argparse's ``--help`` and usage errors). So a command refuses
+input by raising our error of the right family, and needs no code to print it. An unexpected
+exception's traceback goes to a new log file in the temporary folder, whose path the line
+gives; with ``debug`` (the command line's ``--debug``) every reported error's traceback is
+printed above its line instead.
+
+Inside :func:`run_command` the first Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` where the
+command is, so that its own clean-up runs (``ch18 train`` leaves its files as they were), and
+every later one is ignored while the command ends and its line is written; the handler before
+it comes back when it returns. Before it and after it, the process (``llm_from_scratch.__main__``)
+handles Ctrl-C from its first statement to its exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
+from typing import Final, TextIO
+
+from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.files import one_line
+
+__all__ = ["FAILED", "INTERRUPTED", "REFUSED", "run_command", "status_of"]
+
+#: Exit statuses: a refused input, a failed run, an interrupted one (128 + SIGINT).
+REFUSED: Final = 2
+FAILED: Final = 1
+INTERRUPTED: Final = 130
+#: The built-in classes whose errors of ours are a refused input.
+REFUSING: Final = (ValueError, TypeError, LookupError, ImportError)
+#: How long after a Ctrl-C was lost in a callback or a destructor it is raised again.
+RESIGNAL_SECONDS: Final = 0.01
+#: The most characters of an unexpected error's text its line repeats.
+SUMMARY_LENGTH: Final = 200
+#: The name of the log files of unexpected errors, in the temporary folder.
+LOG_PREFIX: Final = "llm-from-scratch-error-"
+
+
+def status_of(error: BaseException) -> int:
+    """The exit status :func:`run_command` gives for ``error`` (see the module docstring).
+
+    Example:
+        >>> from llm_from_scratch.nn.init import SeedRangeError
+        >>> status_of(SeedRangeError(2**80)), status_of(OSError(28, "No space left on device"))
+        (2, 1)
+    """
+    if isinstance(error, KeyboardInterrupt):
+        return INTERRUPTED
+    if isinstance(error, StructuredError) and not isinstance(error, OSError | MemoryError):
+        return REFUSED if isinstance(error, REFUSING) else FAILED
+    return FAILED
+
+
+def run_command(
+    command: Callable[[], int], *, debug: bool = False, words: Sequence[str] = ()
+) -> int:
+    """Run ``command`` and return its status, or report what it raised as one line on standard
+    error and return that error's status (:func:`status_of`); ``SystemExit`` passes through.
+
+    An error raised after a Ctrl-C is reported as the interruption it is: a library may turn
+    the ``KeyboardInterrupt`` into an error of its own (NumPy interrupted while it imports raises
+    an ``ImportError``).
+
+    Args:
+        command: the command; it returns its exit status.
+        debug: print the traceback of a reported error above its line.
+        words: the command line, written into the log file of an unexpected error.
+    """
+    ending = _Ending()
+    with _interrupts_raised_once(ending):
+        try:
+            try:
+                status = command()
+                sys.stdout.flush()  # a write that fails at the end is the command's error too
+            except SystemExit:
+                raise
+            except BaseException as error:
+                ending.ended = True
+                return _report(error, ending.interruption or error, debug, words)
+            ending.ended = True
+            return status
+        except KeyboardInterrupt as interruption:  # one that came as the command ended
+            return _report(interruption, interruption, debug, words)
+
+
+class _Ending:
+    """Whether the command has ended (returned, or raised what is being reported), and the
+    interruption a Ctrl-C raised, if one did."""
+
+    ended = False
+    interruption: KeyboardInterrupt | None = None
+    resignal: threading.Timer | None = None
+
+
+@contextlib.contextmanager
+def _interrupts_raised_once(ending: _Ending) -> Iterator[None]:
+    """Inside the block, the first Ctrl-C raises ``KeyboardInterrupt`` if the command has not
+    ended, and every other one is ignored; the handler before it comes back after the block.
+
+    Python cannot let an exception out of a callback from C code or a destructor: it reports
+    it as "Exception ignored" with a traceback (``sys.unraisablehook``) and goes on. An
+    interruption lost that way is not reported; the signal is raised again instead,
+    :data:`RESIGNAL_SECONDS` later, to take effect in the statements after it. Only the main
+    thread receives signals; elsewhere, and when Ctrl-C is ignored, nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if not ending.ended:
+            ending.ended = True
+            ending.interruption = KeyboardInterrupt()
+            raise ending.interruption
+
+    reporter = sys.unraisablehook
+
+    def unraisable(lost: sys.UnraisableHookArgs) -> None:
+        if ending.interruption is None or lost.exc_value is not ending.interruption:
+            reporter(lost)
+            return
+        ending.ended, ending.interruption = False, None
+        # Signalled again a moment later from another thread, once this hook has returned: from
+        # here, the handler would run inside the hook and the interruption be lost again.
+        ending.resignal = threading.Timer(RESIGNAL_SECONDS, _signal_main_thread)
+        ending.resignal.start()
+
+    signal.signal(signal.SIGINT, interrupt)
+    sys.unraisablehook = unraisable
+    try:
+        yield
+    finally:
+        if ending.resignal is not None:  # not after the block, where another handler is
+            ending.resignal.cancel()
+        sys.unraisablehook = reporter
+        signal.signal(signal.SIGINT, previous)
+
+
+def _signal_main_thread() -> None:
+    """Ctrl-C to the main thread itself, which wakes it from a wait (a sleep, a read)."""
+    main = threading.main_thread().ident
+    if main is not None:
+        signal.pthread_kill(main, signal.SIGINT)
+
+
+def _report(
+    raised: BaseException, reported: BaseException, debug: bool, words: Sequence[str]
+) -> int:
+    """Write the line of ``reported`` (with ``debug``, the traceback of ``raised`` above it);
+    its status."""
+    if debug:
+        _write(sys.stderr, "".join(traceback.format_exception(raised)))
+    _write(sys.stderr, f"error: {one_line(_message(reported, debug, words))}\n")
+    return status_of(reported)
+
+
+def _message(error: BaseException, debug: bool, words: Sequence[str]) -> str:
+    """The line that reports ``error`` (after ``error:``)."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(error, StructuredError):
+        return str(error)
+    if isinstance(error, OSError):
+        reason = error.strerror or str(error) or type(error).__name__
+        return reason if error.filename is None else f"{error.filename}: {reason}"
+    if isinstance(error, MemoryError):
+        return f"out of memory: {error}" if str(error) else "out of memory"
+    fault = f"unexpected {type(error).__name__}: {_summary(error)}; this is a fault of "
+    fault += "llm-from-scratch"
+    if debug:
+        return f"{fault} (its traceback is above)"
+    try:
+        log = _write_log(error, words)
+    except OSError as log_error:
+        reason = log_error.strerror or str(log_error)
+        where = f"its traceback could not be written to a log file ({reason})"
+    else:
+        where = f"its traceback is in {log}"
+    return f"{fault}; {where}; put --debug first (llm-from-scratch --debug ...) to print it here"
+
+
+def _summary(error: BaseException) -> str:
+    """The first line of the error's text that is not blank, at most :data:`SUMMARY_LENGTH`
+    characters (the log file holds all of it)."""
+    try:
+        text = str(error)
+    except Exception:  # a message that cannot even be made: the log file has the traceback
+        text = ""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= SUMMARY_LENGTH else f"{line[: SUMMARY_LENGTH - 3]}..."
+
+
+def _write_log(error: BaseException, words: Sequence[str]) -> str:
+    """A new log file in the temporary folder: the command line and the traceback."""
+    import tempfile  # only an unexpected error needs it
+
+    from llm_from_scratch import __version__
+
+    descriptor, path = tempfile.mkstemp(prefix=LOG_PREFIX, suffix=".log")
+    with os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace") as log:
+        log.write(f"llm-from-scratch {__version__}, Python {sys.version.split()[0]}\n")
+        shown = " ".join(["llm-from-scratch", *map(str, words)])
+        log.write(f"command line: {shown}\n\n")
+        log.write("".join(traceback.format_exception(error)))
+    return path
+
+
+def _write(stream: TextIO, text: str) -> None:
+    """Write and flush; a stream that cannot be written (closed, a reader gone) is left so."""
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(text)
+        stream.flush()
