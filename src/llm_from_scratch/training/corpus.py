@@ -31,7 +31,7 @@ from typing import ClassVar, Final
 
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.files import open_file, replace_file
-from llm_from_scratch.training.words import WORD_PATTERN, normalized
+from llm_from_scratch.training.words import LONGEST_WORD, WORD_PATTERN, normalized
 
 __all__ = [
     "PIECE_BYTES",
@@ -210,7 +210,8 @@ def _cut(data: bytes, encoding: str) -> int:
 
 def count_words(files: Sequence[CorpusFile]) -> tuple[list[CorpusFile], Counter[str]]:
     """One pass over the corpus: the files with the encoding each is read in, and how often
-    each word occurs. Memory follows the number of different words, not the corpus length.
+    each word of at most :data:`~llm_from_scratch.training.words.LONGEST_WORD` letters occurs.
+    Memory follows the number of different words, not the corpus length.
 
     Raises:
         CorpusError: ``unreadable``, as :func:`pieces`.
@@ -232,7 +233,10 @@ def _file_counts(file: CorpusFile) -> Counter[str]:
     counts: Counter[str] = Counter()
     find = _WORDS.findall
     for piece in pieces(file, errors="strict"):
-        counts.update(find(normalized(piece.text)))
+        found = find(normalized(piece.text))
+        if found and max(map(len, found)) > LONGEST_WORD:
+            found = [word for word in found if len(word) <= LONGEST_WORD]
+        counts.update(found)
     return counts
 
 

@@ -9,6 +9,9 @@ Unicode letters (categories ``L*``, every script) and the non-decimal numerals (
 ``Ⅻ``, ``²``, ``½``). Digits, punctuation, spaces and combining marks that do not compose with
 a letter (the vowel signs of Devanagari, for example) separate words.
 
+A run of more than :data:`LONGEST_WORD` letters is no word a vocabulary counts (a file of
+random letters would otherwise fill the counts with unique runs as long as a piece).
+
 A *line* ends at ``\\n``, ``\\r\\n`` or ``\\r``; :data:`TOKEN_PATTERN` finds the words and the
 line ends of a text in one pass.
 
@@ -31,6 +34,7 @@ from typing import Final
 
 __all__ = [
     "LINE_ENDS",
+    "LONGEST_WORD",
     "TOKEN_PATTERN",
     "WORD_PATTERN",
     "line_words",
@@ -41,6 +45,8 @@ __all__ = [
 
 WORD_PATTERN: Final = r"[^\W\d_]+(?:'[^\W\d_]+)?"
 """A word of a normalized text (Python's ``re`` syntax)."""
+LONGEST_WORD: Final = 100
+"""The most characters of a word a vocabulary counts."""
 LINE_ENDS: Final = ("\r\n", "\r", "\n")
 """The tokens of :data:`TOKEN_PATTERN` that end a line."""
 TOKEN_PATTERN: Final = WORD_PATTERN + r"|\r\n?|\n"
