@@ -451,3 +451,11 @@ def test_neighbours_refuses_a_trained_table_beside_another_runs_tokenizer(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "do not belong together" in err
+
+
+def test_ctrl_c_before_the_first_checkpoint_leaves_no_folder_the_run_made(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    interrupt_at_piece(monkeypatch, 1)
+    status, _, _ = run_train(corpus, tmp_path / "new" / "out")
+    assert status == 130 and sorted(tmp_path.iterdir()) == []

@@ -49,9 +49,7 @@ def test_the_default_run_separates_the_groups_as_well_as_gensim(tmp_path: Path) 
     within, between = group_measure(table, words)
     random = SkipGram.new(9120, 100, seed=1).inputs.table.tensor.numpy()
     random_within, random_between = group_measure(random, words)
-    vectors, their_words = run_gensim(
-        folder, epochs=5, threads=processor_count(), seed=1, dim=100
-    )
+    vectors, their_words = run_gensim(folder, epochs=5, threads=processor_count(), seed=1, dim=100)
     their_within, their_between = group_measure(vectors, their_words)
     ours, theirs = within - between, their_within - their_between
     assert abs(random_within - random_between) < 0.1

@@ -22,12 +22,14 @@ the blocks handed out so far and writes :mod:`~llm_from_scratch.training.checkpo
 
 from __future__ import annotations
 
+import contextlib
 import math
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -208,7 +210,7 @@ class Run:
             CheckpointError: a checkpoint cannot be written.
             KeyboardInterrupt: Ctrl-C; the threads stop after their block.
         """
-        self.options.output.mkdir(parents=True, exist_ok=True)
+        made = _made_folder(self.options.output)
         if self.checkpoint is None:
             arrays = self.initial_model().arrays()
             position = Position()
@@ -219,6 +221,9 @@ class Run:
         try:
             epochs, seconds = self._epochs(trainer, position, progress)
             model = trainer.model()
+        except BaseException:
+            _remove_empty(self.options.output, made)
+            raise
         finally:
             trainer.close()
         return TrainResult(
@@ -304,6 +309,24 @@ class Run:
                 position,
             )
         )
+
+
+def _made_folder(folder: Path) -> Path | None:
+    """Make ``folder`` (and the folders above it) if missing; the topmost folder made, or None."""
+    missing = [path for path in (folder, *folder.parents) if not path.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing[-1] if missing else None
+
+
+def _remove_empty(folder: Path, made: Path | None) -> None:
+    """Remove the folders from ``folder`` up to ``made`` that this run made, if still empty."""
+    if made is None:
+        return
+    for path in (folder, *folder.parents):
+        with contextlib.suppress(OSError):
+            path.rmdir()
+        if path == made:
+            return
 
 
 def _timed(trainer: _Trainer, started: float) -> EpochTotals:
