@@ -52,12 +52,6 @@ cases = 0
 statuses: dict[int, int] = {}
 
 
-@settings(
-    max_examples=int(sys.argv[1]) if len(sys.argv) > 1 else 50,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
 @given(
     texts=st.lists(TEXT, min_size=0, max_size=3),
     chosen=st.dictionaries(st.sampled_from(sorted(OPTIONS)), st.none(), max_size=5),
@@ -118,5 +112,10 @@ def check(argv: list[str], output: Path, earlier: bool) -> None:
 
 
 if __name__ == "__main__":
-    one_run()
+    settings(
+        max_examples=int(sys.argv[1]),
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )(one_run)()
     print(cases, " ".join(f"{status}:{count}" for status, count in sorted(statuses.items())))

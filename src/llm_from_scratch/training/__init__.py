@@ -7,6 +7,7 @@ samples, the model and its loss on the tape), :mod:`~llm_from_scratch.training.k
 steps compiled), :mod:`~llm_from_scratch.training.run` (threads, progress and checkpoints).
 
     >>> from pathlib import Path
+    >>> from llm_from_scratch.training import TrainOptions
     >>> options = TrainOptions(corpus=Path("corpus.txt"), output=Path("out"), epochs=1)
     >>> options.window, options.negatives, options.dim
     (5, 5, 100)
