@@ -206,7 +206,12 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "TensorValueOverflowError": (lambda: Tensor((1,), [1e300], dtype=np.float32),),
     "TensorAllocationError": (lambda: Tensor.zeros((2**31, 2**31)),),
     # llm_from_scratch.autograd.errors: the tape
-    "OperandTypeError": (lambda: parameter((2,)).add(3),),  # type: ignore[arg-type]
+    "OperandTypeError": (
+        lambda: parameter((2,)).add("3"),  # type: ignore[arg-type]
+        lambda: parameter((2,)).mul(True),
+        lambda: parameter((2, 3)).matvec(3),  # type: ignore[arg-type]
+        lambda: TensorValue.parameter([1.0]),  # type: ignore[arg-type]
+    ),
     "OperandShapeMismatchError": (
         lambda: parameter((2,)).add(parameter((3,))),
         lambda: parameter((2,)).mul(parameter((3,))),
@@ -223,7 +228,13 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "RetentionTypeError": (
         lambda: layer()([1]).backward_with_seed(np.ones((1, 2)), "release"),  # type: ignore[arg-type]
     ),
-    "NotScalarOutputError": (lambda: layer()([1, 2]).backward(),),
+    "NotScalarOutputError": (
+        lambda: layer()([1, 2]).backward(),
+        lambda: layer()([1]).item(),
+        lambda: float(layer()([1])),
+        lambda: int(layer()([1])),
+        lambda: f"{layer()([1]):.3f}",
+    ),
     "NotRecordedError": (lambda: TensorValue.constant(Tensor((), [1.0])).backward(),),
     "GraphReleasedError": (lambda: released_output().backward_with_seed(np.ones((1, 3, 2))),),
     "StaleValueError": (lambda: stale_output().backward_with_seed(np.ones((1, 3, 2))),),

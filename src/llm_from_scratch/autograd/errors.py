@@ -90,13 +90,32 @@ class NonFiniteGradientError(TensorAutodiffError, ArithmeticError):
     value: float
 
 
-class NotScalarOutputError(TensorAutodiffError, ValueError):
-    """``backward()`` without a seed on an output that is not a scalar."""
+NumberAction: TypeAlias = Literal["backward()", "item()", "float()", "int()", "format()"]
 
-    template = (
-        "backward() without a seed needs a scalar output, got shape {shape}; use backward_with_seed"
-    )
+
+class NotScalarOutputError(TensorAutodiffError, ValueError):
+    """``backward()`` without a seed on an output that is not a scalar; or a value of more or
+    less than one element read as one number.
+
+    ``action`` says which: ``backward()``, or ``item()``, ``float()``, ``int()`` or ``format()``
+    with a format spec (``f"{loss:.4f}"``) on a value whose shape holds another number of elements
+    than one (PyTorch reads a one-element tensor of any shape, and so does the tape).
+    """
+
+    template_key = "action"
+    template: ClassVar[Mapping[str, str]] = {
+        "backward()": (
+            "backward() without a seed needs a scalar output, got shape {shape}; "
+            "use backward_with_seed"
+        ),
+        **{
+            action: "{action} needs a value of one element, got shape {shape}; "
+            "use numpy() for its values"
+            for action in ("item()", "float()", "int()", "format()")
+        },
+    }
     shape: Shape
+    action: NumberAction = "backward()"
 
 
 class GraphReleasedError(TensorAutodiffError, RuntimeError):
@@ -181,13 +200,22 @@ class OperandDtypeMismatchError(TensorAutodiffError, TypeError):
 
 
 class OperandTypeError(TensorAutodiffError, TypeError):
-    """An operand that is neither a TensorValue nor a Tensor.
+    """An operand that is none of those an operation takes.
 
-    ``add`` or ``mul`` with such an operand; ``TensorValue.parameter`` or ``constant`` with
-    something other than a ``Tensor`` (``operation`` is ``a leaf``).
+    ``add`` or ``mul`` (``+``, ``*``) with something that is neither a ``TensorValue``, a
+    ``Tensor``, a real NumPy array (float32, float64 or integers; not a masked one) nor a real
+    number (a ``bool`` is no number here; an ``int`` beyond float64 is refused too);
+    ``matvec`` with anything but the first three; ``TensorValue.parameter`` or ``constant``
+    with something other than a ``Tensor`` (``operation`` is ``a leaf``).
     """
 
-    template = "{operation} needs a TensorValue or Tensor operand, got {operand_type}"
+    template_key = "operation"
+    template: ClassVar[Mapping[str, str]] = {
+        "add": "add needs a TensorValue, Tensor, NumPy array or real number, got {operand_type}",
+        "mul": "mul needs a TensorValue, Tensor, NumPy array or real number, got {operand_type}",
+        "matvec": "matvec needs a TensorValue, Tensor or NumPy array, got {operand_type}",
+        "a leaf": "a leaf needs a Tensor, got {operand_type}",
+    }
     operation: str
     operand_type: str
 

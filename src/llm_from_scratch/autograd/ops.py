@@ -2,13 +2,17 @@
 
 These are the operations a scalar loss on top of an embedding output needs: ``add``, ``mul``,
 ``sum``, ``reshape`` and ``log_sigmoid`` (the skip-gram loss). Operands have one shape and one
-dtype (there is no broadcasting).
+dtype: there is no broadcasting, so that every VJP stays as small as its forward (a broadcast
+operand's gradient would need a sum over the axes it was repeated along). A real number is the
+one exception, and it is no operand: ``add`` and ``mul`` by a number (``shift`` and ``scale``)
+record the number, in the value's dtype, and only the value receives a gradient.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -100,6 +104,57 @@ def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
             np.asarray(np.multiply(upstream, saved.right)),
             np.asarray(np.multiply(upstream, saved.left)),
         )
+
+
+# add and mul by a real number ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarSaved:
+    """The number the operation added or multiplied by, in the operand's dtype."""
+
+    number: np.floating[Any]
+
+
+def _by_number(
+    operation: str,
+    function: Callable[[FloatArray, np.floating[Any]], FloatArray],
+    source: Node,
+    number: np.floating[Any],
+    vjp: Vjp,
+) -> Node:
+    """Record ``function(source, number)``; the number is a constant of the operation."""
+
+    def compute() -> tuple[FloatArray, ScalarSaved]:
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                value = np.asarray(function(source.array, number))  # rank zero: a scalar
+        except MemoryError as error:
+            raise OutputAllocationError(operation, source.array.size) from error
+        return value, ScalarSaved(number)
+
+    return record(operation, (("left", source),), compute, vjp)
+
+
+def shift_forward(source: Node, number: np.floating[Any]) -> Node:
+    """``source + number`` (``number`` of ``source``'s dtype). Shape: ``[*]``, output ``[*]``."""
+    return _by_number("add", np.add, source, number, shift_vjp)
+
+
+def shift_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """The operand receives ``upstream`` unchanged; the number receives nothing."""
+    return (upstream,)
+
+
+def scale_forward(source: Node, number: np.floating[Any]) -> Node:
+    """``source * number`` (``number`` of ``source``'s dtype). Shape: ``[*]``, output ``[*]``."""
+    return _by_number("mul", np.multiply, source, number, scale_vjp)
+
+
+def scale_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """``upstream * number``; the number receives nothing."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (np.asarray(np.multiply(upstream, saved.number)),)
 
 
 # sum ---------------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from llm_from_scratch.autograd.errors import (
     NonFiniteParameterError,
     NonFiniteSeedError,
     NotScalarOutputError,
+    NumberAction,
     OperandTypeError,
     OutputAllocationError,
     RetentionTypeError,
@@ -36,6 +38,8 @@ from llm_from_scratch.autograd.ops import (
     log_sigmoid_forward,
     mul_forward,
     reshape_forward,
+    scale_forward,
+    shift_forward,
     sum_forward,
 )
 from llm_from_scratch.autograd.tape import (
@@ -49,6 +53,7 @@ from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
     Tensor,
+    TensorError,
     is_masked_array,
     plain_view,
     read_only_view,
@@ -57,6 +62,10 @@ from llm_from_scratch.tensor.storage import (
 
 _TRUSTED: Final = object()  # the key of the trusted constructor below
 _T = TypeVar("_T")
+
+Operand: TypeAlias = "TensorValue | Tensor | npt.NDArray[Any] | float | np.number[Any]"
+"""What ``add`` and ``mul`` take besides the value: another value, a constant of its shape and
+dtype, or a real number."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -179,12 +188,49 @@ class TensorValue:
 
     # Operations -------------------------------------------------------------------------------
 
-    def add(self, other: TensorValue | Tensor) -> TensorValue:
-        """Element-wise sum; ``other`` has the same shape and dtype."""
+    def add(self, other: Operand) -> TensorValue:
+        """Element-wise sum, ``self + other`` (also ``other + self``).
+
+        Args:
+            other: a TensorValue, a Tensor or a real NumPy array (a constant copy; integers
+                become float64) of this value's shape and dtype: no broadcasting, nothing
+                upcast. Or a real number (Python or NumPy, not a bool), which takes this
+                value's dtype and receives no gradient, as a Python number in PyTorch.
+
+        Raises:
+            OperandTypeError: ``other`` is none of these.
+            OperandShapeMismatchError, OperandDtypeMismatchError: operands that do not pair up.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
+            >>> (w + 0.5).numpy().tolist(), (1 + w).numpy().tolist()
+            ([1.5, 2.5], [2.0, 3.0])
+        """
+        number = number_of("add", other, self.dtype)
+        if number is not None:
+            return value_of(shift_forward(self._node, number))
         return value_of(add_forward(self._node, _operand_node("add", other)))
 
-    def mul(self, other: TensorValue | Tensor) -> TensorValue:
-        """Element-wise product; ``other`` has the same shape and dtype."""
+    def mul(self, other: Operand) -> TensorValue:
+        """Element-wise product, ``self * other`` (also ``other * self``); ``other`` as for
+        :meth:`add`.
+
+        Raises:
+            OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
+                :meth:`add`.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
+            >>> loss = (w * w * 0.5).sum()
+            >>> loss.backward()
+            >>> loss.item(), w.gradient.numpy().tolist()
+            (2.5, [1.0, 2.0])
+        """
+        number = number_of("mul", other, self.dtype)
+        if number is not None:
+            return value_of(scale_forward(self._node, number))
         return value_of(mul_forward(self._node, _operand_node("mul", other)))
 
     def sum(self) -> TensorValue:
@@ -195,7 +241,7 @@ class TensorValue:
         """The same values under another shape with the same element count."""
         return value_of(reshape_forward(self._node, shape))
 
-    def matvec(self, vectors: TensorValue | Tensor) -> TensorValue:
+    def matvec(self, vectors: TensorValue | Tensor | npt.NDArray[Any]) -> TensorValue:
         """Row-wise dot products: ``y[..., m] = self[..., m, :] . vectors[..., :]``.
 
         Shape:
@@ -203,7 +249,8 @@ class TensorValue:
             dtype); output ``[..., M]``.
 
         Raises:
-            OperandTypeError: ``vectors`` is neither a TensorValue nor a Tensor.
+            OperandTypeError: ``vectors`` is not a TensorValue, a Tensor or a real NumPy
+                array (a constant copy).
             OperandShapeMismatchError, OperandDtypeMismatchError: operands that do not pair up.
 
         Example:
@@ -219,11 +266,52 @@ class TensorValue:
         that no value overflows."""
         return value_of(log_sigmoid_forward(self._node))
 
-    def __add__(self, other: TensorValue | Tensor) -> TensorValue:
+    def __add__(self, other: Operand) -> TensorValue:
         return self.add(other)
 
-    def __mul__(self, other: TensorValue | Tensor) -> TensorValue:
+    def __radd__(self, other: Operand) -> TensorValue:
+        return self.add(other)
+
+    def __mul__(self, other: Operand) -> TensorValue:
         return self.mul(other)
+
+    def __rmul__(self, other: Operand) -> TensorValue:
+        return self.mul(other)
+
+    # Numbers ----------------------------------------------------------------------------------
+
+    def item(self) -> float:
+        """The number of a one-element value (of any shape), as a Python float, as PyTorch's
+        ``item()``; ``float(value)`` is the same, and ``int(value)`` truncates it toward zero.
+
+        Raises:
+            NotScalarOutputError: the value holds more or fewer elements than one (``action``
+                is ``item()``, ``float()``, ``int()`` or ``format()``).
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> loss = TensorValue.parameter(Tensor((1, 1), [2.75]))
+            >>> loss.item(), float(loss), int(loss), f"{loss:.1f}"
+            (2.75, 2.75, 2, '2.8')
+        """
+        return self._one_number("item()")
+
+    def __float__(self) -> float:
+        return self._one_number("float()")
+
+    def __int__(self) -> int:
+        return int(self._one_number("int()"))
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"`` formats the number of a one-element value; an empty spec is
+        ``str(value)``."""
+        return str(self) if not spec else format(self._one_number("format()"), spec)
+
+    def _one_number(self, action: NumberAction) -> float:
+        array = self._node.array
+        if array.size != 1:
+            raise NotScalarOutputError(self.shape, action)
+        return float(array.reshape(-1)[0])
 
     def gather_rows(self, indices: object, index_shape: Shape) -> TensorValue:
         """Select table rows: ``output[p, :] = table[indices[p], :]``.
@@ -494,9 +582,34 @@ def _element_count(shape: Shape) -> int:
     return math.prod(int(extent) for extent in shape)
 
 
+def number_of(operation: str, other: object, dtype: np.dtype[Any]) -> np.floating[Any] | None:
+    """``other`` in ``dtype`` when it is a real number (a Python or NumPy one, read once by
+    ``float()``), None when it is not one (package-internal).
+
+    Raises:
+        OperandTypeError: a bool, or a number beyond float64 (``10**400``).
+    """
+    if isinstance(other, bool | np.bool_):
+        raise OperandTypeError(operation, type(other).__name__)
+    if not isinstance(other, numbers.Real):
+        return None
+    try:
+        number = float(other)
+    except (TypeError, ValueError, ArithmeticError) as error:
+        raise OperandTypeError(operation, f"{type(other).__name__} beyond float64") from error
+    with np.errstate(over="ignore"):  # beyond float32 it is inf, as NumPy and PyTorch make it
+        return dtype.type(number)  # type: ignore[no-any-return]
+
+
 def _operand_node(operation: str, other: object) -> Node:
     if isinstance(other, TensorValue):
         return other._node
     if isinstance(other, Tensor):
         return Node(_leaf_array(other), "constant", None)
+    if isinstance(other, np.ndarray):
+        try:
+            copied = Tensor.from_numpy(other)  # float32 and float64 kept, integers float64
+        except TensorError as error:
+            raise OperandTypeError(operation, f"ndarray of dtype {other.dtype}") from error
+        return Node(copied.numpy(), "constant", None)  # the only handle on the copy
     raise OperandTypeError(operation, type(other).__name__)
