@@ -241,6 +241,7 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "NonFiniteGradientError": (
         lambda: layer()([0, 0]).backward_with_seed(np.full((2, 2), 1.7e308)),
     ),
+    "NumpyFunctionError": (lambda: np.dot(layer()([1]), layer()([1])),),
     "NotAParameterError": (lambda: TensorValue.constant(Tensor((1,), [1.0])).zero_grad(),),
     "NonFiniteParameterError": (lambda: TensorValue.parameter(Tensor((2,), [1.0, np.nan])),),
     "UnpicklableOperationError": (lambda: pickle.dumps(layer()([1])),),

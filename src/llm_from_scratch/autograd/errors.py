@@ -476,6 +476,25 @@ class NotRecordedError(TensorAutodiffError, RuntimeError):
     )
 
 
+class NumpyFunctionError(TensorAutodiffError, TypeError):
+    """A NumPy function or ufunc applied to a ``TensorValue`` that the tape does not run.
+
+    NumPy's ``add`` and ``multiply`` called plainly (``np.multiply(value, w)``, and ``w * value``
+    or ``np.float32(2) * value`` with a NumPy operand on the left) are the tape's ``add`` and
+    ``mul``. Any other ufunc (``np.exp``, ``np.subtract``, ``np.matmul``), a ufunc method
+    (``np.add.reduce``), ``add`` or ``multiply`` with a keyword (``out=``, ``dtype=``), and any
+    NumPy function (``np.dot``, ``np.sum``, ``np.mean``, ``np.concatenate``, ``np.allclose``)
+    would compute on the numbers and return an array without the gradient, so it is refused
+    (as PyTorch refuses NumPy on a tensor that requires a gradient). ``use`` says what to call
+    instead: the tape's own operation where there is one, else the same function on
+    ``value.numpy()`` (or ``np.asarray(value)``), which give the numbers.
+    """
+
+    template = "{function} does not run on the tape and would drop the gradient; {use}"
+    function: str
+    use: str
+
+
 class UnpicklableOperationError(TensorAutodiffError, TypeError):
     """``pickle`` or ``copy.deepcopy`` of an operation result.
 

@@ -6,7 +6,7 @@ import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from llm_from_scratch.autograd.errors import (
     NonFiniteSeedError,
     NotScalarOutputError,
     NumberAction,
+    NumpyFunctionError,
     OperandTypeError,
     OutputAllocationError,
     RetentionTypeError,
@@ -388,6 +389,67 @@ class TensorValue:
     def __repr__(self) -> str:
         return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype})"
 
+    # NumPy ------------------------------------------------------------------------------------
+
+    def __array__(
+        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
+    ) -> FloatArray:
+        """``np.asarray(value)`` and ``np.array(value)``: the numbers, as :meth:`numpy` gives
+        them (read-only and without a copy, unless a copy or another dtype is asked for). What
+        PyTorch's ``.detach().numpy()`` gives: reading them never changes the tape.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
+            >>> np.asarray(w).tolist(), np.array(w, dtype=np.float32).dtype
+            ([1.0, 2.0], dtype('float32'))
+        """
+        return np.array(self.numpy(), dtype=dtype, copy=copy)
+
+    def __array_ufunc__(
+        self, ufunc: np.ufunc, method: str, *inputs: object, **kwargs: object
+    ) -> TensorValue:
+        """NumPy's ``add`` and ``multiply`` of a value and one operand run on the tape (so
+        ``w * value`` and ``np.float32(2) * value`` keep the gradient); any other ufunc, method
+        or keyword is refused.
+
+        Raises:
+            NumpyFunctionError: not a plain ``add`` or ``multiply``.
+            OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
+                :meth:`add` and :meth:`mul`.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
+            >>> (np.array([3.0, 4.0]) * w).kind
+            'operation'
+            >>> np.exp(w)
+            Traceback (most recent call last):
+            ...
+            llm_from_scratch.autograd.errors.NumpyFunctionError: numpy.exp does not run on \
+the tape and would drop the gradient; call it on value.numpy() for the numbers
+        """
+        operation = _TAPE_UFUNCS.get(ufunc.__name__)
+        if operation is not None and method == "__call__" and not kwargs and len(inputs) == 2:
+            left, right = inputs
+            value, other = (left, right) if isinstance(left, TensorValue) else (right, left)
+            return getattr(value, operation)(other)  # type: ignore[no-any-return]
+        called = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        keywords = " with " + ", ".join(f"{name}=" for name in kwargs) if kwargs else ""
+        use = _use_instead(ufunc.__name__ if method == "__call__" else called)
+        raise NumpyFunctionError(f"numpy.{called}{keywords}", use)
+
+    def __array_function__(
+        self, func: Callable[..., object], types: object, args: object, kwargs: object
+    ) -> NoReturn:
+        """Refuse every NumPy function (``np.dot``, ``np.sum``, ...): none runs on the tape.
+
+        Raises:
+            NumpyFunctionError: always, naming the tape's operation where it has one.
+        """
+        name = func.__name__
+        raise NumpyFunctionError(f"{func.__module__}.{name}", _use_instead(name))
+
     # Pickle and copy ----------------------------------------------------------------------------
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -580,6 +642,28 @@ def _dense(what: str, gradient: RowSparseGradient | FloatArray) -> FloatArray:
 
 def _element_count(shape: Shape) -> int:
     return math.prod(int(extent) for extent in shape)
+
+
+_TAPE_UFUNCS: Final = {"add": "add", "multiply": "mul"}
+"""The ufuncs that run on the tape, by name, and the method that runs them."""
+
+_ON_THE_TAPE: Final = {
+    "add": "value + other",
+    "multiply": "value * other",
+    "sum": "value.sum()",
+    "reshape": "value.reshape(shape)",
+    "shape": "value.shape",
+    "ndim": "len(value.shape)",
+    "copy": "value.value_snapshot()",
+}
+"""What a NumPy function's caller can use instead on a value, where the package has it."""
+
+
+def _use_instead(name: str) -> str:
+    """The ``use`` of a :class:`NumpyFunctionError` for the NumPy function ``name``."""
+    numbers = "call it on value.numpy() for the numbers"
+    tape = _ON_THE_TAPE.get(name)
+    return numbers if tape is None else f"use {tape}, or {numbers}"
 
 
 def number_of(operation: str, other: object, dtype: np.dtype[Any]) -> np.floating[Any] | None:
