@@ -243,7 +243,10 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: layer()([0, 0]).backward_with_seed(np.full((2, 2), 1.7e308)),
     ),
     "NumpyFunctionError": (lambda: np.dot(layer()([1]), layer()([1])),),
-    "NotAParameterError": (lambda: TensorValue.constant(Tensor((1,), [1.0])).zero_grad(),),
+    "NotAParameterError": (
+        lambda: Embedding.from_pretrained(np.ones((2, 2))).table.tensor.zero_grad(),
+        lambda: layer()([1]).zero_grad(),
+    ),
     "NonFiniteParameterError": (lambda: TensorValue.parameter(Tensor((2,), [1.0, np.nan])),),
     "UnpicklableOperationError": (lambda: pickle.dumps(layer()([1])),),
     "LeafStateError": (lambda: unpickled(PicklePayload(restore_node, {"kind": "operation"})),),
@@ -310,6 +313,7 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "EmbeddingStateError": (
         lambda: unpickled(PicklePayload(layer_of, Embedding, "not a table", None)),
         lambda: EmbeddingBag(layer().table, None),  # type: ignore[arg-type]
+        lambda: layer().load_state_dict({"weight": np.zeros((4, 2))}),
     ),
     "TableTypeError": (lambda: functional.embedding([0], np.zeros((2, 2))),),  # type: ignore[arg-type]
     "PretrainedTableTypeError": (lambda: Embedding.from_pretrained([[1.0, 2.0]]),),
@@ -343,7 +347,10 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     # llm_from_scratch.optim.errors (the state classes: STATE_FILE_TRIGGERS)
     "HyperparameterTypeError": (lambda: Adam(layer().parameters(), learning_rate=True),),
     "HyperparameterValueError": (lambda: SGD(layer().parameters(), learning_rate=0.0),),
-    "ParameterListError": (lambda: SGD(layer().table, 0.1),),  # type: ignore[arg-type]
+    "ParameterListError": (
+        lambda: SGD(layer().table, 0.1),  # type: ignore[arg-type]
+        lambda: SGD(Embedding.from_pretrained(np.ones((2, 2))).parameters(), 0.1),
+    ),
     "ParameterEntryError": (lambda: Adagrad([5], 0.1),),  # type: ignore[list-item]
     "DuplicateParameterError": (lambda: Adam([*layer().parameters()] * 2, 0.1),),
     "OutputTypeError": (lambda: SGD(layer().parameters(), 0.1).backward_step(5),),  # type: ignore[arg-type]
@@ -376,13 +383,17 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
 }
 """One or more public calls per class, by its name; a keyed template needs one per wording."""
 
+def sgd() -> SGD:
+    return SGD(layer().parameters(), 0.1)
+
+
 STATE_FILE_TRIGGERS: dict[str, Trigger] = {
     "StateMappingError": lambda: Adam(layer().parameters(), 0.1).load_state_dict([]),  # type: ignore[arg-type]
     "StateKeyError": lambda: Adam(layer().parameters(), 0.1).load_state_dict({}),
-    "StateArrayError": lambda: SGD([], 0.1).load_state_dict({"step": 3}),  # type: ignore[dict-item]
-    "StateShapeError": lambda: SGD([], 0.1).load_state_dict({"step": np.zeros(2, np.int64)}),
-    "StateDtypeError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(1.0)}),
-    "StateValueError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(-1)}),
+    "StateArrayError": lambda: sgd().load_state_dict({"step": 3}),  # type: ignore[dict-item]
+    "StateShapeError": lambda: sgd().load_state_dict({"step": np.zeros(2, np.int64)}),
+    "StateDtypeError": lambda: sgd().load_state_dict({"step": np.array(1.0)}),
+    "StateValueError": lambda: sgd().load_state_dict({"step": np.array(-1)}),
     "NotAnOptimizerError": lambda: save_state("optimizer.safetensors", None),  # type: ignore[arg-type]
     "StateFileMetadataError": load_state_of_parameters,
     "StateKindError": load_state_saved_from(

@@ -158,11 +158,23 @@ class StaleValueError(TensorAutodiffError, RuntimeError):
     current_revision: int
 
 
-class NotAParameterError(TensorAutodiffError, TypeError):
-    """A gradient operation on a value that is no parameter: ``zero_grad()`` on a constant or an
-    operation result."""
+FROZEN_HINT = (
+    "a frozen table's leaf and its lookups are constants: "
+    "build the layer with freeze=False to train it"
+)
+"""What a constant met where a parameter was meant most often is, and what makes it one."""
 
-    template = "{action} needs a parameter, but this value is a {kind}"
+
+class NotAParameterError(TensorAutodiffError, TypeError):
+    """A gradient operation on a value that is no parameter: ``zero_grad()`` on a constant (a
+    frozen table's leaf, for example: the message says that ``freeze=False`` makes it a
+    parameter) or on an operation result."""
+
+    template_key = "kind"
+    template: ClassVar[Mapping[str, str]] = {
+        "constant": f"{{action}} needs a parameter, but this value is a constant ({FROZEN_HINT})",
+        "operation": "{action} needs a parameter, but this value is an operation result",
+    }
     action: str
     kind: str
 
@@ -468,11 +480,13 @@ class IndexAllocationError(EmbeddingError, OutputAllocationError):
 
 
 class NotRecordedError(TensorAutodiffError, RuntimeError):
-    """A backward pass from a constant: nothing on the tape leads to a parameter."""
+    """A backward pass from a constant: nothing on the tape leads to a parameter (the lookups
+    of a frozen table are constants: the message says that ``freeze=False`` makes it
+    trainable)."""
 
     template = (
         "backward needs a parameter or a recorded operation result, but this value is a "
-        "constant (built from constants only, or under no_grad())"
+        "constant: built from constants only (" + FROZEN_HINT + "), or under no_grad()"
     )
 
 

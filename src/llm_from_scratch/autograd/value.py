@@ -154,9 +154,7 @@ class TensorValue:
 
     def value_snapshot(self) -> Tensor:
         """An independent copy of the forward values, all of one value revision."""
-        node = self._node
-        copy, _ = consistent_read((node,), lambda: _copied("value snapshot", node.array))
-        return tensor_without_copy(copy)
+        return tensor_without_copy(copied_values(self))
 
     def numpy(self) -> FloatArray:
         """The forward values as a read-only NumPy array (no copy; its writeability cannot be
@@ -513,6 +511,18 @@ def gather_rows_with_plan(table: TensorValue, plan: RowGatherPlan) -> TensorValu
         ReleasedOperandError, OutputAllocationError: from the tape.
     """
     return TensorValue(gather_rows_forward(table._node, plan), _TRUSTED)
+
+
+def copied_values(value: TensorValue) -> FloatArray:
+    """A new, writeable array holding a copy of the value's numbers, all of one value revision
+    (package-internal: snapshots and a layer's state dict).
+
+    Raises:
+        OutputAllocationError: the copy cannot be allocated (``value snapshot``).
+    """
+    node = value._node
+    copy, _ = consistent_read((node,), lambda: _copied("value snapshot", node.array))
+    return copy
 
 
 def restore_value(node: object) -> TensorValue:

@@ -444,7 +444,7 @@ def _check_receivers(
     for tensor, loaded in plan:
         if tensor.name not in receivers:
             rule = "name a parameter of into= (or be left out with names=)"
-            raise CheckpointMismatchError(path, tensor.name, rule, "none has that name")
+            raise CheckpointMismatchError(path, tensor.name, rule, receivers.absence(tensor.name))
         leaf = receivers[tensor.name].tensor
         if leaf.shape != tensor.shape:
             rule = f"have its parameter's shape {list(leaf.shape)}"

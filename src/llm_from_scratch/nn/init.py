@@ -565,6 +565,15 @@ def xavier_scale(fan_in: int, fan_out: int) -> XavierScale:
 
 # Named parameter collections ---------------------------------------------------------------------
 
+FREEZE_FALSE: Final = "build the layer with freeze=False to train it or load values into it"
+"""What makes a frozen table a parameter, in every error a frozen table causes."""
+
+FROZEN_DETAIL: Final = (
+    "is frozen, a constant (from_pretrained(..., freeze=True) is PyTorch's default): "
+    + FREEZE_FALSE
+)
+"""Why a frozen table is no parameter, and what makes it one."""
+
 
 class ParameterCollectionTypeError(InitializationError, TypeError):
     """Named parameters given as something that is not an iterable (or as a single
@@ -617,7 +626,11 @@ class NamedParameters:
 
     Args:
         parameters: an iterable of :class:`NamedParameter` (another ``NamedParameters``
-            included); the order is kept. The parameters are held, not copied.
+            included, whose :attr:`frozen` names it keeps); the order is kept. The parameters
+            are held, not copied.
+        frozen: the names of frozen tables left out (a frozen layer's ``parameters()`` is
+            empty), so that an optimizer or a checkpoint load given no parameter of that name
+            can say why (:meth:`absence`).
 
     Raises:
         ParameterCollectionTypeError: ``parameters`` is not an iterable (a single
@@ -641,14 +654,29 @@ class NamedParameters:
         a.weight 0 2
     """
 
-    __slots__ = ("_index", "_parameters")
+    __slots__ = ("_frozen", "_index", "_parameters")
     _parameters: tuple[NamedParameter, ...]
     _index: dict[str, int]
+    _frozen: tuple[str, ...]
 
-    def __init__(self, parameters: Iterable[NamedParameter]) -> None:
+    def __init__(self, parameters: Iterable[NamedParameter], *, frozen: Iterable[str] = ()) -> None:
         checked = _checked_parameters(parameters)
+        kept = parameters.frozen if isinstance(parameters, NamedParameters) else ()
         object.__setattr__(self, "_parameters", checked)
         object.__setattr__(self, "_index", {p.name: i for i, p in enumerate(checked)})
+        object.__setattr__(self, "_frozen", (*kept, *map(validate_parameter_name, frozen)))
+
+    @property
+    def frozen(self) -> tuple[str, ...]:
+        """The names of the frozen tables left out of the collection."""
+        return self._frozen
+
+    def absence(self, name: str) -> str:
+        """Why no parameter is named ``name``: ``none has that name``, or that the table of that
+        name is frozen and how to make it trainable."""
+        if name in self._frozen:
+            return f"the table {name!r} {FROZEN_DETAIL}"
+        return "none has that name"
 
     def names(self) -> tuple[str, ...]:
         """The names, in order."""
@@ -680,9 +708,11 @@ class NamedParameters:
         return f"NamedParameters({list(self.names())!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle (and copy) as ``NamedParameters(parameters)``, which checks the items again:
-        ``copy.copy`` holds the same parameters, ``copy.deepcopy`` deep copies of them."""
-        return NamedParameters, (self._parameters,)
+        """Pickle (and copy) as ``NamedParameters(parameters, frozen=...)``, which checks the
+        items again: ``copy.copy`` holds the same parameters, ``copy.deepcopy`` deep copies."""
+        if not self._frozen:
+            return NamedParameters, (self._parameters,)
+        return partial(NamedParameters, frozen=self._frozen), (self._parameters,)
 
 
 def _checked_parameters(parameters: object) -> tuple[NamedParameter, ...]:

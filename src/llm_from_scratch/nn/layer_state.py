@@ -11,12 +11,23 @@ do, checks them, so a crafted pickle meets exactly the checks a new layer meets.
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar, Protocol, Self, TypeVar
+from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar
 
+import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+from llm_from_scratch.autograd import NonFiniteParameterError, TensorValue
+from llm_from_scratch.autograd.gradient import first_non_finite
+from llm_from_scratch.autograd.value import copied_values, update_leaves_in_place
 from llm_from_scratch.nn.embedding_errors import EmbeddingStateError
-from llm_from_scratch.nn.init import NamedParameter, NamedParameters
+from llm_from_scratch.nn.init import FROZEN_DETAIL, NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable, Table, checked_sizes
 from llm_from_scratch.pytorch_names import PyTorchName
+from llm_from_scratch.tensor.storage import FloatArray, is_masked_array, plain_view
 
 __all__ = ["TableLayer", "checked_layer_table", "hold_fields", "is_table", "layer_of"]
 
@@ -82,6 +93,38 @@ def layer_of(kind: type[_L], table: object, options: object) -> _L:
     return layer
 
 
+def checked_state(layer: str, name: str, leaf: TensorValue, state: object) -> FloatArray:
+    """The array ``state`` holds for the table ``name`` (``leaf``), checked as
+    :meth:`TableLayer.load_state_dict` promises.
+
+    Raises:
+        EmbeddingStateError, NonFiniteParameterError: see there.
+    """
+
+    def refused(field: str, detail: str) -> EmbeddingStateError:
+        return EmbeddingStateError(field, detail, layer, "state dict")
+
+    if not isinstance(state, Mapping):
+        detail = f"must be a mapping of the table's name to an array, got {type(state).__name__}"
+        raise refused("state", detail)
+    for key in state:
+        if key != name:
+            raise refused("key", f"{key!r} is not the table's name {name!r}")
+    if name not in state:
+        raise refused("key", f"{name!r}, the table's name, is missing")
+    value = state[name]
+    if not isinstance(value, np.ndarray) or is_masked_array(value):
+        raise refused("value", f"must be a NumPy array, got {type(value).__name__}")
+    array = plain_view(value)
+    if array.shape != tuple(leaf.shape) or array.dtype != leaf.dtype:
+        rule = f"must have the table's shape {list(leaf.shape)} and dtype {leaf.dtype}"
+        raise refused("value", f"{rule}, got {list(array.shape)} {array.dtype}")
+    found = first_non_finite(array)
+    if found is not None:
+        raise NonFiniteParameterError(found[0], found[1])
+    return array
+
+
 def is_table(value: object) -> bool:
     """True for a layer's table: the class called with it and its options rebuilds a layer (as
     pickles written before :func:`layer_of` do)."""
@@ -102,15 +145,56 @@ class TableLayer:
 
     def parameters(self) -> NamedParameters:
         """The layer's trainable parameters: a :class:`NamedParameters` holding :attr:`table`
-        (the same leaf), or none for a frozen table."""
+        (the same leaf), or none for a frozen table (whose name it keeps in ``frozen``, so
+        that an optimizer or a checkpoint load given it says that the table is frozen)."""
         if isinstance(self.table, FrozenTable):
-            return NamedParameters(())
+            return NamedParameters((), frozen=(self.table.name,))
         return NamedParameters((self.table,))
 
     @property
     def frozen(self) -> bool:
         """True when the table is a :class:`FrozenTable`."""
         return isinstance(self.table, FrozenTable)
+
+    # State, as a module's --------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, FloatArray]:
+        """A copy of the table's numbers under the table's name, as PyTorch's ``state_dict()``
+        (whose key is ``weight``, relative to the module; here it is the table's full name, the
+        key a checkpoint file gives it). A frozen table is in it too, as in PyTorch.
+
+        The array is new and writeable, all of one value revision (a concurrent optimizer step
+        is either in it or not).
+
+        Example:
+            >>> from llm_from_scratch.nn import Embedding
+            >>> layer = Embedding(4, 2)
+            >>> state = layer.state_dict()
+            >>> list(state), state["token_embedding.weight"].shape
+            (['token_embedding.weight'], (4, 2))
+            >>> Embedding(4, 2, rng=1).load_state_dict(state)
+        """
+        return {self.table.name: copied_values(self.table.tensor)}
+
+    def load_state_dict(self, state: Mapping[str, npt.NDArray[Any]]) -> None:
+        """Write ``state``'s table into the layer's, in place, as PyTorch's strict
+        ``load_state_dict``: its value revision is bumped (a graph recorded before refuses to
+        run backward) and its stored gradient kept. Everything is checked before anything is
+        written: ``state`` is a mapping with exactly one key, the table's name, whose value is
+        a real NumPy array (an ndarray subclass read through its plain data, not a masked one)
+        of the table's shape and dtype, with finite values.
+
+        Raises:
+            EmbeddingStateError: the first failing check (``field``: ``state``, ``key``,
+                ``value``), or a frozen layer (``table``: build it with ``freeze=False``).
+            NonFiniteParameterError: a NaN or infinity, the first in flat order.
+        """
+        table = self.table
+        layer = type(self).__name__
+        if isinstance(table, FrozenTable):
+            raise EmbeddingStateError("table", FROZEN_DETAIL, layer, "state dict")
+        values = checked_state(layer, table.name, table.tensor, state)
+        update_leaves_in_place([table.tensor], lambda: [partial(np.copyto, src=values)])
 
     def clone(self) -> Self:
         """A new layer object holding the same table (the same leaf) and the same options."""
