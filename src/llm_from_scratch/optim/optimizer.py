@@ -117,6 +117,24 @@ class Optimizer:
 
     # Reading ----------------------------------------------------------------------------------
 
+    def __repr__(self) -> str:
+        """The kind, the parameters' names, every hyperparameter as the constructor takes it
+        and the step count, on one line.
+
+        Example:
+            >>> from llm_from_scratch.nn import Embedding
+            >>> from llm_from_scratch.optim import Adam
+            >>> Adam(Embedding(4, 2).parameters(), learning_rate=1e-3)
+            Adam(parameters=['token_embedding.weight'], learning_rate=0.001, \
+betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
+        """
+        settings: dict[str, object] = {"parameters": list(self._names)}
+        for key, value in self.hyperparameters.items():
+            name, _, index = key.partition("[")  # betas[0] and betas[1] make betas
+            settings[name] = (*settings.get(name, ()), value) if index else value  # type: ignore[misc]
+        settings["step_count"] = self._steps
+        return f"{self._kind}({', '.join(f'{k}={v!r}' for k, v in settings.items())})"
+
     @property
     def kind(self) -> str:
         """The optimizer's name: ``SGD``, ``Adagrad``, ``Adam`` or ``AdamW``."""
