@@ -74,9 +74,13 @@ dtype, or a real number."""
 class TensorValue:
     """A tensor on the tape: a parameter leaf, a constant leaf, or an operation result.
 
-    Build leaves with :meth:`parameter` and :meth:`constant`; operations (:meth:`add`,
-    :meth:`mul`, :meth:`sum`, :meth:`reshape`, :meth:`gather_rows`, :meth:`matvec`,
-    :meth:`log_sigmoid`) build results that record what their VJP needs.
+    Build leaves with :meth:`parameter` and :meth:`constant`; operations (:meth:`add` and
+    ``+``, :meth:`mul` and ``*``, with values, arrays or real numbers; :meth:`sum`,
+    :meth:`reshape`, :meth:`gather_rows`, :meth:`matvec`, :meth:`log_sigmoid`) build results
+    that record what their VJP needs. A one-element value reads as a number (:meth:`item`,
+    ``float()``, ``int()``); NumPy reads its numbers (``np.asarray``) and runs only its ``add``
+    and ``multiply`` on it (see :meth:`__array_ufunc__`). PyTorch's names of what it names
+    otherwise (``grad``, ``data``, ``requires_grad``, ...) answer with ours.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor
@@ -216,7 +220,7 @@ class TensorValue:
             >>> (w + 0.5).numpy().tolist(), (1 + w).numpy().tolist()
             ([1.5, 2.5], [2.0, 3.0])
         """
-        number = number_of("add", other, self.dtype)
+        number = None if isinstance(other, TensorValue) else number_of("add", other, self.dtype)
         if number is not None:
             return value_of(shift_forward(self._node, number))
         return value_of(add_forward(self._node, _operand_node("add", other)))
@@ -237,7 +241,7 @@ class TensorValue:
             >>> loss.item(), w.gradient.numpy().tolist()
             (2.5, [1.0, 2.0])
         """
-        number = number_of("mul", other, self.dtype)
+        number = None if isinstance(other, TensorValue) else number_of("mul", other, self.dtype)
         if number is not None:
             return value_of(scale_forward(self._node, number))
         return value_of(mul_forward(self._node, _operand_node("mul", other)))

@@ -256,6 +256,12 @@ class Embedding(TableLayer):
     ) -> Embedding:
         """A Xavier-uniform ``[vocabulary_size, embedding_width]`` table named ``name``.
 
+        ``rng`` is a :class:`SplitMix64` (the course's stream, exactly), an int seed (the same
+        values as ``SplitMix64.from_seed(rng)``) or a NumPy ``Generator`` (its ``random()``
+        draws, in the same formula); see
+        :func:`~llm_from_scratch.nn.init.xavier_uniform_array`. ``dtype`` is float64 unless
+        given, as the course's tables are (``Embedding(V, d)`` makes PyTorch's float32).
+
         The whole table is drawn as without padding; then the padding row, if any, is set to
         zeros (so every other row equals the one a layer without ``padding_idx`` draws from
         the same generator). ``rng`` advances only if the whole construction succeeds.
@@ -266,7 +272,8 @@ class Embedding(TableLayer):
             EmptyVocabularyError: ``vocabulary_size == 0``.
             ZeroEmbeddingWidthError: ``embedding_width == 0``.
             OptionValueError, OptionTypeError: the options (``name`` says which).
-            EmbeddingInitializationError: a bad generator or dtype, or no memory.
+            EmbeddingInitializationError: a bad generator, seed or dtype, or no memory.
+            PyTorchNameError: ``num_embeddings``, ``embedding_dim``, ``sparse`` or ``_weight``.
 
         Example:
             >>> from llm_from_scratch.nn import SplitMix64
@@ -280,6 +287,11 @@ class Embedding(TableLayer):
             ...     "token_embedding.weight", 4, 2, SplitMix64.from_seed(18), padding_idx=-1)
             >>> padded.padding_idx, padded.table.tensor.numpy()[3].tolist()
             (3, [0.0, 0.0])
+            >>> by_seed = Embedding.new("token_embedding.weight", 4, 2, 18)
+            >>> by_seed.table.tensor.value.equals(a.table.tensor.value)
+            True
+            >>> Embedding.new("w", 4, 2, np.random.default_rng(0), np.float32).table.tensor.dtype
+            dtype('float32')
         """
         options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
         table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
