@@ -1,6 +1,7 @@
-"""Real numbers on the tape: ``add`` and ``mul`` by a Python or NumPy number (either side), with
-the gradient of the value alone; ``item()``, ``float()``, ``int()`` and ``format()`` of a
-one-element value; NumPy arrays as constant operands."""
+"""Real numbers on the tape: ``+``, ``-``, ``*`` by a Python or NumPy number (either side) and
+``/`` by one, with the gradient of the value alone; ``-`` of two values, ``-value`` and
+``mean()``; ``item()``, ``float()``, ``int()`` and ``format()`` of a one-element value; NumPy
+arrays as constant operands."""
 
 from __future__ import annotations
 
@@ -50,17 +51,22 @@ def test_a_number_on_either_side_computes_in_the_values_dtype_and_only_the_value
 ) -> None:
     values = np.array([[1.5, -2.0, 0.0], [4.0, 0.25, -8.0]], dtype=dtype)
     upstream = np.arange(6, dtype=dtype).reshape(2, 3) + 1
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         in_dtype = np.asarray(float(number)).astype(dtype)
         sums, products = values + in_dtype, values * in_dtype
-        scaled_upstream = upstream * in_dtype
+        differences, quotients = values - in_dtype, values / in_dtype
+        scaled_upstream, divided_upstream = upstream * in_dtype, upstream / in_dtype
     for result, expected, gradient in [
         (lambda x: x + number, sums, upstream),
         (lambda x: number + x, sums, upstream),
         (lambda x: x.add(number), sums, upstream),
+        (lambda x: x - number, differences, upstream),
+        (lambda x: number - x, -differences, -upstream),
+        (lambda x: x.sub(number), differences, upstream),
         (lambda x: x * number, products, scaled_upstream),
         (lambda x: number * x, products, scaled_upstream),
         (lambda x: x.mul(number), products, scaled_upstream),
+        (lambda x: x / number, quotients, divided_upstream),
     ]:
         x = parameter(values, dtype)
         y = result(x)
@@ -76,7 +82,12 @@ def test_the_gradients_of_add_and_mul_by_a_number_agree_with_central_differences
     values: np.ndarray[Any, Any], number: float
 ) -> None:
     weights = Tensor.from_numpy(np.linspace(-1.0, 2.0, values.size).reshape(values.shape))
-    for loss in (lambda x: (x * number + number).mul(weights).sum(), lambda x: (x + 1) * 0.5):
+    losses = (
+        lambda x: (x * number + number).mul(weights).sum(),
+        lambda x: ((1 - x) * (x - number) - x / 4).mean(),
+        lambda x: -(x - weights) * 0.5,
+    )
+    for loss in losses:
         start = TensorValue.parameter(Tensor.from_numpy(values))
         probe = check_gradient(lambda x, loss=loss: loss(x).sum(), start)
         assert probe.passed, probe
@@ -90,11 +101,12 @@ def test_a_loss_with_numbers_equals_pytorchs_and_its_gradient_bit_for_bit() -> N
     ids = rng.integers(0, 50, size=(4, 6))
     x = parameter(table, np.float32)
     out = x.gather_rows(ids.reshape(-1), (4, 6))
-    loss = ((out * 0.5 + 2) * weights * np.float32(1.5)).sum() * (1 / 3)
+    loss = ((out * 0.5 + 2 - weights) * weights * np.float32(1.5) / 3).mean() - 1
     loss.backward()
     theirs = torch.tensor(table, requires_grad=True)
     their_out = torch.nn.functional.embedding(torch.from_numpy(ids), theirs)
-    their_loss = ((their_out * 0.5 + 2) * torch.from_numpy(weights) * 1.5).sum() * (1 / 3)
+    their_weights = torch.from_numpy(weights)
+    their_loss = ((their_out * 0.5 + 2 - their_weights) * their_weights * 1.5 / 3).mean() - 1
     their_loss.backward()
     assert loss.item() == pytest.approx(their_loss.item(), rel=1e-6)  # sums in another order
     np.testing.assert_array_equal(x.gradient.numpy(), theirs.grad.numpy())  # type: ignore[union-attr]
@@ -137,6 +149,36 @@ def test_a_bool_or_a_number_beyond_float64_is_no_operand() -> None:
     with pytest.raises(OperandTypeError) as caught:
         x + "1"  # type: ignore[operator]
     assert (caught.value.operation, caught.value.operand_type) == ("add", "str")
+
+
+def test_the_difference_of_two_values_gives_each_its_gradient_and_negation_is_exact() -> None:
+    x, y = parameter([1.5, -2.0]), parameter([0.25, 4.0])
+    (x - y).backward_with_seed(np.array([1.0, 3.0]))
+    assert x.gradient.numpy().tolist() == [1.0, 3.0]  # type: ignore[union-attr]
+    assert y.gradient.numpy().tolist() == [-1.0, -3.0]  # type: ignore[union-attr]
+    assert (-x).numpy().tolist() == [-1.5, 2.0]
+    assert (np.ones(2) - x).numpy().tolist() == [-0.5, 3.0]
+
+
+def test_a_mean_is_the_sum_over_the_count_and_divides_the_gradient_alike() -> None:
+    x = parameter(np.arange(12.0).reshape(3, 4), np.float32)
+    mean = x.mean()
+    mean.backward()
+    assert mean.shape == () and mean.item() == 5.5
+    assert (x.gradient.numpy() == np.float32(1) / np.float32(12)).all()  # type: ignore[union-attr]
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(parameter(np.ones((0, 2))).mean().item())  # no element: NaN, as PyTorch
+
+
+def test_division_is_by_a_real_number_only() -> None:
+    x = parameter([1.0, 2.0])
+    for divisor, got in [(x, "TensorValue"), (np.ones(2), "ndarray"), (True, "bool")]:
+        with pytest.raises(OperandTypeError) as caught:
+            x / divisor  # type: ignore[operator]
+        assert (caught.value.operation, caught.value.operand_type) == ("div", got)
+    with pytest.raises(TypeError):
+        1 / x  # type: ignore[operator]
+    assert (x / 0).numpy().tolist() == [np.inf, np.inf]  # as NumPy and PyTorch divide
 
 
 def test_a_numpy_array_is_a_constant_operand_of_the_values_shape_and_dtype() -> None:

@@ -209,12 +209,15 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     # llm_from_scratch.autograd.errors: the tape
     "OperandTypeError": (
         lambda: parameter((2,)).add("3"),  # type: ignore[arg-type]
+        lambda: parameter((2,)) - None,  # type: ignore[operator]
         lambda: parameter((2,)).mul(True),
+        lambda: parameter((2,)) / parameter((2,)),  # type: ignore[operator]
         lambda: parameter((2, 3)).matvec(3),  # type: ignore[arg-type]
         lambda: TensorValue.parameter([1.0]),  # type: ignore[arg-type]
     ),
     "OperandShapeMismatchError": (
         lambda: parameter((2,)).add(parameter((3,))),
+        lambda: parameter((2,)).sub(parameter((3,))),
         lambda: parameter((2,)).mul(parameter((3,))),
         lambda: parameter((2, 3, 4)).matvec(parameter((2, 5))),
     ),

@@ -182,7 +182,7 @@ class NotAParameterError(TensorAutodiffError, TypeError):
 class OperandShapeMismatchError(TensorAutodiffError, ValueError):
     """Operands whose shapes do not pair up (no broadcasting on the tape).
 
-    ``add`` or ``mul`` of operands of different shapes; ``matvec`` of matrices ``left`` and
+    ``add``, ``sub`` or ``mul`` of operands of different shapes; ``matvec`` of matrices ``left`` and
     vectors ``right`` unless the matrices have at least two axes ``[..., M, d]`` and the vectors
     the shape ``[..., d]`` (the same leading axes, the same width).
     """
@@ -190,6 +190,7 @@ class OperandShapeMismatchError(TensorAutodiffError, ValueError):
     template_key = "operation"
     template: ClassVar[Mapping[str, str]] = {
         "add": "add needs operands of one shape, got {left} and {right}",
+        "sub": "sub needs operands of one shape, got {left} and {right}",
         "mul": "mul needs operands of one shape, got {left} and {right}",
         "matvec": (
             "matvec needs matrices [..., M, d] and vectors [..., d] with the same leading axes "
@@ -214,9 +215,10 @@ class OperandDtypeMismatchError(TensorAutodiffError, TypeError):
 class OperandTypeError(TensorAutodiffError, TypeError):
     """An operand that is none of those an operation takes.
 
-    ``add`` or ``mul`` (``+``, ``*``) with something that is neither a ``TensorValue``, a
-    ``Tensor``, a real NumPy array (float32, float64 or integers; not a masked one) nor a real
-    number (a ``bool`` is no number here; an ``int`` beyond float64 is refused too);
+    ``add``, ``sub`` or ``mul`` (``+``, ``-``, ``*``) with something that is neither a
+    ``TensorValue``, a ``Tensor``, a real NumPy array (float32, float64 or integers; not a masked
+    one) nor a real number (a ``bool`` is no number here; an ``int`` beyond float64 is refused
+    too); ``div`` (``/``) with anything but a real number;
     ``matvec`` with anything but the first three; ``TensorValue.parameter`` or ``constant``
     with something other than a ``Tensor`` (``operation`` is ``a leaf``).
     """
@@ -224,7 +226,9 @@ class OperandTypeError(TensorAutodiffError, TypeError):
     template_key = "operation"
     template: ClassVar[Mapping[str, str]] = {
         "add": "add needs a TensorValue, Tensor, NumPy array or real number, got {operand_type}",
+        "sub": "sub needs a TensorValue, Tensor, NumPy array or real number, got {operand_type}",
         "mul": "mul needs a TensorValue, Tensor, NumPy array or real number, got {operand_type}",
+        "div": "div needs a real number (the tape divides by no value), got {operand_type}",
         "matvec": "matvec needs a TensorValue, Tensor or NumPy array, got {operand_type}",
         "a leaf": "a leaf needs a Tensor, got {operand_type}",
     }

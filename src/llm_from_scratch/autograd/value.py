@@ -36,11 +36,15 @@ from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, firs
 from llm_from_scratch.autograd.matvec import matvec_forward
 from llm_from_scratch.autograd.ops import (
     add_forward,
+    divided_forward,
     log_sigmoid_forward,
+    minus_number_forward,
     mul_forward,
+    number_minus_forward,
     reshape_forward,
     scale_forward,
     shift_forward,
+    sub_forward,
     sum_forward,
 )
 from llm_from_scratch.autograd.tape import (
@@ -246,9 +250,36 @@ class TensorValue:
             return value_of(scale_forward(self._node, number))
         return value_of(mul_forward(self._node, _operand_node("mul", other)))
 
+    def sub(self, other: Operand) -> TensorValue:
+        """Element-wise difference, ``self - other`` (also ``other - self`` and ``-self``);
+        ``other`` as for :meth:`add`.
+
+        Raises:
+            OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
+                :meth:`add`.
+        """
+        number = None if isinstance(other, TensorValue) else number_of("sub", other, self.dtype)
+        if number is not None:
+            return value_of(minus_number_forward(self._node, number))
+        return value_of(sub_forward(self._node, _operand_node("sub", other)))
+
     def sum(self) -> TensorValue:
         """The scalar sum of every element."""
         return value_of(sum_forward(self._node))
+
+    def mean(self) -> TensorValue:
+        """The scalar mean of every element, ``sum() / count`` as PyTorch's ``mean()`` (NaN for
+        a value of no element): each element receives the upstream gradient over the count.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2, 2), [1.0, 2.0, 3.0, 6.0]))
+            >>> loss = w.mean()
+            >>> loss.backward()
+            >>> loss.item(), w.gradient.numpy().tolist()
+            (3.0, [[0.25, 0.25], [0.25, 0.25]])
+        """
+        return self.sum() / int(self._node.array.size)
 
     def reshape(self, shape: Shape) -> TensorValue:
         """The same values under another shape with the same element count."""
@@ -285,11 +316,35 @@ class TensorValue:
     def __radd__(self, other: Operand) -> TensorValue:
         return self.add(other)
 
+    def __sub__(self, other: Operand) -> TensorValue:
+        return self.sub(other)
+
+    def __rsub__(self, other: Operand) -> TensorValue:
+        number = number_of("sub", other, self.dtype)
+        if number is not None:
+            return value_of(number_minus_forward(self._node, number))
+        return value_of(sub_forward(_operand_node("sub", other), self._node))
+
+    def __neg__(self) -> TensorValue:
+        return self.mul(-1)
+
     def __mul__(self, other: Operand) -> TensorValue:
         return self.mul(other)
 
     def __rmul__(self, other: Operand) -> TensorValue:
         return self.mul(other)
+
+    def __truediv__(self, number: float | np.number[Any]) -> TensorValue:
+        """``self / number``, by a real number, which receives no gradient (the tape divides
+        by no value: multiply by a value instead).
+
+        Raises:
+            OperandTypeError: ``number`` is not a real number (``operation`` is ``div``).
+        """
+        divisor = None if isinstance(number, TensorValue) else number_of("div", number, self.dtype)
+        if divisor is None:
+            raise OperandTypeError("div", type(number).__name__)
+        return value_of(divided_forward(self._node, divisor))
 
     # Numbers ----------------------------------------------------------------------------------
 
@@ -421,14 +476,15 @@ class TensorValue:
     def __array_ufunc__(
         self, ufunc: np.ufunc, method: str, *inputs: object, **kwargs: object
     ) -> TensorValue:
-        """NumPy's ``add`` and ``multiply`` of a value and one operand run on the tape (so
-        ``w * value`` and ``np.float32(2) * value`` keep the gradient); any other ufunc, method
-        or keyword is refused.
+        """NumPy's ``add``, ``subtract``, ``multiply``, ``divide`` (by a number) and
+        ``negative`` of a value run on the tape, as ``+``, ``-``, ``*``, ``/`` do (so
+        ``w * value`` and ``np.float32(2) * value`` keep the gradient); any other ufunc,
+        method or keyword, or a division by a value, is refused.
 
         Raises:
-            NumpyFunctionError: not a plain ``add`` or ``multiply``.
+            NumpyFunctionError: none of these called plainly.
             OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
-                :meth:`add` and :meth:`mul`.
+                :meth:`add`, :meth:`sub`, :meth:`mul` and ``/``.
 
         Example:
             >>> from llm_from_scratch.tensor import Tensor
@@ -441,11 +497,13 @@ class TensorValue:
             llm_from_scratch.autograd.errors.NumpyFunctionError: numpy.exp does not run on \
 the tape and would drop the gradient; call it on value.numpy() for the numbers
         """
-        operation = _TAPE_UFUNCS.get(ufunc.__name__)
-        if operation is not None and method == "__call__" and not kwargs and len(inputs) == 2:
-            left, right = inputs
-            value, other = (left, right) if isinstance(left, TensorValue) else (right, left)
-            return getattr(value, operation)(other)  # type: ignore[no-any-return]
+        methods = _TAPE_UFUNCS.get(ufunc.__name__, ())
+        if method == "__call__" and not kwargs and len(inputs) == ufunc.nin == len(methods):
+            first, *rest = inputs
+            if isinstance(first, TensorValue):  # the value is the first operand
+                return getattr(first, methods[0])(*rest)  # type: ignore[no-any-return]
+            if methods[1] and isinstance(rest[0], TensorValue):
+                return getattr(rest[0], methods[1])(first)  # type: ignore[no-any-return]
         called = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
         keywords = " with " + ", ".join(f"{name}=" for name in kwargs) if kwargs else ""
         use = _use_instead(ufunc.__name__ if method == "__call__" else called)
@@ -668,12 +726,23 @@ def _element_count(shape: Shape) -> int:
     return math.prod(int(extent) for extent in shape)
 
 
-_TAPE_UFUNCS: Final = {"add": "add", "multiply": "mul"}
-"""The ufuncs that run on the tape, by name, and the method that runs them."""
+_TAPE_UFUNCS: Final = {
+    "add": ("__add__", "__radd__"),
+    "subtract": ("__sub__", "__rsub__"),
+    "multiply": ("__mul__", "__rmul__"),
+    "divide": ("__truediv__", ""),
+    "negative": ("__neg__",),
+}
+"""The ufuncs that run on the tape, by name: the method that runs each with the value as its
+first operand, then with the value as its second ("" where the tape has none)."""
 
 _ON_THE_TAPE: Final = {
     "add": "value + other",
+    "subtract": "value - other",
     "multiply": "value * other",
+    "divide": "value / number",
+    "negative": "-value",
+    "mean": "value.mean()",
     "sum": "value.sum()",
     "reshape": "value.reshape(shape)",
     "shape": "value.shape",
