@@ -118,6 +118,7 @@ def test_a_one_element_value_of_any_shape_reads_as_one_number(shape: tuple[int, 
     assert value.item() == -2.75 and type(value.item()) is float
     assert float(value) == -2.75 and int(value) == -2 and type(int(value)) is int
     assert f"{value:.3f}" == "-2.750" and f"{value}" == str(value)
+    assert bool(value) and not bool(value * 0) and repr(value).endswith(", value=-2.75)")
 
 
 @pytest.mark.parametrize("shape", [(0,), (2,), (2, 3)])
@@ -127,6 +128,7 @@ def test_a_one_element_value_of_any_shape_reads_as_one_number(shape: tuple[int, 
         ("item()", lambda v: v.item()),
         ("float()", float),
         ("int()", int),
+        ("bool()", bool),
         ("format()", lambda v: f"{v:.2f}"),
     ],
 )

@@ -237,6 +237,7 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: layer()([1]).item(),
         lambda: float(layer()([1])),
         lambda: int(layer()([1])),
+        lambda: bool(layer()([1])),
         lambda: f"{layer()([1]):.3f}",
     ),
     "NotRecordedError": (lambda: TensorValue.constant(Tensor((), [1.0])).backward(),),

@@ -90,16 +90,17 @@ class NonFiniteGradientError(TensorAutodiffError, ArithmeticError):
     value: float
 
 
-NumberAction: TypeAlias = Literal["backward()", "item()", "float()", "int()", "format()"]
+NumberAction: TypeAlias = Literal["backward()", "item()", "float()", "int()", "bool()", "format()"]
 
 
 class NotScalarOutputError(TensorAutodiffError, ValueError):
     """``backward()`` without a seed on an output that is not a scalar; or a value of more or
     less than one element read as one number.
 
-    ``action`` says which: ``backward()``, or ``item()``, ``float()``, ``int()`` or ``format()``
-    with a format spec (``f"{loss:.4f}"``) on a value whose shape holds another number of elements
-    than one (PyTorch reads a one-element tensor of any shape, and so does the tape).
+    ``action`` says which: ``backward()``, or ``item()``, ``float()``, ``int()``, ``bool()`` (``if
+    value:``) or ``format()`` with a format spec (``f"{loss:.4f}"``) on a value whose shape holds
+    another number of elements than one (PyTorch reads a one-element tensor of any shape, and so
+    does the tape).
     """
 
     template_key = "action"
@@ -111,7 +112,7 @@ class NotScalarOutputError(TensorAutodiffError, ValueError):
         **{
             action: "{action} needs a value of one element, got shape {shape}; "
             "use numpy() for its values"
-            for action in ("item()", "float()", "int()", "format()")
+            for action in ("item()", "float()", "int()", "bool()", "format()")
         },
     }
     shape: Shape

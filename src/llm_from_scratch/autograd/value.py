@@ -354,7 +354,7 @@ class TensorValue:
 
         Raises:
             NotScalarOutputError: the value holds more or fewer elements than one (``action``
-                is ``item()``, ``float()``, ``int()`` or ``format()``).
+                is ``item()``, ``float()``, ``int()``, ``bool()`` or ``format()``).
 
         Example:
             >>> from llm_from_scratch.tensor import Tensor
@@ -369,6 +369,11 @@ class TensorValue:
 
     def __int__(self) -> int:
         return int(self._one_number("int()"))
+
+    def __bool__(self) -> bool:
+        """``if loss:`` reads the number of a one-element value, as PyTorch does; any other
+        value refuses (it would otherwise always be true)."""
+        return bool(self._one_number("bool()"))
 
     def __format__(self, spec: str) -> str:
         """``f"{loss:.4f}"`` formats the number of a one-element value; an empty spec is
@@ -454,7 +459,9 @@ class TensorValue:
         reset_gradient(self._node)
 
     def __repr__(self) -> str:
-        return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype})"
+        array = self._node.array
+        number = f", value={float(array.reshape(-1)[0])!r}" if array.size == 1 else ""
+        return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype}{number})"
 
     # NumPy ------------------------------------------------------------------------------------
 
