@@ -14,7 +14,7 @@ import pytest
 import llm_from_scratch.nn
 import llm_from_scratch.optim
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.nn import Embedding, EmbeddingBag, SplitMix64
+from llm_from_scratch.nn import Embedding, EmbeddingBag, SplitMix64, functional
 from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, SparseAdam
 from llm_from_scratch.pytorch_names import DECLARED, PyTorchNameError
 
@@ -47,6 +47,10 @@ CALLS: dict[str, Callable[..., object]] = {
     "EmbeddingBag.new": lambda **keyword: EmbeddingBag.new("w", 4, 2, 0, **keyword),
     "EmbeddingBag.from_pretrained": lambda **keyword: EmbeddingBag.from_pretrained(
         TABLE, **keyword
+    ),
+    "functional.embedding": lambda **keyword: functional.embedding([1], TABLE, **keyword),
+    "functional.embedding_bag": lambda **keyword: functional.embedding_bag(
+        [[1]], TABLE, **keyword
     ),
     "SGD": lambda **keyword: SGD(**keyword),
     "Adagrad": lambda **keyword: Adagrad(**keyword),

@@ -98,11 +98,14 @@ def pytorch_keywords(**ours: str) -> Callable[[_F], _F]:
     :class:`PyTorchNameError`, before the decorated function binds its arguments.
 
     The function keeps its name, docstring and signature (``inspect.signature`` follows
-    ``__wrapped__``); ``owner`` is its class for ``__init__``, else ``Class.method``.
+    ``__wrapped__``); ``owner`` is its class for ``__init__``, else ``Class.method``, or
+    ``module.function`` for a function of a module.
     """
 
     def decorate(function: _F) -> _F:
         owner = function.__qualname__.removesuffix(".__init__")
+        if "." not in function.__qualname__:
+            owner = f"{function.__module__.rsplit('.', 1)[-1]}.{owner}"
         for name, pointer in ours.items():
             DECLARED.append(Pointer(owner, "argument", name, pointer))
 

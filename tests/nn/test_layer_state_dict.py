@@ -100,3 +100,11 @@ def test_a_frozen_layer_refuses_a_state_and_says_freeze_false(kind: Any) -> None
         frozen.load_state_dict(frozen.state_dict())
     assert (caught.value.field, caught.value.layer) == ("table", kind.__name__)
     assert "freeze=False" in str(caught.value)
+
+
+def test_zero_grad_of_a_layer_resets_its_table_gradient_as_a_modules() -> None:
+    layer = trainable()
+    layer([[1, 2]]).sum().backward()
+    layer.zero_grad()
+    assert not layer.table.tensor.gradient.numpy().any()
+    Embedding.from_pretrained(VALUES).zero_grad()  # a frozen table stores no gradient

@@ -156,6 +156,12 @@ class TableLayer:
         """True when the table is a :class:`FrozenTable`."""
         return isinstance(self.table, FrozenTable)
 
+    def zero_grad(self) -> None:
+        """Reset the table's stored gradient, as PyTorch's ``Module.zero_grad()`` (a frozen
+        table stores none: nothing to do)."""
+        for parameter in self.parameters():
+            parameter.tensor.zero_grad()
+
     # State, as a module's --------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, FloatArray]:
