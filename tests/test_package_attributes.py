@@ -25,6 +25,15 @@ def test_importing_the_package_loads_no_subpackage() -> None:
     assert loaded_after("import llm_from_scratch") == ["llm_from_scratch"]
 
 
+def test_importing_the_package_loads_no_other_module_at_all() -> None:
+    code = "import sys; before = set(sys.modules); import llm_from_scratch"
+    report = "print(sorted(set(sys.modules) - before))"
+    result = subprocess.run(
+        [sys.executable, "-c", f"{code}\n{report}"], capture_output=True, text=True, check=True
+    )
+    assert ast.literal_eval(result.stdout.strip()) == ["llm_from_scratch"]
+
+
 def test_reading_nn_after_importing_the_package_loads_it_as_torch_nn_would() -> None:
     loaded = loaded_after("import llm_from_scratch\nllm_from_scratch.nn.Embedding")
     assert "llm_from_scratch.nn" in loaded and "llm_from_scratch.optim" not in loaded

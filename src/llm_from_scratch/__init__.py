@@ -13,11 +13,10 @@ Each is an attribute of the package, imported on first use, so that ``import llm
 stays as quick as it was (``llm_from_scratch.nn`` works as ``torch.nn`` does).
 """
 
-import importlib
-from types import ModuleType
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # not typing's: the package imports nothing until it is asked
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from llm_from_scratch import autograd, gradcheck, nn, optim, tensor
 
 __version__ = "0.1.0"
@@ -26,8 +25,10 @@ __all__ = ["autograd", "gradcheck", "nn", "optim", "tensor"]
 """The subpackages, attributes of the package imported when first read."""
 
 
-def __getattr__(name: str) -> ModuleType:
+def __getattr__(name: str) -> "ModuleType":
     if name in __all__:
+        import importlib
+
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
