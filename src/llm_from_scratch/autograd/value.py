@@ -109,6 +109,8 @@ class TensorValue:
     size = PyTorchName("shape")
     dim = PyTorchName("len(value.shape)")
     tolist = PyTorchName("numpy().tolist()")
+    view = PyTorchName("reshape(shape)")
+    pow = PyTorchName("value * value (the tape has no power)")
 
     def __post_init__(self, key: object) -> None:
         if key is not _TRUSTED:
