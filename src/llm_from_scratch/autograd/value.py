@@ -79,12 +79,13 @@ class TensorValue:
     """A tensor on the tape: a parameter leaf, a constant leaf, or an operation result.
 
     Build leaves with :meth:`parameter` and :meth:`constant`; operations (:meth:`add` and
-    ``+``, :meth:`mul` and ``*``, with values, arrays or real numbers; :meth:`sum`,
-    :meth:`reshape`, :meth:`gather_rows`, :meth:`matvec`, :meth:`log_sigmoid`) build results
-    that record what their VJP needs. A one-element value reads as a number (:meth:`item`,
-    ``float()``, ``int()``); NumPy reads its numbers (``np.asarray``) and runs only its ``add``
-    and ``multiply`` on it (see :meth:`__array_ufunc__`). PyTorch's names of what it names
-    otherwise (``grad``, ``data``, ``requires_grad``, ...) answer with ours.
+    ``+``, :meth:`sub` and ``-``, :meth:`mul` and ``*`` with values, arrays or real numbers;
+    ``/`` by a number; :meth:`sum`, :meth:`mean`, :meth:`reshape`, :meth:`gather_rows`,
+    :meth:`matvec`, :meth:`log_sigmoid`) build results that record what their VJP needs. A
+    one-element value reads as a number (:meth:`item`, ``float()``, ``int()``); NumPy reads
+    its numbers (``np.asarray``) and runs only the operations the tape has (see
+    :meth:`__array_ufunc__`). PyTorch's names of what it names otherwise (``grad``, ``data``,
+    ``requires_grad``, ...) answer with ours.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor

@@ -100,7 +100,7 @@ class Embedding(TableLayer):
     shared row.
 
     ``Embedding(table, options)``, the class called with its two fields, checks them as the
-    constructors do (it is how copies and pickles are rebuilt).
+    constructors do (it is how pickles of earlier versions rebuild a layer).
 
     Attributes:
         table: the named ``[V, d]`` table (PyTorch's ``weight``): a :class:`NamedParameter`
@@ -185,7 +185,7 @@ class Embedding(TableLayer):
             >>> layer.table.tensor.value.equals(Embedding(1000, 64).table.tensor.value)
             True
         """
-        if is_table(vocabulary_size):  # the two fields, as copies and pickles rebuild a layer
+        if is_table(vocabulary_size):  # the two fields, as earlier versions' pickles give them
             table, options = vocabulary_size, embedding_width
         else:
             options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)

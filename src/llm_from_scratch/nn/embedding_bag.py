@@ -57,7 +57,7 @@ class EmbeddingBag(TableLayer):
     :func:`~llm_from_scratch.nn.functional.embedding_bag` for the reductions.
 
     ``EmbeddingBag(table, options)``, the class called with its two fields, checks them as the
-    constructors do (it is how copies and pickles are rebuilt).
+    constructors do (it is how pickles of earlier versions rebuild a layer).
 
     Attributes:
         table: a :class:`NamedParameter` or a :class:`FrozenTable`.
@@ -118,7 +118,7 @@ class EmbeddingBag(TableLayer):
             >>> bags([[1, 2], [3, 3]]).shape, bags.table.tensor.dtype
             ((2, 8), dtype('float32'))
         """
-        if is_table(vocabulary_size):  # the two fields, as copies and pickles rebuild a layer
+        if is_table(vocabulary_size):  # the two fields, as earlier versions' pickles give them
             table, options = vocabulary_size, embedding_width
         else:
             options_for = _options(mode, padding_idx, max_norm, norm_type)

@@ -4,8 +4,9 @@ A layer is a frozen dataclass of two fields, its ``table`` and its checked ``opt
 frozen record built once), and it checks itself when built (:func:`hold_fields`): the table
 must be a :class:`NamedParameter` (the trainable leaf) or a :class:`FrozenTable` of rank two
 with ``V, d > 0``, and the options must have been checked for its ``V``. Calling the class with
-sizes draws a new table; calling it with its two fields, as cloning, deep copies and unpickling
-do, checks them, so a crafted pickle meets exactly the checks a new layer meets.
+sizes draws a new table; the constructors, cloning, deep copies and unpickling build a layer
+from its two fields through :func:`layer_of`, so a crafted pickle meets exactly the checks a
+new layer meets.
 """
 
 from __future__ import annotations
