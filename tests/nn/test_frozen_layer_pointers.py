@@ -70,8 +70,7 @@ def test_a_checkpoint_load_into_a_frozen_layer_says_its_table_is_frozen(tmp_path
     save_parameters(path, Embedding(4, 2).parameters())
     with pytest.raises(CheckpointMismatchError) as caught:
         load_parameters(path, into=frozen().parameters())
-    assert caught.value.name == NAME
-    assert caught.value.actual.startswith(f"the table {NAME!r} is frozen")
+    assert f"the table {NAME!r} is frozen" in str(caught.value)
     assert "freeze=False" in str(caught.value)
     trainable = Embedding.from_pretrained(VALUES, freeze=False)
     load_parameters(path, into=trainable.parameters())  # what the pointer says works
