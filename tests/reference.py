@@ -50,6 +50,7 @@ from llm_from_scratch.nn.init import (
     ParameterNameError,
     ParameterNameTypeError,
     ParameterTableError,
+    SeedRangeError,
     ZeroFanInError,
     ZeroFanOutError,
 )
@@ -518,8 +519,9 @@ def expected_new(
     dtype: object,
 ) -> Outcome:
     """``Embedding.new(name, rows, width, rng, dtype)`` with ``rng`` of type ``rng_type`` (at
-    ``rng_state`` if it is a ``SplitMix64``): name, fans (type, then zero), generator, dtype,
-    layout, memory; the result is the Xavier table and the generator's next state."""
+    ``rng_state`` if it is a ``SplitMix64``, or the seed ``rng_state`` if it is an ``int``):
+    name, fans (type, then zero), generator (a seed outside ``[0, 2**64)`` too), dtype, layout,
+    memory; the result is the Xavier table and the generator's next state."""
     bad_name = name_error(name)
     if bad_name is not None:
         return Raises(EmbeddingInitializationError, cause=bad_name)
@@ -539,6 +541,9 @@ def expected_new(
             EmbeddingInitializationError,
             cause=Raises(GeneratorTypeError, {"rng_type": rng_type}),
         )
+    if not 0 <= rng_state < 2**64:
+        seed_error = Raises(SeedRangeError, {"seed": rng_state})
+        return Raises(EmbeddingInitializationError, cause=seed_error)
     if dtype not in FLOAT_DTYPES:
         return Raises(
             EmbeddingInitializationError,

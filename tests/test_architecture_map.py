@@ -25,6 +25,7 @@ STEP = re.compile(r"^\d+\. `(?P<function>[\w.<>]+)`", re.MULTILINE)
 LAYERS = {
     "errors": 0,
     "files": 0,
+    "pytorch_names": 0,
     "tensor": 1,
     "autograd": 2,
     "gradcheck": 3,

@@ -112,8 +112,10 @@ def test_operands_that_do_not_pair_up_are_refused() -> None:
         matrices.matvec(leaf(np.zeros((3, 4))))
     with pytest.raises(OperandDtypeMismatchError):
         matrices.matvec(leaf(np.zeros((2, 4), dtype=np.float32)))
-    with pytest.raises(OperandTypeError):
-        matrices.matvec(np.zeros((2, 4)))  # type: ignore[arg-type]
+    with pytest.raises(OperandTypeError) as type_error:
+        matrices.matvec([[0.0] * 4] * 2)  # type: ignore[arg-type]
+    assert (type_error.value.operation, type_error.value.operand_type) == ("matvec", "list")
+    assert matrices.matvec(np.ones((2, 4))).shape == (2, 3)  # a NumPy array is a constant
 
 
 def test_empty_stacks() -> None:

@@ -61,6 +61,7 @@ from llm_from_scratch.nn import (
     save_parameters,
 )
 from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
+from llm_from_scratch.nn.layer_state import layer_of
 from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer, load_state, save_state
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
 from llm_from_scratch.training.checkpoint import load_checkpoint, saved_options
@@ -234,9 +235,17 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "TensorValueOverflowError": (lambda: Tensor((1,), [1e300], dtype=np.float32),),
     "TensorAllocationError": (lambda: Tensor.zeros((2**31, 2**31)),),
     # llm_from_scratch.autograd.errors: the tape
-    "OperandTypeError": (lambda: parameter((2,)).add(3),),  # type: ignore[arg-type]
+    "OperandTypeError": (
+        lambda: parameter((2,)).add("3"),  # type: ignore[arg-type]
+        lambda: parameter((2,)) - None,  # type: ignore[operator]
+        lambda: parameter((2,)).mul(True),
+        lambda: parameter((2,)) / parameter((2,)),  # type: ignore[operator]
+        lambda: parameter((2, 3)).matvec(3),  # type: ignore[arg-type]
+        lambda: TensorValue.parameter([1.0]),  # type: ignore[arg-type]
+    ),
     "OperandShapeMismatchError": (
         lambda: parameter((2,)).add(parameter((3,))),
+        lambda: parameter((2,)).sub(parameter((3,))),
         lambda: parameter((2,)).mul(parameter((3,))),
         lambda: parameter((2, 3, 4)).matvec(parameter((2, 5))),
     ),
@@ -251,14 +260,25 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "RetentionTypeError": (
         lambda: layer()([1]).backward_with_seed(np.ones((1, 2)), "release"),  # type: ignore[arg-type]
     ),
-    "NotScalarOutputError": (lambda: layer()([1, 2]).backward(),),
+    "NotScalarOutputError": (
+        lambda: layer()([1, 2]).backward(),
+        lambda: layer()([1]).item(),
+        lambda: float(layer()([1])),
+        lambda: int(layer()([1])),
+        lambda: bool(layer()([1])),
+        lambda: f"{layer()([1]):.3f}",
+    ),
     "NotRecordedError": (lambda: TensorValue.constant(Tensor((), [1.0])).backward(),),
     "GraphReleasedError": (lambda: released_output().backward_with_seed(np.ones((1, 3, 2))),),
     "StaleValueError": (lambda: stale_output().backward_with_seed(np.ones((1, 3, 2))),),
     "NonFiniteGradientError": (
         lambda: layer()([0, 0]).backward_with_seed(np.full((2, 2), 1.7e308)),
     ),
-    "NotAParameterError": (lambda: TensorValue.constant(Tensor((1,), [1.0])).zero_grad(),),
+    "NumpyFunctionError": (lambda: np.dot(layer()([1]), layer()([1])),),
+    "NotAParameterError": (
+        lambda: Embedding.from_pretrained(np.ones((2, 2))).table.tensor.zero_grad(),
+        lambda: layer()([1]).zero_grad(),
+    ),
     "NonFiniteParameterError": (lambda: TensorValue.parameter(Tensor((2,), [1.0, np.nan])),),
     "UnpicklableOperationError": (lambda: pickle.dumps(layer()([1])),),
     "LeafStateError": (lambda: unpickled(PicklePayload(restore_node, {"kind": "operation"})),),
@@ -323,8 +343,9 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "EmptyVocabularyError": (lambda: Embedding.new("w", 0, 2, SplitMix64.from_seed(0)),),
     "ZeroEmbeddingWidthError": (lambda: Embedding.new("w", 4, 0, SplitMix64.from_seed(0)),),
     "EmbeddingStateError": (
-        lambda: unpickled(PicklePayload(Embedding, "not a table", None)),
+        lambda: unpickled(PicklePayload(layer_of, Embedding, "not a table", None)),
         lambda: EmbeddingBag(layer().table, None),  # type: ignore[arg-type]
+        lambda: layer().load_state_dict({"weight": np.zeros((4, 2))}),
     ),
     "TableTypeError": (lambda: functional.embedding([0], np.zeros((2, 2))),),  # type: ignore[arg-type]
     "PretrainedTableTypeError": (lambda: Embedding.from_pretrained([[1.0, 2.0]]),),
@@ -376,7 +397,10 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     # llm_from_scratch.optim.errors (the state classes: STATE_FILE_TRIGGERS)
     "HyperparameterTypeError": (lambda: Adam(layer().parameters(), learning_rate=True),),
     "HyperparameterValueError": (lambda: SGD(layer().parameters(), learning_rate=0.0),),
-    "ParameterListError": (lambda: SGD(layer().table, 0.1),),  # type: ignore[arg-type]
+    "ParameterListError": (
+        lambda: SGD(layer().table, 0.1),  # type: ignore[arg-type]
+        lambda: SGD(Embedding.from_pretrained(np.ones((2, 2))).parameters(), 0.1),
+    ),
     "ParameterEntryError": (lambda: Adagrad([5], 0.1),),  # type: ignore[list-item]
     "DuplicateParameterError": (lambda: Adam([*layer().parameters()] * 2, 0.1),),
     "OutputTypeError": (lambda: SGD(layer().parameters(), 0.1).backward_step(5),),  # type: ignore[arg-type]
@@ -411,6 +435,8 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: neighbours_support.mismatched_pair("vocabulary-size"),
         lambda: neighbours_support.mismatched_pair("fingerprint"),
     ),
+    # llm_from_scratch.pytorch_names
+    "PyTorchNameError": (lambda: SGD(layer().parameters(), lr=0.1),),  # type: ignore[call-arg]
     # the other modules
     "GradientCheckError": (lambda: check_gradient(lambda p: p, parameter((2,))),),
     "LabelError": (lambda: load_labels("xx"),),
@@ -418,13 +444,17 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
 }
 """One or more public calls per class, by its name; a keyed template needs one per wording."""
 
+def sgd() -> SGD:
+    return SGD(layer().parameters(), 0.1)
+
+
 STATE_FILE_TRIGGERS: dict[str, Trigger] = {
     "StateMappingError": lambda: Adam(layer().parameters(), 0.1).load_state_dict([]),  # type: ignore[arg-type]
     "StateKeyError": lambda: Adam(layer().parameters(), 0.1).load_state_dict({}),
-    "StateArrayError": lambda: SGD([], 0.1).load_state_dict({"step": 3}),  # type: ignore[dict-item]
-    "StateShapeError": lambda: SGD([], 0.1).load_state_dict({"step": np.zeros(2, np.int64)}),
-    "StateDtypeError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(1.0)}),
-    "StateValueError": lambda: SGD([], 0.1).load_state_dict({"step": np.array(-1)}),
+    "StateArrayError": lambda: sgd().load_state_dict({"step": 3}),  # type: ignore[dict-item]
+    "StateShapeError": lambda: sgd().load_state_dict({"step": np.zeros(2, np.int64)}),
+    "StateDtypeError": lambda: sgd().load_state_dict({"step": np.array(1.0)}),
+    "StateValueError": lambda: sgd().load_state_dict({"step": np.array(-1)}),
     "NotAnOptimizerError": lambda: save_state("optimizer.safetensors", None),  # type: ignore[arg-type]
     "StateFileMetadataError": load_state_of_parameters,
     "StateKindError": load_state_saved_from(

@@ -138,11 +138,12 @@ def test_a_failed_call_leaves_a_given_parameter_as_it_was() -> None:
     assert leaf_state(parameter.tensor) == before
 
 
-def test_an_optimizer_refuses_a_frozen_table_which_never_changes() -> None:
+def test_an_optimizer_refuses_a_frozen_table_which_never_changes_and_says_freeze_false() -> None:
     layer = Embedding.from_pretrained(VALUES)
-    with pytest.raises(OptimizerError):
-        SGD([layer.table.tensor], 0.1)  # type: ignore[list-item]
-    assert SGD(layer.parameters(), 0.1).step() is None  # a frozen layer has no parameters
+    for parameters in ([layer.table.tensor], [layer.table], layer.parameters()):
+        with pytest.raises(OptimizerError) as caught:
+            SGD(parameters, 0.1)  # type: ignore[arg-type]
+        assert "freeze=False" in str(caught.value)
 
 
 def test_a_frozen_table_checks_itself_and_a_deep_copy_shares_it() -> None:

@@ -42,6 +42,7 @@ from llm_from_scratch.nn.init import (
     ZeroFanInError,
     restore_named_parameter,
 )
+from llm_from_scratch.nn.layer_state import TableLayer, layer_of
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
@@ -250,12 +251,26 @@ def test_two_layers_on_one_leaf_stay_on_one_leaf() -> None:
     assert first.table.tensor.is_same_node(second.table.tensor)
 
 
-def test_a_layer_pickles_as_its_table_and_its_options_rebuilt_by_the_constructor() -> None:
+def test_a_layer_pickles_as_its_class_table_and_options_rebuilt_by_layer_of() -> None:
     layer = trained_layer()
-    rebuild, (table, options) = layer.__reduce__()
-    assert rebuild is Embedding
+    rebuild, (kind, table, options) = layer.__reduce__()
+    assert rebuild is layer_of and kind is Embedding
     assert table is layer.table and options is layer.options
     assert options.__reduce__() == (LookupOptions, (4, None, None, 2.0, False))
+
+
+def test_a_pickle_of_an_earlier_version_still_rebuilds_through_the_class() -> None:
+    layer = trained_layer()
+    earlier = unpickled(PicklePayload(Embedding, layer.table, layer.options))
+    assert isinstance(earlier, Embedding) and earlier.options == layer.options
+    assert earlier.table.tensor.value.equals(layer.table.tensor.value)
+
+
+def test_a_crafted_pickle_of_a_class_that_is_no_layer_is_refused() -> None:
+    for kind in (dict, TableLayer, "Embedding"):
+        with pytest.raises(EmbeddingStateError) as caught:
+            unpickled(PicklePayload(layer_of, kind, trained_layer().table, LookupOptions(4)))
+        assert caught.value.field == "class"
 
 
 def test_a_container_holding_a_layer_output_refuses_to_pickle() -> None:
@@ -267,14 +282,14 @@ def test_a_container_holding_a_layer_output_refuses_to_pickle() -> None:
 def test_a_crafted_layer_whose_table_is_no_named_parameter_is_refused() -> None:
     for table in (trained_layer().table.tensor, None):
         with pytest.raises(EmbeddingStateError) as caught:
-            unpickled(PicklePayload(Embedding, table, LookupOptions(4)))
+            unpickled(PicklePayload(layer_of, Embedding, table, LookupOptions(4)))
         assert (caught.value.field, caught.value.layer) == ("table", "Embedding")
 
 
 @pytest.mark.parametrize("options", [LookupOptions(5), None, BagOptions(4), (4,)])
 def test_crafted_options_that_are_not_checked_for_the_table_are_refused(options: object) -> None:
     with pytest.raises(EmbeddingStateError) as caught:
-        unpickled(PicklePayload(Embedding, trained_layer().table, options))
+        unpickled(PicklePayload(layer_of, Embedding, trained_layer().table, options))
     assert caught.value.field == "options"
     assert caught.value.detail.startswith("must be LookupOptions checked for 4 rows, got ")
 
@@ -354,18 +369,18 @@ def test_a_bag_layer_round_trips_and_deep_copies_with_its_mode_and_gradient(
 
 def test_a_crafted_bag_state_meets_the_bag_checks() -> None:
     bag = EmbeddingBag.from_parameter(trained_layer().table, mode="sum")
-    _, (table, _) = bag.__reduce__()
+    _, (_, table, _) = bag.__reduce__()
     with pytest.raises(EmbeddingStateError) as caught:
-        unpickled(PicklePayload(EmbeddingBag, table, BagOptions(5, "sum")))
+        unpickled(PicklePayload(layer_of, EmbeddingBag, table, BagOptions(5, "sum")))
     assert (caught.value.field, caught.value.layer) == ("options", "EmbeddingBag")
     with pytest.raises(EmbeddingStateError):
-        unpickled(PicklePayload(EmbeddingBag, table, LookupOptions(4)))
+        unpickled(PicklePayload(layer_of, EmbeddingBag, table, LookupOptions(4)))
     with pytest.raises(OptionValueError):
         unpickled(PicklePayload(BagOptions, 4, "min", None, None, 2.0))
     frozen = EmbeddingBag.from_pretrained(np.ones((4, 2)))
-    _, (frozen_table, _) = frozen.__reduce__()
+    _, (_, frozen_table, _) = frozen.__reduce__()
     renormalizing = unpickled(
-        PicklePayload(EmbeddingBag, frozen_table, BagOptions(4, "mean", None, 1.0))
+        PicklePayload(layer_of, EmbeddingBag, frozen_table, BagOptions(4, "mean", None, 1.0))
     )
     assert renormalizing.frozen and renormalizing.max_norm == 1.0
 

@@ -54,13 +54,13 @@ def test_a_changed_rate_steps_as_an_optimizer_built_with_it(
 
 @pytest.mark.parametrize("refused", [0, -0.1, math.nan, math.inf, True, "0.1", None])
 def test_a_refused_rate_leaves_the_step_size_as_it_was(refused: object) -> None:
-    optimizer = FACTORIES["sgd"]([])
+    optimizer = FACTORIES["sgd"](layer_of(np.ones((2, 2))).parameters())
     with pytest.raises(OptimizerError):
         optimizer.learning_rate = refused  # type: ignore[assignment]
     assert optimizer.learning_rate == 0.1
 
 
 def test_a_numpy_rate_is_read_once_as_a_float() -> None:
-    optimizer = FACTORIES["adam"]([])
+    optimizer = FACTORIES["adam"](layer_of(np.ones((2, 2))).parameters())
     optimizer.learning_rate = np.float32(0.5)
     assert type(optimizer.learning_rate) is float and optimizer.learning_rate == 0.5

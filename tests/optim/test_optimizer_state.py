@@ -205,7 +205,9 @@ def test_parameters_are_checked_container_then_each_entry() -> None:
     constant = TensorValue.constant(Tensor((1,), [1.0]))
     with pytest.raises(ParameterEntryError) as entry:
         Adagrad([leaf, constant], 0.1)
-    assert (entry.value.position, entry.value.got) == (1, "a TensorValue of kind constant")
+    assert entry.value.position == 1
+    assert entry.value.got.startswith("a TensorValue of kind constant (")
+    assert "freeze=False" in entry.value.got
     with pytest.raises(DuplicateParameterError) as same_leaf:
         Adam([leaf, NamedParameter.from_value("v", leaf)], 0.1)
     assert (same_leaf.value.position, same_leaf.value.repeated, same_leaf.value.first) == (

@@ -90,13 +90,33 @@ class NonFiniteGradientError(TensorAutodiffError, ArithmeticError):
     value: float
 
 
-class NotScalarOutputError(TensorAutodiffError, ValueError):
-    """``backward()`` without a seed on an output that is not a scalar."""
+NumberAction: TypeAlias = Literal["backward()", "item()", "float()", "int()", "bool()", "format()"]
 
-    template = (
-        "backward() without a seed needs a scalar output, got shape {shape}; use backward_with_seed"
-    )
+
+class NotScalarOutputError(TensorAutodiffError, ValueError):
+    """``backward()`` without a seed on an output that is not a scalar; or a value of more or
+    less than one element read as one number.
+
+    ``action`` says which: ``backward()``, or ``item()``, ``float()``, ``int()``, ``bool()`` (``if
+    value:``) or ``format()`` with a format spec (``f"{loss:.4f}"``) on a value whose shape holds
+    another number of elements than one (PyTorch reads a one-element tensor of any shape, and so
+    does the tape).
+    """
+
+    template_key = "action"
+    template: ClassVar[Mapping[str, str]] = {
+        "backward()": (
+            "backward() without a seed needs a scalar output, got shape {shape}; "
+            "use backward_with_seed"
+        ),
+        **{
+            action: "{action} needs a value of one element, got shape {shape}; "
+            "use numpy() for its values"
+            for action in ("item()", "float()", "int()", "bool()", "format()")
+        },
+    }
     shape: Shape
+    action: NumberAction = "backward()"
 
 
 class GraphReleasedError(TensorAutodiffError, RuntimeError):
@@ -139,11 +159,23 @@ class StaleValueError(TensorAutodiffError, RuntimeError):
     current_revision: int
 
 
-class NotAParameterError(TensorAutodiffError, TypeError):
-    """A gradient operation on a value that is no parameter: ``zero_grad()`` on a constant or an
-    operation result."""
+FROZEN_HINT = (
+    "a frozen table's leaf and its lookups are constants: "
+    "build the layer with freeze=False to train it"
+)
+"""What a constant met where a parameter was meant most often is, and what makes it one."""
 
-    template = "{action} needs a parameter, but this value is a {kind}"
+
+class NotAParameterError(TensorAutodiffError, TypeError):
+    """A gradient operation on a value that is no parameter: ``zero_grad()`` on a constant (a
+    frozen table's leaf, for example: the message says that ``freeze=False`` makes it a
+    parameter) or on an operation result."""
+
+    template_key = "kind"
+    template: ClassVar[Mapping[str, str]] = {
+        "constant": f"{{action}} needs a parameter, but this value is a constant ({FROZEN_HINT})",
+        "operation": "{action} needs a parameter, but this value is an operation result",
+    }
     action: str
     kind: str
 
@@ -151,7 +183,7 @@ class NotAParameterError(TensorAutodiffError, TypeError):
 class OperandShapeMismatchError(TensorAutodiffError, ValueError):
     """Operands whose shapes do not pair up (no broadcasting on the tape).
 
-    ``add`` or ``mul`` of operands of different shapes; ``matvec`` of matrices ``left`` and
+    ``add``, ``sub`` or ``mul`` of operands of different shapes; ``matvec`` of matrices ``left`` and
     vectors ``right`` unless the matrices have at least two axes ``[..., M, d]`` and the vectors
     the shape ``[..., d]`` (the same leading axes, the same width).
     """
@@ -159,6 +191,7 @@ class OperandShapeMismatchError(TensorAutodiffError, ValueError):
     template_key = "operation"
     template: ClassVar[Mapping[str, str]] = {
         "add": "add needs operands of one shape, got {left} and {right}",
+        "sub": "sub needs operands of one shape, got {left} and {right}",
         "mul": "mul needs operands of one shape, got {left} and {right}",
         "matvec": (
             "matvec needs matrices [..., M, d] and vectors [..., d] with the same leading axes "
@@ -181,13 +214,25 @@ class OperandDtypeMismatchError(TensorAutodiffError, TypeError):
 
 
 class OperandTypeError(TensorAutodiffError, TypeError):
-    """An operand that is neither a TensorValue nor a Tensor.
+    """An operand that is none of those an operation takes.
 
-    ``add`` or ``mul`` with such an operand; ``TensorValue.parameter`` or ``constant`` with
-    something other than a ``Tensor`` (``operation`` is ``a leaf``).
+    ``add``, ``sub`` or ``mul`` (``+``, ``-``, ``*``) with something that is neither a
+    ``TensorValue``, a ``Tensor``, a real NumPy array (float32, float64 or integers; not a masked
+    one) nor a real number (a ``bool`` is no number here; an ``int`` beyond float64 is refused
+    too); ``div`` (``/``) with anything but a real number;
+    ``matvec`` with anything but the first three; ``TensorValue.parameter`` or ``constant``
+    with something other than a ``Tensor`` (``operation`` is ``a leaf``).
     """
 
-    template = "{operation} needs a TensorValue or Tensor operand, got {operand_type}"
+    template_key = "operation"
+    template: ClassVar[Mapping[str, str]] = {
+        "add": "add needs a TensorValue, Tensor, NumPy array or real number, got {operand_type}",
+        "sub": "sub needs a TensorValue, Tensor, NumPy array or real number, got {operand_type}",
+        "mul": "mul needs a TensorValue, Tensor, NumPy array or real number, got {operand_type}",
+        "div": "div needs a real number (the tape divides by no value), got {operand_type}",
+        "matvec": "matvec needs a TensorValue, Tensor or NumPy array, got {operand_type}",
+        "a leaf": "a leaf needs a Tensor, got {operand_type}",
+    }
     operation: str
     operand_type: str
 
@@ -440,12 +485,33 @@ class IndexAllocationError(EmbeddingError, OutputAllocationError):
 
 
 class NotRecordedError(TensorAutodiffError, RuntimeError):
-    """A backward pass from a constant: nothing on the tape leads to a parameter."""
+    """A backward pass from a constant: nothing on the tape leads to a parameter (the lookups
+    of a frozen table are constants: the message says that ``freeze=False`` makes it
+    trainable)."""
 
     template = (
         "backward needs a parameter or a recorded operation result, but this value is a "
-        "constant (built from constants only, or under no_grad())"
+        "constant: built from constants only (" + FROZEN_HINT + "), or under no_grad()"
     )
+
+
+class NumpyFunctionError(TensorAutodiffError, TypeError):
+    """A NumPy function or ufunc applied to a ``TensorValue`` that the tape does not run.
+
+    NumPy's ``add`` and ``multiply`` called plainly (``np.multiply(value, w)``, and ``w * value``
+    or ``np.float32(2) * value`` with a NumPy operand on the left) are the tape's ``add`` and
+    ``mul``. Any other ufunc (``np.exp``, ``np.subtract``, ``np.matmul``), a ufunc method
+    (``np.add.reduce``), ``add`` or ``multiply`` with a keyword (``out=``, ``dtype=``), and any
+    NumPy function (``np.dot``, ``np.sum``, ``np.mean``, ``np.concatenate``, ``np.allclose``)
+    would compute on the numbers and return an array without the gradient, so it is refused
+    (as PyTorch refuses NumPy on a tensor that requires a gradient). ``use`` says what to call
+    instead: the tape's own operation where there is one, else the same function on
+    ``value.numpy()`` (or ``np.asarray(value)``), which give the numbers.
+    """
+
+    template = "{function} does not run on the tape and would drop the gradient; {use}"
+    function: str
+    use: str
 
 
 class UnpicklableOperationError(TensorAutodiffError, TypeError):

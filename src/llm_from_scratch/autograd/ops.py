@@ -1,14 +1,19 @@
 """Differentiable element-wise and shape operations, each forward next to its VJP.
 
-These are the operations a scalar loss on top of an embedding output needs: ``add``, ``mul``,
-``sum``, ``reshape`` and ``log_sigmoid`` (the skip-gram loss). Operands have one shape and one
-dtype (there is no broadcasting).
+These are the operations a scalar loss on top of an embedding output needs: ``add``, ``sub``,
+``mul``, ``sum``, ``reshape`` and ``log_sigmoid`` (the skip-gram loss). Operands have one shape
+and one dtype: there is no broadcasting, so that every VJP stays as small as its forward (a
+broadcast operand's gradient would need a sum over the axes it was repeated along). A real
+number is the one exception, and it is no operand: ``add``, ``sub``, ``mul`` and ``div`` by a
+number (``shift``, ``scale``, ...) record the number, in the value's dtype, and only the value
+receives a gradient.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +79,24 @@ def add_vjp(saved: AddSaved, upstream: FloatArray) -> Sequence[Gradient]:
     return upstream, upstream
 
 
+# sub ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SubSaved:
+    """``sub`` needs no facts: its VJP passes the upstream gradient on, negated for ``right``."""
+
+
+def sub_forward(left: Node, right: Node) -> Node:
+    """``left - right``. Shape: both ``[*]``, output ``[*]``."""
+    return _element_wise("sub", np.subtract, left, right, SubSaved(), sub_vjp)
+
+
+def sub_vjp(saved: SubSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """``(upstream, -upstream)``."""
+    return upstream, np.negative(upstream)
+
+
 # mul ---------------------------------------------------------------------------------------
 
 
@@ -100,6 +123,84 @@ def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
             np.asarray(np.multiply(upstream, saved.right)),
             np.asarray(np.multiply(upstream, saved.left)),
         )
+
+
+# add, sub, mul and div by a real number ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarSaved:
+    """The number the operation added or multiplied by, in the operand's dtype."""
+
+    number: np.floating[Any]
+
+
+def _by_number(
+    operation: str,
+    function: Callable[[FloatArray, np.floating[Any]], FloatArray],
+    source: Node,
+    number: np.floating[Any],
+    vjp: Vjp,
+) -> Node:
+    """Record ``function(source, number)``; the number is a constant of the operation."""
+
+    def compute() -> tuple[FloatArray, ScalarSaved]:
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                value = np.asarray(function(source.array, number))  # rank zero: a scalar
+        except MemoryError as error:
+            raise OutputAllocationError(operation, source.array.size) from error
+        return value, ScalarSaved(number)
+
+    return record(operation, (("left", source),), compute, vjp)
+
+
+def shift_forward(source: Node, number: np.floating[Any]) -> Node:
+    """``source + number`` (``number`` of ``source``'s dtype). Shape: ``[*]``, output ``[*]``."""
+    return _by_number("add", np.add, source, number, shift_vjp)
+
+
+def shift_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """The operand receives ``upstream`` unchanged; the number receives nothing."""
+    return (upstream,)
+
+
+def minus_number_forward(source: Node, number: np.floating[Any]) -> Node:
+    """``source - number``. Shape: ``[*]``, output ``[*]``; its VJP is :func:`shift_vjp`."""
+    return _by_number("sub", np.subtract, source, number, shift_vjp)
+
+
+def number_minus_forward(source: Node, number: np.floating[Any]) -> Node:
+    """``number - source``. Shape: ``[*]``, output ``[*]``."""
+    return _by_number("sub", lambda x, n: np.subtract(n, x), source, number, number_minus_vjp)
+
+
+def number_minus_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """The operand receives ``-upstream``; the number receives nothing."""
+    return (np.negative(upstream),)
+
+
+def scale_forward(source: Node, number: np.floating[Any]) -> Node:
+    """``source * number`` (``number`` of ``source``'s dtype). Shape: ``[*]``, output ``[*]``."""
+    return _by_number("mul", np.multiply, source, number, scale_vjp)
+
+
+def scale_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """``upstream * number``; the number receives nothing."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (np.asarray(np.multiply(upstream, saved.number)),)
+
+
+def divided_forward(source: Node, number: np.floating[Any]) -> Node:
+    """``source / number`` (a zero gives infinities or NaN, as NumPy and PyTorch do). Shape:
+    ``[*]``, output ``[*]``."""
+    return _by_number("div", np.divide, source, number, divided_vjp)
+
+
+def divided_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
+    """``upstream / number``; the number receives nothing."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return (np.asarray(np.divide(upstream, saved.number)),)
 
 
 # sum ---------------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -17,6 +18,8 @@ from llm_from_scratch.autograd.errors import (
     NonFiniteParameterError,
     NonFiniteSeedError,
     NotScalarOutputError,
+    NumberAction,
+    NumpyFunctionError,
     OperandTypeError,
     OutputAllocationError,
     RetentionTypeError,
@@ -33,9 +36,15 @@ from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, firs
 from llm_from_scratch.autograd.matvec import matvec_forward
 from llm_from_scratch.autograd.ops import (
     add_forward,
+    divided_forward,
     log_sigmoid_forward,
+    minus_number_forward,
     mul_forward,
+    number_minus_forward,
     reshape_forward,
+    scale_forward,
+    shift_forward,
+    sub_forward,
     sum_forward,
 )
 from llm_from_scratch.autograd.tape import (
@@ -45,10 +54,12 @@ from llm_from_scratch.autograd.tape import (
     reset_gradient,
 )
 from llm_from_scratch.autograd.threads import Write, consistent_read, update_parameters
+from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
     Tensor,
+    TensorError,
     is_masked_array,
     plain_view,
     read_only_view,
@@ -58,14 +69,23 @@ from llm_from_scratch.tensor.storage import (
 _TRUSTED: Final = object()  # the key of the trusted constructor below
 _T = TypeVar("_T")
 
+Operand: TypeAlias = "TensorValue | Tensor | npt.NDArray[Any] | float | np.number[Any]"
+"""What ``add`` and ``mul`` take besides the value: another value, a constant of its shape and
+dtype, or a real number."""
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class TensorValue:
     """A tensor on the tape: a parameter leaf, a constant leaf, or an operation result.
 
-    Build leaves with :meth:`parameter` and :meth:`constant`; operations (:meth:`add`,
-    :meth:`mul`, :meth:`sum`, :meth:`reshape`, :meth:`gather_rows`, :meth:`matvec`,
-    :meth:`log_sigmoid`) build results that record what their VJP needs.
+    Build leaves with :meth:`parameter` and :meth:`constant`; operations (:meth:`add` and
+    ``+``, :meth:`sub` and ``-``, :meth:`mul` and ``*`` with values, arrays or real numbers;
+    ``/`` by a number; :meth:`sum`, :meth:`mean`, :meth:`reshape`, :meth:`gather_rows`,
+    :meth:`matvec`, :meth:`log_sigmoid`) build results that record what their VJP needs. A
+    one-element value reads as a number (:meth:`item`, ``float()``, ``int()``); NumPy reads
+    its numbers (``np.asarray``) and runs only the operations the tape has (see
+    :meth:`__array_ufunc__`). PyTorch's names of what it names otherwise (``grad``, ``data``,
+    ``requires_grad``, ...) answer with ours.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor
@@ -81,6 +101,17 @@ class TensorValue:
     __slots__ = ("_node",)
     _node: Node
     key: InitVar[object] = None
+
+    grad = PyTorchName("gradient (a Tensor; sparse_gradient for the rows a lookup touched)")
+    data = PyTorchName("numpy() for the numbers, or value for a Tensor")
+    requires_grad = PyTorchName("kind: 'parameter' stores a gradient, 'operation' passes one on")
+    grad_fn = PyTorchName("kind: 'operation' for a recorded result")
+    detach = PyTorchName("numpy() for the numbers, or value_snapshot() for a Tensor copy")
+    size = PyTorchName("shape")
+    dim = PyTorchName("len(value.shape)")
+    tolist = PyTorchName("numpy().tolist()")
+    view = PyTorchName("reshape(shape)")
+    pow = PyTorchName("value * value (the tape has no power)")
 
     def __post_init__(self, key: object) -> None:
         if key is not _TRUSTED:
@@ -134,9 +165,7 @@ class TensorValue:
 
     def value_snapshot(self) -> Tensor:
         """An independent copy of the forward values, all of one value revision."""
-        node = self._node
-        copy, _ = consistent_read((node,), lambda: _copied("value snapshot", node.array))
-        return tensor_without_copy(copy)
+        return tensor_without_copy(copied_values(self))
 
     def numpy(self) -> FloatArray:
         """The forward values as a read-only NumPy array (no copy; its writeability cannot be
@@ -179,23 +208,87 @@ class TensorValue:
 
     # Operations -------------------------------------------------------------------------------
 
-    def add(self, other: TensorValue | Tensor) -> TensorValue:
-        """Element-wise sum; ``other`` has the same shape and dtype."""
+    def add(self, other: Operand) -> TensorValue:
+        """Element-wise sum, ``self + other`` (also ``other + self``).
+
+        Args:
+            other: a TensorValue, a Tensor or a real NumPy array (a constant copy; integers
+                become float64) of this value's shape and dtype: no broadcasting, nothing
+                upcast. Or a real number (Python or NumPy, not a bool), which takes this
+                value's dtype and receives no gradient, as a Python number in PyTorch.
+
+        Raises:
+            OperandTypeError: ``other`` is none of these.
+            OperandShapeMismatchError, OperandDtypeMismatchError: operands that do not pair up.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
+            >>> (w + 0.5).numpy().tolist(), (1 + w).numpy().tolist()
+            ([1.5, 2.5], [2.0, 3.0])
+        """
+        number = None if isinstance(other, TensorValue) else number_of("add", other, self.dtype)
+        if number is not None:
+            return value_of(shift_forward(self._node, number))
         return value_of(add_forward(self._node, _operand_node("add", other)))
 
-    def mul(self, other: TensorValue | Tensor) -> TensorValue:
-        """Element-wise product; ``other`` has the same shape and dtype."""
+    def mul(self, other: Operand) -> TensorValue:
+        """Element-wise product, ``self * other`` (also ``other * self``); ``other`` as for
+        :meth:`add`.
+
+        Raises:
+            OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
+                :meth:`add`.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
+            >>> loss = (w * w * 0.5).sum()
+            >>> loss.backward()
+            >>> loss.item(), w.gradient.numpy().tolist()
+            (2.5, [1.0, 2.0])
+        """
+        number = None if isinstance(other, TensorValue) else number_of("mul", other, self.dtype)
+        if number is not None:
+            return value_of(scale_forward(self._node, number))
         return value_of(mul_forward(self._node, _operand_node("mul", other)))
+
+    def sub(self, other: Operand) -> TensorValue:
+        """Element-wise difference, ``self - other`` (also ``other - self`` and ``-self``);
+        ``other`` as for :meth:`add`.
+
+        Raises:
+            OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
+                :meth:`add`.
+        """
+        number = None if isinstance(other, TensorValue) else number_of("sub", other, self.dtype)
+        if number is not None:
+            return value_of(minus_number_forward(self._node, number))
+        return value_of(sub_forward(self._node, _operand_node("sub", other)))
 
     def sum(self) -> TensorValue:
         """The scalar sum of every element."""
         return value_of(sum_forward(self._node))
 
+    def mean(self) -> TensorValue:
+        """The scalar mean of every element, ``sum() / count`` as PyTorch's ``mean()`` (NaN for
+        a value of no element): each element receives the upstream gradient over the count.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2, 2), [1.0, 2.0, 3.0, 6.0]))
+            >>> loss = w.mean()
+            >>> loss.backward()
+            >>> loss.item(), w.gradient.numpy().tolist()
+            (3.0, [[0.25, 0.25], [0.25, 0.25]])
+        """
+        return self.sum() / int(self._node.array.size)
+
     def reshape(self, shape: Shape) -> TensorValue:
         """The same values under another shape with the same element count."""
         return value_of(reshape_forward(self._node, shape))
 
-    def matvec(self, vectors: TensorValue | Tensor) -> TensorValue:
+    def matvec(self, vectors: TensorValue | Tensor | npt.NDArray[Any]) -> TensorValue:
         """Row-wise dot products: ``y[..., m] = self[..., m, :] . vectors[..., :]``.
 
         Shape:
@@ -203,7 +296,8 @@ class TensorValue:
             dtype); output ``[..., M]``.
 
         Raises:
-            OperandTypeError: ``vectors`` is neither a TensorValue nor a Tensor.
+            OperandTypeError: ``vectors`` is not a TensorValue, a Tensor or a real NumPy
+                array (a constant copy).
             OperandShapeMismatchError, OperandDtypeMismatchError: operands that do not pair up.
 
         Example:
@@ -219,11 +313,81 @@ class TensorValue:
         that no value overflows."""
         return value_of(log_sigmoid_forward(self._node))
 
-    def __add__(self, other: TensorValue | Tensor) -> TensorValue:
+    def __add__(self, other: Operand) -> TensorValue:
         return self.add(other)
 
-    def __mul__(self, other: TensorValue | Tensor) -> TensorValue:
+    def __radd__(self, other: Operand) -> TensorValue:
+        return self.add(other)
+
+    def __sub__(self, other: Operand) -> TensorValue:
+        return self.sub(other)
+
+    def __rsub__(self, other: Operand) -> TensorValue:
+        number = number_of("sub", other, self.dtype)
+        if number is not None:
+            return value_of(number_minus_forward(self._node, number))
+        return value_of(sub_forward(_operand_node("sub", other), self._node))
+
+    def __neg__(self) -> TensorValue:
+        return self.mul(-1)
+
+    def __mul__(self, other: Operand) -> TensorValue:
         return self.mul(other)
+
+    def __rmul__(self, other: Operand) -> TensorValue:
+        return self.mul(other)
+
+    def __truediv__(self, number: float | np.number[Any]) -> TensorValue:
+        """``self / number``, by a real number, which receives no gradient (the tape divides
+        by no value: multiply by a value instead).
+
+        Raises:
+            OperandTypeError: ``number`` is not a real number (``operation`` is ``div``).
+        """
+        divisor = None if isinstance(number, TensorValue) else number_of("div", number, self.dtype)
+        if divisor is None:
+            raise OperandTypeError("div", type(number).__name__)
+        return value_of(divided_forward(self._node, divisor))
+
+    # Numbers ----------------------------------------------------------------------------------
+
+    def item(self) -> float:
+        """The number of a one-element value (of any shape), as a Python float, as PyTorch's
+        ``item()``; ``float(value)`` is the same, and ``int(value)`` truncates it toward zero.
+
+        Raises:
+            NotScalarOutputError: the value holds more or fewer elements than one (``action``
+                is ``item()``, ``float()``, ``int()``, ``bool()`` or ``format()``).
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> loss = TensorValue.parameter(Tensor((1, 1), [2.75]))
+            >>> loss.item(), float(loss), int(loss), f"{loss:.1f}"
+            (2.75, 2.75, 2, '2.8')
+        """
+        return self._one_number("item()")
+
+    def __float__(self) -> float:
+        return self._one_number("float()")
+
+    def __int__(self) -> int:
+        return int(self._one_number("int()"))
+
+    def __bool__(self) -> bool:
+        """``if loss:`` reads the number of a one-element value, as PyTorch does; any other
+        value refuses (it would otherwise always be true)."""
+        return bool(self._one_number("bool()"))
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"`` formats the number of a one-element value; an empty spec is
+        ``str(value)``."""
+        return str(self) if not spec else format(self._one_number("format()"), spec)
+
+    def _one_number(self, action: NumberAction) -> float:
+        array = self._node.array
+        if array.size != 1:
+            raise NotScalarOutputError(self.shape, action)
+        return float(array.reshape(-1)[0])
 
     def gather_rows(self, indices: object, index_shape: Shape) -> TensorValue:
         """Select table rows: ``output[p, :] = table[indices[p], :]``.
@@ -298,7 +462,73 @@ class TensorValue:
         reset_gradient(self._node)
 
     def __repr__(self) -> str:
-        return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype})"
+        array = self._node.array
+        number = f", value={float(array.reshape(-1)[0])!r}" if array.size == 1 else ""
+        return f"TensorValue(kind={self.kind}, shape={self.shape}, dtype={self.dtype}{number})"
+
+    # NumPy ------------------------------------------------------------------------------------
+
+    def __array__(
+        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
+    ) -> FloatArray:
+        """``np.asarray(value)`` and ``np.array(value)``: the numbers, as :meth:`numpy` gives
+        them (read-only and without a copy, unless a copy or another dtype is asked for). What
+        PyTorch's ``.detach().numpy()`` gives: reading them never changes the tape.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
+            >>> np.asarray(w).tolist(), np.array(w, dtype=np.float32).dtype
+            ([1.0, 2.0], dtype('float32'))
+        """
+        return np.array(self.numpy(), dtype=dtype, copy=copy)
+
+    def __array_ufunc__(
+        self, ufunc: np.ufunc, method: str, *inputs: object, **kwargs: object
+    ) -> TensorValue:
+        """NumPy's ``add``, ``subtract``, ``multiply``, ``divide`` (by a number) and
+        ``negative`` of a value run on the tape, as ``+``, ``-``, ``*``, ``/`` do (so
+        ``w * value`` and ``np.float32(2) * value`` keep the gradient); any other ufunc,
+        method or keyword, or a division by a value, is refused.
+
+        Raises:
+            NumpyFunctionError: none of these called plainly.
+            OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
+                :meth:`add`, :meth:`sub`, :meth:`mul` and ``/``.
+
+        Example:
+            >>> from llm_from_scratch.tensor import Tensor
+            >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
+            >>> (np.array([3.0, 4.0]) * w).kind
+            'operation'
+            >>> np.exp(w)
+            Traceback (most recent call last):
+            ...
+            llm_from_scratch.autograd.errors.NumpyFunctionError: numpy.exp does not run on \
+the tape and would drop the gradient; call it on value.numpy() for the numbers
+        """
+        methods = _TAPE_UFUNCS.get(ufunc.__name__, ())
+        if method == "__call__" and not kwargs and len(inputs) == ufunc.nin == len(methods):
+            first, *rest = inputs
+            if isinstance(first, TensorValue):  # the value is the first operand
+                return getattr(first, methods[0])(*rest)  # type: ignore[no-any-return]
+            if methods[1] and isinstance(rest[0], TensorValue):
+                return getattr(rest[0], methods[1])(first)  # type: ignore[no-any-return]
+        called = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+        keywords = " with " + ", ".join(f"{name}=" for name in kwargs) if kwargs else ""
+        use = _use_instead(ufunc.__name__ if method == "__call__" else called)
+        raise NumpyFunctionError(f"numpy.{called}{keywords}", use)
+
+    def __array_function__(
+        self, func: Callable[..., object], types: object, args: object, kwargs: object
+    ) -> NoReturn:
+        """Refuse every NumPy function (``np.dot``, ``np.sum``, ...): none runs on the tape.
+
+        Raises:
+            NumpyFunctionError: always, naming the tape's operation where it has one.
+        """
+        name = func.__name__
+        raise NumpyFunctionError(f"{func.__module__}.{name}", _use_instead(name))
 
     # Pickle and copy ----------------------------------------------------------------------------
 
@@ -353,6 +583,18 @@ def gather_rows_with_plan(table: TensorValue, plan: RowGatherPlan) -> TensorValu
         ReleasedOperandError, OutputAllocationError: from the tape.
     """
     return TensorValue(gather_rows_forward(table._node, plan), _TRUSTED)
+
+
+def copied_values(value: TensorValue) -> FloatArray:
+    """A new, writeable array holding a copy of the value's numbers, all of one value revision
+    (package-internal: snapshots and a layer's state dict).
+
+    Raises:
+        OutputAllocationError: the copy cannot be allocated (``value snapshot``).
+    """
+    node = value._node
+    copy, _ = consistent_read((node,), lambda: _copied("value snapshot", node.array))
+    return copy
 
 
 def restore_value(node: object) -> TensorValue:
@@ -494,9 +736,67 @@ def _element_count(shape: Shape) -> int:
     return math.prod(int(extent) for extent in shape)
 
 
+_TAPE_UFUNCS: Final = {
+    "add": ("__add__", "__radd__"),
+    "subtract": ("__sub__", "__rsub__"),
+    "multiply": ("__mul__", "__rmul__"),
+    "divide": ("__truediv__", ""),
+    "negative": ("__neg__",),
+}
+"""The ufuncs that run on the tape, by name: the method that runs each with the value as its
+first operand, then with the value as its second ("" where the tape has none)."""
+
+_ON_THE_TAPE: Final = {
+    "add": "value + other",
+    "subtract": "value - other",
+    "multiply": "value * other",
+    "divide": "value / number",
+    "negative": "-value",
+    "mean": "value.mean()",
+    "sum": "value.sum()",
+    "reshape": "value.reshape(shape)",
+    "shape": "value.shape",
+    "ndim": "len(value.shape)",
+    "copy": "value.value_snapshot()",
+}
+"""What a NumPy function's caller can use instead on a value, where the package has it."""
+
+
+def _use_instead(name: str) -> str:
+    """The ``use`` of a :class:`NumpyFunctionError` for the NumPy function ``name``."""
+    numbers = "call it on value.numpy() for the numbers"
+    tape = _ON_THE_TAPE.get(name)
+    return numbers if tape is None else f"use {tape}, or {numbers}"
+
+
+def number_of(operation: str, other: object, dtype: np.dtype[Any]) -> np.floating[Any] | None:
+    """``other`` in ``dtype`` when it is a real number (a Python or NumPy one, read once by
+    ``float()``), None when it is not one (package-internal).
+
+    Raises:
+        OperandTypeError: a bool, or a number beyond float64 (``10**400``).
+    """
+    if isinstance(other, bool | np.bool_):
+        raise OperandTypeError(operation, type(other).__name__)
+    if not isinstance(other, numbers.Real):
+        return None
+    try:
+        number = float(other)
+    except (TypeError, ValueError, ArithmeticError) as error:
+        raise OperandTypeError(operation, f"{type(other).__name__} beyond float64") from error
+    with np.errstate(over="ignore"):  # beyond float32 it is inf, as NumPy and PyTorch make it
+        return dtype.type(number)  # type: ignore[no-any-return]
+
+
 def _operand_node(operation: str, other: object) -> Node:
     if isinstance(other, TensorValue):
         return other._node
     if isinstance(other, Tensor):
         return Node(_leaf_array(other), "constant", None)
+    if isinstance(other, np.ndarray):
+        try:
+            copied = Tensor.from_numpy(other)  # float32 and float64 kept, integers float64
+        except TensorError as error:
+            raise OperandTypeError(operation, f"ndarray of dtype {other.dtype}") from error
+        return Node(copied.numpy(), "constant", None)  # the only handle on the copy
     raise OperandTypeError(operation, type(other).__name__)

@@ -571,7 +571,10 @@ def _check_receivers(
     else one error that lists every difference."""
     loaded = {tensor.name for tensor, _ in plan}
     missing = tuple(name for name in receivers.names() if name not in loaded)
-    unexpected = tuple(tensor.name for tensor, _ in plan if tensor.name not in receivers)
+    unexpected = tuple(
+        name if name not in receivers.frozen else f"{name} ({receivers.absence(name)})"
+        for name in (tensor.name for tensor, _ in plan if tensor.name not in receivers)
+    )
     differing = []
     for tensor, dtype in plan:
         if tensor.name not in receivers:

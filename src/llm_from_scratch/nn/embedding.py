@@ -12,9 +12,9 @@ The error classes are re-exported here and by :mod:`llm_from_scratch.nn`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 
@@ -45,16 +45,18 @@ from llm_from_scratch.nn.embedding_errors import (
     TokenShapeError,
     ZeroEmbeddingWidthError,
 )
-from llm_from_scratch.nn.init import NamedParameter, SplitMix64
-from llm_from_scratch.nn.layer_state import TableLayer, checked_layer_table
+from llm_from_scratch.nn.init import NamedParameter, Seed
+from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
 from llm_from_scratch.nn.options import LookupOptions
 from llm_from_scratch.nn.renorm import renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
+    TABLE_NAME,
     Table,
     checked_parameter_size,
     new_table,
     pretrained_table,
 )
+from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import Shape
 
 __all__ = [
@@ -76,28 +78,40 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+PYTORCH_KEYWORDS: Final = {
+    "num_embeddings": "vocabulary_size",
+    "embedding_dim": "embedding_width",
+    "sparse": "every table's gradient is row-sparse already (table.tensor.sparse_gradient)",
+    "_weight": "Embedding.from_pretrained(table, freeze=False)",
+}
+"""PyTorch's keywords of ``nn.Embedding``, refused by the constructors with a pointer to ours."""
+
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
 class Embedding(TableLayer):
     """A ``[V, d]`` token table and its row lookup.
 
-    Build one with :meth:`new` (Xavier-uniform from a :class:`SplitMix64`),
-    :meth:`from_parameter` (an existing named parameter) or :meth:`from_pretrained` (a NumPy
-    array, ``Tensor`` or named parameter, trainable or frozen). Calling the layer looks up rows:
+    Build one as ``nn.Embedding`` is built, ``Embedding(vocabulary_size, embedding_width)`` (a
+    float32 Xavier-uniform table from seed 0, see :meth:`__init__`), or with :meth:`new` (the
+    course's constructor: a name, a generator, float64 by default), :meth:`from_parameter` (an
+    existing named parameter) or :meth:`from_pretrained` (a NumPy array, ``Tensor`` or named
+    parameter, trainable or frozen). Calling the layer looks up rows:
     ``X[..., :] = E[z[...], :]``; reverse mode adds the gradients of repeated IDs into one
     shared row.
 
-    Calling the class itself, ``Embedding(table, options)``, checks the two fields as the
-    constructors do (it is how copies and pickles are rebuilt).
+    ``Embedding(table, options)``, the class called with its two fields, checks them as the
+    constructors do (it is how pickles of earlier versions rebuild a layer).
 
     Attributes:
-        table: the named ``[V, d]`` table: a :class:`NamedParameter` (its ``tensor`` is the
-            trainable leaf) or a :class:`FrozenTable` (a constant; lookups carry no gradient).
+        table: the named ``[V, d]`` table (PyTorch's ``weight``): a :class:`NamedParameter`
+            (its ``tensor`` is the trainable leaf, ``table.tensor.numpy()`` its numbers) or a
+            :class:`FrozenTable` (a constant; lookups carry no gradient).
         options: the checked :class:`LookupOptions`; ``padding_idx`` (the row that receives
             no gradient, in ``[0, V)``, or None), ``max_norm`` (the norm above which a looked-up
             row is scaled down in place, or None), ``norm_type`` (its ``p``) and
             ``scale_grad_by_freq`` are also attributes of the layer.
-        vocabulary_size: ``V``, the number of rows.
-        embedding_width: ``d``, the features per row.
+        vocabulary_size: ``V``, the number of rows (PyTorch's ``num_embeddings``).
+        embedding_width: ``d``, the features per row (PyTorch's ``embedding_dim``).
 
     Shape:
         table: ``[V, d]``; ``token_ids``: ``[*]``; output: ``[*, d]``.
@@ -127,17 +141,58 @@ class Embedding(TableLayer):
     options: LookupOptions
     vocabulary_size: int = field(init=False)
     embedding_width: int = field(init=False)
+    options_type: ClassVar[type[LookupOptions]] = LookupOptions
 
-    def __post_init__(self) -> None:
-        """Check that the table and the options make a layer.
+    @pytorch_keywords(**PYTORCH_KEYWORDS)
+    def __init__(
+        self,
+        vocabulary_size: int,
+        embedding_width: int,
+        *,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        dtype: npt.DTypeLike = np.float32,
+        rng: Seed = 0,
+        name: str = TABLE_NAME,
+    ) -> None:
+        """A new ``[vocabulary_size, embedding_width]`` layer, as ``nn.Embedding(V, d)``.
+
+        It is ``Embedding.new(name, vocabulary_size, embedding_width, rng, dtype, ...)`` with
+        PyTorch's default dtype, float32, and the seed 0: two layers built alike are equal.
+        (PyTorch draws its table from ``N(0, 1)`` with its global generator; this one is the
+        course's Xavier-uniform table, drawn from ``SplitMix64.from_seed(0)``.)
+
+        Args:
+            vocabulary_size, embedding_width: ``V`` and ``d`` (PyTorch's ``num_embeddings``
+                and ``embedding_dim``, which are refused with a pointer here).
+            padding_idx, max_norm, norm_type, scale_grad_by_freq: as PyTorch's; see
+                :meth:`new`.
+            dtype: ``numpy.float32`` (the default) or ``numpy.float64``.
+            rng: an int seed (default 0), a :class:`SplitMix64` or a NumPy ``Generator``, as
+                for :meth:`new`.
+            name: the table's parameter name (its key in checkpoints and state dicts).
 
         Raises:
-            EmbeddingStateError, TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError:
-                see :func:`~llm_from_scratch.nn.layer_state.checked_layer_table`.
+            The errors of :meth:`new`; PyTorchNameError: ``num_embeddings``,
+            ``embedding_dim``, ``sparse`` or ``_weight``, each with a pointer to ours.
+
+        Example:
+            >>> layer = Embedding(1000, 64)
+            >>> layer.table.tensor.shape, layer.table.tensor.dtype, layer.table.name
+            ((1000, 64), dtype('float32'), 'token_embedding.weight')
+            >>> layer.table.tensor.value.equals(Embedding(1000, 64).table.tensor.value)
+            True
         """
-        rows, width = checked_layer_table("Embedding", self.table, self.options, LookupOptions)
-        object.__setattr__(self, "vocabulary_size", rows)
-        object.__setattr__(self, "embedding_width", width)
+        if is_table(vocabulary_size):  # the two fields, as earlier versions' pickles give them
+            table, options = vocabulary_size, embedding_width
+        else:
+            options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
+            table, options = new_table(  # type: ignore[assignment]
+                name, vocabulary_size, embedding_width, rng, dtype, options_for
+            )
+        hold_fields(self, table, options)
 
     @property
     def padding_idx(self) -> int | None:
@@ -181,15 +236,17 @@ class Embedding(TableLayer):
                 OptionTypeError (``scale_grad_by_freq``): the options, in this order.
         """
         rows, _ = checked_parameter_size(table)
-        return cls(table, LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq))
+        options = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)(rows)
+        return layer_of(cls, table, options)
 
     @classmethod
+    @pytorch_keywords(**PYTORCH_KEYWORDS)
     def new(
         cls,
         name: str,
         vocabulary_size: int,
         embedding_width: int,
-        rng: SplitMix64,
+        rng: Seed,
         dtype: npt.DTypeLike = np.float64,
         *,
         padding_idx: int | None = None,
@@ -198,6 +255,12 @@ class Embedding(TableLayer):
         scale_grad_by_freq: bool = False,
     ) -> Embedding:
         """A Xavier-uniform ``[vocabulary_size, embedding_width]`` table named ``name``.
+
+        ``rng`` is a :class:`SplitMix64` (the course's stream, exactly), an int seed (the same
+        values as ``SplitMix64.from_seed(rng)``) or a NumPy ``Generator`` (its ``random()``
+        draws, in the same formula); see
+        :func:`~llm_from_scratch.nn.init.xavier_uniform_array`. ``dtype`` is float64 unless
+        given, as the course's tables are (``Embedding(V, d)`` makes PyTorch's float32).
 
         The whole table is drawn as without padding; then the padding row, if any, is set to
         zeros (so every other row equals the one a layer without ``padding_idx`` draws from
@@ -209,9 +272,11 @@ class Embedding(TableLayer):
             EmptyVocabularyError: ``vocabulary_size == 0``.
             ZeroEmbeddingWidthError: ``embedding_width == 0``.
             OptionValueError, OptionTypeError: the options (``name`` says which).
-            EmbeddingInitializationError: a bad generator or dtype, or no memory.
+            EmbeddingInitializationError: a bad generator, seed or dtype, or no memory.
+            PyTorchNameError: ``num_embeddings``, ``embedding_dim``, ``sparse`` or ``_weight``.
 
         Example:
+            >>> from llm_from_scratch.nn import SplitMix64
             >>> a = Embedding.new("token_embedding.weight", 4, 2, SplitMix64.from_seed(18))
             >>> b = Embedding.new("token_embedding.weight", 4, 2, SplitMix64.from_seed(18))
             >>> a.table.tensor.value.equals(b.table.tensor.value)
@@ -222,20 +287,23 @@ class Embedding(TableLayer):
             ...     "token_embedding.weight", 4, 2, SplitMix64.from_seed(18), padding_idx=-1)
             >>> padded.padding_idx, padded.table.tensor.numpy()[3].tolist()
             (3, [0.0, 0.0])
+            >>> by_seed = Embedding.new("token_embedding.weight", 4, 2, 18)
+            >>> by_seed.table.tensor.value.equals(a.table.tensor.value)
+            True
+            >>> Embedding.new("w", 4, 2, np.random.default_rng(0), np.float32).table.tensor.dtype
+            dtype('float32')
         """
-
-        def options_for(rows: int) -> LookupOptions:
-            return LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
-
+        options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
         table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
-        return cls(table, options)
+        return layer_of(cls, table, options)
 
     @classmethod
+    @pytorch_keywords(embeddings="table", sparse=PYTORCH_KEYWORDS["sparse"])
     def from_pretrained(
         cls,
         table: object,
         *,
-        name: str = "token_embedding.weight",
+        name: str = TABLE_NAME,
         freeze: bool = True,
         padding_idx: int | None = None,
         max_norm: float | None = None,
@@ -277,12 +345,9 @@ class Embedding(TableLayer):
             >>> Embedding.from_pretrained(table, freeze=False)([2]).kind
             'operation'
         """
-
-        def options_for(rows: int) -> LookupOptions:
-            return LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
-
+        options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
         layer_table, options = pretrained_table(table, name, freeze, options_for)
-        return cls(layer_table, options)
+        return layer_of(cls, layer_table, options)
 
     # Reading ------------------------------------------------------------------------------------
 
@@ -359,6 +424,13 @@ class Embedding(TableLayer):
         table_shape = (self.vocabulary_size, self.embedding_width)
         plan = plan_of_ids(ids, table_shape, table.dtype.itemsize, self.options.gradient_rule)
         return lookup(table, plan, self.options)
+
+
+def _options(
+    padding_idx: int | None, max_norm: float | None, norm_type: float, scale_grad_by_freq: bool
+) -> Callable[[int], LookupOptions]:
+    """The checked options of a table of ``V`` rows, once ``V`` is known."""
+    return lambda rows: LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
 
 
 def lookup(table: TensorValue, plan: RowGatherPlan, options: LookupOptions) -> TensorValue:

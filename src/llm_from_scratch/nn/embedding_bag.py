@@ -9,8 +9,9 @@ bag operation of :mod:`llm_from_scratch.autograd.bag`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
 
@@ -21,31 +22,42 @@ from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.bag import BagMode
 from llm_from_scratch.autograd.gather import plan_of_ids
 from llm_from_scratch.nn.bag_offsets import bag_starts
+from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS
 from llm_from_scratch.nn.embedding_errors import PerSampleWeightsError
 from llm_from_scratch.nn.functional import bag, checked_weights
-from llm_from_scratch.nn.init import NamedParameter, SplitMix64
-from llm_from_scratch.nn.layer_state import TableLayer, checked_layer_table
+from llm_from_scratch.nn.init import NamedParameter, Seed
+from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
 from llm_from_scratch.nn.options import BagOptions, checked_flag
 from llm_from_scratch.nn.tables import (
+    TABLE_NAME,
     Table,
     checked_parameter_size,
     new_table,
     pretrained_table,
 )
+from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import Tensor
 
+BAG_PYTORCH_KEYWORDS: Final = {
+    **PYTORCH_KEYWORDS,
+    "_weight": "EmbeddingBag.from_pretrained(table, freeze=False)",
+    "include_last_offset": "an argument of each call: bags(ids, offsets, include_last_offset=True)",
+}
+"""PyTorch's keywords of ``nn.EmbeddingBag``, refused by the constructors with a pointer to ours."""
 
-@dataclass(frozen=True, eq=False, repr=False)
+
+@dataclass(frozen=True, eq=False, repr=False, init=False)
 class EmbeddingBag(TableLayer):
     """A ``[V, d]`` token table that reduces each bag of IDs to one row.
 
-    Build one as an :class:`~llm_from_scratch.nn.Embedding` is built (:meth:`new`,
+    Build one as an :class:`~llm_from_scratch.nn.Embedding` is built
+    (``EmbeddingBag(vocabulary_size, embedding_width, mode="mean")``, :meth:`new`,
     :meth:`from_parameter`, :meth:`from_pretrained`); call it with 2-D IDs ``[B, L]`` (each row
     a bag) or 1-D IDs and ``offsets``. See
     :func:`~llm_from_scratch.nn.functional.embedding_bag` for the reductions.
 
-    Calling the class itself, ``EmbeddingBag(table, options)``, checks the two fields as the
-    constructors do (it is how copies and pickles are rebuilt).
+    ``EmbeddingBag(table, options)``, the class called with its two fields, checks them as the
+    constructors do (it is how pickles of earlier versions rebuild a layer).
 
     Attributes:
         table: a :class:`NamedParameter` or a :class:`FrozenTable`.
@@ -76,12 +88,44 @@ class EmbeddingBag(TableLayer):
     options: BagOptions
     vocabulary_size: int = field(init=False)
     embedding_width: int = field(init=False)
+    options_type: ClassVar[type[BagOptions]] = BagOptions
 
-    def __post_init__(self) -> None:
-        """Check that the table and the options make a bag layer (see ``Embedding``)."""
-        rows, width = checked_layer_table("EmbeddingBag", self.table, self.options, BagOptions)
-        object.__setattr__(self, "vocabulary_size", rows)
-        object.__setattr__(self, "embedding_width", width)
+    @pytorch_keywords(**BAG_PYTORCH_KEYWORDS)
+    def __init__(
+        self,
+        vocabulary_size: int,
+        embedding_width: int,
+        *,
+        mode: str = "mean",
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        dtype: npt.DTypeLike = np.float32,
+        rng: Seed = 0,
+        name: str = TABLE_NAME,
+    ) -> None:
+        """A new ``[vocabulary_size, embedding_width]`` bag layer, as ``nn.EmbeddingBag(V, d)``:
+        ``EmbeddingBag.new(name, V, d, rng, dtype, ...)`` with float32 and the seed 0, as
+        ``Embedding(V, d)`` (see there).
+
+        Raises:
+            The errors of :meth:`new`; PyTorchNameError: ``num_embeddings``,
+            ``embedding_dim``, ``sparse``, ``_weight`` or ``include_last_offset`` (an argument
+            of each call here), each with a pointer to ours.
+
+        Example:
+            >>> bags = EmbeddingBag(100, 8, mode="sum")
+            >>> bags([[1, 2], [3, 3]]).shape, bags.table.tensor.dtype
+            ((2, 8), dtype('float32'))
+        """
+        if is_table(vocabulary_size):  # the two fields, as earlier versions' pickles give them
+            table, options = vocabulary_size, embedding_width
+        else:
+            options_for = _options(mode, padding_idx, max_norm, norm_type)
+            table, options = new_table(  # type: ignore[assignment]
+                name, vocabulary_size, embedding_width, rng, dtype, options_for
+            )
+        hold_fields(self, table, options)
 
     @property
     def mode(self) -> BagMode:
@@ -121,15 +165,16 @@ class EmbeddingBag(TableLayer):
             OptionValueError: the options (``mode`` first).
         """
         rows, _ = checked_parameter_size(table)
-        return cls(table, BagOptions(rows, mode, padding_idx, max_norm, norm_type))  # type: ignore[arg-type]
+        return layer_of(cls, table, _options(mode, padding_idx, max_norm, norm_type)(rows))
 
     @classmethod
+    @pytorch_keywords(**BAG_PYTORCH_KEYWORDS)
     def new(
         cls,
         name: str,
         vocabulary_size: int,
         embedding_width: int,
-        rng: SplitMix64,
+        rng: Seed,
         dtype: npt.DTypeLike = np.float64,
         *,
         mode: str = "mean",
@@ -143,19 +188,17 @@ class EmbeddingBag(TableLayer):
         Raises:
             The errors of ``Embedding.new``, with ``mode`` first among the options.
         """
-
-        def options_for(rows: int) -> BagOptions:
-            return BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
-
+        options_for = _options(mode, padding_idx, max_norm, norm_type)
         table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
-        return cls(table, options)
+        return layer_of(cls, table, options)
 
     @classmethod
+    @pytorch_keywords(embeddings="table", sparse=PYTORCH_KEYWORDS["sparse"])
     def from_pretrained(
         cls,
         table: object,
         *,
-        name: str = "token_embedding.weight",
+        name: str = TABLE_NAME,
         freeze: bool = True,
         mode: str = "mean",
         padding_idx: int | None = None,
@@ -168,12 +211,9 @@ class EmbeddingBag(TableLayer):
             The errors of ``Embedding.from_pretrained``, with ``mode`` first among the
             options.
         """
-
-        def options_for(rows: int) -> BagOptions:
-            return BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
-
+        options_for = _options(mode, padding_idx, max_norm, norm_type)
         layer_table, options = pretrained_table(table, name, freeze, options_for)
-        return cls(layer_table, options)
+        return layer_of(cls, layer_table, options)
 
     def __repr__(self) -> str:
         return (
@@ -208,3 +248,10 @@ class EmbeddingBag(TableLayer):
         starts = bag_starts(ids.index_shape, offsets, last_offset)
         weights = checked_weights(per_sample_weights, ids.index_shape, tensor.dtype)
         return bag(tensor, ids.indices, starts, weights, options)
+
+
+def _options(
+    mode: str, padding_idx: int | None, max_norm: float | None, norm_type: float
+) -> Callable[[int], BagOptions]:
+    """The checked options of a bag table of ``V`` rows, once ``V`` is known."""
+    return lambda rows: BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]

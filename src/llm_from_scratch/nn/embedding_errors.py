@@ -106,22 +106,31 @@ class EmbeddingInitializationError(EmbeddingError, ValueError):
     cause: InitializationError
 
 
-class EmbeddingStateError(EmbeddingError, ValueError):
-    """A layer whose table and options do not make one (a crafted or damaged pickle, or one written
-    by a version with other fields).
+class EmbeddingStateError(EmbeddingError, ValueError, TypeError):
+    """A layer state that does not fit the layer: a pickle's fields, or a state dict.
 
-    ``layer`` is ``Embedding`` or ``EmbeddingBag``. Calling the class with its two fields, as
-    unpickling and copying do, checks them: ``field`` is ``table`` for a table that is neither a
-    ``NamedParameter`` nor a ``FrozenTable``, ``options`` for options that are not the layer's
-    options record checked for the table's row count. A table of the wrong shape raises
-    ``TableRankError``, ``EmptyVocabularyError`` or ``ZeroEmbeddingWidthError``, as when the layer
-    is built.
+    ``layer`` is ``Embedding`` or ``EmbeddingBag``. ``source`` ``pickle``: a crafted or damaged
+    pickle, or one written by a version with other fields. Rebuilding a layer from its fields, as
+    unpickling and copying do, checks them: ``field`` is ``class`` for a class that is no layer,
+    ``table`` for a table that is neither a ``NamedParameter`` nor a ``FrozenTable``, ``options``
+    for options that are not the layer's options record checked for the table's row count. A
+    table of the wrong shape raises ``TableRankError``, ``EmptyVocabularyError`` or
+    ``ZeroEmbeddingWidthError``, as when the layer is built. ``source`` ``state dict``:
+    ``load_state_dict`` with something that is not a mapping (``field`` ``state``), without the
+    table's name or with another key (``key``: PyTorch's ``weight`` is the table's name here), a
+    value that is not a real NumPy array of the table's shape and dtype (``value``), or into a
+    frozen layer, whose table is a constant (``table``: ``freeze=False`` makes it trainable).
     """
 
-    template = "cannot restore a pickled {layer}: {field} {detail}"
+    template_key = "source"
+    template: ClassVar[Mapping[str, str]] = {
+        "pickle": "cannot restore a pickled {layer}: {field} {detail}",
+        "state dict": "{layer}.load_state_dict: {field} {detail}",
+    }
     field: str
     detail: str
     layer: str = "Embedding"
+    source: Literal["pickle", "state dict"] = "pickle"
 
 
 class TableTypeError(EmbeddingError, TypeError):

@@ -26,7 +26,7 @@ from llm_from_scratch.autograd.bag import bag_plan_from_validated, embedding_bag
 from llm_from_scratch.autograd.gather import plan_of_ids
 from llm_from_scratch.autograd.value import constant_from_owned_array
 from llm_from_scratch.nn.bag_offsets import bag_starts
-from llm_from_scratch.nn.embedding import lookup
+from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS, lookup
 from llm_from_scratch.nn.embedding_errors import (
     OptionValueError,
     PerSampleWeightsError,
@@ -36,9 +36,13 @@ from llm_from_scratch.nn.embedding_errors import (
 from llm_from_scratch.nn.options import BagOptions, LookupOptions, checked_flag
 from llm_from_scratch.nn.renorm import renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import qualified_type_name
+from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import IndexArray, Shape, Tensor, is_masked_array, plain_view
 
+SPARSE = PYTORCH_KEYWORDS["sparse"]
 
+
+@pytorch_keywords(input="token_ids", weight="table", sparse=SPARSE)
 def embedding(
     token_ids: object,
     table: TensorValue,
@@ -94,6 +98,7 @@ def embedding(
     return lookup(table, plan, options)
 
 
+@pytorch_keywords(input="token_ids", weight="table", sparse=SPARSE)
 def embedding_bag(
     token_ids: object,
     table: TensorValue,

@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 import numpy as np
 
@@ -133,9 +133,17 @@ class ParameterTableError(InitializationError, ValueError):
 
 
 class GeneratorTypeError(InitializationError, TypeError):
-    """A generator argument that is not a :class:`SplitMix64`."""
+    """A generator argument that is not a :class:`SplitMix64`, a ``numpy.random.Generator`` or an
+    int seed (a ``numpy.random.RandomState``, ``None``, a float).
 
-    template = "the generator must be a SplitMix64, got {rng_type}"
+    A ``bool`` is no seed either: it is read as a seed and refused with :class:`SeedRangeError`,
+    as a negative seed is.
+    """
+
+    template = (
+        "the generator must be a SplitMix64, a numpy.random.Generator or an int seed, "
+        "got {rng_type}"
+    )
     rng_type: str
 
 
@@ -306,41 +314,82 @@ def _checked_integer(
     return as_int
 
 
+Seed: TypeAlias = "SplitMix64 | np.random.Generator | int"
+"""What draws a table: a :class:`SplitMix64` (the course's stream), an int seed (the stream of
+``SplitMix64.from_seed(seed)``, the same values) or a NumPy ``Generator``."""
+
+
 def xavier_uniform_array(
-    fan_in: int, fan_out: int, rng: SplitMix64, dtype: npt.DTypeLike = np.float64
+    fan_in: int, fan_out: int, rng: Seed, dtype: npt.DTypeLike = np.float64
 ) -> FloatArray:
     """A new ``[fan_in, fan_out]`` Xavier-uniform array; advances ``rng`` only on success.
 
-    Each value, in row-major order, is ``limit * (2 * rng.next_unit_f64() - 1)`` computed in
-    float64 (then rounded to ``dtype``).
+    Each value, in row-major order, is ``limit * (2 * u - 1)`` computed in float64 (then
+    rounded to ``dtype``), where ``u`` is the next ``rng.next_unit_f64()`` of a SplitMix64 (the
+    course's stream, exactly) or of ``SplitMix64.from_seed(rng)`` for an int, or the next
+    ``rng.random()`` of a NumPy ``Generator`` (also the top 53 bits of a 64-bit draw).
 
     Raises:
         FanValueError, ZeroFanInError, ZeroFanOutError: bad fans, in this order per fan.
-        GeneratorTypeError: ``rng`` is not a SplitMix64.
+        GeneratorTypeError: ``rng`` is none of these; SeedRangeError: an int seed outside
+            ``[0, 2**64)`` (or a bool).
         ParameterTableError: the shape overflows, the dtype is not a float, or no memory.
+
+    Example:
+        >>> same = xavier_uniform_array(2, 3, 18), xavier_uniform_array(2, 3, SplitMix64(18))
+        >>> bool((same[0] == same[1]).all())
+        True
+        >>> xavier_uniform_array(2, 3, np.random.default_rng(0)).shape
+        (2, 3)
     """
     scale = xavier_scale(fan_in, fan_out)
     fan_in, fan_out = scale.fan_in, scale.fan_out
-    if not isinstance(rng, SplitMix64):
-        raise GeneratorTypeError(type(rng).__name__)
+    source = checked_generator(rng)
     try:
         resolved = checked_dtype(dtype)
         _, count = checked_row_major_layout((fan_in, fan_out))
     except TensorError as error:
         raise ParameterTableError(str(error)) from error
-    limit = scale.uniform_limit
     try:
         # NumPy raises ValueError, not MemoryError, when the byte count overflows.
         table = np.empty((fan_in, fan_out), dtype=resolved)
-        flat = table.reshape(-1)  # a view: the table itself owns its memory
-        for start in range(0, count, _CHUNK):
-            stop = min(start + _CHUNK, count)
-            draws = rng.peek_unit_f64_block(stop - start, skip=start)
-            flat[start:stop] = limit * (2.0 * draws - 1.0)
     except (MemoryError, ValueError) as error:
         raise ParameterTableError(f"could not allocate {count} values") from error
-    rng.advance(count)
+    flat, limit = table.reshape(-1), scale.uniform_limit  # a view: the table owns its memory
+    if isinstance(source, SplitMix64):  # draw ahead, then advance: nothing to undo
+        _fill(flat, limit, lambda start, size: source.peek_unit_f64_block(size, skip=start))
+        source.advance(count)
+        return table
+    state = source.bit_generator.state
+    try:
+        _fill(flat, limit, lambda _, size: source.random(size))
+    except BaseException:
+        source.bit_generator.state = state
+        raise
     return table
+
+
+def checked_generator(rng: object) -> SplitMix64 | np.random.Generator:
+    """The generator ``rng`` names: itself, or ``SplitMix64.from_seed(rng)`` for an integer.
+
+    Raises:
+        GeneratorTypeError: not a SplitMix64, a NumPy Generator or an integer.
+        SeedRangeError: an integer outside ``[0, 2**64)``, or a bool.
+    """
+    if isinstance(rng, SplitMix64 | np.random.Generator):
+        return rng
+    if isinstance(rng, numbers.Integral | np.bool_):
+        return SplitMix64.from_seed(rng)  # type: ignore[arg-type]
+    raise GeneratorTypeError(type(rng).__name__)
+
+
+def _fill(
+    flat: FloatArray, limit: float, draws: Callable[[int, int], npt.NDArray[np.float64]]
+) -> None:
+    """``flat[i] = limit * (2 * u[i] - 1)``, ``u`` drawn in blocks: ``draws(start, size)``."""
+    for start in range(0, flat.size, _CHUNK):
+        stop = min(start + _CHUNK, flat.size)
+        flat[start:stop] = limit * (2.0 * draws(start, stop - start) - 1.0)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -400,7 +449,7 @@ class NamedParameter:
         name: str,
         fan_in: int,
         fan_out: int,
-        rng: SplitMix64,
+        rng: Seed,
         dtype: npt.DTypeLike = np.float64,
     ) -> NamedParameter:
         """A ``[fan_in, fan_out]`` Xavier-uniform parameter; the name is checked first.
@@ -516,6 +565,15 @@ def xavier_scale(fan_in: int, fan_out: int) -> XavierScale:
 
 # Named parameter collections ---------------------------------------------------------------------
 
+FREEZE_FALSE: Final = "build the layer with freeze=False to train it or load values into it"
+"""What makes a frozen table a parameter, in every error a frozen table causes."""
+
+FROZEN_DETAIL: Final = (
+    "is frozen, a constant (from_pretrained(..., freeze=True) is PyTorch's default): "
+    + FREEZE_FALSE
+)
+"""Why a frozen table is no parameter, and what makes it one."""
+
 
 class ParameterCollectionTypeError(InitializationError, TypeError):
     """Named parameters given as something that is not an iterable (or as a single
@@ -568,7 +626,11 @@ class NamedParameters:
 
     Args:
         parameters: an iterable of :class:`NamedParameter` (another ``NamedParameters``
-            included); the order is kept. The parameters are held, not copied.
+            included, whose :attr:`frozen` names it keeps); the order is kept. The parameters
+            are held, not copied.
+        frozen: the names of frozen tables left out (a frozen layer's ``parameters()`` is
+            empty), so that an optimizer or a checkpoint load given no parameter of that name
+            can say why (:meth:`absence`).
 
     Raises:
         ParameterCollectionTypeError: ``parameters`` is not an iterable (a single
@@ -592,14 +654,29 @@ class NamedParameters:
         a.weight 0 2
     """
 
-    __slots__ = ("_index", "_parameters")
+    __slots__ = ("_frozen", "_index", "_parameters")
     _parameters: tuple[NamedParameter, ...]
     _index: dict[str, int]
+    _frozen: tuple[str, ...]
 
-    def __init__(self, parameters: Iterable[NamedParameter]) -> None:
+    def __init__(self, parameters: Iterable[NamedParameter], *, frozen: Iterable[str] = ()) -> None:
         checked = _checked_parameters(parameters)
+        kept = parameters.frozen if isinstance(parameters, NamedParameters) else ()
         object.__setattr__(self, "_parameters", checked)
         object.__setattr__(self, "_index", {p.name: i for i, p in enumerate(checked)})
+        object.__setattr__(self, "_frozen", (*kept, *map(validate_parameter_name, frozen)))
+
+    @property
+    def frozen(self) -> tuple[str, ...]:
+        """The names of the frozen tables left out of the collection."""
+        return self._frozen
+
+    def absence(self, name: str) -> str:
+        """Why no parameter is named ``name``: ``none has that name``, or that the table of that
+        name is frozen and how to make it trainable."""
+        if name in self._frozen:
+            return f"the table {name!r} {FROZEN_DETAIL}"
+        return "none has that name"
 
     def names(self) -> tuple[str, ...]:
         """The names, in order."""
@@ -631,9 +708,11 @@ class NamedParameters:
         return f"NamedParameters({list(self.names())!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle (and copy) as ``NamedParameters(parameters)``, which checks the items again:
-        ``copy.copy`` holds the same parameters, ``copy.deepcopy`` deep copies of them."""
-        return NamedParameters, (self._parameters,)
+        """Pickle (and copy) as ``NamedParameters(parameters, frozen=...)``, which checks the
+        items again: ``copy.copy`` holds the same parameters, ``copy.deepcopy`` deep copies."""
+        if not self._frozen:
+            return NamedParameters, (self._parameters,)
+        return partial(NamedParameters, frozen=self._frozen), (self._parameters,)
 
 
 def _checked_parameters(parameters: object) -> tuple[NamedParameter, ...]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from llm_from_scratch.nn.embedding_errors import (
 from llm_from_scratch.nn.init import (
     InitializationError,
     NamedParameter,
-    SplitMix64,
+    Seed,
     ZeroFanInError,
     ZeroFanOutError,
     validate_parameter_name,
@@ -47,6 +47,9 @@ from llm_from_scratch.nn.init import (
 )
 from llm_from_scratch.nn.options import checked_flag
 from llm_from_scratch.tensor.storage import FloatArray, Tensor, is_masked_array, plain_view
+
+TABLE_NAME: Final = "token_embedding.weight"
+"""The name a layer's table gets unless it is given one (the course's)."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -159,7 +162,7 @@ def drawn_table(
     name: str,
     vocabulary_size: int,
     width: int,
-    rng: SplitMix64,
+    rng: Seed,
     dtype: npt.DTypeLike,
     padding_row: int | None,
 ) -> NamedParameter:
@@ -182,7 +185,7 @@ def new_table(
     name: str,
     vocabulary_size: int,
     embedding_width: int,
-    rng: SplitMix64,
+    rng: Seed,
     dtype: npt.DTypeLike,
     options_for: Callable[[int], _O],
 ) -> tuple[NamedParameter, _O]:

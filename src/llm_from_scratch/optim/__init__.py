@@ -1,8 +1,9 @@
-"""Optimizers that update only the rows a row-sparse gradient touched: SGD, Adagrad, Adam(W),
-and their state in safetensors files (``save_state``, ``load_state``)."""
+"""Optimizers that update only the rows a row-sparse gradient touched: SGD, Adagrad, Adam(W)
+(``SparseAdam`` is another name of Adam), and their state in safetensors files
+(``save_state``, ``load_state``)."""
 
 from llm_from_scratch.optim.adagrad import Adagrad
-from llm_from_scratch.optim.adam import Adam, AdamW
+from llm_from_scratch.optim.adam import Adam, AdamW, SparseAdam
 from llm_from_scratch.optim.errors import (
     DuplicateParameterError,
     HyperparameterTypeError,
@@ -44,6 +45,7 @@ __all__ = [
     "OutputTypeError",
     "ParameterEntryError",
     "ParameterListError",
+    "SparseAdam",
     "StateArrayError",
     "StateDtypeError",
     "StateError",

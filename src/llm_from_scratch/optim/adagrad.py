@@ -12,6 +12,7 @@ from llm_from_scratch.optim.kernels import adagrad_rows
 from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
 from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.optim.validation import checked_learning_rate, checked_non_negative
+from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -61,6 +62,9 @@ class Adagrad(Optimizer):
 
     state_names = ("sum",)
 
+    @pytorch_keywords(
+        params="parameters", lr="learning_rate", initial_accumulator_value="initial_accumulator"
+    )
     def __init__(
         self,
         parameters: Iterable[NamedParameter | TensorValue],

@@ -18,6 +18,7 @@ from llm_from_scratch.optim.validation import (
     checked_learning_rate,
     checked_non_negative,
 )
+from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -82,6 +83,7 @@ class Adam(Optimizer):
 
     state_names = ("exp_avg", "exp_avg_sq")
 
+    @pytorch_keywords(params="parameters", lr="learning_rate")
     def __init__(
         self,
         parameters: Iterable[NamedParameter | TensorValue],
@@ -198,6 +200,12 @@ class Adam(Optimizer):
             )
 
 
+SparseAdam = Adam
+"""``torch.optim.SparseAdam`` is :class:`Adam` here: on a row-sparse gradient (an embedding
+table's) Adam's update is SparseAdam's lazy one; ``SparseAdam(parameters, learning_rate=...)``
+builds an ``Adam``."""
+
+
 class AdamW(Adam):
     """AdamW (``torch.optim.AdamW``): :class:`Adam` with ``decoupled=True``.
 
@@ -206,6 +214,7 @@ class AdamW(Adam):
     the lazy row-sparse update.
     """
 
+    @pytorch_keywords(params="parameters", lr="learning_rate")
     def __init__(
         self,
         parameters: Iterable[NamedParameter | TensorValue],

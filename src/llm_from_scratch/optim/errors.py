@@ -8,6 +8,9 @@ before anything changed: no parameter value, optimizer state, step count or file
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar, Literal
+
 from llm_from_scratch.errors import StructuredError
 
 
@@ -76,20 +79,32 @@ class HyperparameterValueError(_WordedRule, OptimizerError, ValueError):
     value: object
 
 
-class ParameterListError(OptimizerError, TypeError):
-    """``parameters`` that are not an iterable of parameters: not an iterable, or a single
-    ``NamedParameter``, ``TensorValue`` or string."""
+class ParameterListError(OptimizerError, TypeError, ValueError):
+    """``parameters`` that are not an iterable of parameters, or hold none.
 
-    template = "{optimizer} needs an iterable of parameters, got {value_type}"
+    ``rule`` ``type``: not an iterable, or a single ``NamedParameter``, ``TensorValue`` or
+    string. ``empty``: an iterable of no parameter (PyTorch's ``ValueError``), such as the
+    ``parameters()`` of a frozen layer: ``detail`` then says which table is frozen and that
+    ``freeze=False`` makes it trainable.
+    """
+
+    template_key = "rule"
+    template: ClassVar[Mapping[str, str]] = {
+        "type": "{optimizer} needs an iterable of parameters, got {value_type}",
+        "empty": "{optimizer} needs at least one parameter, got an empty {value_type}{detail}",
+    }
     optimizer: str
     value_type: str
+    rule: Literal["type", "empty"] = "type"
+    detail: str = ""
 
 
 class ParameterEntryError(OptimizerError, TypeError):
     """An entry of ``parameters`` that is neither a ``NamedParameter`` nor a parameter leaf.
 
     ``got`` is ``a TensorValue of kind constant`` (or ``operation``) for a ``TensorValue``, else the
-    entry's type name.
+    entry's type name; for a ``FrozenTable`` or a constant it also says how to make a frozen
+    table trainable (``freeze=False``).
     """
 
     template = (

@@ -32,7 +32,13 @@ import numpy as np
 from llm_from_scratch.autograd import GraphRetention, RowSparseGradient, TensorValue
 from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import update_leaves_in_place
-from llm_from_scratch.nn.init import NamedParameter
+from llm_from_scratch.nn.init import (
+    FREEZE_FALSE,
+    FROZEN_DETAIL,
+    NamedParameter,
+    NamedParameters,
+)
+from llm_from_scratch.nn.tables import FrozenTable
 from llm_from_scratch.optim.errors import (
     DuplicateParameterError,
     NonFiniteStepError,
@@ -55,6 +61,7 @@ from llm_from_scratch.optim.state import (
     viewed,
 )
 from llm_from_scratch.optim.validation import checked_learning_rate
+from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Tensor
 
 Write: TypeAlias = Callable[[FloatArray], None]
@@ -82,6 +89,10 @@ class Optimizer:
     state_names: tuple[str, ...] = ()
     _learning_rate: float  # set by the subclass, checked, before this class's __init__
 
+    lr = PyTorchName("learning_rate (settable between steps)")
+    param_groups = PyTorchName("learning_rate (settable), hyperparameters and parameter_names")
+    state = PyTorchName("state_dict()")
+
     def __init__(self, kind: str, parameters: Iterable[NamedParameter | TensorValue]) -> None:
         self._kind = kind
         self._names, self._leaves = named_leaves(kind, parameters)
@@ -106,6 +117,24 @@ class Optimizer:
 
     # Reading ----------------------------------------------------------------------------------
 
+    def __repr__(self) -> str:
+        """The kind, the parameters' names, every hyperparameter as the constructor takes it
+        and the step count, on one line.
+
+        Example:
+            >>> from llm_from_scratch.nn import Embedding
+            >>> from llm_from_scratch.optim import Adam
+            >>> Adam(Embedding(4, 2).parameters(), learning_rate=1e-3)
+            Adam(parameters=['token_embedding.weight'], learning_rate=0.001, \
+betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
+        """
+        settings: dict[str, object] = {"parameters": list(self._names)}
+        for key, value in self.hyperparameters.items():
+            name, _, index = key.partition("[")  # betas[0] and betas[1] make betas
+            settings[name] = (*settings.get(name, ()), value) if index else value  # type: ignore[misc]
+        settings["step_count"] = self._steps
+        return f"{self._kind}({', '.join(f'{k}={v!r}' for k, v in settings.items())})"
+
     @property
     def kind(self) -> str:
         """The optimizer's name: ``SGD``, ``Adagrad``, ``Adam`` or ``AdamW``."""
@@ -127,8 +156,9 @@ class Optimizer:
                 size is then unchanged.
 
         Example:
+            >>> from llm_from_scratch.nn import Embedding
             >>> from llm_from_scratch.optim import SGD
-            >>> optimizer = SGD([], learning_rate=0.025)
+            >>> optimizer = SGD(Embedding(4, 2).parameters(), learning_rate=0.025)
             >>> optimizer.learning_rate = 0.0125
             >>> optimizer.learning_rate, optimizer.hyperparameters
             (0.0125, {'learning_rate': 0.0125})
@@ -489,7 +519,8 @@ def named_leaves(
     """Check the parameter list; name each bare leaf by its position.
 
     Raises:
-        ParameterListError: not an iterable of parameters (a single parameter included).
+        ParameterListError: not an iterable of parameters (a single parameter included), or
+            one of no parameter (a frozen layer's ``parameters()``: the message says so).
         ParameterEntryError: an entry that is neither a NamedParameter nor a parameter leaf.
         DuplicateParameterError: the same leaf twice, or two parameters with one name.
     """
@@ -505,10 +536,7 @@ def named_leaves(
         elif isinstance(entry, TensorValue) and entry.kind == "parameter":
             name, leaf = str(position), entry
         else:
-            got = type(entry).__name__
-            if isinstance(entry, TensorValue):
-                got = f"a TensorValue of kind {entry.kind}"
-            raise ParameterEntryError(kind, position, got)
+            raise ParameterEntryError(kind, position, _entry_type(entry))
         for first, (other_name, other) in enumerate(zip(names, leaves, strict=True)):
             if other.is_same_node(leaf):
                 raise DuplicateParameterError(kind, position, "leaf", first, name)
@@ -516,4 +544,19 @@ def named_leaves(
                 raise DuplicateParameterError(kind, position, "name", first, name)
         names.append(name)
         leaves.append(leaf)
+    if not leaves:
+        frozen = parameters.frozen if isinstance(parameters, NamedParameters) else ()
+        detail = "".join(f": the table {name!r} {FROZEN_DETAIL}" for name in frozen[:1])
+        raise ParameterListError(kind, type(parameters).__name__, "empty", detail)
     return tuple(names), tuple(leaves)
+
+
+def _entry_type(entry: object) -> str:
+    """What a parameter entry that is none is, for :class:`ParameterEntryError`."""
+    if isinstance(entry, FrozenTable):
+        return f"a FrozenTable: the table {entry.name!r} {FROZEN_DETAIL}"
+    if isinstance(entry, TensorValue):
+        if entry.kind == "constant":
+            return f"a TensorValue of kind constant (a frozen table's leaf is one: {FREEZE_FALSE})"
+        return f"a TensorValue of kind {entry.kind}"
+    return type(entry).__name__

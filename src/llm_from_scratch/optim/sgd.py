@@ -13,6 +13,7 @@ from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
 from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.optim.validation import OptimizerError as OptimizerError
 from llm_from_scratch.optim.validation import checked_learning_rate
+from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -43,6 +44,7 @@ class SGD(Optimizer):
         (True, True)
     """
 
+    @pytorch_keywords(params="parameters", lr="learning_rate")
     def __init__(
         self, parameters: Iterable[NamedParameter | TensorValue], learning_rate: float
     ) -> None:

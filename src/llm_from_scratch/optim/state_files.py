@@ -146,8 +146,9 @@ def state_metadata(optimizer: Optimizer) -> dict[str, str]:
     as Python's shortest ``repr`` of its float.
 
     Example:
+        >>> from llm_from_scratch.nn import Embedding
         >>> from llm_from_scratch.optim import AdamW
-        >>> state_metadata(AdamW([], learning_rate=1e-3))
+        >>> state_metadata(AdamW(Embedding(4, 2).parameters(), learning_rate=1e-3))
         {'optimizer': 'AdamW', 'learning_rate': '0.001', 'betas[0]': '0.9', \
 'betas[1]': '0.999', 'eps': '1e-08', 'weight_decay': '0.01'}
     """

@@ -490,6 +490,19 @@ class Tensor:
         writeability cannot be restored (see :func:`read_only_view`)."""
         return read_only_view(self._array)
 
+    def __array__(
+        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
+    ) -> FloatArray:
+        """``np.asarray(tensor)``: the values, as :meth:`numpy` gives them (read-only and
+        without a copy, unless a copy or another dtype is asked for). A tensor is a constant,
+        so every NumPy function computes on these values.
+
+        Example:
+            >>> np.dot(Tensor((2,), [1, 2]), Tensor((2,), [3, 4]))
+            np.float64(11.0)
+        """
+        return np.array(self.numpy(), dtype=dtype, copy=copy)
+
     def tolist(self) -> Any:
         """The values as nested Python lists (a float for a scalar)."""
         return self._array.tolist()
