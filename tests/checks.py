@@ -56,6 +56,21 @@ def check_error(error: BaseException, expected: Raises) -> None:
         check_error(error.__cause__, expected.cause)
 
 
+@contextmanager
+def raises_rule(family: type[BaseException], rule: str, **fields: object) -> Iterator[Any]:
+    """A ``with`` block that must raise exactly ``family`` with ``rule`` and these fields
+    (compared by :func:`same_value`); it gives pytest's ``ExceptionInfo``."""
+    with pytest.raises(family) as caught:
+        yield caught
+    error = caught.value
+    assert type(error) is family, f"expected {family.__name__}, got {error!r}"
+    assert getattr(error, "rule", None) == rule, f"expected rule {rule}, got {error!r}"
+    for name, value in fields.items():
+        assert same_value(getattr(error, name), value), (
+            f"{rule}: {name} is {getattr(error, name)!r}, expected {value!r}"
+        )
+
+
 def outcome_of(call: Callable[[], Any]) -> tuple[Any, BaseException | None]:
     """Run ``call``; return its result or the exception it raised (never a bare BaseException)."""
     try:

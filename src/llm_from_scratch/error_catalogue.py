@@ -78,8 +78,15 @@ def package_modules(package: ModuleType = llm_from_scratch) -> list[ModuleType]:
 
 
 def is_exception_class(value: object) -> TypeGuard[type[BaseException]]:
-    """True for a class that derives from ``BaseException``."""
-    return inspect.isclass(value) and issubclass(value, BaseException)
+    """True for a class that derives from ``BaseException`` (but not a family of rules of
+    :mod:`llm_from_scratch.errors`, which its rules' tables describe)."""
+    from llm_from_scratch.errors import LlmError
+
+    return (
+        inspect.isclass(value)
+        and issubclass(value, BaseException)
+        and not issubclass(value, LlmError)
+    )
 
 
 def defined_classes(module: ModuleType) -> tuple[type[BaseException], ...]:
