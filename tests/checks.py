@@ -57,10 +57,13 @@ def check_error(error: BaseException, expected: Raises) -> None:
 
 
 @contextmanager
-def raises_rule(family: type[BaseException], rule: str, **fields: object) -> Iterator[Any]:
+def raises_rule(
+    family: type[BaseException], rule: str, *, match: str | None = None, **fields: object
+) -> Iterator[Any]:
     """A ``with`` block that must raise exactly ``family`` with ``rule`` and these fields
-    (compared by :func:`same_value`); it gives pytest's ``ExceptionInfo``."""
-    with pytest.raises(family) as caught:
+    (compared by :func:`same_value`), its message matching ``match`` if given; it gives
+    pytest's ``ExceptionInfo``."""
+    with pytest.raises(family, match=match) as caught:
         yield caught
     error = caught.value
     assert type(error) is family, f"expected {family.__name__}, got {error!r}"

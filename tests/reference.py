@@ -17,16 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from llm_from_scratch.autograd import (
-    GraphReleasedError,
-    GraphRetention,
-    InvalidShapeError,
-    NonFiniteGradientError,
-    NonFiniteSeedError,
-    RetentionTypeError,
-    SeedShapeMismatchError,
-    SeedTypeError,
-    StaleValueError,
+from llm_from_scratch.autograd import GraphRetention
+from llm_from_scratch.errors import (
+    AllocationError,
+    IdError,
+    NonFiniteError,
+    ShapeError,
+    TableError,
+    TapeError,
 )
 from llm_from_scratch.nn import (
     BagLayoutError,
@@ -35,13 +33,6 @@ from llm_from_scratch.nn import (
     OffsetsError,
     OptionTypeError,
     OptionValueError,
-    TableRankError,
-    TokenCountMismatchError,
-    TokenIdContainerError,
-    TokenIdDtypeError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
     ZeroEmbeddingWidthError,
 )
 from llm_from_scratch.nn.init import (
@@ -55,17 +46,6 @@ from llm_from_scratch.nn.init import (
     ZeroFanOutError,
 )
 from llm_from_scratch.optim import NonFiniteStepError
-from llm_from_scratch.tensor import (
-    DataLengthMismatchError,
-    NegativeExtentError,
-    NonIntegerExtentError,
-    ShapeOverflowError,
-    ShapeTypeError,
-    TensorAllocationError,
-    TensorValueOverflowError,
-    TensorValueTypeError,
-    TooManyAxesError,
-)
 
 INDEX_LIMIT = 2**63 - 1  # the largest element count, and byte count, a layout may have
 MAX_AXES = 64 if int(np.__version__.split(".")[0]) >= 2 else 32  # NumPy's own limit on axes
@@ -96,19 +76,23 @@ Outcome = Raises | Returns
 
 # Shapes and tensors --------------------------------------------------------------------------
 
+VALUE_TYPE = {"rule": "tensor.value-type"}
+
 
 def row_major_layout(shape: object) -> tuple[tuple[int, ...], int] | Raises:
     """Strides and element count of a row-major shape, or the documented layout error."""
     if isinstance(shape, str | bytes) or not isinstance(shape, Iterable):
-        return Raises(ShapeTypeError, {"shape": shape})
+        return Raises(ShapeError, {"rule": "shape.type", "shape": shape})
     extents: list[int] = []
     for axis, extent in enumerate(shape):
         if axis == MAX_AXES:
-            return Raises(TooManyAxesError, {"limit": MAX_AXES})
+            return Raises(ShapeError, {"rule": "shape.too-many-axes", "limit": MAX_AXES})
         if isinstance(extent, bool | np.bool_) or not isinstance(extent, numbers.Integral):
-            return Raises(NonIntegerExtentError, {"axis": axis, "extent": extent})
+            return Raises(ShapeError, {"rule": "shape.extent-type", "axis": axis, "extent": extent})
         if int(extent) < 0:
-            return Raises(NegativeExtentError, {"axis": axis, "extent": int(extent)})
+            return Raises(
+                ShapeError, {"rule": "shape.negative-extent", "axis": axis, "extent": int(extent)}
+            )
         extents.append(int(extent))
     strides = []
     running = 1
@@ -116,7 +100,7 @@ def row_major_layout(shape: object) -> tuple[tuple[int, ...], int] | Raises:
         strides.append(running)
         running *= extent
         if running > INDEX_LIMIT:
-            return Raises(ShapeOverflowError, {"shape": tuple(extents)})
+            return Raises(ShapeError, {"rule": "shape.overflow", "shape": tuple(extents)})
     return tuple(reversed(strides)), running
 
 
@@ -144,35 +128,37 @@ def expected_tensor(shape: object, values: object, dtype: object) -> Outcome:
     if dtype is None:
         dtype = kept_dtype(values)
     if dtype not in FLOAT_DTYPES:
-        return Raises(TensorValueTypeError)
+        return Raises(ShapeError, VALUE_TYPE)
     if isinstance(values, str | bytes):
-        return Raises(TensorValueTypeError)
+        return Raises(ShapeError, VALUE_TYPE)
     if isinstance(values, np.ndarray):
         if values.dtype.kind not in "biuf":
-            return Raises(TensorValueTypeError)
+            return Raises(ShapeError, VALUE_TYPE)
         items: list[object] = values.reshape(-1).tolist()
     elif not isinstance(values, list | tuple):
-        return Raises(TensorValueTypeError)
+        return Raises(ShapeError, VALUE_TYPE)
     else:
         items = list(values)
     if len(items) != layout[1]:
-        return Raises(DataLengthMismatchError, {"expected": layout[1], "actual": len(items)})
+        length = {"rule": "tensor.data-length", "expected": layout[1], "actual": len(items)}
+        return Raises(ShapeError, length)
     extents = tuple(int(extent) for extent in shape)  # type: ignore[attr-defined]
     if numpy_cannot_hold(extents, np.dtype(dtype).itemsize):  # type: ignore[arg-type]
-        return Raises(ShapeOverflowError, {"shape": extents})
+        return Raises(ShapeError, {"rule": "shape.overflow", "shape": extents})
     converted = []
     for position, value in enumerate(items):
         if not isinstance(value, numbers.Real):
-            return Raises(TensorValueTypeError)
-        overflow = {"position": position, "value": value, "dtype": np.dtype(dtype).name}  # type: ignore[call-overload]
+            return Raises(ShapeError, VALUE_TYPE)
+        overflow = {"rule": "tensor.overflow", "position": position, "value": value}
+        overflow["dtype"] = np.dtype(dtype).name  # type: ignore[call-overload]
         try:
             wide = float(value)
         except OverflowError:
-            return Raises(TensorValueOverflowError, overflow)
+            return Raises(NonFiniteError, overflow)
         with np.errstate(over="ignore"):
             narrow = np.array(wide, dtype=dtype)  # type: ignore[call-overload]
         if math.isfinite(wide) and not np.isfinite(narrow):
-            return Raises(TensorValueOverflowError, overflow)
+            return Raises(NonFiniteError, overflow)
         converted.append(narrow)
     return Returns(np.array(converted, dtype=dtype).reshape(extents))  # type: ignore[call-overload]
 
@@ -188,16 +174,16 @@ def kept_dtype(values: object) -> Any:
 def expected_from_numpy(array: object) -> Outcome:
     """``Tensor.from_numpy(array)``: a NumPy array that is not masked, of a float32 or float64
     dtype (kept) or an integer dtype (float64, each value rounded to nearest as a Python int
-    is); any other array (bool included) or object is a TensorValueTypeError."""
+    is); any other array (bool included) or object is a ``tensor.value-type`` ShapeError."""
     if not isinstance(array, np.ndarray) or isinstance(array, np.ma.MaskedArray):
-        return Raises(TensorValueTypeError)
+        return Raises(ShapeError, VALUE_TYPE)
     plain = np.ndarray.view(array, np.ndarray)
     if plain.dtype.char in ("f", "d"):  # every bit kept, NaN payloads included
         return Returns(plain.astype(kept_dtype(plain)))
     if plain.dtype.kind in "iu":
         converted = [float(int(value)) for value in plain.reshape(-1).tolist()]
         return Returns(np.array(converted, dtype=np.float64).reshape(plain.shape))
-    return Raises(TensorValueTypeError)
+    return Raises(ShapeError, VALUE_TYPE)
 
 
 def expected_zeros(shape: object) -> Outcome:
@@ -208,7 +194,9 @@ def expected_zeros(shape: object) -> Outcome:
         return layout
     extents = tuple(int(extent) for extent in shape)  # type: ignore[attr-defined]
     if numpy_cannot_hold(extents, np.dtype(np.float64).itemsize):
-        return Raises(ShapeOverflowError if layout[1] == 0 else TensorAllocationError)
+        if layout[1] == 0:
+            return Raises(ShapeError, {"rule": "shape.overflow"})
+        return Raises(AllocationError, {"rule": "tensor.allocation"})
     return Returns(extents)
 
 
@@ -325,35 +313,35 @@ def expected_lookup(
     layout = row_major_layout(shape)
     if isinstance(layout, Raises):
         if forward:
-            return Raises(TokenShapeError, {"token_shape": shape}, cause=layout)
-        return Raises(InvalidShapeError, {"what": "gather index shape"}, cause=layout)
+            return Raises(IdError, {"rule": "ids.shape", "shape": shape}, cause=layout)
+        invalid = {"rule": "shape.invalid", "what": "gather index shape"}
+        return Raises(ShapeError, invalid, cause=layout)
     scan = scan_flat_ids(ids, rows)
-    checker = "embedding" if forward else "gather"
+    prefix = "ids" if forward else "gather"
     if scan.container_problem:
-        return Raises(TokenIdContainerError, {"checker": checker})
+        return Raises(IdError, {"rule": f"{prefix}.container"})
     if scan.count != layout[1]:
-        attributes = {"expected": layout[1], "actual": scan.count, "checker": checker}
-        return Raises(TokenCountMismatchError, attributes)
+        attributes = {"rule": f"{prefix}.count", "expected": layout[1], "actual": scan.count}
+        return Raises(IdError, attributes)
     output_shape = (*(int(extent) for extent in shape), width)  # type: ignore[attr-defined]
     output_layout = row_major_layout(output_shape)
     if not isinstance(output_layout, Raises) and numpy_cannot_hold(
         output_shape, table.dtype.itemsize
     ):  # its bytes overflow: even with no element NumPy cannot describe it
-        output_layout = Raises(ShapeOverflowError, {"shape": output_shape})
+        output_layout = Raises(ShapeError, {"rule": "shape.overflow", "shape": output_shape})
     if isinstance(output_layout, Raises):  # found before any ID is read
         if forward:
-            return Raises(TokenShapeError, {"token_shape": shape}, cause=output_layout)
-        attributes = {"what": "row gather output shape", "shape": output_shape}
-        return Raises(InvalidShapeError, attributes, cause=output_layout)
+            return Raises(IdError, {"rule": "ids.shape", "shape": shape}, cause=output_layout)
+        attributes = {"rule": "shape.invalid", "what": "row gather output shape"}
+        return Raises(ShapeError, {**attributes, "shape": output_shape}, cause=output_layout)
     if scan.bad_kind == "dtype":
-        fields = {"position": None, "value": None, "dtype": scan.bad_value, "checker": checker}
-        return Raises(TokenIdDtypeError, fields)
+        return Raises(IdError, {"rule": f"{prefix}.dtype", "dtype": scan.bad_value})
     if scan.bad_kind == "type":
-        where = {"position": scan.bad_position, "value": scan.bad_value, "checker": checker}
-        return Raises(TokenIdTypeError, where)
+        where = {"rule": f"{prefix}.type", "position": scan.bad_position, "value": scan.bad_value}
+        return Raises(IdError, where)
     if scan.bad_kind == "bounds":
-        where = {"position": scan.bad_position, "id": scan.bad_value, "checker": checker}
-        return Raises(TokenIdOutOfBoundsError, {**where, "vocabulary_size": rows, "rows": rows})
+        where = {"rule": f"{prefix}.out-of-range", "position": scan.bad_position}
+        return Raises(IdError, {**where, "id": scan.bad_value, "vocabulary_size": rows})
     return Returns(plain_lookup(table, scan.ids).reshape(output_shape))
 
 
@@ -365,7 +353,7 @@ def expected_call(table: np.ndarray[Any, Any], ids: object) -> Outcome:
     try:
         flat, shape = flatten_nested(ids)
     except RaggedError:
-        return Raises(TokenIdContainerError)
+        return Raises(IdError, {"rule": "ids.container"})
     return expected_lookup(table, flat, shape, "forward")
 
 
@@ -398,27 +386,29 @@ def expected_backward(
     stored gradient: the plain-loop scatter added to the rows the IDs touch.
     """
     if not (isinstance(seed, np.ndarray | np.generic) and seed.dtype.kind in "biuf"):
-        return Raises(SeedTypeError, {"seed_type": type(seed).__name__})
+        return Raises(ShapeError, {"rule": "seed.type", "seed_type": type(seed).__name__})
     array = np.asarray(seed)
     if array.shape != output_shape:
-        return Raises(SeedShapeMismatchError, {"expected": output_shape, "actual": array.shape})
+        mismatch = {"rule": "seed.shape", "expected": output_shape, "actual": array.shape}
+        return Raises(ShapeError, mismatch)
     with np.errstate(over="ignore"):
         converted = array.astype(stored_gradient.dtype)
     bad_seed = first_non_finite(converted)
     if bad_seed is not None:
-        return Raises(NonFiniteSeedError, bad_seed)
+        return Raises(NonFiniteError, {"rule": "seed.non-finite", **bad_seed})
     if not isinstance(retention, GraphRetention):
-        return Raises(RetentionTypeError, {"retention": retention})
+        return Raises(TapeError, {"rule": "tape.retention-type", "retention": retention})
     if released:
-        return Raises(GraphReleasedError, {"operation": "gather_rows"})
+        return Raises(TapeError, {"rule": "tape.released", "operation": "gather_rows"})
     if stale:
         recorded = {"operation": "gather_rows", "operand": "table", "recorded_revision": 0}
-        return Raises(StaleValueError, {**recorded, "current_revision": 1})
+        return Raises(TapeError, {"rule": "tape.stale-value", **recorded, "current_revision": 1})
     rows, width = stored_gradient.shape
     pass_gradient = plain_scatter(ids, converted, rows, width)
     bad_pass = first_non_finite(pass_gradient)
     if bad_pass is not None:
-        return Raises(NonFiniteGradientError, {"operation": "gather_rows", **bad_pass})
+        rule = {"rule": "gradient.non-finite", "operation": "gather_rows"}
+        return Raises(NonFiniteError, {**rule, **bad_pass})
     total = stored_gradient.copy()
     with np.errstate(over="ignore", invalid="ignore"):
         for row in sorted(set(ids)):
@@ -426,7 +416,8 @@ def expected_backward(
                 total[row, feature] = stored_gradient[row, feature] + pass_gradient[row, feature]
     bad_total = first_non_finite(total)
     if bad_total is not None:
-        return Raises(NonFiniteGradientError, {"operation": "accumulated parameter", **bad_total})
+        rule = {"rule": "gradient.non-finite", "operation": "accumulated parameter"}
+        return Raises(NonFiniteError, {**rule, **bad_total})
     return Returns(total)
 
 
@@ -547,7 +538,7 @@ def expected_new(
     if dtype not in FLOAT_DTYPES:
         return Raises(
             EmbeddingInitializationError,
-            cause=Raises(ParameterTableError, cause=Raises(TensorValueTypeError)),
+            cause=Raises(ParameterTableError, cause=Raises(ShapeError, VALUE_TYPE)),
         )
     layout = row_major_layout((rows_, width_))
     if isinstance(layout, Raises):
@@ -560,7 +551,7 @@ def expected_new(
 def expected_from_parameter(shape: tuple[int, ...]) -> Outcome:
     """``Embedding.from_parameter`` of a table of ``shape``: rank, then rows, then width."""
     if len(shape) != 2:
-        return Raises(TableRankError, {"rank": len(shape)})
+        return Raises(TableError, {"rule": "table.rank", "rank": len(shape)})
     if shape[0] == 0:
         return Raises(EmptyVocabularyError, {"vocabulary_size": 0})
     if shape[1] == 0:

@@ -20,20 +20,19 @@ from hypothesis import assume, event, given
 from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import (
-    IndexAllocationError,
-    InvalidShapeError,
-    LeafStateError,
-    NonFiniteGradientError,
-    NonFiniteParameterError,
-    OutputAllocationError,
     TensorValue,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
 )
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.autograd.value import restore_value
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import (
+    AllocationError,
+    IdError,
+    LlmError,
+    NonFiniteError,
+    ShapeError,
+    StructuredError,
+    TapeError,
+)
 from llm_from_scratch.nn import (
     BagOptions,
     Embedding,
@@ -47,7 +46,7 @@ from llm_from_scratch.nn import (
     functional,
 )
 from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, StateError
-from llm_from_scratch.tensor import Tensor, TensorAllocationError, TensorValueTypeError
+from llm_from_scratch.tensor import Tensor
 from llm_from_scratch.tensor.storage import restore_tensor
 
 from checks import PicklePayload, check_outcome, outcome_of, unpickled, within_seconds
@@ -283,33 +282,44 @@ def huge_views(draw: st.DrawFn) -> tuple[Any, int]:
     return np.broadcast_to(value, shape), 2**k
 
 
-def expected_huge(entry: str, view: Any, count: int, width: int) -> type[BaseException]:
-    """The error class of a huge view at ``entry``, by the order of that boundary's checks (the
-    flat entries get 1-D views, ``pretrained`` and ``bag`` 2-D ones)."""
+Expected = tuple[type[BaseException], str | None]
+IDS_ALLOCATION: Expected = (AllocationError, "ids.allocation")
+VALUE_TYPE: Expected = (ShapeError, "tensor.value-type")
+TENSOR_ALLOCATION: Expected = (AllocationError, "tensor.allocation")
+
+
+def expected_huge(entry: str, view: Any, count: int, width: int) -> Expected:
+    """The error class (and rule) of a huge view at ``entry``, by the order of that boundary's
+    checks (the flat entries get 1-D views, ``pretrained`` and ``bag`` 2-D ones)."""
     kind = view.dtype.kind
     if entry in ("call", "functional", "bag"):
         if kind == "O":
-            return IndexAllocationError  # room for the elements, before the nest is walked
+            return IDS_ALLOCATION  # room for the elements, before the nest is walked
         if count * width > LIMIT:
-            return TokenShapeError  # the output shape, before any ID is read
-        return TokenIdTypeError if kind not in "iu" else IndexAllocationError
+            return IdError, "ids.shape"  # the output shape, before any ID is read
+        return (IdError, "ids.type") if kind not in "iu" else IDS_ALLOCATION
     if entry in ("forward", "gather"):
+        forward = entry == "forward"
         if count * width > LIMIT:
-            return TokenShapeError if entry == "forward" else InvalidShapeError
-        return TokenIdTypeError if kind not in "iuO" else IndexAllocationError
+            return (IdError, "ids.shape") if forward else (ShapeError, "shape.invalid")
+        if kind not in "iuO":
+            return IdError, "ids.type" if forward else "gather.type"
+        return IDS_ALLOCATION if forward else (AllocationError, "output.allocation")
     if entry == "offsets":
-        return OffsetsError if kind not in "iuO" else IndexAllocationError
+        return (OffsetsError, None) if kind not in "iuO" else IDS_ALLOCATION
     if entry == "weights":
-        return PerSampleWeightsError  # the type (object) or the shape, before any copy
+        return PerSampleWeightsError, None  # the type (object) or the shape, before any copy
     if entry == "tensor":
-        return TensorValueTypeError if kind == "O" else TensorAllocationError
+        return VALUE_TYPE if kind == "O" else TENSOR_ALLOCATION
     if entry == "from_numpy":
-        return TensorValueTypeError if kind in "bO" else TensorAllocationError
+        return VALUE_TYPE if kind in "bO" else TENSOR_ALLOCATION
     if entry == "pretrained":
-        return PretrainedTableTypeError if kind in "bO" else OutputAllocationError
+        if kind in "bO":
+            return PretrainedTableTypeError, None
+        return AllocationError, "output.allocation"
     if entry == "state":
-        return StateError  # the shape, before any copy
-    return TensorValueTypeError if kind != "f" else TensorAllocationError  # a pickled Tensor
+        return StateError, None  # the shape, before any copy
+    return VALUE_TYPE if kind != "f" else TENSOR_ALLOCATION  # a pickled Tensor
 
 
 ENTRIES = (
@@ -360,7 +370,8 @@ def test_a_view_no_copy_of_which_fits_gets_its_typed_error_at_once(
     with within_seconds(2.0), pytest.raises(Exception) as caught:
         calls[entry]()
     event(f"outcome: {type(caught.value).__name__}")
-    assert type(caught.value) is expected, (entry, view.shape, view.dtype, caught.value)
+    rule = caught.value.rule if isinstance(caught.value, LlmError) else None
+    assert (type(caught.value), rule) == expected, (entry, view.shape, view.dtype, caught.value)
     assert table.tensor.numpy().tobytes() == before
 
 
@@ -474,10 +485,10 @@ def test_a_crafted_leaf_rebuilds_checked_or_gets_a_typed_error(state: object) ->
     )
     event(f"outcome: {type(error).__name__ if error is not None else 'result'}")
     if error is not None:
-        assert type(error) in (
-            LeafStateError,
-            NonFiniteParameterError,
-            NonFiniteGradientError,
+        assert (type(error), getattr(error, "rule", None)) in (
+            (TapeError, "tape.leaf-state"),
+            (NonFiniteError, "parameter.non-finite"),
+            (NonFiniteError, "gradient.non-finite"),
         ), repr(error)
         return
     assert isinstance(restored, TensorValue) and restored.kind == state["kind"]  # type: ignore[index]
@@ -562,8 +573,9 @@ def test_a_crafted_frozen_table_and_layer_unpickle_as_from_pretrained_builds_the
     )
     assert (error is None) == (refused is None)
     if error is not None:
-        assert isinstance(error, NonFiniteParameterError) == isinstance(
-            refused, NonFiniteParameterError
+        non_finite = "parameter.non-finite"
+        assert (getattr(error, "rule", None) == non_finite) == (
+            getattr(refused, "rule", None) == non_finite
         )
         return
     ids = [3, 0, 3, 1]
@@ -571,8 +583,8 @@ def test_a_crafted_frozen_table_and_layer_unpickle_as_from_pretrained_builds_the
     assert crafted.tensor.numpy().tobytes() == array.tobytes()
 
 
-ERRORS = [
-    TokenIdOutOfBoundsError(1, 4, 4),
+ERRORS: list[Exception] = [
+    IdError("ids.out-of-range", id=4, position=1, vocabulary_size=4),
     OffsetsError("range", 2, 9, 4),
     StateError("Adam", "step", "be an integer", "x"),
     PerSampleWeightsError("shape", (2,), (3,)),
@@ -590,30 +602,34 @@ ERRORS = [
     extra=st.dictionaries(st.sampled_from(["x", "note"]), st.integers(), max_size=1),
 )
 def test_a_crafted_error_state_may_add_but_never_replace_a_field(
-    error: StructuredError, replaced: dict[str, object], notes: list[str], extra: dict[str, int]
+    error: Exception, replaced: dict[str, object], notes: list[str], extra: dict[str, int]
 ) -> None:
-    fields = tuple(getattr(error, name) for name in error.field_names)
+    rebuild, arguments = error.__reduce__()[:2]
+    family = isinstance(error, LlmError)  # a family's rule and fields may not even be restated
+    names = (*error.fields, "rule") if family else error.field_names  # type: ignore[attr-defined]
+    fields = tuple(getattr(error, name) for name in names)
     state: dict[str, object] = {**replaced, **extra}
     if notes:
         state["__notes__"] = notes
 
     class Crafted:
         def __reduce__(self) -> tuple[Any, ...]:
-            return type(error), fields, state
+            return rebuild, arguments, state
 
     rebuilt, raised = outcome_of(lambda: pickle.loads(pickle.dumps(Crafted())))
     event(f"outcome: {type(raised).__name__ if raised is not None else 'result'}")
+    def differs(name: str, value: object) -> bool:
+        return type(value) is not type(getattr(error, name)) or getattr(error, name) != value
+
     replaces = any(
-        name in error.field_names
-        and not (type(value) is type(getattr(error, name)) and value == getattr(error, name))
-        for name, value in replaced.items()
+        name in names and (family or differs(name, value)) for name, value in replaced.items()
     )
     if replaces:
         assert type(raised) is TypeError
         return
     assert raised is None and type(rebuilt) is type(error)
     assert rebuilt.args == error.args
-    assert [getattr(rebuilt, name) for name in error.field_names] == list(fields)
+    assert [getattr(rebuilt, name) for name in names] == list(fields)
     assert getattr(rebuilt, "__notes__", []) == notes
 
 
@@ -700,7 +716,7 @@ def test_reals_at_the_dtypes_limits_give_results_or_typed_errors_and_no_warning(
     _, error = outcome_of(lambda: optimizer.backward_step(output, np.full((3, 2), seed)))
     event(f"outcome: {type(error).__name__ if error is not None else 'result'}")
     if error is not None:
-        assert isinstance(error, StructuredError), repr(error)
+        assert isinstance(error, StructuredError | LlmError), repr(error)
         assert trainable.table.tensor.numpy().tobytes() == before
     assert np.isfinite(trainable.table.tensor.numpy()).all()
 

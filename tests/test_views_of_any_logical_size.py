@@ -20,23 +20,20 @@ import pytest
 from numpy.lib.stride_tricks import as_strided
 
 from llm_from_scratch.autograd import (
-    IndexAllocationError,
-    LeafStateError,
-    OutputAllocationError,
     TensorValue,
 )
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.autograd.value import restore_value
+from llm_from_scratch.errors import AllocationError, IdError, ShapeError, TapeError
 from llm_from_scratch.nn import (
     Embedding,
     EmbeddingBag,
     NamedParameter,
     PerSampleWeightsError,
-    TokenShapeError,
     functional,
 )
 from llm_from_scratch.optim import Adam, StateError
-from llm_from_scratch.tensor import Tensor, TensorAllocationError, TooManyAxesError
+from llm_from_scratch.tensor import Tensor
 from llm_from_scratch.tensor.storage import restore_tensor
 
 from checks import PicklePayload, leaf_state, unpickled, within_seconds
@@ -54,60 +51,68 @@ def table(width: int = 1) -> NamedParameter:
     return NamedParameter.from_tensor("token_embedding.weight", Tensor((4, width), values))
 
 
-CASES: dict[str, tuple[Callable[[], object], type[BaseException]]] = {
+Expected = tuple[type[BaseException], str | None]
+IDS_ALLOCATION: Expected = (AllocationError, "ids.allocation")
+OUTPUT_ALLOCATION: Expected = (AllocationError, "output.allocation")
+TENSOR_ALLOCATION: Expected = (AllocationError, "tensor.allocation")
+
+CASES: dict[str, tuple[Callable[[], object], Expected]] = {
     "the layer call, a width-1 table": (
         lambda: Embedding.from_parameter(table())(huge()),
-        IndexAllocationError,
+        IDS_ALLOCATION,
     ),
     "the layer call, a width-2 table (the output shape overflows)": (
         lambda: Embedding.from_parameter(table(2))(huge()),
-        TokenShapeError,
+        (IdError, "ids.shape"),
     ),
     "the layer call, an object view": (
         lambda: Embedding.from_parameter(table())(huge((2**59,), object, 1)),
-        IndexAllocationError,
+        IDS_ALLOCATION,
     ),
     "forward": (
         lambda: Embedding.from_parameter(table()).forward(huge((2**62,)), (2**62,)),
-        IndexAllocationError,
+        IDS_ALLOCATION,
     ),
     "gather_rows": (
         lambda: table().tensor.gather_rows(huge((2**62,)), (2**62,)),
-        IndexAllocationError,
+        OUTPUT_ALLOCATION,
     ),
     "functional.embedding": (
         lambda: functional.embedding(huge(), table().tensor),
-        IndexAllocationError,
+        IDS_ALLOCATION,
     ),
     "functional.embedding_bag, 2-D IDs": (
         lambda: functional.embedding_bag(huge(), table().tensor),
-        IndexAllocationError,
+        IDS_ALLOCATION,
     ),
     "a bag's offsets": (
         lambda: EmbeddingBag.from_parameter(table())([0, 1], huge((2**62,))),
-        IndexAllocationError,
+        IDS_ALLOCATION,
     ),
     "a bag's per-sample weights (their shape comes first)": (
         lambda: EmbeddingBag.from_parameter(table(), mode="sum")(
             [[0, 1]], per_sample_weights=huge((2**62,))
         ),
-        PerSampleWeightsError,
+        (PerSampleWeightsError, None),
     ),
-    "Tensor": (lambda: Tensor(HUGE, huge()), TensorAllocationError),
+    "Tensor": (lambda: Tensor(HUGE, huge()), TENSOR_ALLOCATION),
     "Tensor, as_strided": (
         lambda: Tensor((2**62,), as_strided(np.zeros(1, np.uint8), (2**62,), (0,))),
-        TensorAllocationError,
+        TENSOR_ALLOCATION,
     ),
-    "Tensor.from_numpy": (lambda: Tensor.from_numpy(huge()), TensorAllocationError),
-    "a shape given as an array": (lambda: Tensor(huge((2**62,), np.int8, 1), []), TooManyAxesError),
-    "from_pretrained, frozen": (lambda: Embedding.from_pretrained(huge()), OutputAllocationError),
+    "Tensor.from_numpy": (lambda: Tensor.from_numpy(huge()), TENSOR_ALLOCATION),
+    "a shape given as an array": (
+        lambda: Tensor(huge((2**62,), np.int8, 1), []),
+        (ShapeError, "shape.too-many-axes"),
+    ),
+    "from_pretrained, frozen": (lambda: Embedding.from_pretrained(huge()), OUTPUT_ALLOCATION),
     "from_pretrained, trainable": (
         lambda: EmbeddingBag.from_pretrained(huge(), freeze=False),
-        OutputAllocationError,
+        OUTPUT_ALLOCATION,
     ),
     "from_pretrained, float32": (
         lambda: Embedding.from_pretrained(huge((2**30, 2**30), np.float32)),
-        OutputAllocationError,
+        OUTPUT_ALLOCATION,
     ),
     "an optimizer state array (its shape comes first)": (
         lambda: Adam(Embedding.from_parameter(table()).parameters(), 0.1).load_state_dict(
@@ -117,13 +122,13 @@ CASES: dict[str, tuple[Callable[[], object], type[BaseException]]] = {
                 "token_embedding.weight.exp_avg_sq": huge(),
             }
         ),
-        StateError,
+        (StateError, None),
     ),
     "a pickled Tensor": (
         lambda: unpickled(
             PicklePayload(restore_tensor, PicklePayload(np.broadcast_to, np.float32(0), (2**60,)))
         ),
-        TensorAllocationError,
+        TENSOR_ALLOCATION,
     ),
     "a pickled leaf's values": (
         lambda: unpickled(
@@ -138,7 +143,7 @@ CASES: dict[str, tuple[Callable[[], object], type[BaseException]]] = {
                 ),
             )
         ),
-        OutputAllocationError,
+        OUTPUT_ALLOCATION,
     ),
     "a pickled leaf's gradient rows": (
         lambda: unpickled(
@@ -156,17 +161,19 @@ CASES: dict[str, tuple[Callable[[], object], type[BaseException]]] = {
                 },
             )
         ),
-        LeafStateError,
+        (TapeError, "tape.leaf-state"),
     ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_view_no_array_can_hold_gets_its_typed_error_at_once(case: str) -> None:
-    call, error = CASES[case]
+    call, (error, rule) = CASES[case]
     with within_seconds(1.0), pytest.raises(error) as caught:
         call()
     assert type(caught.value) is error
+    if rule is not None:  # a family's rule
+        assert caught.value.rule == rule
 
 
 def test_a_huge_view_as_a_backward_seed_of_the_outputs_shape_is_read_where_it_lies() -> None:

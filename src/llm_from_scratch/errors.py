@@ -468,12 +468,6 @@ declare(
             " contains itself.",
             ("limit",),
         ),  # TokenIdNestingError[embedding]
-        "gather.nesting": (
-            "indices must be a flat sequence of integers: {detail}",
-            "Nested lists deeper than an array can have axes (``limit``), for example a list that"
-            " contains itself.",
-            ("limit",),
-        ),  # TokenIdNestingError[gather]
         "ids.out-of-range": (
             "token ID {id} at flat position {position} is out of bounds for vocabulary size "
             "{vocabulary_size}",

@@ -15,7 +15,7 @@ from typing import Final
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue, no_grad
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.tensor import Tensor
 from llm_from_scratch.tensor.storage import FloatArray
 
@@ -23,20 +23,6 @@ DEFAULT_STEP: Final = 1e-6
 DEFAULT_TOLERANCE: Final = 2e-6
 
 Loss = Callable[[TensorValue], TensorValue]
-
-
-class GradientCheckError(StructuredError, ValueError):
-    """A bad argument of ``check_gradient``, or a loss that is not a scalar TensorValue.
-
-    In this order: a loss that is not callable; a value that is not a parameter leaf; a step that is
-    zero, negative, NaN, infinite, a ``bool`` or not a real number, or whose double overflows; a
-    tolerance that is negative, NaN, infinite, a ``bool`` or not a real number. Then a loss that
-    does not return a scalar ``TensorValue``, and a step that takes a probed value out of the finite
-    range. ``detail`` is the whole message.
-    """
-
-    template = "{detail}"
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -80,9 +66,9 @@ def check_gradient(
             or above (not a bool), read once by ``float()``.
 
     Raises:
-        GradientCheckError: in this order, ``loss`` is not callable, ``parameter`` is not a
-            parameter leaf, a bad ``step``, a bad ``tolerance``; then a loss that is not a
-            scalar TensorValue, or a step that takes a probed value out of the finite range.
+        OptionError: ``gradcheck.argument``, in this order: ``loss`` is not callable,
+            ``parameter`` is no parameter leaf, a bad ``step``, a bad ``tolerance``; then a loss
+            that is no scalar TensorValue, or a step that takes a value out of the finite range.
 
     Example:
         >>> w = TensorValue.parameter(Tensor((2,), [3.0, -1.0]))
@@ -90,18 +76,18 @@ def check_gradient(
         True
     """
     if not callable(loss):
-        raise GradientCheckError(f"the loss must be callable, got {type(loss).__name__}")
+        raise _argument_error(f"the loss must be callable, got {type(loss).__name__}")
     if not isinstance(parameter, TensorValue) or parameter.kind != "parameter":
         kind = parameter.kind if isinstance(parameter, TensorValue) else type(parameter).__name__
-        raise GradientCheckError(f"the probe needs a parameter leaf, got a {kind}")
+        raise _argument_error(f"the probe needs a parameter leaf, got a {kind}")
     h = _real(step)
     if not (h > 0 and math.isfinite(2.0 * h)):
-        raise GradientCheckError(
+        raise _argument_error(
             f"the step must be a real number above zero whose double is finite, got {step!r}"
         )
     limit = _real(tolerance)
     if not (limit >= 0 and math.isfinite(limit)):
-        raise GradientCheckError(
+        raise _argument_error(
             f"the tolerance must be a finite real number, zero or above, got {tolerance!r}"
         )
     values = parameter.value_snapshot().numpy()
@@ -115,7 +101,7 @@ def check_gradient(
             plus[index] += h
             minus[index] -= h
         if not (np.isfinite(plus[index]) and np.isfinite(minus[index])):
-            raise GradientCheckError(
+            raise _argument_error(
                 f"the step {h!r} takes the value at flat position {index} out of the finite range"
             )
         difference = _loss_value(loss, plus, values.shape) - _loss_value(loss, minus, values.shape)
@@ -125,6 +111,10 @@ def check_gradient(
     return GradientCheck(
         analytic, numeric, float(errors[worst]) if errors.size else 0.0, worst, limit
     )
+
+
+def _argument_error(detail: str) -> OptionError:
+    return OptionError("gradcheck.argument", detail=detail)
 
 
 def _real(value: object) -> float:
@@ -143,7 +133,7 @@ def _analytic(loss: Loss, values: FloatArray) -> FloatArray:
     result.backward()
     gradient = leaf.gradient_snapshot()
     if gradient is None:
-        raise GradientCheckError("the probed leaf has no gradient")
+        raise _argument_error("the probed leaf has no gradient")
     return np.array(gradient.numpy(), dtype=np.float64)
 
 
@@ -155,7 +145,7 @@ def _loss_value(loss: Loss, flat: FloatArray, shape: tuple[int, ...]) -> float:
 
 def _scalar(result: object) -> TensorValue:
     if not isinstance(result, TensorValue):
-        raise GradientCheckError(f"the loss must return a TensorValue, got {type(result).__name__}")
+        raise _argument_error(f"the loss must return a TensorValue, got {type(result).__name__}")
     if result.shape != ():
-        raise GradientCheckError(f"the loss must be a scalar, got shape {list(result.shape)}")
+        raise _argument_error(f"the loss must be a scalar, got shape {list(result.shape)}")
     return result

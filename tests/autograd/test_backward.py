@@ -19,25 +19,22 @@ from hypothesis import strategies as st
 
 import llm_from_scratch.autograd.gradient as gradient_module
 from llm_from_scratch.autograd import (
-    GraphReleasedError,
     GraphRetention,
-    NonFiniteGradientError,
-    NonFiniteSeedError,
-    NotRecordedError,
-    NotScalarOutputError,
-    OutputAllocationError,
-    ReleasedOperandError,
-    SeedShapeMismatchError,
-    SeedTypeError,
-    StaleValueError,
-    TensorAutodiffError,
     TensorValue,
+)
+from llm_from_scratch.errors import (
+    RULES,
+    AllocationError,
+    LlmError,
+    NonFiniteError,
+    ShapeError,
+    TapeError,
 )
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
-from checks import check_outcome, failing_numpy, leaf_state
+from checks import check_outcome, failing_numpy, leaf_state, raises_rule
 from conftest import KNOWN_UPSTREAM
 from reference import Outcome, Raises, expected_backward
 
@@ -67,7 +64,7 @@ def test_a_released_graph_refuses_a_second_backward() -> None:
     loss = w.sum()
     loss.backward_with_seed(np.array(1.0), GraphRetention.RELEASE)
     assert w.gradient.flat_values() == [1.0, 1.0]  # type: ignore[union-attr]
-    with pytest.raises(GraphReleasedError) as caught:
+    with raises_rule(TapeError, "tape.released") as caught:
         loss.backward()
     assert caught.value.operation == "sum"
     assert str(caught.value) == "the sum operation tape has been released"
@@ -78,7 +75,7 @@ def test_release_frees_every_operation_the_pass_walked() -> None:
     w = parameter(1.0, 2.0)
     doubled = w.add(w)
     doubled.sum().backward_with_seed(np.array(1.0), GraphRetention.RELEASE)
-    with pytest.raises(GraphReleasedError) as caught:
+    with raises_rule(TapeError, "tape.released") as caught:
         doubled.backward_with_seed(np.ones(2))
     assert caught.value.operation == "add"
 
@@ -87,7 +84,7 @@ def test_building_on_a_released_operand_names_the_operation_and_operand() -> Non
     w = parameter(1.0, 2.0)
     doubled = w.add(w)
     doubled.sum().backward_with_seed(np.array(1.0), GraphRetention.RELEASE)
-    with pytest.raises(ReleasedOperandError) as caught:
+    with raises_rule(TapeError, "tape.released-operand") as caught:
         w.mul(doubled)
     assert (caught.value.operation, caught.value.operand) == ("mul", "right")
     assert str(caught.value) == (
@@ -100,7 +97,7 @@ def test_an_operand_whose_ancestor_was_released_is_refused_too() -> None:
     doubled = w.add(w)
     branch = doubled.mul(Tensor((2,), [1.0, 1.0]))
     doubled.sum().backward_with_seed(np.array(1.0), GraphRetention.RELEASE)
-    with pytest.raises(ReleasedOperandError) as caught:
+    with raises_rule(TapeError, "tape.released-operand") as caught:
         branch.sum()
     assert caught.value.operand == "input"
 
@@ -114,7 +111,7 @@ def test_parameters_are_never_released() -> None:
 
 def test_seed_shape_must_match_the_output_shape() -> None:
     w = TensorValue.parameter(Tensor((2, 2), [1, 2, 3, 4]))
-    with pytest.raises(SeedShapeMismatchError) as caught:
+    with raises_rule(ShapeError, "seed.shape") as caught:
         w.mul(w).backward_with_seed(np.ones((4,)))
     assert (caught.value.expected, caught.value.actual) == ((2, 2), (4,))
     assert str(caught.value) == "backward seed shape [4] does not match output shape [2, 2]"
@@ -125,7 +122,7 @@ def test_a_non_finite_seed_leaves_the_gradient_untouched() -> None:
     y = w.mul(Tensor((2,), [2.0, 2.0]))
     y.backward_with_seed(np.array([1.0, 1.0]))
     before = w.gradient_snapshot()
-    with pytest.raises(NonFiniteSeedError) as caught:
+    with raises_rule(NonFiniteError, "seed.non-finite") as caught:
         y.backward_with_seed(np.array([1.0, np.nan]))
     assert caught.value.index == 1 and np.isnan(caught.value.value)
     assert w.gradient.equals(before)  # type: ignore[union-attr, arg-type]
@@ -134,7 +131,7 @@ def test_a_non_finite_seed_leaves_the_gradient_untouched() -> None:
 def test_a_non_finite_vjp_raises_and_stores_nothing_anywhere() -> None:
     a, b = parameter(1.0), parameter(1e308)
     loss = a.sum().add(b.mul(Tensor((1,), [1e308])).sum())
-    with pytest.raises(NonFiniteGradientError):
+    with raises_rule(NonFiniteError, "gradient.non-finite"):
         loss.backward_with_seed(np.array(1e10))
     assert a.gradient.flat_values() == [0.0]  # type: ignore[union-attr]
     assert b.gradient.flat_values() == [0.0]  # type: ignore[union-attr]
@@ -144,7 +141,7 @@ def test_an_accumulated_overflow_raises_and_keeps_the_earlier_gradient() -> None
     w = parameter(1.0)
     loss = w.mul(Tensor((1,), [1e308])).sum()
     loss.backward()
-    with pytest.raises(NonFiniteGradientError) as caught:
+    with raises_rule(NonFiniteError, "gradient.non-finite") as caught:
         loss.backward()
     assert caught.value.operation == "accumulated parameter"
     assert w.gradient.flat_values() == [1e308]  # type: ignore[union-attr]
@@ -152,7 +149,7 @@ def test_an_accumulated_overflow_raises_and_keeps_the_earlier_gradient() -> None
 
 def test_seed_must_be_a_tensor_or_numpy_array() -> None:
     w = parameter(1.0)
-    with pytest.raises(SeedTypeError):
+    with raises_rule(ShapeError, "seed.type"):
         w.sum().backward_with_seed([1.0])  # type: ignore[arg-type]
 
 
@@ -163,26 +160,26 @@ def test_seed_may_be_a_tensor() -> None:
 
 
 def test_backward_without_seed_needs_a_scalar() -> None:
-    with pytest.raises(NotScalarOutputError):
+    with raises_rule(ShapeError, "value.not-scalar-output"):
         parameter(1.0, 2.0).mul(parameter(1.0, 1.0)).backward()
 
 
 def test_backward_from_a_constant_is_refused() -> None:
     c = TensorValue.constant(Tensor((1,), [1.0]))
-    with pytest.raises(NotRecordedError):
+    with raises_rule(TapeError, "tape.not-recorded"):
         c.sum().backward()
 
 
 def test_every_tape_error_is_a_tensor_autodiff_error() -> None:
-    for error in (
-        GraphReleasedError,
-        ReleasedOperandError,
-        SeedShapeMismatchError,
-        NonFiniteSeedError,
-        StaleValueError,
-        NonFiniteGradientError,
+    for rule in (
+        "tape.released",
+        "tape.released-operand",
+        "seed.shape",
+        "seed.non-finite",
+        "tape.stale-value",
+        "gradient.non-finite",
     ):
-        assert issubclass(error, TensorAutodiffError)
+        assert issubclass(RULES[rule].family, LlmError)
 
 
 def test_a_seed_changed_after_backward_does_not_change_the_stored_gradient(
@@ -207,7 +204,7 @@ def test_a_seed_changed_after_backward_does_not_change_the_stored_gradient(
 def test_an_overflowing_repeated_row_is_caught_even_though_copies_are_not_rescanned() -> None:
     table = TensorValue.parameter(Tensor((3, 1), [0.0, 0.0, 0.0]))
     rows = table.gather_rows([0, 2, 2], (3,))
-    with pytest.raises(NonFiniteGradientError) as caught:
+    with raises_rule(NonFiniteError, "gradient.non-finite") as caught:
         rows.backward_with_seed(np.array([[1.0], [1e308], [1e308]]))
     assert (caught.value.operation, caught.value.index) == ("gather_rows", 2)
     assert not table.gradient.numpy().any()  # type: ignore[union-attr]
@@ -215,7 +212,7 @@ def test_an_overflowing_repeated_row_is_caught_even_though_copies_are_not_rescan
 
 def test_two_finite_contributions_that_overflow_together_are_caught() -> None:
     w = parameter(1e308)
-    with pytest.raises(NonFiniteGradientError):
+    with raises_rule(NonFiniteError, "gradient.non-finite"):
         w.add(w).sum().backward_with_seed(np.array(1e308))
     assert w.gradient.flat_values() == [0.0]  # type: ignore[union-attr]
 
@@ -230,7 +227,7 @@ def test_a_backward_that_runs_out_of_memory_is_a_typed_error_and_changes_no_stor
     before = leaf_state(leaf)
     with (
         failing_numpy(monkeypatch, gradient_module, "zeros"),
-        pytest.raises(OutputAllocationError) as caught,
+        raises_rule(AllocationError, "output.allocation") as caught,
     ):
         output.backward_with_seed(np.ones((2, 2)))
     assert (caught.value.operation, caught.value.elements) == ("backward", 4)
@@ -370,9 +367,10 @@ def test_backward_raises_the_first_documented_error_and_changes_nothing_or_adds_
     if retention is GraphRetention.RELEASE:
         check_outcome(
             lambda: scenario.output.backward_with_seed(np.zeros(scenario.output.shape)),
-            Raises(GraphReleasedError, {"operation": "gather_rows"}),
+            Raises(TapeError, {"rule": "tape.released", "operation": "gather_rows"}),
         )
-        check_outcome(scenario.output.sum, Raises(ReleasedOperandError, {"operation": "sum"}))
+        released = {"rule": "tape.released-operand", "operation": "sum"}
+        check_outcome(scenario.output.sum, Raises(TapeError, released))
 
 
 @given(

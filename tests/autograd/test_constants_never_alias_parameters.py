@@ -1,6 +1,6 @@
 """Only a parameter's values change (by an optimizer step). A constant or an operation result,
 built under ``no_grad()`` or not, never changes, and a graph that read a parameter before the
-step refuses to run backward with ``StaleValueError``."""
+step refuses to run backward with ``tape.stale-value``."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import StaleValueError, TensorValue, no_grad
+from llm_from_scratch.autograd import TensorValue, no_grad
+from llm_from_scratch.errors import TapeError
 from llm_from_scratch.nn import NamedParameter
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
+
+from checks import raises_rule
 
 ONES = Tensor((2, 2), [1.0] * 4)
 
@@ -48,7 +51,7 @@ def test_a_reshape_recorded_from_a_parameter_keeps_its_values_and_its_graph_goes
     give_gradient_and_step(p)
     assert r.kind == "operation" and r.value.flat_values() == [1.0, 2.0, 3.0, 4.0]
     p.zero_grad()
-    with pytest.raises(StaleValueError) as caught:
+    with raises_rule(TapeError, "tape.stale-value") as caught:
         loss.backward()
     assert (caught.value.operation, caught.value.operand) == ("reshape", "input")
     assert (caught.value.recorded_revision, caught.value.current_revision) == (0, 1)
@@ -191,7 +194,7 @@ def test_after_a_step_every_other_value_is_unchanged_and_every_graph_is_exact_or
         if reads_p:
             for parameter in (p, q):
                 parameter.zero_grad()
-            with pytest.raises(StaleValueError):
+            with raises_rule(TapeError, "tape.stale-value"):
                 loss.backward()
             for parameter in (p, q):
                 assert not parameter.gradient.numpy().any()  # type: ignore[union-attr]

@@ -5,18 +5,19 @@ operation's saved record), and a non-finite sum is still reported at its dense i
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from llm_from_scratch.autograd import NonFiniteGradientError, RowSparseGradient, TensorValue
+from llm_from_scratch.autograd import RowSparseGradient, TensorValue
 from llm_from_scratch.autograd.gather import (
     RowGatherPlan,
     RowGradientRule,
     gather_rows_vjp,
     plan_from_validated_indices,
 )
+from llm_from_scratch.errors import NonFiniteError
 from llm_from_scratch.nn import functional
 from llm_from_scratch.tensor import Tensor
 
+from checks import raises_rule
 from conftest import KNOWN_TABLE
 
 
@@ -55,7 +56,7 @@ def test_a_non_finite_sum_beside_the_padding_row_is_reported_at_its_dense_index(
     table = TensorValue.parameter(Tensor((4, 2), KNOWN_TABLE))
     out = functional.embedding([0, 0, 3, 3], table, padding_idx=0)
     seed = np.full((4, 2), 1.5e308)
-    with pytest.raises(NonFiniteGradientError) as caught:
+    with raises_rule(NonFiniteError, "gradient.non-finite") as caught:
         out.backward_with_seed(seed)
     assert caught.value.index == 6  # row 3, feature 0; the padding row 0 overflows too
     assert table.sparse_gradient.rows.size == 0  # type: ignore[union-attr]

@@ -14,21 +14,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import (
-    GatherIndexCountError,
-    GatherIndexOutOfBoundsError,
-    GatherIndexTypeError,
-    GatherTableRankError,
-    IndexContainerError,
-    InvalidShapeError,
-    OutputAllocationError,
-    TensorAutodiffError,
     TensorValue,
 )
 from llm_from_scratch.autograd import gather as gather_module
+from llm_from_scratch.errors import (
+    RULES,
+    AllocationError,
+    IdError,
+    LlmError,
+    ShapeError,
+    TableError,
+)
 from llm_from_scratch.nn import Embedding
-from llm_from_scratch.tensor import NegativeExtentError, Tensor
+from llm_from_scratch.tensor import Tensor
 
-from checks import check_lookup, check_outcome, leaf_state, within_seconds
+from checks import check_lookup, check_outcome, leaf_state, raises_rule, within_seconds
 from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
 from reference import Raises, element_count, expected_lookup
 from strategies import flat_id_containers, layers, shapes
@@ -52,46 +52,46 @@ def test_gather_selects_rows_and_scatter_adds_repeated_ids() -> None:
 
 def test_gather_checks_the_table_rank_first() -> None:
     vector = TensorValue.parameter(Tensor((3,), [1, 2, 3]))
-    with pytest.raises(GatherTableRankError) as caught:
+    with raises_rule(TableError, "gather.table-rank") as caught:
         vector.gather_rows([9, 9], (-1,))
     assert caught.value.rank == 1
     assert str(caught.value) == "row gather needs a rank-two table, got rank 1"
 
 
 def test_gather_checks_the_index_shape_layout_before_the_count() -> None:
-    with pytest.raises(InvalidShapeError) as caught:
+    with raises_rule(ShapeError, "shape.invalid") as caught:
         known_table().gather_rows([9], (-2,))
-    assert isinstance(caught.value.__cause__, NegativeExtentError)
+    assert caught.value.__cause__.rule == "shape.negative-extent"
 
 
 def test_gather_checks_the_count_before_the_ids() -> None:
-    with pytest.raises(GatherIndexCountError) as caught:
+    with raises_rule(IdError, "gather.count") as caught:
         known_table().gather_rows([9, 9, 9], (2,))
     assert (caught.value.expected, caught.value.actual) == (2, 3)
     assert str(caught.value) == "gather index shape needs 2 IDs, but received 3"
 
 
 def test_gather_reports_the_first_out_of_bounds_index_in_flat_order() -> None:
-    with pytest.raises(GatherIndexOutOfBoundsError) as caught:
+    with raises_rule(IdError, "gather.out-of-range") as caught:
         known_table().gather_rows([1, 4, 9], (3,))
-    assert (caught.value.index, caught.value.position, caught.value.rows) == (4, 1, 4)
+    assert (caught.value.id, caught.value.position, caught.value.vocabulary_size) == (4, 1, 4)
     assert str(caught.value) == "gather ID 4 at flat position 1 is out of bounds for 4 rows"
 
 
 def test_gather_reports_a_non_integer_index_at_its_position() -> None:
-    with pytest.raises(GatherIndexTypeError) as caught:
+    with raises_rule(IdError, "gather.type") as caught:
         known_table().gather_rows([1, True], (2,))
     assert caught.value.position == 1
 
 
 def test_gather_rejects_indices_that_are_not_flat() -> None:
-    with pytest.raises(IndexContainerError):
+    with raises_rule(IdError, "gather.container"):
         known_table().gather_rows(np.zeros((1, 2), dtype=np.int64), (2,))
 
 
 def test_gather_errors_belong_to_the_autodiff_family() -> None:
-    for error in (GatherTableRankError, GatherIndexCountError, GatherIndexOutOfBoundsError):
-        assert issubclass(error, TensorAutodiffError)
+    for rule in ("gather.table-rank", "gather.count", "gather.out-of-range"):
+        assert issubclass(RULES[rule].family, LlmError)
 
 
 def test_the_plan_cannot_be_built_outside_its_constructors() -> None:
@@ -120,12 +120,12 @@ def test_mutating_flat_ids_after_a_gather_changes_nothing_recorded(known_layer: 
 def test_gather_rows_of_a_huge_lazy_sequence_is_a_typed_allocation_error(
     known_layer: Embedding,
 ) -> None:
-    with within_seconds(1.0), pytest.raises(OutputAllocationError):
+    with within_seconds(1.0), raises_rule(AllocationError, "output.allocation"):
         known_layer.table.tensor.gather_rows(range(2**61), FITTING_HUGE_SHAPE)
 
 
 def test_gather_rows_with_a_huge_index_shape_fails_on_the_count(known_layer: Embedding) -> None:
-    with within_seconds(1.0), pytest.raises(GatherIndexCountError) as caught:
+    with within_seconds(1.0), raises_rule(IdError, "gather.count") as caught:
         known_layer.table.tensor.gather_rows([0], HUGE_SHAPE)
     assert (caught.value.expected, caught.value.actual) == (2**62, 1)
 
@@ -160,6 +160,6 @@ def test_gather_rows_on_a_table_of_another_rank_reports_the_rank_before_anything
     before = leaf_state(leaf)
     check_outcome(
         lambda: leaf.gather_rows(ids, shape),  # type: ignore[arg-type]
-        Raises(GatherTableRankError, {"rank": len(table_shape)}),
+        Raises(TableError, {"rule": "gather.table-rank", "rank": len(table_shape)}),
     )
     assert leaf_state(leaf) == before

@@ -13,11 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.gradcheck import DEFAULT_STEP, GradientCheckError, check_gradient
+from llm_from_scratch.errors import OptionError
+from llm_from_scratch.gradcheck import DEFAULT_STEP, check_gradient
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ChangingReal
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 
 
 def probed() -> TensorValue:
@@ -51,7 +52,7 @@ BAD_TOLERANCES = [-1e-9, math.nan, math.inf, True, "0", None, 1j, np.array(1.0),
 def test_a_step_that_is_not_a_usable_positive_real_is_a_typed_error(step: Any) -> None:
     parameter = probed()
     before = leaf_state(parameter)
-    with pytest.raises(GradientCheckError) as caught:
+    with raises_rule(OptionError, "gradcheck.argument") as caught:
         check_gradient(squares, parameter, step=step)
     assert caught.value.detail.startswith("the step must be a real number above zero")
     assert leaf_state(parameter) == before
@@ -61,7 +62,7 @@ def test_a_step_that_is_not_a_usable_positive_real_is_a_typed_error(step: Any) -
 def test_a_tolerance_that_is_not_a_finite_real_at_or_above_zero_is_a_typed_error(
     tolerance: Any,
 ) -> None:
-    with pytest.raises(GradientCheckError) as caught:
+    with raises_rule(OptionError, "gradcheck.argument") as caught:
         check_gradient(squares, probed(), tolerance=tolerance)
     assert caught.value.detail.startswith("the tolerance must be a finite real number")
 
@@ -89,24 +90,24 @@ def test_a_step_whose_answer_changes_is_read_once(first: float, later: list[floa
 
 
 def test_the_zero_step_example_is_a_typed_error_not_a_division_by_zero() -> None:
-    with pytest.raises(GradientCheckError):
+    with raises_rule(OptionError, "gradcheck.argument"):
         check_gradient(squares, probed(), step=0.0)
 
 
 def test_a_loss_that_is_not_callable_or_returns_no_scalar_value_is_a_typed_error() -> None:
     parameter = probed()
-    with pytest.raises(GradientCheckError, match="callable"):
+    with raises_rule(OptionError, "gradcheck.argument", match="callable"):
         check_gradient("loss", parameter)  # type: ignore[arg-type]
-    with pytest.raises(GradientCheckError, match="TensorValue"):
+    with raises_rule(OptionError, "gradcheck.argument", match="TensorValue"):
         check_gradient(lambda p: 1.0, parameter)  # type: ignore[arg-type, return-value]
-    with pytest.raises(GradientCheckError, match="scalar"):
+    with raises_rule(OptionError, "gradcheck.argument", match="scalar"):
         check_gradient(lambda p: p, parameter)
 
 
 def test_a_step_that_takes_a_probed_value_to_infinity_is_a_typed_error() -> None:
     parameter = TensorValue.parameter(Tensor((2,), [1.0, 1.7e308]))
     before = leaf_state(parameter)
-    with pytest.raises(GradientCheckError) as caught:
+    with raises_rule(OptionError, "gradcheck.argument") as caught:
         check_gradient(lambda p: p.sum(), parameter, step=1e307)
     assert "flat position 1" in caught.value.detail
     assert leaf_state(parameter) == before

@@ -13,13 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import NonFiniteParameterError, OperandTypeError, TensorValue
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.errors import NonFiniteError, TapeError
 from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
 from llm_from_scratch.nn.init import InvalidNameByteError, ParameterNameTypeError
 from llm_from_scratch.optim import SGD, OptimizerError
 from llm_from_scratch.tensor import Tensor
 
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 
 FINITE = st.floats(-1e30, 1e30)
 NON_FINITE = st.sampled_from([math.nan, math.inf, -math.inf])
@@ -48,7 +49,7 @@ def test_a_parameter_names_the_first_non_finite_value_in_flat_order(
             leaf = build()
             assert leaf.numpy().tobytes() == tensor.numpy().tobytes()
             continue
-        with pytest.raises(NonFiniteParameterError) as caught:
+        with raises_rule(NonFiniteError, "parameter.non-finite") as caught:
             build()
         assert caught.value.position == first
         assert str(caught.value.value) == str(float(tensor.numpy().reshape(-1)[first]))
@@ -57,7 +58,7 @@ def test_a_parameter_names_the_first_non_finite_value_in_flat_order(
 
 def test_the_nan_table_example_is_refused_with_its_position_and_value() -> None:
     table = Tensor((4, 2), [10.0, 11.0, 20.0, 21.0, 30.0, math.nan, 40.0, 41.0])
-    with pytest.raises(NonFiniteParameterError) as caught:
+    with raises_rule(NonFiniteError, "parameter.non-finite") as caught:
         NamedParameter.from_tensor("token_embedding.weight", table)
     assert caught.value.position == 5 and math.isnan(caught.value.value)
     assert str(caught.value) == "parameter value nan at flat position 5 is not finite"
@@ -70,7 +71,7 @@ def test_the_name_is_checked_before_the_values_and_the_tensor_type_before_them_t
         NamedParameter.from_tensor("Token", nan_table)
     with pytest.raises(ParameterNameTypeError):
         NamedParameter.from_tensor(None, nan_table)  # type: ignore[arg-type]
-    with pytest.raises(OperandTypeError):
+    with raises_rule(TapeError, "operand.leaf-type"):
         TensorValue.parameter([math.nan])  # type: ignore[arg-type]
 
 

@@ -16,21 +16,17 @@ from hypothesis import strategies as st
 import llm_from_scratch.autograd.leaf_state as leaf_state_module
 from llm_from_scratch.autograd import (
     GraphRetention,
-    LeafStateError,
-    NonFiniteGradientError,
-    NonFiniteParameterError,
-    OutputAllocationError,
     TensorValue,
-    UnpicklableOperationError,
     no_grad,
 )
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.autograd.value import restore_value
+from llm_from_scratch.errors import AllocationError, NonFiniteError, TapeError
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ShowsOtherValues
-from checks import PicklePayload, failing_numpy, leaf_state, unpickled
+from checks import PicklePayload, failing_numpy, leaf_state, raises_rule, unpickled
 from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
 
 PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
@@ -213,11 +209,11 @@ def test_separate_pickles_give_separate_leaves() -> None:
 
 def test_an_operation_result_refuses_to_pickle_and_to_deep_copy() -> None:
     result = known_parameter().gather_rows([2, 1, 2], (1, 3)).sum()
-    with pytest.raises(UnpicklableOperationError) as caught:
+    with raises_rule(TapeError, "tape.unpicklable") as caught:
         pickle.dumps(result)
     assert (caught.value.action, caught.value.operation) == ("pickle", "sum")
     assert isinstance(caught.value, TypeError)
-    with pytest.raises(UnpicklableOperationError) as caught:
+    with raises_rule(TapeError, "tape.unpicklable") as caught:
         copy.deepcopy(result)
     assert (caught.value.action, caught.value.operation) == ("deep-copy", "sum")
 
@@ -226,9 +222,9 @@ def test_an_operation_result_refuses_to_pickle_and_to_deep_copy() -> None:
 def test_anything_holding_an_operation_result_refuses_in_every_protocol(protocol: int) -> None:
     table = known_parameter()
     rows = table.gather_rows([0], (1,))
-    with pytest.raises(UnpicklableOperationError, match="gather_rows"):
+    with raises_rule(TapeError, "tape.unpicklable", match="gather_rows"):
         pickle.dumps([table, {"rows": rows}], protocol)
-    with pytest.raises(UnpicklableOperationError):
+    with raises_rule(TapeError, "tape.unpicklable"):
         copy.deepcopy([table, rows])
 
 
@@ -236,7 +232,7 @@ def test_a_released_operation_result_refuses_with_its_operation_name() -> None:
     rows = known_parameter().gather_rows([0, 3], (2,))
     rows.backward_with_seed(np.ones((2, 2)), GraphRetention.RELEASE)
     for call in (pickle.dumps, copy.deepcopy):
-        with pytest.raises(UnpicklableOperationError) as caught:
+        with raises_rule(TapeError, "tape.unpicklable") as caught:
             call(rows)
         assert caught.value.operation == "gather_rows"
 
@@ -244,7 +240,7 @@ def test_a_released_operation_result_refuses_with_its_operation_name() -> None:
 def test_a_refused_pickle_changes_nothing() -> None:
     table = with_row_sparse_gradient()
     before = leaf_state(table)
-    with pytest.raises(UnpicklableOperationError):
+    with raises_rule(TapeError, "tape.unpicklable"):
         pickle.dumps((table, table.sum()))
     assert leaf_state(table) == before
 
@@ -256,7 +252,7 @@ def test_a_deep_copy_that_cannot_allocate_is_an_output_allocation_error(
     before = leaf_state(table)
     with (
         failing_numpy(monkeypatch, leaf_state_module, "array"),
-        pytest.raises(OutputAllocationError) as caught,
+        raises_rule(AllocationError, "output.allocation") as caught,
     ):
         copy.deepcopy(table)
     assert (caught.value.operation, caught.value.elements) == ("leaf copy", 8)
@@ -295,7 +291,7 @@ def dense(values: object) -> dict[str, object]:
 
 
 def leaf_error(part: str, detail: str) -> tuple[type[Exception], dict[str, object]]:
-    return LeafStateError, {"part": part, "detail": detail}
+    return TapeError, {"rule": "tape.leaf-state", "part": part, "detail": detail}
 
 
 CRAFTED = [
@@ -347,14 +343,14 @@ CRAFTED = [
     Crafted(
         "a NaN value",
         parameter_state(dense(VALUES), np.array([[0.0, 1.0], [np.nan, 2.0], [3, 4], [5, 6]])),
-        NonFiniteParameterError,
-        {"position": 2},
+        NonFiniteError,
+        {"rule": "parameter.non-finite", "position": 2},
     ),
     Crafted(
         "an infinite value",
         parameter_state(dense(VALUES), np.array([[0.0, -np.inf], [1, 2], [3, 4], [5, 6]])),
-        NonFiniteParameterError,
-        {"position": 1, "value": -np.inf},
+        NonFiniteError,
+        {"rule": "parameter.non-finite", "position": 1, "value": -np.inf},
     ),
     Crafted(
         "a gradient that is no dict",
@@ -391,8 +387,8 @@ CRAFTED = [
     Crafted(
         "a NaN in a dense gradient",
         parameter_state(dense(np.array([[0.0, 0], [0, 0], [0, np.nan], [0, 0]]))),
-        NonFiniteGradientError,
-        {"operation": "restored", "index": 5},
+        NonFiniteError,
+        {"rule": "gradient.non-finite", "operation": "restored", "index": 5},
     ),
     Crafted(
         "a row-sparse gradient on a rank-one leaf",
@@ -472,8 +468,8 @@ CRAFTED = [
     Crafted(
         "an infinity in a row that is not listed as summed",
         parameter_state(sparse(np.array([1, 3]), np.array([[0.0, 1], [np.inf, 2]]), np.array([0]))),
-        NonFiniteGradientError,
-        {"operation": "restored", "index": 6, "value": np.inf},
+        NonFiniteError,
+        {"rule": "gradient.non-finite", "operation": "restored", "index": 6, "value": np.inf},
     ),
 ]
 
@@ -493,7 +489,7 @@ def test_a_crafted_leaf_gets_the_typed_error_of_its_first_bad_part(
 
 def test_a_crafted_value_that_is_no_rebuilt_node_is_refused() -> None:
     for node in (None, known_parameter(), np.zeros(2)):
-        with pytest.raises(LeafStateError) as caught:
+        with raises_rule(TapeError, "tape.leaf-state") as caught:
             unpickled(PicklePayload(restore_value, node))
         assert caught.value.part == "node"
 

@@ -12,15 +12,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import llm_from_scratch.autograd.gradient as gradient_module
-from llm_from_scratch.autograd import OutputAllocationError, TensorValue
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
 from llm_from_scratch.autograd.gradient import scatter_by_add_at
 from llm_from_scratch.autograd.kernels import scatter_rows
+from llm_from_scratch.errors import AllocationError
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
-from checks import failing_numpy, leaf_state
+from checks import failing_numpy, leaf_state, raises_rule
 from reference import plain_lookup, plain_scatter
 
 ROWS, WIDTH = 6, 3
@@ -111,7 +112,7 @@ def test_a_dense_gradient_view_that_cannot_be_allocated_is_a_typed_error_and_cha
     before = leaf_state(leaf)
     with failing_numpy(monkeypatch, gradient_module, "zeros"):
         for read in (lambda: leaf.gradient, leaf.gradient_snapshot):
-            with pytest.raises(OutputAllocationError) as caught:
+            with raises_rule(AllocationError, "output.allocation") as caught:
                 read()
             assert caught.value.elements == 8
         sparse = leaf.sparse_gradient  # the row-sparse form needs no new memory

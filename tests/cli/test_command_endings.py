@@ -21,7 +21,7 @@ import pytest
 
 import llm_from_scratch.demos.ch18_token_embeddings as chapter
 import llm_from_scratch.demos.ch18_token_embeddings.exercise_session as exercise_session
-from llm_from_scratch.autograd import NonFiniteGradientError, OutputAllocationError
+from llm_from_scratch.errors import AllocationError, NonFiniteError
 from llm_from_scratch.exits import FAILED, INTERRUPTED, REFUSED, status_of
 from llm_from_scratch.nn.checkpoint import CheckpointWriteError
 from llm_from_scratch.nn.init import SeedRangeError
@@ -74,8 +74,16 @@ CASES = [
     pytest.param(SeedRangeError(2**80), REFUSED, id="a refused seed"),
     pytest.param(CorpusError("missing", "corpus.txt"), REFUSED, id="a missing corpus"),
     pytest.param(CheckpointWriteError("t.safetensors", NO_SPACE), FAILED, id="a full disk"),
-    pytest.param(OutputAllocationError("add", 10**15), FAILED, id="an allocation of ours"),
-    pytest.param(NonFiniteGradientError("add", 1, float("inf")), FAILED, id="a diverged run"),
+    pytest.param(
+        AllocationError("output.allocation", elements=10**15, operation="add"),
+        FAILED,
+        id="an allocation of ours",
+    ),
+    pytest.param(
+        NonFiniteError("gradient.non-finite", operation="add", value=float("inf"), index=1),
+        FAILED,
+        id="a diverged run",
+    ),
 ]
 
 

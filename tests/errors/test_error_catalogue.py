@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 import llm_from_scratch.autograd.ops as ops_module
-from llm_from_scratch.autograd import GraphRetention, TensorValue, TokenIdOutOfBoundsError
+from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import verified_archive
 from llm_from_scratch.error_catalogue import (
@@ -46,7 +46,7 @@ from llm_from_scratch.error_catalogue import (
     is_base_class,
     rewrite,
 )
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import RULES, LlmError, StructuredError
 from llm_from_scratch.figures.labels import load_labels
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
@@ -60,7 +60,7 @@ from llm_from_scratch.nn import (
     functional,
     save_parameters,
 )
-from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_array
+from llm_from_scratch.nn.init import SeedRangeError, validate_parameter_name, xavier_uniform_array
 from llm_from_scratch.nn.layer_state import layer_of
 from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer, load_state, save_state
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
@@ -224,96 +224,6 @@ def resumed_on_another_corpus(folder: Path) -> object:
 
 
 TRIGGERS: dict[str, tuple[Trigger, ...]] = {
-    # llm_from_scratch.tensor.storage
-    "ShapeTypeError": (lambda: checked_row_major_layout(7),),
-    "NonIntegerExtentError": (lambda: checked_row_major_layout((2, 1.5)),),
-    "NegativeExtentError": (lambda: checked_row_major_layout((2, -1)),),
-    "ShapeOverflowError": (lambda: checked_row_major_layout((2**32, 2**32)),),
-    "TooManyAxesError": (lambda: checked_row_major_layout((1,) * 65),),
-    "DataLengthMismatchError": (lambda: Tensor((2, 2), [1.0, 2.0, 3.0]),),
-    "TensorValueTypeError": (lambda: Tensor((2,), [1.0, None]),),  # type: ignore[list-item]
-    "TensorValueOverflowError": (lambda: Tensor((1,), [1e300], dtype=np.float32),),
-    "TensorAllocationError": (lambda: Tensor.zeros((2**31, 2**31)),),
-    # llm_from_scratch.autograd.errors: the tape
-    "OperandTypeError": (
-        lambda: parameter((2,)).add("3"),  # type: ignore[arg-type]
-        lambda: parameter((2,)) - None,  # type: ignore[operator]
-        lambda: parameter((2,)).mul(True),
-        lambda: parameter((2,)) / parameter((2,)),  # type: ignore[operator]
-        lambda: parameter((2, 3)).matvec(3),  # type: ignore[arg-type]
-        lambda: TensorValue.parameter([1.0]),  # type: ignore[arg-type]
-    ),
-    "OperandShapeMismatchError": (
-        lambda: parameter((2,)).add(parameter((3,))),
-        lambda: parameter((2,)).sub(parameter((3,))),
-        lambda: parameter((2,)).mul(parameter((3,))),
-        lambda: parameter((2, 3, 4)).matvec(parameter((2, 5))),
-    ),
-    "OperandDtypeMismatchError": (lambda: parameter((2,)).mul(parameter((2,), np.float32)),),
-    "InvalidShapeError": (lambda: parameter((2,)).reshape((-2,)),),
-    "ReshapeCountMismatchError": (lambda: parameter((2, 3)).reshape((5,)),),
-    "OutputAllocationError": (add_without_memory,),
-    "ReleasedOperandError": (lambda: released_output().sum(),),
-    "SeedTypeError": (lambda: layer()([1]).backward_with_seed([[1.0, 1.0]]),),  # type: ignore[arg-type]
-    "SeedShapeMismatchError": (lambda: layer()([1]).backward_with_seed(np.ones((2, 1))),),
-    "NonFiniteSeedError": (lambda: layer()([1]).backward_with_seed(np.array([[1.0, np.nan]])),),
-    "RetentionTypeError": (
-        lambda: layer()([1]).backward_with_seed(np.ones((1, 2)), "release"),  # type: ignore[arg-type]
-    ),
-    "NotScalarOutputError": (
-        lambda: layer()([1, 2]).backward(),
-        lambda: layer()([1]).item(),
-        lambda: float(layer()([1])),
-        lambda: int(layer()([1])),
-        lambda: bool(layer()([1])),
-        lambda: f"{layer()([1]):.3f}",
-    ),
-    "NotRecordedError": (lambda: TensorValue.constant(Tensor((), [1.0])).backward(),),
-    "GraphReleasedError": (lambda: released_output().backward_with_seed(np.ones((1, 3, 2))),),
-    "StaleValueError": (lambda: stale_output().backward_with_seed(np.ones((1, 3, 2))),),
-    "NonFiniteGradientError": (
-        lambda: layer()([0, 0]).backward_with_seed(np.full((2, 2), 1.7e308)),
-    ),
-    "NumpyFunctionError": (lambda: np.dot(layer()([1]), layer()([1])),),
-    "NotAParameterError": (
-        lambda: Embedding.from_pretrained(np.ones((2, 2))).table.tensor.zero_grad(),
-        lambda: layer()([1]).zero_grad(),
-    ),
-    "NonFiniteParameterError": (lambda: TensorValue.parameter(Tensor((2,), [1.0, np.nan])),),
-    "UnpicklableOperationError": (lambda: pickle.dumps(layer()([1])),),
-    "LeafStateError": (lambda: unpickled(PicklePayload(restore_node, {"kind": "operation"})),),
-    # llm_from_scratch.autograd.errors: row lookups, by the layers and by gather_rows
-    "TableRankError": (
-        lambda: Embedding.from_parameter(NamedParameter.from_tensor("w", Tensor((2,), [1.0, 2.0]))),
-        lambda: parameter((4,)).gather_rows([0], (1,)),
-    ),
-    "TokenShapeError": (lambda: layer().forward([1], (1.0,)),),  # type: ignore[arg-type]
-    "TokenIdContainerError": (
-        lambda: layer()([[1, 2], [3]]),
-        lambda: parameter((4, 2)).gather_rows(5, ()),
-    ),
-    "TokenIdNestingError": (lambda: layer()(self_containing_list()),),
-    "TokenCountMismatchError": (
-        lambda: layer().forward([1, 2, 3], (2, 2)),
-        lambda: parameter((4, 2)).gather_rows([0, 1], (3,)),
-    ),
-    "TokenIdTypeError": (
-        lambda: layer()([0, True]),
-        lambda: parameter((4, 2)).gather_rows([0, 1.5], (2,)),
-    ),
-    "TokenIdDtypeError": (
-        lambda: layer().forward(np.array([], dtype=float), (0,)),
-        lambda: parameter((4, 2)).gather_rows(np.array([], dtype=float), (0,)),
-    ),
-    "TokenIdOutOfBoundsError": (
-        lambda: layer()([1, 4, 9]),
-        lambda: parameter((4, 2)).gather_rows([0, 4], (2,)),
-    ),
-    "IndexAllocationError": (  # byte counts beyond 64 bits: nothing is really allocated
-        lambda: layer().forward(range(2**61), (2**30, 2**31)),
-        lambda: parameter((4, 1)).gather_rows(range(2**61), (2**61,)),
-        lambda: bag_layer()(np.zeros(2, dtype=int), range(2**61)),
-    ),
     # llm_from_scratch.nn.init
     "ParameterNameTypeError": (lambda: validate_parameter_name(5),),
     "ParameterNameError": (
@@ -438,11 +348,99 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     # llm_from_scratch.pytorch_names
     "PyTorchNameError": (lambda: SGD(layer().parameters(), lr=0.1),),  # type: ignore[call-arg]
     # the other modules
-    "GradientCheckError": (lambda: check_gradient(lambda p: p, parameter((2,))),),
     "LabelError": (lambda: load_labels("xx"),),
     "TraceFormatError": (lambda: parse_trace(""),),
 }
 """One or more public calls per class, by its name; a keyed template needs one per wording."""
+
+RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
+    # llm_from_scratch.tensor
+    "shape.type": (lambda: checked_row_major_layout(7),),
+    "shape.extent-type": (lambda: checked_row_major_layout((2, 1.5)),),
+    "shape.negative-extent": (lambda: checked_row_major_layout((2, -1)),),
+    "shape.overflow": (lambda: checked_row_major_layout((2**32, 2**32)),),
+    "shape.too-many-axes": (lambda: checked_row_major_layout((1,) * 65),),
+    "tensor.data-length": (lambda: Tensor((2, 2), [1.0, 2.0, 3.0]),),
+    "tensor.value-type": (lambda: Tensor((2,), [1.0, None]),),  # type: ignore[list-item]
+    "tensor.overflow": (lambda: Tensor((1,), [1e300], dtype=np.float32),),
+    "tensor.allocation": (lambda: Tensor.zeros((2**31, 2**31)),),
+    # llm_from_scratch.autograd: the tape
+    "operand.type": (
+        lambda: parameter((2,)).add("3"),  # type: ignore[arg-type]
+        lambda: parameter((2,)) - None,  # type: ignore[operator]
+        lambda: parameter((2,)).mul(True),
+    ),
+    "operand.divisor-type": (lambda: parameter((2,)) / parameter((2,)),),  # type: ignore[operator]
+    "operand.matvec-type": (lambda: parameter((2, 3)).matvec(3),),  # type: ignore[arg-type]
+    "operand.leaf-type": (lambda: TensorValue.parameter([1.0]),),  # type: ignore[arg-type]
+    "operand.shape": (
+        lambda: parameter((2,)).add(parameter((3,))),
+        lambda: parameter((2,)).sub(parameter((3,))),
+        lambda: parameter((2,)).mul(parameter((3,))),
+    ),
+    "operand.matvec-shape": (lambda: parameter((2, 3, 4)).matvec(parameter((2, 5))),),
+    "operand.dtype": (lambda: parameter((2,)).mul(parameter((2,), np.float32)),),
+    "shape.invalid": (lambda: parameter((2,)).reshape((-2,)),),
+    "reshape.count": (lambda: parameter((2, 3)).reshape((5,)),),
+    "output.allocation": (
+        add_without_memory,
+        lambda: parameter((4, 1)).gather_rows(range(2**61), (2**61,)),
+    ),
+    "tape.released-operand": (lambda: released_output().sum(),),
+    "seed.type": (lambda: layer()([1]).backward_with_seed([[1.0, 1.0]]),),  # type: ignore[arg-type]
+    "seed.shape": (lambda: layer()([1]).backward_with_seed(np.ones((2, 1))),),
+    "seed.non-finite": (lambda: layer()([1]).backward_with_seed(np.array([[1.0, np.nan]])),),
+    "tape.retention-type": (
+        lambda: layer()([1]).backward_with_seed(np.ones((1, 2)), "release"),  # type: ignore[arg-type]
+    ),
+    "value.not-scalar-output": (lambda: layer()([1, 2]).backward(),),
+    "value.not-one-element": (
+        lambda: layer()([1]).item(),
+        lambda: float(layer()([1])),
+        lambda: int(layer()([1])),
+        lambda: bool(layer()([1])),
+        lambda: f"{layer()([1]):.3f}",
+    ),
+    "tape.not-recorded": (lambda: TensorValue.constant(Tensor((), [1.0])).backward(),),
+    "tape.released": (lambda: released_output().backward_with_seed(np.ones((1, 3, 2))),),
+    "tape.stale-value": (lambda: stale_output().backward_with_seed(np.ones((1, 3, 2))),),
+    "gradient.non-finite": (
+        lambda: layer()([0, 0]).backward_with_seed(np.full((2, 2), 1.7e308)),
+    ),
+    "numpy.function": (lambda: np.dot(layer()([1]), layer()([1])),),
+    "tape.constant-not-parameter": (
+        lambda: Embedding.from_pretrained(np.ones((2, 2))).table.tensor.zero_grad(),
+    ),
+    "tape.result-not-parameter": (lambda: layer()([1]).zero_grad(),),
+    "parameter.non-finite": (lambda: TensorValue.parameter(Tensor((2,), [1.0, np.nan])),),
+    "tape.unpicklable": (lambda: pickle.dumps(layer()([1])),),
+    "tape.leaf-state": (lambda: unpickled(PicklePayload(restore_node, {"kind": "operation"})),),
+    # llm_from_scratch.autograd: row lookups, by the layers and by gather_rows
+    "table.rank": (
+        lambda: Embedding.from_parameter(NamedParameter.from_tensor("w", Tensor((2,), [1.0, 2.0]))),
+    ),
+    "gather.table-rank": (lambda: parameter((4,)).gather_rows([0], (1,)),),
+    "ids.shape": (lambda: layer().forward([1], (1.0,)),),  # type: ignore[arg-type]
+    "ids.container": (lambda: layer()([[1, 2], [3]]),),
+    "gather.container": (lambda: parameter((4, 2)).gather_rows(5, ()),),
+    "ids.nesting": (lambda: layer()(self_containing_list()),),
+    "ids.count": (lambda: layer().forward([1, 2, 3], (2, 2)),),
+    "gather.count": (lambda: parameter((4, 2)).gather_rows([0, 1], (3,)),),
+    "ids.type": (lambda: layer()([0, True]),),
+    "gather.type": (lambda: parameter((4, 2)).gather_rows([0, 1.5], (2,)),),
+    "ids.dtype": (lambda: layer().forward(np.array([], dtype=float), (0,)),),
+    "gather.dtype": (lambda: parameter((4, 2)).gather_rows(np.array([], dtype=float), (0,)),),
+    "ids.out-of-range": (lambda: layer()([1, 4, 9]),),
+    "gather.out-of-range": (lambda: parameter((4, 2)).gather_rows([0, 4], (2,)),),
+    "ids.allocation": (  # byte counts beyond 64 bits: nothing is really allocated
+        lambda: layer().forward(range(2**61), (2**30, 2**31)),
+        lambda: bag_layer()(np.zeros(2, dtype=int), range(2**61)),
+    ),
+    # llm_from_scratch.gradcheck
+    "gradcheck.argument": (lambda: check_gradient(lambda p: p, parameter((2,))),),
+}
+"""One or more public calls per rule of the families, by its code."""
+
 
 def sgd() -> SGD:
     return SGD(layer().parameters(), 0.1)
@@ -660,7 +658,7 @@ BUILTIN_TRIGGERS: list[tuple[type[BaseException], Trigger]] = [
     (TypeError, lambda: Embedding.from_parameter(parameter((4, 2)))),  # type: ignore[arg-type]
     (ValueError, lambda: layer().table.tensor.numpy().__setitem__(0, 1.0)),
     (TypeError, lambda: pickle.dumps(SGD(layer().parameters(), 0.1))),
-    (TypeError, lambda: unpickled(CraftedErrorState(TokenIdOutOfBoundsError(1, 4, 4), id=7))),
+    (TypeError, lambda: unpickled(CraftedErrorState(SeedRangeError(2**80), seed=7))),
 ]
 
 
@@ -671,3 +669,28 @@ def test_the_documented_builtin_errors_are_raised(
     with pytest.raises(error):
         call()
     assert f"`{error.__name__}`" in hand_written_text()
+
+
+RULE_CASES = [
+    pytest.param(rule, trigger, id=f"{rule}-{index}")
+    for rule, triggers in RULE_TRIGGERS.items()
+    for index, trigger in enumerate(triggers)
+]
+
+
+@pytest.mark.parametrize(("rule", "trigger"), RULE_CASES)
+def test_each_rule_trigger_raises_exactly_its_family_and_rule_worded_by_its_template(
+    rule: str, trigger: Trigger
+) -> None:
+    error = raised_by(trigger)
+    declared = RULES[rule]
+    assert type(error) is declared.family and isinstance(error, LlmError)
+    assert error.rule == rule
+    assert str(error) == MessageFormatter().vformat(declared.template, (), error.fields)
+    assert error.args == (str(error),)
+    for rebuilt in (pickle.loads(pickle.dumps(error)), copy.copy(error)):
+        assert type(rebuilt) is type(error) and rebuilt.rule == rule
+        assert rebuilt.args == error.args
+        assert repr(rebuilt.fields) == repr(error.fields)
+    if "cause" in error.fields:
+        assert error.fields["cause"] is error.__cause__

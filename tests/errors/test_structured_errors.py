@@ -15,25 +15,16 @@ from typing import ClassVar
 
 import pytest
 
-from llm_from_scratch.autograd import GatherIndexOutOfBoundsError, GatherIndexTypeError
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import IdError, ShapeError, StructuredError
 from llm_from_scratch.nn import (
+    EmbeddingError,
     EmbeddingInitializationError,
     EmptyVocabularyError,
-    TokenIdDtypeError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
 )
 from llm_from_scratch.nn.init import (
     InitializationError,
     ParameterNameError,
     ParameterNameTypeError,
-)
-from llm_from_scratch.tensor import (
-    NegativeExtentError,
-    NonIntegerExtentError,
-    TensorError,
 )
 
 
@@ -85,17 +76,24 @@ def test_arguments_that_do_not_bind_to_the_fields_are_a_type_error(
 
 
 def test_a_class_without_a_template_is_a_base_class_that_cannot_be_constructed() -> None:
-    for base, args in ((TensorError, ()), (InitializationError, ())):
+    for base, args in ((EmbeddingError, ()), (InitializationError, ())):
         with pytest.raises(TypeError, match="is a base class"):
             base(*args)
 
 
+class WideRowError(RowError):
+    """A test error that adds a field to its base class's."""
+
+    width: int = 2
+
+
 def test_a_subclass_takes_its_base_class_fields_first() -> None:
-    assert TokenIdTypeError.field_names == ("position", "value", "checker")
-    assert TokenIdDtypeError.field_names == ("position", "value", "checker", "dtype")
-    error = TokenIdDtypeError(None, None, "gather", "float64")
-    assert (error.position, error.checker, error.dtype) == (None, "gather", "float64")
-    assert str(error) == "gather IDs must be integers, got an empty array of dtype float64"
+    assert WideRowError.field_names == ("position", "row", "rows", "shape", "width")
+    error = WideRowError(1, 7, 4, (4, 3), 3)
+    assert (error.position, error.shape, error.width) == (1, (4, 3), 3)
+    assert str(error) == "row 7 (int) at flat position 1 is not below 4 in [4, 3]"
+    dtype = IdError("gather.dtype", dtype="float64")
+    assert str(dtype) == "gather IDs must be integers, got an empty array of dtype float64"
 
 
 def test_a_field_with_a_default_may_be_omitted() -> None:
@@ -145,18 +143,19 @@ def test_an_error_pickles_and_copies_by_its_fields_with_its_cause_field() -> Non
 
 
 def test_raise_from_keeps_the_cause_and_errors_stay_hashable_and_compare_by_identity() -> None:
-    layout = NegativeExtentError(0, -1)
-    with pytest.raises(TokenShapeError) as caught:
-        raise TokenShapeError("token-ID shape", (-1,), layout) from layout
+    layout = ShapeError("shape.negative-extent", extent=-1, axis=0)
+    fields = {"what": "token-ID shape", "cause": layout, "shape": (-1,)}
+    with pytest.raises(IdError) as caught:
+        raise IdError("ids.shape", **fields) from layout
     assert caught.value.__cause__ is layout is caught.value.cause
-    assert caught.value != TokenShapeError("token-ID shape", (-1,), layout)
+    assert caught.value != IdError("ids.shape", **fields)
     assert len({caught.value, layout}) == 2
 
 
 def test_match_reads_fields_in_constructor_order() -> None:
-    match TokenIdTypeError(2, 1.5):
-        case TokenIdTypeError(position, value):
-            assert (position, value) == (2, 1.5)
+    match RowError(2, 1.5, 4):
+        case RowError(position, row):
+            assert (position, row) == (2, 1.5)
         case _:
             pytest.fail("the positional pattern did not match")
 
@@ -165,19 +164,18 @@ def test_match_reads_fields_in_constructor_order() -> None:
 
 
 def test_both_families_take_a_non_integer_id_as_position_then_value() -> None:
-    for cls in (TokenIdTypeError, GatherIndexTypeError):
-        error = cls(3, "2")
+    for rule in ("ids.type", "gather.type"):
+        error = IdError(rule, position=3, value="2")
         assert (error.position, error.value) == (3, "2")
         assert str(error).endswith("ID at flat position 3 must be an integer, got str '2'")
 
 
 def test_both_families_take_an_out_of_range_id_as_position_then_id_then_bound() -> None:
-    token = TokenIdOutOfBoundsError(1, 5, 4)
-    gather = GatherIndexOutOfBoundsError(1, 5, 4, "gather")  # the earlier name of the class
-    assert type(gather) is TokenIdOutOfBoundsError
+    token = IdError("ids.out-of-range", id=5, position=1, vocabulary_size=4)
+    gather = IdError("gather.out-of-range", id=5, position=1, vocabulary_size=4)
+    assert type(gather) is type(token)
     assert (token.position, token.id, token.vocabulary_size) == (1, 5, 4)
-    assert (gather.position, gather.id, gather.rows) == (1, 5, 4)
-    assert gather.index == gather.id  # the earlier name still reads
+    assert (gather.position, gather.id, gather.vocabulary_size) == (1, 5, 4)
     assert str(token) == "token ID 5 at flat position 1 is out of bounds for vocabulary size 4"
     assert str(gather) == "gather ID 5 at flat position 1 is out of bounds for 4 rows"
 
@@ -238,6 +236,6 @@ def test_a_bad_key_or_keyed_template_is_refused_when_the_class_is_defined(
 
 
 def test_an_extent_error_names_the_axis_then_the_extent() -> None:
-    error = NonIntegerExtentError(1, 1.5)
+    error = ShapeError("shape.extent-type", axis=1, extent=1.5)
     assert (error.axis, error.extent) == (1, 1.5)
     assert str(error) == "shape extent at axis 1 must be an integer, got float 1.5"

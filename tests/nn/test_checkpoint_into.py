@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import llm_from_scratch.files as files_module
-from llm_from_scratch.autograd import StaleValueError
 from llm_from_scratch.autograd.value import update_leaves_in_place
+from llm_from_scratch.errors import TapeError
 from llm_from_scratch.nn import (
     Embedding,
     NamedParameter,
@@ -31,6 +31,7 @@ from llm_from_scratch.nn.checkpoint import (
 from llm_from_scratch.tensor import Tensor
 
 from checkpoint_support import safetensors_file, write_file
+from checks import raises_rule
 from conftest import KNOWN_TABLE, import_optional
 
 NEW_TABLE = np.arange(8, dtype=np.float64).reshape(4, 2) / 4.0
@@ -68,7 +69,7 @@ def test_a_graph_recorded_before_the_load_refuses_to_run_backward(tmp_path: Path
     output = layer([[3, 0]])
     path = write_file(tmp_path, safetensors_file([("token_embedding.weight", NEW_TABLE)]))
     load_parameters(path, into=layer.parameters())
-    with pytest.raises(StaleValueError):
+    with raises_rule(TapeError, "tape.stale-value"):
         output.backward_with_seed(np.ones((1, 2, 2)))
     fresh = layer([[3, 0]])
     assert fresh.numpy().tolist() == [[[1.5, 1.75], [0.0, 0.25]]]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import llm_from_scratch.autograd.value as value_module
-from llm_from_scratch.autograd import NonFiniteParameterError
+from llm_from_scratch.errors import NonFiniteError
 from llm_from_scratch.nn import NamedParameter, load_parameters, save_parameters
 from llm_from_scratch.nn.checkpoint import (
     CheckpointArgumentError,
@@ -28,6 +28,7 @@ from checkpoint_support import (
     known_parameters,
     outcome_without_privileges,
 )
+from checks import raises_rule
 
 EARLIER = b"an earlier checkpoint that must survive"
 
@@ -133,7 +134,7 @@ def test_a_non_finite_parameter_is_refused_before_anything_is_written(
 ) -> None:
     good = NamedParameter.from_tensor("a.weight", Tensor((2,), [1.0, 2.0]))
     table = Tensor((2, 2), [1.0, 2.0, 3.0, float("-inf")])
-    with pytest.raises(NonFiniteParameterError):
+    with raises_rule(NonFiniteError, "parameter.non-finite"):
         NamedParameter.from_tensor("b.weight", table)  # no public path builds such a leaf
     with monkeypatch.context() as patch:  # so the writer's own check is reached around that one
         patch.setattr(value_module, "first_non_finite", lambda array: None)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import llm_from_scratch.autograd.bag as bag_module
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.errors import IdError
 from llm_from_scratch.nn import (
     BagLayoutError,
     EmbeddingBag,
@@ -27,13 +28,12 @@ from llm_from_scratch.nn import (
     OptionValueError,
     PerSampleWeightsError,
     SplitMix64,
-    TokenIdOutOfBoundsError,
     functional,
 )
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ChangingInteger, CountedSequence, ShowsOtherValues
-from checks import check_outcome, leaf_state
+from checks import check_outcome, leaf_state, raises_rule
 from conftest import KNOWN_TABLE
 from reference import Raises, Returns, expected_bag_starts, plain_bag, plain_bag_gradients
 
@@ -320,7 +320,7 @@ def test_the_call_checks_the_flag_the_weights_mode_then_ids_layout_offsets_and_w
         mean([9], "bad", per_sample_weights=[1.0])  # type: ignore[arg-type]
     assert (mode.value.rule, mode.value.value) == ("mode", "mean")
     summed = known_bag("sum")
-    with pytest.raises(TokenIdOutOfBoundsError):
+    with raises_rule(IdError, "ids.out-of-range"):
         summed([9], "bad", per_sample_weights=[1.0])  # type: ignore[arg-type]
     with pytest.raises(BagLayoutError) as layout:
         summed([[0]], [0], per_sample_weights=[1.0])  # type: ignore[arg-type]

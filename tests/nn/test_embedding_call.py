@@ -10,19 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from llm_from_scratch.errors import IdError
 from llm_from_scratch.nn import (
     Embedding,
     SplitMix64,
-    TokenIdContainerError,
-    TokenIdOutOfBoundsError,
 )
 
-from checks import check_lookup, leaf_state
+from checks import check_lookup, leaf_state, raises_rule
 from conftest import KNOWN_UPSTREAM
 from reference import expected_call
 from strategies import (
@@ -48,12 +46,12 @@ def test_call_takes_nested_lists_and_arrays_whose_shape_is_the_token_shape(
 
 
 def test_call_rejects_ragged_lists(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdContainerError, match="ragged"):
+    with raises_rule(IdError, "ids.container", match="ragged"):
         known_layer([[1, 2], [3]])
 
 
 def test_call_reports_flat_positions_of_nested_ids(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdOutOfBoundsError) as caught:
+    with raises_rule(IdError, "ids.out-of-range") as caught:
         known_layer([[0, 1], [5, 0]])
     assert caught.value.position == 2
 

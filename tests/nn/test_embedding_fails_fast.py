@@ -16,21 +16,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import InvalidShapeError
+from llm_from_scratch.errors import AllocationError, IdError, ShapeError
 from llm_from_scratch.nn import (
     Embedding,
-    IndexAllocationError,
     NamedParameter,
-    TokenIdContainerError,
-    TokenIdNestingError,
-    TokenShapeError,
 )
 from llm_from_scratch.tensor import (
     MAX_AXES,
-    ShapeOverflowError,
-    ShapeTypeError,
     Tensor,
-    TooManyAxesError,
 )
 
 from adversarial_inputs import endless_shapes, self_containing_list
@@ -39,6 +32,12 @@ from conftest import KNOWN_TABLE
 from reference import Raises
 
 HUGE_SHAPE = (2**31, 2**31)
+IDS_SHAPE = {"rule": "ids.shape"}
+IDS_ALLOCATION = {"rule": "ids.allocation"}
+OVERFLOW = {"rule": "shape.overflow"}
+TOO_MANY_AXES = {"rule": "shape.too-many-axes"}
+NESTING = {"rule": "ids.nesting", "limit": MAX_AXES}
+OUTPUT_SHAPE = (*HUGE_SHAPE, 2)
 
 
 def trained_layer() -> Embedding:
@@ -61,18 +60,18 @@ def rejected_fast(layer: Embedding, call: Any, expected: Raises) -> BaseExceptio
 def test_a_huge_broadcast_array_whose_output_overflows_fails_before_any_id_is_read() -> None:
     layer = trained_layer()
     ids = np.broadcast_to(np.int8(0), (2**62,))
-    output_overflow = Raises(ShapeOverflowError, {"shape": (*HUGE_SHAPE, 2)})
+    output_overflow = Raises(ShapeError, {"rule": "shape.overflow", "shape": (*HUGE_SHAPE, 2)})
     rejected_fast(
         layer,
         lambda: layer.forward(ids, HUGE_SHAPE),
-        Raises(TokenShapeError, {"token_shape": HUGE_SHAPE}, cause=output_overflow),
+        Raises(IdError, {"rule": "ids.shape", "shape": HUGE_SHAPE}, cause=output_overflow),
     )
     rejected_fast(
         layer,
         lambda: layer.table.tensor.gather_rows(ids, HUGE_SHAPE),
         Raises(
-            InvalidShapeError,
-            {"what": "row gather output shape", "shape": (*HUGE_SHAPE, 2)},
+            ShapeError,
+            {"rule": "shape.invalid", "what": "row gather output shape", "shape": (*HUGE_SHAPE, 2)},
             cause=output_overflow,
         ),
     )
@@ -84,14 +83,15 @@ def test_calling_the_layer_on_a_huge_broadcast_array_is_a_shape_error() -> None:
     rejected_fast(
         layer,
         lambda: layer(ids),
-        Raises(TokenShapeError, cause=Raises(ShapeOverflowError, {"shape": (*HUGE_SHAPE, 2)})),
+        Raises(IdError, IDS_SHAPE, cause=Raises(ShapeError, {**OVERFLOW, "shape": OUTPUT_SHAPE})),
     )
 
 
 def test_a_huge_broadcast_array_whose_output_fits_is_an_allocation_error() -> None:
     layer = trained_layer()
     ids = np.broadcast_to(np.int8(0), (2**30, 2**31))
-    rejected_fast(layer, lambda: layer(ids), Raises(IndexAllocationError, {"elements": 2**61}))
+    expected = Raises(AllocationError, {**IDS_ALLOCATION, "elements": 2**61})
+    rejected_fast(layer, lambda: layer(ids), expected)
 
 
 @given(endless_shapes(), st.sampled_from(["forward", "gather", "tensor", "zeros", "reshape"]))
@@ -114,11 +114,12 @@ def test_an_endless_shape_fails_after_reading_at_most_max_axes_plus_one_extents(
     cause = error if boundary in ("tensor", "zeros") else error.__cause__
     # An endless run of non-negative integer extents ends in too many axes (itertools.count
     # overflows the layout first, once its extents multiply past 2**63 - 1).
-    assert isinstance(cause, TooManyAxesError | ShapeOverflowError), repr(error)
+    assert type(cause) is ShapeError, repr(error)
+    assert cause.rule in ("shape.too-many-axes", "shape.overflow"), repr(error)
     if boundary == "forward":
-        assert type(error) is TokenShapeError
+        assert (type(error), error.rule) == (IdError, "ids.shape")
     elif boundary in ("gather", "reshape"):
-        assert type(error) is InvalidShapeError
+        assert (type(error), error.rule) == (ShapeError, "shape.invalid")
     assert leaf_state(leaf) == before
 
 
@@ -127,7 +128,7 @@ def test_the_repeating_shape_example_is_a_token_shape_error_caused_by_too_many_a
     rejected_fast(
         layer,
         lambda: layer.forward([1], itertools.repeat(1)),
-        Raises(TokenShapeError, cause=Raises(TooManyAxesError, {"limit": MAX_AXES})),
+        Raises(IdError, IDS_SHAPE, cause=Raises(ShapeError, {**TOO_MANY_AXES, "limit": MAX_AXES})),
     )
 
 
@@ -136,7 +137,7 @@ def test_a_token_shape_with_max_axes_fails_on_its_output_shape() -> None:
     rejected_fast(
         layer,
         lambda: layer.forward([1], (1,) * MAX_AXES),
-        Raises(TokenShapeError, cause=Raises(TooManyAxesError, {"limit": MAX_AXES})),
+        Raises(IdError, IDS_SHAPE, cause=Raises(ShapeError, {**TOO_MANY_AXES, "limit": MAX_AXES})),
     )
     assert layer.forward([1], (1,) * (MAX_AXES - 1)).shape == (*(1,) * (MAX_AXES - 1), 2)
 
@@ -147,12 +148,16 @@ def test_a_zero_dimensional_or_odd_array_as_the_token_shape_is_a_shape_error(sha
     rejected_fast(
         layer,
         lambda: layer.forward([1], shape),
-        Raises(TokenShapeError, cause=Raises(ShapeTypeError)),
+        Raises(IdError, IDS_SHAPE, cause=Raises(ShapeError, {"rule": "shape.type"})),
     )
     rejected_fast(
         layer,
         lambda: layer.table.tensor.gather_rows([1], shape),
-        Raises(InvalidShapeError, {"what": "gather index shape"}, cause=Raises(ShapeTypeError)),
+        Raises(
+            ShapeError,
+            {"rule": "shape.invalid", "what": "gather index shape"},
+            cause=Raises(ShapeError, {"rule": "shape.type"}),
+        ),
     )
 
 
@@ -179,9 +184,10 @@ def test_a_list_that_contains_itself_fails_at_once_with_a_typed_container_error(
 ) -> None:
     layer = trained_layer()
     before = leaf_state(layer.table.tensor)
-    with within_seconds(1.0), pytest.raises(TokenIdContainerError) as caught:
+    with within_seconds(1.0), pytest.raises(IdError) as caught:
         layer(nest)
-    if isinstance(caught.value, TokenIdNestingError):
+    assert caught.value.rule in ("ids.container", "ids.nesting")
+    if caught.value.rule == "ids.nesting":
         assert caught.value.limit == MAX_AXES
     assert leaf_state(layer.table.tensor) == before
 
@@ -197,7 +203,7 @@ def test_a_list_that_contains_itself_fails_at_once_with_a_typed_container_error(
 )
 def test_self_containing_lists_along_the_first_items_are_a_nesting_error(nest: object) -> None:
     layer = trained_layer()
-    error = rejected_fast(layer, lambda: layer(nest), Raises(TokenIdNestingError))
+    error = rejected_fast(layer, lambda: layer(nest), Raises(IdError, {"rule": "ids.nesting"}))
     assert error.limit == MAX_AXES  # type: ignore[attr-defined]
 
 
@@ -205,15 +211,15 @@ def test_a_list_holding_itself_twice_does_not_walk_its_exponential_tree() -> Non
     nest: list[object] = []
     nest.extend([nest, nest])
     layer = trained_layer()
-    rejected_fast(layer, lambda: layer(nest), Raises(TokenIdNestingError, {"limit": MAX_AXES}))
+    rejected_fast(layer, lambda: layer(nest), Raises(IdError, NESTING))
 
 
 @pytest.mark.parametrize(
     ("levels", "expected"),
     [
-        (41, Raises(IndexAllocationError, {"elements": 2**40})),
-        (63, Raises(TokenShapeError, cause=Raises(ShapeOverflowError))),  # 2 * 2**62 values
-        (MAX_AXES + 1, Raises(TokenIdNestingError, {"limit": MAX_AXES})),
+        (41, Raises(AllocationError, {**IDS_ALLOCATION, "elements": 2**40})),
+        (63, Raises(IdError, IDS_SHAPE, cause=Raises(ShapeError, OVERFLOW))),  # 2 * 2**62 values
+        (MAX_AXES + 1, Raises(IdError, NESTING)),
     ],
 )
 def test_a_nest_of_shared_sublists_is_checked_by_the_shape_it_claims_before_it_is_walked(
@@ -235,6 +241,6 @@ def test_nested_lists_deeper_than_max_axes_are_refused_and_max_axes_minus_one_wo
     rejected_fast(
         layer,
         lambda: layer([deep]),
-        Raises(TokenShapeError, cause=Raises(TooManyAxesError)),  # the output has 65 axes
+        Raises(IdError, IDS_SHAPE, cause=Raises(ShapeError, TOO_MANY_AXES)),  # 65 output axes
     )
-    rejected_fast(layer, lambda: layer([[deep]]), Raises(TokenIdNestingError, {"limit": MAX_AXES}))
+    rejected_fast(layer, lambda: layer([[deep]]), Raises(IdError, NESTING))

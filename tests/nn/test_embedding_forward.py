@@ -18,20 +18,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import InvalidShapeError
+from llm_from_scratch.errors import AllocationError, IdError, ShapeError
 from llm_from_scratch.nn import (
     Embedding,
-    IndexAllocationError,
     SplitMix64,
-    TokenCountMismatchError,
-    TokenIdContainerError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
 )
-from llm_from_scratch.tensor import NegativeExtentError, ShapeOverflowError
 
-from checks import check_error, check_lookup, leaf_state, within_seconds
+from checks import check_error, check_lookup, leaf_state, raises_rule, within_seconds
 from reference import Raises, expected_lookup, plain_lookup, plain_scatter
 from strategies import LookupCase, flat_id_containers, layers, lookup_cases, shapes
 
@@ -47,15 +40,15 @@ def test_known_fixture_forward_values(known_layer: Embedding) -> None:
 
 
 def test_forward_reports_shape_then_count_then_first_bad_id(known_layer: Embedding) -> None:
-    with pytest.raises(TokenShapeError) as shape_error:
+    with raises_rule(IdError, "ids.shape") as shape_error:
         known_layer.forward([9, 9, 9], (-1, 3))
-    assert isinstance(shape_error.value.__cause__, NegativeExtentError)
+    assert shape_error.value.__cause__.rule == "shape.negative-extent"
     assert str(shape_error.value).startswith("invalid token-ID shape: ")
-    with pytest.raises(TokenCountMismatchError) as count_error:
+    with raises_rule(IdError, "ids.count") as count_error:
         known_layer.forward([9, 9, 9], (2, 2))
     assert (count_error.value.expected, count_error.value.actual) == (4, 3)
     assert str(count_error.value) == "token-ID shape needs 4 IDs, but received 3"
-    with pytest.raises(TokenIdOutOfBoundsError) as id_error:
+    with raises_rule(IdError, "ids.out-of-range") as id_error:
         known_layer.forward([1, 4, 9], (3,))
     assert (id_error.value.id, id_error.value.position, id_error.value.vocabulary_size) == (4, 1, 4)
     assert str(id_error.value) == (
@@ -65,7 +58,7 @@ def test_forward_reports_shape_then_count_then_first_bad_id(known_layer: Embeddi
 
 @pytest.mark.parametrize("bad", [-1, 4, 2**70])
 def test_negative_and_large_ids_are_out_of_bounds(known_layer: Embedding, bad: int) -> None:
-    with pytest.raises(TokenIdOutOfBoundsError) as caught:
+    with raises_rule(IdError, "ids.out-of-range") as caught:
         known_layer.forward([0, bad], (2,))
     assert (caught.value.id, caught.value.position) == (bad, 1)
 
@@ -74,15 +67,15 @@ def test_negative_and_large_ids_are_out_of_bounds(known_layer: Embedding, bad: i
 def test_non_integer_ids_get_a_type_error_naming_the_position(
     known_layer: Embedding, bad: object
 ) -> None:
-    with pytest.raises(TokenIdTypeError) as caught:
+    with raises_rule(IdError, "ids.type") as caught:
         known_layer.forward([0, bad, 7], (3,))  # type: ignore[list-item]
     assert caught.value.position == 1
 
 
 def test_the_scan_reports_whichever_bad_id_comes_first(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdOutOfBoundsError):
+    with raises_rule(IdError, "ids.out-of-range"):
         known_layer.forward([7, 1.5], (2,))  # type: ignore[list-item]
-    with pytest.raises(TokenIdTypeError):
+    with raises_rule(IdError, "ids.type"):
         known_layer.forward([1.5, 7], (2,))  # type: ignore[list-item]
 
 
@@ -96,16 +89,16 @@ def test_every_numpy_integer_dtype_is_accepted(known_layer: Embedding, dtype: ty
 
 def test_float_and_bool_arrays_are_type_errors_at_position_zero(known_layer: Embedding) -> None:
     for ids in (np.array([1.0, 2.0]), np.array([True, False])):
-        with pytest.raises(TokenIdTypeError) as caught:
+        with raises_rule(IdError, "ids.type") as caught:
             known_layer.forward(ids, (2,))
         assert caught.value.position == 0
 
 
 def test_numpy_ids_report_the_first_out_of_bounds_position(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdOutOfBoundsError) as caught:
+    with raises_rule(IdError, "ids.out-of-range") as caught:
         known_layer.forward(np.array([0, 3, -2, 9], dtype=np.int32), (4,))
     assert (caught.value.id, caught.value.position) == (-2, 2)
-    with pytest.raises(TokenIdOutOfBoundsError) as unsigned:
+    with raises_rule(IdError, "ids.out-of-range") as unsigned:
         known_layer.forward(np.array([0, 2**64 - 1], dtype=np.uint64), (2,))
     assert unsigned.value.id == 2**64 - 1
 
@@ -116,16 +109,16 @@ def test_an_out_of_vocabulary_error_is_also_an_index_error(known_layer: Embeddin
 
 
 def test_forward_needs_flat_ids(known_layer: Embedding) -> None:
-    with pytest.raises(TokenIdContainerError):
+    with raises_rule(IdError, "ids.container"):
         known_layer.forward(np.zeros((1, 3), dtype=np.int64), (1, 3))
-    with pytest.raises(TokenIdContainerError):
+    with raises_rule(IdError, "ids.container"):
         known_layer.forward(5, ())  # type: ignore[arg-type]
 
 
 def test_scalar_shape_takes_one_id_and_gives_a_width_vector(known_layer: Embedding) -> None:
     out = known_layer.forward([3], ())
     assert out.shape == (2,) and out.value.flat_values() == [40.0, 41.0]
-    with pytest.raises(TokenCountMismatchError):
+    with raises_rule(IdError, "ids.count"):
         known_layer.forward([], ())
 
 
@@ -184,43 +177,44 @@ def test_a_huge_token_shape_with_a_few_ids_fails_on_the_count_without_allocating
     with within_seconds(1.0):
         error, peak = peak_traced_bytes(lambda: known_layer.forward([1, 2, 3], HUGE_SHAPE))
     assert error is not None
-    check_error(error, Raises(TokenCountMismatchError, {"expected": 2**62, "actual": 3}))
+    check_error(error, Raises(IdError, {"rule": "ids.count", "expected": 2**62, "actual": 3}))
     assert peak < MEBIBYTE
     assert leaf_state(known_layer.table.tensor) == before
 
 
 def test_a_huge_nested_call_is_a_count_error_too(known_layer: Embedding) -> None:
-    with within_seconds(1.0), pytest.raises(TokenCountMismatchError):
+    with within_seconds(1.0), raises_rule(IdError, "ids.count"):
         known_layer.forward(np.arange(3), HUGE_SHAPE)
 
 
 def test_an_overflowing_token_shape_is_a_shape_error_reported_before_the_ids_are_looked_at(
     known_layer: Embedding,
 ) -> None:
-    with within_seconds(1.0), pytest.raises(TokenShapeError) as caught:
+    with within_seconds(1.0), raises_rule(IdError, "ids.shape") as caught:
         known_layer.forward(UnreadableIds(3), (2**32, 2**32))
-    check_error(caught.value.__cause__, Raises(ShapeOverflowError, {"shape": (2**32, 2**32)}))  # type: ignore[arg-type]
+    overflow = {"rule": "shape.overflow", "shape": (2**32, 2**32)}
+    check_error(caught.value.__cause__, Raises(ShapeError, overflow))  # type: ignore[arg-type]
     assert (
         str(caught.value) == "invalid token-ID shape: shape does not fit a row-major usize layout"
     )
 
 
 def test_a_count_mismatch_is_reported_before_any_id_is_read(known_layer: Embedding) -> None:
-    with pytest.raises(TokenCountMismatchError):
+    with raises_rule(IdError, "ids.count"):
         known_layer.forward(UnreadableIds(3), HUGE_SHAPE)
 
 
 def test_a_huge_lazy_sequence_of_the_wrong_length_is_a_count_error(
     known_layer: Embedding,
 ) -> None:
-    with within_seconds(1.0), pytest.raises(TokenCountMismatchError):
+    with within_seconds(1.0), raises_rule(IdError, "ids.count"):
         known_layer.forward(range(2**40), HUGE_SHAPE)
 
 
 def test_a_huge_lazy_sequence_of_the_right_length_is_an_index_allocation_error(
     known_layer: Embedding,
 ) -> None:
-    with within_seconds(1.0), pytest.raises(IndexAllocationError) as caught:
+    with within_seconds(1.0), raises_rule(AllocationError, "ids.allocation") as caught:
         known_layer.forward(range(2**61), FITTING_HUGE_SHAPE)
     assert caught.value.elements == 2**61
     assert isinstance(caught.value.__cause__, MemoryError)
@@ -229,27 +223,28 @@ def test_a_huge_lazy_sequence_of_the_right_length_is_an_index_allocation_error(
 def test_a_huge_lazy_sequence_whose_output_overflows_is_a_shape_error_before_any_id_is_read(
     known_layer: Embedding,
 ) -> None:
-    with within_seconds(1.0), pytest.raises(TokenShapeError) as caught:
+    with within_seconds(1.0), raises_rule(IdError, "ids.shape") as caught:
         known_layer.forward(range(2**62), HUGE_SHAPE)  # [2**31, 2**31, 2] overflows
-    check_error(caught.value.__cause__, Raises(ShapeOverflowError, {"shape": (*HUGE_SHAPE, 2)}))  # type: ignore[arg-type]
+    overflow = {"rule": "shape.overflow", "shape": (*HUGE_SHAPE, 2)}
+    check_error(caught.value.__cause__, Raises(ShapeError, overflow))  # type: ignore[arg-type]
 
 
 def test_a_zero_element_output_that_overflows_the_layout_is_a_shape_error(
     known_layer: Embedding,
 ) -> None:
-    with pytest.raises(TokenShapeError) as caught:
+    with raises_rule(IdError, "ids.shape") as caught:
         known_layer.forward([], (0, 2**62))
-    assert isinstance(caught.value.__cause__, ShapeOverflowError)
-    with pytest.raises(InvalidShapeError) as gathered:
+    assert caught.value.__cause__.rule == "shape.overflow"
+    with raises_rule(ShapeError, "shape.invalid") as gathered:
         known_layer.table.tensor.gather_rows([], (0, 2**62))
     assert gathered.value.what == "row gather output shape"
-    assert isinstance(gathered.value.__cause__, ShapeOverflowError)
+    assert gathered.value.__cause__.rule == "shape.overflow"
 
 
 def test_a_zero_element_output_numpy_cannot_describe_is_a_typed_error(
     known_layer: Embedding,
 ) -> None:
-    with pytest.raises(TokenShapeError):
+    with raises_rule(IdError, "ids.shape"):
         known_layer.forward([], (2**62, 0))
 
 

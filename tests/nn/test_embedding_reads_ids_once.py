@@ -16,15 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import llm_from_scratch.autograd.gather as gather_module
-from llm_from_scratch.autograd import IndexContainerError
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.errors import IdError
 from llm_from_scratch.nn import (
     Embedding,
     NamedParameter,
-    TokenCountMismatchError,
-    TokenIdContainerError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
 )
 from llm_from_scratch.tensor import Tensor
 
@@ -37,7 +33,7 @@ from adversarial_inputs import (
     array_layouts,
     masks,
 )
-from checks import check_lookup, leaf_state
+from checks import check_lookup, leaf_state, raises_rule
 from conftest import KNOWN_TABLE
 from reference import Outcome, Raises, expected_lookup
 from strategies import INTEGER_DTYPES, numpy_integers
@@ -93,10 +89,10 @@ def test_a_masked_array_is_refused_as_a_container_whatever_its_mask(
     masked = np.ma.array(base, mask=data.draw(masks(base.size), label="mask"))
     before = leaf_state(layer.table.tensor)
     if boundary == "gather":
-        with pytest.raises(IndexContainerError):
+        with raises_rule(IdError, "gather.container"):
             layer.table.tensor.gather_rows(masked, (base.size,))
     else:
-        with pytest.raises(TokenIdContainerError):
+        with raises_rule(IdError, "ids.container"):
             layer(masked) if boundary == "call" else layer.forward(masked, (base.size,))
     assert leaf_state(layer.table.tensor) == before
 
@@ -104,7 +100,7 @@ def test_a_masked_array_is_refused_as_a_container_whatever_its_mask(
 def test_the_masked_example_is_refused_instead_of_gathering_a_clipped_row() -> None:
     layer = trained_layer()
     before = leaf_state(layer.table.tensor)
-    with pytest.raises(TokenIdContainerError) as caught:
+    with raises_rule(IdError, "ids.container") as caught:
         layer.forward(np.ma.array([0, 10**6], mask=[0, 1]), (2,))
     assert "masked" in caught.value.detail
     assert caught.value.__cause__ is None
@@ -116,7 +112,7 @@ def test_a_large_masked_array_is_refused_before_any_kernel_runs(boundary: str) -
     layer = trained_layer()
     count = COMPILED_KERNEL_MIN_VALUES + 7
     masked = np.ma.array(np.zeros(count, dtype=np.int64), mask=np.zeros(count, dtype=bool))
-    with pytest.raises(TokenIdContainerError):
+    with raises_rule(IdError, "ids.container"):
         layer(masked) if boundary == "call" else layer.forward(masked, (count,))
 
 
@@ -126,7 +122,7 @@ def test_a_large_subclass_is_gathered_from_its_memory_by_the_compiled_kernel() -
     base = np.arange(count, dtype=np.int32) % 4
     output = layer.forward(base.view(ShowsOtherValues), (count,))
     assert output.numpy().tobytes() == TABLE[base].tobytes()
-    with pytest.raises(TokenIdOutOfBoundsError) as caught:
+    with raises_rule(IdError, "ids.out-of-range") as caught:
         spoiled = base.copy()
         spoiled[count - 1] = 4
         layer(spoiled.view(ShowsOtherValues))
@@ -213,7 +209,7 @@ def test_an_integer_that_cannot_be_read_is_a_non_integer_id_at_its_position() ->
     layer = trained_layer()
     before = leaf_state(layer.table.tensor)
     failing = FailingInteger()
-    with pytest.raises(TokenIdTypeError) as caught:
+    with raises_rule(IdError, "ids.type") as caught:
         layer.forward([1, failing, 9], (3,))
     assert (caught.value.position, caught.value.value) == (1, failing)
     assert leaf_state(layer.table.tensor) == before
@@ -234,7 +230,7 @@ def test_a_sequence_whose_length_disagrees_with_its_items_is_a_count_error(
         assert layer.forward(sequence, (expected,)).numpy().tolist() == TABLE[items].tolist()
         assert sequence.length_reads == 1
         return
-    with pytest.raises(TokenCountMismatchError) as caught:
+    with raises_rule(IdError, "ids.count") as caught:
         layer.forward(sequence, (expected,))
     # The length is compared before any item is read; the items, at most one past it.
     actual = length if length != expected else min(len(items), expected + 1)
@@ -268,13 +264,13 @@ def test_other_array_subclasses_are_read_as_the_data_they_hold(tmp_path: Any) ->
     layer = trained_layer()
     matrix = np.array([[2, 1, 2]]).view(np.matrix)
     assert layer(matrix).numpy().tolist() == [TABLE[[2, 1, 2]].tolist()]
-    with pytest.raises(TokenIdContainerError):
+    with raises_rule(IdError, "ids.container"):
         layer.forward(matrix, (3,))  # a matrix always has two axes
     mapped = np.memmap(tmp_path / "ids", dtype=np.int16, mode="w+", shape=(3,))
     mapped[:] = [3, 0, 3]
     assert layer.forward(mapped, (3,)).numpy().tolist() == TABLE[[3, 0, 3]].tolist()
     records = np.rec.array([(1, 2)], dtype=[("a", np.int64), ("b", np.int64)])
-    with pytest.raises(TokenIdTypeError) as caught:
+    with raises_rule(IdError, "ids.type") as caught:
         layer.forward(records, (1,))
     assert caught.value.position == 0
 
@@ -285,6 +281,6 @@ def test_an_array_subclass_that_lies_about_its_dtype_and_shape_is_read_as_it_is(
     assert layer(grid).numpy().tolist() == TABLE[[[2, 1], [0, 3]]].tolist()
     flat = np.array([3, 2, 1], dtype=np.int64).view(LiesAboutItsLayout)
     assert layer.forward(flat, (3,)).numpy().tolist() == TABLE[[3, 2, 1]].tolist()
-    with pytest.raises(TokenCountMismatchError) as caught:
+    with raises_rule(IdError, "ids.count") as caught:
         layer.forward(flat, (0,))
     assert caught.value.actual == 3

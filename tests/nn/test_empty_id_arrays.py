@@ -1,8 +1,7 @@
 """An ID array of a non-integer dtype is refused even when it is empty, and no warning leaks.
 
-An empty array has no first ID to name, so the error names its dtype
-(:class:`TokenIdDtypeError`, :class:`GatherIndexDtypeError`; both are the non-integer error of
-their family, with ``position`` and ``value`` None). Every test here runs with warnings as
+An empty array has no first ID to name, so the error names its dtype (``ids.dtype``,
+``gather.dtype``: an ``IdError``, as a non-integer ID is). Every test here runs with warnings as
 errors: a complex array must not leak NumPy's ``ComplexWarning`` on the way.
 """
 
@@ -13,16 +12,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_from_scratch.autograd import GatherIndexDtypeError, GatherIndexTypeError
+from llm_from_scratch.errors import RULES, IdError
 from llm_from_scratch.nn import (
     Embedding,
     NamedParameter,
-    TokenIdDtypeError,
-    TokenIdTypeError,
 )
 from llm_from_scratch.tensor import Tensor
 
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 from conftest import KNOWN_TABLE
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -57,24 +54,22 @@ def test_an_empty_array_of_a_non_integer_dtype_is_refused_by_its_dtype(
     leaf = layer.table.tensor
     ids = np.empty(shape, dtype=dtype)
     before = leaf_state(leaf)
-    calls: list[tuple[Any, type[Exception]]] = [
-        (lambda: layer(ids), TokenIdDtypeError),
-        (lambda: layer.forward(ids.reshape(-1), shape), TokenIdDtypeError),
-        (lambda: leaf.gather_rows(ids.reshape(-1), shape), GatherIndexDtypeError),
+    calls: list[tuple[Any, str]] = [
+        (lambda: layer(ids), "ids.dtype"),
+        (lambda: layer.forward(ids.reshape(-1), shape), "ids.dtype"),
+        (lambda: leaf.gather_rows(ids.reshape(-1), shape), "gather.dtype"),
     ]
-    for call, error in calls:
-        with pytest.raises(error) as caught:
+    for call, rule in calls:
+        with raises_rule(IdError, rule, dtype=str(dtype)) as caught:
             call()
-        assert (caught.value.position, caught.value.value) == (None, None)
-        assert caught.value.dtype == str(dtype)
         assert str(dtype) in str(caught.value)
     assert leaf_state(leaf) == before
 
 
 def test_the_empty_dtype_errors_are_the_non_integer_errors_of_their_families() -> None:
-    assert issubclass(TokenIdDtypeError, TokenIdTypeError)
-    assert issubclass(GatherIndexDtypeError, GatherIndexTypeError)
-    assert issubclass(TokenIdDtypeError, TypeError)
+    for dtype_rule, type_rule in (("ids.dtype", "ids.type"), ("gather.dtype", "gather.type")):
+        assert RULES[dtype_rule].family is RULES[type_rule].family
+    assert issubclass(RULES["ids.dtype"].family, TypeError)
 
 
 @pytest.mark.parametrize(
@@ -104,8 +99,7 @@ def test_a_non_empty_non_integer_array_names_position_zero_without_a_warning(
 ) -> None:
     layer = trained_layer()
     before = leaf_state(layer.table.tensor)
-    with pytest.raises(TokenIdTypeError) as caught:
+    with raises_rule(IdError, "ids.type") as caught:
         layer.forward(ids, (ids.size,))
-    assert type(caught.value) is TokenIdTypeError
     assert (caught.value.position, caught.value.value) == (0, first)
     assert leaf_state(layer.table.tensor) == before

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_from_scratch.autograd import NonFiniteParameterError, NotRecordedError
+from llm_from_scratch.errors import NonFiniteError, TableError, TapeError
 from llm_from_scratch.nn import (
     Embedding,
     EmbeddingBag,
@@ -23,7 +23,6 @@ from llm_from_scratch.nn import (
     OptionTypeError,
     OptionValueError,
     PretrainedTableTypeError,
-    TableRankError,
     ZeroEmbeddingWidthError,
     load_parameters,
     save_parameters,
@@ -33,7 +32,7 @@ from llm_from_scratch.optim import SGD, OptimizerError
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ShowsOtherValues
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 from conftest import KNOWN_TABLE
 
 VALUES = np.array(KNOWN_TABLE).reshape(4, 2)
@@ -50,7 +49,7 @@ def test_a_frozen_table_keeps_the_arrays_dtype_and_its_lookups_are_constants(
     out = layer([[2, 1, 2]])
     assert out.kind == "constant" and out.dtype == dtype
     assert out.numpy().tolist() == [[[30, 31], [20, 21], [30, 31]]]
-    with pytest.raises(NotRecordedError):
+    with raises_rule(TapeError, "tape.not-recorded"):
         out.sum().backward()
     assert len(layer.parameters()) == 0
 
@@ -110,7 +109,7 @@ def test_the_checks_come_in_order_table_shape_name_options_freeze_then_values() 
     assert float16.value.table_type == "ndarray of dtype float16"
     with pytest.raises(PretrainedTableTypeError):
         Embedding.from_pretrained(np.ma.array(VALUES))
-    with pytest.raises(TableRankError):
+    with raises_rule(TableError, "table.rank"):
         Embedding.from_pretrained(np.zeros(3), name="Bad")
     with pytest.raises(EmptyVocabularyError):
         Embedding.from_pretrained(np.zeros((0, 2)), name="Bad")
@@ -125,7 +124,7 @@ def test_the_checks_come_in_order_table_shape_name_options_freeze_then_values() 
         Embedding.from_pretrained(VALUES, freeze=1, max_norm=1.0)  # type: ignore[arg-type]
     assert freeze.value.name == "freeze"
     for freeze_it in (True, False):
-        with pytest.raises(NonFiniteParameterError) as not_finite:
+        with raises_rule(NonFiniteError, "parameter.non-finite") as not_finite:
             Embedding.from_pretrained(np.array([[1.0, 2.0], [np.inf, 0.0]]), freeze=freeze_it)
         assert (not_finite.value.position, not_finite.value.value) == (2, np.inf)
 

@@ -16,21 +16,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import TensorValue, no_grad
+from llm_from_scratch.errors import IdError, TableError
 from llm_from_scratch.nn import (
     Embedding,
     NamedParameter,
     OptionTypeError,
     OptionValueError,
     SplitMix64,
-    TableRankError,
     TableTypeError,
-    TokenIdOutOfBoundsError,
     functional,
 )
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ChangingInteger, ChangingReal
-from checks import check_outcome, leaf_state
+from checks import check_outcome, leaf_state, raises_rule
 from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
 from reference import (
     Raises,
@@ -112,7 +111,7 @@ def test_the_function_checks_the_table_the_options_an_operation_table_then_the_i
     with pytest.raises(TableTypeError) as not_a_value:
         functional.embedding([9], np.zeros((4, 2)), padding_idx=9)  # type: ignore[arg-type]
     assert not_a_value.value.table_type == "numpy.ndarray"
-    with pytest.raises(TableRankError):
+    with raises_rule(TableError, "table.rank"):
         functional.embedding([9], vector, padding_idx=9)
     with pytest.raises(OptionValueError):
         functional.embedding([9], known_table(), padding_idx=9, max_norm=-1.0)
@@ -122,7 +121,7 @@ def test_the_function_checks_the_table_the_options_an_operation_table_then_the_i
     with pytest.raises(OptionValueError) as operation:
         functional.embedding([9], result, max_norm=1.0)
     assert operation.value.name == "max_norm"
-    with pytest.raises(TokenIdOutOfBoundsError):
+    with raises_rule(IdError, "ids.out-of-range"):
         functional.embedding([9], constant, max_norm=1.0)
 
 
@@ -146,7 +145,7 @@ def test_the_function_takes_any_rank_two_table_even_one_without_rows() -> None:
     empty = TensorValue.parameter(Tensor((0, 3), []))
     out = functional.embedding(np.zeros((2, 0), dtype=np.int64), empty)
     assert out.shape == (2, 0, 3)
-    with pytest.raises(TokenIdOutOfBoundsError):
+    with raises_rule(IdError, "ids.out-of-range"):
         functional.embedding([0], empty)
 
 

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_from_scratch.autograd import NonFiniteParameterError, StaleValueError
+from llm_from_scratch.errors import NonFiniteError, TapeError
 from llm_from_scratch.nn import Embedding, EmbeddingBag, EmbeddingStateError
 
+from checks import raises_rule
 from conftest import import_optional
 
 VALUES = np.arange(8, dtype=np.float32).reshape(4, 2)
@@ -45,7 +46,7 @@ def test_a_loaded_state_is_written_in_place_and_stales_earlier_graphs(kind: Any)
     assert target.table.tensor is leaf and leaf.value.equals(source.table.tensor.value)
     assert leaf.value_revision == 1
     np.testing.assert_array_equal(leaf.gradient.numpy(), gradient)  # kept, as a checkpoint load
-    with pytest.raises(StaleValueError):
+    with raises_rule(TapeError, "tape.stale-value"):
         before.sum().backward()
 
 
@@ -87,7 +88,7 @@ def test_a_non_finite_state_is_refused_as_a_parameter_would_be() -> None:
     layer = trainable()
     bad = VALUES.copy()
     bad[2, 1] = np.inf
-    with pytest.raises(NonFiniteParameterError) as caught:
+    with raises_rule(NonFiniteError, "parameter.non-finite") as caught:
         layer.load_state_dict({NAME: bad})
     assert (caught.value.position, caught.value.value) == (5, np.inf)
     assert layer.table.tensor.value_revision == 0

@@ -1,6 +1,6 @@
 """``max_norm``: looked-up rows whose norm exceeds it are scaled in place, by PyTorch's rule, before
 the lookup reads them; the write bumps the table's revision only when a row changes, so a graph
-recorded before it is refused (``StaleValueError``) instead of running on changed values; a
+recorded before it is refused (``tape.stale-value``) instead of running on changed values; a
 table that never changes refuses ``max_norm``; and the renormalization and the lookup are one
 step for other threads. The reference is ``embedding_renorm_`` restated as a loop."""
 
@@ -11,7 +11,8 @@ import threading
 import numpy as np
 import pytest
 
-from llm_from_scratch.autograd import StaleValueError, TensorValue, no_grad
+from llm_from_scratch.autograd import TensorValue, no_grad
+from llm_from_scratch.errors import TapeError
 from llm_from_scratch.nn import (
     Embedding,
     EmbeddingBag,
@@ -23,7 +24,7 @@ from llm_from_scratch.nn.renorm import row_norms
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
 from reference import pytorch_renorm, row_norm
 
@@ -80,7 +81,7 @@ def test_a_graph_recorded_before_a_renormalizing_forward_is_refused_as_stale() -
     layer([[2]])  # row 2 is scaled: the table changes
     assert layer.table.tensor.value_revision == 1
     before = leaf_state(layer.table.tensor)
-    with pytest.raises(StaleValueError) as caught:
+    with raises_rule(TapeError, "tape.stale-value") as caught:
         earlier.backward_with_seed(np.ones((1, 1, 2)))
     error = caught.value
     assert (error.operation, error.operand, error.recorded_revision, error.current_revision) == (
@@ -155,7 +156,7 @@ def test_a_bag_with_max_norm_renormalizes_every_id_padding_included_and_goes_sta
     bags([[3, 3]])  # the padding row 3 (norm 57.3) is renormalized, as PyTorch does
     assert table.tensor.value_revision == 1
     assert float(np.hypot(*table.tensor.numpy()[3])) < 50.0
-    with pytest.raises(StaleValueError):
+    with raises_rule(TapeError, "tape.stale-value"):
         earlier.backward_with_seed(np.ones((1, 2)))
 
 

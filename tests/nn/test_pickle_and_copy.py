@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import TensorValue, UnpicklableOperationError
+from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.errors import TableError, TapeError
 from llm_from_scratch.nn import (
     BagOptions,
     Embedding,
@@ -26,7 +27,6 @@ from llm_from_scratch.nn import (
     NamedParameters,
     OptionValueError,
     SplitMix64,
-    TableRankError,
     XavierScale,
     xavier_scale,
 )
@@ -47,7 +47,7 @@ from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import LyingStr
-from checks import PicklePayload, leaf_state, unpickled
+from checks import PicklePayload, leaf_state, raises_rule, unpickled
 from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
 from strategies import layers
 
@@ -275,7 +275,7 @@ def test_a_crafted_pickle_of_a_class_that_is_no_layer_is_refused() -> None:
 
 def test_a_container_holding_a_layer_output_refuses_to_pickle() -> None:
     layer = trained_layer()
-    with pytest.raises(UnpicklableOperationError):
+    with raises_rule(TapeError, "tape.unpicklable"):
         pickle.dumps({"layer": layer, "output": layer([1])})
 
 
@@ -302,7 +302,7 @@ def test_crafted_options_meet_the_options_checks() -> None:
 
 def test_a_crafted_table_no_layer_can_hold_gets_the_layer_errors() -> None:
     flat = NamedParameter.from_tensor("w", Tensor((2,), [1.0, 2.0]))
-    with pytest.raises(TableRankError):
+    with raises_rule(TableError, "table.rank"):
         unpickled(PicklePayload(Embedding, flat, LookupOptions(2)))
     empty = NamedParameter.from_tensor("w", Tensor.zeros((0, 2)))
     with pytest.raises(EmptyVocabularyError):

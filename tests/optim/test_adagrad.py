@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_from_scratch.autograd import StaleValueError, TensorValue
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.errors import TapeError
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import (
     Adagrad,
@@ -18,6 +19,7 @@ from llm_from_scratch.optim import (
 )
 from llm_from_scratch.tensor import Tensor
 
+from checks import raises_rule
 from conftest import import_optional
 from optim_support import (
     assert_relatively_close,
@@ -174,7 +176,7 @@ def test_a_step_makes_graphs_recorded_before_it_stale() -> None:
     out.backward_with_seed(np.ones((2, 2)))
     Adagrad(layer.parameters(), learning_rate=0.1).step()
     assert layer.table.tensor.value_revision == 1
-    with pytest.raises(StaleValueError):
+    with raises_rule(TapeError, "tape.stale-value"):
         out.backward_with_seed(np.ones((2, 2)))
 
 

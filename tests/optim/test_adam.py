@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_from_scratch.autograd import StaleValueError, TensorValue
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.errors import TapeError
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import (
     Adam,
@@ -20,6 +21,7 @@ from llm_from_scratch.optim import (
 )
 from llm_from_scratch.tensor import Tensor
 
+from checks import raises_rule
 from conftest import import_optional
 from optim_support import (
     assert_relatively_close,
@@ -236,7 +238,7 @@ def test_a_step_makes_graphs_recorded_before_it_stale(decoupled: bool) -> None:
     out.backward_with_seed(np.ones((2, 2)))
     Adam(layer.parameters(), learning_rate=0.1, decoupled=decoupled).step()
     assert layer.table.tensor.value_revision == 1
-    with pytest.raises(StaleValueError):
+    with raises_rule(TapeError, "tape.stale-value"):
         out.backward_with_seed(np.ones((2, 2)))
 
 

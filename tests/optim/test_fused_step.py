@@ -11,14 +11,10 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.autograd import (
-    GraphReleasedError,
     GraphRetention,
-    NonFiniteGradientError,
-    NotScalarOutputError,
-    SeedShapeMismatchError,
-    StaleValueError,
     TensorValue,
 )
+from llm_from_scratch.errors import NonFiniteError, ShapeError, TapeError
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import (
     SGD,
@@ -30,6 +26,7 @@ from llm_from_scratch.optim import (
 )
 from llm_from_scratch.tensor import Tensor
 
+from checks import raises_rule
 from optim_support import FACTORIES, Factory
 
 Loss = Callable[[Embedding, TensorValue, Any], TensorValue]
@@ -96,7 +93,7 @@ def run(
                 output.backward_with_seed(seed)
             optimizer.step()
             optimizer.zero_grad()
-        with pytest.raises(StaleValueError):
+        with raises_rule(TapeError, "tape.stale-value"):
             optimizer.backward_step(output, seed)
     return snapshot(layer, bias, optimizer)
 
@@ -180,7 +177,7 @@ def test_a_fused_row_sum_that_overflows_is_the_tapes_error_and_changes_nothing(
         seed = np.ones(output.shape)
         seed[0, 7] = seed[2, 7] = 1.7e308  # row 1 sums two of them
         before = snapshot(layer, bias, optimizer)
-        with pytest.raises(NonFiniteGradientError) as caught:
+        with raises_rule(NonFiniteError, "gradient.non-finite") as caught:
             if fused:
                 optimizer.backward_step(output, seed)
             else:
@@ -204,12 +201,12 @@ def test_backward_step_checks_like_backward_with_seed() -> None:
     output = layer([1, 2])
     with pytest.raises(OutputTypeError):
         optimizer.backward_step(np.ones((2, 2)))  # type: ignore[arg-type]
-    with pytest.raises(NotScalarOutputError):
+    with raises_rule(ShapeError, "value.not-scalar-output"):
         optimizer.backward_step(output)
-    with pytest.raises(SeedShapeMismatchError):
+    with raises_rule(ShapeError, "seed.shape"):
         optimizer.backward_step(output, np.ones((2, 3)))
     optimizer.backward_step(output, np.ones((2, 2)), GraphRetention.RELEASE)
-    with pytest.raises(GraphReleasedError):
+    with raises_rule(TapeError, "tape.released"):
         output.backward_with_seed(np.ones((2, 2)))
     assert optimizer.step_count == 1 and layer.table.tensor.value_revision == 1
 
@@ -296,4 +293,4 @@ def test_a_non_finite_seed_is_reported_first_as_by_backward_with_seed(
     plain, _ = attempt(False)
     assert unchanged
     assert type(fused) is type(plain) and fused.args == plain.args
-    assert type(fused).__name__ == "NonFiniteSeedError"
+    assert (type(fused), fused.rule) == (NonFiniteError, "seed.non-finite")  # type: ignore[attr-defined]

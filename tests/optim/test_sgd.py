@@ -10,13 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import StaleValueError, TensorValue
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.errors import TapeError
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import SGD, OptimizerError
 from llm_from_scratch.tensor import Tensor
 
-from checks import check_outcome, leaf_state
+from checks import check_outcome, leaf_state, raises_rule
 from conftest import KNOWN_UPSTREAM
 from reference import Raises, Returns, expected_sgd_step, plain_scatter
 
@@ -106,7 +107,7 @@ def test_an_optimizer_step_is_the_supported_update_and_marks_recorded_graphs_sta
     assert leaf.value_revision == 1
     stored = leaf.gradient_snapshot()
     for graph, operation, operand in ((dense, "mul", "left"), (lookup, "gather_rows", "table")):
-        with pytest.raises(StaleValueError) as caught:
+        with raises_rule(TapeError, "tape.stale-value") as caught:
             graph.backward_with_seed(np.ones(graph.shape))
         assert (caught.value.operation, caught.value.operand) == (operation, operand)
         assert (caught.value.recorded_revision, caught.value.current_revision) == (0, 1)
@@ -150,8 +151,9 @@ def test_sgd_updates_only_touched_rows_marks_the_change_and_makes_old_graphs_sta
     check_outcome(
         lambda: output.backward_with_seed(seed),
         Raises(
-            StaleValueError,
+            TapeError,
             {
+                "rule": "tape.stale-value",
                 "operation": "gather_rows",
                 "operand": "table",
                 "recorded_revision": 0,

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_from_scratch.autograd import StaleValueError, TensorValue
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.value import update_leaves_in_place
+from llm_from_scratch.errors import TapeError
 from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
@@ -136,12 +137,13 @@ def test_a_backward_pass_that_overlaps_a_step_waits_and_then_is_refused_as_stale
     )
     step.start()
     assert holding.wait(JOIN_SECONDS)
-    refused: list[StaleValueError] = []
+    refused: list[TapeError] = []
 
     def backward() -> None:
         try:
             output.backward_with_seed(np.ones((1, 3, 2)))
-        except StaleValueError as error:
+        except TapeError as error:
+            assert error.rule == "tape.stale-value"
             refused.append(error)
 
     passer = threading.Thread(target=backward)
@@ -211,7 +213,8 @@ def test_steps_and_backward_passes_on_other_threads_lose_no_pass() -> None:
                 output = layer.forward(every_row, (ROWS,))
                 try:
                     output.backward_with_seed(np.ones((ROWS, WIDTH)))
-                except StaleValueError:
+                except TapeError as error:
+                    assert error.rule == "tape.stale-value"
                     continue
                 stored[slot] += 1
 

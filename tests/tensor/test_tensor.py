@@ -15,18 +15,13 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from llm_from_scratch.errors import RULES, AllocationError, LlmError, ShapeError
 from llm_from_scratch.tensor import (
-    DataLengthMismatchError,
-    NegativeExtentError,
-    ShapeOverflowError,
     Tensor,
-    TensorAllocationError,
-    TensorError,
-    TensorValueTypeError,
     checked_row_major_layout,
 )
 
-from checks import check_outcome, within_seconds
+from checks import check_outcome, raises_rule, within_seconds
 from reference import (
     Raises,
     Returns,
@@ -40,19 +35,19 @@ HUGE_SHAPE = (2**31, 2**31)
 
 
 def test_tensor_reports_expected_and_actual_value_counts() -> None:
-    with pytest.raises(DataLengthMismatchError) as caught:
+    with raises_rule(ShapeError, "tensor.data-length") as caught:
         Tensor((2, 2), [1.0, 2.0, 3.0])
     assert (caught.value.expected, caught.value.actual) == (4, 3)
     assert str(caught.value) == "shape needs 4 values, but data has 3"
 
 
 def test_tensor_checks_the_layout_before_the_value_count() -> None:
-    with pytest.raises(NegativeExtentError):
+    with raises_rule(ShapeError, "shape.negative-extent"):
         Tensor((-1,), [1.0])
 
 
 def test_tensor_rejects_non_real_values_with_their_position() -> None:
-    with pytest.raises(TensorValueTypeError, match="flat position 1"):
+    with raises_rule(ShapeError, "tensor.value-type", match="flat position 1"):
         Tensor((2,), [1.0, "x"])  # type: ignore[list-item]
 
 
@@ -72,7 +67,7 @@ def test_tensor_reads_a_numpy_array_in_row_major_order() -> None:
 
 def test_tensor_supports_float32_and_rejects_other_dtypes() -> None:
     assert Tensor((1,), [1.5], dtype=np.float32).dtype == np.float32
-    with pytest.raises(TensorValueTypeError):
+    with raises_rule(ShapeError, "tensor.value-type"):
         Tensor((1,), [1], dtype=np.int64)
 
 
@@ -82,18 +77,18 @@ def test_scalar_and_empty_tensors() -> None:
 
 
 def test_tensor_errors_share_one_base_class() -> None:
-    for error in (DataLengthMismatchError, ShapeOverflowError, NegativeExtentError):
-        assert issubclass(error, TensorError)
+    for rule in ("tensor.data-length", "shape.overflow", "shape.negative-extent"):
+        assert issubclass(RULES[rule].family, LlmError)
 
 
 def test_huge_tensors_fail_fast_with_typed_errors() -> None:
     with within_seconds(1.0):
         assert checked_row_major_layout(HUGE_SHAPE) == ((2**31, 1), 2**62)  # never allocates
-        with pytest.raises(TensorAllocationError) as zeros:
+        with raises_rule(AllocationError, "tensor.allocation") as zeros:
             Tensor.zeros(HUGE_SHAPE)
-        with pytest.raises(DataLengthMismatchError):
+        with raises_rule(ShapeError, "tensor.data-length"):
             Tensor(HUGE_SHAPE, [1.0])
-        with pytest.raises(ShapeOverflowError):
+        with raises_rule(ShapeError, "shape.overflow"):
             Tensor((2**62, 0), [])  # no elements, but NumPy cannot describe the shape
     assert zeros.value.elements == 2**62
 

@@ -11,15 +11,14 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
 import llm_from_scratch.tensor.storage as storage_module
+from llm_from_scratch.errors import AllocationError, ShapeError
 from llm_from_scratch.tensor import (
     MAX_AXES,
     Tensor,
-    TensorAllocationError,
-    TensorValueTypeError,
 )
 
 from adversarial_inputs import LiesAboutItsLayout, ShowsOtherValues
-from checks import check_outcome, failing_numpy
+from checks import check_outcome, failing_numpy, raises_rule
 from reference import Returns, expected_from_numpy
 
 FLOAT_DTYPES = ["<f4", ">f4", "<f8", ">f8"]
@@ -61,7 +60,7 @@ def test_integers_beyond_two_to_the_53_round_to_nearest() -> None:
 @pytest.mark.parametrize("dtype", REFUSED_DTYPES)
 def test_bool_and_every_other_dtype_are_refused_by_name(dtype: str) -> None:
     array = np.zeros(3, dtype=dtype)
-    with pytest.raises(TensorValueTypeError) as caught:
+    with raises_rule(ShapeError, "tensor.value-type") as caught:
         Tensor.from_numpy(array)
     assert caught.value.detail == (
         f"from_numpy takes a float32, float64 or integer array, got {array.dtype}"
@@ -69,7 +68,7 @@ def test_bool_and_every_other_dtype_are_refused_by_name(dtype: str) -> None:
 
 
 def test_a_structured_array_is_refused() -> None:
-    with pytest.raises(TensorValueTypeError):
+    with raises_rule(ShapeError, "tensor.value-type"):
         Tensor.from_numpy(np.zeros(2, dtype=[("a", "f8"), ("b", "i4")]))
 
 
@@ -79,13 +78,13 @@ def test_a_structured_array_is_refused() -> None:
     ids=repr,
 )
 def test_anything_but_an_ndarray_is_refused_with_its_type(value: object) -> None:
-    with pytest.raises(TensorValueTypeError) as caught:
+    with raises_rule(ShapeError, "tensor.value-type") as caught:
         Tensor.from_numpy(value)  # type: ignore[arg-type]
     assert caught.value.detail == f"from_numpy needs a NumPy array, got {type(value).__name__}"
 
 
 def test_a_tensor_is_not_a_numpy_array() -> None:
-    with pytest.raises(TensorValueTypeError):
+    with raises_rule(ShapeError, "tensor.value-type"):
         Tensor.from_numpy(Tensor((1,), [1.0]))  # type: ignore[arg-type]
 
 
@@ -127,7 +126,7 @@ def test_a_subclass_is_read_as_the_memory_it_holds() -> None:
 
 def test_a_masked_array_is_refused_whatever_its_mask() -> None:
     for mask in (np.ma.nomask, [False, False], [True, False]):
-        with pytest.raises(TensorValueTypeError, match="masked"):
+        with raises_rule(ShapeError, "tensor.value-type", match="masked"):
             Tensor.from_numpy(np.ma.array([1.0, 2.0], mask=mask))
 
 
@@ -136,7 +135,7 @@ def test_a_copy_that_cannot_be_allocated_is_a_tensor_allocation_error(
 ) -> None:
     with (
         failing_numpy(monkeypatch, storage_module, "empty"),
-        pytest.raises(TensorAllocationError) as caught,
+        raises_rule(AllocationError, "tensor.allocation") as caught,
     ):
         Tensor.from_numpy(np.zeros((3, 2), dtype=np.float32))
     assert caught.value.elements == 6

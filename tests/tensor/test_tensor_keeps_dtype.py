@@ -6,14 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from llm_from_scratch.errors import NonFiniteError, ShapeError
 from llm_from_scratch.tensor import (
-    NegativeExtentError,
     Tensor,
-    TensorValueOverflowError,
-    TensorValueTypeError,
 )
 
 from adversarial_inputs import LiesAboutItsLayout
+from checks import raises_rule
 
 
 @pytest.mark.parametrize(
@@ -52,7 +51,7 @@ def test_an_explicit_dtype_converts_in_either_direction() -> None:
     wide = Tensor((2,), narrow, dtype=np.float64)
     assert wide.dtype == np.float64 and wide.flat_values() == [float(narrow[0]), 2.0]
     assert Tensor((2,), np.array([0.1, 2.0]), dtype=np.float32).dtype == np.float32
-    with pytest.raises(TensorValueOverflowError):
+    with raises_rule(NonFiniteError, "tensor.overflow"):
         Tensor((1,), np.array([1e300]), dtype=np.float32)
 
 
@@ -63,9 +62,9 @@ def test_a_kept_dtype_is_read_from_the_memory_of_a_subclass() -> None:
 
 
 def test_the_shape_is_still_checked_first_then_an_explicit_dtype_then_the_values() -> None:
-    with pytest.raises(NegativeExtentError):
+    with raises_rule(ShapeError, "shape.negative-extent"):
         Tensor((-1,), "not values", dtype="int8")  # type: ignore[arg-type]
-    with pytest.raises(TensorValueTypeError, match="dtype must be float64 or float32"):
+    with raises_rule(ShapeError, "tensor.value-type", match="dtype must be float64 or float32"):
         Tensor((2,), "not values", dtype=np.int8)  # type: ignore[arg-type]
-    with pytest.raises(TensorValueTypeError, match="got str"):
+    with raises_rule(ShapeError, "tensor.value-type", match="got str"):
         Tensor((2,), "12")  # type: ignore[arg-type]

@@ -12,13 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
+from llm_from_scratch.errors import ShapeError
 from llm_from_scratch.nn import NamedParameter
 from llm_from_scratch.optim import SGD
-from llm_from_scratch.tensor import Tensor, TensorValueTypeError
+from llm_from_scratch.tensor import Tensor
 from llm_from_scratch.tensor.storage import restore_tensor
 
 from adversarial_inputs import ShowsOtherValues
-from checks import PicklePayload, unpickled
+from checks import PicklePayload, raises_rule, unpickled
 from conftest import KNOWN_TABLE
 
 PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
@@ -96,7 +97,7 @@ def test_a_deep_copy_of_a_live_parameter_value_does_not_follow_a_later_step() ->
 def test_a_crafted_pickle_of_anything_but_a_float_array_is_refused(
     payload: object, detail: str
 ) -> None:
-    with pytest.raises(TensorValueTypeError) as caught:
+    with raises_rule(ShapeError, "tensor.value-type") as caught:
         unpickled(PicklePayload(restore_tensor, payload))
     assert caught.value.detail == detail
 

@@ -16,12 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llm_from_scratch.errors import AllocationError, NonFiniteError, ShapeError
 from llm_from_scratch.tensor import (
-    DataLengthMismatchError,
     Tensor,
-    TensorAllocationError,
-    TensorValueOverflowError,
-    TensorValueTypeError,
 )
 
 from adversarial_inputs import (
@@ -31,7 +28,7 @@ from adversarial_inputs import (
     array_layouts,
     masks,
 )
-from checks import check_outcome, within_seconds
+from checks import check_outcome, raises_rule, within_seconds
 from reference import Returns, expected_tensor
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -67,14 +64,14 @@ def test_a_float64_array_converted_to_float32_names_the_first_value_that_overflo
 
 def test_the_overflow_examples_are_refused_and_an_int_beyond_float64_too() -> None:
     for values in ([1e300], np.array([1e300])):
-        with pytest.raises(TensorValueOverflowError) as caught:
+        with raises_rule(NonFiniteError, "tensor.overflow") as caught:
             Tensor((1,), values, dtype=np.float32)
         assert (caught.value.position, caught.value.value, caught.value.dtype) == (
             0,
             1e300,
             "float32",
         )
-    with pytest.raises(TensorValueOverflowError) as huge:
+    with raises_rule(NonFiniteError, "tensor.overflow") as huge:
         Tensor((2,), [1, 10**400])
     assert (huge.value.position, huge.value.value, huge.value.dtype) == (1, 10**400, "float64")
     assert np.isinf(Tensor((1,), [float("inf")], dtype=np.float32).numpy()).all()
@@ -112,7 +109,7 @@ def test_an_array_subclass_gives_the_values_its_memory_holds(
     array = data.draw(array_layouts(base), label="layout").view(ShowsOtherValues)
     assert Tensor((base.size,), array).numpy().tobytes() == base.tobytes()
     masked = np.ma.array(base, mask=data.draw(masks(base.size), label="mask"))
-    with pytest.raises(TensorValueTypeError, match="masked"):
+    with raises_rule(ShapeError, "tensor.value-type", match="masked"):
         Tensor((base.size,), masked)
 
 
@@ -126,12 +123,12 @@ def test_an_array_subclass_gives_the_values_its_memory_holds(
     ids=["structured", "complex", "str"],
 )
 def test_an_array_of_a_non_real_dtype_is_a_value_type_error(values: Any) -> None:
-    with pytest.raises(TensorValueTypeError):
+    with raises_rule(ShapeError, "tensor.value-type"):
         Tensor((1,), values)
 
 
 def test_a_sized_input_is_counted_before_any_value_is_read() -> None:
-    with within_seconds(1.0), pytest.raises(DataLengthMismatchError) as caught:
+    with within_seconds(1.0), raises_rule(ShapeError, "tensor.data-length") as caught:
         Tensor((2,), range(2**62))
     assert (caught.value.expected, caught.value.actual) == (2, 2**62)
 
@@ -147,7 +144,7 @@ def test_a_sized_input_is_counted_before_any_value_is_read() -> None:
     ids=["repeat", "count", "short", "long-generator"],
 )
 def test_an_iterator_is_read_at_most_one_value_past_the_count(values: Any, actual: int) -> None:
-    with within_seconds(1.0), pytest.raises(DataLengthMismatchError) as caught:
+    with within_seconds(1.0), raises_rule(ShapeError, "tensor.data-length") as caught:
         Tensor((3,), values)
     assert (caught.value.expected, caught.value.actual) == (3, actual)
 
@@ -158,7 +155,7 @@ def test_an_iterator_of_the_right_length_is_read_once() -> None:
 
 def test_a_huge_broadcast_array_is_an_allocation_error_not_a_raw_numpy_error() -> None:
     values = np.broadcast_to(np.int8(0), (2**31, 2**31))
-    with within_seconds(1.0), pytest.raises(TensorAllocationError) as caught:
+    with within_seconds(1.0), raises_rule(AllocationError, "tensor.allocation") as caught:
         Tensor((2**31, 2**31), values)
     assert caught.value.elements == 2**62
 
@@ -172,14 +169,14 @@ def test_the_first_bad_value_in_flat_order_wins_between_a_type_error_and_an_over
     bad_at = min(bad_at, len(items))
     items.insert(overflow_at, 1e300)
     items.insert(bad_at, None)
-    with pytest.raises((TensorValueTypeError, TensorValueOverflowError)) as caught:
+    with pytest.raises((ShapeError, NonFiniteError)) as caught:
         Tensor((len(items),), items, dtype=np.float32)
     first = items.index(None) if items.index(None) < items.index(1e300) else items.index(1e300)
     if items[first] is None:
-        assert type(caught.value) is TensorValueTypeError
+        assert type(caught.value) is ShapeError and caught.value.rule == "tensor.value-type"
         assert f"flat position {first} " in str(caught.value)
     else:
-        assert type(caught.value) is TensorValueOverflowError
+        assert type(caught.value) is NonFiniteError and caught.value.rule == "tensor.overflow"
         assert caught.value.position == first
 
 

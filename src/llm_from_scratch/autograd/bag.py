@@ -37,9 +37,8 @@ from llm_from_scratch.autograd.bag_kernels import (
     weight_gradients_into,
 )
 from llm_from_scratch.autograd.dispatch import runs_compiled
-from llm_from_scratch.autograd.errors import OutputAllocationError
 from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, scatter_by_add_at
-from llm_from_scratch.autograd.tape import Node, record
+from llm_from_scratch.autograd.tape import Node, output_allocation_error, record
 from llm_from_scratch.autograd.value import TensorValue, node_of, value_of
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, read_only_view
 
@@ -216,7 +215,7 @@ def _allocated(plan: BagPlan, dtype: np.dtype[Any]) -> FloatArray:
     try:
         return np.empty(shape, dtype=dtype)
     except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
-        raise OutputAllocationError("embedding_bag", shape[0] * shape[1]) from error
+        raise output_allocation_error("embedding_bag", shape[0] * shape[1]) from error
 
 
 def _reduced_into(

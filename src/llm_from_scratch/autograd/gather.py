@@ -1,25 +1,26 @@
-"""The row gather (course chapter 16): one checked entry, one trusted plan, one kernel, one VJP.
+"""The row gather (course chapter 16): one ID reader, one trusted plan, one kernel, one VJP.
 
-Every row lookup reads its IDs here, once: ``TensorValue.gather_rows(indices, index_shape)`` and
-``Embedding.forward(token_ids, token_shape)`` through :func:`plan_of_flat_ids`; the layer call
-``embedding(ids)``, ``nn.functional.embedding`` and the bags through :func:`plan_of_ids`. Both
-check, in the contract's order, the shape, the count and the output shape before any ID is read,
-then convert the IDs once into a new index buffer and check the bounds on that very buffer (see
-"Reading IDs once" below; a bag's offsets are read by the same functions). One error class names
-each failure, worded for the boundary that checked (``checker``: ``embedding`` or ``gather``).
+Every row lookup reads its IDs once, in :func:`plan_of_ids`: the layer call and
+``Embedding.forward``, ``nn.functional.embedding``, the bags and ``TensorValue.gather_rows``.
+It normalizes the IDs (flat IDs and their shape, an array, or nested lists), checks them in the
+contract's order, converts them once into a new index buffer (:func:`read_ids`) and checks the
+bounds on that very buffer, which the :class:`RowGatherPlan` then owns: what was checked is what
+the kernel gathers, whatever the caller's objects do later. Errors are worded for the boundary
+that checked (``checker``: ``embedding`` gives the ``ids.*`` rules, ``gather`` the
+``gather.*`` ones).
 
-The buffer goes into a :class:`RowGatherPlan` through the trusted constructor
-:func:`plan_from_validated_indices`, which re-checks nothing. The one kernel
-:func:`gather_rows_forward` copies one table row per index; its VJP :func:`gather_rows_vjp`
-scatter-adds the upstream rows into a row-sparse table gradient, with the plan's
-:class:`RowGradientRule` (a padding row that receives nothing, or sums divided by frequency).
+The kernel :func:`gather_rows_forward` copies one table row per index; its VJP
+:func:`gather_rows_vjp` scatter-adds the upstream rows into a row-sparse table gradient, by the
+plan's :class:`RowGradientRule` (a padding row that receives nothing, or sums divided by
+frequency).
 """
 
 from __future__ import annotations
 
 import numbers
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import InitVar, dataclass
 from itertools import chain, islice
 from math import prod
@@ -28,22 +29,10 @@ from typing import Any, Final, Literal, TypeAlias, cast
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
-from llm_from_scratch.autograd.errors import (
-    Checker,
-    IndexAllocationError,
-    InvalidShapeError,
-    OutputAllocationError,
-    TokenCountMismatchError,
-    TokenIdContainerError,
-    TokenIdDtypeError,
-    TokenIdNestingError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
-)
 from llm_from_scratch.autograd.gradient import RowSparseGradient
 from llm_from_scratch.autograd.kernels import gather_rows_into
-from llm_from_scratch.autograd.tape import Node, record
+from llm_from_scratch.autograd.tape import Node, output_allocation_error, record
+from llm_from_scratch.errors import AllocationError, IdError, ShapeError
 from llm_from_scratch.tensor.storage import (
     CONVERSION_ERRORS,
     INDEX_LIMIT,
@@ -51,8 +40,6 @@ from llm_from_scratch.tensor.storage import (
     FloatArray,
     IndexArray,
     Shape,
-    ShapeOverflowError,
-    TensorError,
     checked_row_major_layout,
     checked_shape_and_count,
     is_masked_array,
@@ -60,6 +47,11 @@ from llm_from_scratch.tensor.storage import (
     plain_view,
 )
 
+Checker: TypeAlias = Literal["embedding", "gather"]
+"""Who reads the IDs, which words the errors: the embedding layers (``ids.*``) or
+``TensorValue.gather_rows`` (``gather.*``)."""
+
+_PREFIX: Final = {"embedding": "ids", "gather": "gather"}
 _TRUSTED: Final = object()  # the key of the trusted constructor
 
 
@@ -68,8 +60,7 @@ class RowGradientRule:
     """How a row gather's table gradient departs from the plain sum of upstream rows.
 
     Attributes:
-        padding_row: a row that receives no gradient (left out of the row-sparse gradient, so
-            exactly zero), or None.
+        padding_row: a row that receives no gradient (left out, so exactly zero), or None.
         scale_by_frequency: each row's sum is divided by the number of positions that selected
             it (PyTorch's ``scale_grad_by_freq``).
     """
@@ -88,11 +79,11 @@ PLAIN_GRADIENT: Final = RowGradientRule()
 
 @dataclass(frozen=True, slots=True)
 class RowGatherPlan:
-    """Validated facts for one row gather, built only by :func:`plan_from_validated_indices`
-    (which the checked entries call); any other call raises ``TypeError``.
+    """Checked facts for one row gather, built only by :func:`plan_of_ids` and
+    :func:`plan_from_validated_indices`; any other call raises ``TypeError``.
 
     Shape:
-        ``indices``: ``[N]`` (read-only) with ``N = prod(index_shape)``; ``table_shape``:
+        ``indices``: ``[N]`` (read-only), ``N = prod(index_shape)``; ``table_shape``:
         ``(V, d)``; :attr:`output_shape`: ``index_shape + (d,)``.
     """
 
@@ -128,48 +119,13 @@ def plan_from_validated_indices(
     table_shape: tuple[int, int],
     rule: RowGradientRule = PLAIN_GRADIENT,
 ) -> RowGatherPlan:
-    """The plan's trusted constructor (package-internal): the caller has checked the count,
-    every index and the output layout, and none of it is repeated.
-
-    Takes ownership of ``indices`` (it becomes read-only).
-    """
+    """The trusted constructor (package-internal): the caller checked every index and the
+    output layout; nothing is checked again. Takes ``indices`` over (it becomes read-only)."""
     indices.flags.writeable = False
     return RowGatherPlan(indices, index_shape, table_shape, rule, _TRUSTED)
 
 
-# The checked entries ---------------------------------------------------------------------------
-
-
-def plan_of_flat_ids(
-    ids: object,
-    index_shape: object,
-    table_shape: tuple[int, int],
-    itemsize: int,
-    checker: Checker,
-    rule: RowGradientRule = PLAIN_GRADIENT,
-) -> RowGatherPlan:
-    """The plan of flat IDs and the shape they form (``Embedding.forward``, ``gather_rows``).
-
-    Order: the index shape's layout; the container; the count; the output shape (all before
-    any ID is read); an array of a non-integer dtype; the index buffer; the first non-integer
-    or out-of-range ID in flat order, checked in that buffer.
-
-    Raises:
-        TokenShapeError, TokenIdContainerError, TokenCountMismatchError, TokenIdDtypeError,
-            IndexAllocationError, TokenIdTypeError, TokenIdOutOfBoundsError: in this order,
-            worded for ``checker``.
-    """
-    try:
-        shape, expected = checked_shape_and_count(index_shape)
-    except TensorError as error:
-        if checker == "embedding":
-            raise TokenShapeError("token-ID shape", index_shape, error) from error
-        raise InvalidShapeError("gather index shape", index_shape, error) from error
-    source, count = flat_source(ids, checker)
-    if count != expected:
-        raise TokenCountMismatchError(expected, count, checker)
-    _check_output_shape(index_shape, shape, table_shape[1], itemsize, checker)
-    return _checked_plan(source, expected, shape, table_shape, checker, rule)
+# The one ID reader ---------------------------------------------------------------------------
 
 
 def plan_of_ids(
@@ -177,94 +133,112 @@ def plan_of_ids(
     table_shape: tuple[int, int],
     itemsize: int,
     rule: RowGradientRule = PLAIN_GRADIENT,
+    *,
+    shape: object = None,
+    checker: Checker = "embedding",
 ) -> RowGatherPlan:
-    """The plan of an integer array or nested lists whose own shape is the token shape (the
-    layer call, ``nn.functional.embedding``, the bags).
+    """Read a lookup's IDs once: normalize them, check them in the contract's order, convert.
 
-    Order: the container (a masked array; nesting deeper than ``MAX_AXES``); the output shape;
-    room for a nest's flat IDs (for an object array, first room for its elements, which may be
-    a stride-0 view of any logical size); a ragged nest; then as :func:`plan_of_flat_ids`.
+    ``ids`` is an integer array or nested lists whose own shape is the token shape; or, given
+    ``shape``, flat IDs in row-major order (a sequence or a 1-D array) and the shape they form.
 
-    Raises:
-        TokenIdContainerError, TokenShapeError, IndexAllocationError, TokenIdDtypeError,
-            TokenIdTypeError, TokenIdOutOfBoundsError: in this order.
+    Raises, in this order (each the first failure):
+        IdError or ShapeError: the layout of ``shape`` (``ids.shape``; ``shape.invalid`` for
+            ``gather``).
+        IdError: the container (``ids.container``: a masked array, not a flat sequence;
+            ``ids.nesting``); the count of flat IDs (``ids.count``).
+        IdError or ShapeError: the output shape ``shape + (d,)`` does not fit.
+        AllocationError: no room for a nest's IDs or the index buffer (``ids.allocation``).
+        IdError: a ragged nest (``ids.container``); an empty array of a non-integer dtype
+            (``ids.dtype``); the first ID in flat order that is no integer (``ids.type``) or
+            lies outside ``[0, V)`` (``ids.out-of-range``).
     """
-    if isinstance(ids, np.ndarray):
-        plain = ids if type(ids) is np.ndarray else plain_array(ids, "embedding")
-        if plain.dtype.kind != "O":
-            shape: Shape = plain.shape
-            _check_output_shape(shape, shape, table_shape[1], itemsize, "embedding")
-            return _checked_plan(plain, plain.size, shape, table_shape, "embedding", rule)
-        _reserve_room(plain.size)
-        ids = plain.tolist()  # an object array: its elements may be lists themselves
-    shape = nest_shape(ids)
-    count = prod(shape)
-    _check_output_shape(shape, shape, table_shape[1], itemsize, "embedding")
-    leaves = nest_leaves(ids, shape, count)
-    return _checked_plan(leaves, count, shape, table_shape, "embedding", rule)
+    prefix, (rows, width) = _PREFIX[checker], table_shape
+    source: Source | None
+    if shape is not None:  # flat IDs and the shape they form
+        try:
+            index_shape, count = checked_shape_and_count(shape)
+        except ShapeError as error:
+            raise _shape_error(checker, "index", shape, error) from error
+        source, received = flat_source(ids, checker)
+        if received != count:
+            raise IdError(f"{prefix}.count", expected=count, actual=received)
+    else:  # an array, or nested lists that claim their shape by their first items
+        if isinstance(ids, np.ndarray):
+            ids = ids if type(ids) is np.ndarray else plain_array(ids, checker)
+            if ids.dtype.kind == "O":  # its items may be lists themselves
+                _reserve_room(ids.size)
+                ids = ids.tolist()
+        source = ids if isinstance(ids, np.ndarray) else None
+        index_shape = ids.shape if isinstance(ids, np.ndarray) else nest_shape(ids)
+        count = prod(index_shape)
+    shown = index_shape if shape is None else shape
+    _check_output_shape(shown, index_shape, width, itemsize, checker)
+    if source is None:
+        source = nest_leaves(ids, index_shape, count)
+    try:
+        read = read_ids(source, count, rows)
+    except MemoryError as error:  # the index buffer itself
+        raise _allocation_error(checker, count) from error
+    if isinstance(read, IdProblem):
+        raise _id_error(prefix, read, count, rows)
+    read.flags.writeable = False
+    return RowGatherPlan(read, index_shape, table_shape, rule, _TRUSTED)
 
 
 def _check_output_shape(
-    index_shape: object, shape: Shape, width: int, itemsize: int, checker: Checker
+    given: object, shape: Shape, width: int, itemsize: int, checker: Checker
 ) -> None:
-    """Check the output shape ``shape + (d,)``: at most ``MAX_AXES`` axes, a row-major layout
-    that fits, and, with no elements, a shape NumPy can describe. An output with elements whose
-    bytes do not fit is no layout error: allocating it fails."""
+    """The output ``shape + (d,)`` has at most ``MAX_AXES`` axes, a layout that fits and, with
+    no elements, a shape NumPy can describe (an output too large to allocate is no layout
+    error)."""
     output_shape = (*shape, width)
     if len(output_shape) <= MAX_AXES and 0 < prod(output_shape) <= INDEX_LIMIT:
         return  # no suffix product exceeds a non-zero total that fits
     try:
         _, elements = checked_row_major_layout(output_shape)
         if elements == 0 and not numpy_can_describe(output_shape, itemsize):
-            raise ShapeOverflowError(output_shape)
-    except TensorError as error:
-        if checker == "embedding":
-            raise TokenShapeError("token-ID shape", index_shape, error) from error
-        raise InvalidShapeError("row gather output shape", output_shape, error) from error
+            raise ShapeError("shape.overflow", shape=output_shape)
+    except ShapeError as error:
+        shown = given if checker == "embedding" else output_shape
+        raise _shape_error(checker, "output", shown, error) from error
 
 
-def _checked_plan(
-    source: Source,
-    count: int,
-    shape: Shape,
-    table_shape: tuple[int, int],
-    checker: Checker,
-    rule: RowGradientRule,
-) -> RowGatherPlan:
-    rows = table_shape[0]
-    try:
-        read = read_ids(source, count, rows)
-    except MemoryError as error:  # the index buffer itself
-        operation = f"{checker} index conversion"
-        raise IndexAllocationError(operation, count, checker) from error
-    if not isinstance(read, IdProblem):
-        read.flags.writeable = False
-        return RowGatherPlan(read, shape, table_shape, rule, _TRUSTED)
-    if read.kind == "type":
-        raise TokenIdTypeError(read.position, read.value, checker)
-    if read.kind == "dtype":
-        raise TokenIdDtypeError(None, None, checker, str(read.value))
-    if read.kind == "count":
-        raise TokenCountMismatchError(count, cast(int, read.value), checker)
-    raise TokenIdOutOfBoundsError(read.position, cast(int, read.value), rows, checker)
+def _shape_error(checker: Checker, which: str, shape: object, cause: ShapeError) -> Exception:
+    if checker == "embedding":
+        return IdError("ids.shape", what="token-ID shape", cause=cause, shape=shape)
+    what = "gather index shape" if which == "index" else "row gather output shape"
+    return ShapeError("shape.invalid", what=what, cause=cause, shape=shape)
+
+
+def _allocation_error(checker: Checker, count: int) -> AllocationError:
+    operation = f"{checker} index conversion"
+    rule = "ids.allocation" if checker == "embedding" else "output.allocation"
+    return AllocationError(rule, elements=count, operation=operation)
+
+
+def _id_error(prefix: str, problem: IdProblem, count: int, rows: int) -> IdError:
+    if problem.kind == "type":
+        return IdError(f"{prefix}.type", position=problem.position, value=problem.value)
+    if problem.kind == "dtype":
+        return IdError(f"{prefix}.dtype", dtype=str(problem.value))
+    if problem.kind == "count":
+        return IdError(f"{prefix}.count", expected=count, actual=problem.value)
+    return IdError(
+        f"{prefix}.out-of-range", id=problem.value, position=problem.position, vocabulary_size=rows
+    )
 
 
 # Reading IDs once ------------------------------------------------------------------------------
 #
-# Each value is read exactly once, converted into a new index buffer, and the bounds are checked
-# on that very buffer, which the plan then owns: what was shown to be in range is what is used,
-# whatever the caller's objects do between two reads.
-#
-# - A NumPy array of any subclass is read through ``plain_view``, never through an overridden
-#   method; a masked array is refused (its mask marks missing values). An array whose dtype is
-#   not an integer is refused before anything is converted: a non-empty one names position 0
-#   and its first value, an empty one its dtype. An object array is read like a sequence.
-# - A sequence's ``len()`` is read once, before any item; its items are then read once each, in
-#   order, at most one past that length. A Python ``int`` is taken as it is, any other
-#   ``numbers.Integral`` through one ``operator.index`` call.
-# - Nested lists and tuples (the layer call) claim their shape by their first items, at most
-#   ``MAX_AXES`` levels deep, before the whole nest is walked; a list or tuple subclass is read
-#   as the items the base class holds.
+# A NumPy array of any subclass is read through ``plain_view``, never through an overridden
+# method; a masked array is refused. An array of a non-integer dtype is refused before anything
+# is converted (a non-empty one names position 0 and its first value, an empty one its dtype);
+# an object array is read like a sequence. A sequence's ``len()`` is read once, before any
+# item, and its items once each, at most one past that length; a Python ``int`` is taken as it
+# is, any other ``numbers.Integral`` through one ``operator.index``. Nested lists and tuples
+# claim their shape by their first items, at most ``MAX_AXES`` levels deep; a list or tuple
+# subclass is read as the items the base class holds.
 
 _CHUNK: Final = 1 << 16  # items converted per block (bounds temporary memory)
 _FEW_IDS: Final = 64
@@ -279,13 +253,10 @@ Source: TypeAlias = "Sequence[object] | np.ndarray[Any, Any]"
 
 @dataclass(frozen=True, slots=True)
 class IdProblem:
-    """The first fault found while reading, in flat order.
-
-    ``kind`` is ``"type"`` (a non-integer: ``value`` is it), ``"bounds"`` (outside ``[0,
-    bound)``: ``value`` is the integer), ``"count"`` (a sequence that yielded another number of
-    items than its length: ``value`` is how many it yielded, ``count + 1`` when it had more) or
-    ``"dtype"`` (an empty array of a non-integer dtype: ``value`` is the dtype).
-    """
+    """The first fault found while reading, in flat order: ``type`` (``value`` is the
+    non-integer), ``bounds`` (outside ``[0, bound)``: the integer), ``count`` (a sequence that
+    yielded another number of items than its length: how many, ``count + 1`` when more) or
+    ``dtype`` (an empty array of a non-integer dtype: the dtype)."""
 
     kind: Literal["type", "bounds", "count", "dtype"]
     position: int
@@ -293,73 +264,68 @@ class IdProblem:
 
 
 def flat_source(ids: object, checker: Checker) -> tuple[Source, int]:
-    """A flat sequence or one-dimensional array, and how many values it holds (``len()``, read
-    once), without reading a value.
-
-    Raises:
-        TokenIdContainerError: anything else, a masked array included.
-    """
+    """A flat sequence or 1-D array and its ``len()`` (read once), without reading a value;
+    anything else, a masked array included, is ``ids.container``."""
+    rule = f"{_PREFIX[checker]}.container"
     if isinstance(ids, np.ndarray):
         plain = plain_array(ids, checker)
         if plain.ndim != 1:
-            detail = f"expected a one-dimensional array, got {plain.ndim} axes"
-            raise TokenIdContainerError(detail, checker=checker)
+            raise IdError(rule, detail=f"expected a one-dimensional array, got {plain.ndim} axes")
         return plain, int(plain.size)
     if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
-        detail = f"expected a sequence of integers, got {type(ids).__name__}"
-        raise TokenIdContainerError(detail, checker=checker)
+        raise IdError(rule, detail=f"expected a sequence of integers, got {type(ids).__name__}")
     try:
         return ids, len(ids)
     except CONVERSION_ERRORS as error:
-        detail = f"the length of the sequence: {error}"
-        raise TokenIdContainerError(detail, checker=checker) from None
+        raise IdError(rule, detail=f"the length of the sequence: {error}") from None
 
 
 def plain_array(ids: np.ndarray[Any, Any], checker: Checker) -> np.ndarray[Any, Any]:
-    """The memory of an ID array as a base-class view.
-
-    Raises:
-        TokenIdContainerError: a masked array.
-    """
+    """The memory of an ID array as a base-class view; a masked array is ``ids.container``."""
     if is_masked_array(ids):
         detail = "a masked array has missing IDs; pass its filled data"
-        raise TokenIdContainerError(detail, checker=checker)
+        raise IdError(f"{_PREFIX[checker]}.container", detail=detail)
     return plain_view(ids)
 
 
 def read_ids(source: Source, count: int, bound: int) -> IndexArray | IdProblem:
-    """Convert ``count`` values into a new index buffer, each read once, and check them there.
-
-    Returns the buffer if every value is an integer in ``[0, bound)``, else the first problem in
-    flat order (a non-integer dtype is found before any buffer is reserved).
+    """Convert ``count`` values into a new index buffer, each read once, and check the bounds
+    on that buffer: the buffer if every value is an integer in ``[0, bound)``, else the first
+    problem in flat order (no value after it is read).
 
     Raises:
         MemoryError: the index buffer cannot be reserved.
     """
+    buffer: np.ndarray[Any, Any] | None = None
     if isinstance(source, np.ndarray) and source.dtype.kind != "O":
-        return _read_array(source, bound)
-    if type(source) is list and set(map(type, source)) <= {int}:
-        try:  # Python ints cannot change: NumPy may read them itself
-            indices: IndexArray = np.array(source, dtype=np.intp)
-        except OverflowError:
-            pass  # an int beyond 64 bits: the item-by-item pass names its position
-        else:
-            return _first_out_of_bounds(indices, bound) or indices
-    items = source.flat if isinstance(source, np.ndarray) else source
-    return _read_items(iter(items), count, bound)
-
-
-def _read_array(array: np.ndarray[Any, Any], bound: int) -> IndexArray | IdProblem:
-    if array.dtype.kind not in "iu":
-        if array.size == 0:
-            return IdProblem("dtype", 0, array.dtype)
-        return IdProblem("type", 0, array.flat[0].item())
-    wide = array.dtype in _EXACT_AS_INDEX
-    owned = _copied(array, np.dtype(np.intp) if wide else array.dtype)
-    problem = _first_out_of_bounds(owned, bound)  # uint64: checked in its own dtype
-    if problem is not None or wide:
-        return problem or owned
-    return owned.astype(np.intp)  # every value is below ``bound``, so the conversion is exact
+        if source.dtype.kind not in "iu":
+            if source.size == 0:
+                return IdProblem("dtype", 0, source.dtype)
+            return IdProblem("type", 0, source.flat[0].item())
+        wide = source.dtype in _EXACT_AS_INDEX  # else uint64: checked in its own dtype
+        buffer = _copied(source, np.dtype(np.intp) if wide else source.dtype)
+    elif type(source) is list and set(map(type, source)) <= {int}:
+        with suppress(OverflowError):  # an int beyond 64 bits: read item by item below
+            buffer = np.array(source, dtype=np.intp)  # Python ints cannot change
+    blocks: Iterable[tuple[int, int, IdProblem | None]] = ((0, count, None),)
+    if buffer is None:
+        buffer = _empty_indices(count)
+        items = source.flat if isinstance(source, np.ndarray) else source
+        blocks = _converted_blocks(iter(items), buffer, bound)
+    for start, stop, problem in blocks:  # each block checked before the next is read
+        checked = buffer[start:stop]
+        if checked.size <= _FEW_IDS:  # Python's min and max beat NumPy's call overhead here
+            values = checked.tolist()
+            in_range = not values or (min(values) >= 0 and max(values) < bound)
+        else:  # as unsigned, negative indices wrap to huge values: one maximum checks both ends
+            unsigned = checked.view(np.uintp) if checked.dtype == np.intp else checked
+            in_range = int(unsigned.max()) < bound
+        if not in_range:
+            position = int(np.flatnonzero((checked < 0) | (checked >= bound))[0])
+            return IdProblem("bounds", start + position, int(checked[position]))
+        if problem is not None:
+            return problem
+    return buffer if buffer.dtype == np.intp else buffer.astype(np.intp)  # in range: exact
 
 
 def _copied(array: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
@@ -370,90 +336,71 @@ def _copied(array: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any
         raise MemoryError(f"cannot reserve {array.size} indices") from error
 
 
-def _first_out_of_bounds(buffer: np.ndarray[Any, Any], bound: int) -> IdProblem | None:
-    if buffer.size <= _FEW_IDS:  # Python's min and max beat NumPy's call overhead here
-        values = buffer.tolist()
-        if not values or (min(values) >= 0 and max(values) < bound):
-            return None
-    else:  # as unsigned, negative indices wrap to huge values: one maximum checks both ends
-        unsigned = buffer.view(np.uintp) if buffer.dtype == np.intp else buffer  # else uint64
-        if int(unsigned.max()) < bound:
-            return None
-    position = int(np.flatnonzero((buffer < 0) | (buffer >= bound))[0])
-    return IdProblem("bounds", position, int(buffer[position]))
-
-
-def _read_items(items: Iterator[object], count: int, bound: int) -> IndexArray | IdProblem:
+def _empty_indices(count: int) -> IndexArray:
     try:
-        indices: IndexArray = np.empty(count, dtype=np.intp)
+        return np.empty(count, dtype=np.intp)
     except ValueError as error:  # NumPy: the byte count does not fit a signed 64-bit size
         raise MemoryError(f"cannot reserve {count} indices") from error
+
+
+def _converted_blocks(
+    items: Iterator[object], buffer: IndexArray, bound: int
+) -> Iterator[tuple[int, int, IdProblem | None]]:
+    """Convert the items into ``buffer`` a block at a time, each item read once; yield each
+    block's positions and the problem that ended it (a non-integer, an integer outside
+    ``[0, bound)`` read one by one, or a count other than the buffer's)."""
+    count = buffer.size
     for start in range(0, count, _CHUNK):
         wanted = min(_CHUNK, count - start)
         block = list(islice(items, wanted))
-        problem = _converted_block(block, indices[start : start + len(block)], start, bound)
+        problem = _converted_block(block, buffer[start : start + len(block)], start, bound)
+        if problem is None and len(block) < wanted:
+            problem = IdProblem("count", start + len(block), start + len(block))
+        stop = start + len(block) if problem is None else problem.position
+        yield start, stop, problem
         if problem is not None:
-            return problem
-        if len(block) < wanted:
-            return IdProblem("count", start + len(block), start + len(block))
+            return
     if next(items, _END) is not _END:
-        return IdProblem("count", count, count + 1)
-    return indices
+        yield count, count, IdProblem("count", count, count + 1)
 
 
 def _converted_block(
     block: list[object], out: IndexArray, offset: int, bound: int
 ) -> IdProblem | None:
-    """Convert ``block`` into ``out`` (as long), each value read once, and check its bounds."""
+    """Convert ``block`` into ``out``, each item read once: Python ints at once (checked by the
+    reader), any other integer through one ``operator.index``, checked here."""
     if set(map(type, block)) <= {int}:  # Python ints cannot change: NumPy may read them itself
-        try:
+        with suppress(OverflowError):  # an int beyond 64 bits: the pass below names it
             out[:] = cast("list[int]", block)
-        except OverflowError:
-            pass  # an int beyond 64 bits: the value-by-value pass below names its position
-        else:
-            problem = _first_out_of_bounds(out, bound)
-            if problem is None:
-                return None
-            return IdProblem("bounds", offset + problem.position, problem.value)
+            return None
     for position, value in enumerate(block):
-        converted = _converted(value, offset + position, bound)
-        if isinstance(converted, IdProblem):
-            return converted
-        out[position] = converted
+        if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+            return IdProblem("type", offset + position, value)
+        try:
+            as_int = operator.index(value)
+        except CONVERSION_ERRORS:
+            return IdProblem("type", offset + position, value)
+        if not 0 <= as_int < bound:
+            return IdProblem("bounds", offset + position, as_int)
+        out[position] = as_int
     return None
 
 
-def _converted(value: object, position: int, bound: int) -> int | IdProblem:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        return IdProblem("type", position, value)
-    try:
-        as_int = operator.index(value)
-    except CONVERSION_ERRORS:
-        return IdProblem("type", position, value)
-    if not 0 <= as_int < bound:
-        return IdProblem("bounds", position, as_int)
-    return as_int
-
-
-# Nested lists (the layer call) -------------------------------------------------------------------
+# Nested lists ----------------------------------------------------------------------------------
 
 _NESTS: Final = (list, tuple)
 
 
 def nest_shape(ids: object) -> Shape:
-    """The shape nested lists and tuples claim: each level's length, following first items, at
-    most ``MAX_AXES`` levels deep (a single ID is shape ``()``). No ID is read.
-
-    Raises:
-        TokenIdContainerError: lists nested more than ``MAX_AXES`` deep (``limit`` is set),
-            for example a list that contains itself.
-    """
+    """The shape nested lists and tuples claim, following first items, at most ``MAX_AXES``
+    levels deep (one ID is shape ``()``); no ID is read. Deeper is ``ids.nesting`` (a list that
+    contains itself, for example)."""
     shape: list[int] = []
     probe = ids
     while isinstance(probe, _NESTS):
         if len(shape) == MAX_AXES:
             detail = f"lists nested more than {MAX_AXES} deep"
-            raise TokenIdNestingError(detail, limit=MAX_AXES)
+            raise IdError("ids.nesting", detail=detail, limit=MAX_AXES)
         items = probe if type(probe) in _NESTS else _items_of(probe)
         shape.append(len(items))
         if not items:
@@ -463,11 +410,11 @@ def nest_shape(ids: object) -> Shape:
 
 
 def nest_leaves(ids: object, shape: Shape, count: int) -> list[object]:
-    """The leaves of a nest that has exactly ``shape``, in row-major order (``count`` of them).
+    """The ``count`` leaves of a nest of exactly ``shape``, in row-major order.
 
     Raises:
-        IndexAllocationError: no room for ``count`` leaves.
-        TokenIdContainerError: a ragged nest (the first irregular place in row-major order).
+        AllocationError: ``ids.allocation``, no room for the leaves.
+        IdError: ``ids.container``, a ragged nest (the first irregular place in row-major order).
     """
     level: list[object] = [ids]
     try:
@@ -478,37 +425,31 @@ def nest_leaves(ids: object, shape: Shape, count: int) -> list[object]:
             if not set(map(type, level)) <= {list, tuple}:
                 level = [_items_of(item) if isinstance(item, _NESTS) else item for item in level]
             nests = cast("list[Sequence[object]]", level)
-            if set(map(type, nests)) <= {list, tuple} and set(map(len, nests)) <= {extent}:
-                level = list(chain.from_iterable(level))  # type: ignore[arg-type]
-            else:
-                raise TokenIdContainerError(_ragged(ids, shape))
+            if not (set(map(type, nests)) <= {list, tuple} and set(map(len, nests)) <= {extent}):
+                raise IdError("ids.container", detail=_ragged(ids, shape))
+            level = list(chain.from_iterable(nests))
     except (MemoryError, OverflowError) as error:
-        raise IndexAllocationError("embedding index conversion", count) from error
+        raise _allocation_error("embedding", count) from error
     for kind in set(map(type, level)):
         if issubclass(kind, _NESTS):
-            raise TokenIdContainerError(_ragged(ids, shape))
+            raise IdError("ids.container", detail=_ragged(ids, shape))
     return level
 
 
 def _reserve_room(count: int) -> None:
-    """Check that ``count`` references fit in memory before an object array is turned into
-    lists (its logical size may be far beyond its memory: a stride-0 view).
-
-    Raises:
-        IndexAllocationError: no room for ``count`` items.
-    """
+    """``ids.allocation`` unless ``count`` references fit in memory: an object array (which may
+    be a stride-0 view of any logical size) is about to become lists."""
     if count <= _CHUNK:
         return
     try:
         room: list[None] | None = [None] * count
     except (MemoryError, OverflowError) as error:
-        raise IndexAllocationError("embedding index conversion", count) from error
+        raise _allocation_error("embedding", count) from error
     del room
 
 
 def _items_of(container: list[object] | tuple[object, ...]) -> Sequence[object]:
-    """The items a list or tuple holds, read by the base class (a subclass's overrides of
-    ``len``, indexing or iteration do not run)."""
+    """The items a list or tuple holds, read by the base class (no override runs)."""
     if type(container) in _NESTS:
         return container
     if isinstance(container, list):
@@ -536,14 +477,14 @@ def _ragged(ids: object, shape: Shape) -> str:
 
 
 def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
-    """Copy table row ``indices[p]`` to output position ``p``; the one forward kernel.
+    """Copy table row ``indices[p]`` to output position ``p``: the one forward kernel.
 
     Shape:
         ``table``: ``[V, d]``; output: ``index_shape + (d,)``.
 
     Raises:
-        ReleasedOperandError: the table reaches a released tape.
-        OutputAllocationError: the output cannot be allocated (nothing is recorded).
+        TapeError: ``tape.released-operand``.
+        AllocationError: ``output.allocation`` (nothing is recorded).
     """
 
     def gathered() -> tuple[FloatArray, RowGatherPlan]:
@@ -556,19 +497,16 @@ def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
                 output = np.empty((indices.size, width), dtype=table.array.dtype)
                 gather_rows_into(output, table.array, indices)
         except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
-            raise OutputAllocationError("gather_rows", plan.output_elements) from error
+            raise output_allocation_error("gather_rows", plan.output_elements) from error
         return output.reshape((*plan.index_shape, width)), plan
 
     return record("gather_rows", (("table", table),), gathered, gather_rows_vjp)
 
 
 def gather_rows_vjp(plan: RowGatherPlan, upstream: FloatArray) -> Sequence[RowSparseGradient]:
-    """Scatter-add upstream rows into a row-sparse ``[V, d]`` table gradient.
-
-    Rows no position selects are absent (exactly zero); repeated indices sum in flat order,
-    each sum starting from ``+0.0``. With ``scale_by_frequency`` each row's sum is then divided
-    by its use count; a padding row is left out.
-    """
+    """Scatter-add upstream rows into a row-sparse ``[V, d]`` table gradient: rows no position
+    selects are absent (exactly zero); repeated indices sum in flat order from ``+0.0``, then,
+    with ``scale_by_frequency``, are divided by their count; a padding row is left out."""
     rule = plan.gradient_rule
     flat_upstream = upstream.reshape(plan.indices.size, plan.table_shape[1])
     gradient = RowSparseGradient.from_scatter(

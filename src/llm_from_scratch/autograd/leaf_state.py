@@ -27,16 +27,10 @@ from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 
-from llm_from_scratch.autograd.errors import (
-    LeafStateError,
-    NonFiniteGradientError,
-    NonFiniteParameterError,
-    OutputAllocationError,
-    UnpicklableOperationError,
-)
 from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, first_non_finite
-from llm_from_scratch.autograd.tape import Node
+from llm_from_scratch.autograd.tape import Node, output_allocation_error, raise_if_non_finite
 from llm_from_scratch.autograd.threads import consistent_read
+from llm_from_scratch.errors import NonFiniteError, TapeError
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     IndexArray,
@@ -59,7 +53,7 @@ def refuse_operation(node: Node, action: str) -> None:
         return
     operation = node.operation  # read before the name: a release sets the name first
     name = operation.name if operation is not None else node.released_name
-    raise UnpicklableOperationError(action, name or "unknown")
+    raise TapeError("tape.unpicklable", action=action, operation=name or "unknown")
 
 
 # Pickling --------------------------------------------------------------------------------------
@@ -115,7 +109,7 @@ def restore_node(state: object) -> Node:
         return Node(values, "constant", None)
     found = first_non_finite(values)
     if found is not None:
-        raise NonFiniteParameterError(found[0], found[1])
+        raise NonFiniteError("parameter.non-finite", value=found[1], position=found[0])
     gradient = _restored_gradient(fields["gradient"], values)
     node = Node(values, "parameter", None)
     node.gradient = gradient  # before anyone else can see the node
@@ -129,16 +123,14 @@ def _restored_gradient(state: object, values: FloatArray) -> Gradient:
     dense = _float_view("gradient values", fields["values"])
     _check_layout("gradient values", dense, tuple(values.shape), values.dtype)
     owned = _owned(dense)
-    _check_finite(owned)
+    raise_if_non_finite("restored", owned)
     return owned
 
 
 def _restored_row_sparse(fields: dict[str, object], values: FloatArray) -> RowSparseGradient:
     if values.ndim != 2:
-        raise LeafStateError(
-            "gradient",
-            f"is row-sparse, which only a rank-two parameter has; got rank {values.ndim}",
-        )
+        detail = f"is row-sparse, which only a rank-two parameter has; got rank {values.ndim}"
+        raise _state_error("gradient", detail)
     shape = (int(values.shape[0]), int(values.shape[1]))
     rows = _checked_positions("gradient rows", fields["rows"], shape[0])
     row_values = _float_view("gradient values", fields["values"])
@@ -146,7 +138,8 @@ def _restored_row_sparse(fields: dict[str, object], values: FloatArray) -> RowSp
     summed = fields["summed"]
     positions = None if summed is None else _checked_positions("gradient summed", summed, rows.size)
     owned = _owned(row_values)
-    _check_finite(RowSparseGradient(rows, owned, shape, None))  # every row, not only summed ones
+    every_row = RowSparseGradient(rows, owned, shape, None)  # not only the summed ones
+    raise_if_non_finite("restored", every_row)
     return RowSparseGradient(rows, owned, shape, positions)
 
 
@@ -159,14 +152,14 @@ def _checked_state(
     """``state[key]`` and ``state``, when ``state`` is a dict whose ``key`` names one of
     ``choices`` and whose keys are exactly the ones that choice lists."""
     if type(state) is not dict:
-        raise LeafStateError(part, f"must be a dict, got {type(state).__name__}")
+        raise _state_error(part, f"must be a dict, got {type(state).__name__}")
     choice = state.get(key)
     if type(choice) is not str or choice not in choices:
-        raise LeafStateError(key, f"must be one of {sorted(choices)}, got {choice!r}")
+        raise _state_error(key, f"must be one of {sorted(choices)}, got {choice!r}")
     keys = choices[choice]
     if len(state) != len(keys) or set(state) != set(keys):
         got = ", ".join(sorted(repr(name) for name in state))
-        raise LeafStateError(part, f"must have the keys {sorted(keys)}, got [{got}]")
+        raise _state_error(part, f"must have the keys {sorted(keys)}, got [{got}]")
     return choice, state
 
 
@@ -174,23 +167,23 @@ def _float_view(part: str, array: object) -> FloatArray:
     """The plain data of a float32 or float64 array (not yet copied)."""
     plain = _plain_array(part, array)
     if kept_float_dtype(plain.dtype) is None:
-        raise LeafStateError(part, f"must be float32 or float64, got {plain.dtype}")
+        raise _state_error(part, f"must be float32 or float64, got {plain.dtype}")
     return plain
 
 
 def _plain_array(part: str, array: object) -> np.ndarray[Any, Any]:
     if not isinstance(array, np.ndarray):
-        raise LeafStateError(part, f"must be a NumPy array, got {type(array).__name__}")
+        raise _state_error(part, f"must be a NumPy array, got {type(array).__name__}")
     if is_masked_array(array):
-        raise LeafStateError(part, "must not be a masked array")
+        raise _state_error(part, "must not be a masked array")
     return plain_view(array)
 
 
 def _check_layout(part: str, array: FloatArray, shape: Shape, dtype: np.dtype[Any]) -> None:
     if tuple(array.shape) != shape:
-        raise LeafStateError(part, f"must have shape {list(shape)}, got {list(array.shape)}")
+        raise _state_error(part, f"must have shape {list(shape)}, got {list(array.shape)}")
     if kept_float_dtype(array.dtype) != dtype:
-        raise LeafStateError(part, f"must have the values' dtype {dtype}, got {array.dtype}")
+        raise _state_error(part, f"must have the values' dtype {dtype}, got {array.dtype}")
 
 
 def _checked_positions(part: str, array: object, bound: int) -> IndexArray:
@@ -199,25 +192,23 @@ def _checked_positions(part: str, array: object, bound: int) -> IndexArray:
     stride-0 view of any logical size is refused at once)."""
     plain = _plain_array(part, array)
     if plain.dtype.kind not in "iu" or plain.ndim != 1:
-        raise LeafStateError(part, f"must be a 1-D integer array, got {plain.ndim}-D {plain.dtype}")
+        raise _state_error(part, f"must be a 1-D integer array, got {plain.ndim}-D {plain.dtype}")
     if plain.size > bound:
         detail = f"must hold at most {bound} sorted unique positions, got {plain.size}"
-        raise LeafStateError(part, detail)
+        raise _state_error(part, detail)
     if plain.size and not bool(np.all(plain[1:] > plain[:-1])):
-        raise LeafStateError(part, "must be sorted and unique")
+        raise _state_error(part, "must be sorted and unique")
     if plain.size and (int(plain[0]) < 0 or int(plain[-1]) >= bound):
         first, last = int(plain[0]), int(plain[-1])
-        raise LeafStateError(part, f"must lie in [0, {bound}), got {first} to {last}")
+        raise _state_error(part, f"must lie in [0, {bound}), got {first} to {last}")
     try:
         return plain.astype(np.intp)  # in range, so exact
     except MemoryError as error:
-        raise OutputAllocationError("leaf copy", int(plain.size)) from error
+        raise output_allocation_error("leaf copy", plain.size) from error
 
 
-def _check_finite(gradient: Gradient) -> None:
-    found = first_non_finite(gradient)
-    if found is not None:
-        raise NonFiniteGradientError("restored", found[0], found[1])
+def _state_error(part: str, detail: str) -> TapeError:
+    return TapeError("tape.leaf-state", part=part, detail=detail)
 
 
 # Copies ----------------------------------------------------------------------------------------
@@ -267,5 +258,5 @@ def _owned(array: _ArrayT) -> _ArrayT:
     try:
         copy = np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
     except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
-        raise OutputAllocationError("leaf copy", int(array.size)) from error
+        raise output_allocation_error("leaf copy", array.size) from error
     return cast(_ArrayT, copy)

@@ -26,14 +26,15 @@ from typing import ClassVar
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import runs_compiled
-from llm_from_scratch.autograd.errors import (
-    OperandDtypeMismatchError,
-    OperandShapeMismatchError,
-    OutputAllocationError,
-)
 from llm_from_scratch.autograd.gradient import Gradient
 from llm_from_scratch.autograd.matvec_kernels import lane_dot_numpy, matvec_into, matvec_vjp_into
-from llm_from_scratch.autograd.tape import Node, raise_if_non_finite, record
+from llm_from_scratch.autograd.tape import (
+    Node,
+    output_allocation_error,
+    raise_if_non_finite,
+    record,
+)
+from llm_from_scratch.errors import ShapeError
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -57,21 +58,21 @@ def matvec_forward(matrices: Node, vectors: Node) -> Node:
         ``matrices``: ``[..., M, d]``; ``vectors``: ``[..., d]``; output ``[..., M]``.
 
     Raises:
-        OperandShapeMismatchError: the shapes do not pair up so.
-        OperandDtypeMismatchError: the operands' dtypes differ.
-        ReleasedOperandError, OutputAllocationError: from the tape.
+        ShapeError: ``operand.matvec-shape``, then ``operand.dtype``.
+        TapeError, AllocationError: from the tape.
     """
     left, right = matrices.array, vectors.array
     if left.ndim < 2 or left.shape[:-2] + left.shape[-1:] != right.shape:
-        raise OperandShapeMismatchError("matvec", left.shape, right.shape)
+        raise ShapeError("operand.matvec-shape", left=left.shape, right=right.shape)
     if left.dtype != right.dtype:
-        raise OperandDtypeMismatchError("matvec", str(left.dtype), str(right.dtype))
+        left_dtype, right_dtype = str(left.dtype), str(right.dtype)
+        raise ShapeError("operand.dtype", operation="matvec", left=left_dtype, right=right_dtype)
 
     def compute() -> tuple[FloatArray, MatvecSaved]:
         try:
             value = _dot_products(left, right)
         except MemoryError as error:
-            raise OutputAllocationError("matvec", math.prod(left.shape[:-1])) from error
+            raise output_allocation_error("matvec", math.prod(left.shape[:-1])) from error
         return value, MatvecSaved(left, right)
 
     return record("matvec", (("matrices", matrices), ("vectors", vectors)), compute, matvec_vjp)

@@ -17,20 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from llm_from_scratch.autograd.errors import (
-    InvalidShapeError,
-    OperandDtypeMismatchError,
-    OperandShapeMismatchError,
-    OutputAllocationError,
-    ReshapeCountMismatchError,
-)
 from llm_from_scratch.autograd.gradient import Gradient
-from llm_from_scratch.autograd.tape import Node, Vjp, record
+from llm_from_scratch.autograd.tape import Node, Vjp, output_allocation_error, record
+from llm_from_scratch.errors import ShapeError
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
-    ShapeOverflowError,
-    TensorError,
     checked_shape_and_count,
     numpy_can_describe,
 )
@@ -46,16 +38,18 @@ def _element_wise(
 ) -> Node:
     """Check two operands of one shape and dtype, then record ``function(left, right)``."""
     if left.array.shape != right.array.shape:
-        raise OperandShapeMismatchError(operation, left.array.shape, right.array.shape)
+        left_shape, right_shape = left.array.shape, right.array.shape
+        raise ShapeError("operand.shape", operation=operation, left=left_shape, right=right_shape)
     if left.array.dtype != right.array.dtype:
-        raise OperandDtypeMismatchError(operation, str(left.array.dtype), str(right.array.dtype))
+        left_dtype, right_dtype = str(left.array.dtype), str(right.array.dtype)
+        raise ShapeError("operand.dtype", operation=operation, left=left_dtype, right=right_dtype)
 
     def compute() -> tuple[FloatArray, object]:
         try:
             with np.errstate(over="ignore", invalid="ignore"):
                 value = np.asarray(function(left.array, right.array))  # rank zero: a scalar
         except MemoryError as error:
-            raise OutputAllocationError(operation, left.array.size) from error
+            raise output_allocation_error(operation, left.array.size) from error
         return value, saved
 
     return record(operation, (("left", left), ("right", right)), compute, vjp)
@@ -149,7 +143,7 @@ def _by_number(
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 value = np.asarray(function(source.array, number))  # rank zero: a scalar
         except MemoryError as error:
-            raise OutputAllocationError(operation, source.array.size) from error
+            raise output_allocation_error(operation, source.array.size) from error
         return value, ScalarSaved(number)
 
     return record(operation, (("left", source),), compute, vjp)
@@ -243,19 +237,26 @@ def reshape_forward(source: Node, shape: object) -> Node:
     """The same values in row-major order under ``shape`` (same element count).
 
     Raises:
-        InvalidShapeError: the target's layout fails (more than ``MAX_AXES`` axes included), or
-            it has no elements and NumPy cannot describe it (``ShapeOverflowError``).
-        ReshapeCountMismatchError: another element count.
+        ShapeError: ``shape.invalid``, the target's layout fails (more than ``MAX_AXES`` axes
+            included) or it has no elements and NumPy cannot describe it (``shape.overflow``);
+            then ``reshape.count``, another element count.
     """
+    what = "reshape target shape"
     try:
         target, count = checked_shape_and_count(shape)
-    except TensorError as error:
-        raise InvalidShapeError("reshape target shape", shape, error) from error
+    except ShapeError as error:
+        raise ShapeError("shape.invalid", what=what, cause=error, shape=shape) from error
     if count != source.array.size:
-        raise ReshapeCountMismatchError(source.array.shape, target, source.array.size, count)
+        raise ShapeError(
+            "reshape.count",
+            source=source.array.shape,
+            expected=source.array.size,
+            target=target,
+            actual=count,
+        )
     if count == 0 and not numpy_can_describe(target, source.array.itemsize):
-        overflow = ShapeOverflowError(target)
-        raise InvalidShapeError("reshape target shape", shape, overflow) from overflow
+        overflow = ShapeError("shape.overflow", shape=target)
+        raise ShapeError("shape.invalid", what=what, cause=overflow, shape=shape) from overflow
 
     def compute() -> tuple[FloatArray, ReshapeSaved]:
         view = source.array.reshape(target)
@@ -263,7 +264,7 @@ def reshape_forward(source: Node, shape: object) -> Node:
             try:
                 view = np.array(view, copy=True)
             except MemoryError as error:
-                raise OutputAllocationError("reshape", count) from error
+                raise output_allocation_error("reshape", count) from error
         return view, ReshapeSaved(source.array.shape)
 
     return record("reshape", (("input", source),), compute, reshape_vjp)
@@ -297,7 +298,7 @@ def log_sigmoid_forward(source: Node) -> Node:
                 one = x.dtype.type(1)
                 slope = np.where(x >= 0, small / (one + small), one / (one + small))
         except MemoryError as error:
-            raise OutputAllocationError("log_sigmoid", x.size) from error
+            raise output_allocation_error("log_sigmoid", x.size) from error
         return value, LogSigmoidSaved(np.asarray(slope, dtype=x.dtype))
 
     return record("log_sigmoid", (("input", source),), compute, log_sigmoid_vjp)

@@ -26,22 +26,14 @@ from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 import numpy as np
 
-from llm_from_scratch.autograd.errors import (
-    GraphReleasedError,
-    NonFiniteGradientError,
-    NotAParameterError,
-    NotRecordedError,
-    OutputAllocationError,
-    ReleasedOperandError,
-    StaleValueError,
-)
 from llm_from_scratch.autograd.gradient import (
     Gradient,
     RowSparseGradient,
     add_gradients,
     first_non_finite,
 )
-from llm_from_scratch.autograd.threads import consistent_read, parameter_locks
+from llm_from_scratch.autograd.threads import consistent_read, not_a_parameter, parameter_locks
+from llm_from_scratch.errors import AllocationError, NonFiniteError, TapeError
 from llm_from_scratch.tensor.storage import FloatArray
 
 NodeKind: TypeAlias = Literal["parameter", "constant", "operation"]
@@ -175,14 +167,14 @@ def record(
     parameter's values) and the saved record; the operation records the revisions it read.
 
     Raises:
-        ReleasedOperandError: an operand reaches a released tape (while recording).
+        TapeError: ``tape.released-operand``, an operand reaches a released tape.
     """
     recording = getattr(_recording, "enabled", True)
     tracked = False
     for name, node in operands:
         tracked = tracked or node.kind != "constant"
         if recording and node.kind == "operation" and _reaches_released(node):
-            raise ReleasedOperandError(operation, name)
+            raise TapeError("tape.released-operand", operation=operation, operand=name)
     nodes = tuple(node for _, node in operands) if len(operands) > 1 else (operands[0][1],)
     (value, saved), revisions = consistent_read(nodes, compute)
     if not (recording and tracked):
@@ -251,18 +243,18 @@ def backward(
     the caller (shape, dtype, finiteness).
     """
     if root.kind == "constant":
-        raise NotRecordedError()
+        raise TapeError("tape.not-recorded")
     steps = _topological_order(root)
     reads = _parameter_reads(steps)
     _raise_if_stale(reads)
     deferred = {} if consumer is None else consumer.deferred(steps)
     try:
         reached = _propagate(root, seed, steps, deferred)
-    except NonFiniteGradientError:
+    except NonFiniteError:
         _raise_if_stale(reads)  # values changed by a concurrent update are not the cause
         raise
     except MemoryError as error:
-        raise OutputAllocationError("backward", int(root.array.size)) from error
+        raise output_allocation_error("backward", root.array.size) from error
     _commit(root, reads, reached, consumer, deferred)
     if retention is GraphRetention.RELEASE:
         for node, _ in steps:
@@ -305,7 +297,7 @@ def _commit(
             if consumer is not None:
                 updates = consumer.commit(updates, deferred)
         except MemoryError as error:
-            raise OutputAllocationError("backward", int(root.array.size)) from error
+            raise output_allocation_error("backward", root.array.size) from error
         for node, gradient in updates:
             node.gradient = gradient
 
@@ -315,7 +307,7 @@ def _topological_order(root: Node) -> list[Step]:
     parents. The operations are taken once, so a concurrent release cannot change the pass.
 
     Raises:
-        GraphReleasedError: the pass reaches a released operation.
+        TapeError: ``tape.released``, the pass reaches a released operation.
     """
     order: list[Step] = []
     visited: set[int] = set()
@@ -331,7 +323,7 @@ def _topological_order(root: Node) -> list[Step]:
         operation = node.operation  # read before the name: a release sets the name first
         if operation is None:
             if node.released_name is not None:
-                raise GraphReleasedError(node.released_name)
+                raise TapeError("tape.released", operation=node.released_name)
             continue
         stack.append((node, operation))
         for parent in operation.parents:
@@ -406,20 +398,33 @@ def _accumulated(reached: Sequence[tuple[Node, Gradient]]) -> list[tuple[Node, G
 def _raise_if_stale(reads: Reads) -> None:
     for operation, operand, parameter, recorded in reads:
         if parameter.revision != recorded:
-            raise StaleValueError(operation.name, operand, recorded, parameter.revision)
+            raise TapeError(
+                "tape.stale-value",
+                operation=operation.name,
+                operand=operand,
+                recorded_revision=recorded,
+                current_revision=parameter.revision,
+            )
 
 
 def raise_if_non_finite(operation: str, gradient: Gradient) -> None:
-    """Raise ``NonFiniteGradientError`` at the first NaN or infinity of ``gradient``."""
+    """``gradient.non-finite`` at the first NaN or infinity of ``gradient``."""
     found = first_non_finite(gradient)
     if found is not None:
-        raise NonFiniteGradientError(operation, found[0], found[1])
+        raise NonFiniteError(
+            "gradient.non-finite", operation=operation, value=found[1], index=found[0]
+        )
+
+
+def output_allocation_error(operation: str, elements: int) -> AllocationError:
+    """``output.allocation``: the output (or gradient) of ``operation`` cannot be allocated."""
+    return AllocationError("output.allocation", elements=int(elements), operation=operation)
 
 
 def reset_gradient(node: Node) -> None:
     """Set a parameter's stored gradient to zero, atomically with respect to backward commits."""
     if node.kind != "parameter":
-        raise NotAParameterError("zero_grad", node.kind)
+        raise not_a_parameter("zero_grad", node.kind)
     zero = zero_gradient(node.array)
     with parameter_locks((node,)):
         node.gradient = zero

@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager, ExitStack
 from threading import Lock
 from typing import Final, Protocol, TypeAlias, TypeVar
 
-from llm_from_scratch.autograd.errors import NotAParameterError
+from llm_from_scratch.errors import TapeError
 from llm_from_scratch.tensor.storage import FloatArray
 
 
@@ -101,11 +101,11 @@ def update_parameters(
     ``zero_grad`` or other update of these parameters runs in between.
 
     Raises:
-        NotAParameterError: a node is a constant or an operation result (checked first).
+        TapeError: a node is a constant or an operation result (checked first).
     """
     for node in nodes:
         if node.kind != "parameter":
-            raise NotAParameterError("an in-place update", node.kind)
+            raise not_a_parameter("an in-place update", node.kind)
     with parameter_locks(nodes):
         write_parameters(nodes, planned())
         return None if read is None else read()
@@ -132,3 +132,11 @@ def write_parameters(nodes: Sequence[Node], writes: Sequence[Write | None]) -> N
         for node, _ in chosen:
             node.array.flags.writeable = False
             node.writes_ended += 1
+
+
+def not_a_parameter(action: str, kind: str) -> TapeError:
+    """The error of ``action`` on a node of ``kind`` that is no parameter: a constant (the
+    message names ``freeze=False``) or an operation result."""
+    if kind == "constant":
+        return TapeError("tape.constant-not-parameter", action=action)
+    return TapeError("tape.result-not-parameter", action=action)

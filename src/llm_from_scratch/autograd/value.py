@@ -13,25 +13,7 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from llm_from_scratch.autograd.errors import (
-    LeafStateError,
-    NonFiniteParameterError,
-    NonFiniteSeedError,
-    NotScalarOutputError,
-    NumberAction,
-    NumpyFunctionError,
-    OperandTypeError,
-    OutputAllocationError,
-    RetentionTypeError,
-    SeedShapeMismatchError,
-    SeedTypeError,
-    TableRankError,
-)
-from llm_from_scratch.autograd.gather import (
-    RowGatherPlan,
-    gather_rows_forward,
-    plan_of_flat_ids,
-)
+from llm_from_scratch.autograd.gather import gather_rows_forward, plan_of_ids
 from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
 from llm_from_scratch.autograd.matvec import matvec_forward
 from llm_from_scratch.autograd.ops import (
@@ -51,15 +33,22 @@ from llm_from_scratch.autograd.tape import (
     GraphRetention,
     Node,
     backward,
+    output_allocation_error,
     reset_gradient,
 )
 from llm_from_scratch.autograd.threads import Write, consistent_read, update_parameters
+from llm_from_scratch.errors import (
+    AllocationError,
+    NonFiniteError,
+    ShapeError,
+    TableError,
+    TapeError,
+)
 from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import (
     FloatArray,
     Shape,
     Tensor,
-    TensorError,
     is_masked_array,
     plain_view,
     read_only_view,
@@ -84,8 +73,7 @@ class TensorValue:
     :meth:`matvec`, :meth:`log_sigmoid`) build results that record what their VJP needs. A
     one-element value reads as a number (:meth:`item`, ``float()``, ``int()``); NumPy reads
     its numbers (``np.asarray``) and runs only the operations the tape has (see
-    :meth:`__array_ufunc__`). PyTorch's names of what it names otherwise (``grad``, ``data``,
-    ``requires_grad``, ...) answer with ours.
+    :meth:`__array_ufunc__`). PyTorch's names (``grad``, ``data``, ...) answer with ours.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor
@@ -122,18 +110,18 @@ class TensorValue:
         """A trainable leaf holding a copy of ``tensor``'s values; its gradient starts at zero.
 
         Raises:
-            OperandTypeError: ``tensor`` is not a Tensor.
-            NonFiniteParameterError: a value is NaN or infinite (the first in flat order).
-            OutputAllocationError: the copy or the zero gradient cannot be allocated.
+            TapeError: ``operand.leaf-type``, ``tensor`` is not a Tensor.
+            NonFiniteError: ``parameter.non-finite``, the first NaN or infinity in flat order.
+            AllocationError: ``output.allocation``, the copy or the zero gradient.
         """
         array = _leaf_array(tensor)
         found = first_non_finite(array)
         if found is not None:
-            raise NonFiniteParameterError(found[0], found[1])
+            raise NonFiniteError("parameter.non-finite", value=found[1], position=found[0])
         try:
             node = Node(array, "parameter", None)
         except MemoryError as error:  # a non-table parameter's dense zero gradient
-            raise OutputAllocationError("parameter gradient", int(array.size)) from error
+            raise output_allocation_error("parameter gradient", array.size) from error
         return value_of(node)
 
     @classmethod
@@ -168,7 +156,7 @@ class TensorValue:
         return tensor_without_copy(copied_values(self))
 
     def numpy(self) -> FloatArray:
-        """The forward values as a read-only NumPy array (no copy; its writeability cannot be
+        """The forward values as a read-only array (no copy; its writeability cannot be
         restored, and an optimizer step on a parameter shows through)."""
         return read_only_view(self._node.array)
 
@@ -184,16 +172,13 @@ class TensorValue:
         if stored is None:
             return None
         dense = _dense("gradient snapshot", stored)
-        independent = dense if dense is not stored else _copied("gradient snapshot", dense)
+        independent = dense if dense is not stored else _copied(dense, "gradient snapshot")
         return tensor_without_copy(independent)
 
     @property
     def sparse_gradient(self) -> RowSparseGradient | None:
-        """The stored gradient in row-sparse form, or None when it is stored dense.
-
-        A rank-two parameter fed only by row gathers keeps its gradient row-sparse; a dense
-        operation on it turns the store dense.
-        """
+        """The stored gradient in row-sparse form, or None when it is stored dense (a rank-two
+        parameter fed only by row gathers keeps it row-sparse)."""
         stored = self._node.gradient
         return stored if isinstance(stored, RowSparseGradient) else None
 
@@ -214,12 +199,12 @@ class TensorValue:
         Args:
             other: a TensorValue, a Tensor or a real NumPy array (a constant copy; integers
                 become float64) of this value's shape and dtype: no broadcasting, nothing
-                upcast. Or a real number (Python or NumPy, not a bool), which takes this
-                value's dtype and receives no gradient, as a Python number in PyTorch.
+                upcast. Or a real number (not a bool), which takes this value's dtype and
+                receives no gradient, as a Python number in PyTorch.
 
         Raises:
-            OperandTypeError: ``other`` is none of these.
-            OperandShapeMismatchError, OperandDtypeMismatchError: operands that do not pair up.
+            TapeError: ``operand.type``, ``other`` is none of these.
+            ShapeError: ``operand.shape``, ``operand.dtype``.
 
         Example:
             >>> from llm_from_scratch.tensor import Tensor
@@ -233,12 +218,7 @@ class TensorValue:
         return value_of(add_forward(self._node, _operand_node("add", other)))
 
     def mul(self, other: Operand) -> TensorValue:
-        """Element-wise product, ``self * other`` (also ``other * self``); ``other`` as for
-        :meth:`add`.
-
-        Raises:
-            OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
-                :meth:`add`.
+        """Element-wise product, ``self * other`` (also ``other * self``), as :meth:`add`.
 
         Example:
             >>> from llm_from_scratch.tensor import Tensor
@@ -254,13 +234,8 @@ class TensorValue:
         return value_of(mul_forward(self._node, _operand_node("mul", other)))
 
     def sub(self, other: Operand) -> TensorValue:
-        """Element-wise difference, ``self - other`` (also ``other - self`` and ``-self``);
-        ``other`` as for :meth:`add`.
-
-        Raises:
-            OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
-                :meth:`add`.
-        """
+        """Element-wise difference, ``self - other`` (also ``other - self`` and ``-self``), as
+        :meth:`add`."""
         number = None if isinstance(other, TensorValue) else number_of("sub", other, self.dtype)
         if number is not None:
             return value_of(minus_number_forward(self._node, number))
@@ -271,8 +246,7 @@ class TensorValue:
         return value_of(sum_forward(self._node))
 
     def mean(self) -> TensorValue:
-        """The scalar mean of every element, ``sum() / count`` as PyTorch's ``mean()`` (NaN for
-        a value of no element): each element receives the upstream gradient over the count.
+        """The scalar mean, ``sum() / count`` as PyTorch's ``mean()`` (NaN for no element).
 
         Example:
             >>> from llm_from_scratch.tensor import Tensor
@@ -296,9 +270,9 @@ class TensorValue:
             dtype); output ``[..., M]``.
 
         Raises:
-            OperandTypeError: ``vectors`` is not a TensorValue, a Tensor or a real NumPy
-                array (a constant copy).
-            OperandShapeMismatchError, OperandDtypeMismatchError: operands that do not pair up.
+            TapeError: ``operand.matvec-type``, ``vectors`` is not a TensorValue, a Tensor or a
+                real NumPy array (a constant copy).
+            ShapeError: ``operand.matvec-shape``, ``operand.dtype``.
 
         Example:
             >>> from llm_from_scratch.tensor import Tensor
@@ -309,8 +283,7 @@ class TensorValue:
         return value_of(matvec_forward(self._node, _operand_node("matvec", vectors)))
 
     def log_sigmoid(self) -> TensorValue:
-        """``log(sigmoid(x))`` element-wise, computed as ``min(x, 0) - log1p(exp(-|x|))`` so
-        that no value overflows."""
+        """``log(sigmoid(x))`` element-wise, as ``min(x, 0) - log1p(exp(-|x|))``: no overflow."""
         return value_of(log_sigmoid_forward(self._node))
 
     def __add__(self, other: Operand) -> TensorValue:
@@ -338,25 +311,21 @@ class TensorValue:
         return self.mul(other)
 
     def __truediv__(self, number: float | np.number[Any]) -> TensorValue:
-        """``self / number``, by a real number, which receives no gradient (the tape divides
-        by no value: multiply by a value instead).
-
-        Raises:
-            OperandTypeError: ``number`` is not a real number (``operation`` is ``div``).
-        """
+        """``self / number`` by a real number, which receives no gradient (the tape divides by
+        no value); anything else is ``operand.divisor-type``."""
         divisor = None if isinstance(number, TensorValue) else number_of("div", number, self.dtype)
         if divisor is None:
-            raise OperandTypeError("div", type(number).__name__)
+            raise _operand_error("div", type(number).__name__)
         return value_of(divided_forward(self._node, divisor))
 
     # Numbers ----------------------------------------------------------------------------------
 
     def item(self) -> float:
-        """The number of a one-element value (of any shape), as a Python float, as PyTorch's
-        ``item()``; ``float(value)`` is the same, and ``int(value)`` truncates it toward zero.
+        """The number of a one-element value (of any shape) as a Python float, as PyTorch's
+        ``item()``; ``float(value)`` is the same, ``int(value)`` truncates it toward zero.
 
         Raises:
-            NotScalarOutputError: the value holds more or fewer elements than one (``action``
+            ShapeError: ``value.not-one-element``, more or fewer elements than one (``action``
                 is ``item()``, ``float()``, ``int()``, ``bool()`` or ``format()``).
 
         Example:
@@ -374,19 +343,17 @@ class TensorValue:
         return int(self._one_number("int()"))
 
     def __bool__(self) -> bool:
-        """``if loss:`` reads the number of a one-element value, as PyTorch does; any other
-        value refuses (it would otherwise always be true)."""
+        """``if loss:`` reads a one-element value, as PyTorch does; any other value refuses."""
         return bool(self._one_number("bool()"))
 
     def __format__(self, spec: str) -> str:
-        """``f"{loss:.4f}"`` formats the number of a one-element value; an empty spec is
-        ``str(value)``."""
+        """``f"{loss:.4f}"`` formats a one-element value; an empty spec is ``str(value)``."""
         return str(self) if not spec else format(self._one_number("format()"), spec)
 
-    def _one_number(self, action: NumberAction) -> float:
+    def _one_number(self, action: str) -> float:
         array = self._node.array
         if array.size != 1:
-            raise NotScalarOutputError(self.shape, action)
+            raise ShapeError("value.not-one-element", action=action, shape=self.shape)
         return float(array.reshape(-1)[0])
 
     def gather_rows(self, indices: object, index_shape: Shape) -> TensorValue:
@@ -394,34 +361,28 @@ class TensorValue:
 
         Args:
             indices: flat IDs in row-major order (a sequence of ints or a 1-D integer array),
-                each read once into the plan's own index buffer (see
-                :mod:`~llm_from_scratch.autograd.gather`).
+                each read once (:func:`~llm_from_scratch.autograd.gather.plan_of_ids`).
             index_shape: the shape the IDs form.
 
         Shape:
             table (``self``): ``[V, d]``; ``indices``: ``[prod(index_shape)]``;
             output: ``index_shape + (d,)``.
 
-        Raises, in this order (the ID errors worded for ``checker`` ``gather``):
-            TableRankError: the table is not rank two.
-            InvalidShapeError: the index shape's layout is invalid.
-            TokenIdContainerError: ``indices`` is not a flat sequence or 1-D array (a masked
-                array included).
-            TokenCountMismatchError: the index count differs from the shape's element count.
-            InvalidShapeError: the output shape ``index_shape + (d,)`` does not fit
-                (``what`` is ``row gather output shape``), found before any ID is read.
-            TokenIdDtypeError: an empty array of a non-integer dtype.
-            IndexAllocationError: the index buffer cannot be reserved (also an
-                ``OutputAllocationError`` of ``gather index conversion``).
-            TokenIdTypeError, TokenIdOutOfBoundsError: the first bad index in flat order.
-            ReleasedOperandError, OutputAllocationError: from the tape.
+        Raises:
+            TableError: ``gather.table-rank``, the table is not rank two (checked first).
+            ShapeError, IdError, AllocationError: as the layer's ``forward`` reads IDs, in its
+                order, worded ``gather.*`` (``shape.invalid`` for the shapes,
+                ``output.allocation`` for the index buffer).
+            TapeError, AllocationError: from the tape.
         """
         shape = self._node.array.shape
         if len(shape) != 2:
-            raise TableRankError(len(shape), "gather")
+            raise TableError("gather.table-rank", rank=len(shape))
         table_shape = (int(shape[0]), int(shape[1]))
-        plan = plan_of_flat_ids(indices, index_shape, table_shape, self.dtype.itemsize, "gather")
-        return gather_rows_with_plan(self, plan)
+        plan = plan_of_ids(
+            indices, table_shape, self.dtype.itemsize, shape=index_shape, checker="gather"
+        )
+        return value_of(gather_rows_forward(self._node, plan))
 
     # Reverse mode -----------------------------------------------------------------------------
 
@@ -433,23 +394,20 @@ class TensorValue:
         """Run reverse mode from this value and add each parameter's gradient to its store.
 
         Args:
-            seed: the gradient of the loss with respect to this value; the same shape. A
-                seed of another float dtype is converted to this value's dtype.
+            seed: the gradient of the loss with respect to this value, of its shape (another
+                float dtype is converted to this value's).
             retention: keep the recorded operations (``RETAIN``) or free them (``RELEASE``).
 
         Raises:
-            SeedTypeError, SeedShapeMismatchError, NonFiniteSeedError: a bad seed.
-            GraphReleasedError: the pass reaches a released operation.
-            StaleValueError: a parameter changed in place after an operation recorded it.
-            NonFiniteGradientError: a VJP or an accumulated gradient is not finite; no stored
-                gradient changed.
-            NotRecordedError: this value is a constant.
-            RetentionTypeError: ``retention`` is not a GraphRetention (checked after the seed).
+            ShapeError: ``seed.type``, ``seed.shape``; NonFiniteError: ``seed.non-finite``.
+            TapeError: ``tape.retention-type`` (after the seed); ``tape.not-recorded`` (a
+                constant); ``tape.released``; ``tape.stale-value``.
+            NonFiniteError: ``gradient.non-finite``; no stored gradient changed.
         """
         checked = converted_seed(self, seed)
         raise_if_non_finite_seed(checked)
         if not isinstance(retention, GraphRetention):
-            raise RetentionTypeError(retention)
+            raise TapeError("tape.retention-type", retention=retention)
         backward(self._node, checked, retention)
 
     def backward(self) -> None:
@@ -457,8 +415,7 @@ class TensorValue:
         self.backward_with_seed(unit_seed(self), GraphRetention.RETAIN)
 
     def zero_grad(self) -> None:
-        """Reset a parameter's gradient to zeros (atomically: a concurrent backward pass adds
-        its gradient either before the reset or after it)."""
+        """Reset a parameter's gradient to zeros (atomically with respect to backward passes)."""
         reset_gradient(self._node)
 
     def __repr__(self) -> str:
@@ -471,9 +428,8 @@ class TensorValue:
     def __array__(
         self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
     ) -> FloatArray:
-        """``np.asarray(value)`` and ``np.array(value)``: the numbers, as :meth:`numpy` gives
-        them (read-only and without a copy, unless a copy or another dtype is asked for). What
-        PyTorch's ``.detach().numpy()`` gives: reading them never changes the tape.
+        """``np.asarray(value)``: the numbers as :meth:`numpy` gives them (unless a copy or
+        another dtype is asked for), PyTorch's ``.detach().numpy()``.
 
         Example:
             >>> from llm_from_scratch.tensor import Tensor
@@ -487,14 +443,8 @@ class TensorValue:
         self, ufunc: np.ufunc, method: str, *inputs: object, **kwargs: object
     ) -> TensorValue:
         """NumPy's ``add``, ``subtract``, ``multiply``, ``divide`` (by a number) and
-        ``negative`` of a value run on the tape, as ``+``, ``-``, ``*``, ``/`` do (so
-        ``w * value`` and ``np.float32(2) * value`` keep the gradient); any other ufunc,
-        method or keyword, or a division by a value, is refused.
-
-        Raises:
-            NumpyFunctionError: none of these called plainly.
-            OperandTypeError, OperandShapeMismatchError, OperandDtypeMismatchError: as
-                :meth:`add`, :meth:`sub`, :meth:`mul` and ``/``.
+        ``negative`` run on the tape as ``+``, ``-``, ``*``, ``/`` do (``w * value`` keeps the
+        gradient); any other ufunc, method or keyword is ``numpy.function``.
 
         Example:
             >>> from llm_from_scratch.tensor import Tensor
@@ -504,8 +454,8 @@ class TensorValue:
             >>> np.exp(w)
             Traceback (most recent call last):
             ...
-            llm_from_scratch.autograd.errors.NumpyFunctionError: numpy.exp does not run on \
-the tape and would drop the gradient; call it on value.numpy() for the numbers
+            llm_from_scratch.errors.TapeError: numpy.exp does not run on the tape and would \
+drop the gradient; call it on value.numpy() for the numbers
         """
         methods = _TAPE_UFUNCS.get(ufunc.__name__, ())
         if method == "__call__" and not kwargs and len(inputs) == ufunc.nin == len(methods):
@@ -517,46 +467,37 @@ the tape and would drop the gradient; call it on value.numpy() for the numbers
         called = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
         keywords = " with " + ", ".join(f"{name}=" for name in kwargs) if kwargs else ""
         use = _use_instead(ufunc.__name__ if method == "__call__" else called)
-        raise NumpyFunctionError(f"numpy.{called}{keywords}", use)
+        raise TapeError("numpy.function", function=f"numpy.{called}{keywords}", use=use)
 
     def __array_function__(
         self, func: Callable[..., object], types: object, args: object, kwargs: object
     ) -> NoReturn:
-        """Refuse every NumPy function (``np.dot``, ``np.sum``, ...): none runs on the tape.
-
-        Raises:
-            NumpyFunctionError: always, naming the tape's operation where it has one.
-        """
-        name = func.__name__
-        raise NumpyFunctionError(f"{func.__module__}.{name}", _use_instead(name))
+        """Refuse every NumPy function (``np.dot``, ``np.sum``, ...) with ``numpy.function``."""
+        function, use = f"{func.__module__}.{func.__name__}", _use_instead(func.__name__)
+        raise TapeError("numpy.function", function=function, use=use)
 
     # Pickle and copy ----------------------------------------------------------------------------
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle a leaf by its node: its kind, values and, for a parameter, its stored gradient
-        in the form it has (see :mod:`~llm_from_scratch.autograd.leaf_state`). The rebuilt leaf
-        is a new node at value revision 0; handles on one node rebuild on one node.
-
-        Raises:
-            UnpicklableOperationError: an operation result (a recorded graph).
-        """
+        """Pickle a leaf by its node (:mod:`~llm_from_scratch.autograd.leaf_state`): a new node
+        at value revision 0; handles on one node rebuild on one node. An operation result is
+        ``tape.unpicklable``."""
         from llm_from_scratch.autograd import leaf_state  # registers how a node pickles
 
         leaf_state.refuse_operation(self._node, "pickle")
         return restore_value, (self._node,)
 
     def __copy__(self) -> TensorValue:
-        """A new handle on the same node (``is_same_node`` is true), for every kind of value."""
+        """A new handle on the same node (``is_same_node`` is true)."""
         return value_of(self._node)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TensorValue:
-        """A new leaf with copies of the values and, for a parameter, of the stored gradient in
-        the same form (as PyTorch's ``deepcopy`` keeps ``.grad``); value revision 0. Handles
-        on one node copy to handles on one new node.
+        """A new leaf with copies of the values and of a parameter's stored gradient (as
+        PyTorch's ``deepcopy`` keeps ``.grad``); handles on one node copy to one new node.
 
         Raises:
-            UnpicklableOperationError: an operation result (a recorded graph).
-            OutputAllocationError: a copy cannot be allocated.
+            TapeError: ``tape.unpicklable``, an operation result.
+            AllocationError: ``output.allocation``, a copy cannot be allocated.
         """
         node = self._node
         copied = memo.get(id(node))
@@ -572,52 +513,43 @@ the tape and would drop the gradient; call it on value.numpy() for the numbers
 # Package-internal entry points -----------------------------------------------------------------
 
 
-def gather_rows_with_plan(table: TensorValue, plan: RowGatherPlan) -> TensorValue:
-    """The row gather of ``table`` by a plan whose IDs a public boundary already checked.
+def value_of(node: Node) -> TensorValue:
+    """The handle on a node the package built."""
+    return TensorValue(node, _TRUSTED)
 
-    Package-internal: the one path from a checked plan to the kernel, for
-    :meth:`TensorValue.gather_rows` and ``Embedding.forward``. ``plan`` was built for this
-    table's shape.
 
-    Raises:
-        ReleasedOperandError, OutputAllocationError: from the tape.
-    """
-    return TensorValue(gather_rows_forward(table._node, plan), _TRUSTED)
+def node_of(value: TensorValue) -> Node:
+    """The node a value is a handle on (for code that runs operations or reverse mode)."""
+    return value._node
 
 
 def copied_values(value: TensorValue) -> FloatArray:
-    """A new, writeable array holding a copy of the value's numbers, all of one value revision
-    (package-internal: snapshots and a layer's state dict).
-
-    Raises:
-        OutputAllocationError: the copy cannot be allocated (``value snapshot``).
-    """
+    """A new, writeable copy of the value's numbers, all of one value revision (snapshots and
+    a layer's state dict); no memory is ``output.allocation`` (``value snapshot``)."""
     node = value._node
-    copy, _ = consistent_read((node,), lambda: _copied("value snapshot", node.array))
+    copy, _ = consistent_read((node,), lambda: _copied(node.array, "value snapshot"))
     return copy
 
 
 def restore_value(node: object) -> TensorValue:
-    """Rebuild a pickled ``TensorValue``: the unpickler's entry point (see ``__reduce__``).
-
-    ``node`` is the leaf node :func:`~llm_from_scratch.autograd.leaf_state.restore_node` rebuilt
-    and checked.
-
-    Raises:
-        LeafStateError: ``node`` is not a leaf node.
-    """
+    """Rebuild a pickled ``TensorValue`` on the leaf node
+    :func:`~llm_from_scratch.autograd.leaf_state.restore_node` rebuilt; anything else is
+    ``tape.leaf-state``."""
     if not isinstance(node, Node) or node.kind == "operation":
-        raise LeafStateError("node", f"must be a rebuilt leaf node, got {type(node).__name__}")
+        detail = f"must be a rebuilt leaf node, got {type(node).__name__}"
+        raise TapeError("tape.leaf-state", part="node", detail=detail)
     return value_of(node)
 
 
 def parameter_from_owned_array(array: FloatArray) -> TensorValue:
-    """A parameter leaf that takes ``array`` over without copying it (package-internal).
-
-    The caller hands over a float64 or float32 array it made and keeps no writeable view of; the
-    leaf makes it read-only.
-    """
+    """A parameter leaf that takes over a float64 or float32 ``array`` its caller made and keeps
+    no writeable view of (no copy; it becomes read-only)."""
     return value_of(Node(array, "parameter", None))
+
+
+def constant_from_owned_array(array: FloatArray) -> TensorValue:
+    """A constant leaf that takes over ``array`` (no copy; the caller keeps no writeable view)."""
+    return value_of(Node(array, "constant", None))
 
 
 def update_leaves_in_place(
@@ -625,53 +557,29 @@ def update_leaves_in_place(
     planned: Callable[[], Sequence[Write | None]],
     read: Callable[[], _T] | None = None,
 ) -> _T | None:
-    """Plan and write in-place updates of parameter leaves' values as one atomic step, then
-    ``read()`` (a forward of these leaves) while no other update can start (package-internal,
-    for optimizers, checkpoint loads and ``max_norm``; see
-    :func:`~llm_from_scratch.autograd.threads.update_parameters`).
-
-    Holding every leaf's update lock, ``planned()`` reads the leaves and returns one write per
-    leaf, or None for a leaf to leave as it is (if it raises, nothing is written); each write
-    then changes its leaf's values in place and bumps its value revision, so operations recorded
-    before the change refuse to run backward (:class:`StaleValueError`).
-
-    Raises:
-        NotAParameterError: a leaf is a constant or an operation result.
+    """Plan and write in-place updates of parameter leaves as one atomic step, then ``read()``
+    while no other update can start (optimizers, checkpoint loads, ``max_norm``): see
+    :func:`~llm_from_scratch.autograd.threads.update_parameters`. Each write bumps its leaf's
+    value revision, so operations recorded before refuse to run backward (``tape.stale-value``).
     """
     return update_parameters([leaf._node for leaf in leaves], planned, read)
 
 
-def constant_from_owned_array(array: FloatArray) -> TensorValue:
-    """A constant leaf that takes ``array`` over without copying it (package-internal; the
-    caller keeps no writeable view of it, so it never changes)."""
-    return value_of(Node(array, "constant", None))
-
-
-def node_of(value: TensorValue) -> Node:
-    """The node a value is a handle on (package-internal, for code that runs reverse mode)."""
-    return value._node
-
-
 def unit_seed(output: TensorValue) -> FloatArray:
-    """The seed ``1.0`` of :meth:`TensorValue.backward` (package-internal).
-
-    Raises:
-        NotScalarOutputError: ``output`` is not a scalar.
-    """
+    """The seed ``1.0`` of :meth:`TensorValue.backward`; a non-scalar output is
+    ``value.not-scalar-output``."""
     if output._node.array.ndim != 0:
-        raise NotScalarOutputError(output.shape)
+        raise ShapeError("value.not-scalar-output", shape=output.shape)
     return np.ones((), dtype=output.dtype)
 
 
 def converted_seed(output: TensorValue, seed: object) -> FloatArray:
-    """A backward seed read as plain data in ``output``'s dtype and checked for its type and
-    shape, not yet for finiteness (package-internal). An ndarray subclass is read through its
-    plain data; a masked one has missing values. A seed of the output's dtype is used as it is
-    (a stride-0 view included: a pass only reads it); another dtype is converted once.
+    """A backward seed read as plain data in ``output``'s dtype, checked for its type and shape
+    (not yet finiteness). A seed of the output's dtype is used as it is; another is converted.
 
     Raises:
-        SeedTypeError, SeedShapeMismatchError: in this order.
-        OutputAllocationError: the conversion cannot be allocated (``backward``).
+        ShapeError: ``seed.type`` (a masked or non-real array included), then ``seed.shape``.
+        AllocationError: ``output.allocation`` (``backward``), the conversion.
     """
     node = output._node
     if type(seed) is np.ndarray and seed.dtype.kind in "biuf":
@@ -683,57 +591,86 @@ def converted_seed(output: TensorValue, seed: object) -> FloatArray:
     elif isinstance(seed, np.ndarray) and not is_masked_array(seed):
         array = plain_view(seed)
         if array.dtype.kind not in "biuf":
-            raise SeedTypeError(type(seed).__name__)
+            raise ShapeError("seed.type", seed_type=type(seed).__name__)
     else:
-        raise SeedTypeError(type(seed).__name__)
+        raise ShapeError("seed.type", seed_type=type(seed).__name__)
     if array.shape != node.array.shape:
-        raise SeedShapeMismatchError(output.shape, tuple(int(n) for n in array.shape))
+        shape = tuple(int(n) for n in array.shape)
+        raise ShapeError("seed.shape", actual=shape, expected=output.shape)
     if array.dtype == node.array.dtype:
         return array  # no copy: a pass only reads its seed and stores new arrays
     try:
         with np.errstate(over="ignore"):
             return np.asarray(array, dtype=node.array.dtype)
     except MemoryError as error:  # the output exists, so only a full memory fails here
-        raise OutputAllocationError("backward", int(array.size)) from error
+        raise output_allocation_error("backward", array.size) from error
 
 
 def raise_if_non_finite_seed(seed: FloatArray) -> None:
-    """Raise ``NonFiniteSeedError`` at the first NaN or infinity of a seed (package-internal)."""
+    """``seed.non-finite`` at the first NaN or infinity of a seed."""
     found = first_non_finite(seed)
     if found is not None:
-        raise NonFiniteSeedError(found[0], found[1])
+        raise NonFiniteError("seed.non-finite", value=found[1], index=found[0])
 
 
-def value_of(node: Node) -> TensorValue:
-    """The handle on a node the package built (package-internal, for operations outside this
-    module)."""
-    return TensorValue(node, _TRUSTED)
+def number_of(operation: str, other: object, dtype: np.dtype[Any]) -> np.floating[Any] | None:
+    """``other`` in ``dtype`` when it is a real number (read once by ``float()``), else None.
+
+    Raises:
+        TapeError: ``operand.type``: a bool, or a number beyond float64 (``10**400``).
+    """
+    if isinstance(other, bool | np.bool_):
+        raise _operand_error(operation, type(other).__name__)
+    if not isinstance(other, numbers.Real):
+        return None
+    try:
+        number = float(other)
+    except (TypeError, ValueError, ArithmeticError) as error:
+        raise _operand_error(operation, f"{type(other).__name__} beyond float64") from error
+    with np.errstate(over="ignore"):  # beyond float32 it is inf, as NumPy and PyTorch make it
+        return dtype.type(number)  # type: ignore[no-any-return]
+
+
+def _operand_node(operation: str, other: object) -> Node:
+    if isinstance(other, TensorValue):
+        return other._node
+    if isinstance(other, Tensor):
+        return Node(_leaf_array(other), "constant", None)
+    if isinstance(other, np.ndarray):
+        try:
+            copied = Tensor.from_numpy(other)  # float32 and float64 kept, integers float64
+        except (ShapeError, AllocationError) as error:
+            raise _operand_error(operation, f"ndarray of dtype {other.dtype}") from error
+        return Node(copied.numpy(), "constant", None)  # the only handle on the copy
+    raise _operand_error(operation, type(other).__name__)
+
+
+def _operand_error(operation: str, operand_type: str) -> TapeError:
+    if operation == "div":
+        return TapeError("operand.divisor-type", operand_type=operand_type)
+    if operation == "matvec":
+        return TapeError("operand.matvec-type", operand_type=operand_type)
+    return TapeError("operand.type", operation=operation, operand_type=operand_type)
 
 
 def _leaf_array(tensor: Tensor) -> FloatArray:
     if not isinstance(tensor, Tensor):
-        raise OperandTypeError("a leaf", type(tensor).__name__)
-    return _copied("leaf copy", tensor.numpy())
+        raise TapeError("operand.leaf-type", operand_type=type(tensor).__name__)
+    return _copied(tensor.numpy(), "leaf copy")
 
 
-def _copied(what: str, array: FloatArray) -> FloatArray:
-    """A new array owning a copy of ``array``; no memory is an OutputAllocationError."""
+def _copied(array: FloatArray, what: str) -> FloatArray:
     try:
         return np.array(array, copy=True)
     except MemoryError as error:
-        raise OutputAllocationError(what, int(array.size)) from error
+        raise output_allocation_error(what, array.size) from error
 
 
 def _dense(what: str, gradient: RowSparseGradient | FloatArray) -> FloatArray:
-    """The dense view of a stored gradient; no memory is an OutputAllocationError."""
     try:
         return as_dense(gradient)
     except MemoryError as error:
-        raise OutputAllocationError(what, _element_count(gradient.shape)) from error
-
-
-def _element_count(shape: Shape) -> int:
-    return math.prod(int(extent) for extent in shape)
+        raise output_allocation_error(what, math.prod(gradient.shape)) from error
 
 
 _TAPE_UFUNCS: Final = {
@@ -743,8 +680,8 @@ _TAPE_UFUNCS: Final = {
     "divide": ("__truediv__", ""),
     "negative": ("__neg__",),
 }
-"""The ufuncs that run on the tape, by name: the method that runs each with the value as its
-first operand, then with the value as its second ("" where the tape has none)."""
+"""The ufuncs that run on the tape: the method that runs each with the value as its first
+operand, then as its second ("" where the tape has none)."""
 
 _ON_THE_TAPE: Final = {
     "add": "value + other",
@@ -763,40 +700,6 @@ _ON_THE_TAPE: Final = {
 
 
 def _use_instead(name: str) -> str:
-    """The ``use`` of a :class:`NumpyFunctionError` for the NumPy function ``name``."""
     numbers = "call it on value.numpy() for the numbers"
     tape = _ON_THE_TAPE.get(name)
     return numbers if tape is None else f"use {tape}, or {numbers}"
-
-
-def number_of(operation: str, other: object, dtype: np.dtype[Any]) -> np.floating[Any] | None:
-    """``other`` in ``dtype`` when it is a real number (a Python or NumPy one, read once by
-    ``float()``), None when it is not one (package-internal).
-
-    Raises:
-        OperandTypeError: a bool, or a number beyond float64 (``10**400``).
-    """
-    if isinstance(other, bool | np.bool_):
-        raise OperandTypeError(operation, type(other).__name__)
-    if not isinstance(other, numbers.Real):
-        return None
-    try:
-        number = float(other)
-    except (TypeError, ValueError, ArithmeticError) as error:
-        raise OperandTypeError(operation, f"{type(other).__name__} beyond float64") from error
-    with np.errstate(over="ignore"):  # beyond float32 it is inf, as NumPy and PyTorch make it
-        return dtype.type(number)  # type: ignore[no-any-return]
-
-
-def _operand_node(operation: str, other: object) -> Node:
-    if isinstance(other, TensorValue):
-        return other._node
-    if isinstance(other, Tensor):
-        return Node(_leaf_array(other), "constant", None)
-    if isinstance(other, np.ndarray):
-        try:
-            copied = Tensor.from_numpy(other)  # float32 and float64 kept, integers float64
-        except TensorError as error:
-            raise OperandTypeError(operation, f"ndarray of dtype {other.dtype}") from error
-        return Node(copied.numpy(), "constant", None)  # the only handle on the copy
-    raise OperandTypeError(operation, type(other).__name__)

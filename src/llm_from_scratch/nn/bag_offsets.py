@@ -16,9 +16,9 @@ from typing import cast
 
 import numpy as np
 
-from llm_from_scratch.autograd.errors import TokenIdContainerError
 from llm_from_scratch.autograd.gather import IdProblem, flat_source, read_ids
-from llm_from_scratch.nn.embedding_errors import BagLayoutError, IndexAllocationError, OffsetsError
+from llm_from_scratch.errors import AllocationError, IdError
+from llm_from_scratch.nn.embedding_errors import BagLayoutError, OffsetsError
 from llm_from_scratch.tensor.storage import IndexArray, Shape
 
 
@@ -50,14 +50,16 @@ def checked_offsets(offsets: object, id_count: int, include_last_offset: bool) -
     """
     try:
         source, count = flat_source(offsets, "embedding")
-    except TokenIdContainerError as container:
-        raise OffsetsError("container", detail=container.detail) from None
+    except IdError as container:
+        raise OffsetsError("container", detail=str(container.fields["detail"])) from None
     if count == 0:
         raise OffsetsError("empty")
     try:
         read = read_ids(source, count, id_count + 1)
     except MemoryError as error:  # the offsets' own buffer
-        raise IndexAllocationError("offsets conversion", count) from error
+        raise AllocationError(
+            "ids.allocation", elements=count, operation="offsets conversion"
+        ) from error
     if isinstance(read, IdProblem):
         raise _offset_error(read, count, id_count)
     if int(read[0]) != 0:

@@ -24,25 +24,16 @@ if TYPE_CHECKING:
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.gather import (
     RowGatherPlan,
+    gather_rows_forward,
     plan_from_validated_indices,
-    plan_of_flat_ids,
     plan_of_ids,
 )
-from llm_from_scratch.autograd.value import constant_from_owned_array, gather_rows_with_plan
+from llm_from_scratch.autograd.value import constant_from_owned_array, node_of, value_of
 from llm_from_scratch.nn.embedding_errors import (
     EmbeddingError,
     EmbeddingInitializationError,
     EmbeddingStateError,
     EmptyVocabularyError,
-    IndexAllocationError,
-    TableRankError,
-    TokenCountMismatchError,
-    TokenIdContainerError,
-    TokenIdDtypeError,
-    TokenIdNestingError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
     ZeroEmbeddingWidthError,
 )
 from llm_from_scratch.nn.init import NamedParameter, Seed
@@ -65,15 +56,6 @@ __all__ = [
     "EmbeddingInitializationError",
     "EmbeddingStateError",
     "EmptyVocabularyError",
-    "IndexAllocationError",
-    "TableRankError",
-    "TokenCountMismatchError",
-    "TokenIdContainerError",
-    "TokenIdDtypeError",
-    "TokenIdNestingError",
-    "TokenIdOutOfBoundsError",
-    "TokenIdTypeError",
-    "TokenShapeError",
     "ZeroEmbeddingWidthError",
 ]
 
@@ -128,9 +110,10 @@ class Embedding(TableLayer):
         >>> x.backward_with_seed(seed)
         >>> embedding.table.tensor.gradient.numpy().tolist()
         [[0.0, 0.0], [0.0, 2.0], [4.0, 4.0], [0.0, 0.0]]
+        >>> from llm_from_scratch.errors import IdError
         >>> try:
         ...     embedding([1, 4, 9])
-        ... except TokenIdOutOfBoundsError as error:
+        ... except IdError as error:
         ...     print(error.id, error.position, error.vocabulary_size)
         ...     print(error)
         4 1 4
@@ -369,9 +352,8 @@ class Embedding(TableLayer):
 
         Args:
             token_ids: flat IDs in row-major order: a sequence of ints, or a 1-D NumPy array
-                of any integer dtype. Each ID is read once, into the lookup's own index
-                buffer, and checked there; an ndarray subclass is read through its plain data
-                and a masked array is refused.
+                of any integer dtype (read through its plain data; not a masked array). Each ID
+                is read once, into the lookup's own index buffer, and checked there.
             token_shape: the shape the IDs form; ``()`` takes one ID. At most ``MAX_AXES``
                 extents are read from it.
 
@@ -379,43 +361,27 @@ class Embedding(TableLayer):
             ``token_ids``: ``[prod(token_shape)]``; output: ``token_shape + (d,)``.
 
         Raises:
-            TokenShapeError: the token shape's layout is invalid (checked first).
-            TokenIdContainerError: ``token_ids`` is not a flat sequence or 1-D array.
-            TokenCountMismatchError: the ID count differs from the shape's element count.
-            TokenShapeError: the output shape ``token_shape + (d,)`` does not fit (too many
-                axes, a layout overflow, or a zero-element shape NumPy cannot describe),
-                found before any ID is read.
-            TokenIdDtypeError: an empty array of a non-integer dtype.
-            IndexAllocationError: the index buffer cannot be reserved.
-            TokenIdTypeError, TokenIdOutOfBoundsError: the first bad ID in flat order.
-            TensorAutodiffError: from the tape, as its own type.
+            IdError, AllocationError: in the contract's order (see
+                :func:`~llm_from_scratch.autograd.gather.plan_of_ids`): ``ids.shape``,
+                ``ids.container``, ``ids.count``, ``ids.shape`` for the output shape,
+                ``ids.dtype``, ``ids.allocation``, then ``ids.type`` or ``ids.out-of-range``
+                for the first bad ID in flat order.
+            TapeError, AllocationError: from the tape, as their own rules.
         """
         table = self.table.tensor
-        plan = plan_of_flat_ids(
-            token_ids,
-            token_shape,
-            (self.vocabulary_size, self.embedding_width),
-            table.dtype.itemsize,
-            "embedding",
-            self.options.gradient_rule,
-        )
+        table_shape = (self.vocabulary_size, self.embedding_width)
+        rule = self.options.gradient_rule
+        plan = plan_of_ids(token_ids, table_shape, table.dtype.itemsize, rule, shape=token_shape)
         return lookup(table, plan, self.options)
 
     def __call__(self, ids: object) -> TensorValue:
-        """Look up rows for ``ids``, an integer array or nested lists; its shape is the token shape.
-
-        An array (any subclass, read through its plain data; not a masked one) is looked up
-        without being flattened first. For nested lists and tuples (a list or tuple subclass is
-        read as the items it holds), the shape is taken from the first items, at most
-        ``MAX_AXES`` levels deep (a list that contains itself is a
-        :class:`TokenIdNestingError`); that shape and the output shape are checked and room
-        for the flat IDs reserved before the nest is walked for raggedness.
+        """Look up rows for ``ids``, an integer array or nested lists whose shape is the token
+        shape (an array is not flattened first; a list or tuple subclass is read as the items
+        it holds, and nesting deeper than ``MAX_AXES`` is ``ids.nesting``).
 
         Raises:
-            TokenIdContainerError: a masked array, or ragged nested lists.
-            TokenIdNestingError: lists nested deeper than ``MAX_AXES`` levels.
-            TokenShapeError, TokenIdDtypeError, IndexAllocationError, TokenIdTypeError,
-                TokenIdOutOfBoundsError: as :meth:`forward`.
+            IdError, AllocationError: as :meth:`forward`, with ``ids.container`` for a masked
+                array or ragged lists.
 
         Shape:
             ``ids``: ``[*]``; output: ``[*, d]``.
@@ -435,26 +401,27 @@ def _options(
 
 def lookup(table: TensorValue, plan: RowGatherPlan, options: LookupOptions) -> TensorValue:
     """The lookup of checked IDs (their plan carries the options' gradient rule) with checked
-    options (package-internal; the layer and ``nn.functional.embedding`` call it). With ``max_norm``
-    the table is a parameter, whose looked-up rows are renormalized in place, or a constant,
-    whose renormalized rows are looked up without writing it.
+    options (package-internal; the layer and ``nn.functional.embedding`` call it). With
+    ``max_norm`` a parameter's looked-up rows are renormalized in place, and a constant's
+    renormalized rows are looked up without writing it.
 
     Raises:
-        ReleasedOperandError, OutputAllocationError: from the tape.
+        TapeError, AllocationError: from the tape.
     """
     if options.max_norm is None:
-        return gather_rows_with_plan(table, plan)
+        return value_of(gather_rows_forward(node_of(table), plan))
     if table.kind == "constant":
         rows, renormalized, positions = renormalized_rows(
             table.numpy(), plan.indices, options.max_norm, options.norm_type
         )
         shape = (int(rows.size), plan.table_shape[1])
         renormalized_plan = plan_from_validated_indices(positions, plan.index_shape, shape)
-        return gather_rows_with_plan(constant_from_owned_array(renormalized), renormalized_plan)
+        constant = node_of(constant_from_owned_array(renormalized))
+        return value_of(gather_rows_forward(constant, renormalized_plan))
     return renormalized_then(
         table,
         plan.indices,
         options.max_norm,
         options.norm_type,
-        lambda: gather_rows_with_plan(table, plan),
+        lambda: value_of(gather_rows_forward(node_of(table), plan)),
     )

@@ -12,18 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar, Literal
 
-from llm_from_scratch.autograd.errors import (
-    EmbeddingError,
-    IndexAllocationError,
-    TableRankError,
-    TokenCountMismatchError,
-    TokenIdContainerError,
-    TokenIdDtypeError,
-    TokenIdNestingError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
-)
+from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.nn.init import InitializationError
 
 __all__ = [
@@ -39,7 +28,6 @@ __all__ = [
     "FirstOffsetError",
     "FlagTypeError",
     "FrozenTableMaxNormError",
-    "IndexAllocationError",
     "LastOffsetError",
     "MaxNormError",
     "NormTypeError",
@@ -55,17 +43,13 @@ __all__ = [
     "PerSampleWeightsShapeError",
     "PerSampleWeightsTypeError",
     "PretrainedTableTypeError",
-    "TableRankError",
     "TableTypeError",
-    "TokenCountMismatchError",
-    "TokenIdContainerError",
-    "TokenIdDtypeError",
-    "TokenIdNestingError",
-    "TokenIdOutOfBoundsError",
-    "TokenIdTypeError",
-    "TokenShapeError",
     "ZeroEmbeddingWidthError",
 ]
+
+
+class EmbeddingError(StructuredError):
+    """Base class of every error of the embedding layers."""
 
 
 # Tables ----------------------------------------------------------------------------------------

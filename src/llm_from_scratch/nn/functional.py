@@ -25,12 +25,12 @@ from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.bag import bag_plan_from_validated, embedding_bag_with_plan
 from llm_from_scratch.autograd.gather import plan_of_ids
 from llm_from_scratch.autograd.value import constant_from_owned_array
+from llm_from_scratch.errors import TableError
 from llm_from_scratch.nn.bag_offsets import bag_starts
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS, lookup
 from llm_from_scratch.nn.embedding_errors import (
     OptionValueError,
     PerSampleWeightsError,
-    TableRankError,
     TableTypeError,
 )
 from llm_from_scratch.nn.options import BagOptions, LookupOptions, checked_flag
@@ -272,5 +272,5 @@ def _table_shape(table: object) -> tuple[int, int]:
         raise TableTypeError(qualified_type_name(table))
     shape = table.shape
     if len(shape) != 2:
-        raise TableRankError(len(shape), "embedding")
+        raise TableError("table.rank", rank=len(shape))
     return shape[0], shape[1]

@@ -24,12 +24,11 @@ if TYPE_CHECKING:
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.value import parameter_from_owned_array
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import ShapeError, StructuredError
 from llm_from_scratch.tensor.storage import (
     CONVERSION_ERRORS,
     FloatArray,
     Tensor,
-    TensorError,
     checked_dtype,
     checked_row_major_layout,
 )
@@ -348,7 +347,7 @@ def xavier_uniform_array(
     try:
         resolved = checked_dtype(dtype)
         _, count = checked_row_major_layout((fan_in, fan_out))
-    except TensorError as error:
+    except ShapeError as error:
         raise ParameterTableError(str(error)) from error
     try:
         # NumPy raises ValueError, not MemoryError, when the byte count overflows.

@@ -21,9 +21,10 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from llm_from_scratch.autograd import NonFiniteParameterError, TensorValue
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import copied_values, update_leaves_in_place
+from llm_from_scratch.errors import NonFiniteError
 from llm_from_scratch.nn.embedding_errors import EmbeddingStateError
 from llm_from_scratch.nn.init import FROZEN_DETAIL, NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable, Table, checked_sizes
@@ -122,7 +123,7 @@ def checked_state(layer: str, name: str, leaf: TensorValue, state: object) -> Fl
         raise refused("value", f"{rule}, got {list(array.shape)} {array.dtype}")
     found = first_non_finite(array)
     if found is not None:
-        raise NonFiniteParameterError(found[0], found[1])
+        raise NonFiniteError("parameter.non-finite", value=found[1], position=found[0])
     return array
 
 

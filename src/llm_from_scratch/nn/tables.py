@@ -25,14 +25,14 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from llm_from_scratch.autograd import NonFiniteParameterError, OutputAllocationError, TensorValue
+from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import constant_from_owned_array, parameter_from_owned_array
+from llm_from_scratch.errors import AllocationError, NonFiniteError, TableError
 from llm_from_scratch.nn.embedding_errors import (
     EmbeddingInitializationError,
     EmptyVocabularyError,
     PretrainedTableTypeError,
-    TableRankError,
     ZeroEmbeddingWidthError,
 )
 from llm_from_scratch.nn.init import (
@@ -86,7 +86,7 @@ class FrozenTable:
             raise TypeError(f"a FrozenTable holds a rank-two table, got shape {tensor.shape}")
         found = first_non_finite(tensor.numpy())
         if found is not None:
-            raise NonFiniteParameterError(found[0], found[1])
+            raise NonFiniteError("parameter.non-finite", value=found[1], position=found[0])
 
     def __repr__(self) -> str:
         return f"FrozenTable(name={self.name!r}, shape={self.tensor.shape})"
@@ -117,7 +117,7 @@ def checked_sizes(shape: tuple[int, ...]) -> tuple[int, int]:
         TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: in this order.
     """
     if len(shape) != 2:
-        raise TableRankError(len(shape))
+        raise TableError("table.rank", rank=len(shape))
     if shape[0] == 0:
         raise EmptyVocabularyError()
     if shape[1] == 0:
@@ -268,12 +268,15 @@ class PretrainedSource:
         try:
             values = np.array(self.array, dtype=self.dtype, order="C", copy=True)
         except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
-            raise OutputAllocationError("leaf copy", self.shape[0] * self.shape[1]) from error
+            elements = self.shape[0] * self.shape[1]
+            raise AllocationError(
+                "output.allocation", elements=elements, operation="leaf copy"
+            ) from error
         if freeze:  # the frozen table checks its values itself
             return FrozenTable(name, constant_from_owned_array(values))
         found = first_non_finite(values)
         if found is not None:
-            raise NonFiniteParameterError(found[0], found[1])
+            raise NonFiniteError("parameter.non-finite", value=found[1], position=found[0])
         return NamedParameter.from_value(name, parameter_from_owned_array(values))
 
 

@@ -25,7 +25,7 @@ from typing import TypeAlias
 
 import numpy as np
 
-from llm_from_scratch.autograd import GraphRetention, RetentionTypeError, TensorValue
+from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.bag import BagSaved, entry_upstream
 from llm_from_scratch.autograd.dispatch import runs_compiled, runs_on_one_thread
 from llm_from_scratch.autograd.gather import RowGatherPlan
@@ -46,6 +46,7 @@ from llm_from_scratch.autograd.value import (
     raise_if_non_finite_seed,
     unit_seed,
 )
+from llm_from_scratch.errors import TapeError
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 StepGradient: TypeAlias = "FloatArray | RowSparseGradient | DeferredRowGradient"
@@ -181,7 +182,7 @@ def fused_backward_step(
 
 def _run(root: Node, seed: FloatArray, retention: object, step: FusedStep) -> None:
     if not isinstance(retention, GraphRetention):
-        raise RetentionTypeError(retention)
+        raise TapeError("tape.retention-type", retention=retention)
     backward(root, seed, retention, step)
 
 

@@ -3,35 +3,9 @@
 from llm_from_scratch.tensor.storage import (
     INDEX_LIMIT,
     MAX_AXES,
-    DataLengthMismatchError,
-    NegativeExtentError,
-    NonIntegerExtentError,
     Shape,
-    ShapeOverflowError,
-    ShapeTypeError,
     Tensor,
-    TensorAllocationError,
-    TensorError,
-    TensorValueOverflowError,
-    TensorValueTypeError,
-    TooManyAxesError,
     checked_row_major_layout,
 )
 
-__all__ = [
-    "INDEX_LIMIT",
-    "MAX_AXES",
-    "DataLengthMismatchError",
-    "NegativeExtentError",
-    "NonIntegerExtentError",
-    "Shape",
-    "ShapeOverflowError",
-    "ShapeTypeError",
-    "Tensor",
-    "TensorAllocationError",
-    "TensorError",
-    "TensorValueOverflowError",
-    "TensorValueTypeError",
-    "TooManyAxesError",
-    "checked_row_major_layout",
-]
+__all__ = ["INDEX_LIMIT", "MAX_AXES", "Shape", "Tensor", "checked_row_major_layout"]

@@ -20,23 +20,17 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import numpy as np
 
-from llm_from_scratch.autograd import GatherIndexOutOfBoundsError
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
 from llm_from_scratch.demos.ch18_token_embeddings.report import build_report
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import IdError, StructuredError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, is_too_large, load_json, read_file
-from llm_from_scratch.nn import (
-    Embedding,
-    TokenCountMismatchError,
-    TokenIdOutOfBoundsError,
-    TokenShapeError,
-)
+from llm_from_scratch.nn import Embedding
 
 __all__ = [
     "ERROR_KINDS",
@@ -57,12 +51,8 @@ __all__ = [
 ONE_HOT_ID: Final = 2
 OUTPUT_SHAPE_CASES: Final = ((2, 3), (), (0,))
 SCANNED_IDS: Final = (1, 4, 9)
-#: The three faults of exercise 6, by the layer's error class.
-ERROR_KINDS: Final = {
-    TokenShapeError: "shape",
-    TokenCountMismatchError: "count",
-    TokenIdOutOfBoundsError: "id",
-}
+#: The three faults of exercise 6, by the layer's error rule.
+ERROR_KINDS: Final = {"ids.shape": "shape", "ids.count": "count", "ids.out-of-range": "id"}
 
 Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
 
@@ -143,7 +133,7 @@ def chapter_facts(fixture: Ch18Fixture = KNOWN_FIXTURE) -> ChapterFacts:
         id_shapes=[list(shape) for shape in OUTPUT_SHAPE_CASES],
         output_shapes=[list(_output_shape(layer, shape)) for shape in OUTPUT_SHAPE_CASES],
         error_order=_error_order(layer),
-        first_invalid={"id": error.id, "position": error.position},
+        first_invalid={name: cast(int, error.fields[name]) for name in ("id", "position")},
         layer_message=str(error),
         gather_message=_gather_message(layer),
         clone_same_node=layer.clone().table.tensor.is_same_node(layer.table.tensor),
@@ -241,10 +231,10 @@ def _exercise_number(path: str, key: str) -> int:
     return number
 
 
-def _raised(layer: Embedding, ids: list[object], shape: tuple[int, ...]) -> TokenIdOutOfBoundsError:
+def _raised(layer: Embedding, ids: list[object], shape: tuple[int, ...]) -> IdError:
     try:
         layer.forward(ids, shape)
-    except TokenIdOutOfBoundsError as error:
+    except IdError as error:
         return error
     raise RuntimeError(f"the layer accepted the IDs {ids}")
 
@@ -262,8 +252,8 @@ def _error_order(layer: Embedding) -> tuple[str, ...]:
         shape = (-1,) if "shape" in faults else (len(ids) + ("count" in faults),)
         try:
             layer.forward(ids, shape)
-        except (TokenShapeError, TokenCountMismatchError, TokenIdOutOfBoundsError) as error:
-            kind = ERROR_KINDS[type(error)]
+        except IdError as error:
+            kind = ERROR_KINDS[error.rule]
         else:
             raise RuntimeError(f"the layer accepted the faults {sorted(faults)}")
         order.append(kind)
@@ -274,7 +264,7 @@ def _error_order(layer: Embedding) -> tuple[str, ...]:
 def _gather_message(layer: Embedding) -> str:
     try:
         layer.table.tensor.gather_rows(list(SCANNED_IDS), (len(SCANNED_IDS),))
-    except GatherIndexOutOfBoundsError as error:
+    except IdError as error:
         return str(error)
     raise RuntimeError("gather_rows accepted an ID outside the table")
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
-from llm_from_scratch.nn import Embedding, SplitMix64, TokenIdOutOfBoundsError
+from llm_from_scratch.errors import IdError
+from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.tensor import Shape, Tensor
 
 
@@ -221,6 +223,10 @@ def _table_rows(
 def _bounds_check(embedding: Embedding, token_id: int) -> BoundsCheck:
     try:
         embedding.forward([token_id], (1,))
-    except TokenIdOutOfBoundsError as error:
-        return BoundsCheck(error.id, error.vocabulary_size, error.position, rejected=True)
+    except IdError as error:
+        if error.rule != "ids.out-of-range":
+            raise
+        fields = error.fields
+        id_, rows, position = fields["id"], fields["vocabulary_size"], fields["position"]
+        return BoundsCheck(cast(int, id_), cast(int, rows), cast(int, position), rejected=True)
     return BoundsCheck(token_id, embedding.vocabulary_size, -1, False)
