@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, prange
-from llm_from_scratch.autograd.kernels import row_groups
+from llm_from_scratch.autograd.kernels import grouped_sums, row_groups
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 
@@ -67,30 +67,18 @@ def _bag_maxima_into(
 
 
 @compiled_kernel(parallel=True)
-def _bag_row_sums_into(
-    values: Any, upstream: Any, bag_of: Any, weights: Any, starts: Any, order: Any
+def _weighted_row_sums_into(
+    values: Any, upstream: Any, sources: Any, weights: Any, starts: Any
 ) -> None:  # pragma: no cover - JIT
     width = upstream.shape[1]
-    weighted = weights.shape[0] > 0
     for slot in prange(values.shape[0]):
         first = starts[slot]  # every listed row has a first entry: it starts the sum at 0.0
-        for entry in range(first, starts[slot + 1]):
-            position = order[entry]
-            bag = bag_of[position]
-            if weighted:
-                weight = weights[position]
-                if entry == first:
-                    for feature in range(width):
-                        values[slot, feature] = 0.0 + weight * upstream[bag, feature]
-                else:
-                    for feature in range(width):
-                        values[slot, feature] += weight * upstream[bag, feature]
-            elif entry == first:
-                for feature in range(width):
-                    values[slot, feature] = 0.0 + upstream[bag, feature]
-            else:
-                for feature in range(width):
-                    values[slot, feature] += upstream[bag, feature]
+        for feature in range(width):
+            values[slot, feature] = 0.0 + weights[first] * upstream[sources[first], feature]
+        for entry in range(first + 1, starts[slot + 1]):
+            weight, source = weights[entry], sources[entry]
+            for feature in range(width):
+                values[slot, feature] += weight * upstream[source, feature]
 
 
 @compiled_kernel(parallel=True)
@@ -165,15 +153,12 @@ def bag_row_sums(
         ``indices``, ``bag_of``, ``weights``: ``[N]``; ``upstream``: ``[B, d]``.
     """
     rows, starts, order = row_groups(indices, rows_in_table)
+    sources = bag_of[order]  # the upstream row of each entry, grouped by row
+    if weights is None:
+        return rows, grouped_sums(upstream, starts, sources), np.diff(starts)
     values = np.empty((rows.shape[0], upstream.shape[1]), dtype=upstream.dtype)
-    _bag_row_sums_into(
-        values,
-        np.ascontiguousarray(upstream),
-        bag_of,
-        _weights_or_empty(weights, upstream.dtype),
-        starts,
-        order,
-    )
+    ordered = np.ascontiguousarray(weights[order])
+    _weighted_row_sums_into(values, np.ascontiguousarray(upstream), sources, ordered, starts)
     return rows, values, np.diff(starts)
 
 

@@ -1,10 +1,10 @@
 """The tape's compiled kernels: large row gathers, scatters and finiteness checks.
 
 Each loop is compiled by Numba on its first call (:mod:`~llm_from_scratch.autograd.dispatch`
-decides when a kernel runs and is the one place that imports Numba). Every kernel writes into
-arrays NumPy allocated (NumPy asks the kernel for huge pages; Numba's own allocations fault more
-slowly), and none uses fast-math, so sums keep their left-to-right order and match the plain loop
-bit for bit.
+decides when a kernel runs). Every kernel writes into arrays NumPy allocated, and none uses
+fast-math, so sums keep their left-to-right order and match the plain loop bit for bit.
+:func:`scatter_sum` is the one sum of grouped upstream rows: the tape's scatter, the bag's VJP
+and the optimizers' row updates (:mod:`llm_from_scratch.optim.kernels`) all call it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,21 @@ from typing import Any
 
 import numpy as np
 
-from llm_from_scratch.autograd.dispatch import compiled_kernel, prange
+from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper, prange
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
+
+
+@kernel_helper
+def scatter_sum(out: Any, upstream: Any, sources: Any, start: int, stop: int) -> None:
+    """``out = 0.0 + upstream[sources[start]] + ... + upstream[sources[stop - 1]]``, each
+    feature added left to right (``stop > start``)."""
+    first = sources[start]
+    for feature in range(out.shape[0]):
+        out[feature] = 0.0 + upstream[first, feature]
+    for entry in range(start + 1, stop):
+        source = sources[entry]
+        for feature in range(out.shape[0]):
+            out[feature] += upstream[source, feature]
 
 
 @compiled_kernel(parallel=True)
@@ -58,15 +71,11 @@ def _counting_plan(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover
 
 
 @compiled_kernel(parallel=True)
-def _sum_rows_into(values: Any, upstream: Any, starts: Any, order: Any) -> None:  # pragma: no cover
-    width = upstream.shape[1]
+def _grouped_sums_into(
+    values: Any, upstream: Any, starts: Any, order: Any
+) -> None:  # pragma: no cover - JIT
     for slot in prange(values.shape[0]):
-        for feature in range(width):
-            values[slot, feature] = 0.0
-        for entry in range(starts[slot], starts[slot + 1]):
-            position = order[entry]
-            for feature in range(width):
-                values[slot, feature] += upstream[position, feature]
+        scatter_sum(values[slot], upstream, order, starts[slot], starts[slot + 1])
 
 
 @compiled_kernel(parallel=False)
@@ -93,12 +102,26 @@ def _count_non_finite(flat: Any) -> int:  # pragma: no cover - JIT
 
 
 def gather_rows_into(out: FloatArray, table: FloatArray, indices: IndexArray) -> None:
-    """``out[p, :] = table[indices[p], :]`` for valid ``indices``, two threads.
-
-    Shape:
-        ``out``: ``[N, d]``; ``table``: ``[V, d]``; ``indices``: ``[N]``.
-    """
+    """``out[p, :] = table[indices[p], :]`` for valid ``indices`` (``[N, d]``, ``[V, d]``,
+    ``[N]``)."""
     _gather_rows_into(out, np.ascontiguousarray(table), indices)
+
+
+def row_groups(
+    indices: IndexArray, rows_in_table: int
+) -> tuple[IndexArray, IndexArray, IndexArray]:
+    """The positions of each used row, by a stable counting sort: the sorted unique rows
+    ``[k]``, where each row's group starts in ``order`` (``[k + 1]``, the last ``N``) and
+    ``order`` (``[N]``), each row's positions in increasing order."""
+    rows, starts, order = _counting_plan(indices, rows_in_table)
+    return rows, starts, order
+
+
+def grouped_sums(upstream: FloatArray, starts: IndexArray, order: IndexArray) -> FloatArray:
+    """Each group's :func:`scatter_sum` of ``upstream`` rows (``[k, d]``, threads take groups)."""
+    values = np.empty((starts.shape[0] - 1, upstream.shape[1]), dtype=upstream.dtype)
+    _grouped_sums_into(values, np.ascontiguousarray(upstream), starts, order)
+    return values
 
 
 def scatter_rows(
@@ -107,29 +130,18 @@ def scatter_rows(
     """Sorted unique rows, each row's sum of upstream rows in flat order, and the use counts.
 
     Shape:
-        ``indices``: ``[N]`` valid rows of a ``rows_in_table``-row table; ``upstream``:
-        ``[N, d]``; returns ``[k]``, ``[k, d]`` and ``[k]``.
+        ``indices``: ``[N]``, rows of a ``rows_in_table``-row table; ``upstream``: ``[N, d]``.
     """
-    rows, starts, order = _counting_plan(indices, rows_in_table)
-    values = np.empty((rows.shape[0], upstream.shape[1]), dtype=upstream.dtype)
-    _sum_rows_into(values, np.ascontiguousarray(upstream), starts, order)
-    return rows, values, np.diff(starts)
+    rows, starts, order = row_groups(indices, rows_in_table)
+    return rows, grouped_sums(upstream, starts, order), np.diff(starts)
 
 
 def position_sums(
     indices: IndexArray, upstream: FloatArray, rows_in_table: int
 ) -> tuple[IndexArray, FloatArray]:
-    """Sorted unique rows and each row's sum of upstream rows, read in position order.
-
-    The same sums as :func:`scatter_rows`, bit for bit (each row adds its positions in
-    increasing order from ``+0.0``), but reading ``upstream`` front to back on one thread,
-    adding into the row's sum wherever it is, rather than row by row: a large upstream that has
-    left the cache streams in instead of being fetched row by row.
-
-    Shape:
-        ``indices``: ``[N]``; ``upstream``: ``[N, d]`` (C-contiguous); returns ``[k]`` and
-        ``[k, d]``.
-    """
+    """The rows and sums of :func:`scatter_rows`, bit for bit, but reading a C-contiguous
+    ``upstream`` front to back on one thread (a large upstream that has left the cache streams
+    in rather than being fetched row by row)."""
     used = np.bincount(indices, minlength=rows_in_table) > 0
     rows = np.flatnonzero(used).astype(np.intp, copy=False)
     slot_of_row = np.cumsum(used, dtype=np.intp) - 1
@@ -139,18 +151,5 @@ def position_sums(
 
 
 def all_finite(array: FloatArray) -> bool:
-    """True when no element is NaN or infinite (two threads, no temporary array)."""
+    """True when no element is NaN or infinite (no temporary array)."""
     return int(_count_non_finite(np.ascontiguousarray(array).reshape(-1))) == 0
-
-
-def row_groups(
-    indices: IndexArray, rows_in_table: int
-) -> tuple[IndexArray, IndexArray, IndexArray]:
-    """The positions of each used row, grouped by a stable counting sort.
-
-    Returns the sorted unique rows ``[k]``, where each row's group starts in ``order``
-    (``[k + 1]``, the last entry ``N``) and ``order`` (``[N]``): the positions of each row in
-    increasing order. :func:`scatter_rows` sums the upstream rows in exactly this order.
-    """
-    rows, starts, order = _counting_plan(indices, rows_in_table)
-    return rows, starts, order

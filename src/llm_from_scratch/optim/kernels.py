@@ -2,7 +2,8 @@
 
 Each kernel reads a row-sparse gradient as groups (see :mod:`llm_from_scratch.optim.rows`):
 row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e`` in ``starts[slot]:starts[slot + 1]``
-from ``+0.0``, left to right, exactly like the tape's scatter, into a scratch row. Then, feature
+into a scratch row with the tape's own scatter-sum
+(:func:`~llm_from_scratch.autograd.kernels.scatter_sum`). Then, feature
 by feature, it computes the new value and states, copies the old ones into ``undo[slot]`` (the
 table's row, then each state's), stores the new ones, and counts the gradient values and the
 new values or states that are not finite (``x - x`` is NaN exactly for NaN and infinities, a
@@ -22,6 +23,7 @@ from typing import Any, Final
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, prange
+from llm_from_scratch.autograd.kernels import scatter_sum
 from llm_from_scratch.optim.rows import RowGroups
 from llm_from_scratch.tensor.storage import FloatArray
 
@@ -49,13 +51,7 @@ def _sgd_rows(
         block_bad_gradient = 0
         block_bad_step = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
-            first = order[starts[slot]]
-            for feature in range(width):
-                gradient[feature] = 0.0 + upstream[first, feature]
-            for entry in range(starts[slot] + 1, starts[slot + 1]):
-                position = order[entry]
-                for feature in range(width):
-                    gradient[feature] += upstream[position, feature]
+            scatter_sum(gradient, upstream, order, starts[slot], starts[slot + 1])
             row = rows[slot]
             for feature in range(width):
                 old = table[row, feature]
@@ -92,13 +88,7 @@ def _adagrad_rows(
         block_bad_gradient = 0
         block_bad_step = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
-            first = order[starts[slot]]
-            for feature in range(width):
-                gradient[feature] = 0.0 + upstream[first, feature]
-            for entry in range(starts[slot] + 1, starts[slot + 1]):
-                position = order[entry]
-                for feature in range(width):
-                    gradient[feature] += upstream[position, feature]
+            scatter_sum(gradient, upstream, order, starts[slot], starts[slot + 1])
             row = rows[slot]
             for feature in range(width):
                 old = table[row, feature]
@@ -146,13 +136,7 @@ def _lazy_adam_rows(
         block_bad_gradient = 0
         block_bad_step = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
-            first = order[starts[slot]]
-            for feature in range(width):
-                gradient[feature] = 0.0 + upstream[first, feature]
-            for entry in range(starts[slot] + 1, starts[slot + 1]):
-                position = order[entry]
-                for feature in range(width):
-                    gradient[feature] += upstream[position, feature]
+            scatter_sum(gradient, upstream, order, starts[slot], starts[slot + 1])
             row = rows[slot]
             for feature in range(width):
                 old = table[row, feature]
