@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import llm_from_scratch.autograd.gradient as gradient_module
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
-from llm_from_scratch.autograd.gradient import scatter_by_add_at
+from llm_from_scratch.autograd.gradient import scatter_sums
 from llm_from_scratch.autograd.kernels import scatter_rows
 from llm_from_scratch.errors import AllocationError
 from llm_from_scratch.nn import Embedding, SplitMix64
@@ -136,7 +136,7 @@ def test_both_scatter_strategies_equal_the_plain_loop_bit_for_bit(
     if not ids:
         return
     for rows, values, counts in (
-        scatter_by_add_at(indices, upstream),
+        scatter_sums(indices, upstream),
         scatter_rows(indices, upstream, 7),
     ):
         assert rows.tolist() == sorted(set(ids))

@@ -37,7 +37,7 @@ from llm_from_scratch.autograd.bag_kernels import (
     weight_gradients_into,
 )
 from llm_from_scratch.autograd.dispatch import runs_compiled
-from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, scatter_by_add_at
+from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, scatter_sums
 from llm_from_scratch.autograd.tape import Node, output_allocation_error, record
 from llm_from_scratch.autograd.value import TensorValue, node_of, value_of
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, read_only_view
@@ -297,7 +297,7 @@ def _table_gradient(saved: BagSaved, upstream: FloatArray) -> RowSparseGradient:
         if weights is not None:
             with np.errstate(over="ignore", invalid="ignore"):
                 terms *= weights.reshape(-1, 1)
-        listed, values, counts = scatter_by_add_at(rows, terms)
+        listed, values, counts = scatter_sums(rows, terms)
     # A row that copies one term is finite when the upstream is, unless a weight scaled it.
     summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False) if weights is None else None
     return RowSparseGradient(listed, values, plan.table_shape, summed)

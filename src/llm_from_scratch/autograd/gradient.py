@@ -1,8 +1,8 @@
-"""Gradient values on the tape: dense arrays, and row-sparse tables fed by a row gather.
+"""Gradient values on the tape: dense arrays, and row-sparse tables a row gather leaves.
 
 A row gather's VJP touches only the rows its indices select, so its table gradient is stored as
-sorted unique ``rows`` plus one summed vector per row. Dense and row-sparse gradients combine by
-the rules in :func:`add_gradients`; the dense view is materialized only on demand.
+sorted unique ``rows`` and one summed vector per row; dense and row-sparse gradients combine by
+:func:`add_gradients`, and the dense view is made only on demand.
 """
 
 from __future__ import annotations
@@ -23,24 +23,15 @@ _FEW_POSITIONS: Final = 16
 class RowSparseGradient:
     """A ``[V, d]`` gradient that is zero outside a few rows.
 
-    Args:
-        rows: sorted unique row indices, shape ``[k]``.
-        values: the gradient of each listed row, shape ``[k, d]``.
-        shape: the dense shape ``(V, d)``.
-        summed: positions in ``rows`` whose values add two or more upstream rows, or None when
-            unknown.
-
-    The gradient takes the arrays over without copying them: whoever builds one keeps no
-    other reference it writes through (the package's own constructors build new arrays).
+    It takes its arrays over without a copy (the package's constructors build new ones).
 
     Attributes:
-        rows: the sorted unique row indices, a new read-only view on each access.
-        values: the gradient of each listed row, a new read-only view on each access.
+        rows: the sorted unique row indices ``[k]`` (a new read-only view on each access).
+        values: the gradient of each listed row ``[k, d]`` (likewise).
         shape: the dense shape ``(V, d)``.
-        summed: positions in :attr:`rows` whose values add two or more upstream rows (a new
-            read-only view on each access), or None when unknown. The other rows are copies of
-            one upstream row each, so they are finite whenever the upstream is: only summed rows
-            need a finiteness check.
+        summed: positions in :attr:`rows` whose values add two or more upstream rows, or None
+            when unknown. The others copy one upstream row each, so they are finite whenever
+            the upstream is: only summed rows need a finiteness check.
 
     Example:
         >>> import numpy as np
@@ -78,17 +69,20 @@ class RowSparseGradient:
         """Positions in :attr:`rows` whose values sum several upstream rows, or None."""
         return None if self._summed is None else read_only_view(self._summed)
 
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The dtype of :attr:`values`."""
+        return self._values.dtype
+
     @classmethod
     def empty(cls, shape: Shape, dtype: np.dtype[Any]) -> RowSparseGradient:
-        """The all-zero gradient of a ``shape`` table, holding no rows (one shared object per
-        shape and dtype: it never changes)."""
-        key = (shape, dtype)
-        empty = _EMPTY.get(key)
+        """The all-zero gradient of a ``shape`` table: no rows (one shared object per shape and
+        dtype: it never changes)."""
+        empty = _EMPTY.get((shape, dtype))
         if empty is None:
-            rows = np.empty(0, dtype=np.intp)
-            values = np.empty((0, shape[1]), dtype=dtype)
+            rows, values = np.empty(0, dtype=np.intp), np.empty((0, shape[1]), dtype=dtype)
             rows.flags.writeable = values.flags.writeable = False
-            empty = _EMPTY[key] = cls(rows, values, shape)
+            empty = _EMPTY[shape, dtype] = cls(rows, values, shape)
         return empty
 
     @classmethod
@@ -100,12 +94,9 @@ class RowSparseGradient:
         *,
         divide_by_counts: bool = False,
     ) -> RowSparseGradient:
-        """Sum upstream rows that share an index, in flat position order.
-
-        Each row's sum starts from ``0.0`` and adds its positions left to right, so the
-        result is bit-identical to the plain loop ``g[indices[p]] += upstream[p]``. With
-        ``divide_by_counts``, each row's sum is then divided by the number of positions that
-        selected it.
+        """Sum the upstream rows that share an index: each row's sum starts from ``0.0`` and adds
+        its positions left to right, bit for bit the loop ``g[indices[p]] += upstream[p]``; with
+        ``divide_by_counts`` each sum is then divided by its number of positions.
 
         Shape:
             ``indices``: ``[N]``; ``upstream``: ``[N, d]``; ``shape``: ``(V, d)``.
@@ -115,7 +106,7 @@ class RowSparseGradient:
         if upstream.size >= COMPILED_KERNEL_MIN_VALUES:
             rows, values, counts = scatter_rows(indices, upstream, shape[0])
         else:
-            rows, values, counts = scatter_by_add_at(indices, upstream)
+            rows, values, counts = scatter_sums(indices, upstream)
         summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
         if divide_by_counts and summed.size:
             with np.errstate(over="ignore", invalid="ignore"):
@@ -123,32 +114,25 @@ class RowSparseGradient:
         return cls(rows, values, shape, summed)
 
     def without_row(self, row: int) -> RowSparseGradient:
-        """The same gradient with ``row`` left out (so exactly zero), or ``self`` if it is not
-        listed."""
+        """This gradient with ``row`` left out (exactly zero), or ``self`` if it is not listed."""
         position = int(np.searchsorted(self._rows, row))
         if position == self._rows.size or int(self._rows[position]) != row:
             return self
-        rows = np.delete(self._rows, position)
-        values = np.delete(self._values, position, axis=0)
         summed = self._summed
         if summed is not None:
             kept = summed[summed != position]
             summed = np.where(kept > position, kept - 1, kept).astype(np.intp, copy=False)
-        return RowSparseGradient(rows, values, self.shape, summed)
-
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        """The dtype of :attr:`values`."""
-        return self._values.dtype
+        values = np.delete(self._values, position, axis=0)
+        return RowSparseGradient(np.delete(self._rows, position), values, self.shape, summed)
 
     def to_dense(self) -> FloatArray:
-        """Materialize the ``[V, d]`` array; rows not listed are exactly zero."""
+        """The ``[V, d]`` array; rows not listed are exactly zero."""
         dense = np.zeros(self.shape, dtype=self._values.dtype)
         dense[self._rows] = self._values
         return dense
 
     def merged_with(self, later: RowSparseGradient) -> RowSparseGradient:
-        """``self + later`` row by row (``self`` first), keeping rows sorted and unique."""
+        """``self + later`` row by row (``self`` first), rows sorted and unique."""
         if later._rows.size == 0:
             return self
         if self._rows.size == 0:
@@ -160,43 +144,39 @@ class RowSparseGradient:
             values[np.searchsorted(rows, later._rows)] += later._values
         return RowSparseGradient(rows, values, self.shape)
 
-    def added_to_dense(self, dense: FloatArray) -> FloatArray:
-        """A new dense array ``dense + self`` (``dense`` first); ``dense`` is not changed."""
+    def added_to_dense(self, dense: FloatArray, *, dense_first: bool = True) -> FloatArray:
+        """A new dense array ``dense + self`` (``self + dense`` unless ``dense_first``: the
+        first operand's NaN is the one kept); ``dense`` is not changed."""
         result = np.array(dense, copy=True)
         with np.errstate(over="ignore", invalid="ignore"):
-            result[self._rows] += self._values
-        return result
-
-    def dense_plus_self(self, dense: FloatArray) -> FloatArray:
-        """A new dense array ``self + dense`` (``self`` first); ``dense`` is not changed."""
-        result = np.array(dense, copy=True)
-        with np.errstate(over="ignore", invalid="ignore"):
-            result[self._rows] = self._values + dense[self._rows]
+            if dense_first:
+                result[self._rows] += self._values
+            else:
+                result[self._rows] = self._values + dense[self._rows]
         return result
 
 
-def scatter_by_add_at(
+def scatter_sums(
     indices: IndexArray, upstream: FloatArray
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """Sorted unique rows, their sums and their use counts, by NumPy's unbuffered ``add.at``.
-
-    Each sum starts from ``+0.0`` and adds its positions left to right, like the plain loop
-    (and like :func:`~llm_from_scratch.autograd.kernels.scatter_rows`, used for large scatters).
-    """
+    """Sorted unique rows, each one's sum of its upstream rows and its use count, with NumPy's
+    unbuffered ``add.at``: each sum starts from ``+0.0`` and adds its positions left to right,
+    as :func:`~llm_from_scratch.autograd.kernels.scatter_rows` adds them for large scatters."""
     inverse: Any
     if indices.size <= _FEW_POSITIONS:  # Python's set and sort beat np.unique's overhead
         ids = indices.tolist()
         listed = sorted(set(ids))
-        inverse = list(map(dict(zip(listed, range(len(listed)), strict=True)).__getitem__, ids))
+        slot = dict(zip(listed, range(len(listed)), strict=True))
+        inverse = [slot[row] for row in ids]
         rows = np.array(listed, dtype=np.intp)
         counts = np.bincount(inverse, minlength=rows.size)
     else:
         rows, inverse, counts = np.unique(indices, return_inverse=True, return_counts=True)
-        inverse = inverse.reshape(-1)
+        rows, inverse = rows.astype(np.intp, copy=False), inverse.reshape(-1)
     values = np.zeros((rows.size, upstream.shape[1]), dtype=upstream.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         np.add.at(values, inverse, upstream)
-    return rows.astype(np.intp, copy=False), values, counts
+    return rows, values, counts
 
 
 Gradient: TypeAlias = "FloatArray | RowSparseGradient"
@@ -208,7 +188,7 @@ def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:
     if isinstance(earlier, RowSparseGradient):
         if isinstance(later, RowSparseGradient):
             return earlier.merged_with(later)
-        return earlier.dense_plus_self(later)
+        return earlier.added_to_dense(later, dense_first=False)
     if isinstance(later, RowSparseGradient):
         return later.added_to_dense(earlier)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -221,14 +201,14 @@ def as_dense(gradient: Gradient) -> FloatArray:
 
 
 def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
-    """The dense flat index and value of the first NaN or infinity, or None if all are finite.
-
-    A row-sparse gradient that knows its summed rows is checked on those rows only: its other
-    rows copy one upstream row each, and the tape only ever passes finite upstream gradients.
-    """
+    """The dense flat index and value of the first NaN or infinity, or None if all are finite
+    (a row-sparse gradient that knows its summed rows is checked on those only: the tape only
+    ever passes finite upstream gradients)."""
     positions = None
     if isinstance(gradient, RowSparseGradient):
         positions = gradient._summed
+        if positions is not None and positions.size == 0:
+            return None
         candidates = gradient._values if positions is None else gradient._values[positions]
     else:
         candidates = gradient
