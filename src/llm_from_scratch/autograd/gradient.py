@@ -166,8 +166,7 @@ def scatter_sums(
     if indices.size <= _FEW_POSITIONS:  # Python's set and sort beat np.unique's overhead
         ids = indices.tolist()
         listed = sorted(set(ids))
-        slot = dict(zip(listed, range(len(listed)), strict=True))
-        inverse = [slot[row] for row in ids]
+        inverse = list(map(dict(zip(listed, range(len(listed)), strict=True)).__getitem__, ids))
         rows = np.array(listed, dtype=np.intp)
         counts = np.bincount(inverse, minlength=rows.size)
     else:

@@ -8,11 +8,9 @@ frozen record of the facts its VJP needs, and the VJP itself, which sits next to
 
 Only a parameter's values ever change, and only by an in-place update
 (:func:`~llm_from_scratch.autograd.threads.update_parameters`: an optimizer step, a checkpoint
-load, a ``max_norm`` lookup), which bumps its value revision. No other node shares memory with a
-parameter, so a constant or an operation result never changes after it is built, and a backward
-pass through an operation that read a parameter at an older revision raises ``StaleValueError``.
-How the tape stays exact on several threads is the business of
-:mod:`~llm_from_scratch.autograd.threads`.
+load, a ``max_norm`` lookup), which bumps its value revision; a backward pass through an
+operation that read an older revision raises ``tape.stale-value``. How the tape stays exact on
+several threads is the business of :mod:`~llm_from_scratch.autograd.threads`.
 """
 
 from __future__ import annotations
@@ -64,11 +62,11 @@ _creation_order = itertools.count()
 
 
 class Node:
-    """One value on the tape. Package-private: users hold a ``TensorValue``.
+    """One value on the tape (package-private: users hold a ``TensorValue``).
 
-    ``array`` is never handed out (callers get read-only views of it). A parameter also has an
-    update ``lock`` and counts its in-place writes (see
-    :mod:`~llm_from_scratch.autograd.threads`); ``revision`` counts the updates that succeeded.
+    ``array`` is never handed out. A parameter also has an update ``lock`` and counts its
+    in-place writes (:mod:`~llm_from_scratch.autograd.threads`); ``revision`` counts the
+    updates that succeeded.
     """
 
     __slots__ = (
@@ -112,8 +110,7 @@ class Node:
 
 
 def zero_gradient(array: FloatArray) -> Gradient:
-    """The all-zero gradient of a parameter: row-sparse with no rows for a rank-two table,
-    dense zeros otherwise."""
+    """A parameter's all-zero gradient: row-sparse with no rows for a table, else dense zeros."""
     if array.ndim == 2:
         return RowSparseGradient.empty((int(array.shape[0]), int(array.shape[1])), array.dtype)
     return np.zeros(array.shape, dtype=array.dtype)
@@ -124,15 +121,9 @@ _release_epoch = [0]  # counts release passes, so that clean nodes need not be w
 _release_lock = threading.Lock()
 
 
-def is_recording() -> bool:
-    """False inside ``no_grad()``."""
-    return bool(getattr(_recording, "enabled", True))
-
-
 @contextmanager
 def no_grad() -> Iterator[None]:
-    """Switch recording off for the calling thread: operations inside build untracked
-    constant values (other threads keep recording).
+    """Switch recording off for the calling thread: operations inside build constants.
 
     Example:
         >>> from llm_from_scratch.autograd import TensorValue
@@ -143,7 +134,7 @@ def no_grad() -> Iterator[None]:
         >>> y.kind
         'constant'
     """
-    previous = is_recording()
+    previous = getattr(_recording, "enabled", True)
     _recording.enabled = False
     try:
         yield
@@ -160,11 +151,10 @@ def record(
     compute: Callable[[], tuple[FloatArray, object]],
     vjp: Vjp,
 ) -> Node:
-    """Compute an operation's value and the facts its VJP needs, and wrap them: an operation
-    node, or a constant when nothing needs a gradient (or under ``no_grad()``).
-
-    ``compute`` reads the operands' values and returns a new array (never a view of a
-    parameter's values) and the saved record; the operation records the revisions it read.
+    """Compute an operation's value and the facts its VJP needs (``compute`` reads the operands
+    and returns a new array, never a view of a parameter's values, and the saved record), and
+    wrap them: an operation node that records the revisions it read, or a constant when nothing
+    needs a gradient or under ``no_grad()``.
 
     Raises:
         TapeError: ``tape.released-operand``, an operand reaches a released tape.
@@ -175,11 +165,10 @@ def record(
         tracked = tracked or node.kind != "constant"
         if recording and node.kind == "operation" and _reaches_released(node):
             raise TapeError("tape.released-operand", operation=operation, operand=name)
-    nodes = tuple(node for _, node in operands) if len(operands) > 1 else (operands[0][1],)
+    names, nodes = zip(*operands, strict=True)
     (value, saved), revisions = consistent_read(nodes, compute)
     if not (recording and tracked):
         return Node(value, "constant", None)
-    names = tuple(name for name, _ in operands) if len(operands) > 1 else (operands[0][0],)
     return Node(value, "operation", Operation(operation, names, nodes, revisions, saved, vjp))
 
 
@@ -206,19 +195,19 @@ def _reaches_released(start: Node) -> bool:
 
 Step: TypeAlias = "tuple[Node, Operation]"
 Reads: TypeAlias = "list[tuple[Operation, str, Node, int]]"
-"""Each recorded parameter operand: the operation, the operand's name, the parameter and the
-revision the operation read (only a parameter's revision ever changes)."""
+"""Each recorded parameter operand: the operation, its name for it, the parameter and the
+revision it read (only a parameter's revision ever changes)."""
 
 
 class PassConsumer(Protocol):
-    """Code that takes part of a backward pass over (an optimizer's fused step,
-    :mod:`llm_from_scratch.optim.fused`): some operations' VJPs, and the commit.
+    """Code that takes part in a backward pass (an optimizer's fused step,
+    :mod:`llm_from_scratch.optim.fused`).
 
     ``leaves`` are locked with the pass's parameters. ``deferred(steps)`` names the operation
-    nodes (by ``id``) whose VJP the pass does not run: it records their upstream gradient in
-    the returned dict instead. Holding the locks, ``commit(updates, deferred)`` gets each
-    reached parameter's new gradient (stored plus pass) and the deferred upstreams, may write
-    the parameters, and returns the gradients to store; it may raise, having changed nothing.
+    nodes (by ``id``) whose VJP the pass does not run: it records their upstream there instead.
+    Holding the locks, ``commit(updates, deferred)`` gets each reached parameter's new gradient
+    and the deferred upstreams, may write the parameters, and returns the gradients to store;
+    it may raise, having changed nothing.
     """
 
     leaves: Sequence[Node]
@@ -233,19 +222,29 @@ class PassConsumer(Protocol):
 def backward(
     root: Node, seed: FloatArray, retention: GraphRetention, consumer: PassConsumer | None = None
 ) -> None:
-    """Propagate ``seed`` from ``root`` and add each parameter's pass gradient to its store.
+    """Propagate ``seed`` (checked by the caller) from ``root`` and add each parameter's pass
+    gradient to its store, all or nothing.
 
-    Transactional: every check runs and every new gradient is computed before any is stored.
-    The pass runs without a lock; the commit holds the update locks of every parameter
-    involved, checks the recorded revisions again, and adds, checks and stores all gradients,
-    so concurrent passes into shared parameters sum exactly, and an update that ran during the
-    pass makes it raise ``StaleValueError`` with nothing stored. ``seed`` has been checked by
-    the caller (shape, dtype, finiteness).
+    The pass runs without a lock; the commit holds the update locks of every parameter involved,
+    checks the recorded revisions again, then adds, checks and stores every gradient, so
+    concurrent passes into shared parameters sum exactly and an update during the pass makes it
+    raise ``tape.stale-value`` with nothing stored.
+
+    Raises:
+        TapeError: ``tape.not-recorded``, ``tape.released``, ``tape.stale-value``.
+        NonFiniteError: ``gradient.non-finite``; AllocationError: ``output.allocation``.
     """
     if root.kind == "constant":
         raise TapeError("tape.not-recorded")
     steps = _topological_order(root)
-    reads = _parameter_reads(steps)
+    reads: Reads = []
+    for _, operation in steps:
+        operands = zip(
+            operation.operand_names, operation.parents, operation.parent_revisions, strict=True
+        )
+        for name, parent, revision in operands:
+            if parent.kind == "parameter":
+                reads.append((operation, name, parent, revision))
     _raise_if_stale(reads)
     deferred = {} if consumer is None else consumer.deferred(steps)
     try:
@@ -263,52 +262,10 @@ def backward(
             _release_epoch[0] += 1
 
 
-def _parameter_reads(steps: Sequence[Step]) -> Reads:
-    """Every recorded parameter operand of ``steps``, in the order the revision check reports
-    them."""
-    reads: Reads = []
-    for _, operation in steps:
-        for name, parent, revision in zip(
-            operation.operand_names, operation.parents, operation.parent_revisions, strict=True
-        ):
-            if parent.kind == "parameter":
-                reads.append((operation, name, parent, revision))
-    return reads
-
-
-def _commit(
-    root: Node,
-    reads: Reads,
-    reached: Sequence[tuple[Node, Gradient]],
-    consumer: PassConsumer | None,
-    deferred: dict[int, FloatArray | None],
-) -> None:
-    """Holding the update locks of every parameter involved, check the recorded revisions
-    again, then add, check and store every gradient (or let the consumer commit)."""
-    locked = [*consumer.leaves] if consumer is not None else []
-    for _, _, parameter, _ in reads:
-        locked.append(parameter)
-    for node, _ in reached:
-        locked.append(node)
-    with parameter_locks(locked):
-        _raise_if_stale(reads)
-        try:
-            updates = _accumulated(reached)
-            if consumer is not None:
-                updates = consumer.commit(updates, deferred)
-        except MemoryError as error:
-            raise output_allocation_error("backward", root.array.size) from error
-        for node, gradient in updates:
-            node.gradient = gradient
-
-
 def _topological_order(root: Node) -> list[Step]:
-    """Operation nodes reachable from ``root`` with their operations, every node before its
-    parents. The operations are taken once, so a concurrent release cannot change the pass.
-
-    Raises:
-        TapeError: ``tape.released``, the pass reaches a released operation.
-    """
+    """The operation nodes reachable from ``root`` with their operations, each before its
+    parents (each operation read once, so a concurrent release cannot change the pass);
+    a released one is ``tape.released``."""
     order: list[Step] = []
     visited: set[int] = set()
     stack: list[tuple[Node, Operation | None]] = [(root, None)]
@@ -336,12 +293,9 @@ def _propagate(
     root: Node, seed: FloatArray, steps: Sequence[Step], deferred: dict[int, FloatArray | None]
 ) -> list[tuple[Node, Gradient]]:
     """Run each VJP in order and return every leaf's pass gradient; a node listed in
-    ``deferred`` gets its upstream recorded there instead of running its VJP.
-
-    Every gradient a VJP returns is checked for NaN and infinities, by the pass or, when the
-    operation's saved record says ``vjp_checks_finiteness``, by the VJP itself: a compiled VJP
-    counts them while it writes its output, and raises the same ``NonFiniteGradientError``.
-    """
+    ``deferred`` gets its upstream recorded there instead. Every gradient is checked for NaN
+    and infinities as it is handed on, by the VJP itself when its saved record says
+    ``vjp_checks_finiteness`` (a compiled VJP counts them as it writes)."""
     pending: dict[int, tuple[Node, Gradient]] = {id(root): (root, seed)}
     for node, operation in steps:
         entry = pending.pop(id(node), None)
@@ -353,46 +307,53 @@ def _propagate(
         if id(node) in deferred:
             deferred[id(node)] = upstream
             continue
-        for parent, gradient in _checked_vjp(operation, upstream):
+        checked = getattr(operation.saved, "vjp_checks_finiteness", False)
+        gradients = operation.vjp(operation.saved, upstream)
+        for parent, gradient in zip(operation.parents, gradients, strict=True):
+            if gradient is None or parent.kind == "constant":
+                continue
+            if not checked:
+                raise_if_non_finite(operation.name, gradient)
             earlier = pending.get(id(parent))
             if earlier is not None:
                 gradient = add_gradients(earlier[1], gradient)
                 raise_if_non_finite(operation.name, gradient)  # every upstream is finite
             pending[id(parent)] = (parent, gradient)
-    reached = []
-    for entry in pending.values():
-        if entry[0].kind == "parameter":
-            reached.append(entry)
-    return reached
+    return list(pending.values())
 
 
-def _checked_vjp(operation: Operation, upstream: FloatArray) -> Iterator[tuple[Node, Gradient]]:
-    """The VJP's gradient of each parent that takes one, in order, each checked for NaN and
-    infinities as it is handed on (by the VJP itself when its saved record says
-    ``vjp_checks_finiteness``)."""
-    checked = getattr(operation.saved, "vjp_checks_finiteness", False)
-    for parent, gradient in zip(
-        operation.parents, operation.vjp(operation.saved, upstream), strict=True
-    ):
-        if gradient is None or parent.kind == "constant":
-            continue
-        if not checked:
-            raise_if_non_finite(operation.name, gradient)
-        yield parent, gradient
-
-
-def _accumulated(reached: Sequence[tuple[Node, Gradient]]) -> list[tuple[Node, Gradient]]:
-    """Each parameter's stored gradient plus its pass gradient (the caller holds the locks)."""
-    updates = []
-    for node, gradient in reached:
-        stored = node.gradient
-        if stored is None:
-            continue
-        total = add_gradients(stored, gradient)
-        if total is not gradient:  # adding to an all-zero store returns the checked pass
-            raise_if_non_finite("accumulated parameter", total)
-        updates.append((node, total))
-    return updates
+def _commit(
+    root: Node,
+    reads: Reads,
+    reached: Sequence[tuple[Node, Gradient]],
+    consumer: PassConsumer | None,
+    deferred: dict[int, FloatArray | None],
+) -> None:
+    """Holding the update locks of every parameter involved, check the recorded revisions
+    again, then add, check and store every gradient (or let the consumer commit)."""
+    locked = [*consumer.leaves] if consumer is not None else []
+    for _, _, parameter, _ in reads:
+        locked.append(parameter)
+    for node, _ in reached:
+        locked.append(node)
+    with parameter_locks(locked):
+        _raise_if_stale(reads)
+        updates = []
+        try:
+            for node, gradient in reached:
+                stored = node.gradient
+                if stored is None:  # not a parameter
+                    continue
+                total = add_gradients(stored, gradient)
+                if total is not gradient:  # adding to an all-zero store returns the checked pass
+                    raise_if_non_finite("accumulated parameter", total)
+                updates.append((node, total))
+            if consumer is not None:
+                updates = consumer.commit(updates, deferred)
+        except MemoryError as error:
+            raise output_allocation_error("backward", root.array.size) from error
+        for node, gradient in updates:
+            node.gradient = gradient
 
 
 def _raise_if_stale(reads: Reads) -> None:
