@@ -21,7 +21,7 @@ import numbers
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from itertools import chain, islice
 from math import prod
 from typing import Any, Final, Literal, TypeAlias, cast
@@ -52,7 +52,6 @@ Checker: TypeAlias = Literal["embedding", "gather"]
 ``TensorValue.gather_rows`` (``gather.*``)."""
 
 _PREFIX: Final = {"embedding": "ids", "gather": "gather"}
-_TRUSTED: Final = object()  # the key of the trusted constructor
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +76,7 @@ class RowGradientRule:
 PLAIN_GRADIENT: Final = RowGradientRule()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RowGatherPlan:
     """Checked facts for one row gather, built only by :func:`plan_of_ids` and
     :func:`plan_from_validated_indices`; any other call raises ``TypeError``.
@@ -91,11 +90,9 @@ class RowGatherPlan:
     index_shape: Shape
     table_shape: tuple[int, int]
     gradient_rule: RowGradientRule
-    key: InitVar[object] = None
 
-    def __post_init__(self, key: object) -> None:
-        if key is not _TRUSTED:
-            raise TypeError("a row-gather plan is built only by the package's constructors")
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("a row-gather plan is built only by the package's constructors")
 
     @property
     def output_shape(self) -> Shape:
@@ -122,7 +119,13 @@ def plan_from_validated_indices(
     """The trusted constructor (package-internal): the caller checked every index and the
     output layout; nothing is checked again. Takes ``indices`` over (it becomes read-only)."""
     indices.flags.writeable = False
-    return RowGatherPlan(indices, index_shape, table_shape, rule, _TRUSTED)
+    plan = object.__new__(RowGatherPlan)  # the fields are set as the dataclass sets them
+    for name, value in zip(_PLAN_FIELDS, (indices, index_shape, table_shape, rule), strict=True):
+        object.__setattr__(plan, name, value)
+    return plan
+
+
+_PLAN_FIELDS: Final = ("indices", "index_shape", "table_shape", "gradient_rule")
 
 
 # The one ID reader ---------------------------------------------------------------------------
@@ -182,8 +185,7 @@ def plan_of_ids(
         raise _allocation_error(checker, count) from error
     if isinstance(read, IdProblem):
         raise _id_error(prefix, read, count, rows)
-    read.flags.writeable = False
-    return RowGatherPlan(read, index_shape, table_shape, rule, _TRUSTED)
+    return plan_from_validated_indices(read, index_shape, table_shape, rule)
 
 
 def _check_output_shape(
@@ -242,6 +244,7 @@ def _id_error(prefix: str, problem: IdProblem, count: int, rows: int) -> IdError
 
 _CHUNK: Final = 1 << 16  # items converted per block (bounds temporary memory)
 _FEW_IDS: Final = 64
+_INDEX: Final = np.dtype(np.intp)
 _EXACT_AS_INDEX: Final = frozenset(
     np.dtype(code) for code in np.typecodes["AllInteger"] if np.can_cast(code, np.intp)
 )  # every native integer dtype whose values all fit an index (all but uint64 on 64 bits)
@@ -298,22 +301,20 @@ def read_ids(source: Source, count: int, bound: int) -> IndexArray | IdProblem:
     """
     buffer: np.ndarray[Any, Any] | None = None
     if isinstance(source, np.ndarray) and source.dtype.kind != "O":
-        if source.dtype.kind not in "iu":
-            if source.size == 0:
-                return IdProblem("dtype", 0, source.dtype)
-            return IdProblem("type", 0, source.flat[0].item())
-        wide = source.dtype in _EXACT_AS_INDEX  # else uint64: checked in its own dtype
-        buffer = _copied(source, np.dtype(np.intp) if wide else source.dtype)
+        read = _array_buffer(source)
+        if isinstance(read, IdProblem):
+            return read
+        buffer = read
     elif type(source) is list and set(map(type, source)) <= {int}:
         with suppress(OverflowError):  # an int beyond 64 bits: read item by item below
-            buffer = np.array(source, dtype=np.intp)  # Python ints cannot change
+            buffer = np.array(source, dtype=_INDEX)  # Python ints cannot change
     blocks: Iterable[tuple[int, int, IdProblem | None]] = ((0, count, None),)
     if buffer is None:
         buffer = _empty_indices(count)
         items = source.flat if isinstance(source, np.ndarray) else source
         blocks = _converted_blocks(iter(items), buffer, bound)
     for start, stop, problem in blocks:  # each block checked before the next is read
-        checked = buffer[start:stop]
+        checked = buffer if stop - start == count else buffer[start:stop]
         if checked.size <= _FEW_IDS:  # Python's min and max beat NumPy's call overhead here
             values = checked.tolist()
             in_range = not values or (min(values) >= 0 and max(values) < bound)
@@ -325,11 +326,18 @@ def read_ids(source: Source, count: int, bound: int) -> IndexArray | IdProblem:
             return IdProblem("bounds", start + position, int(checked[position]))
         if problem is not None:
             return problem
-    return buffer if buffer.dtype == np.intp else buffer.astype(np.intp)  # in range: exact
+    return buffer if buffer.dtype is _INDEX else buffer.astype(_INDEX)  # in range: exact
 
 
-def _copied(array: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """One read of ``array`` (any rank, any layout) into a new flat buffer, in row-major order."""
+def _array_buffer(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | IdProblem:
+    """One read of an integer array (any rank, any layout) into a new flat buffer in row-major
+    order, as indices (uint64 as itself, to be checked before it is converted); another dtype
+    is the problem at position 0 (its dtype, when the array is empty)."""
+    if array.dtype.kind not in "iu":
+        if array.size == 0:
+            return IdProblem("dtype", 0, array.dtype)
+        return IdProblem("type", 0, array.flat[0].item())
+    dtype = _INDEX if array.dtype in _EXACT_AS_INDEX else array.dtype
     try:
         return array.astype(dtype, order="C").reshape(-1)  # a plain ndarray's own method
     except ValueError as error:  # NumPy: the byte count does not fit a signed 64-bit size
@@ -338,7 +346,7 @@ def _copied(array: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any
 
 def _empty_indices(count: int) -> IndexArray:
     try:
-        return np.empty(count, dtype=np.intp)
+        return np.empty(count, dtype=_INDEX)
     except ValueError as error:  # NumPy: the byte count does not fit a signed 64-bit size
         raise MemoryError(f"cannot reserve {count} indices") from error
 

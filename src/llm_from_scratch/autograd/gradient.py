@@ -17,6 +17,7 @@ from llm_from_scratch.autograd.kernels import all_finite, scatter_rows
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Shape, read_only_view
 
 _FEW_POSITIONS: Final = 16
+_FEW_VALUES: Final = 64
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -105,9 +106,12 @@ class RowSparseGradient:
             return cls.empty(shape, upstream.dtype)
         if upstream.size >= COMPILED_KERNEL_MIN_VALUES:
             rows, values, counts = scatter_rows(indices, upstream, shape[0])
+            summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
+        elif upstream.size <= _FEW_VALUES and upstream.dtype == np.float64:
+            rows, values, counts, summed = _scatter_floats(indices, upstream)
         else:
             rows, values, counts = scatter_sums(indices, upstream)
-        summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
+            summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
         if divide_by_counts and summed.size:
             with np.errstate(over="ignore", invalid="ignore"):
                 np.divide(values, counts.reshape(-1, 1).astype(values.dtype), out=values)
@@ -176,6 +180,30 @@ def scatter_sums(
     with np.errstate(over="ignore", invalid="ignore"):
         np.add.at(values, inverse, upstream)
     return rows, values, counts
+
+
+def _scatter_floats(
+    indices: IndexArray, upstream: FloatArray
+) -> tuple[IndexArray, FloatArray, IndexArray, IndexArray]:
+    """:func:`scatter_sums` of a few float64 values, and the summed positions, in Python floats
+    (the same IEEE double arithmetic, without NumPy's call overhead)."""
+    sums: dict[int, list[float]] = {}
+    counts: dict[int, int] = {}
+    for row, term in zip(indices.tolist(), upstream.tolist(), strict=True):
+        total = sums.get(row)
+        if total is None:
+            sums[row], counts[row] = list(map((0.0).__add__, term)), 1
+        else:
+            sums[row], counts[row] = list(map(float.__add__, total, term)), counts[row] + 1
+    listed = sorted(sums)
+    summed = []
+    for position, row in enumerate(listed):
+        if counts[row] > 1:
+            summed.append(position)
+    rows = np.array(listed, dtype=np.intp)
+    values = np.array(list(map(sums.__getitem__, listed)), dtype=np.float64)
+    uses = np.array(list(map(counts.__getitem__, listed)), dtype=np.intp)
+    return rows, values, uses, np.array(summed, dtype=np.intp)
 
 
 Gradient: TypeAlias = "FloatArray | RowSparseGradient"

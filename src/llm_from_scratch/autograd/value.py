@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Sequence
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeAlias, TypeVar
 
 import numpy as np
@@ -55,7 +55,6 @@ from llm_from_scratch.tensor.storage import (
     tensor_without_copy,
 )
 
-_TRUSTED: Final = object()  # the key of the trusted constructor below
 _T = TypeVar("_T")
 
 Operand: TypeAlias = "TensorValue | Tensor | npt.NDArray[Any] | float | np.number[Any]"
@@ -63,7 +62,7 @@ Operand: TypeAlias = "TensorValue | Tensor | npt.NDArray[Any] | float | np.numbe
 dtype, or a real number."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, init=False, eq=False, repr=False)
 class TensorValue:
     """A tensor on the tape: a parameter leaf, a constant leaf, or an operation result.
 
@@ -88,7 +87,6 @@ class TensorValue:
 
     __slots__ = ("_node",)
     _node: Node
-    key: InitVar[object] = None
 
     grad = PyTorchName("gradient (a Tensor; sparse_gradient for the rows a lookup touched)")
     data = PyTorchName("numpy() for the numbers, or value for a Tensor")
@@ -101,9 +99,8 @@ class TensorValue:
     view = PyTorchName("reshape(shape)")
     pow = PyTorchName("value * value (the tape has no power)")
 
-    def __post_init__(self, key: object) -> None:
-        if key is not _TRUSTED:
-            raise TypeError("build a TensorValue with TensorValue.parameter or .constant")
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("build a TensorValue with TensorValue.parameter or .constant")
 
     @classmethod
     def parameter(cls, tensor: Tensor) -> TensorValue:
@@ -212,10 +209,7 @@ class TensorValue:
             >>> (w + 0.5).numpy().tolist(), (1 + w).numpy().tolist()
             ([1.5, 2.5], [2.0, 3.0])
         """
-        number = None if isinstance(other, TensorValue) else number_of("add", other, self.dtype)
-        if number is not None:
-            return value_of(shift_forward(self._node, number))
-        return value_of(add_forward(self._node, _operand_node("add", other)))
+        return self._binary("add", other, shift_forward, add_forward)
 
     def mul(self, other: Operand) -> TensorValue:
         """Element-wise product, ``self * other`` (also ``other * self``), as :meth:`add`.
@@ -228,18 +222,44 @@ class TensorValue:
             >>> loss.item(), w.gradient.numpy().tolist()
             (2.5, [1.0, 2.0])
         """
-        number = None if isinstance(other, TensorValue) else number_of("mul", other, self.dtype)
-        if number is not None:
-            return value_of(scale_forward(self._node, number))
-        return value_of(mul_forward(self._node, _operand_node("mul", other)))
+        return self._binary("mul", other, scale_forward, mul_forward)
 
     def sub(self, other: Operand) -> TensorValue:
-        """Element-wise difference, ``self - other`` (also ``other - self`` and ``-self``), as
-        :meth:`add`."""
-        number = None if isinstance(other, TensorValue) else number_of("sub", other, self.dtype)
+        """Element-wise difference, ``self - other`` (also ``other - self``), as :meth:`add`."""
+        return self._binary("sub", other, minus_number_forward, sub_forward)
+
+    def _binary(
+        self,
+        operation: str,
+        other: object,
+        by_number: Callable[[Node, np.floating[Any]], Node],
+        by_value: Callable[[Node, Node], Node],
+    ) -> TensorValue:
+        number = None if isinstance(other, TensorValue) else number_of(operation, other, self.dtype)
         if number is not None:
-            return value_of(minus_number_forward(self._node, number))
-        return value_of(sub_forward(self._node, _operand_node("sub", other)))
+            return value_of(by_number(self._node, number))
+        return value_of(by_value(self._node, _operand_node(operation, other)))
+
+    __add__ = __radd__ = add
+    __mul__ = __rmul__ = mul
+    __sub__ = sub
+
+    def __rsub__(self, other: Operand) -> TensorValue:
+        number = number_of("sub", other, self.dtype)
+        if number is not None:
+            return value_of(number_minus_forward(self._node, number))
+        return value_of(sub_forward(_operand_node("sub", other), self._node))
+
+    def __neg__(self) -> TensorValue:
+        return self.mul(-1)
+
+    def __truediv__(self, number: float | np.number[Any]) -> TensorValue:
+        """``self / number`` by a real number, which receives no gradient (the tape divides by
+        no value); anything else is ``operand.divisor-type``."""
+        divisor = None if isinstance(number, TensorValue) else number_of("div", number, self.dtype)
+        if divisor is None:
+            raise _operand_error("div", type(number).__name__)
+        return value_of(divided_forward(self._node, divisor))
 
     def sum(self) -> TensorValue:
         """The scalar sum of every element."""
@@ -285,38 +305,6 @@ class TensorValue:
     def log_sigmoid(self) -> TensorValue:
         """``log(sigmoid(x))`` element-wise, as ``min(x, 0) - log1p(exp(-|x|))``: no overflow."""
         return value_of(log_sigmoid_forward(self._node))
-
-    def __add__(self, other: Operand) -> TensorValue:
-        return self.add(other)
-
-    def __radd__(self, other: Operand) -> TensorValue:
-        return self.add(other)
-
-    def __sub__(self, other: Operand) -> TensorValue:
-        return self.sub(other)
-
-    def __rsub__(self, other: Operand) -> TensorValue:
-        number = number_of("sub", other, self.dtype)
-        if number is not None:
-            return value_of(number_minus_forward(self._node, number))
-        return value_of(sub_forward(_operand_node("sub", other), self._node))
-
-    def __neg__(self) -> TensorValue:
-        return self.mul(-1)
-
-    def __mul__(self, other: Operand) -> TensorValue:
-        return self.mul(other)
-
-    def __rmul__(self, other: Operand) -> TensorValue:
-        return self.mul(other)
-
-    def __truediv__(self, number: float | np.number[Any]) -> TensorValue:
-        """``self / number`` by a real number, which receives no gradient (the tape divides by
-        no value); anything else is ``operand.divisor-type``."""
-        divisor = None if isinstance(number, TensorValue) else number_of("div", number, self.dtype)
-        if divisor is None:
-            raise _operand_error("div", type(number).__name__)
-        return value_of(divided_forward(self._node, divisor))
 
     # Numbers ----------------------------------------------------------------------------------
 
@@ -514,8 +502,10 @@ drop the gradient; call it on value.numpy() for the numbers
 
 
 def value_of(node: Node) -> TensorValue:
-    """The handle on a node the package built."""
-    return TensorValue(node, _TRUSTED)
+    """The handle on a node the package built (the trusted constructor)."""
+    value = object.__new__(TensorValue)
+    object.__setattr__(value, "_node", node)
+    return value
 
 
 def node_of(value: TensorValue) -> Node:
