@@ -1,11 +1,10 @@
 """The one choice between NumPy and a compiled kernel, and the one place that imports Numba.
 
 Below :data:`COMPILED_KERNEL_MIN_VALUES` array values NumPy alone is faster than loading compiled
-code, so every caller asks :func:`runs_compiled` before it runs a kernel. Kernel modules
-(:mod:`llm_from_scratch.autograd.kernels`, :mod:`llm_from_scratch.optim.kernels`) write their
-loops in plain Python with :data:`prange` and mark them with :func:`compiled_kernel`; importing
-them costs nothing. Numba is imported, and a loop compiled (or loaded from Numba's cache next to
-its module), on that loop's first call, so small work and the chapter demo never load Numba.
+code, so every caller asks :func:`runs_compiled`. Kernel modules write their loops in plain
+Python with :data:`prange` and mark them with :func:`compiled_kernel` (and the small functions
+they call with :func:`kernel_helper`); Numba is imported, and a loop compiled or loaded from its
+cache, on that loop's first call, so small work and the chapter demo never load it.
 """
 
 from __future__ import annotations
@@ -18,12 +17,10 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16
-"""Array sizes from which gathers, scatters, finiteness checks and optimizer row updates run
-compiled kernels."""
+"""Array sizes from which gathers, scatters, finiteness checks and row updates run compiled."""
 
 prange = range
-"""The parallel range of kernel loops: Python's ``range`` until a loop is compiled, where it
-becomes Numba's ``prange``."""
+"""The parallel range of kernel loops: Python's ``range``, Numba's ``prange`` once compiled."""
 
 
 def runs_compiled(values: int) -> bool:
@@ -37,21 +34,17 @@ def runs_compiled(values: int) -> bool:
 
 
 class CompiledKernel:
-    """A kernel loop that Numba compiles on its first call.
-
-    Compiled with ``nogil`` and without fast-math, so sums keep their left-to-right order.
+    """A kernel loop that Numba compiles on its first call, with ``nogil`` and without
+    fast-math (sums keep their left-to-right order).
 
     Args:
         loop: a module-level function of NumPy arrays and numbers, written with :data:`prange`.
-        parallel: compile its ``prange`` loops to run on several threads. After
-            :func:`set_kernel_threads` set one thread for the calling thread, the loop runs a
-            serial compilation instead: the same arithmetic without the cost of starting a
-            parallel region (every kernel's results are the same on any number of threads).
-        pack_lanes: also run LLVM's superword-level (SLP) vectorizer, which Numba leaves off,
-            so that a loop's explicitly independent scalar sums (a dot product's interleaved
-            lanes) become vector instructions. It changes no operation and no order, so the
-            results are the same bits; Numba's setting is switched for this loop's
-            compilations only, holding Numba's compiler lock.
+        parallel: compile its ``prange`` loops for several threads; after
+            :func:`set_kernel_threads` set one thread for the calling thread, a serial
+            compilation runs instead (the same results, without starting a parallel region).
+        pack_lanes: also run LLVM's superword-level vectorizer (Numba leaves it off) for this
+            loop's compilations, so explicitly independent sums become vector instructions; it
+            changes no operation and no order, so the results are the same bits.
     """
 
     __slots__ = ("_compiled", "_loop", "_pack_lanes", "_packed_types", "_parallel")
@@ -80,15 +73,13 @@ class CompiledKernel:
 
 
 def runs_on_one_thread() -> bool:
-    """True after :func:`set_kernel_threads` set one thread for the calling thread: a kernel
-    that would split its work between threads may then take another order of work that pays
-    on one thread (with the same results)."""
+    """True after :func:`set_kernel_threads` set one thread for the calling thread: a kernel may
+    then take another order of work that pays on one thread (with the same results)."""
     return getattr(_threads, "count", 0) == 1
 
 
 def _type_key(argument: Any) -> object:
-    """What Numba compiles a new version for: an array's dtype, rank and writeability (those
-    of each item of a tuple)."""
+    """What Numba compiles a new version for: an array's dtype, rank and writeability."""
     if isinstance(argument, tuple):
         return tuple(_type_key(item) for item in argument)
     if hasattr(argument, "flags"):
@@ -97,16 +88,13 @@ def _type_key(argument: Any) -> object:
 
 
 _threads = threading.local()  # ``count``: the calling thread's kernel threads, once set here
-
-
 _HELPERS: dict[str, types.FunctionType] = {}
-"""Plain functions that compiled kernels call, by name (see :func:`kernel_helper`)."""
+_COMPILED_HELPERS: dict[str, Callable[..., Any]] = {}
 
 
 def kernel_helper(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a small module-level function that kernel loops call: Python runs it as it is, and
-    a kernel that names it is compiled with a compiled copy of it.
-    Helper names are unique across the package."""
+    """Mark a small module-level function that kernel loops call (names unique across the
+    package): Python runs it as it is, a compiled kernel that names it a compiled copy."""
     if not isinstance(function, types.FunctionType):
         raise TypeError(f"a kernel helper is a plain function, got {type(function).__name__}")
     _HELPERS[function.__name__] = function
@@ -141,16 +129,15 @@ def _lanes_packed() -> Iterator[None]:
 
 
 def kernel_thread_limit() -> int:
-    """How many threads compiled kernels may use on this machine (Numba's thread pool, one per
-    processor unless ``NUMBA_NUM_THREADS`` says otherwise). Imports Numba."""
-    numba = _numba()
-    return int(numba.config.NUMBA_NUM_THREADS)
+    """How many threads compiled kernels may use (Numba's pool: one per processor unless
+    ``NUMBA_NUM_THREADS`` says otherwise). Imports Numba."""
+    return int(_numba().config.NUMBA_NUM_THREADS)
 
 
 def set_kernel_threads(count: int) -> int:
-    """Run the ``prange`` loops of compiled kernels on ``count`` threads, from 1 to
-    :func:`kernel_thread_limit` (the caller checks the range), in the calling thread; return
-    the count it had. Imports Numba."""
+    """Run compiled kernels' ``prange`` loops on ``count`` threads (1 to
+    :func:`kernel_thread_limit`, checked by the caller) in the calling thread; return the count
+    it had. Imports Numba."""
     numba = _numba()
     previous = int(numba.get_num_threads())
     numba.set_num_threads(count)
@@ -160,36 +147,29 @@ def set_kernel_threads(count: int) -> int:
 
 def sleep_between_kernels() -> None:
     """Ask Numba's OpenMP threads to sleep as soon as a parallel region ends
-    (``OMP_WAIT_POLICY=PASSIVE``), unless the environment already chose a wait
-    (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``). OpenMP reads it once, when Numba first loads
-    it, so this changes nothing after the first compiled kernel of the process.
+    (``OMP_WAIT_POLICY=PASSIVE``), unless the environment chose a wait already
+    (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``); OpenMP reads it once, when Numba loads it.
 
-    For a long run that interleaves Python work with many short kernels on a machine shared
-    with other work (``ch18 train`` calls it): there, GNU OpenMP's default spin made two
-    two-thread training epochs side by side take 2.7 times as long. A library call keeps the
-    default, under which back-to-back kernels on a small table run up to 1.3 times faster
-    (``docs/performance.md``).
+    For a long run interleaving Python work with many short kernels on a shared machine
+    (``ch18 train``): there, OpenMP's default spin made two two-thread epochs side by side take
+    2.7 times as long, while a library call keeps the default, under which back-to-back kernels
+    on a small table run up to 1.3 times faster (``docs/performance.md``).
     """
     if not any(name in os.environ for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 
 def _numba() -> Any:
-    """Numba, imported here only."""
     import numba
 
     return numba
 
 
-_COMPILED_HELPERS: dict[str, Callable[..., Any]] = {}
-
-
 def _compiled_helper(helper: types.FunctionType) -> Callable[..., Any]:
     compiled = _COMPILED_HELPERS.get(helper.__name__)
     if compiled is None:
-        numba = _numba()
         copy = _with_compiled_helpers(helper, {})
-        compiled = _COMPILED_HELPERS[helper.__name__] = numba.njit(inline="always")(copy)
+        compiled = _COMPILED_HELPERS[helper.__name__] = _numba().njit(inline="always")(copy)
     return compiled
 
 
@@ -213,9 +193,6 @@ def _with_compiled_helpers(
 
 def _compile(loop: types.FunctionType, parallel: bool) -> Callable[..., Any]:
     numba = _numba()
-
-    # The loop's module sees Python's range as `prange`; the compiled copy sees Numba's, and
-    # compiled copies of the helpers it calls.
-    copy = _with_compiled_helpers(loop, {"prange": numba.prange})
+    copy = _with_compiled_helpers(loop, {"prange": numba.prange})  # Numba's prange, compiled
     compiled: Callable[..., Any] = numba.njit(cache=True, parallel=parallel, nogil=True)(copy)
     return compiled

@@ -1,12 +1,10 @@
 """Differentiable element-wise and shape operations, each forward next to its VJP.
 
-These are the operations a scalar loss on top of an embedding output needs: ``add``, ``sub``,
-``mul``, ``sum``, ``reshape`` and ``log_sigmoid`` (the skip-gram loss). Operands have one shape
-and one dtype: there is no broadcasting, so that every VJP stays as small as its forward (a
-broadcast operand's gradient would need a sum over the axes it was repeated along). A real
-number is the one exception, and it is no operand: ``add``, ``sub``, ``mul`` and ``div`` by a
-number (``shift``, ``scale``, ...) record the number, in the value's dtype, and only the value
-receives a gradient.
+What a scalar loss on an embedding output needs: ``add``, ``sub``, ``mul``, ``sum``,
+``reshape`` and ``log_sigmoid`` (the skip-gram loss). Operands have one shape and one dtype: no
+broadcasting, so every VJP stays as small as its forward. A real number is no operand: ``add``,
+``sub``, ``mul`` and ``div`` by a number record it, in the value's dtype, as a constant of the
+operation, and only the value receives a gradient.
 """
 
 from __future__ import annotations
@@ -55,59 +53,42 @@ def _element_wise(
     return record(operation, (("left", left), ("right", right)), compute, vjp)
 
 
-# add ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class AddSaved:
-    """``add`` needs no facts: its VJP passes the upstream gradient to both operands."""
+# add, sub and mul of two values: shape [*] and [*], output [*] ---------------------------------
 
 
 def add_forward(left: Node, right: Node) -> Node:
-    """``left + right``. Shape: both ``[*]``, output ``[*]``."""
-    return _element_wise("add", np.add, left, right, AddSaved(), add_vjp)
+    """``left + right`` (its VJP needs no facts)."""
+    return _element_wise("add", np.add, left, right, None, add_vjp)
 
 
-def add_vjp(saved: AddSaved, upstream: FloatArray) -> Sequence[Gradient]:
+def add_vjp(saved: None, upstream: FloatArray) -> Sequence[Gradient]:
     """Both operands receive ``upstream`` unchanged."""
     return upstream, upstream
 
 
-# sub ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SubSaved:
-    """``sub`` needs no facts: its VJP passes the upstream gradient on, negated for ``right``."""
-
-
 def sub_forward(left: Node, right: Node) -> Node:
-    """``left - right``. Shape: both ``[*]``, output ``[*]``."""
-    return _element_wise("sub", np.subtract, left, right, SubSaved(), sub_vjp)
+    """``left - right`` (its VJP needs no facts)."""
+    return _element_wise("sub", np.subtract, left, right, None, sub_vjp)
 
 
-def sub_vjp(saved: SubSaved, upstream: FloatArray) -> Sequence[Gradient]:
+def sub_vjp(saved: None, upstream: FloatArray) -> Sequence[Gradient]:
     """``(upstream, -upstream)``."""
     return upstream, np.negative(upstream)
 
 
-# mul ---------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class MulSaved:
-    """The two operand values (read-only; a later in-place change of a parameter operand is
-    caught by its revision)."""
+    """The two operand values (read-only; a later change of a parameter is caught by its
+    revision)."""
 
     left: FloatArray
     right: FloatArray
 
 
 def mul_forward(left: Node, right: Node) -> Node:
-    """``left * right`` element-wise. Shape: both ``[*]``, output ``[*]``."""
-    return _element_wise(
-        "mul", np.multiply, left, right, MulSaved(left.array, right.array), mul_vjp
-    )
+    """``left * right`` element-wise."""
+    saved = MulSaved(left.array, right.array)
+    return _element_wise("mul", np.multiply, left, right, saved, mul_vjp)
 
 
 def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
@@ -119,7 +100,7 @@ def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
         )
 
 
-# add, sub, mul and div by a real number ----------------------------------------------------
+# add, sub, mul and div by a real number (of the operand's dtype): shape [*], output [*] -------
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +131,13 @@ def _by_number(
 
 
 def shift_forward(source: Node, number: np.floating[Any]) -> Node:
-    """``source + number`` (``number`` of ``source``'s dtype). Shape: ``[*]``, output ``[*]``."""
+    """``source + number``."""
     return _by_number("add", np.add, source, number, shift_vjp)
+
+
+def minus_number_forward(source: Node, number: np.floating[Any]) -> Node:
+    """``source - number`` (the VJP of a shift)."""
+    return _by_number("sub", np.subtract, source, number, shift_vjp)
 
 
 def shift_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
@@ -159,87 +145,66 @@ def shift_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
     return (upstream,)
 
 
-def minus_number_forward(source: Node, number: np.floating[Any]) -> Node:
-    """``source - number``. Shape: ``[*]``, output ``[*]``; its VJP is :func:`shift_vjp`."""
-    return _by_number("sub", np.subtract, source, number, shift_vjp)
-
-
 def number_minus_forward(source: Node, number: np.floating[Any]) -> Node:
-    """``number - source``. Shape: ``[*]``, output ``[*]``."""
+    """``number - source``."""
     return _by_number("sub", lambda x, n: np.subtract(n, x), source, number, number_minus_vjp)
 
 
 def number_minus_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
-    """The operand receives ``-upstream``; the number receives nothing."""
+    """The operand receives ``-upstream``."""
     return (np.negative(upstream),)
 
 
 def scale_forward(source: Node, number: np.floating[Any]) -> Node:
-    """``source * number`` (``number`` of ``source``'s dtype). Shape: ``[*]``, output ``[*]``."""
+    """``source * number``."""
     return _by_number("mul", np.multiply, source, number, scale_vjp)
 
 
 def scale_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
-    """``upstream * number``; the number receives nothing."""
+    """``upstream * number``."""
     with np.errstate(over="ignore", invalid="ignore"):
         return (np.asarray(np.multiply(upstream, saved.number)),)
 
 
 def divided_forward(source: Node, number: np.floating[Any]) -> Node:
-    """``source / number`` (a zero gives infinities or NaN, as NumPy and PyTorch do). Shape:
-    ``[*]``, output ``[*]``."""
+    """``source / number`` (a zero gives infinities or NaN, as NumPy and PyTorch do)."""
     return _by_number("div", np.divide, source, number, divided_vjp)
 
 
 def divided_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
-    """``upstream / number``; the number receives nothing."""
+    """``upstream / number``."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return (np.asarray(np.divide(upstream, saved.number)),)
 
 
-# sum ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SumSaved:
-    """The summed input's shape."""
-
-    input_shape: Shape
+# sum, reshape, log_sigmoid ---------------------------------------------------------------------
 
 
 def sum_forward(source: Node) -> Node:
-    """The sum of every element. Shape: input ``[*]``, output ``[]`` (a scalar)."""
+    """The sum of every element. Shape: input ``[*]``, output ``[]``; the VJP's fact is the
+    input's shape."""
 
-    def compute() -> tuple[FloatArray, SumSaved]:
+    def compute() -> tuple[FloatArray, Shape]:
         with np.errstate(over="ignore", invalid="ignore"):  # an infinite sum is its value
             total = np.asarray(np.sum(source.array), dtype=source.array.dtype).reshape(())
-        return total, SumSaved(source.array.shape)
+        return total, source.array.shape
 
     return record("sum", (("input", source),), compute, sum_vjp)
 
 
-def sum_vjp(saved: SumSaved, upstream: FloatArray) -> Sequence[Gradient]:
+def sum_vjp(input_shape: Shape, upstream: FloatArray) -> Sequence[Gradient]:
     """Every input element receives the scalar upstream gradient."""
-    return (np.full(saved.input_shape, upstream.reshape(()), dtype=upstream.dtype),)
-
-
-# reshape -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ReshapeSaved:
-    """The input's shape, to reshape the gradient back."""
-
-    input_shape: Shape
+    return (np.full(input_shape, upstream.reshape(()), dtype=upstream.dtype),)
 
 
 def reshape_forward(source: Node, shape: object) -> Node:
-    """The same values in row-major order under ``shape`` (same element count).
+    """The same values in row-major order under ``shape`` (the same element count); the VJP's
+    fact is the input's shape.
 
     Raises:
-        ShapeError: ``shape.invalid``, the target's layout fails (more than ``MAX_AXES`` axes
-            included) or it has no elements and NumPy cannot describe it (``shape.overflow``);
-            then ``reshape.count``, another element count.
+        ShapeError: ``shape.invalid``, the target's layout fails (too many axes included) or it
+            has no elements and NumPy cannot describe it (``shape.overflow``); then
+            ``reshape.count``, another element count.
     """
     what = "reshape target shape"
     try:
@@ -258,38 +223,28 @@ def reshape_forward(source: Node, shape: object) -> Node:
         overflow = ShapeError("shape.overflow", shape=target)
         raise ShapeError("shape.invalid", what=what, cause=overflow, shape=shape) from overflow
 
-    def compute() -> tuple[FloatArray, ReshapeSaved]:
+    def compute() -> tuple[FloatArray, Shape]:
         view = source.array.reshape(target)
         if source.kind == "parameter":  # a parameter's values change: never share them
             try:
                 view = np.array(view, copy=True)
             except MemoryError as error:
                 raise output_allocation_error("reshape", count) from error
-        return view, ReshapeSaved(source.array.shape)
+        return view, source.array.shape
 
     return record("reshape", (("input", source),), compute, reshape_vjp)
 
 
-def reshape_vjp(saved: ReshapeSaved, upstream: FloatArray) -> Sequence[Gradient]:
+def reshape_vjp(input_shape: Shape, upstream: FloatArray) -> Sequence[Gradient]:
     """The upstream gradient under the input's shape."""
-    return (upstream.reshape(saved.input_shape),)
-
-
-# log_sigmoid -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LogSigmoidSaved:
-    """The slope ``sigmoid(-x)`` of each input value, computed by the forward."""
-
-    slope: FloatArray
+    return (upstream.reshape(input_shape),)
 
 
 def log_sigmoid_forward(source: Node) -> Node:
-    """``log(sigmoid(x)) = -log(1 + exp(-x))`` element-wise, without overflow for any ``x``:
-    ``min(x, 0) - log1p(exp(-|x|))``. Shape: input ``[*]``, output ``[*]``."""
+    """``log(sigmoid(x))`` element-wise without overflow for any ``x``,
+    ``min(x, 0) - log1p(exp(-|x|))``; the VJP's fact is the slope ``sigmoid(-x)``."""
 
-    def compute() -> tuple[FloatArray, LogSigmoidSaved]:
+    def compute() -> tuple[FloatArray, FloatArray]:
         x = source.array
         try:
             with np.errstate(under="ignore", invalid="ignore"):  # NaN stays NaN
@@ -299,11 +254,11 @@ def log_sigmoid_forward(source: Node) -> Node:
                 slope = np.where(x >= 0, small / (one + small), one / (one + small))
         except MemoryError as error:
             raise output_allocation_error("log_sigmoid", x.size) from error
-        return value, LogSigmoidSaved(np.asarray(slope, dtype=x.dtype))
+        return value, np.asarray(slope, dtype=x.dtype)
 
     return record("log_sigmoid", (("input", source),), compute, log_sigmoid_vjp)
 
 
-def log_sigmoid_vjp(saved: LogSigmoidSaved, upstream: FloatArray) -> Sequence[Gradient]:
+def log_sigmoid_vjp(slope: FloatArray, upstream: FloatArray) -> Sequence[Gradient]:
     """``upstream * sigmoid(-x)``: the derivative of ``log(sigmoid(x))`` is ``1 - sigmoid(x)``."""
-    return (np.asarray(upstream * saved.slope),)
+    return (np.asarray(upstream * slope),)

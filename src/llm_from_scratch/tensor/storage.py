@@ -57,15 +57,10 @@ def plain_view(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 
 def checked_shape(shape: object) -> Shape:
-    """``shape`` as a tuple of Python ints, each extent read once (``operator.index``).
-
-    At most ``MAX_AXES + 1`` extents are read, so an endless iterable fails at once; an array
-    is read through :func:`plain_view` and must be one-dimensional.
-
-    Raises:
-        ShapeError: ``shape.type``, ``shape.too-many-axes``, ``shape.extent-type`` (``bool`` is
-            no integer here), ``shape.negative-extent``.
-    """
+    """``shape`` as a tuple of Python ints, each extent read once (``operator.index``), at most
+    ``MAX_AXES + 1`` of them (an endless iterable fails at once); an array is read through
+    :func:`plain_view` and must be 1-D. Else ``shape.type``, ``shape.too-many-axes``,
+    ``shape.extent-type`` (a ``bool`` is no integer here) or ``shape.negative-extent``."""
     if (
         type(shape) is tuple
         and len(shape) <= MAX_AXES
@@ -108,8 +103,8 @@ def checked_row_major_layout(shape: object) -> tuple[Shape, int]:
     """Turn a shape into row-major strides (in elements) and an element count; never allocates.
 
     Raises:
-        ShapeError: as :func:`checked_shape`; ``shape.overflow`` when a suffix product or the
-            count exceeds ``2**63 - 1``.
+        ShapeError: as :func:`checked_shape`; ``shape.overflow``, a suffix product or the
+            count beyond ``2**63 - 1``.
 
     Example:
         >>> checked_row_major_layout((2, 3, 4))
@@ -160,11 +155,14 @@ def checked_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
     try:
         resolved = np.dtype(dtype)
     except TypeError as error:
-        raise ShapeError("tensor.value-type", detail=f"unsupported dtype {dtype!r}") from error
+        raise _value_type(f"unsupported dtype {dtype!r}") from error
     if resolved not in SUPPORTED_DTYPES:
-        detail = f"dtype must be float64 or float32, got {resolved}"
-        raise ShapeError("tensor.value-type", detail=detail)
+        raise _value_type(f"dtype must be float64 or float32, got {resolved}")
     return resolved
+
+
+def _value_type(detail: str) -> ShapeError:
+    return ShapeError("tensor.value-type", detail=detail)
 
 
 _ArrayT = TypeVar("_ArrayT", bound="np.ndarray[Any, Any]")
@@ -173,10 +171,9 @@ _ArrayT = TypeVar("_ArrayT", bound="np.ndarray[Any, Any]")
 def read_only_view(array: _ArrayT) -> _ArrayT:
     """A new read-only array of ``array``'s values whose writeability cannot be restored.
 
-    Every array the package hands out comes from here: it reads the values through a read-only
-    buffer, so ``flags.writeable = True`` raises on it and on its whole ``base`` chain (a view
-    with the flag cleared is not enough). A C-contiguous ``array`` is viewed without a copy, so
-    the package's own later writes (an optimizer step) show through; any other is copied.
+    Every array the package hands out comes from here: read through a read-only buffer,
+    ``flags.writeable = True`` raises on it and its whole ``base`` chain. A C-contiguous array
+    is viewed without a copy (the package's own later writes show through); any other is copied.
 
     Example:
         >>> owner = np.arange(4.0)
@@ -294,7 +291,7 @@ class Tensor:
             dtype = np.dtype(np.float64)
         if dtype is None:
             detail = f"from_numpy takes a float32, float64 or integer array, got {plain.dtype}"
-            raise ShapeError("tensor.value-type", detail=detail)
+            raise _value_type(detail)
         return cls(plain.shape, plain, dtype=dtype)
 
     @classmethod
@@ -384,7 +381,7 @@ def restore_tensor(array: object) -> Tensor:
     dtype = kept_float_dtype(plain.dtype)
     if dtype is None:
         detail = f"a pickled Tensor holds float32 or float64, got {plain.dtype}"
-        raise ShapeError("tensor.value-type", detail=detail)
+        raise _value_type(detail)
     return Tensor(plain.shape, plain, dtype=dtype)
 
 
@@ -406,9 +403,9 @@ def _numpy_array_source(array: object, what: str) -> np.ndarray[Any, Any]:
     a ``tensor.value-type``."""
     if not isinstance(array, np.ndarray):
         detail = f"{what} needs a NumPy array, got {type(array).__name__}"
-        raise ShapeError("tensor.value-type", detail=detail)
+        raise _value_type(detail)
     if is_masked_array(array):
-        raise ShapeError("tensor.value-type", detail="a masked array has missing values")
+        raise _value_type("a masked array has missing values")
     return plain_view(array)
 
 
@@ -450,23 +447,23 @@ def _value_source(values: object) -> np.ndarray[Any, Any] | _Items:
     """The caller's values as a plain real array or an iterator (``len()`` read once here),
     without reading a value."""
     if isinstance(values, str | bytes):
-        raise ShapeError("tensor.value-type", detail=f"got {type(values).__name__}")
+        raise _value_type(f"got {type(values).__name__}")
     if isinstance(values, np.ndarray):
         if is_masked_array(values):
-            raise ShapeError("tensor.value-type", detail="a masked array has missing values")
+            raise _value_type("a masked array has missing values")
         plain = plain_view(values)
         if plain.dtype.kind not in "biuf":
-            raise ShapeError("tensor.value-type", detail=f"array dtype {plain.dtype} is not real")
+            raise _value_type(f"array dtype {plain.dtype} is not real")
         return plain
     if not isinstance(values, Iterable):
         detail = f"got {type(values).__name__}, not a sequence"
-        raise ShapeError("tensor.value-type", detail=detail)
+        raise _value_type(detail)
     try:
         count = len(values) if isinstance(values, Sized) else None
         items = iter(values)
     except CONVERSION_ERRORS as error:
         detail = f"cannot read {type(values).__name__}: {error}"
-        raise ShapeError("tensor.value-type", detail=detail) from error
+        raise _value_type(detail) from error
     return _Items(items, count)
 
 
@@ -538,7 +535,7 @@ def _converted_value(
     if overflows:
         return NonFiniteError("tensor.overflow", value=value, position=position, dtype=str(dtype))
     detail = f"value at flat position {position} is {type(value).__name__} {value!r}"
-    return ShapeError("tensor.value-type", detail=detail)
+    return _value_type(detail)
 
 
 def _store(
