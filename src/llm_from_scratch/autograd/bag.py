@@ -1,30 +1,25 @@
 """The embedding bag: one tape operation that looks up the rows of each bag of IDs and reduces
 them to one row per bag by ``sum``, ``mean`` or ``max`` (PyTorch's ``embedding_bag``).
 
-A public boundary (``embedding_bag`` in :mod:`llm_from_scratch.nn.functional`) checks the IDs,
-the bags and the options once and builds a :class:`BagPlan` through the package-internal trusted
-constructor :func:`bag_plan_from_validated`, which re-checks nothing. The forward
-:func:`bag_forward` and its VJP :func:`bag_vjp` sit below; the VJP needs only the small frozen
-:class:`BagSaved` record. Entries whose ID is the padding row are skipped: they add nothing,
-count for nothing in a mean and receive no gradient.
+``nn.functional.embedding_bag`` checks the IDs, bags and options once and builds a
+:class:`BagPlan` through :func:`bag_plan_from_validated`; :func:`bag_forward` and its VJP
+:func:`bag_vjp` sit below. Entries whose ID is the padding row are skipped: they add nothing,
+count for nothing in a mean and receive no gradient. For bag ``b``, over its positions ``p``:
 
-Reductions, for bag ``b`` with the positions ``p`` in ``[bag_starts[b], bag_starts[b + 1])``:
+- ``sum``: ``out[b] = 0.0 + w[p] * table[ids[p]] + ...`` in flat order (no ``w`` without
+  per-sample weights); ``mean``: that sum over the bag's entry count (an empty bag gives zeros);
+- ``max``: coordinate-wise, the first largest entry in flat order wins and its row receives that
+  coordinate's gradient; an empty bag gives zeros.
 
-- ``sum``: ``out[b] = 0.0 + w[p] * table[ids[p]] + ...`` in flat order (``w[p] = 1``, and no
-  multiplication, without per-sample weights);
-- ``mean``: the sum divided by the bag's number of entries (an empty bag gives zeros);
-- ``max``: coordinate-wise, the first entry in flat order holding the largest value wins, and the
-  row it came from receives that coordinate's gradient; an empty bag gives zeros.
-
-The VJP's table gradient is row-sparse and, for ``sum`` and ``mean``, bit-identical to the plain
-loop ``g[ids[p]] += w[p] * upstream[b]`` (``mean``: ``upstream[b] / size[b]``) in flat order;
-for ``max`` each row sums the upstream coordinates it produced, in bag order.
+The table gradient is row-sparse and, for ``sum`` and ``mean``, bit-identical to the loop
+``g[ids[p]] += w[p] * upstream[b]`` (``mean``: ``upstream[b] / size[b]``) in flat order. Large
+bags run compiled kernels (:mod:`~llm_from_scratch.autograd.bag_kernels`) with the same sums.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 import numpy as np
@@ -45,20 +40,17 @@ from llm_from_scratch.tensor.storage import FloatArray, IndexArray, read_only_vi
 BagMode: TypeAlias = Literal["sum", "mean", "max"]
 BAG_MODES: Final[tuple[BagMode, ...]] = ("sum", "mean", "max")
 
-_TRUSTED: Final = object()
 
-
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class BagPlan:
-    """Validated facts for one embedding bag, and its entries: the positions whose ID is not
-    the padding row, which are all the reductions and the VJP read.
+    """Checked facts of one embedding bag, built only by :func:`bag_plan_from_validated`, and its
+    entries: the positions whose ID is not the padding row, which the reductions and VJP read.
 
     Shape:
         ``indices``: ``[N]``; ``bag_starts``: ``[B + 1]``, from ``0`` to ``N``, never
-        decreasing; ``table_shape``: ``(V, d)``; ``entry_rows`` and ``entry_bags``: ``[M]``, the
-        row and the bag of each entry in flat order; ``entry_starts``: ``[B + 1]``, where each
-        bag's entries start; ``entry_positions``: ``[M]``, each entry's flat position, or None
-        when every position is an entry. Output ``[B, d]``.
+        decreasing; ``table_shape``: ``(V, d)``; ``entry_rows``, ``entry_bags``: ``[M]``, each
+        entry's row and bag; ``entry_starts``: ``[B + 1]``; ``entry_positions``: ``[M]``, each
+        entry's flat position, or None when every position is one. Output ``[B, d]``.
     """
 
     indices: IndexArray
@@ -70,11 +62,9 @@ class BagPlan:
     entry_starts: IndexArray
     entry_bags: IndexArray
     entry_positions: IndexArray | None
-    key: InitVar[object] = None
 
-    def __post_init__(self, key: object) -> None:
-        if key is not _TRUSTED:
-            raise TypeError("a bag plan is built only by bag_plan_from_validated")
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("a bag plan is built only by bag_plan_from_validated")
 
     @property
     def bags(self) -> int:
@@ -95,52 +85,42 @@ def bag_plan_from_validated(
     mode: BagMode,
     padding_row: int | None,
 ) -> BagPlan:
-    """The plan's trusted constructor (package-internal): every index is a row of the table,
-    ``bag_starts`` runs from ``0`` to ``len(indices)`` without decreasing, ``mode`` is one of
-    :data:`BAG_MODES` and ``padding_row`` a row of the table or None; none of it is checked.
-
-    Takes ownership of ``indices`` and ``bag_starts`` (they become read-only).
-    """
+    """The trusted constructor (package-internal): every index is a row of the table,
+    ``bag_starts`` runs from ``0`` to ``N`` without decreasing, ``mode`` is one of
+    :data:`BAG_MODES`, ``padding_row`` a row or None; nothing is checked. Takes the arrays over."""
     entry_rows, entry_starts, entry_positions = indices, bag_starts, None
     if padding_row is not None:
         kept = indices != padding_row
         if not bool(kept.all()):
             entry_positions = np.flatnonzero(kept).astype(np.intp, copy=False)
             entry_rows = indices[entry_positions]
-            kept_before = np.concatenate(([0], np.cumsum(kept, dtype=np.intp)))
-            entry_starts = kept_before[bag_starts]
+            entry_starts = np.concatenate(([0], np.cumsum(kept, dtype=np.intp)))[bag_starts]
     sizes = np.diff(entry_starts)
     entry_bags = np.repeat(np.arange(sizes.shape[0], dtype=np.intp), sizes)
-    owned = [read_only_view(array) for array in (indices, bag_starts, entry_rows, entry_starts)]
-    return BagPlan(
-        owned[0],
-        owned[1],
-        table_shape,
-        mode,
-        padding_row,
-        owned[2],
-        owned[3],
-        read_only_view(entry_bags),
-        None if entry_positions is None else read_only_view(entry_positions),
-        _TRUSTED,
-    )
+    plan = object.__new__(BagPlan)
+    fields = {
+        "indices": read_only_view(indices),
+        "bag_starts": read_only_view(bag_starts),
+        "table_shape": table_shape,
+        "mode": mode,
+        "padding_row": padding_row,
+        "entry_rows": read_only_view(entry_rows),
+        "entry_starts": read_only_view(entry_starts),
+        "entry_bags": read_only_view(entry_bags),
+        "entry_positions": None if entry_positions is None else read_only_view(entry_positions),
+    }
+    for name, value in fields.items():
+        object.__setattr__(plan, name, value)
+    return plan
 
 
 @dataclass(frozen=True, slots=True)
 class BagSaved:
-    """What the bag's VJP needs.
-
-    Attributes:
-        plan: the bag plan.
-        sizes: ``mean``: each bag's number of entries (``[B]``).
-        max_rows: ``max``: the row that produced each output coordinate, ``-1`` in an empty
-            bag (``[B, d]``).
-        weights: the entries' per-sample weights (``[M]``), or None.
-        table: the table's values, only when the weights need a gradient (a later change of
-            a parameter table is caught by its revision).
-        table_gradient: whether the table needs a gradient.
-        weights_shape: the weights' own shape, when they need a gradient.
-    """
+    """What the bag's VJP needs: the plan; ``sizes``, each bag's entry count (``mean``);
+    ``max_rows``, the row of each output coordinate, ``-1`` in an empty bag (``max``); the
+    entries' ``weights``, or None; the ``table`` values when the weights need a gradient (a
+    later change of a parameter is caught by its revision); whether the table needs a
+    gradient; and the weights' own shape when they need one."""
 
     plan: BagPlan
     sizes: IndexArray | None
@@ -158,8 +138,7 @@ def bag_forward(table: Node, plan: BagPlan, weights: Node | None) -> Node:
         ``table``: ``[V, d]``; ``weights``: the IDs' shape; output: ``[B, d]``.
 
     Raises:
-        ReleasedOperandError: an operand reaches a released tape.
-        OutputAllocationError: the output cannot be allocated (nothing is recorded).
+        TapeError, AllocationError: ``tape.released-operand``, ``output.allocation``.
     """
     operands = [("table", table)]
     if weights is not None:
@@ -187,13 +166,8 @@ def bag_forward(table: Node, plan: BagPlan, weights: Node | None) -> Node:
 def embedding_bag_with_plan(
     table: TensorValue, plan: BagPlan, weights: TensorValue | None
 ) -> TensorValue:
-    """The embedding bag of ``table`` by a plan whose IDs and bags a public boundary checked
-    (package-internal, for ``nn.functional.embedding_bag`` and the bag layer). ``weights``,
-    when given, has the IDs' shape and the table's dtype.
-
-    Raises:
-        ReleasedOperandError, OutputAllocationError: from the tape.
-    """
+    """The embedding bag of ``table`` by a checked plan (package-internal); ``weights``, when
+    given, has the IDs' shape and the table's dtype."""
     weights_node = None if weights is None else node_of(weights)
     return value_of(bag_forward(node_of(table), plan, weights_node))
 
@@ -231,25 +205,19 @@ def _reduced_into(
     if compiled:
         bag_sums_into(output, table, rows, starts, weights)
     else:
-        _sums_by_add_at(output, table, plan, weights)
+        taken = np.take(table, rows, axis=0)
+        if weights is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                taken *= weights.reshape(-1, 1)
+        output[...] = 0.0
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.add.at(output, plan.entry_bags, taken)  # unbuffered: each bag adds in order
     if plan.mode != "mean":
         return None, None
     sizes = np.diff(starts)
     with np.errstate(over="ignore", invalid="ignore"):
         np.divide(output, np.maximum(sizes, 1).reshape(-1, 1).astype(output.dtype), out=output)
     return sizes, None
-
-
-def _sums_by_add_at(
-    output: FloatArray, table: FloatArray, plan: BagPlan, weights: FloatArray | None
-) -> None:
-    rows = np.take(table, plan.entry_rows, axis=0)
-    if weights is not None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            rows *= weights.reshape(-1, 1)
-    output[...] = 0.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        np.add.at(output, plan.entry_bags, rows)  # unbuffered: each bag adds its rows in order
 
 
 def _maxima_by_rounds(output: FloatArray, table: FloatArray, plan: BagPlan) -> IndexArray:
@@ -275,8 +243,8 @@ def _maxima_by_rounds(output: FloatArray, table: FloatArray, plan: BagPlan) -> I
 
 
 def entry_upstream(saved: BagSaved, upstream: FloatArray) -> FloatArray:
-    """What each entry of bag ``b`` receives from the ``[B, d]`` upstream, before any weight:
-    ``upstream[b]``, or in ``mean`` mode ``upstream[b] / size[b]`` (an empty bag has none)."""
+    """What each entry of bag ``b`` receives from the ``[B, d]`` upstream before any weight:
+    ``upstream[b]``, in ``mean`` mode ``upstream[b] / size[b]``."""
     if saved.sizes is None:
         return upstream
     return upstream / np.maximum(saved.sizes, 1).reshape(-1, 1).astype(upstream.dtype)
@@ -329,23 +297,14 @@ def _weights_gradient(saved: BagSaved, upstream: FloatArray) -> FloatArray | Non
     per_entry = np.empty(plan.entry_rows.shape, dtype=upstream.dtype)
     if runs_compiled(plan.entry_rows.size * plan.table_shape[1]):
         weight_gradients_into(per_entry, upstream, saved.table, plan.entry_rows, plan.entry_bags)
-    else:
-        _weight_gradients_by_features(per_entry, upstream, saved.table, plan)
+    else:  # feature by feature, left to right, as the compiled kernel adds
+        per_entry[...] = 0.0
+        per_bag, rows = upstream[plan.entry_bags], saved.table[plan.entry_rows]
+        with np.errstate(over="ignore", invalid="ignore"):
+            for feature in range(plan.table_shape[1]):
+                per_entry += per_bag[:, feature] * rows[:, feature]
     if plan.entry_positions is None:
         return per_entry.reshape(saved.weights_shape)
     gradient = np.zeros(plan.indices.shape, dtype=upstream.dtype)  # a padding entry's is 0
     gradient[plan.entry_positions] = per_entry
     return gradient.reshape(saved.weights_shape)
-
-
-def _weight_gradients_by_features(
-    out: FloatArray, upstream: FloatArray, table: FloatArray, plan: BagPlan
-) -> None:
-    """``out[e]`` adds ``upstream[bag(e), f] * table[row(e), f]`` feature by feature, left to
-    right, as the compiled kernel does."""
-    out[...] = 0.0
-    per_entry = upstream[plan.entry_bags]
-    rows = table[plan.entry_rows]
-    with np.errstate(over="ignore", invalid="ignore"):
-        for feature in range(plan.table_shape[1]):
-            out += per_entry[:, feature] * rows[:, feature]
