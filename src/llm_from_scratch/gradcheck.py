@@ -82,35 +82,36 @@ def check_gradient(
         raise _argument_error(f"the probe needs a parameter leaf, got a {kind}")
     h = _real(step)
     if not (h > 0 and math.isfinite(2.0 * h)):
-        raise _argument_error(
-            f"the step must be a real number above zero whose double is finite, got {step!r}"
-        )
+        detail = f"the step must be a real number above zero whose double is finite, got {step!r}"
+        raise _argument_error(detail)
     limit = _real(tolerance)
     if not (limit >= 0 and math.isfinite(limit)):
-        raise _argument_error(
-            f"the tolerance must be a finite real number, zero or above, got {tolerance!r}"
-        )
+        detail = f"the tolerance must be a finite real number, zero or above, got {tolerance!r}"
+        raise _argument_error(detail)
     values = parameter.value_snapshot().numpy()
     analytic = _analytic(loss, values)
+    numeric = _numeric(loss, values, h)
+    errors = np.abs(analytic - numeric).reshape(-1)
+    worst = int(np.argmax(errors)) if errors.size else 0
+    largest = float(errors[worst]) if errors.size else 0.0
+    return GradientCheck(analytic, numeric, largest, worst, limit)
+
+
+def _numeric(loss: Loss, values: FloatArray, h: float) -> FloatArray:
+    """The central difference of each coordinate, on fresh leaves."""
     numeric = np.zeros(values.shape, dtype=np.float64)
-    flat_values = values.reshape(-1)
-    flat_numeric = numeric.reshape(-1)
+    flat_values, flat_numeric = values.reshape(-1), numeric.reshape(-1)
     for index in range(flat_values.size):
         plus, minus = (np.array(flat_values, dtype=values.dtype) for _ in range(2))
         with np.errstate(over="ignore"):
             plus[index] += h
             minus[index] -= h
         if not (np.isfinite(plus[index]) and np.isfinite(minus[index])):
-            raise _argument_error(
-                f"the step {h!r} takes the value at flat position {index} out of the finite range"
-            )
+            where = f"the value at flat position {index}"
+            raise _argument_error(f"the step {h!r} takes {where} out of the finite range")
         difference = _loss_value(loss, plus, values.shape) - _loss_value(loss, minus, values.shape)
         flat_numeric[index] = difference / (2.0 * h)
-    errors = np.abs(analytic - numeric).reshape(-1)
-    worst = int(np.argmax(errors)) if errors.size else 0
-    return GradientCheck(
-        analytic, numeric, float(errors[worst]) if errors.size else 0.0, worst, limit
-    )
+    return numeric
 
 
 def _argument_error(detail: str) -> OptionError:
