@@ -57,27 +57,27 @@ def known_layer(**options: object) -> Embedding:
     return layer
 
 
-def test_a_default_lookup_runs_at_most_16_package_functions_in_at_most_5_files() -> None:
+def test_a_default_lookup_runs_at_most_15_package_functions_in_at_most_5_files() -> None:
     layer = known_layer()
     functions, files = functions_run(lambda: layer([[2, 1, 2]]))
-    assert len(functions) <= 16, sorted(functions)
+    assert len(functions) <= 15, sorted(functions)
     assert len(files) <= 5, sorted(files)
 
 
-def test_a_lookup_with_a_padding_row_runs_at_most_16_package_functions() -> None:
+def test_a_lookup_with_a_padding_row_runs_at_most_15_package_functions() -> None:
     layer = known_layer(padding_idx=0)
     functions, _ = functions_run(lambda: layer([[2, 1, 2]]))
-    assert len(functions) <= 16, sorted(functions)
+    assert len(functions) <= 15, sorted(functions)
 
 
 @pytest.mark.parametrize("options", [{}, {"padding_idx": 0}])
-def test_the_backward_of_a_lookup_runs_at_most_17_package_functions(
+def test_the_backward_of_a_lookup_runs_at_most_18_package_functions(
     options: dict[str, object],
 ) -> None:
     layer = known_layer(**options)
     output = layer([[2, 1, 2]])
     functions, _ = functions_run(lambda: output.backward_with_seed(SEED))
-    assert len(functions) <= 17, sorted(functions)
+    assert len(functions) <= 18, sorted(functions)
 
 
 # Where the IDs stay, and the climbs back -----------------------------------------------------

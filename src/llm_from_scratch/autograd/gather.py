@@ -119,13 +119,12 @@ def plan_from_validated_indices(
     """The trusted constructor (package-internal): the caller checked every index and the
     output layout; nothing is checked again. Takes ``indices`` over (it becomes read-only)."""
     indices.flags.writeable = False
-    plan = object.__new__(RowGatherPlan)  # the fields are set as the dataclass sets them
-    for name, value in zip(_PLAN_FIELDS, (indices, index_shape, table_shape, rule), strict=True):
-        object.__setattr__(plan, name, value)
+    plan = object.__new__(RowGatherPlan)  # the fields set as the dataclass sets them
+    object.__setattr__(plan, "indices", indices)
+    object.__setattr__(plan, "index_shape", index_shape)
+    object.__setattr__(plan, "table_shape", table_shape)
+    object.__setattr__(plan, "gradient_rule", rule)
     return plan
-
-
-_PLAN_FIELDS: Final = ("indices", "index_shape", "table_shape", "gradient_rule")
 
 
 # The one ID reader ---------------------------------------------------------------------------
@@ -175,8 +174,9 @@ def plan_of_ids(
         source = ids if isinstance(ids, np.ndarray) else None
         index_shape = ids.shape if isinstance(ids, np.ndarray) else nest_shape(ids)
         count = prod(index_shape)
-    shown = index_shape if shape is None else shape
-    _check_output_shape(shown, index_shape, width, itemsize, checker)
+    if not (len(index_shape) < MAX_AXES and 0 < count * width <= INDEX_LIMIT):
+        shown = index_shape if shape is None else shape
+        _check_output_shape(shown, index_shape, width, itemsize, checker)
     if source is None:
         source = nest_leaves(ids, index_shape, count)
     try:
@@ -193,10 +193,9 @@ def _check_output_shape(
 ) -> None:
     """The output ``shape + (d,)`` has at most ``MAX_AXES`` axes, a layout that fits and, with
     no elements, a shape NumPy can describe (an output too large to allocate is no layout
-    error)."""
+    error); the reader calls it only when a quick look (no suffix product exceeds a non-zero
+    total that fits) cannot tell."""
     output_shape = (*shape, width)
-    if len(output_shape) <= MAX_AXES and 0 < prod(output_shape) <= INDEX_LIMIT:
-        return  # no suffix product exceeds a non-zero total that fits
     try:
         _, elements = checked_row_major_layout(output_shape)
         if elements == 0 and not numpy_can_describe(output_shape, itemsize):

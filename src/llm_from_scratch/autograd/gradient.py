@@ -7,6 +7,7 @@ sorted unique ``rows`` and one summed vector per row; dense and row-sparse gradi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
@@ -104,17 +105,17 @@ class RowSparseGradient:
         """
         if indices.size == 0:
             return cls.empty(shape, upstream.dtype)
-        if upstream.size >= COMPILED_KERNEL_MIN_VALUES:
-            rows, values, counts = scatter_rows(indices, upstream, shape[0])
-            summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
-        elif upstream.size <= _FEW_VALUES and upstream.dtype == np.float64:
-            rows, values, counts, summed = _scatter_floats(indices, upstream)
+        if upstream.size <= _FEW_VALUES and upstream.dtype == np.float64 and not divide_by_counts:
+            rows, values, summed = _scatter_floats(indices, upstream)
         else:
-            rows, values, counts = scatter_sums(indices, upstream)
+            if upstream.size >= COMPILED_KERNEL_MIN_VALUES:
+                rows, values, counts = scatter_rows(indices, upstream, shape[0])
+            else:
+                rows, values, counts = scatter_sums(indices, upstream)
             summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
-        if divide_by_counts and summed.size:
-            with np.errstate(over="ignore", invalid="ignore"):
-                np.divide(values, counts.reshape(-1, 1).astype(values.dtype), out=values)
+            if divide_by_counts and summed.size:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    np.divide(values, counts.reshape(-1, 1).astype(values.dtype), out=values)
         return cls(rows, values, shape, summed)
 
     def without_row(self, row: int) -> RowSparseGradient:
@@ -184,9 +185,9 @@ def scatter_sums(
 
 def _scatter_floats(
     indices: IndexArray, upstream: FloatArray
-) -> tuple[IndexArray, FloatArray, IndexArray, IndexArray]:
-    """:func:`scatter_sums` of a few float64 values, and the summed positions, in Python floats
-    (the same IEEE double arithmetic, without NumPy's call overhead)."""
+) -> tuple[IndexArray, FloatArray, IndexArray]:
+    """:func:`scatter_sums` of a few float64 values in Python floats (the same IEEE double
+    arithmetic, without NumPy's call overhead), with the summed positions for the counts."""
     sums: dict[int, list[float]] = {}
     counts: dict[int, int] = {}
     for row, term in zip(indices.tolist(), upstream.tolist(), strict=True):
@@ -200,10 +201,8 @@ def _scatter_floats(
     for position, row in enumerate(listed):
         if counts[row] > 1:
             summed.append(position)
-    rows = np.array(listed, dtype=np.intp)
     values = np.array(list(map(sums.__getitem__, listed)), dtype=np.float64)
-    uses = np.array(list(map(counts.__getitem__, listed)), dtype=np.intp)
-    return rows, values, uses, np.array(summed, dtype=np.intp)
+    return np.array(listed, dtype=np.intp), values, np.array(summed, dtype=np.intp)
 
 
 Gradient: TypeAlias = "FloatArray | RowSparseGradient"
@@ -231,27 +230,29 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
     """The dense flat index and value of the first NaN or infinity, or None if all are finite
     (a row-sparse gradient that knows its summed rows is checked on those only: the tape only
     ever passes finite upstream gradients)."""
-    positions = None
-    if isinstance(gradient, RowSparseGradient):
-        positions = gradient._summed
-        if positions is not None and positions.size == 0:
-            return None
-        candidates = gradient._values if positions is None else gradient._values[positions]
-    else:
-        candidates = gradient
-    # Large arrays: a compiled count, with no temporary mask; only a failure pays for the search.
-    if candidates.size >= COMPILED_KERNEL_MIN_VALUES:
-        if all_finite(candidates):
-            return None
-    elif np.isfinite(candidates).all():
-        return None
-    flat = candidates.reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(flat))
-    if bad.size == 0:
-        return None
-    found, value = int(bad[0]), float(flat[int(bad[0])])
     if not isinstance(gradient, RowSparseGradient):
-        return found, value
+        found = _first_non_finite_value(gradient)
+        return None if found is None else (found, float(gradient.reshape(-1)[found]))
+    positions = gradient._summed
+    if positions is not None and positions.size == 0:
+        return None
+    candidates = gradient._values if positions is None else gradient._values[positions]
+    found = _first_non_finite_value(candidates)
+    if found is None:
+        return None
     width = gradient.shape[1]
     position = found // width if positions is None else int(positions[found // width])
+    value = float(candidates.reshape(-1)[found])
     return int(gradient._rows[position]) * width + found % width, value
+
+
+def _first_non_finite_value(values: FloatArray) -> int | None:
+    """The flat index of the first NaN or infinity of ``values``, or None."""
+    if values.size >= COMPILED_KERNEL_MIN_VALUES:  # a compiled count, with no temporary mask
+        finite = all_finite(values)
+    elif values.size <= _FEW_VALUES:  # Python's floats beat NumPy's call overhead here
+        finite = all(map(math.isfinite, values.ravel().tolist()))
+    else:
+        finite = bool(np.isfinite(values).all())
+    bad = None if finite else np.flatnonzero(~np.isfinite(values.reshape(-1)))
+    return None if bad is None or bad.size == 0 else int(bad[0])

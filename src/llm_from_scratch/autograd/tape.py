@@ -266,6 +266,13 @@ def _topological_order(root: Node) -> list[Step]:
     """The operation nodes reachable from ``root`` with their operations, each before its
     parents (each operation read once, so a concurrent release cannot change the pass);
     a released one is ``tape.released``."""
+    operation = root.operation
+    if operation is not None:  # one operation of leaves (a lookup): nothing more to order
+        for parent in operation.parents:
+            if parent.kind == "operation" or parent.released_name is not None:
+                break
+        else:
+            return [(root, operation)]
     order: list[Step] = []
     visited: set[int] = set()
     stack: list[tuple[Node, Operation | None]] = [(root, None)]
@@ -387,5 +394,5 @@ def reset_gradient(node: Node) -> None:
     if node.kind != "parameter":
         raise not_a_parameter("zero_grad", node.kind)
     zero = zero_gradient(node.array)
-    with parameter_locks((node,)):
+    with parameter_locks((node,)):  # one lock, taken as every commit takes it
         node.gradient = zero

@@ -57,10 +57,10 @@ def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_
     a lock; if an in-place update of a parameter among ``nodes`` was writing when it started, or
     started before it finished, it runs once more holding those parameters' update locks.
     """
-    ended = list(map(_WRITES_ENDED, nodes))  # before the revisions: see the docstring
+    ended = tuple(map(_WRITES_ENDED, nodes))  # before the revisions: see the docstring
     revisions = tuple(map(_REVISION, nodes))
     result = compute()
-    if list(map(_WRITES_BEGUN, nodes)) == ended:
+    if tuple(map(_WRITES_BEGUN, nodes)) == ended:
         return result, revisions
     with parameter_locks(nodes):
         return compute(), tuple(map(_REVISION, nodes))
