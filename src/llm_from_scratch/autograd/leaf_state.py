@@ -1,22 +1,16 @@
 """Pickling and deep-copying tape leaves: the state a leaf carries, checked when it is rebuilt.
 
-A parameter or constant leaf pickles as its kind, its values and, for a parameter, its stored
-gradient in the form it has: dense, or row-sparse as its sorted unique ``rows``, their
-``values`` and the ``summed`` positions (or None). A parameter's values are copied at one value
-revision (as ``value_snapshot()`` copies them); a stored gradient is never written in place, so
-it is pickled as it is. The value revision and the update lock are not carried: a rebuilt or
-deep-copied leaf is a new node that no recorded graph refers to, so it starts at revision 0
-with a new lock.
-
-``pickle`` writes each node once (:func:`reduce_node` is registered with :mod:`copyreg`), so two
-``TensorValue`` handles on one node come back as two handles on one new node. An operation
-result refuses to pickle and to deep-copy (:class:`UnpicklableOperationError`).
+A leaf pickles as its kind, its values and, for a parameter, its stored gradient in the form it
+has: dense, or row-sparse as its sorted unique ``rows``, their ``values`` and the ``summed``
+positions (or None). A parameter's values are copied at one value revision. Neither the revision
+nor the lock is carried: a rebuilt or deep-copied leaf is a new node at revision 0. ``pickle``
+writes each node once (:func:`reduce_node` is registered with :mod:`copyreg`), so handles on one
+node come back on one new node; an operation result refuses (``tape.unpicklable``).
 
 A pickle can be crafted, so :func:`restore_node` checks what it receives as a public boundary
-does, and builds the node from its own copies of the arrays (in native byte order):
-every rebuilt leaf holds finite float32 or float64 values, and a parameter's gradient has the
-values' dtype, the values' shape (dense) or sorted unique rows in range, one finite row of
-values each and sorted unique summed positions (row-sparse, rank two only).
+does (``tape.leaf-state``) and builds the node from its own native-order copies: finite float32
+or float64 values, and a gradient of the values' dtype and shape (dense) or with sorted unique
+rows in range, one finite row of values each, sorted unique summed positions (row-sparse).
 """
 
 from __future__ import annotations
@@ -48,7 +42,7 @@ _GRADIENT_KEYS: Final = {
 
 
 def refuse_operation(node: Node, action: str) -> None:
-    """Raise :class:`UnpicklableOperationError` if ``node`` is an operation result."""
+    """``tape.unpicklable`` if ``node`` is an operation result."""
     if node.kind != "operation":
         return
     operation = node.operation  # read before the name: a release sets the name first
@@ -63,8 +57,7 @@ def reduce_node(node: Node) -> tuple[Callable[[object], Node], tuple[dict[str, o
     """How ``pickle`` writes a node: :func:`restore_node` and the leaf's state.
 
     Raises:
-        UnpicklableOperationError: ``node`` is an operation result.
-        OutputAllocationError: the copy of a parameter's values cannot be allocated.
+        TapeError: ``tape.unpicklable``; AllocationError: ``output.allocation`` (``leaf copy``).
     """
     refuse_operation(node, "pickle")
     if node.kind == "constant":  # a constant's values never change: no copy needed
@@ -96,12 +89,10 @@ def restore_node(state: object) -> Node:
     """Rebuild a pickled leaf: the unpickler's entry point (see :func:`reduce_node`).
 
     Raises:
-        LeafStateError: the state, its kind, the values array, the gradient's form, its rows,
-            values or summed positions are not what a leaf can have (checked in that order).
-        NonFiniteParameterError: a parameter value is NaN or infinite (the first in flat order).
-        NonFiniteGradientError: a gradient value is NaN or infinite (``operation`` is
-            ``restored``; ``index`` is the first such dense flat index).
-        OutputAllocationError: a copy cannot be allocated (``leaf copy``).
+        TapeError: ``tape.leaf-state``: the state, its kind, the values array, the gradient's
+            form, its rows, values or summed positions, checked in that order.
+        NonFiniteError: ``parameter.non-finite``; ``gradient.non-finite`` (``restored``).
+        AllocationError: ``output.allocation`` (``leaf copy``).
     """
     kind, fields = _checked_state("state", state, "kind", _STATE_KEYS)
     values = _owned(_float_view("values", fields["values"]))
@@ -219,8 +210,7 @@ def deep_copied_node(node: Node) -> Node:
     gradient in the same form; revision 0 and a new update lock.
 
     Raises:
-        UnpicklableOperationError: ``node`` is an operation result (``action`` ``deep-copy``).
-        OutputAllocationError: a copy cannot be allocated (``leaf copy``).
+        TapeError: ``tape.unpicklable`` (``deep-copy``); AllocationError: ``output.allocation``.
     """
     refuse_operation(node, "deep-copy")
     if node.kind == "constant":
