@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE
-from llm_from_scratch.figures.token_embeddings import parse_trace
+from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.tensor import Tensor
 
 from cli_support import run_cli

@@ -15,8 +15,8 @@ contribution. Numbers stay text; sums are exact integer counts of 1e-12.
 >>> parse_trace("TRACE token-embeddings-v2 BEGIN\\n")
 Traceback (most recent call last):
 ...
-llm_from_scratch.traces.token_embeddings_v1.TraceFormatError: TRACE BEGIN version: expected \
-token-embeddings-v1, found token-embeddings-v2
+llm_from_scratch.errors.FormatError: TRACE BEGIN version: expected token-embeddings-v1, found \
+token-embeddings-v2
 """
 
 from __future__ import annotations
@@ -28,21 +28,10 @@ from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from llm_from_scratch.figures.trace import Fixture, IdRecord, Lookup, RowGradient, TableRow, Trace
-from llm_from_scratch.traces import MAX_SAFE_INTEGER, TRACE_VERSION, TraceFormatError
 from llm_from_scratch.traces import token_embeddings_v1 as v1
+from llm_from_scratch.traces.token_embeddings_v1 import TRACE_VERSION, trace_error
 
-__all__ = [
-    "MAX_SAFE_INTEGER",
-    "TRACE_VERSION",
-    "Fixture",
-    "IdRecord",
-    "Lookup",
-    "RowGradient",
-    "TableRow",
-    "Trace",
-    "TraceFormatError",
-    "parse_trace",
-]
+__all__ = ["parse_trace"]
 
 _SCALE: Final = 10**12
 _SHOWN: Final = 48
@@ -59,7 +48,7 @@ def parse_trace(text: str) -> Trace:
         The trace as a frozen tree of records whose numbers are the original lexemes.
 
     Raises:
-        TraceFormatError: at the first problem, naming its record and field.
+        FormatError: ``trace.format``, at the first problem, naming its record and field.
     """
     lines = _Lines(text)
     lines.marker(v1.BEGIN)
@@ -143,18 +132,18 @@ def _expect(record: str, field: str, found: str, expected: _Expected, why: str =
     because = f" {why}" if why else ""
     if isinstance(expected, _Lexeme):
         if not expected.accepts(found):
-            raise TraceFormatError(
+            raise trace_error(
                 record, field, f"expected {expected.what}, found {_shown(found)}"
             )
     elif isinstance(expected, str):
         if found != expected:
             detail = f"expected {expected}{because}, found {_shown(found)}"
-            raise TraceFormatError(record, field, detail)
+            raise trace_error(record, field, detail)
     else:
         parts = _items(found, "|" if field in v1.VECTOR_LIST_FIELDS else ",")
         if len(parts) != len(expected):
             detail = f"expected {len(expected)} items{because}, found {len(parts)}"
-            raise TraceFormatError(record, field, detail)
+            raise trace_error(record, field, detail)
         for index, (part, item) in enumerate(zip(parts, expected, strict=True)):
             _expect(record, f"{field} {index}", part, item, why)
 
@@ -313,13 +302,13 @@ class _Lines:
         index = self._next_index
         line = self._lines[index]
         if "\r" in line:
-            raise TraceFormatError(record, "line ending", "expected LF line endings, found CR")
+            raise trace_error(record, "line ending", "expected LF line endings, found CR")
         if index == len(self._lines) - 1:
             if line:
                 detail = "expected an LF after the record, found the end of the text"
-                raise TraceFormatError(record, "line ending", detail)
+                raise trace_error(record, "line ending", detail)
             detail = f"expected a {kind} record, found the end of the trace"
-            raise TraceFormatError(record, "record", detail)
+            raise trace_error(record, "record", detail)
         self._next_index += 1
         return line
 
@@ -330,7 +319,7 @@ class _Lines:
         parts = line.split(" ")
         if len(parts) != 3 or parts[0] != "TRACE":
             detail = f"expected '{v1.marker_line(which)}', found {_shown(line)}"
-            raise TraceFormatError(record, "record", detail)
+            raise trace_error(record, "record", detail)
         _expect(record, "version", parts[1], TRACE_VERSION)
         _expect(record, "marker", parts[2], which)
 
@@ -339,14 +328,14 @@ class _Lines:
         record = kind if number is None else f"{kind} {number}"
         head, _, rest = self._next(record, kind).partition(" ")
         if head != kind:
-            raise TraceFormatError(
+            raise trace_error(
                 record, "record", f"expected a {kind} record, found {_shown(head)}"
             )
         names = v1.RECORD_FIELDS[kind]
         tokens = rest.split(" ") if rest else []
         fields = dict(_field(record, names, index, token) for index, token in enumerate(tokens))
         if len(tokens) < len(names):
-            raise TraceFormatError(
+            raise trace_error(
                 record, names[len(tokens)], "expected this field, found the end of line"
             )
         return fields
@@ -357,26 +346,26 @@ class _Lines:
         if rest != [""]:
             found = "an extra final LF" if rest == ["", ""] else "more text"
             detail = f"expected nothing after the END record, found {found}"
-            raise TraceFormatError("TRACE END", "end of trace", detail)
+            raise trace_error("TRACE END", "end of trace", detail)
 
 
 def _field(record: str, names: Sequence[str], index: int, token: str) -> tuple[str, str]:
     name, equals, value = token.partition("=")
     if token == "":
         detail = "expected one space between fields, found an empty field"
-        raise TraceFormatError(record, "spacing", detail)
+        raise trace_error(record, "spacing", detail)
     if index >= len(names):
         detail = f"expected no field after {names[-1]}, found an extra one"
-        raise TraceFormatError(record, _shown(name), detail)
+        raise trace_error(record, _shown(name), detail)
     expected = names[index]
     if not equals:
-        raise TraceFormatError(
+        raise trace_error(
             record, expected, f"expected {expected}=value, found {_shown(token)}"
         )
     if name != expected:
         problem = "a missing or reordered field" if name in names else "an unknown field"
         detail = f"expected field {expected}, found {problem}: {_shown(name)}"
-        raise TraceFormatError(record, expected, detail)
+        raise trace_error(record, expected, detail)
     return name, value
 
 

@@ -19,8 +19,8 @@ zero); a float is a canonical ``%.12f`` lexeme (``-0.000000000000`` is not canon
 joins its items by ``,`` and is ``none`` when empty; contribution vectors are joined by ``|``; a
 shape is its extents joined by ``x``, ``none`` for rank zero. v1 names at most one repeated ID.
 
-This module imports nothing from the package: the chapter demo writes traces with it and the
-figure reads them with it.
+The chapter demo writes traces with this module and the figure reads them with it; it imports
+nothing else of the package (the errors module only to refuse a trace).
 
 >>> shape_text(()), shape_text((1, 3, 2)), ints_text(()), floats_text((4.0, -0.5))
 ('none', '1x3x2', 'none', '4.000000000000,-0.500000000000')
@@ -33,7 +33,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from llm_from_scratch.errors import FormatError
 
 TRACE_VERSION: Final = "token-embeddings-v1"
 BEGIN: Final = "BEGIN"
@@ -95,36 +98,16 @@ FIXTURE_NAME: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 PARAMETER_NAME: Final = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 
 
-class TraceFormatError(ValueError):
-    """A trace that does not follow the grammar ``token-embeddings-v1`` exactly, or a report that
-    the grammar cannot express.
+def trace_error(record: str, field: str, detail: str) -> FormatError:
+    """The :class:`~llm_from_scratch.errors.FormatError` (rule ``trace.format``) of a trace that
+    breaks the grammar at ``record`` (``TABLE 2``) and ``field`` (``output 0``).
 
-    ``figures.trace_parser.parse_trace``: any departure from the grammar or its consistency rules.
-    The trace writer (``format_trace``, ``render_trace``, ``ch18 trace --ids``) raises it too, with
-    record ``IDS`` and field ``repeated-id``, for IDs that repeat two or more different IDs, which
-    v1 cannot express. Also ``ch18 figure --trace FILE`` with a file of more than
-    ``TRACE_BYTE_LIMIT`` (1 MiB) bytes (record ``TRACE``, field ``size``), found after reading at
-    most one byte more: the command prints it on one line and exits with status 2. Its message is
-    ``record field: detail``.
-
-    Attributes:
-        record: where the problem is, for example ``"FIXTURE"``, ``"TABLE 2"``,
-            ``"LOOKUP 1"``, ``"ROW-GRADIENT 3"``, ``"TRACE BEGIN"`` or ``"TRACE END"``.
-        field: which part of that record, for example ``"state"``, ``"output 0"`` (component
-            0 of the output vector), ``"record"`` (the record itself is missing or of the
-            wrong kind) or ``"line ending"``.
-        detail: what was expected and what was found.
+    The errors module is imported only here, so that a trace read without fault loads nothing else
+    of the package.
     """
+    from llm_from_scratch.errors import FormatError
 
-    def __init__(self, record: str, field: str, detail: str) -> None:
-        self.record = record
-        self.field = field
-        self.detail = detail
-        super().__init__(f"{record} {field}: {detail}")
-
-    def __reduce__(self) -> tuple[object, ...]:
-        """Pickle (and copy) by the constructor's arguments, which rebuild the same message."""
-        return type(self), (self.record, self.field, self.detail)
+    return FormatError("trace.format", record=record, field=field, detail=detail)
 
 
 def state_for(uses: int) -> str:
@@ -146,15 +129,12 @@ def repeated_id_text(repeated: Sequence[int | str]) -> str:
     """The ``repeated-id`` lexeme of the IDs that occur more than once, in ascending order.
 
     Raises:
-        TraceFormatError: for two or more repeated IDs, which v1 cannot name.
+        FormatError: ``trace.format``, for two or more repeated IDs, which v1 cannot name.
     """
     if len(repeated) > 1:
-        raise TraceFormatError(
-            IDS,
-            "repeated-id",
-            "expected at most one repeated ID (v1 names one), found IDs "
-            + ", ".join(str(row) for row in repeated),
-        )
+        found = ", ".join(str(row) for row in repeated)
+        detail = f"expected at most one repeated ID (v1 names one), found IDs {found}"
+        raise trace_error(IDS, "repeated-id", detail)
     return list_text(repeated)
 
 

@@ -33,7 +33,6 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import (
 )
 from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
     ONE_HOT_ID,
-    AnswersFileError,
     ChapterFacts,
     Json,
     answer_text,
@@ -42,9 +41,9 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
     read_answers,
     same_answer,
 )
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import cosine_text, label
-from llm_from_scratch.figures.labels import Labels
+from llm_from_scratch.errors import FileAccessError, FormatError, MismatchError, MissingPackageError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, one_line, read_line
+from llm_from_scratch.labels import Labels, cosine_text, label
 
 __all__ = ["COMPARED_WORDS", "Verdict", "check_answers", "run_exercises"]
 
@@ -92,7 +91,7 @@ def run_exercises(
     if answers_path is not None:
         try:
             answers = read_answers(answers_path)
-        except AnswersFileError as error:
+        except FormatError as error:
             stderr.write(f"error: {one_line(_file_error(error, data.ui))}\n")
             return 2
         verdicts = check_answers(answers, expected)
@@ -115,9 +114,10 @@ def _line(stdin: TextIO) -> str:
         return ""
 
 
-def _file_error(error: AnswersFileError, ui: Labels) -> str:
-    problem = label(ui, "answers_file", error.problem)
-    return f"{label(ui, 'answers_file', 'title')} {error.path}: {problem} ({error.detail})"
+def _file_error(error: FormatError, ui: Labels) -> str:
+    path, problem, detail = (error.fields[name] for name in ("path", "problem", "detail"))
+    title, problem = (label(ui, "answers_file", key) for key in ("title", str(problem)))
+    return f"{title} {path}: {problem} ({detail})"
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,6 @@ class _Session:
         """Exercise 9's evidence: ID neighbours against vector neighbours in the trained table."""
         from llm_from_scratch.demos.ch18_token_embeddings.neighbours import neighbours_report
         from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
-            PretrainedError,
             open_table,
             packaged_files,
         )
@@ -282,7 +281,7 @@ class _Session:
         try:
             files = packaged_files()
             table, pieces = open_table(files)
-        except PretrainedError:
+        except (MissingPackageError, FileAccessError, FormatError, MismatchError):
             return self.ui("neighbours", "table_missing")
         report = neighbours_report(table, pieces, COMPARED_WORDS, COMPARED_COUNT, files.shown)
         mean = self.ui("neighbours", "mean_cosine")

@@ -29,7 +29,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
 from llm_from_scratch.demos.ch18_token_embeddings.report import build_report
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import FormatError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, is_too_large, load_json, read_file
 from llm_from_scratch.nn import (
     Embedding,
@@ -43,9 +43,7 @@ __all__ = [
     "ONE_HOT_ID",
     "OUTPUT_SHAPE_CASES",
     "SCANNED_IDS",
-    "AnswersFileError",
     "ChapterFacts",
-    "ExerciseAnswerError",
     "answer_text",
     "chapter_facts",
     "expected_answers",
@@ -65,30 +63,6 @@ ERROR_KINDS: Final = {
 }
 
 Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
-
-
-class ExerciseAnswerError(StructuredError):
-    """Base class of the errors of the exercises module."""
-
-
-class AnswersFileError(ExerciseAnswerError, ValueError):
-    """An answers file that cannot be read, is too large, is not JSON, is not an object of exercise
-    numbers, or answers an explanation exercise; ``problem`` is the kind, ``detail`` says more.
-
-    ``read_answers`` (``llm-from-scratch ch18 exercises --answers FILE``): the file cannot be read
-    or is not UTF-8 (``problem`` is ``unreadable``; its path is one the system cannot take, a
-    folder, missing, ...), holds more than ``FILE_BYTE_LIMIT`` (1 MiB) bytes, found after reading
-    one byte more (``too_large``: ``/dev/zero`` fails at once), is not strict JSON (``not_json``:
-    also ``NaN`` or ``Infinity``, an integer of more than 4300 digits, a key twice in one object,
-    a string holding a lone surrogate), is not a JSON object (``not_object``), has a key that is
-    not an exercise number ``"1"`` to ``"11"`` (``unknown_exercise``), or answers an explanation
-    exercise 4, 7 or 9 (``explanation_exercise``).
-    """
-
-    template = "answers file {path}: {problem}: {detail}"
-    path: str
-    problem: str
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -209,35 +183,38 @@ def read_answers(path: Path) -> dict[int, object]:
     strict JSON (:func:`llm_from_scratch.files.load_json`).
 
     Raises:
-        AnswersFileError: the file cannot be read or is not such an object.
+        FormatError: ``answers.file``, with the ``problem``: the file cannot be read or is not
+            UTF-8 (``unreadable``), holds more than ``FILE_BYTE_LIMIT`` bytes (``too_large``), is
+            not strict JSON (``not_json``: also ``NaN``, a key twice, a lone surrogate), not an
+            object (``not_object``), has a key that is no exercise number ``"1"`` to ``"11"``
+            (``unknown_exercise``), or answers exercise 4, 7 or 9 (``explanation_exercise``).
     """
     try:
         text = read_file(path, FILE_BYTE_LIMIT).decode("utf-8")
     except OSError as error:
         problem = "too_large" if is_too_large(error) else "unreadable"
-        raise AnswersFileError(str(path), problem, error.strerror or str(error)) from error
+        raise _answers_error(path, problem, error.strerror or str(error)) from error
     except UnicodeDecodeError as error:
-        raise AnswersFileError(str(path), "unreadable", str(error)) from error
+        raise _answers_error(path, "unreadable", str(error)) from error
     try:
         raw = load_json(text)
     except ValueError as error:
-        raise AnswersFileError(str(path), "not_json", str(error)) from error
+        raise _answers_error(path, "not_json", str(error)) from error
     if not isinstance(raw, dict):
-        raise AnswersFileError(str(path), "not_object", f"found {type(raw).__name__}")
-    answers: dict[int, object] = {}
-    for key, value in raw.items():
-        number = _exercise_number(str(path), key)
-        answers[number] = value
-    return answers
+        raise _answers_error(path, "not_object", f"found {type(raw).__name__}")
+    return {_exercise_number(path, key): value for key, value in raw.items()}
 
 
-def _exercise_number(path: str, key: str) -> int:
-    number = int(key) if key.isascii() and key.isdigit() and key == str(int(key)) else None
+def _answers_error(path: Path, problem: str, detail: str) -> FormatError:
+    return FormatError("answers.file", path=str(path), problem=problem, detail=detail)
+
+
+def _exercise_number(path: Path, key: str) -> int:
+    number = int(key) if key.isascii() and key.isdigit() and key == str(int(key)) else 0
     if number not in KINDS:
-        raise AnswersFileError(path, "unknown_exercise", repr(key))
-    assert number is not None  # KINDS holds only numbers
+        raise _answers_error(path, "unknown_exercise", repr(key))
     if KINDS[number] == "explanation":
-        raise AnswersFileError(path, "explanation_exercise", repr(key))
+        raise _answers_error(path, "explanation_exercise", repr(key))
     return number
 
 

@@ -8,7 +8,13 @@ same way.
 
 from __future__ import annotations
 
-from llm_from_scratch.traces import NONE, float_text, floats_text, ints_text, shape_text
+from llm_from_scratch.traces.token_embeddings_v1 import (
+    NONE,
+    float_text,
+    floats_text,
+    ints_text,
+    shape_text,
+)
 
 __all__ = ["bool_text", "float_text", "floats_text", "ints_text", "list_or_none", "shape_text"]
 

@@ -1,24 +1,18 @@
 """ID neighbours against vector neighbours: do close ID numbers, or close vectors, mean close words?
 
-Every vector is looked up through the embedding layer; the cosine of two vectors is
-``u . v / (|u| |v|)``, computed in float64 on the looked-up vectors and the table's rows (a row
-of zeros has cosine 0 with everything). For a word that the tokenizer maps to exactly one word
-piece with ID ``i`` in a table of ``V`` rows:
+Every vector is looked up through the embedding layer; the cosine ``u . v / (|u| |v|)`` is
+computed in float64 (a row of zeros has cosine 0 with everything). For a word the tokenizer maps
+to one word piece, ID ``i``, in a table of ``V`` rows, its **ID neighbours** are the ``K`` IDs
+nearest to ``i`` in number (``i-1, i+1, i-2, ...``, the one below first on a tie, only those in
+``[0, V)``) and its **vector neighbours** the ``K`` rows of highest cosine to its vector (its
+own row left out, the lower ID first on a tie); each list's mean cosine makes the contrast a
+number. ``K`` runs from 1 to ``V - 1``. A word of several pieces has no single row, so it is
+refused (:class:`~llm_from_scratch.errors.WordError`), as are a word of no piece and one the
+tokenizer maps to its unknown token.
 
-- its **ID neighbours** are the ``K`` IDs nearest to ``i`` in number, the one below first on a
-  tie (``i-1, i+1, i-2, i+2, ...``), leaving out the numbers outside ``[0, V)``;
-- its **vector neighbours** are the ``K`` rows of highest cosine to the word's vector, the
-  word's own row left out, the lower ID first on a tie;
-
-and each list's mean cosine makes the contrast a number. ``K`` runs from 1 to ``V - 1``. A word
-of several pieces has no single row to compare, so it is refused
-(:class:`MultiPieceWordError`), as are a word the tokenizer maps to its unknown token and one it
-maps to no piece.
-
-The default word set holds five groups of four words (royalty, numbers, weekdays, colours,
-animals), each one word piece of the MiniLM vocabulary; :func:`group_cosines` compares the
-cosines inside a group with those between groups, and :func:`project_groups` draws the words in
-the plane of the first two principal components (NumPy's SVD of the centred unit vectors).
+The default word set holds five groups of four words, each one word piece of MiniLM's
+vocabulary; :func:`group_cosines` compares the cosines inside a group with those between
+groups, and :func:`project_groups` puts the words on the first two principal components.
 
 Example, on a four-row table whose rows 0 and 3 point the same way:
 
@@ -37,12 +31,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
 import numpy as np
 
-from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.tensor.storage import read_only_view
+from llm_from_scratch.errors import OptionError, WordError
+from llm_from_scratch.figures.scatter import ProjectedWord, Projection
+from llm_from_scratch.tensor import Tensor
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -54,21 +49,15 @@ __all__ = [
     "DEFAULT_GROUPS",
     "DEFAULT_WORDS",
     "CosineTable",
-    "EmptyWordError",
     "GroupCosines",
-    "MultiPieceWordError",
     "Neighbour",
-    "NeighbourCountError",
-    "NeighboursError",
     "NeighboursFigure",
     "NeighboursReport",
     "Piece",
     "ProjectedWord",
     "Projection",
-    "UnknownWordError",
     "WordNeighbours",
     "WordPieces",
-    "ZeroVectorError",
     "checked_count",
     "group_cosines",
     "id_neighbour_ids",
@@ -93,62 +82,6 @@ DEFAULT_GROUPS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
 DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
 #: Neighbours per list unless ``--count`` says otherwise.
 DEFAULT_COUNT: Final = 5
-
-
-class NeighboursError(StructuredError):
-    """Base class of the errors of the neighbours module."""
-
-
-class NeighbourCountError(NeighboursError, ValueError):
-    """A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any word."""
-
-    template = "the neighbour count must be from 1 to {maximum}, got {count}"
-    count: int
-    maximum: int
-
-
-class EmptyWordError(NeighboursError, ValueError):
-    """A word the tokenizer maps to no word piece (an empty or blank word)."""
-
-    template = "the tokenizer maps the word {word!r} to no word piece"
-    word: str
-
-
-class UnknownWordError(NeighboursError, ValueError):
-    """A word the tokenizer maps to its unknown token.
-
-    A word with a piece that is the tokenizer's unknown token (``[UNK]`` in MiniLM's), such as
-    ``☃``.
-    """
-
-    template = "the tokenizer maps the word {word!r} to the unknown token {unknown_token}"
-    word: str
-    unknown_token: str
-
-
-class MultiPieceWordError(NeighboursError, ValueError):
-    """A word of several word pieces: it has no single row whose neighbours to list.
-
-    Such as ``tokenization`` (``token 19204, ##ization 3989``), or any Russian word in MiniLM's
-    English vocabulary.
-    """
-
-    template = (
-        "the word {word!r} is {count} word pieces ({pieces}), not one row of the table; "
-        "give a word that is a single piece"
-    )
-    word: str
-    count: int
-    pieces: str
-
-
-class ZeroVectorError(NeighboursError, ValueError):
-    """A word whose row is all zeros: its cosine with any row is undefined (other rows of zeros
-    have cosine 0)."""
-
-    template = "the row {id} of the word {word!r} is all zeros: it has no direction to compare"
-    word: str
-    id: int
 
 
 class WordPieces(Protocol):
@@ -204,32 +137,12 @@ class GroupCosines:
     between: float
 
 
-@dataclass(frozen=True)
-class ProjectedWord:
-    """A word's coordinates on the first two principal components."""
-
-    group: str
-    word: str
-    id: int
-    x: float
-    y: float
-
-
-@dataclass(frozen=True)
-class Projection:
-    """The words in the plane of the first two principal components, and the share of the
-    variance each component explains."""
-
-    words: tuple[ProjectedWord, ...]
-    explained: tuple[float, float]
-
-
 @dataclass(frozen=True, eq=False)
 class CosineTable:
     """An embedding layer with its rows scaled to unit length, for cosines against every row.
 
-    ``unit_rows`` is read-only for good (:func:`~llm_from_scratch.tensor.storage.read_only_view`):
-    the cosines of every later query come from it.
+    ``unit_rows`` is read-only for good (a tensor's values): the cosines of every later query
+    come from it.
     """
 
     embedding: Embedding
@@ -239,7 +152,8 @@ class CosineTable:
     def of(cls, embedding: Embedding) -> CosineTable:
         """Scale the layer's table rows to unit length (rows of zeros stay zero)."""
         rows = embedding.table.tensor.numpy().astype(np.float64)
-        return cls(embedding, read_only_view(_unit(rows)))
+        unit_rows = Tensor.from_numpy(_unit(rows)).numpy()  # float64, read-only for good
+        return cls(embedding, cast("npt.NDArray[np.float64]", unit_rows))
 
     @property
     def vocabulary_size(self) -> int:
@@ -261,18 +175,18 @@ def word_piece(pieces: WordPieces, word: str) -> Piece:
     """The one word piece of ``word``.
 
     Raises:
-        EmptyWordError, UnknownWordError, MultiPieceWordError: a word of no piece, one the
+        WordError: ``word.empty``, ``word.unknown``, ``word.pieces``: a word of no piece, one the
             tokenizer does not know, a word of several pieces; in this order.
     """
     found = pieces.pieces(word)
     if not found:
-        raise EmptyWordError(word)
+        raise WordError("word.empty", word=word)
     unknown = pieces.unknown_token
     if unknown is not None and any(token == unknown for token, _ in found):
-        raise UnknownWordError(word, unknown)
+        raise WordError("word.unknown", word=word, unknown_token=unknown)
     if len(found) > 1:
         listed = ", ".join(f"{token} {token_id}" for token, token_id in found)
-        raise MultiPieceWordError(word, len(found), listed)
+        raise WordError("word.pieces", word=word, count=len(found), pieces=listed)
     token, token_id = found[0]
     return Piece(token, token_id)
 
@@ -281,10 +195,10 @@ def checked_count(count: int, vocabulary_size: int) -> int:
     """``count`` if a table of ``vocabulary_size`` rows has that many neighbours for a word.
 
     Raises:
-        NeighbourCountError: ``count`` is outside ``1..vocabulary_size - 1``.
+        OptionError: ``neighbours.count``, ``count`` is outside ``1..vocabulary_size - 1``.
     """
     if not 1 <= count <= vocabulary_size - 1:
-        raise NeighbourCountError(count, vocabulary_size - 1)
+        raise OptionError("neighbours.count", maximum=vocabulary_size - 1, count=count)
     return count
 
 
@@ -292,7 +206,7 @@ def id_neighbour_ids(token_id: int, count: int, vocabulary_size: int) -> tuple[i
     """The ``count`` IDs nearest to ``token_id`` in number, below first on a tie, in the table.
 
     Raises:
-        NeighbourCountError: ``count`` is outside ``1..vocabulary_size - 1``.
+        OptionError: ``neighbours.count``, ``count`` is outside ``1..vocabulary_size - 1``.
 
     Example:
         >>> id_neighbour_ids(5, 4, 10), id_neighbour_ids(0, 3, 10), id_neighbour_ids(9, 3, 10)
@@ -317,7 +231,7 @@ def vector_neighbour_ids(
     """The ``count`` IDs of highest cosine, ``token_id`` left out, the lower ID first on a tie.
 
     Raises:
-        NeighbourCountError: ``count`` is outside ``1..len(cosines) - 1``.
+        OptionError: ``neighbours.count``, ``count`` is outside ``1..len(cosines) - 1``.
     """
     checked_count(count, cosines.size)
     others = cosines.copy()
@@ -334,16 +248,15 @@ def word_neighbours(
     """A word's ``count`` ID neighbours and vector neighbours with their cosines.
 
     Raises:
-        NeighbourCountError: ``count`` is outside ``1..V-1`` (checked first).
-        EmptyWordError, UnknownWordError, MultiPieceWordError: from :func:`word_piece`.
+        OptionError: ``neighbours.count``, ``count`` is outside ``1..V-1`` (checked first).
+        WordError: from :func:`word_piece`; ``word.zero-vector``, the word's row is all zeros.
         TokenIdOutOfBoundsError: the tokenizer gives an ID the table does not have.
-        ZeroVectorError: the word's row is all zeros.
     """
     checked_count(count, table.vocabulary_size)
     piece = word_piece(pieces, word)
     vector = table.vectors([piece.id])[0]
     if not np.any(vector):
-        raise ZeroVectorError(word, piece.id)
+        raise WordError("word.zero-vector", id=piece.id, word=word)
     cosines = table.cosines_to_row(piece.id)
     by_id = _neighbours(pieces, cosines, id_neighbour_ids(piece.id, count, table.vocabulary_size))
     by_vector = _neighbours(pieces, cosines, vector_neighbour_ids(cosines, piece.id, count))
@@ -366,8 +279,7 @@ def group_cosines(
     one of its words to a word of another group.
 
     Raises:
-        EmptyWordError, UnknownWordError, MultiPieceWordError: for the first word that is not
-            one word piece.
+        WordError: for the first word that is not one word piece (:func:`word_piece`).
     """
     labels, ids = _group_ids(pieces, groups)
     unit = _unit(table.vectors(ids))
@@ -402,7 +314,7 @@ def present_groups(
 def _is_one_piece(pieces: WordPieces, word: str) -> bool:
     try:
         word_piece(pieces, word)
-    except NeighboursError:
+    except WordError:
         return False
     return True
 
@@ -418,7 +330,7 @@ def project_groups(
     sign is chosen so that its largest coordinate (in absolute value) is positive.
 
     Raises:
-        EmptyWordError, UnknownWordError, MultiPieceWordError: as :func:`group_cosines`.
+        WordError: as :func:`group_cosines`.
     """
     labels, ids = _group_ids(pieces, groups)
     unit = _unit(table.vectors(ids))
@@ -490,7 +402,7 @@ def neighbours_report(
     """Each word's neighbours (:func:`word_neighbours`), in the order given.
 
     Raises:
-        NeighboursError: for the count, then for the first word that has no neighbours.
+        OptionError, WordError: for the count, then for the first word that has no neighbours.
     """
     checked_count(count, table.vocabulary_size)
     parameter = table.embedding.table
@@ -526,8 +438,8 @@ def neighbours_figure(
     :func:`present_groups`), and the neighbours of ``words``.
 
     Raises:
-        NeighboursError: as :func:`neighbours_report`; then, when fewer than two groups keep
-            two words, for the first group word that is not one word piece.
+        OptionError, WordError: as :func:`neighbours_report`; then, when fewer than two groups
+            keep two words, for the first group word that is not one word piece.
     """
     report = neighbours_report(table, pieces, words, count, table_path)
     present = present_groups(pieces, groups)

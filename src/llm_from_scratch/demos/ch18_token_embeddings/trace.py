@@ -7,8 +7,8 @@ this module only picks the report's facts for each field.
 from __future__ import annotations
 
 from llm_from_scratch.demos.ch18_token_embeddings.report import Ch18Report, Lookup, TableRow
-from llm_from_scratch.traces import TRACE_VERSION
 from llm_from_scratch.traces import token_embeddings_v1 as v1
+from llm_from_scratch.traces.token_embeddings_v1 import TRACE_VERSION
 
 __all__ = ["TRACE_VERSION", "format_trace"]
 
@@ -17,7 +17,7 @@ def format_trace(report: Ch18Report) -> str:
     """The trace text: LF line endings and one final LF.
 
     Raises:
-        TraceFormatError: when more than one ID repeats (record ``v1.IDS``, field ``repeated-id``),
+        FormatError: ``trace.format``, when more than one ID repeats (at ``IDS repeated-id``),
             since v1 names at most one repeated ID.
     """
     lines = [

@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from llm_from_scratch.autograd.dispatch import sleep_between_kernels
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import label
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
-from llm_from_scratch.figures.labels import Labels
-from llm_from_scratch.figures.train_labels import TRAIN_LABELS, load_labels
 from llm_from_scratch.files import one_line, replace_file, writable_path
+from llm_from_scratch.labels import TRAIN_LABELS, Labels, label, load_labels
 from llm_from_scratch.nn import CheckpointError
 from llm_from_scratch.training.checkpoint import ResumeError, saved_options
 from llm_from_scratch.training.corpus import CorpusError
