@@ -132,9 +132,7 @@ def _expect(record: str, field: str, found: str, expected: _Expected, why: str =
     because = f" {why}" if why else ""
     if isinstance(expected, _Lexeme):
         if not expected.accepts(found):
-            raise trace_error(
-                record, field, f"expected {expected.what}, found {_shown(found)}"
-            )
+            raise trace_error(record, field, f"expected {expected.what}, found {_shown(found)}")
     elif isinstance(expected, str):
         if found != expected:
             detail = f"expected {expected}{because}, found {_shown(found)}"
@@ -328,9 +326,7 @@ class _Lines:
         record = kind if number is None else f"{kind} {number}"
         head, _, rest = self._next(record, kind).partition(" ")
         if head != kind:
-            raise trace_error(
-                record, "record", f"expected a {kind} record, found {_shown(head)}"
-            )
+            raise trace_error(record, "record", f"expected a {kind} record, found {_shown(head)}")
         names = v1.RECORD_FIELDS[kind]
         tokens = rest.split(" ") if rest else []
         fields = dict(_field(record, names, index, token) for index, token in enumerate(tokens))
@@ -359,9 +355,7 @@ def _field(record: str, names: Sequence[str], index: int, token: str) -> tuple[s
         raise trace_error(record, _shown(name), detail)
     expected = names[index]
     if not equals:
-        raise trace_error(
-            record, expected, f"expected {expected}=value, found {_shown(token)}"
-        )
+        raise trace_error(record, expected, f"expected {expected}=value, found {_shown(token)}")
     if name != expected:
         problem = "a missing or reordered field" if name in names else "an unknown field"
         detail = f"expected field {expected}, found {problem}: {_shown(name)}"

@@ -9,9 +9,12 @@ ids: shape=none values=2
 
 from llm_from_scratch.demos.ch18_token_embeddings.demo import format_demo
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
-from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
-from llm_from_scratch.demos.ch18_token_embeddings.report import Ch18Report, build_report
-from llm_from_scratch.demos.ch18_token_embeddings.trace import TRACE_VERSION, format_trace
+from llm_from_scratch.demos.ch18_token_embeddings.report import (
+    Ch18Report,
+    build_report,
+    explicit_one_hot_product,
+)
+from llm_from_scratch.demos.ch18_token_embeddings.trace import format_trace
 
 
 def render_demo(fixture: Ch18Fixture = KNOWN_FIXTURE) -> str:
@@ -30,7 +33,6 @@ def render_trace(fixture: Ch18Fixture = KNOWN_FIXTURE) -> str:
 
 __all__ = [
     "KNOWN_FIXTURE",
-    "TRACE_VERSION",
     "Ch18Fixture",
     "Ch18Report",
     "build_report",

@@ -27,8 +27,10 @@ import numpy as np
 from llm_from_scratch.autograd import GatherIndexOutOfBoundsError
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
-from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
-from llm_from_scratch.demos.ch18_token_embeddings.report import build_report
+from llm_from_scratch.demos.ch18_token_embeddings.report import (
+    build_report,
+    explicit_one_hot_product,
+)
 from llm_from_scratch.errors import FormatError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, is_too_large, load_json, read_file
 from llm_from_scratch.nn import (
@@ -102,7 +104,7 @@ def chapter_facts(fixture: Ch18Fixture = KNOWN_FIXTURE) -> ChapterFacts:
     error = _raised(layer, list(SCANNED_IDS), (len(SCANNED_IDS),))
     return ChapterFacts(
         table=_nested(report.table_shape, [v for row in report.rows for v in row.values]),
-        ids=_nested(report.token_shape, report.token_ids),
+        ids=_nested(report.fixture.token_shape, report.fixture.token_ids),
         output=_nested(report.output_shape, report.output_values),
         output_shape=list(report.output_shape),
         one_hot=_plain(indicators[0]),
