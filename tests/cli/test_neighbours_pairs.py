@@ -201,7 +201,7 @@ def test_a_table_without_a_record_of_the_same_size_answers(
 
 
 def test_the_readme_shows_the_refusal_as_the_error_words_it() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "lesson.md").read_text("utf-8")
     paths = {"table": "ch18-train/table.safetensors", "tokenizer": "model/tokenizer.json"}
     error = MismatchError("pair.rows", **paths, table_value="9120", tokenizer_value="30522")
     assert f"  error: {error}\n" in readme
