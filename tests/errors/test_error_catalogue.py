@@ -649,3 +649,10 @@ def test_the_documented_builtin_errors_are_raised(
     with pytest.raises(error):
         call()
     assert f"`{error.__name__}`" in hand_written_text()
+
+
+def test_the_changelog_gives_every_rule_the_class_it_replaces() -> None:
+    changelog = (CATALOGUE.parents[1] / "CHANGELOG.md").read_text(encoding="utf-8")
+    renames = [line for line in changelog.splitlines() if line.startswith("| `")]
+    listed = {code for line in renames for code in re.findall(r"`([a-z]+\.[a-z-]+)`", line)}
+    assert sorted(set(RULES) - listed) == []
