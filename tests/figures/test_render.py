@@ -13,8 +13,7 @@ from markupsafe import escape
 from llm_from_scratch.errors import FormatError
 from llm_from_scratch.figures import render
 from llm_from_scratch.figures.render import render_figure
-from llm_from_scratch.figures.trace import Trace
-from llm_from_scratch.figures.trace_parser import parse_trace
+from llm_from_scratch.figures.trace_parser import Trace, parse_trace
 from llm_from_scratch.labels import LABEL_KEYS, LANGUAGES, Labels, label_error, load_labels
 
 from checks import raises_rule

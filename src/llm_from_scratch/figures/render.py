@@ -12,7 +12,7 @@ import functools
 from typing import TYPE_CHECKING, Final
 
 from llm_from_scratch.figures.scatter import marker_path
-from llm_from_scratch.figures.trace import Trace
+from llm_from_scratch.figures.trace_parser import Trace
 from llm_from_scratch.labels import Labels, load_labels
 from llm_from_scratch.traces.token_embeddings_v1 import NONE, RULE_STATES, SHARINGS, STATES
 

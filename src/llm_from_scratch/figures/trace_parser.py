@@ -1,17 +1,15 @@
-"""A strict parser for the trace ``token-embeddings-v1``.
+"""A strict parser for the trace ``token-embeddings-v1``, into frozen records whose numbers stay
+lexemes.
 
-It reads each record's fields in the order of the grammar the demo writes with
+It reads each record's fields in the order of the grammar
 (:mod:`llm_from_scratch.traces.token_embeddings_v1`) and takes as facts only what cannot be
-derived: names, vocabulary, width, ID shape, IDs, table values and upstream vectors. Every
-other field's lexeme is derived from them with the grammar's formatters, and :func:`_expect`
-checks each field one way: a fact must be a valid lexeme, a derived one must be equal, a list
-item by item, so that an error names the record, field and item (``LOOKUP 1 output 0``).
+derived (names, vocabulary, width, ID shape, IDs, table values, upstream vectors); every other
+field must equal the lexeme the grammar's formatters derive from them. Each field is checked one
+way (:func:`_expect`), so an error names the record, the field and the item (``LOOKUP 1 output
+0``). When a contribution disagrees with its LOOKUP's upstream, the row decides which is wrong:
+the LOOKUP if the contributions still add up to the accumulated gradient, else the contribution.
+Sums are exact integer counts of 1e-12.
 
-When a contribution disagrees with the upstream of its LOOKUP, the row decides which record is
-wrong: the LOOKUP if the contributions still add up to the accumulated gradient, else the
-contribution. Numbers stay text; sums are exact integer counts of 1e-12.
-
->>> from llm_from_scratch.figures.trace_parser import parse_trace
 >>> parse_trace("TRACE token-embeddings-v2 BEGIN\\n")
 Traceback (most recent call last):
 ...
@@ -27,11 +25,86 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-from llm_from_scratch.figures.trace import Fixture, IdRecord, Lookup, RowGradient, TableRow, Trace
 from llm_from_scratch.traces import token_embeddings_v1 as v1
 from llm_from_scratch.traces.token_embeddings_v1 import TRACE_VERSION, trace_error
 
-__all__ = ["parse_trace"]
+__all__ = ["Fixture", "IdRecord", "Lookup", "RowGradient", "TableRow", "Trace", "parse_trace"]
+
+# The records: numbers stay lexemes --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """The FIXTURE record; the ID shape also as extents (``("1", "3")``)."""
+
+    name: str
+    parameter: str
+    vocabulary: str
+    width: str
+    table_shape: str
+    id_shape: str
+    id_extents: tuple[str, ...]
+    output_shape: str
+    upstream_shape: str
+    gradient_shape: str
+    accumulation: str
+
+
+@dataclass(frozen=True)
+class IdRecord:
+    """The IDS record: the flat IDs and the one repeated ID with its flat positions."""
+
+    values: tuple[str, ...]
+    repeated_id: str | None
+    repeated_flat_positions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One TABLE record: a row of the embedding table, its use count and state."""
+
+    row: str
+    uses: str
+    state: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One LOOKUP record: the forward copy of one ID's row and the upstream it receives."""
+
+    flat: str
+    coordinate: tuple[str, ...]
+    id: str
+    sharing: str
+    one_hot: tuple[str, ...]
+    selected_row: str
+    output: tuple[str, ...]
+    upstream: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RowGradient:
+    """One ROW-GRADIENT record: the contributions into one table row and their sum."""
+
+    row: str
+    flat_positions: tuple[str, ...]
+    contributions: tuple[tuple[str, ...], ...]
+    rule: str
+    accumulated: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A parsed, cross-checked ``token-embeddings-v1`` trace."""
+
+    version: str
+    fixture: Fixture
+    ids: IdRecord
+    table_rows: tuple[TableRow, ...]
+    lookups: tuple[Lookup, ...]
+    row_gradients: tuple[RowGradient, ...]
+
 
 _SCALE: Final = 10**12
 _SHOWN: Final = 48

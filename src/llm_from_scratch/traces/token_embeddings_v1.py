@@ -12,15 +12,14 @@ A trace is these lines in this order, each ending in one LF, with nothing after 
     ROW-GRADIENT row=.. flat-positions=.. contributions=.. rule=.. accumulated=..  (V records)
     TRACE token-embeddings-v1 END
 
-(FIXTURE and LOOKUP are each one line; they are wrapped here only for reading.)
+(FIXTURE and LOOKUP are each one line, wrapped here for reading.)
 
 Lexemes: an integer is a safe non-negative integer (at most ``2**53 - 1``, no sign, no leading
 zero); a float is a canonical ``%.12f`` lexeme (``-0.000000000000`` is not canonical); a list
 joins its items by ``,`` and is ``none`` when empty; contribution vectors are joined by ``|``; a
 shape is its extents joined by ``x``, ``none`` for rank zero. v1 names at most one repeated ID.
 
-The chapter demo writes traces with this module and the figure reads them with it; it imports
-nothing else of the package (the errors module only to refuse a trace).
+The chapter demo writes traces with this module and the figure reads them with it.
 
 >>> shape_text(()), shape_text((1, 3, 2)), ints_text(()), floats_text((4.0, -0.5))
 ('none', '1x3x2', 'none', '4.000000000000,-0.500000000000')
@@ -51,35 +50,15 @@ LOOKUP: Final = "LOOKUP"
 ROW_GRADIENT: Final = "ROW-GRADIENT"
 
 #: Every record between the markers and its fields, in the order they appear.
-RECORD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
-    {
-        FIXTURE: (
-            "name",
-            "parameter",
-            "vocabulary",
-            "width",
-            "table-shape",
-            "id-shape",
-            "output-shape",
-            "upstream-shape",
-            "gradient-shape",
-            "accumulation",
-        ),
-        IDS: ("values", "repeated-id", "repeated-flat-positions"),
-        TABLE: ("row", "uses", "state", "values"),
-        LOOKUP: (
-            "flat",
-            "coordinate",
-            "id",
-            "sharing",
-            "one-hot",
-            "selected-row",
-            "output",
-            "upstream",
-        ),
-        ROW_GRADIENT: ("row", "flat-positions", "contributions", "rule", "accumulated"),
-    }
-)
+RECORD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType({
+    FIXTURE: ("name", "parameter", "vocabulary", "width", "table-shape", "id-shape",
+              "output-shape", "upstream-shape", "gradient-shape", "accumulation"),
+    IDS: ("values", "repeated-id", "repeated-flat-positions"),
+    TABLE: ("row", "uses", "state", "values"),
+    LOOKUP: ("flat", "coordinate", "id", "sharing", "one-hot", "selected-row", "output",
+             "upstream"),
+    ROW_GRADIENT: ("row", "flat-positions", "contributions", "rule", "accumulated"),
+})  # fmt: skip
 
 #: Fields that list vectors, joined by ``|`` (their vectors join numbers by ``,``).
 VECTOR_LIST_FIELDS: Final = ("contributions",)
@@ -99,12 +78,9 @@ PARAMETER_NAME: Final = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 
 
 def trace_error(record: str, field: str, detail: str) -> FormatError:
-    """The :class:`~llm_from_scratch.errors.FormatError` (rule ``trace.format``) of a trace that
-    breaks the grammar at ``record`` (``TABLE 2``) and ``field`` (``output 0``).
-
-    The errors module is imported only here, so that a trace read without fault loads nothing else
-    of the package.
-    """
+    """The ``FormatError`` (``trace.format``) of a trace that breaks the grammar at ``record``
+    (``TABLE 2``) and ``field`` (``output 0``); errors is imported here only, so that a good
+    trace loads nothing else of the package."""
     from llm_from_scratch.errors import FormatError
 
     return FormatError("trace.format", record=record, field=field, detail=detail)

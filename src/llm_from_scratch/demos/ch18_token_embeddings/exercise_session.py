@@ -1,21 +1,12 @@
-"""The command ``llm-from-scratch ch18 exercises``: ask, check or reveal the eleven exercises.
+"""The command ``llm-from-scratch ch18 exercises``: ask, check or reveal the eleven exercises,
+in the chosen language, against values computed when it runs.
 
-Three ways to run, all in the chosen language and all against values computed when they run
-(:mod:`~llm_from_scratch.demos.ch18_token_embeddings.exercises`):
-
-- interactively: each exercise's prompt and answer format, then a line of input (read again
-  when it cannot be read), then right or wrong with the computed value, the explanation and the
-  evidence; an explanation exercise waits for Enter. The end of the input, or a line of more
-  than ``FILE_BYTE_LIMIT`` characters, leaves the remaining answers missing.
-- ``--answers FILE``: one line per checked exercise, right, wrong with the computed value, or
-  missing.
-- ``--reveal``: every exercise with its answer, explanation and evidence.
-
-Each checking run ends with the score and the numbers of the wrong answers; the exit status is
-0 only when every checked answer is right, 1 otherwise, 2 for an answers file that cannot be
-read (one line on standard error). Answers are strict JSON
-(:func:`llm_from_scratch.files.load_json`), numbers compared exactly
-(:func:`~llm_from_scratch.demos.ch18_token_embeddings.exercises.same_answer`).
+Interactively, each exercise's prompt and answer format, a line of input (asked again when it
+cannot be read; the end of the input, or a line over ``FILE_BYTE_LIMIT`` characters, leaves the
+rest missing), then right or wrong with the computed value, the explanation and the evidence;
+``--answers FILE`` checks a file, one line per checked exercise; ``--reveal`` shows every answer.
+A check ends with the score and the wrong numbers: status 0 only when every checked answer is
+right, 1 otherwise, 2 for an answers file that cannot be read (one line on standard error).
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """The exercises' answers and evidence, computed by the library when they are asked for.
 
-:func:`chapter_facts` runs the chapter fixture through :func:`build_report` and the layer: the
-lookup of ``[[2,1,2]]``, the one-hot row of ID 2 times the table, the table gradient for the
-chapter's upstream seed, the output shapes for the ID shapes ``[2,3]``, ``[]`` and ``[0]``, the
-order in which one layer reports three faults (found by triggering them and removing the
-reported one each time), the first invalid ID of ``[1,4,9]`` from the raised error's fields,
-a clone's identity and the parameters a repeated ID uses. :func:`expected_answers` turns them
-into the answers the exercises check, in the answer file's JSON form, and :func:`same_answer`
-compares a learner's answer with one of them.
+:func:`chapter_facts` runs the chapter fixture (:func:`build_report`) and the layer: the lookup
+of ``[[2,1,2]]``, the one-hot row of ID 2 times the table, the table gradient, the output shapes
+for the ID shapes ``[2,3]``, ``[]`` and ``[0]``, the order in which one layer reports three
+faults (triggered, then removed one by one), the first invalid ID of ``[1,4,9]`` from the raised
+error, a clone's identity and the parameters a repeated ID uses. :func:`expected_answers` makes
+them the answers, in the answers file's JSON form; :func:`same_answer` compares one.
 
 >>> expected_answers(chapter_facts())[6]
 {'order': ['shape', 'count', 'id'], 'first': {'id': 4, 'position': 1}}
@@ -146,11 +144,8 @@ def expected_answers(facts: ChapterFacts) -> dict[int, Json]:
 
 def same_answer(answer: object, expected: Json) -> bool:
     """Whether an answer equals the expected one: the same nesting, lists and keys, numbers
-    equal in value (``30`` and ``30.0`` are the same), booleans only equal to booleans.
-
-    Numbers compare exactly, never through a conversion that could fail: an integer as the
-    integer it is (Python compares an ``int`` with a ``float`` exactly, so ``10**310`` is
-    simply not ``30``), a ``float`` only when it is finite."""
+    equal in value, exactly (``30`` is ``30.0``; ``10**310`` is simply not ``30``; a float only
+    when finite), booleans only booleans."""
     if isinstance(expected, bool) or isinstance(answer, bool):
         return isinstance(answer, bool) and answer is expected
     if isinstance(expected, int | float):
@@ -178,11 +173,8 @@ def answer_text(value: Json) -> str:
 
 
 def read_answers(path: Path) -> dict[int, object]:
-    """Read an answers file: a JSON object from exercise numbers (``"1"`` to ``"11"``, strings)
-    to answers; the explanation exercises (4, 7, 9) take none.
-
-    The file is read by the bounded reader (at most ``FILE_BYTE_LIMIT`` bytes) and parsed as
-    strict JSON (:func:`llm_from_scratch.files.load_json`).
+    """Read an answers file (at most ``FILE_BYTE_LIMIT`` bytes, strict JSON): an object from
+    exercise numbers ``"1"`` to ``"11"`` to answers, none for the explanations (4, 7, 9).
 
     Raises:
         FormatError: ``answers.file``, with the ``problem``: the file cannot be read or is not

@@ -49,16 +49,8 @@ __all__ = [
     "DEFAULT_GROUPS",
     "DEFAULT_WORDS",
     "CosineTable",
-    "GroupCosines",
-    "Neighbour",
-    "NeighboursFigure",
-    "NeighboursReport",
-    "Piece",
-    "ProjectedWord",
     "Projection",
-    "WordNeighbours",
     "WordPieces",
-    "checked_count",
     "group_cosines",
     "id_neighbour_ids",
     "neighbours_figure",
@@ -139,11 +131,8 @@ class GroupCosines:
 
 @dataclass(frozen=True, eq=False)
 class CosineTable:
-    """An embedding layer with its rows scaled to unit length, for cosines against every row.
-
-    ``unit_rows`` is read-only for good (a tensor's values): the cosines of every later query
-    come from it.
-    """
+    """An embedding layer with its rows scaled to unit length (read-only for good), for the
+    cosines of a query against every row."""
 
     embedding: Embedding
     unit_rows: npt.NDArray[np.float64]
@@ -175,8 +164,7 @@ def word_piece(pieces: WordPieces, word: str) -> Piece:
     """The one word piece of ``word``.
 
     Raises:
-        WordError: ``word.empty``, ``word.unknown``, ``word.pieces``: a word of no piece, one the
-            tokenizer does not know, a word of several pieces; in this order.
+        WordError: ``word.empty``, ``word.unknown``, then ``word.pieces``.
     """
     found = pieces.pieces(word)
     if not found:
@@ -192,21 +180,15 @@ def word_piece(pieces: WordPieces, word: str) -> Piece:
 
 
 def checked_count(count: int, vocabulary_size: int) -> int:
-    """``count`` if a table of ``vocabulary_size`` rows has that many neighbours for a word.
-
-    Raises:
-        OptionError: ``neighbours.count``, ``count`` is outside ``1..vocabulary_size - 1``.
-    """
+    """``count``, if it is in ``1..vocabulary_size - 1`` (else ``neighbours.count``)."""
     if not 1 <= count <= vocabulary_size - 1:
         raise OptionError("neighbours.count", maximum=vocabulary_size - 1, count=count)
     return count
 
 
 def id_neighbour_ids(token_id: int, count: int, vocabulary_size: int) -> tuple[int, ...]:
-    """The ``count`` IDs nearest to ``token_id`` in number, below first on a tie, in the table.
-
-    Raises:
-        OptionError: ``neighbours.count``, ``count`` is outside ``1..vocabulary_size - 1``.
+    """The ``count`` IDs nearest to ``token_id`` in number, below first on a tie, in the table
+    (:func:`checked_count` first).
 
     Example:
         >>> id_neighbour_ids(5, 4, 10), id_neighbour_ids(0, 3, 10), id_neighbour_ids(9, 3, 10)
@@ -228,11 +210,8 @@ def id_neighbour_ids(token_id: int, count: int, vocabulary_size: int) -> tuple[i
 def vector_neighbour_ids(
     cosines: npt.NDArray[np.float64], token_id: int, count: int
 ) -> tuple[int, ...]:
-    """The ``count`` IDs of highest cosine, ``token_id`` left out, the lower ID first on a tie.
-
-    Raises:
-        OptionError: ``neighbours.count``, ``count`` is outside ``1..len(cosines) - 1``.
-    """
+    """The ``count`` IDs of highest cosine, ``token_id`` left out, the lower ID first on a tie
+    (:func:`checked_count` first)."""
     checked_count(count, cosines.size)
     others = cosines.copy()
     others[token_id] = -np.inf
@@ -275,12 +254,8 @@ def group_cosines(
     pieces: WordPieces,
     groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
 ) -> tuple[GroupCosines, ...]:
-    """For each group, the mean cosine over its pairs of words and over the pairs that join
-    one of its words to a word of another group.
-
-    Raises:
-        WordError: for the first word that is not one word piece (:func:`word_piece`).
-    """
+    """Each group's mean cosine over its pairs of words, and over the pairs that join one of its
+    words to another group's (``WordError`` for the first word not one piece)."""
     labels, ids = _group_ids(pieces, groups)
     unit = _unit(table.vectors(ids))
     cosines = unit @ unit.T
@@ -297,12 +272,8 @@ def group_cosines(
 def present_groups(
     pieces: WordPieces, groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The groups as this tokenizer can show them: each group's words that are one word piece
-    of it (:func:`word_piece`), and only the groups left with at least two, in order.
-
-    A table trained on another corpus (``ch18 train``) lacks some words of the default groups;
-    its figure shows the rest.
-    """
+    """The groups as this tokenizer can show them (a table of ``ch18 train`` lacks some words):
+    each group's words that are one word piece, the groups left with two or more."""
     kept = []
     for group, words in groups:
         found = tuple(word for word in words if _is_one_piece(pieces, word))
@@ -324,14 +295,9 @@ def project_groups(
     pieces: WordPieces,
     groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
 ) -> Projection:
-    """The groups' words on the first two principal components of their unit vectors.
-
-    The unit vectors are centred on their mean and split with NumPy's SVD; each component's
-    sign is chosen so that its largest coordinate (in absolute value) is positive.
-
-    Raises:
-        WordError: as :func:`group_cosines`.
-    """
+    """The groups' words on the first two principal components of their unit vectors (centred,
+    by NumPy's SVD; each component's largest coordinate positive); ``WordError`` as
+    :func:`group_cosines`."""
     labels, ids = _group_ids(pieces, groups)
     unit = _unit(table.vectors(ids))
     centred = unit - unit.mean(axis=0)
@@ -399,11 +365,8 @@ class NeighboursReport:
 def neighbours_report(
     table: CosineTable, pieces: WordPieces, words: Sequence[str], count: int, table_path: str
 ) -> NeighboursReport:
-    """Each word's neighbours (:func:`word_neighbours`), in the order given.
-
-    Raises:
-        OptionError, WordError: for the count, then for the first word that has no neighbours.
-    """
+    """Each word's neighbours (:func:`word_neighbours`), in the order given; the count is
+    checked before any word."""
     checked_count(count, table.vocabulary_size)
     parameter = table.embedding.table
     return NeighboursReport(
@@ -418,8 +381,8 @@ def neighbours_report(
 
 @dataclass(frozen=True)
 class NeighboursFigure:
-    """What the neighbours figure shows: the groups' projection and cosines, and the
-    neighbours of a few words."""
+    """What the neighbours figure shows: the groups' projection and cosines, and a few words'
+    neighbours."""
 
     projection: Projection
     groups: tuple[GroupCosines, ...]
@@ -434,13 +397,9 @@ def neighbours_figure(
     table_path: str,
     groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
 ) -> NeighboursFigure:
-    """Compute the figure: the ``groups`` (their words this tokenizer has, by
-    :func:`present_groups`), and the neighbours of ``words``.
-
-    Raises:
-        OptionError, WordError: as :func:`neighbours_report`; then, when fewer than two groups
-            keep two words, for the first group word that is not one word piece.
-    """
+    """The figure: the ``groups`` as :func:`present_groups` keeps them (unless fewer than two
+    groups are left: then the first word not one piece is refused), and the neighbours of
+    ``words`` (:func:`neighbours_report`)."""
     report = neighbours_report(table, pieces, words, count, table_path)
     present = present_groups(pieces, groups)
     if len(present) >= 2:  # else the first word that is not one piece is the error

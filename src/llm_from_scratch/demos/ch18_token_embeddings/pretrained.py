@@ -124,9 +124,8 @@ def load_pretrained_embedding(table_path: Path, tensor_name: str | None) -> Embe
     Raises:
         MismatchError: ``table.unknown-tensor``, the file has no such tensor (``name``: the
             names tried, joined by ``or``; ``cause``: the checkpoint's error).
-        CheckpointError: the file cannot be read or breaks the format.
-        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: the tensor is not a
-            ``[V, d]`` table with ``V, d > 0``.
+        The checkpoint's errors for the file, and the layer's for a tensor that is not a
+        ``[V, d]`` table with ``V, d > 0``.
     """
     names = DEFAULT_TENSORS if tensor_name is None else (tensor_name,)
     for name in names[:-1]:
@@ -218,13 +217,9 @@ class HubTokenizerPieces:
 
 
 def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
-    """Load the tokenizer, then the table, check that they belong together, and make the table
-    ready for cosines.
-
-    Raises:
-        LlmError, CheckpointError, EmbeddingError: as :func:`load_word_pieces`,
-            :func:`load_pretrained_embedding` and :func:`check_pair`.
-    """
+    """Load the tokenizer, then the table (raising as :func:`load_word_pieces` and
+    :func:`load_pretrained_embedding` do), check the pair (:func:`check_pair`), and make the table
+    ready for cosines."""
     pieces = load_word_pieces(files.tokenizer)
     embedding = load_pretrained_embedding(files.table, files.tensor)
     check_pair(files, embedding.vocabulary_size, pieces)
@@ -232,14 +227,12 @@ def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
 
 
 def check_pair(files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces) -> None:
-    """Check that a table of ``rows`` rows, read from ``files.table``, goes with the tokenizer
-    read from ``files.tokenizer``: as many rows as tokens, and the tokenizer's vocabulary size and
-    fingerprint where the table's metadata records them (``table_pair``).
+    """Check that a table of ``rows`` rows (``files.table``) goes with the tokenizer: as many rows
+    as tokens, and the vocabulary size and fingerprint its metadata records (``table_pair``).
 
     Raises:
         MismatchError: ``pair.rows``, ``pair.vocabulary-size``, then ``pair.fingerprint`` (the
-            values as text, as the metadata holds them), before any word is looked up.
-        CheckpointError: the table file cannot be read again for its metadata.
+            values as text, as the metadata holds them).
     """
     for rule, table_value, tokenizer_value in _compared(files, rows, pieces):
         if table_value != tokenizer_value:
@@ -251,8 +244,7 @@ def check_pair(files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces) ->
 def _compared(
     files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces
 ) -> Iterator[tuple[str, str, str]]:
-    """What the table says and what the tokenizer says, in the order checked (the fingerprint
-    computed only when the sizes agree and the table records one)."""
+    """Each rule, what the table says and what the tokenizer says, in the order checked."""
     size = str(pieces.vocabulary_size)
     yield "pair.rows", str(rows), size
     recorded = load_metadata(files.table)
