@@ -79,18 +79,11 @@ def status_of(error: BaseException) -> int:
 def run_command(
     command: Callable[[], int], *, debug: bool = False, words: Sequence[str] = ()
 ) -> int:
-    """Run ``command`` and return its status, or report what it raised as one line on standard
-    error and return that error's status (:func:`status_of`); ``SystemExit`` passes through.
-
-    An error raised after a Ctrl-C is reported as the interruption it is: a library may turn
-    the ``KeyboardInterrupt`` into an error of its own (NumPy interrupted while it imports raises
-    an ``ImportError``).
-
-    Args:
-        command: the command; it returns its exit status.
-        debug: print the traceback of a reported error above its line.
-        words: the command line, written into the log file of an unexpected error.
-    """
+    """Run ``command`` and return its status, or report what it raised as one line and return
+    :func:`status_of` it; ``SystemExit`` passes through. An error raised after a Ctrl-C is
+    reported as the interruption it is (NumPy interrupted while it imports raises an
+    ``ImportError``). ``debug`` prints a reported error's traceback above its line; ``words``,
+    the command line, go into the log file of an unexpected error."""
     ending = _Ending()
     with _interrupts_raised_once(ending):
         try:
@@ -109,8 +102,7 @@ def run_command(
 
 
 class _Ending:
-    """Whether the command has ended (returned, or raised what is being reported), and the
-    interruption a Ctrl-C raised, if one did."""
+    """Whether the command has ended, and the interruption a Ctrl-C raised, if one did."""
 
     ended = False
     interruption: KeyboardInterrupt | None = None
@@ -122,11 +114,10 @@ def _interrupts_raised_once(ending: _Ending) -> Iterator[None]:
     """Inside the block, the first Ctrl-C raises ``KeyboardInterrupt`` if the command has not
     ended, and every other one is ignored; the handler before it comes back after the block.
 
-    Python cannot let an exception out of a callback from C code or a destructor: it reports
-    it as "Exception ignored" with a traceback (``sys.unraisablehook``) and goes on. An
-    interruption lost that way is not reported; the signal is raised again instead,
-    :data:`RESIGNAL_SECONDS` later, to take effect in the statements after it. Only the main
-    thread receives signals; elsewhere, and when Ctrl-C is ignored, nothing changes.
+    Python cannot let an exception out of a callback from C code or a destructor (it reports it
+    through ``sys.unraisablehook``): an interruption lost that way is raised again
+    :data:`RESIGNAL_SECONDS` later. Only the main thread receives signals; elsewhere, and when
+    Ctrl-C is ignored, nothing changes.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -175,8 +166,7 @@ def _signal_main_thread() -> None:
 def _report(
     raised: BaseException, reported: BaseException, debug: bool, words: Sequence[str]
 ) -> int:
-    """Write the line of ``reported`` (with ``debug``, the traceback of ``raised`` above it);
-    its status."""
+    """Write the line of ``reported`` (with ``debug``, ``raised``'s traceback above); its status."""
     if debug:
         _write(sys.stderr, "".join(traceback.format_exception(raised)))
     _write(sys.stderr, f"error: {one_line(_message(reported, debug, words))}\n")
@@ -209,8 +199,7 @@ def _message(error: BaseException, debug: bool, words: Sequence[str]) -> str:
 
 
 def _summary(error: BaseException) -> str:
-    """The first line of the error's text that is not blank, at most :data:`SUMMARY_LENGTH`
-    characters (the log file holds all of it)."""
+    """The error's first line that is not blank, at most :data:`SUMMARY_LENGTH` characters."""
     try:
         text = str(error)
     except Exception:  # a message that cannot even be made: the log file has the traceback

@@ -1,10 +1,8 @@
-"""The chapter's eleven exercises as data: ``exercises/<lang>.json`` in this package.
-
-Each file (format ``ch18-exercises-v1``) holds the words of the exercise session (``ui``) and the
-eleven exercises in order, each with its ``number``, ``kind``, ``prompt``, ``explanation`` and
-``evidence``: a ``str.format`` template over the computed facts of that exercise (the fields in
-:data:`EVIDENCE_FIELDS`); a yes/no exercise also says what ``true_means``. The loader checks all
-of it, so a broken file fails with the language and the key at fault.
+"""The chapter's eleven exercises as data, ``exercises/<lang>.json`` (format
+``ch18-exercises-v1``): the session's words (``ui``), then each exercise's ``number``, ``kind``,
+``prompt``, ``explanation`` and ``evidence`` (a ``str.format`` template over the exercise's
+computed facts, :data:`EVIDENCE_FIELDS`), and what ``true_means`` for a yes/no one. The loader
+checks all of it, so a broken file fails with the language and the key at fault.
 
 >>> exercises = load_exercises("en")
 >>> [exercise.number for exercise in exercises.exercises if exercise.checked]
@@ -38,18 +36,10 @@ __all__ = [
 EXERCISE_FORMAT: Final = "ch18-exercises-v1"
 #: Each exercise's kind, by number: what its answer is (``explanation``: none).
 KINDS: Final = {
-    1: "lookup_output",
-    2: "one_hot_product",
-    3: "table_gradient",
-    4: "explanation",
-    5: "output_shapes",
-    6: "error_order",
-    7: "explanation",
-    8: "boolean",
-    9: "explanation",
-    10: "boolean",
-    11: "boolean",
-}
+    1: "lookup_output", 2: "one_hot_product", 3: "table_gradient", 4: "explanation",
+    5: "output_shapes", 6: "error_order", 7: "explanation", 8: "boolean", 9: "explanation",
+    10: "boolean", 11: "boolean",
+}  # fmt: skip
 #: The kinds whose answers are checked, each with a hint on how to type the answer.
 ANSWER_FORMATS: Final = tuple(sorted({kind for kind in KINDS.values() if kind != "explanation"}))
 #: The computed facts each exercise's evidence template may name.
