@@ -22,7 +22,6 @@ from typing import Final
 
 import numpy as np
 
-from llm_from_scratch.autograd import GatherIndexOutOfBoundsError
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.report import (
@@ -245,7 +244,7 @@ def _error_order(layer: Embedding) -> tuple[str, ...]:
 def _gather_message(layer: Embedding) -> str:
     try:
         layer.table.tensor.gather_rows(list(SCANNED_IDS), (len(SCANNED_IDS),))
-    except GatherIndexOutOfBoundsError as error:
+    except TokenIdOutOfBoundsError as error:  # worded for gather_rows
         return str(error)
     raise RuntimeError("gather_rows accepted an ID outside the table")
 
