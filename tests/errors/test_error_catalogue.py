@@ -65,10 +65,9 @@ from llm_from_scratch.nn.init import validate_parameter_name, xavier_uniform_arr
 from llm_from_scratch.nn.layer_state import layer_of
 from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer, load_state, save_state
 from llm_from_scratch.tensor import Tensor, checked_row_major_layout
-from llm_from_scratch.training.checkpoint import load_checkpoint, saved_options
-from llm_from_scratch.training.corpus import CorpusFile, corpus_files, pieces
+from llm_from_scratch.training.checkpoint import load_checkpoint
+from llm_from_scratch.training.corpus import corpus_files
 from llm_from_scratch.training.options import TrainOptions
-from llm_from_scratch.training.vocabulary import Vocabulary
 
 import checkpoint_support
 import neighbours_support
@@ -394,26 +393,6 @@ TRIGGERS: dict[str, tuple[Trigger, ...]] = {
             checkpoint_support.known_table_file(),
             into=[NamedParameter.from_tensor("output.weight", Tensor((4, 2), KNOWN_TABLE))],
         ),
-    ),
-    # llm_from_scratch.training: the corpus, options and checkpoints of a training run
-    "CorpusError": (
-        lambda: corpus_files(Path("no-such-corpus")),
-        in_new_folder(corpus_files),
-        lambda: list(pieces(CorpusFile(Path("/dev/zero"), 10))),
-        lambda: Vocabulary.build([[], []]),
-        lambda: Vocabulary.build([["to", "be", "to"]], 3),
-        lambda: Vocabulary.build([], 0),
-        lambda: Vocabulary.build([["to"]], 1).save_tokenizer(Path("no-such-folder", "t.json")),
-    ),
-    "TrainOptionError": (
-        lambda: TrainOptions(Path("corpus"), Path("out"), dim=0).checked(2),
-        lambda: TrainOptions(Path("corpus"), Path("out"), threads=10**6).checked(2),
-    ),
-    "ResumeError": (
-        lambda: saved_options(Path("no-such-folder")),
-        in_new_folder(saved_options, {"checkpoint.safetensors": b"not a checkpoint"}),
-        in_new_folder(resumed_with_other_options, {"corpus.txt": b"to be or not to be\n" * 5}),
-        in_new_folder(resumed_on_another_corpus, {"corpus.txt": b"to be or not to be\n" * 5}),
     ),
     "CorpusDownloadError": (
         in_new_folder(verified_archive),
