@@ -1,28 +1,10 @@
 """Input from outside the process, by one set of rules: paths, files read whole and written, text,
-JSON.
-
-Every boundary of the package that takes a path, reads a file whole, writes a file, or writes
-text into a header or on the command line goes through these functions, so each rule is stated
-once, here (``docs/errors.md``, "Inputs from outside the process", lists what each boundary
-reports). They raise built-in errors only, of one line: ``TypeError`` for a path of the wrong
-type, an ``OSError`` (with its ``errno``) for a path the system cannot take or a file it cannot
-read or that is too large, ``ValueError`` for text or JSON that breaks a rule.
-
-- **Paths** (:func:`path_text`, :func:`os_path`, :func:`writable_path`): a ``str`` or an
-  ``os.PathLike`` of ``str``; no NUL; every character encodable by the file system encoding (a
-  lone surrogate is not; the escapes of bytes that are not UTF-8, ``"\\udc80"`` to
-  ``"\\udcff"``, are); at most :data:`NAME_BYTE_LIMIT` bytes a name and :data:`PATH_BYTE_LIMIT`
-  in all. A path to write names no folder and its folder exists. Checked before anything is
-  opened or created.
-- **Files read whole** (:func:`read_file`, :func:`read_stream`, :func:`read_line`): at most a
-  stated number of bytes, found after reading one more (``/dev/zero`` fails at once); opened
-  without waiting for a writer (a FIFO no one writes reads as empty); a folder is refused.
-- **Files written** (:func:`replace_file`, :func:`replace_files`): new files beside their
-  targets (:func:`temporary_path`), flushed to disk and renamed over them, one or several as one.
-- **Text** (:func:`check_text`, :func:`one_line`): text written into a file must be UTF-8 (no
-  lone surrogate); text echoed on one line has its unprintable characters escaped.
-- **JSON** (:func:`load_json`): strict: no ``NaN`` or ``Infinity``, no key twice in one object,
-  no lone surrogate, integers of at most :data:`JSON_INTEGER_DIGITS` digits, read exactly.
+JSON. Every boundary of the package that takes a path, reads a file whole, writes a file, or
+writes text into a header or on the command line goes through these functions, so each rule is
+stated once, here (``docs/errors.md``, "Inputs from outside the process"). They raise built-in
+errors of one line, which each boundary wraps: ``TypeError`` for a path of the wrong type, an
+``OSError`` (with its ``errno``) for a path the system cannot take or a file it cannot read or
+write or that is too large, ``ValueError`` for text or JSON that breaks a rule.
 """
 
 from __future__ import annotations
@@ -69,8 +51,7 @@ __all__ = [
 ]
 
 FILE_BYTE_LIMIT: Final = 1 << 20
-"""The most bytes of a text or JSON file read whole (1 MiB: answers, traces, labels, exercises
-take a few kilobytes), and the most characters of a line typed into the exercise session."""
+"""The most bytes of a text or JSON file read whole (1 MiB), and of a line typed in a session."""
 TOKENIZER_BYTE_LIMIT: Final = 64 << 20
 """The most bytes of a ``tokenizer.json`` (64 MiB; MiniLM's takes 0.7 MB)."""
 NAME_BYTE_LIMIT: Final = 255
@@ -116,12 +97,13 @@ def path_text(path: object) -> str | None:
 
 
 def os_path(path: str) -> str:
-    """The same path, once the operating system can take it.
+    """The same path, once the operating system can take it: no NUL, every character encodable
+    by the file system encoding (a lone surrogate is not; the escapes ``"\\udc80"`` to
+    ``"\\udcff"`` of bytes that are not UTF-8 are), at most :data:`NAME_BYTE_LIMIT` bytes a name
+    and :data:`PATH_BYTE_LIMIT` in all.
 
     Raises:
-        OSError: a NUL character (``errno.EINVAL``), a character the file system encoding
-            cannot encode (``errno.EILSEQ``), a name or a path of too many bytes
-            (``errno.ENAMETOOLONG``).
+        OSError: ``errno.EINVAL`` (a NUL), ``errno.EILSEQ``, ``errno.ENAMETOOLONG``.
 
     >>> os_path("😀" * 60 + ".safetensors")[:2]
     '😀😀'
@@ -158,9 +140,8 @@ def writable_path(path: str) -> str:
     """The same path, once a new file may be written there (nothing is created).
 
     Raises:
-        OSError: as :func:`os_path`; ``IsADirectoryError`` for a folder (or a path ending in a
-            separator), ``FileNotFoundError`` for an empty path or a missing folder,
-            ``NotADirectoryError`` when a file stands where the folder should be.
+        OSError: as :func:`os_path`; ``IsADirectoryError`` (a folder, or a path ending in a
+            separator), ``FileNotFoundError`` (empty, or no folder), ``NotADirectoryError``.
     """
     os_path(path)
     if not path:
@@ -206,7 +187,7 @@ def _names(path: str) -> list[str]:
 
 def open_file(path: str, *, regular: bool = False) -> io.FileIO:
     """The file at ``path`` (checked by :func:`os_path`) opened for unbuffered binary reading,
-    without waiting for a writer.
+    without waiting for a writer (a FIFO that no one writes reads as empty).
 
     Raises:
         OSError: as :func:`os_path` or ``open``; ``IsADirectoryError`` for a folder; with
@@ -230,11 +211,11 @@ def open_file(path: str, *, regular: bool = False) -> io.FileIO:
 
 
 def read_stream(stream: _Readable, limit: int) -> bytes:
-    """All the bytes of ``stream``, at most ``limit`` (reads at most ``limit + 1``).
+    """All the bytes of ``stream``, at most ``limit`` (reads at most ``limit + 1``, so that
+    ``/dev/zero`` fails at once).
 
     Raises:
-        OSError: ``errno.EFBIG`` (:data:`TOO_LARGE`) when there are more; what the stream
-            raises.
+        OSError: :data:`TOO_LARGE` when there are more; what the stream raises.
     """
     chunks, size = [], 0
     while size <= limit:
@@ -270,7 +251,7 @@ def read_line(stream: _LineReadable, limit: int = FILE_BYTE_LIMIT) -> str:
     """One line of a text stream (``""`` at its end), of at most ``limit`` characters.
 
     Raises:
-        OSError: ``errno.EFBIG`` (:data:`TOO_LARGE`) for a longer line.
+        OSError: :data:`TOO_LARGE` for a longer line.
     """
     line = stream.readline(limit + 1)
     if len(line) > limit:
@@ -403,7 +384,7 @@ def _interrupts_held() -> Iterator[list[int]]:
 
 
 def sync_folder(folder: str | os.PathLike[str]) -> None:
-    """``fsync`` a folder, so that renames into it last (nothing where the system cannot)."""
+    """``fsync`` a folder, so that renames into it last (where the system can)."""
     with contextlib.suppress(OSError):
         descriptor = os.open(folder, os.O_RDONLY)
         try:
@@ -419,7 +400,7 @@ def _remove(path: str) -> None:
 
 def write_file(path: str, data: bytes) -> None:
     """Write ``data`` to the file at ``path`` (checked by :func:`writable_path`) in place, so
-    that ``/dev/stdout`` works. Raises OSError as :func:`writable_path` or ``open``."""
+    that ``/dev/stdout`` works (raises as :func:`writable_path` or ``open``)."""
     writable_path(path)
     with open(path, "wb") as stream:
         stream.write(data)
@@ -432,8 +413,7 @@ def check_text(text: str) -> str:
     """``text``, once UTF-8 can encode it.
 
     Raises:
-        ValueError: it holds a lone surrogate (a byte of a file name or argument that is not
-            UTF-8, ``"\\udcff"``, or a JSON escape such as ``"\\ud800"``).
+        ValueError: it holds a lone surrogate (``"\\udcff"`` of a byte that is not UTF-8).
 
     >>> try:
     ...     check_text("a\\ud800")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 import numpy as np
+
+from llm_from_scratch.training.run import peak_memory_bytes
 
 FULL_SHAPE: Final = (128256, 4096)
 QUICK_SHAPE: Final = (8192, 1024)
@@ -106,17 +107,12 @@ def _action(name: str, path: str, rows: int, columns: int) -> Callable[[], objec
     return lambda: save_parameters(path, [parameter])
 
 
-def _peak_rss_bytes() -> int:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # Linux reports KiB
-
-
 def _current_rss_bytes() -> int:
     try:
         with open("/proc/self/statm", encoding="ascii") as statm:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
-        return _peak_rss_bytes()
+        return peak_memory_bytes()
 
 
 def measure_in_this_process(name: str, path: str, rows: int, columns: int) -> CheckpointMeasurement:
@@ -131,7 +127,7 @@ def measure_in_this_process(name: str, path: str, rows: int, columns: int) -> Ch
     tracemalloc.stop()
     del result
     return CheckpointMeasurement(
-        name, rows * columns * 4, seconds, traced_peak, _peak_rss_bytes(), rss_before
+        name, rows * columns * 4, seconds, traced_peak, peak_memory_bytes(), rss_before
     )
 
 

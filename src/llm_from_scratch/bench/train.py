@@ -37,6 +37,7 @@ import numpy as np
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, group_cosines
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS
 from llm_from_scratch.nn import Embedding
+from llm_from_scratch.training.run import peak_memory_bytes
 
 TRAINERS: Final = ("ours", "gensim", "torch")
 THREADS: Final = (1, 2)
@@ -178,7 +179,7 @@ def timed_process(command: Sequence[str]) -> tuple[float, int]:
             errors.seek(0)
             sys.stderr.write(errors.read().decode("utf-8", "replace"))
             raise RuntimeError(f"{' '.join(command)} exited with {process.returncode}")
-    return seconds, usage.ru_maxrss * 1024
+    return seconds, peak_memory_bytes(usage)
 
 
 def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:

@@ -1,21 +1,18 @@
 """A training run: the corpus streamed block by block to threads that train the shared tables.
 
-:meth:`Run.start` checks the options, lists the corpus and counts its words (the vocabulary), or,
-resuming, reads the checkpoint and checks that it belongs to these options and this corpus.
-:meth:`Run.train` makes the epochs' passes. The main thread reads the corpus in pieces
-(:func:`~llm_from_scratch.training.corpus.pieces`) and turns each into a block of tokens; the
-training threads take the blocks in turn and run :func:`~llm_from_scratch.training.kernels.
-train_block` on the shared tables without locks, as word2vec and gensim do (``reference``: the
-calling thread runs :func:`~llm_from_scratch.training.skipgram.reference_block` on the tape).
+:meth:`Run.start` checks the options and counts the corpus (the vocabulary), or reads the
+checkpoint it resumes. :meth:`Run.train` makes the epochs' passes: the main thread reads the
+corpus in pieces and turns each into a block of tokens; the training threads take the blocks in
+turn and run :func:`~llm_from_scratch.training.kernels.train_block` on the shared tables without
+locks, as word2vec and gensim do (``reference``: the calling thread runs
+:func:`~llm_from_scratch.training.skipgram.reference_block` on the tape).
 
-**Reproducible.** A block's samples depend only on the seed, the epoch and the block's number
-(:func:`~llm_from_scratch.training.skipgram.block_state`), its learning rate only on where it
-starts. With one thread two runs with one seed write the same bytes, and so does a run
-interrupted and resumed any number of times; with several, two blocks trained at once may read a
-row while the other writes it: each run is as good, but the last bits differ.
-
-**Checkpoints.** After each epoch, and every ``checkpoint_minutes`` within one, the run waits for
-the blocks handed out so far and writes :mod:`~llm_from_scratch.training.checkpoint`.
+A block's samples depend only on the seed, the epoch and the block's number, its learning rate
+on where it starts: with one thread, two runs with one seed write the same bytes, and so does a
+run interrupted and resumed any number of times; with several, two blocks trained at once may
+read a row while the other writes it, so the last bits differ. After each epoch, and every
+``checkpoint_minutes`` within one, the run waits for the blocks handed out and writes its
+:mod:`~llm_from_scratch.training.checkpoint`.
 """
 
 from __future__ import annotations
@@ -60,6 +57,7 @@ __all__ = ["EpochSummary", "ProgressState", "Run", "TrainResult", "peak_memory_b
 
 PROGRESS_SECONDS: Final = 0.5
 """The least time between two progress states within an epoch."""
+Tables = tuple[npt.NDArray[Any], npt.NDArray[Any]]
 
 
 @dataclass(frozen=True)
@@ -75,10 +73,9 @@ class EpochSummary:
 
 @dataclass(frozen=True)
 class ProgressState:
-    """Where a run is: the epoch, the share of its corpus read and of the whole run done, words
-    read per second, the epoch's mean loss so far, the seconds so far and left at that speed
-    (NaN before a word is read), the process's peak memory in bytes; ``epoch_done`` at the end
-    of an epoch."""
+    """Where a run is: the epoch, the share of its corpus read and of the whole run, words read
+    per second, the epoch's mean loss so far, the seconds so far and left at that speed (NaN
+    before a word is read), the peak memory in bytes; ``epoch_done`` at an epoch's end."""
 
     epoch: int
     epochs: int
@@ -115,9 +112,9 @@ Progress = Callable[[ProgressState], None]
 
 
 def peak_memory_bytes(usage: Any = None) -> int:
-    """The most memory a process has held at once (its peak resident set), in bytes: this
-    process's, or the one ``usage`` (a ``resource.struct_rusage``, as ``os.wait4`` gives of a
-    child) describes; 0 where the system does not say."""
+    """The most memory a process has held at once (its peak resident set) in bytes: this
+    process's, or the one ``usage`` describes (a ``resource.struct_rusage``, as ``os.wait4``
+    gives of a child); 0 where the system does not say."""
     try:
         import resource
     except ImportError:  # pragma: no cover - not POSIX
@@ -141,8 +138,8 @@ class Run:
         """Check ``options``, then read the corpus (or the checkpoint in ``options.output``).
 
         Raises:
-            OptionError: ``train.option``, an option out of range (before anything is read), or
-                a table over the memory budget (once the vocabulary is counted).
+            OptionError: ``train.option``, before anything is read; or a table over the
+                memory budget, once the vocabulary is counted.
             CorpusError: the corpus cannot be read or makes no vocabulary.
             MismatchError: ``resume.*``, no checkpoint of these options and this corpus.
         """
@@ -163,8 +160,8 @@ class Run:
         return SkipGram.new(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
 
     def train(self, progress: Progress | None = None) -> TrainResult:
-        """Train every epoch left, writing checkpoints; the trained model. The last checkpoint
-        stays until :meth:`discard_checkpoint` (once the caller has written the table).
+        """Train every epoch left, writing checkpoints; the last stays until
+        :meth:`discard_checkpoint` (once the caller has written the table).
 
         Raises:
             FileAccessError: ``checkpoint.write``, a checkpoint cannot be written.
@@ -175,47 +172,36 @@ class Run:
         found = self.checkpoint
         position = Position() if found is None else found.position
         tables = self.initial_model().arrays() if found is None else (found.inputs, found.contexts)
-        trainer = self._trainer(*tables)
+        trainer = self._trainer(tables)
         try:
-            epochs, seconds = self._epochs(trainer, position, progress)
+            epochs = self._epochs(trainer, position, progress)
             model = trainer.model()
         except BaseException:
             _remove_empty(self.options.output, made)
             raise
         finally:
             trainer.close()
-        return TrainResult(
-            model,
-            self.vocabulary,
-            self.files,
-            self.corpus_words,
-            epochs,
-            seconds,
-            peak_memory_bytes(),
-        )
+        seconds = sum(epoch.seconds for epoch in epochs)
+        words = self.corpus_words
+        memory = peak_memory_bytes()
+        return TrainResult(model, self.vocabulary, self.files, words, epochs, seconds, memory)
 
     def discard_checkpoint(self) -> None:
         """Remove the run's checkpoint from its output folder (if there is one)."""
         (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
-    def _trainer(self, inputs: npt.NDArray[Any], contexts: npt.NDArray[Any]) -> _Trainer:
-        counts = np.asarray(self.vocabulary.counts)
-        options = self.options
-        samples = _Samples(
-            keep_probabilities(counts),
-            NoiseTable.of(counts),
-            options.window,
-            options.negatives,
-            self.corpus_words * options.epochs,
-        )
+    def _trainer(self, tables: Tables) -> _Trainer:
+        counts, options = np.asarray(self.vocabulary.counts), self.options
+        keep, noise = keep_probabilities(counts), NoiseTable.of(counts)
+        words = self.corpus_words * options.epochs
+        samples = _Samples(keep, noise, options.window, options.negatives, words)
         if options.reference:
-            return _Reference(SkipGram.from_arrays(inputs, contexts), samples)
-        assert options.threads is not None
-        return _Compiled(inputs, contexts, samples, options.threads)
+            return _Reference(SkipGram.from_arrays(*tables), samples)
+        return _Compiled(tables, samples, options.threads or 1)
 
     def _epochs(
         self, trainer: _Trainer, position: Position, progress: Progress | None
-    ) -> tuple[tuple[EpochSummary, ...], float]:
+    ) -> tuple[EpochSummary, ...]:
         summaries = [self._summary(epoch, totals) for epoch, totals in enumerate(position.done)]
         clock = _Clock(self.options, self.corpus_words, position, progress)
         for epoch in range(position.epoch, self.options.epochs):
@@ -224,16 +210,14 @@ class Run:
             for job, after in self._jobs(epoch, position):
                 trainer.submit(job)
                 if clock.checkpoint_due():
-                    trainer.wait()
                     self._save(trainer, replace(after, totals=trainer.timed(started)))
                 clock.report(after, trainer.totals)
-            trainer.wait()
             totals = trainer.timed(started)
             position = Position(epoch + 1, done=(*position.done, totals))
             summaries.append(self._summary(epoch, totals))
             self._save(trainer, position)
             clock.report(position, totals, epoch_done=True)
-        return tuple(summaries), sum(totals.seconds for totals in position.done)
+        return tuple(summaries)
 
     def _jobs(self, epoch: int, position: Position) -> Iterator[tuple[_Job, Position]]:
         """Each block of the epoch from ``position`` on, and the position after it."""
@@ -255,8 +239,10 @@ class Run:
         return EpochSummary(epoch + 1, totals.pairs, mean, totals.seconds, rate)
 
     def _save(self, trainer: _Trainer, position: Position) -> None:
-        tables = trainer.arrays()
+        """Wait for the blocks handed out, then write the checkpoint."""
+        trainer.wait()
         words = self.corpus_words
+        tables = trainer.arrays()
         save_checkpoint(
             Checkpoint(self.options, self.files, self.vocabulary, words, *tables, position)
         )
@@ -271,9 +257,7 @@ def _made_folder(folder: Path) -> Path | None:
 
 def _remove_empty(folder: Path, made: Path | None) -> None:
     """Remove the folders from ``folder`` up to ``made`` that this run made, if still empty."""
-    if made is None:
-        return
-    for path in (folder, *folder.parents):
+    for path in (folder, *folder.parents) if made is not None else ():
         with contextlib.suppress(OSError):
             path.rmdir()
         if path == made:
@@ -305,8 +289,7 @@ class _Trainer:
     :meth:`block`; their loss and pairs are summed in :attr:`totals`."""
 
     def __init__(self, samples: _Samples, count: int) -> None:
-        self.samples = samples
-        self.totals = EpochTotals()
+        self.samples, self.totals = samples, EpochTotals()
         self._jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=2 * count)
         self._lock = threading.Lock()
         self._failure: BaseException | None = None
@@ -319,7 +302,7 @@ class _Trainer:
         """Train on one block: its summed loss and its pairs."""
         raise NotImplementedError
 
-    def arrays(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    def arrays(self) -> Tables:
         """The two tables' values, the input table first."""
         raise NotImplementedError
 
@@ -329,8 +312,7 @@ class _Trainer:
 
     def submit(self, job: _Job) -> None:
         """Hand ``job`` to a thread (or train it now); raise what a thread raised before."""
-        if self._failure is not None:
-            raise self._failure
+        self._raise_failure()
         if self._threads:
             self._jobs.put(job)
         else:
@@ -339,20 +321,24 @@ class _Trainer:
     def wait(self) -> None:
         """Wait for every block handed out; raise what a thread raised."""
         self._jobs.join()
-        if self._failure is not None:
-            raise self._failure
+        self._raise_failure()
 
     def timed(self, started: float) -> EpochTotals:
-        """The totals, with the seconds since ``started``."""
+        """Wait, then the totals with the seconds since ``started``."""
+        self.wait()
         return replace(self.totals, seconds=time.perf_counter() - started)
 
     def close(self) -> None:
-        """Stop the threads after their block, the blocks left untrained."""
+        """Stop the threads after their block, leaving the blocks still queued."""
         self._stopping = True
         for _ in self._threads:
             self._jobs.put(None)
         for thread in self._threads:
             thread.join()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
 
     def _add(self, loss: float, pairs: int) -> None:
         with self._lock:
@@ -365,8 +351,7 @@ class _Trainer:
                 if not self._stopping:
                     self._add(*self.block(job))
             except BaseException as error:  # handed to the main thread by wait()
-                self._failure = error
-                self._stopping = True
+                self._failure, self._stopping = error, True
             finally:
                 self._jobs.task_done()
         self._jobs.task_done()
@@ -375,36 +360,31 @@ class _Trainer:
 class _Compiled(_Trainer):
     """Threads that train the shared arrays with the compiled loop."""
 
-    def __init__(
-        self,
-        inputs: npt.NDArray[Any],
-        contexts: npt.NDArray[Any],
-        samples: _Samples,
-        count: int,
-    ) -> None:
-        self._tables = (inputs, contexts)
+    def __init__(self, tables: Tables, samples: _Samples, count: int) -> None:
+        self._tables = tables
         super().__init__(samples, count)
 
     def block(self, job: _Job) -> tuple[float, int]:
-        found = np.zeros(2)
-        samples = self.samples
+        s, found = self.samples, np.zeros(2)
+        inputs, contexts = self._tables
         train_block(
             job.tokens,
-            samples.keep,
-            samples.noise.accept,
-            samples.noise.alias,
-            *self._tables,
-            samples.window,
-            samples.negatives,
+            s.keep,
+            s.noise.accept,
+            s.noise.alias,
+            inputs,
+            contexts,
+            s.window,
+            s.negatives,
             job.state,
             RATES,
             job.words_before,
-            samples.words_total,
+            s.words_total,
             found,
         )
         return float(found[0]), int(found[1])
 
-    def arrays(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    def arrays(self) -> Tables:
         return self._tables
 
     def model(self) -> SkipGram:
@@ -415,24 +395,17 @@ class _Reference(_Trainer):
     """Each block on the tape, one pair at a time, in the calling thread."""
 
     def __init__(self, model: SkipGram, samples: _Samples) -> None:
-        self._model = model
-        self._optimizer = SGD(model.parameters, RATES[0])
+        self._model, self._optimizer = model, SGD(model.parameters, RATES[0])
         super().__init__(samples, 0)
 
     def block(self, job: _Job) -> tuple[float, int]:
-        samples = self.samples
+        s = self.samples
         pairs = block_pairs(
-            job.tokens,
-            samples.keep,
-            samples.noise,
-            samples.window,
-            samples.negatives,
-            job.state,
-            job.words_before,
+            job.tokens, s.keep, s.noise, s.window, s.negatives, job.state, job.words_before
         )
-        return reference_block(self._model, self._optimizer, pairs, samples.words_total, RATES)
+        return reference_block(self._model, self._optimizer, pairs, s.words_total, RATES)
 
-    def arrays(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    def arrays(self) -> Tables:
         return self._model.arrays()
 
     def model(self) -> SkipGram:
@@ -445,12 +418,10 @@ class _Clock:
     def __init__(
         self, options: TrainOptions, words: int, position: Position, progress: Progress | None
     ) -> None:
-        self._interval = options.checkpoint_minutes * 60
+        self._interval, self._epochs = options.checkpoint_minutes * 60, options.epochs
         self._last_checkpoint = self._last_report = self._start = time.perf_counter()
-        self._words = words
-        self._first_words = position.epoch * words + position.words
+        self._words, self._first = words, position.epoch * words + position.words
         self._progress = progress
-        self._epochs = options.epochs
 
     def checkpoint_due(self) -> bool:
         now = time.perf_counter()
@@ -465,22 +436,14 @@ class _Clock:
             not epoch_done and now - self._last_report < PROGRESS_SECONDS
         ):
             return
-        self._last_report = now
+        self._last_report, words = now, self._words
         epoch = position.epoch - 1 if epoch_done else position.epoch
-        read = epoch * self._words + (self._words if epoch_done else position.words)
-        total = max(self._words * self._epochs, 1)
-        seconds = now - self._start
-        speed = (read - self._first_words) / seconds if seconds > 0 else math.nan
-        state = ProgressState(
-            epoch + 1,
-            self._epochs,
-            1.0 if epoch_done else position.words / max(self._words, 1),
-            read / total,
-            speed,
-            totals.loss / totals.pairs if totals.pairs else math.nan,
-            seconds,
-            (total - read) / speed if speed > 0 else math.nan,
-            peak_memory_bytes(),
-            epoch_done,
-        )
-        self._progress(state)
+        read = epoch * words + (words if epoch_done else position.words)
+        total, seconds = max(words * self._epochs, 1), now - self._start
+        speed = (read - self._first) / seconds if seconds > 0 else math.nan
+        corpus = 1.0 if epoch_done else position.words / max(words, 1)
+        loss = totals.loss / totals.pairs if totals.pairs else math.nan
+        left = (total - read) / speed if speed > 0 else math.nan
+        memory = peak_memory_bytes()
+        state = (epoch + 1, self._epochs, corpus, read / total, speed, loss, seconds, left)
+        self._progress(ProgressState(*state, memory, epoch_done))
