@@ -195,9 +195,9 @@ class FusedStep:
         )
 
     def deferred(self, steps: Sequence[Step]) -> dict[int, FloatArray | None]:
-        """The operations whose VJP the pass defers: for each leaf whose only recorded use is
-        one deferrable operation with no other parent, and whose stored gradient is empty
-        (read without the lock: :meth:`commit` looks again)."""
+        """The operations whose VJP the pass defers: each leaf's only use, if it is one
+        deferrable operation of no other parent and the leaf's stored gradient is empty (read
+        without the lock: :meth:`commit` looks again)."""
         uses: dict[int, list[Step]] = {}
         for node, operation in steps:
             for parent in operation.parents:

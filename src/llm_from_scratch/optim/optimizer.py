@@ -1,15 +1,13 @@
 """What every optimizer shares: named parameters, state arrays, a step count, and steps that
 change everything or nothing.
 
-A step holds the update lock of every parameter while it reads the gradients, plans and writes.
-With NumPy it plans every new value and state first, without writing, and refuses the step if any
-would be NaN or infinite; only then does it write them all (bumping the values' revisions, so
-graphs recorded before refuse to run backward) and count the step. A large row-sparse update (a
-compiled kernel) is written first instead, copying the old rows into an undo log kept between
-steps (``[k, 1 + states, d]`` for ``k`` rows); if a new value came out non-finite, the old rows of
-every large update go back before the error is raised (one pass reads each row once:
-``docs/performance.md``). The optimizer's own lock orders its steps, ``state_dict()``,
-``load_state_dict()`` and ``save_state``.
+A step holds every parameter's update lock while it reads the gradients, plans and writes. With
+NumPy it plans every new value and state without writing, refuses the step if any is not
+finite, then writes them all (bumping the values' revisions) and counts the step. A large
+row-sparse update (a compiled kernel) writes at once, copying the old rows into an undo log
+(``[k, 1 + states, d]``, kept between steps), and puts them back before it raises (one pass reads
+each row once: ``docs/performance.md``). The optimizer's own lock orders its steps, state dicts
+and state files.
 """
 
 from __future__ import annotations
@@ -55,12 +53,8 @@ NewArrays: TypeAlias = list[tuple[str, FloatArray]]
 
 
 class Optimizer:
-    """Base class of the optimizers (see the module docstring).
-
-    Subclasses set :attr:`state_names`, override :meth:`initial_state` for states that do not
-    start at zero, compute new values and states with NumPy in :meth:`updated` (dense) and
-    :meth:`updated_rows` (the rows of a row-sparse gradient), and run the compiled row update in
-    :meth:`row_kernel`.
+    """Base class of the optimizers: subclasses set :attr:`state_names` and compute new values
+    and states in :meth:`updated` (dense), :meth:`updated_rows` (rows) and :meth:`row_kernel`.
 
     Args:
         kind: the optimizer's name in error messages (``SGD``, ``Adam``, ...).
@@ -83,12 +77,8 @@ class Optimizer:
         self._lock = threading.Lock()
 
     def __reduce__(self) -> NoReturn:
-        """Refuse ``pickle`` and ``copy``: an optimizer updates the very leaves it was built on;
-        save :meth:`state_dict` (or ``save_state``) and load it into a new one.
-
-        Raises:
-            TypeError: always.
-        """
+        """Refuse ``pickle`` and ``copy`` (``TypeError``): an optimizer updates the very leaves
+        it was built on; save :meth:`state_dict` (or ``save_state``) and load it into a new one."""
         raise TypeError(
             f"cannot pickle or copy an optimizer ({self._kind}): it updates the leaves it was "
             "built on; save state_dict() (or save_state) and load it into a new optimizer"
@@ -155,8 +145,7 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
     @property
     def step_count(self) -> int:
-        """How many steps changed the parameters: from 0 to ``2**63 - 1`` (a state dict holds it
-        as an ``int64``; a step past that is refused before anything changes)."""
+        """How many steps changed the parameters, at most ``2**63 - 1`` (a state dict's int64)."""
         return self._steps
 
     def _check_step_count(self) -> None:
@@ -164,9 +153,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             raise state_error(self._kind, STEP_KEY, STEP_LIMIT_REQUIREMENT, self._steps)
 
     def step(self) -> None:
-        """Apply one update to every parameter from its stored gradient; if any new value or
-        state would be NaN or infinite, change nothing. No backward, ``zero_grad`` or other step
-        of these parameters runs on another thread meanwhile.
+        """Apply one update to every parameter from its stored gradient, atomic to other threads;
+        if any new value or state would not be finite, change nothing.
 
         Raises:
             FormatError: ``optimizer.state``, the step count is already ``2**63 - 1``.
@@ -185,14 +173,9 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         seed: Tensor | np.ndarray[Any, Any] | None = None,
         retention: GraphRetention = GraphRetention.RETAIN,
     ) -> None:
-        """Run reverse mode from ``output`` and apply one step, fusing row updates into it: bit
-        for bit ``output.backward_with_seed(seed, retention)``, ``step()`` and ``zero_grad()``.
-
-        A parameter reached only through one plain row gather (no ``padding_idx`` or
-        ``scale_grad_by_freq``) or one ``sum``/``mean`` bag without weights, whose stored
-        gradient is empty, never stores its gradient: each row is summed and updated in one
-        pass. All or nothing, and one step to other threads (see
-        :mod:`~llm_from_scratch.optim.fused`).
+        """Run reverse mode from ``output`` and apply one step, fusing row updates into it (see
+        :mod:`~llm_from_scratch.optim.fused`): bit for bit ``output.backward_with_seed(seed,
+        retention)``, ``step()`` and ``zero_grad()``, all or nothing.
 
         Args:
             output: the value to differentiate.
@@ -225,9 +208,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             return exported(self._names, self._states, self._steps)
 
     def load_state_dict(self, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
-        """Replace the state with copies of ``state``'s arrays, every key, shape, dtype and
-        value checked before anything changes (the keys of :meth:`state_dict`, moments finite,
-        sums of squares and ``step`` at least zero).
+        """Replace the state with copies of ``state``'s arrays, all checked first (the keys of
+        :meth:`state_dict`, moments finite, sums of squares and ``step`` at least zero).
 
         Raises:
             FormatError: ``optimizer.state-type`` (no mapping), then ``optimizer.state``: the
