@@ -31,6 +31,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from llm_from_scratch.autograd.dispatch import sleep_between_kernels
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.training.checkpoint import (
     Checkpoint,
@@ -136,6 +137,8 @@ class Run:
     @classmethod
     def start(cls, options: TrainOptions, thread_limit: int, resume: bool = False) -> Run:
         """Check ``options``, then read the corpus (or the checkpoint in ``options.output``).
+        A long run of short kernels beside Python work: Numba's threads are asked to sleep
+        between kernels (:func:`~llm_from_scratch.autograd.dispatch.sleep_between_kernels`).
 
         Raises:
             OptionError: ``train.option``, before anything is read; or a table over the
@@ -145,6 +148,7 @@ class Run:
         """
         options = options.checked(thread_limit)
         assert options.corpus is not None
+        sleep_between_kernels()
         listed = corpus_files(options.corpus)
         if resume:
             found = load_checkpoint(options.output, options, listed)

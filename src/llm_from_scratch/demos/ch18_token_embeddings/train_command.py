@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from llm_from_scratch.autograd.dispatch import sleep_between_kernels
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import label
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
@@ -61,7 +60,6 @@ def processor_count() -> int:
 def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
     """Train, printing progress to ``err`` and the report to ``out``, then write the figure
     (when asked); the exit status."""
-    sleep_between_kernels()
     labels = load_labels(request.lang, TRAIN_LABELS)
     if request.figure is not None:
         try:
