@@ -63,82 +63,58 @@ class OptionSpec:
         return f"{noun} from {self.minimum} to {self.maximum}"
 
 
-def _spec(text: str, minimum: int | float | None = None, **spec: Any) -> dict[str, OptionSpec]:
-    return {"spec": OptionSpec(text, minimum, **spec)}
+def _option(default: Any, text: str, minimum: float | None = None, **spec: Any) -> Any:
+    """A field of :class:`TrainOptions`: its default, and its :class:`OptionSpec`."""
+    return field(default=default, metadata={"spec": OptionSpec(text, minimum, **spec)})
 
 
 @dataclass(frozen=True)
 class TrainOptions:
     """What a training run is asked to do (see :meth:`checked`)."""
 
-    corpus: Path | None = field(
-        default=None, metadata=_spec("a text file or a folder of .txt files", metavar="PATH")
+    # _option returns a dataclasses.field, so no default is shared (RUF009 cannot see it)
+    corpus: Path | None = _option(None, "a text file or a folder of .txt files", metavar="PATH")  # noqa: RUF009
+    output: Path = _option(  # noqa: RUF009
+        Path("ch18-train"),
+        "the folder of table.safetensors and tokenizer.json, and of the run's checkpoint",
+        metavar="DIR",
     )
-    output: Path = field(
-        default=Path("ch18-train"),
-        metadata=_spec(
-            "the folder of table.safetensors and tokenizer.json, and of the run's checkpoint",
-            metavar="DIR",
-        ),
+    dim: int = _option(100, "the width d of the table's rows", 1, maximum=10_000)
+    window: int = _option(
+        5, "the largest distance between a word and a context word", 1, maximum=1000
     )
-    dim: int = field(
-        default=100, metadata=_spec("the width d of the table's rows", 1, maximum=10_000)
+    negatives: int = _option(5, "noise words per (word, context) pair", 1, maximum=1000)
+    epochs: int = _option(
+        5, "passes over the corpus; 0 writes the initial (random) table", 0, maximum=10_000
     )
-    window: int = field(
-        default=5,
-        metadata=_spec("the largest distance between a word and a context word", 1, maximum=1000),
+    min_count: int = _option(
+        5, "a word seen fewer times is left out of the vocabulary", 1, maximum=2**63 - 1
     )
-    negatives: int = field(
-        default=5, metadata=_spec("noise words per (word, context) pair", 1, maximum=1000)
+    seed: int = _option(
+        1, "the seed of the initial table and of every sample", 0, maximum=2**64 - 1
     )
-    epochs: int = field(
-        default=5,
-        metadata=_spec(
-            "passes over the corpus; 0 writes the initial (random) table", 0, maximum=10_000
-        ),
+    threads: int | None = _option(None, "training threads, at most one per processor", 1)
+    checkpoint_minutes: float = _option(
+        10,
+        "minutes between checkpoints during an epoch (one is also written after each epoch); 0 "
+        "writes them only after epochs",
+        0,
+        maximum=10_000,
+        metavar="M",
     )
-    min_count: int = field(
-        default=5,
-        metadata=_spec(
-            "a word seen fewer times is left out of the vocabulary", 1, maximum=2**63 - 1
-        ),
+    memory_budget: int | None = _option(
+        None,
+        "the most memory the run may plan to use, in MB (default: the environment's "
+        "LLM_FROM_SCRATCH_MEMORY_BUDGET, else half of this machine's memory, less under an "
+        "address-space limit); a run whose tables would need more is refused before training",
+        1,
+        maximum=2**40,
+        metavar="MB",
     )
-    seed: int = field(
-        default=1,
-        metadata=_spec("the seed of the initial table and of every sample", 0, maximum=2**64 - 1),
-    )
-    threads: int | None = field(
-        default=None, metadata=_spec("training threads, at most one per processor", 1)
-    )
-    checkpoint_minutes: float = field(
-        default=10,
-        metadata=_spec(
-            "minutes between checkpoints during an epoch (one is also written after each "
-            "epoch); 0 writes them only after epochs",
-            0,
-            maximum=10_000,
-            metavar="M",
-        ),
-    )
-    memory_budget: int | None = field(
-        default=None,
-        metadata=_spec(
-            "the most memory the run may plan to use, in MB (default: the environment's "
-            "LLM_FROM_SCRATCH_MEMORY_BUDGET, else half of this machine's memory, less under an "
-            "address-space limit); a run whose tables would need more is refused before "
-            "training",
-            1,
-            maximum=2**40,
-            metavar="MB",
-        ),
-    )
-    reference: bool = field(
-        default=False,
-        metadata=_spec(
-            "train with the tape's operations and the SGD optimizer, one pair at a time, "
-            "instead of the compiled loop: the same samples and steps, much slower, for a "
-            "small corpus"
-        ),
+    reference: bool = _option(
+        False,
+        "train with the tape's operations and the SGD optimizer, one pair at a time, instead of "
+        "the compiled loop: the same samples and steps, much slower, for a small corpus",
     )
 
     def checked(self, thread_limit: int) -> TrainOptions:
