@@ -1,18 +1,11 @@
-"""The generated tables of ``docs/errors.md``: one per family of :mod:`llm_from_scratch.errors`,
-from :data:`~llm_from_scratch.errors.RULES`.
+"""The tables of ``docs/errors.md``, generated from :data:`~llm_from_scratch.errors.RULES`: one
+per family, after the Python exceptions it also is and its docstring, each rule's code, fields,
+message template and when it is raised, in declaration order. They go between :data:`BEGIN` and
+:data:`END`; the text around them is written by hand. ``make errors`` runs ``python -m
+llm_from_scratch.error_catalogue docs/errors.md`` (``--check``: exit status 1 when out of date).
 
-Each family's table starts with the Python exceptions it also is and its docstring, then gives
-each of its rules, in declaration order: the code, the fields, the message template and when it
-is raised. The tables go between :data:`BEGIN` and :data:`END` in ``docs/errors.md``; the text
-around them is written by hand. ``make errors`` runs::
-
-    python -m llm_from_scratch.error_catalogue docs/errors.md
-
-and ``--check`` compares instead of writing (exit status 1 when the file is out of date).
-
-Transitional, until every room raises the families: the exception classes the package still
-defines (:class:`~llm_from_scratch.errors.StructuredError` and its subclasses) get a table per
-module after the families.
+Transitional, until every room raises the families: the ``StructuredError`` classes the package
+still defines get a table per module after the families.
 """
 
 from __future__ import annotations
@@ -137,11 +130,7 @@ def generate() -> str:
 
 def rewrite(document: str, generated: str | None = None) -> str:
     """``document`` with the lines from :data:`BEGIN` to :data:`END` replaced by ``generated``
-    (by default :func:`generate`).
-
-    Raises:
-        ValueError: ``document`` does not hold each marker once, on its own line, BEGIN first.
-    """
+    (by default :func:`generate`); ``ValueError`` unless each marker is there once, in order."""
     lines = document.splitlines(keepends=True)
     begins = [index for index, line in enumerate(lines) if line.rstrip("\n") == BEGIN]
     ends = [index for index, line in enumerate(lines) if line.rstrip("\n") == END]

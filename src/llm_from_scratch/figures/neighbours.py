@@ -32,8 +32,7 @@ class NeighboursPage(Protocol):
     """What the page draws: its projection here, the rest (groups, neighbours) in its template."""
 
     @property
-    def projection(self) -> Projection:
-        """The groups' words on the first two principal components."""
+    def projection(self) -> Projection: ...
 
 
 def render_neighbours_figure(figure: NeighboursPage, lang: str) -> str:

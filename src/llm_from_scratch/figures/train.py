@@ -35,39 +35,35 @@ _HEIGHT: Final = 380
 
 
 class MeasuredTable(Protocol):
-    """One table the report measured (its ``TableView``): what a panel shows of it."""
+    """One table the report measured (its ``TableView``): its groups' mean cosines (none
+    without a group of two words), their projection (or None), the mean cosine inside a group
+    and to the other groups' words, and the difference."""
 
     @property
-    def groups(self) -> Sequence[object]:
-        """The groups' mean cosines (none: no group had two words in the vocabulary)."""
+    def groups(self) -> Sequence[object]: ...
 
     @property
-    def projection(self) -> Projection | None:
-        """The groups' words on two principal components, or None."""
+    def projection(self) -> Projection | None: ...
 
     @property
-    def within(self) -> float:
-        """The mean cosine inside a group."""
+    def within(self) -> float: ...
 
     @property
-    def between(self) -> float:
-        """The mean cosine to the other groups' words."""
+    def between(self) -> float: ...
 
     @property
-    def separation(self) -> float:
-        """``within - between``."""
+    def separation(self) -> float: ...
 
 
 class TrainPage(Protocol):
-    """What the page draws here: the two tables; the rest of the report in its template."""
+    """What the page draws here: the random table before training and the trained one (the
+    rest of the report in its template)."""
 
     @property
-    def before(self) -> MeasuredTable:
-        """The random table before training."""
+    def before(self) -> MeasuredTable: ...
 
     @property
-    def after(self) -> MeasuredTable:
-        """The trained table."""
+    def after(self) -> MeasuredTable: ...
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,10 @@
-"""Every word the lesson shows, in English and Russian, and the number formats its texts share.
+"""Every word the lesson shows, in English and Russian, and the number formats its texts share;
+the figures and the demos both read it, and it reads neither.
 
-Each table is a JSON file per language in this package, described by a :class:`LabelTable`: the
-token-embedding figure's (``<lang>.json``, :data:`TOKEN_EMBEDDING_LABELS`), ``ch18
-neighbours``'s (``neighbours/<lang>.json``: its text, figure and error messages, by rule code)
-and ``ch18 train``'s (``train/<lang>.json``). A table holds exactly its keys, each a non-blank
-string; anything else is a :class:`~llm_from_scratch.errors.FormatError` (``labels.table``) that
-names the language and the dotted key path. The figures and the demos both read this module;
-it reads neither.
+A :class:`LabelTable` describes a JSON file per language in this package: the token-embedding
+figure's (``<lang>.json``), ``ch18 neighbours``'s (``neighbours/<lang>.json``: its text, figure
+and messages, by rule code) and ``ch18 train``'s (``train/<lang>.json``). A table holds exactly
+its keys, each a non-blank string, else a ``FormatError`` (``labels.table``) names the key path.
 
 >>> load_labels("en")["reverse"]["title"]
 '4. Reverse rail: gradients gathered per row'
@@ -113,12 +111,8 @@ TRAIN_LABELS: Final = LabelTable(
 
 
 def label_error(lang: str, key_path: str, problem: str, table: str) -> FormatError:
-    """The ``labels.table`` error of a table: its place is ``lang: key_path``, after the table's
-    name unless it is the token-embedding figure's.
-
-    The errors module is imported only here, so that a figure drawn without fault loads nothing
-    else of the package.
-    """
+    """The ``labels.table`` error at ``lang: key_path``, after the table's name unless it is the
+    token-embedding figure's (errors is imported here only: a good figure loads nothing else)."""
     from llm_from_scratch.errors import FormatError
 
     place = lang if table == TOKEN_EMBEDDING_LABELS.name else f"{table} {lang}"
@@ -128,12 +122,8 @@ def label_error(lang: str, key_path: str, problem: str, table: str) -> FormatErr
 
 
 def load_labels(lang: str, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels:
-    """Load and check one language's table (the token-embedding figure's by default).
-
-    Raises:
-        FormatError: ``labels.table``, for an unknown language, unreadable JSON, or a missing,
-            blank or unknown label.
-    """
+    """Load and check one language's table (the token-embedding figure's by default): a
+    ``labels.table`` error for an unknown language, unreadable JSON or a bad label."""
     if lang not in LANGUAGES:
         expected = ", ".join(LANGUAGES)
         raise label_error(lang, "", f"no label table; expected one of {expected}", table.name)
@@ -147,11 +137,8 @@ def load_labels(lang: str, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels
 
 
 def check_labels(lang: str, raw: object, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels:
-    """``raw``, a decoded table, typed, once it holds exactly the table's labels.
-
-    Raises:
-        FormatError: ``labels.table``, naming the first missing, blank, non-text or unknown key.
-    """
+    """``raw``, a decoded table, typed, once it holds exactly the table's labels (else
+    ``labels.table`` names the first missing, blank, non-text or unknown key)."""
     if not isinstance(raw, Mapping):
         raise label_error(lang, "", "expected a JSON object of labels", table.name)
     for path in table.keys:
@@ -188,11 +175,8 @@ def _typed(node: Mapping[object, object]) -> Labels:
 
 
 def label(labels: Labels, *path: str) -> str:
-    """The label at a key path of a checked table: ``label(labels, "errors", "word", "empty")``.
-
-    Raises:
-        KeyError: the path names no label.
-    """
+    """The label at a key path of a checked table (``KeyError`` where there is none):
+    ``label(labels, "errors", "word", "empty")``."""
     node: str | Labels = labels
     for key in path:
         if not isinstance(node, dict):
