@@ -113,6 +113,33 @@ def test_a_table_of_your_own_prints_its_neighbours(
     assert lines[8].split() == ["mean", "cosine", mean, mean]
 
 
+def test_figure_takes_the_page_s_file_and_a_dash_for_standard_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from llm_from_scratch.demos.ch18_token_embeddings.neighbours import DEFAULT_GROUPS
+    from llm_from_scratch.nn import NamedParameters, save_parameters
+
+    tokenizers = require_tokenizers()
+    words = ["[UNK]", *(word for _, group in DEFAULT_GROUPS for word in group)]
+    rows = np.random.default_rng(18).standard_normal((len(words), 4))
+    save_parameters(tmp_path / "t.safetensors", NamedParameters([layer_of(rows).table]))
+    model = tokenizers.models.WordLevel({word: i for i, word in enumerate(words)}, "[UNK]")
+    tokenizer = tokenizers.Tokenizer(model)
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    files = [
+        "--table",
+        str(tmp_path / "t.safetensors"),
+        "--tokenizer",
+        str(tmp_path / "tokenizer.json"),
+    ]
+    page = tmp_path / "neighbours.html"
+    assert run_cli(capsys, "ch18", "neighbours", *files, "--figure", str(page)) == (0, "", "")
+    status, out, err = run_cli(capsys, "ch18", "neighbours", *files, "--figure", "-")
+    assert (status, err) == (0, "") and out == page.read_text(encoding="utf-8")
+    assert out.startswith("<!DOCTYPE html>") and "monday" in out
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_errors_of_a_table_of_your_own_are_one_line_in_the_language(
     capsys: pytest.CaptureFixture[str], own_table: tuple[Path, Path], lang: str
