@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Final, TextIO
 
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import LlmError, StructuredError
 from llm_from_scratch.files import one_line
 
 __all__ = ["FAILED", "INTERRUPTED", "REFUSED", "run_command", "status_of"]
@@ -65,13 +65,15 @@ def status_of(error: BaseException) -> int:
     """The exit status :func:`run_command` gives for ``error`` (see the module docstring).
 
     Example:
-        >>> from llm_from_scratch.nn.init import SeedRangeError
-        >>> status_of(SeedRangeError(2**80)), status_of(OSError(28, "No space left on device"))
+        >>> from llm_from_scratch.errors import TableError
+        >>> seed_error = TableError("seed.range", seed=2**80)
+        >>> status_of(seed_error), status_of(OSError(28, "No space left on device"))
         (2, 1)
     """
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
-    if isinstance(error, StructuredError) and not isinstance(error, OSError | MemoryError):
+    ours = isinstance(error, StructuredError | LlmError)
+    if ours and not isinstance(error, OSError | MemoryError):
         return REFUSED if isinstance(error, REFUSING) else FAILED
     return FAILED
 
@@ -187,7 +189,7 @@ def _message(error: BaseException, debug: bool, words: Sequence[str]) -> str:
     """The line that reports ``error`` (after ``error:``)."""
     if isinstance(error, KeyboardInterrupt):
         return "interrupted"
-    if isinstance(error, StructuredError):
+    if isinstance(error, StructuredError | LlmError):
         return str(error)
     if isinstance(error, OSError):
         reason = error.strerror or str(error) or type(error).__name__

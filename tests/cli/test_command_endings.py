@@ -22,9 +22,8 @@ import pytest
 import llm_from_scratch.demos.ch18_token_embeddings as chapter
 import llm_from_scratch.demos.ch18_token_embeddings.exercise_session as exercise_session
 from llm_from_scratch.autograd import NonFiniteGradientError, OutputAllocationError
+from llm_from_scratch.errors import FileAccessError, TableError
 from llm_from_scratch.exits import FAILED, INTERRUPTED, REFUSED, status_of
-from llm_from_scratch.nn.checkpoint import CheckpointWriteError
-from llm_from_scratch.nn.init import SeedRangeError
 from llm_from_scratch.training.corpus import CorpusError
 
 from cli_support import run_cli
@@ -71,9 +70,13 @@ def log_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
 CASES = [
-    pytest.param(SeedRangeError(2**80), REFUSED, id="a refused seed"),
+    pytest.param(TableError("seed.range", seed=2**80), REFUSED, id="a refused seed"),
     pytest.param(CorpusError("missing", "corpus.txt"), REFUSED, id="a missing corpus"),
-    pytest.param(CheckpointWriteError("t.safetensors", NO_SPACE), FAILED, id="a full disk"),
+    pytest.param(
+        FileAccessError("checkpoint.write", path="t.safetensors", cause=NO_SPACE),
+        FAILED,
+        id="a full disk",
+    ),
     pytest.param(OutputAllocationError("add", 10**15), FAILED, id="an allocation of ours"),
     pytest.param(NonFiniteGradientError("add", 1, float("inf")), FAILED, id="a diverged run"),
 ]
@@ -165,7 +168,7 @@ def test_with_debug_the_traceback_is_printed_above_the_line_and_no_log_is_writte
 def test_debug_shows_the_traceback_of_an_error_of_ours_too(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    error = SeedRangeError(2**80)
+    error = TableError("seed.range", seed=2**80)
     the_demo_does(monkeypatch, raising(error))
     status, _, err = run_cli(capsys, "--debug", "ch18")
     assert status == REFUSED and err.startswith("Traceback (most recent call last):")

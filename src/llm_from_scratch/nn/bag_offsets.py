@@ -12,13 +12,11 @@ container; at least one offset; in flat order, the first that is not an integer 
 
 from __future__ import annotations
 
-from typing import cast
-
 import numpy as np
 
 from llm_from_scratch.autograd.errors import TokenIdContainerError
 from llm_from_scratch.autograd.gather import IdProblem, flat_source, read_ids
-from llm_from_scratch.nn.embedding_errors import BagLayoutError, IndexAllocationError, OffsetsError
+from llm_from_scratch.errors import AllocationError, IdError
 from llm_from_scratch.tensor.storage import IndexArray, Shape
 
 
@@ -29,9 +27,9 @@ def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -
     them.
 
     Raises:
-        BagLayoutError: IDs that are not 2-D without offsets or 1-D with offsets.
-        OffsetsError, IndexAllocationError: the offsets, in the order of the module docstring
-            (``rule`` names the check).
+        IdError: ``bag.layout`` (IDs that are not 2-D without offsets or 1-D with offsets), then
+            the offsets' rules in the order of the module docstring.
+        AllocationError: ``ids.allocation`` (``operation`` ``offsets conversion``).
     """
     given = offsets is not None
     if len(index_shape) == 2 and not given:
@@ -39,46 +37,46 @@ def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -
         return np.arange(bags + 1, dtype=np.intp) * length
     if len(index_shape) == 1 and given:
         return checked_offsets(offsets, index_shape[0], include_last_offset)
-    raise BagLayoutError(len(index_shape), given)
+    raise IdError("bag.layout", rank=len(index_shape), offsets_given=given)
 
 
 def checked_offsets(offsets: object, id_count: int, include_last_offset: bool) -> IndexArray:
-    """The bag boundaries ``[B + 1]`` that offsets describe for ``id_count`` IDs.
-
-    Raises:
-        The offset errors of :func:`bag_starts`, in its order.
-    """
+    """The bag boundaries ``[B + 1]`` that offsets describe for ``id_count`` IDs (the errors of
+    :func:`bag_starts`, in its order)."""
     try:
         source, count = flat_source(offsets, "embedding")
     except TokenIdContainerError as container:
-        raise OffsetsError("container", detail=container.detail) from None
+        raise IdError("offsets.container", detail=container.detail) from None
     if count == 0:
-        raise OffsetsError("empty")
+        raise IdError("offsets.empty")
     try:
         read = read_ids(source, count, id_count + 1)
     except MemoryError as error:  # the offsets' own buffer
-        raise IndexAllocationError("offsets conversion", count) from error
+        operation = "offsets conversion"
+        raise AllocationError("ids.allocation", elements=count, operation=operation) from error
     if isinstance(read, IdProblem):
         raise _offset_error(read, count, id_count)
     if int(read[0]) != 0:
-        raise OffsetsError("first", offset=int(read[0]))
+        raise IdError("offsets.first", offset=int(read[0]))
     decreasing = np.flatnonzero(read[1:] < read[:-1])
     if decreasing.size:
         at = int(decreasing[0]) + 1
-        raise OffsetsError("increasing", at, int(read[at]), int(read[at - 1]))
+        before = int(read[at - 1])
+        raise IdError("offsets.increasing", offset=int(read[at]), position=at, bound=before)
     if not include_last_offset:
         return np.append(read, id_count).astype(np.intp, copy=False)
     if int(read[-1]) != id_count:
-        raise OffsetsError("last", offset=int(read[-1]), bound=id_count)
+        raise IdError("offsets.last", bound=id_count, offset=int(read[-1]))
     return read
 
 
-def _offset_error(problem: IdProblem, count: int, id_count: int) -> OffsetsError:
+def _offset_error(problem: IdProblem, count: int, id_count: int) -> IdError:
+    at, value = problem.position, problem.value
     if problem.kind == "type":
-        return OffsetsError("integer", problem.position, problem.value)
+        return IdError("offsets.type", position=at, offset=value)
     if problem.kind == "bounds":
-        return OffsetsError("range", problem.position, cast(int, problem.value), id_count)
+        return IdError("offsets.range", offset=value, position=at, bound=id_count)
     if problem.kind == "count":
-        detail = f"the sequence's length is {count}, but it held {problem.value} items"
-        return OffsetsError("container", detail=detail)
-    return OffsetsError("container", detail=f"an empty array of dtype {problem.value}")
+        detail = f"the sequence's length is {count}, but it held {value} items"
+        return IdError("offsets.container", detail=detail)
+    return IdError("offsets.container", detail=f"an empty array of dtype {value}")

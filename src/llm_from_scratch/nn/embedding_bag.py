@@ -1,10 +1,9 @@
 """The embedding-bag layer: one row per bag of token IDs, their sum, mean or max.
 
 ``EmbeddingBag`` owns a named ``[V, d]`` table like ``Embedding`` and PyTorch's
-``nn.EmbeddingBag`` options (``mode``, ``padding_idx``, ``max_norm``, ``norm_type``). It is a thin
-wrapper over :func:`llm_from_scratch.nn.functional.embedding_bag`: the options are checked once,
-when it is built; each call checks the IDs, the bags and the per-sample weights and runs the one
-bag operation of :mod:`llm_from_scratch.autograd.bag`.
+``nn.EmbeddingBag`` options (``mode``, ``padding_idx``, ``max_norm``, ``norm_type``), checked once
+when it is built; each call checks the IDs, the bags and the per-sample weights as
+:func:`llm_from_scratch.nn.functional.embedding_bag` does and runs the one bag operation.
 """
 
 from __future__ import annotations
@@ -20,14 +19,11 @@ if TYPE_CHECKING:
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.bag import BagMode
-from llm_from_scratch.autograd.gather import plan_of_ids
-from llm_from_scratch.nn.bag_offsets import bag_starts
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS
-from llm_from_scratch.nn.embedding_errors import PerSampleWeightsError
-from llm_from_scratch.nn.functional import bag, checked_weights
+from llm_from_scratch.nn.functional import bag_of_ids
 from llm_from_scratch.nn.init import NamedParameter, Seed
 from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
-from llm_from_scratch.nn.options import BagOptions, checked_flag
+from llm_from_scratch.nn.options import BagOptions
 from llm_from_scratch.nn.tables import (
     TABLE_NAME,
     Table,
@@ -50,21 +46,14 @@ BAG_PYTORCH_KEYWORDS: Final = {
 class EmbeddingBag(TableLayer):
     """A ``[V, d]`` token table that reduces each bag of IDs to one row.
 
-    Build one as an :class:`~llm_from_scratch.nn.Embedding` is built
-    (``EmbeddingBag(vocabulary_size, embedding_width, mode="mean")``, :meth:`new`,
-    :meth:`from_parameter`, :meth:`from_pretrained`); call it with 2-D IDs ``[B, L]`` (each row
-    a bag) or 1-D IDs and ``offsets``. See
-    :func:`~llm_from_scratch.nn.functional.embedding_bag` for the reductions.
-
-    ``EmbeddingBag(table, options)``, the class called with its two fields, checks them as the
-    constructors do (it is how pickles of earlier versions rebuild a layer).
+    Built as an :class:`~llm_from_scratch.nn.Embedding` is (``EmbeddingBag(V, d, mode="sum")``,
+    :meth:`new`, :meth:`from_parameter`, :meth:`from_pretrained`, or the class called with its
+    two fields); called with 2-D IDs ``[B, L]`` (each row a bag) or 1-D IDs and ``offsets``.
+    See :func:`~llm_from_scratch.nn.functional.embedding_bag` for the reductions.
 
     Attributes:
         table: a :class:`NamedParameter` or a :class:`FrozenTable`.
-        options: the checked :class:`BagOptions`; ``mode`` (``"sum"``, ``"mean"`` or
-            ``"max"``), ``padding_idx`` (the row whose entries are skipped, in ``[0, V)``, or
-            None), ``max_norm`` and ``norm_type`` (as in ``Embedding``) are also attributes of
-            the layer.
+        options: the checked :class:`BagOptions`, whose fields are also the layer's.
         vocabulary_size, embedding_width: ``V`` and ``d``.
 
     Shape:
@@ -104,14 +93,13 @@ class EmbeddingBag(TableLayer):
         rng: Seed = 0,
         name: str = TABLE_NAME,
     ) -> None:
-        """A new ``[vocabulary_size, embedding_width]`` bag layer, as ``nn.EmbeddingBag(V, d)``:
-        ``EmbeddingBag.new(name, V, d, rng, dtype, ...)`` with float32 and the seed 0, as
-        ``Embedding(V, d)`` (see there).
+        """A new bag layer, as ``nn.EmbeddingBag(V, d)``: ``EmbeddingBag.new(name, V, d, rng,
+        dtype, ...)`` with float32 and the seed 0, as ``Embedding(V, d)``.
 
         Raises:
             The errors of :meth:`new`; PyTorchNameError: ``num_embeddings``,
             ``embedding_dim``, ``sparse``, ``_weight`` or ``include_last_offset`` (an argument
-            of each call here), each with a pointer to ours.
+            of each call here).
 
         Example:
             >>> bags = EmbeddingBag(100, 8, mode="sum")
@@ -132,21 +120,6 @@ class EmbeddingBag(TableLayer):
         """``"sum"``, ``"mean"`` or ``"max"``."""
         return self.options.mode
 
-    @property
-    def padding_idx(self) -> int | None:
-        """The row whose entries are skipped (in ``[0, V)``), or None."""
-        return self.options.padding_idx
-
-    @property
-    def max_norm(self) -> float | None:
-        """The norm above which a looked-up row is scaled down in place, or None."""
-        return self.options.max_norm
-
-    @property
-    def norm_type(self) -> float:
-        """The ``p`` of that norm."""
-        return self.options.norm_type
-
     @classmethod
     def from_parameter(
         cls,
@@ -157,13 +130,7 @@ class EmbeddingBag(TableLayer):
         max_norm: float | None = None,
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
-        """Wrap an existing named parameter (the same leaf).
-
-        Raises:
-            TypeError: ``table`` is not a NamedParameter.
-            TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: its shape.
-            OptionValueError: the options (``mode`` first).
-        """
+        """Wrap an existing named parameter (the same leaf), as ``Embedding.from_parameter``."""
         rows, _ = checked_parameter_size(table)
         return layer_of(cls, table, _options(mode, padding_idx, max_norm, norm_type)(rows))
 
@@ -182,12 +149,8 @@ class EmbeddingBag(TableLayer):
         max_norm: float | None = None,
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
-        """A Xavier-uniform table, drawn and checked as ``Embedding.new`` draws it (the
-        padding row, if any, zeroed after the whole table is drawn).
-
-        Raises:
-            The errors of ``Embedding.new``, with ``mode`` first among the options.
-        """
+        """A Xavier-uniform table, drawn and checked as ``Embedding.new`` draws it (``mode``
+        first among the options)."""
         options_for = _options(mode, padding_idx, max_norm, norm_type)
         table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
         return layer_of(cls, table, options)
@@ -205,23 +168,11 @@ class EmbeddingBag(TableLayer):
         max_norm: float | None = None,
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
-        """A bag layer over a table you already have (see ``Embedding.from_pretrained``).
-
-        Raises:
-            The errors of ``Embedding.from_pretrained``, with ``mode`` first among the
-            options.
-        """
+        """A bag layer over a table you already have, as ``Embedding.from_pretrained`` (``mode``
+        first among the options)."""
         options_for = _options(mode, padding_idx, max_norm, norm_type)
         layer_table, options = pretrained_table(table, name, freeze, options_for)
         return layer_of(cls, layer_table, options)
-
-    def __repr__(self) -> str:
-        return (
-            f"EmbeddingBag(name={self.table.name!r}, vocabulary_size={self.vocabulary_size}, "
-            f"embedding_width={self.embedding_width}, dtype={self.table.tensor.dtype}, "
-            f"mode={self.mode!r}, padding_idx={self.padding_idx}, max_norm={self.max_norm}, "
-            f"norm_type={self.norm_type}, frozen={self.frozen})"
-        )
 
     def __call__(
         self,
@@ -233,21 +184,18 @@ class EmbeddingBag(TableLayer):
         """Reduce each bag of ``token_ids`` to one row.
 
         Raises:
-            OptionTypeError: ``include_last_offset`` is not a bool.
-            PerSampleWeightsError: weights with a mode other than ``"sum"``.
-            Then the errors of ``functional.embedding_bag`` for the IDs, the bags, the offsets
-            and the weights, in its order.
+            OptionError: ``include_last_offset`` is not a bool. IdError: ``weights.mode``
+                (weights with a mode other than ``"sum"``). Then the errors of
+                ``functional.embedding_bag`` for the IDs, bags, offsets and weights, in its order.
         """
-        last_offset = checked_flag("include_last_offset", include_last_offset)
-        options = self.options
-        if per_sample_weights is not None and options.mode != "sum":
-            raise PerSampleWeightsError("mode", options.mode)
-        table_shape = (self.vocabulary_size, self.embedding_width)
-        tensor = self.table.tensor
-        ids = plan_of_ids(token_ids, table_shape, int(tensor.dtype.itemsize))
-        starts = bag_starts(ids.index_shape, offsets, last_offset)
-        weights = checked_weights(per_sample_weights, ids.index_shape, tensor.dtype)
-        return bag(tensor, ids.indices, starts, weights, options)
+        return bag_of_ids(
+            self.table.tensor,
+            self.options,
+            token_ids,
+            offsets,
+            per_sample_weights,
+            include_last_offset,
+        )
 
 
 def _options(

@@ -2,8 +2,8 @@
 
 :class:`LookupOptions` are those of ``Embedding`` and ``functional.embedding``; :class:`BagOptions`
 those of ``EmbeddingBag`` and ``functional.embedding_bag``. Both are frozen dataclasses that check
-themselves, for a table of ``vocabulary_size`` rows, in the order of their fields; a negative
-``padding_idx`` is stored counted from the end (``-1`` is row ``V - 1``).
+themselves, for a table of ``vocabulary_size`` rows, in the order of their fields, and pickle
+through their constructors; a negative ``padding_idx`` is stored counted from the end.
 
 Example:
     >>> options = LookupOptions(4, padding_idx=-1, max_norm=1)
@@ -11,16 +11,15 @@ Example:
     (3, 1.0, 2.0)
     >>> try:
     ...     LookupOptions(4, padding_idx=4)
-    ... except OptionValueError as error:
-    ...     print(error.name, "|", error)
-    padding_idx | padding_idx must be an integer in [-4, 4), got 4
+    ... except OptionError as error:
+    ...     print(error.rule, error.name, "|", error)
+    option.value padding_idx | padding_idx must be an integer in [-4, 4), got 4
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,7 +29,8 @@ if TYPE_CHECKING:
     from llm_from_scratch.autograd.bag import BagMode
 
 from llm_from_scratch.autograd.gather import RowGradientRule
-from llm_from_scratch.nn.embedding_errors import OptionTypeError, OptionValueError
+from llm_from_scratch.errors import OptionError
+from llm_from_scratch.nn.init import read_integer
 from llm_from_scratch.tensor.storage import CONVERSION_ERRORS
 
 
@@ -39,8 +39,7 @@ class LookupOptions:
     """The options of a lookup from a table of ``vocabulary_size`` rows.
 
     Args:
-        vocabulary_size: ``V``, the table's rows: an integer at least 0 (a bool is not one),
-            read once (it comes from the table, except in a crafted pickle).
+        vocabulary_size: ``V``, the table's rows: an integer at least 0 (not a bool).
         padding_idx: a row that receives no gradient: an integer in ``[-V, V)``, or None.
         max_norm: renormalize each looked-up row whose ``norm_type``-norm exceeds it, in place
             before the lookup: a finite real number above zero, or None.
@@ -48,12 +47,11 @@ class LookupOptions:
         scale_grad_by_freq: divide each row's gradient by how often the call's IDs name it.
 
     Attributes:
-        gradient_rule: how the lookup's VJP departs from the plain sum (its padding row and
-            scaling), built once.
+        gradient_rule: how the lookup's VJP departs from the plain sum, built once.
 
     Raises:
-        OptionValueError: ``vocabulary_size``, ``padding_idx``, ``max_norm``, ``norm_type``; then
-        OptionTypeError: ``scale_grad_by_freq``.
+        OptionError: ``option.value`` for ``vocabulary_size``, ``padding_idx``, ``max_norm``,
+            ``norm_type``; then ``option.type`` for ``scale_grad_by_freq``.
     """
 
     vocabulary_size: int
@@ -68,13 +66,12 @@ class LookupOptions:
         padding_idx = checked_padding_idx(self.padding_idx, self.vocabulary_size)
         _set(self, "padding_idx", padding_idx)
         _set(self, "max_norm", checked_max_norm(self.max_norm))
-        _set(self, "norm_type", checked_norm_type(self.norm_type))
+        _set(self, "norm_type", _positive_finite("norm_type", self.norm_type))
         scale = checked_flag("scale_grad_by_freq", self.scale_grad_by_freq)
         _set(self, "scale_grad_by_freq", scale)
         _set(self, "gradient_rule", RowGradientRule(padding_idx, scale))
 
     def __reduce__(self) -> tuple[object, ...]:
-        """Pickle through the constructor, so that unpickled options are checked."""
         fields = (self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq)
         return LookupOptions, (self.vocabulary_size, *fields)
 
@@ -84,13 +81,12 @@ class BagOptions:
     """The options of an embedding bag over a table of ``vocabulary_size`` rows.
 
     Args:
-        vocabulary_size: ``V``, as in :class:`LookupOptions`.
+        vocabulary_size, padding_idx, max_norm, norm_type: as in :class:`LookupOptions`.
         mode: ``"sum"``, ``"mean"`` or ``"max"`` (a ``str`` subclass is read as its plain text).
-        padding_idx, max_norm, norm_type: as in :class:`LookupOptions`.
 
     Raises:
-        OptionValueError: ``vocabulary_size``, ``mode``, ``padding_idx``, ``max_norm``,
-            ``norm_type``, in this order.
+        OptionError: ``option.value`` for ``vocabulary_size``, ``mode``, ``padding_idx``,
+            ``max_norm``, ``norm_type``, in this order.
     """
 
     vocabulary_size: int
@@ -104,10 +100,9 @@ class BagOptions:
         _set(self, "mode", checked_mode(self.mode))
         _set(self, "padding_idx", checked_padding_idx(self.padding_idx, self.vocabulary_size))
         _set(self, "max_norm", checked_max_norm(self.max_norm))
-        _set(self, "norm_type", checked_norm_type(self.norm_type))
+        _set(self, "norm_type", _positive_finite("norm_type", self.norm_type))
 
     def __reduce__(self) -> tuple[object, ...]:
-        """Pickle through the constructor, so that unpickled options are checked."""
         fields = (self.mode, self.padding_idx, self.max_norm, self.norm_type)
         return BagOptions, (self.vocabulary_size, *fields)
 
@@ -116,103 +111,63 @@ def _set(options: object, name: str, value: object) -> None:
     object.__setattr__(options, name, value)  # the checked value replaces the caller's
 
 
-def checked_rows(vocabulary_size: object) -> int:
-    """A table's row count read once (``operator.index``) as an ``int`` at least 0.
+def _refused(name: str, requirement: str, value: object) -> OptionError:
+    return OptionError("option.value", name=name, requirement=requirement, value=value)
 
-    Raises:
-        OptionValueError: a bool, a non-integer or a negative integer (``name`` is
-            ``vocabulary_size``).
-    """
+
+def checked_rows(vocabulary_size: object) -> int:
+    """A table's row count read once (``operator.index``), an ``int`` at least 0; a negative
+    integer is reported as read (``option.value``, ``name`` ``vocabulary_size``)."""
     if type(vocabulary_size) is int and vocabulary_size >= 0:
         return vocabulary_size  # the usual case: the table's own count
     requirement = "an integer at least 0 (the table's rows)"
-    if isinstance(vocabulary_size, bool | np.bool_) or not isinstance(
-        vocabulary_size, numbers.Integral
-    ):
-        raise OptionValueError("vocabulary_size", requirement, vocabulary_size)
-    try:
-        rows = operator.index(vocabulary_size)
-    except CONVERSION_ERRORS as error:
-        raise OptionValueError("vocabulary_size", requirement, vocabulary_size) from error
+    rows = read_integer(vocabulary_size, lambda bad: _refused("vocabulary_size", requirement, bad))
     if rows < 0:
-        raise OptionValueError("vocabulary_size", requirement, rows)
+        raise _refused("vocabulary_size", requirement, rows)
     return rows
 
 
 def checked_padding_idx(padding_idx: object, vocabulary_size: int) -> int | None:
     """``padding_idx`` read once (``operator.index``) as a row in ``[0, V)``, a negative one
-    counted from the end; None stays None.
-
-    Raises:
-        OptionValueError: a bool, a non-integer, or an integer outside ``[-V, V)`` (reported as
-            read).
-    """
+    counted from the end, None kept; an integer outside ``[-V, V)`` is reported as read."""
     if padding_idx is None:
         return None
     requirement = f"an integer in [-{vocabulary_size}, {vocabulary_size})"
-    if isinstance(padding_idx, bool | np.bool_) or not isinstance(padding_idx, numbers.Integral):
-        raise OptionValueError("padding_idx", requirement, padding_idx)
-    try:
-        row = operator.index(padding_idx)
-    except CONVERSION_ERRORS as error:
-        raise OptionValueError("padding_idx", requirement, padding_idx) from error
+    row = read_integer(padding_idx, lambda bad: _refused("padding_idx", requirement, bad))
     if not -vocabulary_size <= row < vocabulary_size:
-        raise OptionValueError("padding_idx", requirement, row)
+        raise _refused("padding_idx", requirement, row)
     return row + vocabulary_size if row < 0 else row
 
 
 def checked_max_norm(max_norm: object) -> float | None:
-    """``max_norm`` read once (``float()``) if it is a finite real number above zero; None
-    stays None.
-
-    Raises:
-        OptionValueError: anything else (a bool included).
-    """
-    if max_norm is None:
-        return None
-    return _positive_finite("max_norm", max_norm)
-
-
-def checked_norm_type(norm_type: object) -> float:
-    """``norm_type`` read once (``float()``) if it is a finite real number above zero.
-
-    Raises:
-        OptionValueError: anything else (None and a bool included).
-    """
-    return _positive_finite("norm_type", norm_type)
+    """``max_norm`` as a finite real number above zero (see :func:`_positive_finite`), or None."""
+    return None if max_norm is None else _positive_finite("max_norm", max_norm)
 
 
 def _positive_finite(name: str, value: object) -> float:
+    """``value`` read once (``float()``) if it is a finite real number above zero, not a bool."""
     requirement = "a finite real number above zero"
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise OptionValueError(name, requirement, value)
+        raise _refused(name, requirement, value)
     try:
         converted = float(value)
     except CONVERSION_ERRORS as conversion:
-        raise OptionValueError(name, requirement, value) from conversion
+        raise _refused(name, requirement, value) from conversion
     if not math.isfinite(converted) or converted <= 0.0:
-        raise OptionValueError(name, requirement, value)
+        raise _refused(name, requirement, value)
     return converted
 
 
 def checked_flag(name: str, value: object) -> bool:
-    """``value`` as a bool if it is a Python or NumPy bool.
-
-    Raises:
-        OptionTypeError: anything else (``0``, ``1``, ``None``, ``"yes"``).
-    """
+    """``value`` as a bool if it is a Python or NumPy bool, else ``option.type``."""
     if not isinstance(value, bool | np.bool_):
-        raise OptionTypeError(name, "a bool", value)
+        raise OptionError("option.type", name=name, requirement="a bool", value=value)
     return bool(value)
 
 
 def checked_mode(mode: object) -> BagMode:
-    """``mode`` as one of ``"sum"``, ``"mean"``, ``"max"`` (a ``str`` subclass is read once as
-    the plain ``str`` it holds).
-
-    Raises:
-        OptionValueError: anything else.
-    """
+    """``mode`` as one of ``"sum"``, ``"mean"``, ``"max"`` (a ``str`` subclass read once as the
+    plain ``str`` it holds), else ``option.value``."""
     from llm_from_scratch.autograd.bag import BAG_MODES  # the bag machinery loads on first use
 
     if isinstance(mode, str):
@@ -220,4 +175,4 @@ def checked_mode(mode: object) -> BagMode:
         for known in BAG_MODES:
             if plain == known:
                 return known
-    raise OptionValueError("mode", "'sum', 'mean' or 'max'", mode)
+    raise _refused("mode", "'sum', 'mean' or 'max'", mode)

@@ -9,13 +9,12 @@ ids: shape=none values=2
 
 from typing import Final
 
-from llm_from_scratch.autograd import TensorAutodiffError
+from llm_from_scratch.autograd import EmbeddingError, TensorAutodiffError
 from llm_from_scratch.demos.ch18_token_embeddings.demo import format_demo
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
 from llm_from_scratch.demos.ch18_token_embeddings.report import Ch18Report, build_report
 from llm_from_scratch.demos.ch18_token_embeddings.trace import TRACE_VERSION, format_trace
-from llm_from_scratch.nn import EmbeddingError
 from llm_from_scratch.tensor import TensorError
 from llm_from_scratch.traces import TraceFormatError
 

@@ -24,19 +24,19 @@ from typing import Final
 
 import numpy as np
 
-from llm_from_scratch.autograd import GatherIndexOutOfBoundsError
+from llm_from_scratch.autograd import (
+    GatherIndexOutOfBoundsError,
+    TokenCountMismatchError,
+    TokenIdOutOfBoundsError,
+    TokenShapeError,
+)
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
 from llm_from_scratch.demos.ch18_token_embeddings.report import build_report
 from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, is_too_large, load_json, read_file
-from llm_from_scratch.nn import (
-    Embedding,
-    TokenCountMismatchError,
-    TokenIdOutOfBoundsError,
-    TokenShapeError,
-)
+from llm_from_scratch.nn import Embedding
 
 __all__ = [
     "ERROR_KINDS",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from llm_from_scratch.autograd import EmbeddingError
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     DEFAULT_WORDS,
     NeighboursError,
@@ -32,10 +33,10 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
     open_table,
     packaged_files,
 )
+from llm_from_scratch.errors import LlmError
 from llm_from_scratch.figures.labels import Labels, load_labels
 from llm_from_scratch.figures.neighbour_labels import NEIGHBOUR_LABELS
 from llm_from_scratch.files import one_line, write_file
-from llm_from_scratch.nn import CheckpointError, EmbeddingError
 
 __all__ = ["NeighboursRequest", "run_neighbours"]
 
@@ -67,7 +68,7 @@ def run_neighbours(request: NeighboursRequest, out: TextIO, err: TextIO) -> int:
         text = _computed(request, labels)
     except (PretrainedError, NeighboursError) as error:
         return _fail(err, error_message(error, labels))
-    except (CheckpointError, EmbeddingError) as error:
+    except (LlmError, EmbeddingError) as error:
         return _fail(err, str(error))
     if request.output is None:
         out.write(text)

@@ -22,10 +22,9 @@ from typing import Any, ClassVar, Final
 import numpy as np
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, WordPieces
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import MismatchError, StructuredError
 from llm_from_scratch.files import TOKENIZER_BYTE_LIMIT, read_file
 from llm_from_scratch.nn import Embedding, load_metadata, load_parameters
-from llm_from_scratch.nn.checkpoint import CheckpointMismatchError as MissingTensorsError
 from llm_from_scratch.training.table_pair import (
     FINGERPRINT_KEY,
     VOCABULARY_SIZE_KEY,
@@ -137,7 +136,7 @@ class UnknownTensorError(PretrainedError, LookupError):
     template = "the table file {path} holds no tensor named {name!r} (--tensor names the table)"
     path: str
     name: str
-    cause: MissingTensorsError
+    cause: MismatchError
 
 
 class TokenizerMismatchError(PretrainedError, ValueError):
@@ -240,11 +239,11 @@ def load_pretrained_embedding(table_path: Path, tensor_name: str | None) -> Embe
     """
     names = DEFAULT_TENSORS if tensor_name is None else (tensor_name,)
     for name in names[:-1]:
-        with contextlib.suppress(MissingTensorsError):
+        with contextlib.suppress(MismatchError):
             return _frozen_table(table_path, name)
     try:
         return _frozen_table(table_path, names[-1])
-    except MissingTensorsError as error:
+    except MismatchError as error:
         raise UnknownTensorError(str(table_path), " or ".join(names), error) from error
 
 

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd import TensorValue, TokenIdOutOfBoundsError
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
-from llm_from_scratch.nn import Embedding, SplitMix64, TokenIdOutOfBoundsError
+from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.tensor import Shape, Tensor
 
 

@@ -22,10 +22,10 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import label
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
+from llm_from_scratch.errors import FormatError, NonFiniteError, OptionError
 from llm_from_scratch.figures.labels import Labels
 from llm_from_scratch.figures.train_labels import TRAIN_LABELS, load_labels
 from llm_from_scratch.files import one_line, replace_file, writable_path
-from llm_from_scratch.nn import CheckpointError
 from llm_from_scratch.training.checkpoint import ResumeError, saved_options
 from llm_from_scratch.training.corpus import CorpusError
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptionError, TrainOptions
@@ -79,7 +79,7 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
     except (TrainOptionError, CorpusError, ResumeError) as error:
         printer.finish()
         return _fail(err, _refusal(error, request), REFUSED)
-    except (CheckpointError, OSError) as error:
+    except (FormatError, NonFiniteError, OptionError, OSError) as error:
         printer.finish()
         return _fail(err, str(error), FAILED)
     except KeyboardInterrupt:
