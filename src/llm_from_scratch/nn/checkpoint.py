@@ -15,7 +15,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeGuard
 
 import numpy as np
 from safetensors import SafetensorError, safe_open
@@ -258,18 +258,11 @@ def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[st
     return sorted(tensors, key=lambda tensor: tensor.offset), dict(header.get("__metadata__") or {})
 
 
-class _Entry(NamedTuple):  # a header entry as the size checks read it
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    offsets: tuple[int, int]
-
-
 def check_sizes(path: str, file: io.FileIO) -> None:
     """Check from the header, before the package does, that each tensor's bytes are what its
-    shape and dtype need and that the tensors cover the data exactly: the package refuses both
-    without naming the tensor or the counts. Any other fault is left to the package, and so is a
-    header whose entries are not all plain (a whole-byte dtype, counts for shape and offsets).
+    shape and dtype need and that the tensors cover the data exactly (the package refuses both
+    without naming the tensor or the counts); any other fault, or a header whose entries are
+    not all plain (a whole-byte dtype, counts for shape and offsets), is left to the package.
 
     Raises:
         FormatError: ``checkpoint.tensor-size`` for the first tensor in offset order, else
@@ -278,27 +271,21 @@ def check_sizes(path: str, file: io.FileIO) -> None:
     read = _plain_entries(file)
     if read is None:
         return
-    data_bytes, entries = read
-    end = 0
-    for entry in sorted(entries, key=lambda entry: entry.offsets):
-        start, stop = entry.offsets
-        if start != end or stop < start:
+    data_bytes, entries, end = *read, 0
+    for name, dtype, shape, offsets in sorted(entries, key=lambda entry: entry[3]):
+        if offsets[0] != end or offsets[1] < end:
             return  # offsets that do not follow one another: the package names the tensor
-        needed = math.prod(entry.shape) * ITEM_BYTES[entry.dtype]
-        if needed != stop - start:
+        needed, given, end = math.prod(shape) * ITEM_BYTES[dtype], offsets[1] - end, offsets[1]
+        if needed != given:
+            facts = {"name": name, "dtype": dtype, "shape": shape, "offsets": offsets}
             raise FormatError(
-                "checkpoint.tensor-size",
-                path=path,
-                name=entry.name,
-                dtype=entry.dtype,
-                shape=entry.shape,
-                offsets=entry.offsets,
-                needed=needed,
-                given=stop - start,
+                "checkpoint.tensor-size", path=path, needed=needed, given=given, **facts
             )
-        end = stop
     if end != data_bytes:
         raise FormatError("checkpoint.data-size", path=path, needed=end, given=data_bytes)
+
+
+_Entry = tuple[str, str, tuple[int, ...], tuple[int, ...]]  # name, dtype, shape, offsets
 
 
 def _plain_entries(file: io.FileIO) -> tuple[int, list[_Entry]] | None:
@@ -314,28 +301,24 @@ def _plain_entries(file: io.FileIO) -> tuple[int, list[_Entry]] | None:
         return None
     if not isinstance(header, dict):
         return None
-    entries = [_plain_entry(key, value) for key, value in header.items() if key != "__metadata__"]
-    plain = [entry for entry in entries if entry is not None]
-    return (size - 8 - length, plain) if len(plain) == len(entries) else None
+    entries = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(entry, dict):
+            return None
+        dtype, shape, offsets = (entry.get(key) for key in ("dtype", "shape", "data_offsets"))
+        if not (isinstance(dtype, str) and _counts(shape) and _counts(offsets)):
+            return None
+        if dtype not in ITEM_BYTES or len(offsets) != 2:
+            return None
+        entries.append((name, dtype, tuple(shape), tuple(offsets)))
+    return size - 8 - length, entries
 
 
-def _plain_entry(name: str, value: object) -> _Entry | None:
-    if not isinstance(value, dict):
-        return None
-    dtype, shape, offsets = value.get("dtype"), value.get("shape"), value.get("data_offsets")
-    shape, offsets = _counts(shape), _counts(offsets)
-    if type(dtype) is not str or dtype not in ITEM_BYTES or shape is None or offsets is None:
-        return None
-    if len(offsets) != 2:
-        return None
-    return _Entry(name, dtype, shape, (offsets[0], offsets[1]))
-
-
-def _counts(value: object) -> tuple[int, ...] | None:
-    """A JSON list of integers of at least zero, as a tuple; None for anything else."""
-    if isinstance(value, list) and all(type(item) is int and item >= 0 for item in value):
-        return tuple(value)
-    return None
+def _counts(value: object) -> TypeGuard[list[int]]:
+    """A JSON list of integers of at least zero."""
+    return isinstance(value, list) and all(type(item) is int and item >= 0 for item in value)
 
 
 def read_tensor(

@@ -2,8 +2,17 @@
 
 ``EmbeddingBag`` owns a named ``[V, d]`` table like ``Embedding`` and PyTorch's
 ``nn.EmbeddingBag`` options (``mode``, ``padding_idx``, ``max_norm``, ``norm_type``), checked once
-when it is built; each call checks the IDs, the bags and the per-sample weights as
-:func:`llm_from_scratch.nn.functional.embedding_bag` does and runs the one bag operation.
+when it is built. :func:`bag_of_ids` is the one bag of a call, the layer's and
+``functional.embedding_bag``'s: it checks the IDs, the bags and the per-sample weights and runs
+the bag operation of :mod:`llm_from_scratch.autograd.bag`.
+
+With 2-D IDs ``[B, L]`` (and no offsets) row ``b`` is bag ``b``. With 1-D IDs ``[N]`` and offsets
+``[B]``, bag ``b`` holds positions ``offsets[b]`` up to the next offset (the last bag up to
+``N``); with ``include_last_offset=True`` the offsets are ``B + 1`` boundaries, the last ``N``.
+Offsets are read like IDs (each once, into an owned buffer) and checked in this order: the
+container; at least one offset; in flat order, the first that is not an integer or lies outside
+``[0, N]``; the first is 0; in flat order, the first smaller than the one before it; with
+``include_last_offset``, the last is ``N``.
 """
 
 from __future__ import annotations
@@ -18,12 +27,16 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.bag import BagMode
+from llm_from_scratch.autograd.bag import BagMode, bag_plan_from_validated, embedding_bag_with_plan
+from llm_from_scratch.autograd.errors import TokenIdContainerError
+from llm_from_scratch.autograd.gather import IdProblem, flat_source, plan_of_ids, read_ids
+from llm_from_scratch.autograd.value import constant_from_owned_array
+from llm_from_scratch.errors import AllocationError, IdError
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS
-from llm_from_scratch.nn.functional import bag_of_ids
 from llm_from_scratch.nn.init import NamedParameter, Seed
 from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
-from llm_from_scratch.nn.options import BagOptions
+from llm_from_scratch.nn.options import BagOptions, checked_flag
+from llm_from_scratch.nn.renorm import check_renormalizable, renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
     TABLE_NAME,
     Table,
@@ -32,7 +45,7 @@ from llm_from_scratch.nn.tables import (
     pretrained_table,
 )
 from llm_from_scratch.pytorch_names import pytorch_keywords
-from llm_from_scratch.tensor.storage import Tensor
+from llm_from_scratch.tensor.storage import IndexArray, Shape, Tensor, is_masked_array, plain_view
 
 BAG_PYTORCH_KEYWORDS: Final = {
     **PYTORCH_KEYWORDS,
@@ -203,3 +216,163 @@ def _options(
 ) -> Callable[[int], BagOptions]:
     """The checked options of a bag table of ``V`` rows, once ``V`` is known."""
     return lambda rows: BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
+
+
+# One bag of a call ------------------------------------------------------------------------------
+
+
+def bag_of_ids(
+    table: TensorValue,
+    options: BagOptions,
+    token_ids: object,
+    offsets: object,
+    weights: object,
+    include_last_offset: object,
+) -> TensorValue:
+    """The embedding bag with checked options (package-internal: ``EmbeddingBag`` and
+    :func:`embedding_bag` call it): the arguments of a call checked in their order, then the
+    bag; with ``max_norm`` a parameter's rows are renormalized in place, a constant's rows
+    are renormalized into a new array that the bag reads."""
+    last_offset = checked_flag("include_last_offset", include_last_offset)
+    if weights is not None and options.mode != "sum":
+        raise IdError("weights.mode", value=options.mode)
+    check_renormalizable(table, options.max_norm)
+    ids = plan_of_ids(token_ids, (table.shape[0], table.shape[1]), table.dtype.itemsize)
+    starts = bag_starts(ids.index_shape, offsets, last_offset)
+    checked = _checked_weights(weights, ids.index_shape, table.dtype)
+    if options.max_norm is not None and table.kind == "constant":
+        return _frozen_bag(table, ids.indices, starts, checked, options)
+    shape = (table.shape[0], table.shape[1])
+    plan = bag_plan_from_validated(ids.indices, starts, shape, options.mode, options.padding_idx)
+    if options.max_norm is None:
+        return embedding_bag_with_plan(table, plan, checked)
+    return renormalized_then(
+        table,
+        plan.indices,
+        options.max_norm,
+        options.norm_type,
+        lambda: embedding_bag_with_plan(table, plan, checked),
+    )
+
+
+def _frozen_bag(
+    table: TensorValue,
+    indices: IndexArray,
+    starts: IndexArray,
+    weights: TensorValue | None,
+    options: BagOptions,
+) -> TensorValue:
+    """The bag of a constant table with ``max_norm``: the distinct rows it names, renormalized
+    into a new array, are what the bag reads (the padding row found among them)."""
+    assert options.max_norm is not None  # the caller's branch
+    rows, renormalized, positions = renormalized_rows(
+        table.numpy(), indices, options.max_norm, options.norm_type
+    )
+    padding_row = None
+    if options.padding_idx is not None:
+        found = int(np.searchsorted(rows, options.padding_idx))
+        if found < rows.size and int(rows[found]) == options.padding_idx:
+            padding_row = found
+    shape = (int(rows.size), table.shape[1])
+    plan = bag_plan_from_validated(positions, starts, shape, options.mode, padding_row)
+    return embedding_bag_with_plan(constant_from_owned_array(renormalized), plan, weights)
+
+
+def _checked_weights(
+    weights: object, index_shape: Shape, dtype: np.dtype[Any]
+) -> TensorValue | None:
+    """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape: their
+    type, then their shape checked (``weights.type``, ``weights.shape``) before a ``Tensor`` or
+    an array becomes a constant copy."""
+    if weights is None:
+        return None
+    value = _weights_source(weights, dtype)
+    shape = tuple(int(extent) for extent in value.shape)
+    if shape != index_shape:
+        raise IdError("weights.shape", expected=index_shape, value=shape)
+    if isinstance(value, TensorValue):
+        return value
+    if isinstance(value, Tensor):
+        return TensorValue.constant(value)
+    return TensorValue.constant(Tensor(shape, value, dtype=dtype))
+
+
+def _weights_source(
+    weights: object, dtype: np.dtype[Any]
+) -> TensorValue | Tensor | np.ndarray[Any, Any]:
+    """The weights once their type is checked: a value or tensor of ``dtype``, or the plain
+    data of a real NumPy array (not yet copied)."""
+    if isinstance(weights, TensorValue | Tensor):
+        if weights.dtype == dtype:
+            return weights
+        described = f"{type(weights).__name__} of dtype {weights.dtype}"
+    elif isinstance(weights, np.ndarray) and not is_masked_array(weights):
+        plain = plain_view(weights)
+        if plain.dtype.kind in "biuf":
+            return plain
+        described = f"ndarray of dtype {plain.dtype}"
+    else:
+        described = type(weights).__name__
+    raise IdError("weights.type", expected=str(dtype), value=described)
+
+
+def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -> IndexArray:
+    """Where each bag starts, and, last, the number of IDs: ``[B + 1]`` positions.
+
+    ``include_last_offset`` describes the offsets; 2-D IDs take none, so it does not apply to
+    them.
+
+    Raises:
+        IdError: ``bag.layout`` (IDs that are not 2-D without offsets or 1-D with offsets), then
+            the offsets' rules in the order of the module docstring.
+        AllocationError: ``ids.allocation`` (``operation`` ``offsets conversion``).
+    """
+    given = offsets is not None
+    if len(index_shape) == 2 and not given:
+        bags, length = index_shape
+        return np.arange(bags + 1, dtype=np.intp) * length
+    if len(index_shape) == 1 and given:
+        return checked_offsets(offsets, index_shape[0], include_last_offset)
+    raise IdError("bag.layout", rank=len(index_shape), offsets_given=given)
+
+
+def checked_offsets(offsets: object, id_count: int, include_last_offset: bool) -> IndexArray:
+    """The bag boundaries ``[B + 1]`` that offsets describe for ``id_count`` IDs (the errors of
+    :func:`bag_starts`, in its order)."""
+    try:
+        source, count = flat_source(offsets, "embedding")
+    except TokenIdContainerError as container:
+        raise IdError("offsets.container", detail=container.detail) from None
+    if count == 0:
+        raise IdError("offsets.empty")
+    try:
+        read = read_ids(source, count, id_count + 1)
+    except MemoryError as error:  # the offsets' own buffer
+        operation = "offsets conversion"
+        raise AllocationError("ids.allocation", elements=count, operation=operation) from error
+    if isinstance(read, IdProblem):
+        raise _offset_error(read, count, id_count)
+    if int(read[0]) != 0:
+        raise IdError("offsets.first", offset=int(read[0]))
+    decreasing = np.flatnonzero(read[1:] < read[:-1])
+    if decreasing.size:
+        at = int(decreasing[0]) + 1
+        before = int(read[at - 1])
+        raise IdError("offsets.increasing", offset=int(read[at]), position=at, bound=before)
+    if not include_last_offset:
+        return np.append(read, id_count).astype(np.intp, copy=False)
+    if int(read[-1]) != id_count:
+        raise IdError("offsets.last", bound=id_count, offset=int(read[-1]))
+    return read
+
+
+def _offset_error(problem: IdProblem, count: int, id_count: int) -> IdError:
+    at, value = problem.position, problem.value
+    if problem.kind == "type":
+        return IdError("offsets.type", position=at, offset=value)
+    if problem.kind == "bounds":
+        return IdError("offsets.range", offset=value, position=at, bound=id_count)
+    if problem.kind == "count":
+        detail = f"the sequence's length is {count}, but it held {value} items"
+        return IdError("offsets.container", detail=detail)
+    return IdError("offsets.container", detail=f"an empty array of dtype {value}")

@@ -20,17 +20,15 @@ from typing import Any, Final
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.bag import bag_plan_from_validated, embedding_bag_with_plan
 from llm_from_scratch.autograd.gather import plan_of_ids
-from llm_from_scratch.autograd.value import constant_from_owned_array
-from llm_from_scratch.errors import IdError, OptionError, TableError
-from llm_from_scratch.nn.bag_offsets import bag_starts
+from llm_from_scratch.errors import TableError
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS, lookup
-from llm_from_scratch.nn.options import BagOptions, LookupOptions, checked_flag
-from llm_from_scratch.nn.renorm import renormalized_rows, renormalized_then
+from llm_from_scratch.nn.embedding_bag import bag_of_ids
+from llm_from_scratch.nn.options import BagOptions, LookupOptions
+from llm_from_scratch.nn.renorm import check_renormalizable
 from llm_from_scratch.nn.tables import qualified_type_name
 from llm_from_scratch.pytorch_names import pytorch_keywords
-from llm_from_scratch.tensor.storage import IndexArray, Shape, Tensor, is_masked_array, plain_view
+from llm_from_scratch.tensor.storage import Tensor
 
 SPARSE: Final = PYTORCH_KEYWORDS["sparse"]
 
@@ -83,7 +81,7 @@ def embedding(
     """
     rows, width = _table_shape(table)
     options = LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
-    _check_renormalizable(table, options.max_norm)
+    check_renormalizable(table, options.max_norm)
     plan = plan_of_ids(token_ids, (rows, width), table.dtype.itemsize, options.gradient_rule)
     return lookup(table, plan, options)
 
@@ -143,116 +141,6 @@ def embedding_bag(
     rows, _ = _table_shape(table)
     options = BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
     return bag_of_ids(table, options, token_ids, offsets, per_sample_weights, include_last_offset)
-
-
-def bag_of_ids(
-    table: TensorValue,
-    options: BagOptions,
-    token_ids: object,
-    offsets: object,
-    weights: object,
-    include_last_offset: object,
-) -> TensorValue:
-    """The embedding bag with checked options (package-internal: ``EmbeddingBag`` and
-    :func:`embedding_bag` call it): the arguments of a call checked in their order, then the
-    bag; with ``max_norm`` a parameter's rows are renormalized in place, a constant's rows
-    are renormalized into a new array that the bag reads."""
-    last_offset = checked_flag("include_last_offset", include_last_offset)
-    if weights is not None and options.mode != "sum":
-        raise IdError("weights.mode", value=options.mode)
-    _check_renormalizable(table, options.max_norm)
-    ids = plan_of_ids(token_ids, (table.shape[0], table.shape[1]), table.dtype.itemsize)
-    starts = bag_starts(ids.index_shape, offsets, last_offset)
-    checked = _checked_weights(weights, ids.index_shape, table.dtype)
-    if options.max_norm is not None and table.kind == "constant":
-        return _frozen_bag(table, ids.indices, starts, checked, options)
-    shape = (table.shape[0], table.shape[1])
-    plan = bag_plan_from_validated(ids.indices, starts, shape, options.mode, options.padding_idx)
-    if options.max_norm is None:
-        return embedding_bag_with_plan(table, plan, checked)
-    return renormalized_then(
-        table,
-        plan.indices,
-        options.max_norm,
-        options.norm_type,
-        lambda: embedding_bag_with_plan(table, plan, checked),
-    )
-
-
-def _frozen_bag(
-    table: TensorValue,
-    indices: IndexArray,
-    starts: IndexArray,
-    weights: TensorValue | None,
-    options: BagOptions,
-) -> TensorValue:
-    """The bag of a constant table with ``max_norm``: the distinct rows it names, renormalized
-    into a new array, are what the bag reads (the padding row found among them)."""
-    assert options.max_norm is not None  # the caller's branch
-    rows, renormalized, positions = renormalized_rows(
-        table.numpy(), indices, options.max_norm, options.norm_type
-    )
-    padding_row = None
-    if options.padding_idx is not None:
-        found = int(np.searchsorted(rows, options.padding_idx))
-        if found < rows.size and int(rows[found]) == options.padding_idx:
-            padding_row = found
-    shape = (int(rows.size), table.shape[1])
-    plan = bag_plan_from_validated(positions, starts, shape, options.mode, padding_row)
-    return embedding_bag_with_plan(constant_from_owned_array(renormalized), plan, weights)
-
-
-OPERATION_TABLE_MAX_NORM: Final = (
-    "None when the table is an operation result (renormalize a parameter or a constant table)"
-)
-"""The requirement of ``max_norm`` with an operation-result table."""
-
-
-def _check_renormalizable(table: TensorValue, max_norm: float | None) -> None:
-    """Refuse ``max_norm`` on an operation result, whose rows can be neither written nor
-    replaced outside the tape (``option.value``)."""
-    if max_norm is not None and table.kind == "operation":
-        raise OptionError(
-            "option.value", name="max_norm", requirement=OPERATION_TABLE_MAX_NORM, value=max_norm
-        )
-
-
-def _checked_weights(
-    weights: object, index_shape: Shape, dtype: np.dtype[Any]
-) -> TensorValue | None:
-    """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape: their
-    type, then their shape checked (``weights.type``, ``weights.shape``) before a ``Tensor`` or
-    an array becomes a constant copy."""
-    if weights is None:
-        return None
-    value = _weights_source(weights, dtype)
-    shape = tuple(int(extent) for extent in value.shape)
-    if shape != index_shape:
-        raise IdError("weights.shape", expected=index_shape, value=shape)
-    if isinstance(value, TensorValue):
-        return value
-    if isinstance(value, Tensor):
-        return TensorValue.constant(value)
-    return TensorValue.constant(Tensor(shape, value, dtype=dtype))
-
-
-def _weights_source(
-    weights: object, dtype: np.dtype[Any]
-) -> TensorValue | Tensor | np.ndarray[Any, Any]:
-    """The weights once their type is checked: a value or tensor of ``dtype``, or the plain
-    data of a real NumPy array (not yet copied)."""
-    if isinstance(weights, TensorValue | Tensor):
-        if weights.dtype == dtype:
-            return weights
-        described = f"{type(weights).__name__} of dtype {weights.dtype}"
-    elif isinstance(weights, np.ndarray) and not is_masked_array(weights):
-        plain = plain_view(weights)
-        if plain.dtype.kind in "biuf":
-            return plain
-        described = f"ndarray of dtype {plain.dtype}"
-    else:
-        described = type(weights).__name__
-    raise IdError("weights.type", expected=str(dtype), value=described)
 
 
 def _table_shape(table: object) -> tuple[int, int]:

@@ -32,12 +32,26 @@ import numpy as np
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.threads import Write
 from llm_from_scratch.autograd.value import update_leaves_in_place
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 _T = TypeVar("_T")
 
 NORM_OFFSET = 1e-7
 """Added to a norm before dividing by it (PyTorch's constant)."""
+
+OPERATION_TABLE_MAX_NORM = (
+    "None when the table is an operation result (renormalize a parameter or a constant table)"
+)
+"""The requirement of ``max_norm`` with an operation-result table."""
+
+
+def check_renormalizable(table: TensorValue, max_norm: float | None) -> None:
+    """Refuse ``max_norm`` on an operation result, whose rows can be neither written nor
+    replaced outside the tape (``option.value``)."""
+    if max_norm is not None and table.kind == "operation":
+        requirement = OPERATION_TABLE_MAX_NORM
+        raise OptionError("option.value", name="max_norm", requirement=requirement, value=max_norm)
 
 
 def renormalized_then(
