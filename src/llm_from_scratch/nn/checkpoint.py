@@ -1,9 +1,7 @@
 """Checkpoints: named parameters in safetensors files. The ``safetensors`` package checks each
 file before it is read; this module adds atomic saves, loads that check all before they change
-a parameter, finiteness, the parameter-name rules and F16/BF16 conversion on request. Bytes go
-straight between the file and each array's memory: a save or a load costs about one table.
-
-Its errors' rules are the ``checkpoint.*`` rules of :mod:`llm_from_scratch.errors`.
+a parameter, finiteness, the parameter-name rules and F16/BF16 conversion on request (the
+``checkpoint.*`` rules). Bytes go straight between the file and each array's memory.
 """
 
 from __future__ import annotations
@@ -68,12 +66,8 @@ def save_parameters(
 ) -> None:
     """Save named parameters as one safetensors file (float64 tensors first, then float32 ones,
     each in the order given), written beside ``path``, flushed and renamed over it: on failure
-    an earlier file is as it was.
-
-    Raises:
-        OptionError: ``checkpoint.argument`` (the path). TableError: the parameters (as
-            :class:`NamedParameters`). OptionError: the metadata. Then as :func:`write_arrays`.
-    """
+    an earlier file is as it was. The path (``checkpoint.argument``), the parameters (as
+    :class:`NamedParameters`) and the metadata are checked, then as :func:`write_arrays`."""
     file_name, collection = checked_path(path), NamedParameters(parameters)
     rule = "a mapping of str to str"
     if metadata is not None and not isinstance(metadata, Mapping):
@@ -90,14 +84,9 @@ def write_arrays(
     path: str, arrays: Sequence[tuple[str, np.ndarray[Any, Any]]], metadata: Mapping[str, str]
 ) -> None:
     """Write named arrays as one file over ``path``, atomically; they must not change meanwhile.
-
-    Raises:
-        In this order, before anything is created: FormatError ``checkpoint.reserved-name``,
-        OptionError ``checkpoint.argument`` (a name or metadata that is not text),
-        FileAccessError ``checkpoint.write`` (the path), NonFiniteError
-        ``checkpoint.non-finite``, FormatError ``checkpoint.invalid`` (a header over the limit);
-        then FileAccessError ``checkpoint.write``.
-    """
+    Checked before anything is created: ``checkpoint.reserved-name``, ``checkpoint.argument`` (a
+    name or metadata that is not text), ``checkpoint.write`` (the path),
+    ``checkpoint.non-finite``, ``checkpoint.invalid`` (a header over the limit)."""
     # Our own header, not safetensors.numpy.save_file: both stream from the arrays (measured in
     # docs/performance.md), but the package writes by path, reports a failed write as text, not
     # as the OSError (ENOSPC) our error carries, and sorts by name. Same bytes else.
@@ -131,8 +120,7 @@ def write_arrays(
 
 
 def _check_header_text(path: str, names: Sequence[str], metadata: Mapping[str, str]) -> None:
-    """Every string the header will hold: no tensor under a reserved name, and all of it text
-    that UTF-8 can encode (files.check_text)."""
+    """No tensor under a reserved name, and every string of the header text UTF-8 encodes."""
     for name in names:
         if name in RESERVED_NAMES:
             raise FormatError("checkpoint.reserved-name", path=path, name=name)
@@ -202,17 +190,15 @@ def load_parameters(
 
 
 def load_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The ``__metadata__`` of a safetensors file (empty if none), once the package has checked
-    the file (the errors of :func:`load_parameters` up to ``checkpoint.data-size``)."""
+    """The ``__metadata__`` of a safetensors file (empty if none), once it is checked as by
+    :func:`load_parameters` up to ``checkpoint.data-size``."""
     file_name = checked_path(path)
     with opened(file_name) as (_, _, metadata):
         return metadata
 
 
 def checked_path(path: object) -> str:
-    """``path`` as a plain ``str``, if it is a ``str`` or an ``os.PathLike`` of ``str``
-    (files.path_text); what the system makes of it is checked when the file is opened or
-    written."""
+    """``path`` as a plain ``str``, if it is a ``str`` or an ``os.PathLike`` of ``str``."""
     resolved = path_text(path)
     if resolved is None:
         rule = "a str or an os.PathLike of str"
@@ -222,8 +208,7 @@ def checked_path(path: object) -> str:
 
 @contextlib.contextmanager
 def opened(path: str) -> Iterator[tuple[io.FileIO, list[StoredTensor], dict[str, str]]]:
-    """The file (unbuffered), its tensors in file order and its metadata, once checked: the
-    path by files.os_path, then the file, which must be a regular one (read at offsets)."""
+    """The file (unbuffered, regular), its tensors in file order and its metadata, once checked."""
     try:
         file = open_file(path, regular=True)
     except OSError as error:
@@ -233,8 +218,8 @@ def opened(path: str) -> Iterator[tuple[io.FileIO, list[StoredTensor], dict[str,
 
 
 def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[str, str]]:
-    """The tensors of ``file`` (opened from ``path``) in file order, and its metadata, once the
-    package has checked the file; offsets and metadata (in file order) are read from the header."""
+    """The tensors of ``file`` in file order and its metadata, once the package has checked the
+    file (a file replaced meanwhile is ``checkpoint.read``)."""
     opened_as = os.fstat(file.fileno())
     check_sizes(path, file)
     try:
@@ -259,15 +244,11 @@ def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[st
 
 
 def check_sizes(path: str, file: io.FileIO) -> None:
-    """Check from the header, before the package does, that each tensor's bytes are what its
-    shape and dtype need and that the tensors cover the data exactly (the package refuses both
-    without naming the tensor or the counts); any other fault, or a header whose entries are
-    not all plain (a whole-byte dtype, counts for shape and offsets), is left to the package.
-
-    Raises:
-        FormatError: ``checkpoint.tensor-size`` for the first tensor in offset order, else
-            ``checkpoint.data-size``.
-    """
+    """Check from the header, before the package does (its error names neither the tensor nor
+    the counts), that each tensor's bytes are what its shape and dtype need
+    (``checkpoint.tensor-size``, the first in offset order) and that the tensors cover the data
+    exactly (``checkpoint.data-size``). Other faults, or entries that are not plain, are left to
+    the package."""
     read = _plain_entries(file)
     if read is None:
         return
@@ -408,7 +389,7 @@ def _check_receivers(
     path: str, plan: list[tuple[StoredTensor, np.dtype[Any]]], receivers: NamedParameters
 ) -> None:
     """Every parameter has its tensor and every tensor its parameter, of one shape and dtype;
-    else one error that lists every difference."""
+    else one ``checkpoint.into`` that lists every difference."""
     loaded = {tensor.name for tensor, _ in plan}
     missing = tuple(name for name in receivers.names() if name not in loaded)
     unexpected = tuple(
@@ -426,33 +407,20 @@ def _check_receivers(
         if leaf.dtype != dtype:
             differing.append(f"{tensor.name}: loads as {dtype}, {leaf.dtype} in into=")
     if missing or unexpected or differing:
-        raise MismatchError(
-            "checkpoint.into",
-            path=path,
-            missing=missing,
-            unexpected=unexpected,
-            differing=tuple(differing),
-        )
+        lists = {"missing": missing, "unexpected": unexpected, "differing": tuple(differing)}
+        raise MismatchError("checkpoint.into", path=path, **lists)
 
 
 def _argument(argument: str, requirement: str, detail: str) -> OptionError:
-    return OptionError(
-        "checkpoint.argument", argument=argument, requirement=requirement, detail=detail
-    )
+    facts = {"argument": argument, "requirement": requirement, "detail": detail}
+    return OptionError("checkpoint.argument", **facts)
 
 
 def _tensor_error(path: str, tensor: StoredTensor, requirement: str) -> FormatError:
-    return FormatError(
-        "checkpoint.tensor-dtype",
-        path=path,
-        name=tensor.name,
-        dtype=tensor.dtype,
-        requirement=requirement,
-    )
+    facts = {"name": tensor.name, "dtype": tensor.dtype, "requirement": requirement}
+    return FormatError("checkpoint.tensor-dtype", path=path, **facts)
 
 
 def _non_finite(path: str, name: str, found: tuple[int, float]) -> NonFiniteError:
-    position, value = found
-    return NonFiniteError(
-        "checkpoint.non-finite", path=path, name=name, value=value, position=position
-    )
+    where = {"name": name, "position": found[0], "value": found[1]}
+    return NonFiniteError("checkpoint.non-finite", path=path, **where)

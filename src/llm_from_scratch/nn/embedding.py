@@ -1,10 +1,7 @@
-"""The token embedding layer (course chapter 18).
-
-``Embedding`` owns one named ``[V, d]`` table and the options PyTorch's ``nn.Embedding`` has
-(``padding_idx``, ``max_norm``, ``norm_type``, ``scale_grad_by_freq``), checked once, into one
-frozen record, when it is built. Every call reads the IDs once
-(:func:`~llm_from_scratch.autograd.gather.plan_of_ids`) and runs :func:`lookup`, the one row
-gather that ``nn.functional.embedding`` and :meth:`TensorValue.gather_rows` use too.
+"""The token embedding layer (course chapter 18): one named ``[V, d]`` table and PyTorch's
+options, checked once when it is built; every call reads the IDs once
+(:func:`~llm_from_scratch.autograd.gather.plan_of_ids`) and runs :func:`lookup`, the one lookup
+``nn.functional.embedding`` runs too.
 """
 
 from __future__ import annotations
@@ -57,18 +54,15 @@ class Embedding(TableLayer):
     """A ``[V, d]`` token table and its row lookup: ``X[..., :] = E[z[...], :]``; reverse mode
     adds the gradients of repeated IDs into one shared row.
 
-    Build one as ``nn.Embedding`` is built, ``Embedding(V, d)`` (see :meth:`__init__`), or with
-    :meth:`new` (the course's: a name, a generator, float64), :meth:`from_parameter` (an
-    existing named parameter) or :meth:`from_pretrained` (a table you have, trainable or
-    frozen). ``Embedding(table, options)``, the class called with its two fields, checks them
-    as the constructors do (pickles of earlier versions rebuild a layer so).
+    Built as ``nn.Embedding`` is, ``Embedding(V, d)``, or with :meth:`new` (the course's: a
+    name, a generator, float64), :meth:`from_parameter` or :meth:`from_pretrained`; the class
+    called with its two fields (``table``, ``options``) checks them as the constructors do.
 
     Attributes:
-        table: the named ``[V, d]`` table (PyTorch's ``weight``): a :class:`NamedParameter`
-            (``table.tensor`` is the trainable leaf) or a :class:`FrozenTable` (a constant).
+        table: the named table (PyTorch's ``weight``): a :class:`NamedParameter` (``table.tensor``
+            is the trainable leaf) or a :class:`FrozenTable` (a constant).
         options: the checked :class:`LookupOptions`, whose fields are also the layer's.
-        vocabulary_size: ``V`` (PyTorch's ``num_embeddings``).
-        embedding_width: ``d`` (PyTorch's ``embedding_dim``).
+        vocabulary_size, embedding_width: ``V`` and ``d`` (``num_embeddings``, ``embedding_dim``).
 
     Shape:
         table: ``[V, d]``; ``token_ids``: ``[*]``; output: ``[*, d]``.
@@ -114,14 +108,9 @@ class Embedding(TableLayer):
         rng: Seed = 0,
         name: str = TABLE_NAME,
     ) -> None:
-        """A new ``[vocabulary_size, embedding_width]`` layer, as ``nn.Embedding(V, d)``:
-        ``Embedding.new(name, V, d, rng, dtype, ...)`` with PyTorch's float32 and the seed 0,
-        so two layers built alike are equal. (PyTorch draws from ``N(0, 1)`` with its global
-        generator; this is the course's Xavier-uniform table from ``SplitMix64.from_seed(0)``.)
-
-        Raises:
-            The errors of :meth:`new`; PyTorchNameError: ``num_embeddings``,
-            ``embedding_dim``, ``sparse`` or ``_weight``, each with a pointer to ours.
+        """A new layer, as ``nn.Embedding(V, d)``: ``Embedding.new(name, V, d, rng, dtype, ...)``
+        with float32 and the seed 0, so two layers built alike are equal (PyTorch draws from
+        ``N(0, 1)``; this is the course's Xavier-uniform table). The errors of :meth:`new`.
 
         Example:
             >>> layer = Embedding(1000, 64)
@@ -154,12 +143,8 @@ class Embedding(TableLayer):
         norm_type: float = 2.0,
         scale_grad_by_freq: bool = False,
     ) -> Embedding:
-        """Wrap an existing named parameter (the same leaf, its values kept).
-
-        Raises:
-            TypeError: ``table`` is not a NamedParameter. TableError: its shape. OptionError:
-                the options, in the order of :class:`LookupOptions`.
-        """
+        """Wrap an existing named parameter (the same leaf, its values kept): ``TypeError`` for
+        anything else, then the table's shape and the options checked."""
         rows, _ = checked_parameter_size(table)
         options = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)(rows)
         return layer_of(cls, table, options)
@@ -179,19 +164,16 @@ class Embedding(TableLayer):
         norm_type: float = 2.0,
         scale_grad_by_freq: bool = False,
     ) -> Embedding:
-        """A Xavier-uniform ``[vocabulary_size, embedding_width]`` table named ``name``.
-
-        ``rng`` is a :class:`SplitMix64` (the course's stream, exactly), an int seed (the same
-        values) or a NumPy ``Generator``, drawn as
-        :func:`~llm_from_scratch.nn.init.xavier_uniform_array` draws. The padding row, if any,
-        is zeroed after the whole table is drawn. ``rng`` advances only on success.
+        """A Xavier-uniform ``[vocabulary_size, embedding_width]`` table named ``name``, drawn
+        from ``rng`` (a :class:`SplitMix64`, an int seed or a NumPy ``Generator``) as
+        :func:`~llm_from_scratch.nn.init.xavier_uniform_array` draws, then the padding row
+        zeroed. ``rng`` advances only on success.
 
         Raises:
-            TableError: ``table.initialization`` (a bad name or fan, ``cause`` its error),
+            TableError: ``table.initialization`` (a bad name or fan: ``cause``),
                 ``table.empty-vocabulary``, ``table.zero-width``; OptionError: the options;
-                TableError: ``table.initialization`` (the generator, the seed, the dtype, no
-                memory). PyTorchNameError: ``num_embeddings``, ``embedding_dim``, ``sparse``,
-                ``_weight``.
+                TableError: ``table.initialization`` (the generator, the dtype, no memory).
+                PyTorchNameError: ``num_embeddings``, ``embedding_dim``, ``sparse``, ``_weight``.
 
         Example:
             >>> from llm_from_scratch.nn import SplitMix64
@@ -228,17 +210,18 @@ class Embedding(TableLayer):
 
         Args:
             table: a 2-D NumPy array (float32 and float64 keep their dtype, integers become
-                float64), a ``Tensor``, or a :class:`NamedParameter`; its values are kept.
-            name: the name of the layer's table (also for a NamedParameter).
-            freeze: True (PyTorch's default): the table is a constant copy, a
-                :class:`FrozenTable`, whose lookups carry no gradient. False: a trainable
-                leaf, a copy of an array or ``Tensor``, or the NamedParameter's own leaf.
-            padding_idx, max_norm, norm_type, scale_grad_by_freq: as in :meth:`new`; with
-                ``max_norm`` a frozen table is never written: each lookup returns the
-                renormalized rows (what PyTorch's first lookup of each row returns).
+                float64), a ``Tensor`` or a :class:`NamedParameter`; its values are kept.
+            name: the name of the layer's table.
+            freeze: True (PyTorch's default): a constant copy, a :class:`FrozenTable`, whose
+                lookups carry no gradient (with ``max_norm`` they return the renormalized rows
+                and the table stays as it is). False: a new trainable leaf, or the
+                NamedParameter's own.
+            padding_idx, max_norm, norm_type, scale_grad_by_freq: as in :meth:`new`.
 
         Raises:
-            The errors of :func:`~llm_from_scratch.nn.tables.pretrained_table`, in its order.
+            TableError: ``table.pretrained-type``, the shape, a bad name
+                (``table.initialization``); OptionError: the options, then ``freeze``;
+                AllocationError: ``output.allocation``; NonFiniteError: a NaN or infinity.
 
         Example:
             >>> table = np.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]], dtype=np.float32)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
@@ -107,12 +108,8 @@ class EmbeddingBag(TableLayer):
         name: str = TABLE_NAME,
     ) -> None:
         """A new bag layer, as ``nn.EmbeddingBag(V, d)``: ``EmbeddingBag.new(name, V, d, rng,
-        dtype, ...)`` with float32 and the seed 0, as ``Embedding(V, d)``.
-
-        Raises:
-            The errors of :meth:`new`; PyTorchNameError: ``num_embeddings``,
-            ``embedding_dim``, ``sparse``, ``_weight`` or ``include_last_offset`` (an argument
-            of each call here).
+        dtype, ...)`` with float32 and the seed 0, as ``Embedding(V, d)``; PyTorch's
+        ``include_last_offset`` is an argument of each call here.
 
         Example:
             >>> bags = EmbeddingBag(100, 8, mode="sum")
@@ -194,21 +191,11 @@ class EmbeddingBag(TableLayer):
         per_sample_weights: TensorValue | Tensor | np.ndarray[Any, Any] | None = None,
         include_last_offset: bool = False,
     ) -> TensorValue:
-        """Reduce each bag of ``token_ids`` to one row.
-
-        Raises:
-            OptionError: ``include_last_offset`` is not a bool. IdError: ``weights.mode``
-                (weights with a mode other than ``"sum"``). Then the errors of
-                ``functional.embedding_bag`` for the IDs, bags, offsets and weights, in its order.
-        """
-        return bag_of_ids(
-            self.table.tensor,
-            self.options,
-            token_ids,
-            offsets,
-            per_sample_weights,
-            include_last_offset,
-        )
+        """Reduce each bag of ``token_ids`` to one row: ``include_last_offset``, the weights'
+        mode, then the IDs, bags, offsets and weights are checked as by
+        ``functional.embedding_bag``."""
+        call = (token_ids, offsets, per_sample_weights, include_last_offset)
+        return bag_of_ids(self.table.tensor, self.options, *call)
 
 
 def _options(
@@ -229,10 +216,9 @@ def bag_of_ids(
     weights: object,
     include_last_offset: object,
 ) -> TensorValue:
-    """The embedding bag with checked options (package-internal: ``EmbeddingBag`` and
-    :func:`embedding_bag` call it): the arguments of a call checked in their order, then the
-    bag; with ``max_norm`` a parameter's rows are renormalized in place, a constant's rows
-    are renormalized into a new array that the bag reads."""
+    """The bag of a call with checked options (the layer's and ``functional.embedding_bag``'s):
+    its arguments checked in their order, then the bag; with ``max_norm`` a parameter's rows are
+    renormalized in place, a constant's into a new array that the bag reads."""
     last_offset = checked_flag("include_last_offset", include_last_offset)
     if weights is not None and options.mode != "sum":
         raise IdError("weights.mode", value=options.mode)
@@ -244,15 +230,10 @@ def bag_of_ids(
         return _frozen_bag(table, ids.indices, starts, checked, options)
     shape = (table.shape[0], table.shape[1])
     plan = bag_plan_from_validated(ids.indices, starts, shape, options.mode, options.padding_idx)
+    bag = partial(embedding_bag_with_plan, table, plan, checked)
     if options.max_norm is None:
-        return embedding_bag_with_plan(table, plan, checked)
-    return renormalized_then(
-        table,
-        plan.indices,
-        options.max_norm,
-        options.norm_type,
-        lambda: embedding_bag_with_plan(table, plan, checked),
-    )
+        return bag()
+    return renormalized_then(table, plan.indices, options.max_norm, options.norm_type, bag)
 
 
 def _frozen_bag(
@@ -278,42 +259,33 @@ def _frozen_bag(
     return embedding_bag_with_plan(constant_from_owned_array(renormalized), plan, weights)
 
 
-def _checked_weights(
-    weights: object, index_shape: Shape, dtype: np.dtype[Any]
-) -> TensorValue | None:
+def _checked_weights(given: object, index_shape: Shape, dtype: np.dtype[Any]) -> TensorValue | None:
     """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape: their
     type, then their shape checked (``weights.type``, ``weights.shape``) before a ``Tensor`` or
-    an array becomes a constant copy."""
-    if weights is None:
+    an array (read through its plain data) becomes a constant copy."""
+    weights: Any = given
+    if isinstance(weights, TensorValue | Tensor):
+        fits, described = (
+            weights.dtype == dtype,
+            f"{type(weights).__name__} of dtype {weights.dtype}",
+        )
+    elif isinstance(weights, np.ndarray) and not is_masked_array(weights):
+        weights = plain_view(weights)
+        fits, described = weights.dtype.kind in "biuf", f"ndarray of dtype {weights.dtype}"
+    elif weights is None:
         return None
-    value = _weights_source(weights, dtype)
-    shape = tuple(int(extent) for extent in value.shape)
+    else:
+        fits, described = False, type(weights).__name__
+    if not fits:
+        raise IdError("weights.type", expected=str(dtype), value=described)
+    shape = tuple(int(extent) for extent in weights.shape)
     if shape != index_shape:
         raise IdError("weights.shape", expected=index_shape, value=shape)
-    if isinstance(value, TensorValue):
-        return value
-    if isinstance(value, Tensor):
-        return TensorValue.constant(value)
-    return TensorValue.constant(Tensor(shape, value, dtype=dtype))
-
-
-def _weights_source(
-    weights: object, dtype: np.dtype[Any]
-) -> TensorValue | Tensor | np.ndarray[Any, Any]:
-    """The weights once their type is checked: a value or tensor of ``dtype``, or the plain
-    data of a real NumPy array (not yet copied)."""
-    if isinstance(weights, TensorValue | Tensor):
-        if weights.dtype == dtype:
-            return weights
-        described = f"{type(weights).__name__} of dtype {weights.dtype}"
-    elif isinstance(weights, np.ndarray) and not is_masked_array(weights):
-        plain = plain_view(weights)
-        if plain.dtype.kind in "biuf":
-            return plain
-        described = f"ndarray of dtype {plain.dtype}"
-    else:
-        described = type(weights).__name__
-    raise IdError("weights.type", expected=str(dtype), value=described)
+    if isinstance(weights, TensorValue):
+        return weights
+    return TensorValue.constant(
+        weights if isinstance(weights, Tensor) else Tensor(shape, weights, dtype=dtype)
+    )
 
 
 def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -> IndexArray:

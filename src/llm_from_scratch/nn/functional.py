@@ -1,16 +1,11 @@
-"""The embedding lookups as functions of a table, as PyTorch's ``torch.nn.functional`` has them.
-
-:func:`embedding` and :func:`embedding_bag` take the IDs, a table (any rank-two ``TensorValue``:
-a parameter, a constant or an operation result) and PyTorch's keyword arguments, check every
-argument once, in the order their docstrings list, and run the one row gather (or bag
-operation) of :mod:`llm_from_scratch.autograd`, as the layers do with their checked options.
+"""The embedding lookups as functions of a table (any rank-two ``TensorValue``), as PyTorch's
+``torch.nn.functional`` has them: every argument checked once, in the order the docstrings
+list, then the layers' own lookup or bag.
 
 Differences from PyTorch: ``max_norm`` writes a parameter table through the package's in-place
-update, so a graph recorded before a forward that changed a row refuses to run backward
-(``tape.stale-value``) instead of silently using the changed values; a constant table (a frozen
-table) is never written: its looked-up rows are renormalized into a new array that the lookup
-reads; an operation result refuses ``max_norm``; gradients are row-sparse always; offsets are
-checked (PyTorch leaves several bad offsets unchecked).
+update (a graph recorded before refuses to run backward, ``tape.stale-value``), never writes a
+constant table (its rows are renormalized into a new array the lookup reads) and is refused for
+an operation result; gradients are always row-sparse; offsets are checked.
 """
 
 from __future__ import annotations
@@ -31,8 +26,6 @@ from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import Tensor
 
 SPARSE: Final = PYTORCH_KEYWORDS["sparse"]
-
-Weights = TensorValue | Tensor | np.ndarray[Any, Any] | None
 
 
 @pytorch_keywords(input="token_ids", weight="table", sparse=SPARSE)
@@ -93,7 +86,7 @@ def embedding_bag(
     offsets: object = None,
     *,
     mode: str = "mean",
-    per_sample_weights: Weights = None,
+    per_sample_weights: TensorValue | Tensor | np.ndarray[Any, Any] | None = None,
     include_last_offset: bool = False,
     padding_idx: int | None = None,
     max_norm: float | None = None,

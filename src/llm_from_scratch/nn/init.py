@@ -1,10 +1,6 @@
 """Parameter initialization (course chapter 17): ``SplitMix64``, names, Xavier tables and named
-parameters.
-
-Initialization is transactional: a caller's generator advances only when the whole construction
-succeeds; after any error its state is what it was. Every error here is a
-:class:`~llm_from_scratch.errors.TableError`, except ``parameters[name]`` for a name the
-collection lacks (a :class:`~llm_from_scratch.errors.MismatchError`).
+parameters. A caller's generator advances only when the whole construction succeeds. Every error
+here is a ``TableError``, but ``parameters[name]``'s for a name it lacks (``MismatchError``).
 """
 
 from __future__ import annotations
@@ -44,10 +40,8 @@ class SplitMix64:
     """The standard SplitMix64 generator: one 64-bit state, advanced by the golden gamma.
 
     Args:
-        state: an integer in ``[0, 2**64)`` but a bool, read once (``operator.index``).
-
-    Raises:
-        TableError: ``seed.range``, also for a pickle holding such a state.
+        state: an integer in ``[0, 2**64)`` but a bool, read once; else ``seed.range`` (also
+            for a pickle holding such a state).
 
     Example:
         >>> rng, twin = SplitMix64.from_seed(18), SplitMix64.from_seed(18)
@@ -68,7 +62,7 @@ class SplitMix64:
 
     @classmethod
     def from_seed(cls, seed: int) -> SplitMix64:
-        """A generator whose state is ``seed`` (the constructor's checks)."""
+        """A generator whose state is ``seed``."""
         return cls(seed)
 
     @property
@@ -127,14 +121,12 @@ class SplitMix64:
 
 
 def validate_parameter_name(name: object) -> str:
-    """Return ``name`` if it is a valid parameter name, else raise at its first bad byte.
+    """Return ``name`` if it is a valid parameter name, else raise at its first bad byte
+    (``name.type``, ``name.empty``, ``name.segment``, ``name.byte``).
 
     Rules: non-empty; dot-separated segments, none empty (a trailing dot reports index =
     length); every other byte lowercase ASCII, a digit or underscore. A ``str`` subclass is
     read once as the plain ``str`` it holds, which is what is checked and returned.
-
-    Raises:
-        TableError: ``name.type``, ``name.empty``, ``name.segment``, ``name.byte``.
 
     Example:
         >>> validate_parameter_name("token_embedding.weight")
@@ -184,13 +176,12 @@ def read_integer(value: object, refused: Callable[[object], Exception]) -> int:
 
 @dataclass(frozen=True)
 class XavierScale:
-    """The Xavier (Glorot) scale of a ``[fan_in, fan_out]`` matrix.
+    """The Xavier (Glorot) scale of a ``[fan_in, fan_out]`` matrix, pickled through this
+    constructor.
 
     Args:
-        fan_in, fan_out: positive integers (not bools), each read once (``operator.index``).
-
-    Raises:
-        TableError: ``fan.value``, then ``fan.zero-in``, ``fan.zero-out``.
+        fan_in, fan_out: positive integers (not bools), each read once: else ``fan.value``, then
+            ``fan.zero-in``, ``fan.zero-out``.
 
     Example:
         >>> scale = xavier_scale(4, 2)
@@ -213,7 +204,6 @@ class XavierScale:
         object.__setattr__(self, "fan_out", fan_out)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as ``XavierScale(fan_in, fan_out)``, so a rebuilt scale is checked too."""
         return XavierScale, (self.fan_in, self.fan_out)
 
     @property
@@ -269,9 +259,8 @@ def xavier_uniform_array(
     ``SplitMix64.from_seed(rng)`` for an int) or the next ``random()`` of a NumPy ``Generator``.
 
     Raises:
-        TableError: the fans (as :class:`XavierScale`); ``init.generator-type`` or
-            ``seed.range`` for ``rng``; ``table.build``: the shape overflows, the dtype is not
-            float32 or float64, or no memory.
+        TableError: the fans (as :class:`XavierScale`); ``init.generator-type`` or ``seed.range``
+            (``rng``); ``table.build`` (a layout overflow, a dtype but float32 or 64, no memory).
 
     Example:
         >>> same = xavier_uniform_array(2, 3, 18), xavier_uniform_array(2, 3, SplitMix64(18))
@@ -282,7 +271,11 @@ def xavier_uniform_array(
     """
     scale = XavierScale(fan_in, fan_out)
     fan_in, fan_out = scale.fan_in, scale.fan_out
-    source = checked_generator(rng)
+    if isinstance(rng, numbers.Integral | np.bool_):
+        rng = SplitMix64.from_seed(rng)  # type: ignore[arg-type]
+    if not isinstance(rng, SplitMix64 | np.random.Generator):
+        raise TableError("init.generator-type", rng_type=type(rng).__name__)
+    source = rng
     try:
         resolved = checked_dtype(dtype)
         _, count = checked_row_major_layout((fan_in, fan_out))
@@ -305,19 +298,6 @@ def xavier_uniform_array(
         source.bit_generator.state = state
         raise
     return table
-
-
-def checked_generator(rng: object) -> SplitMix64 | np.random.Generator:
-    """The generator ``rng`` names: itself, or ``SplitMix64.from_seed(rng)`` for an integer.
-
-    Raises:
-        TableError: ``init.generator-type``, or ``seed.range`` (a bool included).
-    """
-    if isinstance(rng, SplitMix64 | np.random.Generator):
-        return rng
-    if isinstance(rng, numbers.Integral | np.bool_):
-        return SplitMix64.from_seed(rng)  # type: ignore[arg-type]
-    raise TableError("init.generator-type", rng_type=type(rng).__name__)
 
 
 def _fill(
@@ -447,10 +427,9 @@ class NamedParameters:
     _frozen: tuple[str, ...]
 
     def __init__(self, parameters: Iterable[NamedParameter], *, frozen: Iterable[str] = ()) -> None:
-        checked = _checked_parameters(parameters)
         kept = parameters.frozen if isinstance(parameters, NamedParameters) else ()
-        object.__setattr__(self, "_parameters", checked)
-        object.__setattr__(self, "_index", {p.name: i for i, p in enumerate(checked)})
+        object.__setattr__(self, "_index", {})
+        object.__setattr__(self, "_parameters", _checked_parameters(parameters, self._index))
         object.__setattr__(self, "_frozen", (*kept, *map(validate_parameter_name, frozen)))
 
     @property
@@ -497,25 +476,24 @@ class NamedParameters:
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle (and copy) as ``NamedParameters(parameters, frozen=...)``, which checks the
         items again: ``copy.copy`` holds the same parameters, ``copy.deepcopy`` deep copies."""
-        if not self._frozen:
-            return NamedParameters, (self._parameters,)
         return partial(NamedParameters, frozen=self._frozen), (self._parameters,)
 
 
-def _checked_parameters(parameters: object) -> tuple[NamedParameter, ...]:
+def _checked_parameters(parameters: object, index: dict[str, int]) -> tuple[NamedParameter, ...]:
+    """The items of ``parameters``, each name's position put in ``index``."""
+    container_type = type(parameters).__name__
     if isinstance(parameters, NamedParameter | str | bytes):
-        raise TableError("parameters.type", container_type=type(parameters).__name__)
+        raise TableError("parameters.type", container_type=container_type)
     try:
         items = iter(parameters)  # type: ignore[call-overload]
     except TypeError:
-        raise TableError("parameters.type", container_type=type(parameters).__name__) from None
+        raise TableError("parameters.type", container_type=container_type) from None
     checked: list[NamedParameter] = []
-    first_position: dict[str, int] = {}
     for position, item in enumerate(items):
         if not isinstance(item, NamedParameter):
             item_type = type(item).__name__
             raise TableError("parameters.item-type", item_type=item_type, position=position)
-        first = first_position.setdefault(item.name, position)
+        first = index.setdefault(item.name, position)
         if first != position:
             raise TableError(
                 "parameters.duplicate-name", name=item.name, first=first, repeated=position

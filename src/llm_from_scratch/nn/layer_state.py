@@ -1,11 +1,8 @@
 """What the embedding layers share: their self-check, parameters, state dicts, copies and pickles.
 
-A layer is a frozen dataclass of two fields, its ``table`` and its checked ``options`` (one
-frozen record built once). It checks them whenever it is built (:func:`hold_fields`): the table
-must be a :class:`NamedParameter` or a :class:`FrozenTable` of rank two with ``V, d > 0``, the
-options the layer's own, checked for that ``V``. The constructors, cloning, deep copies and
-unpickling all build a layer from its two fields through :func:`layer_of`, so a crafted pickle
-meets exactly the checks a new layer meets.
+A layer is a frozen dataclass of its ``table`` and its checked ``options``, checked whenever it
+is built (:func:`hold_fields`); constructors, clones, copies and pickles all build it through
+:func:`layer_of`, so a crafted pickle meets exactly the checks a new layer meets.
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.value import copied_values, update_leaves_in_place
 from llm_from_scratch.errors import TableError
 from llm_from_scratch.nn.init import FROZEN_DETAIL, NamedParameter, NamedParameters
@@ -45,13 +41,9 @@ def _pickle_error(layer: str, field: str, detail: str) -> TableError:
 
 
 def hold_fields(layer: TableLayer, table: object, options: object) -> None:
-    """Check that ``table`` and ``options`` make a layer of ``layer``'s class and set them, with
-    ``vocabulary_size`` and ``embedding_width``.
-
-    Raises:
-        TableError: ``layer.pickle-state`` (``field`` ``table`` or ``options``); the table's
-            shape, as :func:`~llm_from_scratch.nn.tables.checked_sizes`.
-    """
+    """Set ``table``, ``options``, ``vocabulary_size`` and ``embedding_width`` on ``layer``
+    once they make one of its class: a ``NamedParameter`` or ``FrozenTable`` of rank two with
+    ``V, d > 0``, and the class's options checked for ``V`` (else ``layer.pickle-state``)."""
     kind = type(layer)
     if not is_table(table):
         detail = f"must be a NamedParameter or a FrozenTable, got {type(table).__name__}"
@@ -66,9 +58,8 @@ def hold_fields(layer: TableLayer, table: object, options: object) -> None:
 
 
 def layer_of(kind: type[_L], table: object, options: object) -> _L:
-    """The layer of class ``kind`` holding ``table`` and ``options``, checked by
-    :func:`hold_fields` (the unpickler's entry point; a ``kind`` that is no layer class is
-    ``layer.pickle-state`` with ``field`` ``class``)."""
+    """The layer of class ``kind`` (else ``layer.pickle-state``) holding ``table`` and
+    ``options``, checked by :func:`hold_fields`: what constructors build and pickles rebuild."""
     if not (isinstance(kind, type) and issubclass(kind, TableLayer) and kind is not TableLayer):
         layer = getattr(kind, "__name__", "layer")
         raise _pickle_error(layer, "class", f"must be Embedding or EmbeddingBag, got {kind!r}")
@@ -81,32 +72,6 @@ def is_table(value: object) -> bool:
     """True for a layer's table: the class called with it and its options rebuilds a layer (as
     pickles written before :func:`layer_of` do)."""
     return isinstance(value, NamedParameter | FrozenTable)
-
-
-def checked_state(layer: str, name: str, leaf: TensorValue, state: object) -> FloatArray:
-    """The array ``state`` holds for the table ``name`` (``leaf``), checked as
-    :meth:`TableLayer.load_state_dict` promises."""
-
-    def refused(field: str, detail: str) -> TableError:
-        return TableError("layer.state-dict", layer=layer, field=field, detail=detail)
-
-    if not isinstance(state, Mapping):
-        detail = f"must be a mapping of the table's name to an array, got {type(state).__name__}"
-        raise refused("state", detail)
-    for key in state:
-        if key != name:
-            raise refused("key", f"{key!r} is not the table's name {name!r}")
-    if name not in state:
-        raise refused("key", f"{name!r}, the table's name, is missing")
-    value = state[name]
-    if not isinstance(value, np.ndarray) or is_masked_array(value):
-        raise refused("value", f"must be a NumPy array, got {type(value).__name__}")
-    array = plain_view(value)
-    if array.shape != tuple(leaf.shape) or array.dtype != leaf.dtype:
-        rule = f"must have the table's shape {list(leaf.shape)} and dtype {leaf.dtype}"
-        raise refused("value", f"{rule}, got {list(array.shape)} {array.dtype}")
-    check_finite(array)
-    return array
 
 
 class TableLayer:
@@ -153,22 +118,19 @@ class TableLayer:
         )
 
     def parameters(self) -> NamedParameters:
-        """The trainable parameters: the table (the same leaf), or none for a frozen table,
-        whose name is kept in ``frozen`` so that an optimizer or a load can say why."""
+        """The table (the same leaf), or none for a frozen table, whose name ``frozen`` keeps."""
         if isinstance(self.table, FrozenTable):
             return NamedParameters((), frozen=(self.table.name,))
         return NamedParameters((self.table,))
 
     def zero_grad(self) -> None:
-        """Reset the table's stored gradient, as PyTorch's ``Module.zero_grad()`` (a frozen
-        table stores none)."""
+        """Reset the table's stored gradient (a frozen table stores none)."""
         for parameter in self.parameters():
             parameter.tensor.zero_grad()
 
     def state_dict(self) -> dict[str, FloatArray]:
         """A new writeable copy of the table's numbers, of one value revision, under the table's
-        full name (PyTorch's key is ``weight``; here it is a checkpoint's key); a frozen table
-        included.
+        full name (a checkpoint's key; PyTorch's is ``weight``), a frozen table's too.
 
         Example:
             >>> from llm_from_scratch.nn import Embedding
@@ -181,32 +143,51 @@ class TableLayer:
 
     def load_state_dict(self, state: Mapping[str, npt.NDArray[Any]]) -> None:
         """Write ``state``'s table into the layer's in place, as PyTorch's strict
-        ``load_state_dict``: the value revision is bumped, the stored gradient kept.
-
-        Everything is checked first: ``state`` is a mapping whose one key is the table's name,
-        whose value is a real NumPy array (a subclass read through its plain data, not a masked
-        one) of the table's shape and dtype, with finite values.
+        ``load_state_dict`` (the value revision bumped, the stored gradient kept), once all is
+        checked: a mapping whose one key is the table's name, of a real NumPy array (read
+        through its plain data, not masked) of the table's shape and dtype, of finite values.
 
         Raises:
-            TableError: ``layer.state-dict``, the first failing check (``field``: ``state``,
-                ``key``, ``value``), or a frozen layer (``table``).
+            TableError: ``layer.state-dict``: a frozen layer (``field`` ``table``), then the
+                first failing check (``state``, ``key``, ``value``).
             NonFiniteError: ``parameter.non-finite``, the first in flat order.
         """
-        table, layer = self.table, type(self).__name__
+        table, refused = (
+            self.table,
+            partial(TableError, "layer.state-dict", layer=type(self).__name__),
+        )
         if isinstance(table, FrozenTable):
-            raise TableError("layer.state-dict", layer=layer, field="table", detail=FROZEN_DETAIL)
-        values = checked_state(layer, table.name, table.tensor, state)
-        update_leaves_in_place([table.tensor], lambda: [partial(np.copyto, src=values)])
+            raise refused(field="table", detail=FROZEN_DETAIL)
+        name, leaf = table.name, table.tensor
+        if not isinstance(state, Mapping):
+            detail = (
+                f"must be a mapping of the table's name to an array, got {type(state).__name__}"
+            )
+            raise refused(field="state", detail=detail)
+        for key in state:
+            if key != name:
+                raise refused(field="key", detail=f"{key!r} is not the table's name {name!r}")
+        if name not in state:
+            raise refused(field="key", detail=f"{name!r}, the table's name, is missing")
+        value = state[name]
+        if not isinstance(value, np.ndarray) or is_masked_array(value):
+            raise refused(
+                field="value", detail=f"must be a NumPy array, got {type(value).__name__}"
+            )
+        array = plain_view(value)
+        if array.shape != tuple(leaf.shape) or array.dtype != leaf.dtype:
+            rule = f"must have the table's shape {list(leaf.shape)} and dtype {leaf.dtype}"
+            raise refused(field="value", detail=f"{rule}, got {list(array.shape)} {array.dtype}")
+        check_finite(array)
+        update_leaves_in_place([leaf], lambda: [partial(np.copyto, src=array)])
 
     def clone(self) -> Self:
         """A new layer object holding the same table (the same leaf) and the same options."""
         return layer_of(type(self), self.table, self.options)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Self:
-        """The same options and an independent table leaf with equal values and an equal stored
-        gradient; a frozen table is shared."""
+        """The same options and an independent leaf (a frozen table is shared)."""
         return layer_of(type(self), copy.deepcopy(self.table, memo), self.options)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle and ``copy.copy`` as the class and the two fields, rebuilt by :func:`layer_of`."""
         return layer_of, (type(self), self.table, self.options)

@@ -1,9 +1,8 @@
 """The options of the embedding layers (PyTorch's keyword arguments), each read once and checked.
 
-:class:`LookupOptions` are those of ``Embedding`` and ``functional.embedding``; :class:`BagOptions`
-those of ``EmbeddingBag`` and ``functional.embedding_bag``. Both are frozen dataclasses that check
-themselves, for a table of ``vocabulary_size`` rows, in the order of their fields, and pickle
-through their constructors; a negative ``padding_idx`` is stored counted from the end.
+:class:`LookupOptions` (``Embedding``, ``functional.embedding``) and :class:`BagOptions`
+(``EmbeddingBag``, ``functional.embedding_bag``) are frozen records that check themselves for a
+table of ``vocabulary_size`` rows, in the order of their fields, also when unpickled.
 
 Example:
     >>> options = LookupOptions(4, padding_idx=-1, max_norm=1)
@@ -40,18 +39,17 @@ class LookupOptions:
 
     Args:
         vocabulary_size: ``V``, the table's rows: an integer at least 0 (not a bool).
-        padding_idx: a row that receives no gradient: an integer in ``[-V, V)``, or None.
+        padding_idx: a row that receives no gradient: an integer in ``[-V, V)`` (a negative one
+            counts from the end, and is stored so), or None.
         max_norm: renormalize each looked-up row whose ``norm_type``-norm exceeds it, in place
             before the lookup: a finite real number above zero, or None.
         norm_type: the ``p`` of that norm: a finite real number above zero.
         scale_grad_by_freq: divide each row's gradient by how often the call's IDs name it.
 
-    Attributes:
-        gradient_rule: how the lookup's VJP departs from the plain sum, built once.
-
     Raises:
-        OptionError: ``option.value`` for ``vocabulary_size``, ``padding_idx``, ``max_norm``,
-            ``norm_type``; then ``option.type`` for ``scale_grad_by_freq``.
+        OptionError: ``option.value`` (``vocabulary_size``, ``padding_idx``, ``max_norm``,
+            ``norm_type``; an integer out of range is reported as read), then ``option.type``
+            (``scale_grad_by_freq``).
     """
 
     vocabulary_size: int
@@ -60,12 +58,13 @@ class LookupOptions:
     norm_type: float = 2.0
     scale_grad_by_freq: bool = False
     gradient_rule: RowGradientRule = field(init=False, repr=False, compare=False)
+    """How the lookup's VJP departs from the plain sum, built once."""
 
     def __post_init__(self) -> None:
         _set(self, "vocabulary_size", checked_rows(self.vocabulary_size))
         padding_idx = checked_padding_idx(self.padding_idx, self.vocabulary_size)
         _set(self, "padding_idx", padding_idx)
-        _set(self, "max_norm", checked_max_norm(self.max_norm))
+        _set(self, "max_norm", _positive_finite("max_norm", self.max_norm, none=True))
         _set(self, "norm_type", _positive_finite("norm_type", self.norm_type))
         scale = checked_flag("scale_grad_by_freq", self.scale_grad_by_freq)
         _set(self, "scale_grad_by_freq", scale)
@@ -78,16 +77,9 @@ class LookupOptions:
 
 @dataclass(frozen=True, slots=True)
 class BagOptions:
-    """The options of an embedding bag over a table of ``vocabulary_size`` rows.
-
-    Args:
-        vocabulary_size, padding_idx, max_norm, norm_type: as in :class:`LookupOptions`.
-        mode: ``"sum"``, ``"mean"`` or ``"max"`` (a ``str`` subclass is read as its plain text).
-
-    Raises:
-        OptionError: ``option.value`` for ``vocabulary_size``, ``mode``, ``padding_idx``,
-            ``max_norm``, ``norm_type``, in this order.
-    """
+    """The options of an embedding bag over a table of ``vocabulary_size`` rows: ``mode`` is
+    ``"sum"``, ``"mean"`` or ``"max"`` (a ``str`` subclass is read as its plain text), the others
+    as in :class:`LookupOptions`; ``option.value`` for each, in the order of the fields."""
 
     vocabulary_size: int
     mode: BagMode = "mean"
@@ -99,7 +91,7 @@ class BagOptions:
         _set(self, "vocabulary_size", checked_rows(self.vocabulary_size))
         _set(self, "mode", checked_mode(self.mode))
         _set(self, "padding_idx", checked_padding_idx(self.padding_idx, self.vocabulary_size))
-        _set(self, "max_norm", checked_max_norm(self.max_norm))
+        _set(self, "max_norm", _positive_finite("max_norm", self.max_norm, none=True))
         _set(self, "norm_type", _positive_finite("norm_type", self.norm_type))
 
     def __reduce__(self) -> tuple[object, ...]:
@@ -116,8 +108,7 @@ def _refused(name: str, requirement: str, value: object) -> OptionError:
 
 
 def checked_rows(vocabulary_size: object) -> int:
-    """A table's row count read once (``operator.index``), an ``int`` at least 0; a negative
-    integer is reported as read (``option.value``, ``name`` ``vocabulary_size``)."""
+    """A table's row count read once (``operator.index``), an ``int`` at least 0."""
     if type(vocabulary_size) is int and vocabulary_size >= 0:
         return vocabulary_size  # the usual case: the table's own count
     requirement = "an integer at least 0 (the table's rows)"
@@ -128,8 +119,7 @@ def checked_rows(vocabulary_size: object) -> int:
 
 
 def checked_padding_idx(padding_idx: object, vocabulary_size: int) -> int | None:
-    """``padding_idx`` read once (``operator.index``) as a row in ``[0, V)``, a negative one
-    counted from the end, None kept; an integer outside ``[-V, V)`` is reported as read."""
+    """``padding_idx`` read once (``operator.index``) as a row in ``[0, V)``, or None."""
     if padding_idx is None:
         return None
     requirement = f"an integer in [-{vocabulary_size}, {vocabulary_size})"
@@ -139,13 +129,11 @@ def checked_padding_idx(padding_idx: object, vocabulary_size: int) -> int | None
     return row + vocabulary_size if row < 0 else row
 
 
-def checked_max_norm(max_norm: object) -> float | None:
-    """``max_norm`` as a finite real number above zero (see :func:`_positive_finite`), or None."""
-    return None if max_norm is None else _positive_finite("max_norm", max_norm)
-
-
-def _positive_finite(name: str, value: object) -> float:
-    """``value`` read once (``float()``) if it is a finite real number above zero, not a bool."""
+def _positive_finite(name: str, value: object, none: bool = False) -> float | None:
+    """``value`` read once (``float()``) if it is a finite real number above zero, not a bool
+    (or None, if ``none``)."""
+    if none and value is None:
+        return None
     requirement = "a finite real number above zero"
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise _refused(name, requirement, value)
@@ -159,15 +147,14 @@ def _positive_finite(name: str, value: object) -> float:
 
 
 def checked_flag(name: str, value: object) -> bool:
-    """``value`` as a bool if it is a Python or NumPy bool, else ``option.type``."""
+    """``value`` as a bool if it is a Python or NumPy bool."""
     if not isinstance(value, bool | np.bool_):
         raise OptionError("option.type", name=name, requirement="a bool", value=value)
     return bool(value)
 
 
 def checked_mode(mode: object) -> BagMode:
-    """``mode`` as one of ``"sum"``, ``"mean"``, ``"max"`` (a ``str`` subclass read once as the
-    plain ``str`` it holds), else ``option.value``."""
+    """``mode`` as ``"sum"``, ``"mean"`` or ``"max"``, a ``str`` subclass read as its plain text."""
     from llm_from_scratch.autograd.bag import BAG_MODES  # the bag machinery loads on first use
 
     if isinstance(mode, str):

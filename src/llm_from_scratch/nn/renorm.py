@@ -1,25 +1,16 @@
 """``max_norm``: the in-place renormalization of looked-up rows, PyTorch's ``embedding_renorm_``.
 
 Before a lookup with ``max_norm``, each distinct row the IDs name whose ``norm_type``-norm
-exceeds ``max_norm`` is multiplied by ``max_norm / (norm + 1e-7)``, outside the tape. The
-arithmetic is PyTorch's CPU kernel's: the norm is computed in the table's dtype
-(``sqrt(sum x*x)`` for ``p = 2``, ``sum |x|`` for ``p = 1``, ``(sum |x|**p)**(1/p)`` otherwise,
-the terms added left to right as PyTorch's general norm reduction adds them; its 2-norm kernel
-adds in SIMD lanes instead, so a 2-norm may differ from it in the last bit), compared with
-``max_norm`` and turned into the scale in float64, and the scale is rounded to the table's dtype
-before it multiplies the row.
+exceeds ``max_norm`` is multiplied by ``max_norm / (norm + 1e-7)``, outside the tape, with
+PyTorch's CPU arithmetic: the norm in the table's dtype, its terms added left to right (its
+2-norm kernel adds in SIMD lanes, so a 2-norm may differ in the last bit), the scale computed in
+float64 and rounded to the table's dtype.
 
-For a parameter table the write is an in-place update of the parameter
-(:func:`~llm_from_scratch.autograd.value.update_leaves_in_place`): it holds the table's update
-lock, bumps its value revision when a row changes (so a graph recorded before it raises
-``StaleValueError`` instead of using the changed values) and runs the lookup before the lock is
-released, so that the lookup reads exactly the renormalized values.
-
-A constant table (a frozen table) never changes, so nothing is written:
-:func:`renormalized_rows` computes the same renormalized rows, bit for bit, into a small new
-array that the lookup (or the bag) then reads instead of the table. Renormalizing is idempotent
-in exact arithmetic (a scaled row's norm is ``max_norm * norm / (norm + 1e-7)``, below
-``max_norm``), so a frozen lookup returns what PyTorch's first lookup of each row returns.
+A parameter table is written by an in-place update that holds its lock, bumps its value
+revision when a row changes (a graph recorded before raises ``tape.stale-value``) and runs the
+lookup before the lock is released. A constant (frozen) table is never written:
+:func:`renormalized_rows` computes the same rows, bit for bit, into a new array the lookup reads,
+which is what PyTorch's first lookup of each row returns (renormalizing is idempotent).
 """
 
 from __future__ import annotations
@@ -61,12 +52,8 @@ def renormalized_then(
     norm_type: float,
     lookup: Callable[[], _T],
 ) -> _T:
-    """Renormalize the rows ``indices`` name (a parameter table), then run ``lookup`` while no
-    other update of the table can start; return what it returns.
-
-    Raises:
-        NotAParameterError: ``table`` is not a parameter (the boundaries refuse that first).
-    """
+    """Renormalize the rows ``indices`` name of a parameter table, then run ``lookup`` while no
+    other update of the table can start; return what it returns."""
 
     def planned() -> list[Write | None]:
         return [renormalizing_write(table.numpy(), indices, max_norm, norm_type)]
@@ -96,13 +83,9 @@ def renormalizing_write(
 def renormalized_rows(
     values: FloatArray, indices: IndexArray, max_norm: float, norm_type: float
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """The distinct rows ``indices`` name, renormalized without writing ``values``.
-
-    Returns:
-        ``(rows, renormalized, positions)``: the sorted distinct rows ``[k]``; a new array
-        ``[k, d]`` holding each of them as :func:`renormalizing_write` would leave it in the
-        table, bit for bit; and the position of each index in ``rows`` (``[N]``), so that
-        ``renormalized[positions]`` is the lookup of ``indices`` after a renormalization.
+    """The distinct rows ``indices`` name, renormalized without writing ``values``: the sorted
+    rows ``[k]``, a new ``[k, d]`` array of them as :func:`renormalizing_write` leaves them, bit
+    for bit, and each index's position in the rows ``[N]``.
 
     Example:
         >>> table = np.array([[3.0, 4.0], [0.3, 0.4]])

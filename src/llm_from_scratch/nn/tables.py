@@ -1,11 +1,9 @@
-"""The tables the embedding layers own, and the three ways they are built.
+"""The tables the embedding layers own, and how ``new`` and ``from_pretrained`` build them.
 
 A layer holds a :class:`~llm_from_scratch.nn.init.NamedParameter` (a trainable table) or a
-:class:`FrozenTable` (a named constant: lookups from it carry no gradient and it never changes).
-:func:`new_table` draws a Xavier-uniform table (the padding row, if any, zeroed after the whole
-table is drawn, so every other row is the one a layer without padding draws); ``from_parameter``
-wraps an existing named parameter; :func:`pretrained_table` copies or freezes a given table.
-Each runs its checks in the order both layers promise, the layer's options built in between.
+:class:`FrozenTable` (a named constant, which never changes). :func:`new_table` and
+:func:`pretrained_table` check in the order both layers promise, building the layer's options
+(``options_for(V)``) in between.
 """
 
 from __future__ import annotations
@@ -39,19 +37,14 @@ TABLE_NAME: Final = "token_embedding.weight"
 
 @dataclass(frozen=True, eq=False, repr=False)
 class FrozenTable:
-    """A named ``[V, d]`` table that never changes: ``tensor`` is a constant leaf.
-
-    Lookups from it are constants, and no optimizer, checkpoint load or ``max_norm`` writes it.
-    ``Embedding.from_pretrained(..., freeze=True)`` builds one; unpickling and copying rebuild
-    through this constructor.
+    """A named ``[V, d]`` table that never changes: lookups from it are constants, and no
+    optimizer, checkpoint load or ``max_norm`` writes it. Pickles rebuild through this
+    constructor, and a deep copy is the table itself.
 
     Args:
-        name: a valid parameter name.
-        tensor: a rank-two constant ``TensorValue`` of finite values.
-
-    Raises:
-        TableError: the name. TypeError: ``tensor`` is not a rank-two constant.
-        NonFiniteError: ``parameter.non-finite``, the first NaN or infinity in flat order.
+        name: a valid parameter name (else its ``TableError``).
+        tensor: a rank-two constant ``TensorValue`` (else ``TypeError``) of finite values (else
+            ``parameter.non-finite`` at the first NaN or infinity).
     """
 
     name: str
@@ -137,13 +130,9 @@ def new_table(
     dtype: npt.DTypeLike,
     options_for: Callable[[int], _O],
 ) -> tuple[NamedParameter, _O]:
-    """The table and options of a layer's ``new``: the name and the sizes, then the options
-    (``options_for(V)``) are checked, then the table is drawn. ``rng`` advances only on success.
-
-    Raises:
-        TableError: as :func:`checked_name_and_sizes`, then the options' errors, then
-            ``table.initialization`` for the generator, the dtype or no memory.
-    """
+    """The table and options of a layer's ``new``: the name and sizes, then the options are
+    checked, then the table is drawn (``table.initialization`` for the generator, the dtype or
+    no memory) and its padding row zeroed. ``rng`` advances only on success."""
     checked, rows, width = checked_name_and_sizes(name, vocabulary_size, embedding_width)
     options = options_for(rows)
     try:
@@ -159,18 +148,9 @@ def pretrained_table(
     table: object, name: str, freeze: bool, options_for: Callable[[int], _O]
 ) -> tuple[Table, _O]:
     """The table and options of a layer's ``from_pretrained``, checked in this order: the
-    table's type, dtype and shape, the name, the options, ``freeze``, last the values.
-
-    A NamedParameter's own leaf is kept (``freeze=False``) or its values frozen; an array or a
-    ``Tensor`` is copied (an ndarray subclass read through its plain data; float32 and float64
-    keep their dtype, integers become float64).
-
-    Raises:
-        TableError: ``table.pretrained-type``; as :func:`checked_sizes`; a bad name
-            (``table.initialization``). The options' errors, then ``option.type`` (``freeze``).
-        AllocationError: ``output.allocation`` (``leaf copy``) for a copy no array can hold.
-        NonFiniteError: ``parameter.non-finite``.
-    """
+    table's type, dtype and shape, the name, the options, ``freeze``, last the values. A
+    NamedParameter's own leaf is kept (``freeze=False``) or its values frozen; an array (read
+    through its plain data) or a ``Tensor`` is copied (``output.allocation`` if it cannot be)."""
     source = table if isinstance(table, NamedParameter) else _pretrained_array(table)
     rows, width = checked_sizes(
         source.tensor.shape if isinstance(source, NamedParameter) else source.shape
