@@ -1,12 +1,10 @@
 """PyTorch's names, where this package names the same thing differently: each answers with ours.
 
-A PyTorch habit meets the package as an attribute (``layer.weight``, ``value.grad``,
-``optimizer.lr``) or a keyword argument (``SGD(..., lr=0.1)``, ``Embedding(num_embeddings=...)``).
-Each such name is declared once, beside what it points to: :class:`PyTorchName` on a class for an
-attribute, :func:`pytorch_keywords` on a function for its keywords. Reading, setting or passing
-one raises :class:`~llm_from_scratch.errors.PyTorchNameError` (rule ``pytorch.name``), one line
-that names ours: an ``AttributeError`` for an attribute (``hasattr`` is False), a ``TypeError``
-for a keyword. :data:`DECLARED` lists them all (the README's table of names is checked against it).
+Each is declared once, beside what it points to: :class:`PyTorchName` on a class for an attribute
+(``layer.weight``, ``optimizer.lr``), :func:`pytorch_keywords` on a function for its keywords
+(``SGD(..., lr=0.1)``). Reading, setting or passing one raises ``PyTorchNameError``
+(``pytorch.name``, an ``AttributeError`` and a ``TypeError``) naming ours; :data:`DECLARED` lists
+them all (the README's table is checked against it).
 
 Example:
     >>> class Optimizer:
@@ -59,8 +57,8 @@ DECLARED: list[Pointer] = []
 
 
 class PyTorchName:
-    """A class attribute under a PyTorch name whose read or write on an instance raises the
-    error naming ``ours`` (read on the class, it is this object, so ``help()`` shows it)."""
+    """A class attribute under a PyTorch name: read or written on an instance, it raises the
+    error naming ``ours``; read on the class, it is this object (``help()`` shows it)."""
 
     def __init__(self, ours: str) -> None:
         self.ours = ours
@@ -87,11 +85,9 @@ class PyTorchName:
 
 
 def pytorch_keywords(**ours: str) -> Callable[[_F], _F]:
-    """Refuse each keyword argument named in ``ours`` (PyTorch's name to ours) before the
-    decorated function binds its arguments; it keeps its name, docstring and signature.
-
-    ``owner`` is the class for ``__init__``, else ``Class.method``, or ``module.function``.
-    """
+    """Refuse each keyword named in ``ours`` (PyTorch's name to ours) before the decorated
+    function binds its arguments; ``owner`` is the class for ``__init__``, else
+    ``Class.method`` or ``module.function``. The function keeps its name, docstring, signature."""
 
     def decorate(function: _F) -> _F:
         owner = function.__qualname__.removesuffix(".__init__")

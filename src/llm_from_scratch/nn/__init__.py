@@ -1,9 +1,6 @@
 """Neural-network building blocks: parameter initialization, the token embedding and
-embedding-bag layers, their functional forms (:mod:`llm_from_scratch.nn.functional`) and
-checkpoints. Their errors are the families of :mod:`llm_from_scratch.errors`.
-
-The bag layer, the functional forms and the checkpoint functions load their modules on first
-use, so that programs that need none of them (the chapter demo) do not pay for importing them.
+embedding-bag layers, their functional forms and checkpoints. The bag layer, the functional
+forms and the checkpoint functions load on first use (the chapter demo needs none of them).
 """
 
 import importlib

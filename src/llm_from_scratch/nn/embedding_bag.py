@@ -1,18 +1,10 @@
 """The embedding-bag layer: one row per bag of token IDs, their sum, mean or max.
 
-``EmbeddingBag`` owns a named ``[V, d]`` table like ``Embedding`` and PyTorch's
-``nn.EmbeddingBag`` options (``mode``, ``padding_idx``, ``max_norm``, ``norm_type``), checked once
-when it is built. :func:`bag_of_ids` is the one bag of a call, the layer's and
-``functional.embedding_bag``'s: it checks the IDs, the bags and the per-sample weights and runs
-the bag operation of :mod:`llm_from_scratch.autograd.bag`.
-
-With 2-D IDs ``[B, L]`` (and no offsets) row ``b`` is bag ``b``. With 1-D IDs ``[N]`` and offsets
-``[B]``, bag ``b`` holds positions ``offsets[b]`` up to the next offset (the last bag up to
-``N``); with ``include_last_offset=True`` the offsets are ``B + 1`` boundaries, the last ``N``.
-Offsets are read like IDs (each once, into an owned buffer) and checked in this order: the
-container; at least one offset; in flat order, the first that is not an integer or lies outside
-``[0, N]``; the first is 0; in flat order, the first smaller than the one before it; with
-``include_last_offset``, the last is ``N``.
+``EmbeddingBag`` owns a named ``[V, d]`` table like ``Embedding`` and PyTorch's ``nn.EmbeddingBag``
+options, checked once when it is built. :func:`bag_of_ids` is the one bag of a call (the layer's
+and ``functional.embedding_bag``'s): 2-D IDs ``[B, L]`` are ``B`` bags; 1-D IDs ``[N]`` are cut
+by offsets ``[B]``, each bag up to the next offset (``B + 1`` boundaries, the last ``N``, with
+``include_last_offset``). Offsets are read like IDs, each once into an owned buffer.
 """
 
 from __future__ import annotations

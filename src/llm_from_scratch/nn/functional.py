@@ -46,9 +46,8 @@ def embedding(
         padding_idx: a row in ``[-V, V)`` that receives no gradient (negative counts from the
             end); its lookups still return its values.
         max_norm: before the lookup, each distinct row the IDs name whose ``norm_type``-norm
-            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)``: in place for a
-            parameter table (bumping its value revision); a constant table stays as it is and
-            the lookup returns the scaled rows. An operation result takes no ``max_norm``.
+            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)``
+            (:mod:`~llm_from_scratch.nn.renorm`); an operation result takes no ``max_norm``.
         norm_type: the ``p`` of that norm.
         scale_grad_by_freq: divide each row's gradient by the number of times its ID occurs
             in ``token_ids``.
@@ -120,9 +119,8 @@ def embedding_bag(
             ``include_last_offset``. IdError: ``weights.mode``. OptionError: ``max_norm`` with
             an operation result.
         The ID errors of :func:`embedding`; then IdError: ``bag.layout``, the offsets' rules
-            (``offsets.container``, ``offsets.empty``, ``offsets.type`` or ``offsets.range``
-            at the first bad offset, ``offsets.first``, ``offsets.increasing``,
-            ``offsets.last``), ``weights.type``, ``weights.shape``.
+            (``offsets.container``, ``.empty``, ``.type`` or ``.range`` at the first bad one,
+            ``.first``, ``.increasing``, ``.last``), ``weights.type``, ``weights.shape``.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor

@@ -97,15 +97,7 @@ class SplitMix64:
 
     def peek_unit_f64_block(self, count: int, skip: int = 0) -> npt.NDArray[np.float64]:
         """The ``count`` values :meth:`next_unit_f64` would return after ``skip`` draws,
-        computed vectorized; the state does not change (see :meth:`advance`).
-
-        Example:
-            >>> rng = SplitMix64.from_seed(7)
-            >>> block = rng.peek_unit_f64_block(2, skip=1)
-            >>> _ = rng.next_unit_f64()
-            >>> block.tolist() == [rng.next_unit_f64(), rng.next_unit_f64()]
-            True
-        """
+        computed vectorized; the state does not change (see :meth:`advance`)."""
         steps = np.arange(skip + 1, skip + count + 1, dtype=np.uint64)
         with np.errstate(over="ignore"):
             z = np.uint64(self._state) + steps * np.uint64(self.GOLDEN_GAMMA)
@@ -255,12 +247,10 @@ def xavier_uniform_array(
     """A new ``[fan_in, fan_out]`` Xavier-uniform array; advances ``rng`` only on success.
 
     Each value, in row-major order, is ``limit * (2 * u - 1)`` computed in float64 (then
-    rounded to ``dtype``), where ``u`` is the next ``next_unit_f64()`` of a SplitMix64 (of
+    rounded to ``dtype``), ``u`` the next ``next_unit_f64()`` of a SplitMix64 (of
     ``SplitMix64.from_seed(rng)`` for an int) or the next ``random()`` of a NumPy ``Generator``.
-
-    Raises:
-        TableError: the fans (as :class:`XavierScale`); ``init.generator-type`` or ``seed.range``
-            (``rng``); ``table.build`` (a layout overflow, a dtype but float32 or 64, no memory).
+    The fans are checked as by :class:`XavierScale`, then ``rng`` (``init.generator-type``,
+    ``seed.range``), then ``table.build`` (a layout overflow, a dtype but float32 or 64, memory).
 
     Example:
         >>> same = xavier_uniform_array(2, 3, 18), xavier_uniform_array(2, 3, SplitMix64(18))
@@ -314,17 +304,12 @@ def _fill(
 
 @dataclass(frozen=True, eq=False, repr=False)
 class NamedParameter:
-    """One checked name paired with one parameter leaf (held, not copied).
-
-    Pickles and copies rebuild through this constructor; ``copy.deepcopy`` gives an
-    independent leaf with equal values and gradient.
+    """One checked name paired with one parameter leaf (held, not copied); pickles and copies
+    rebuild through this constructor (``copy.deepcopy`` with an independent, equal leaf).
 
     Args:
         name: a valid parameter name (:func:`validate_parameter_name`), checked first.
-        tensor: a parameter leaf.
-
-    Raises:
-        TableError: the name's rules; then ``parameter.not-leaf``.
+        tensor: a parameter leaf, else ``parameter.not-leaf``.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor
@@ -347,12 +332,8 @@ class NamedParameter:
 
     @classmethod
     def from_tensor(cls, name: str, tensor: Tensor) -> NamedParameter:
-        """A new parameter leaf holding a copy of ``tensor``, named ``name`` (checked first).
-
-        Raises:
-            TableError: the name. The errors of :meth:`TensorValue.parameter` (a NaN or an
-                infinity in ``tensor`` included).
-        """
+        """A new parameter leaf holding a copy of ``tensor`` (as :meth:`TensorValue.parameter`
+        checks it), named ``name`` (checked first)."""
         return cls(validate_parameter_name(name), TensorValue.parameter(tensor))
 
     @classmethod
@@ -364,11 +345,8 @@ class NamedParameter:
     def xavier_uniform(
         cls, name: str, fan_in: int, fan_out: int, rng: Seed, dtype: npt.DTypeLike = np.float64
     ) -> NamedParameter:
-        """A ``[fan_in, fan_out]`` Xavier-uniform parameter; the name is checked first.
-
-        Raises:
-            TableError: the name, then as :func:`xavier_uniform_array`.
-        """
+        """A ``[fan_in, fan_out]`` Xavier-uniform parameter (:func:`xavier_uniform_array`); the
+        name is checked first."""
         checked = validate_parameter_name(name)
         table = xavier_uniform_array(fan_in, fan_out, rng, dtype)
         return cls(checked, parameter_from_owned_array(table))
@@ -395,25 +373,20 @@ class NamedParameters:
     """An ordered collection of named parameters whose names are unique.
 
     Args:
-        parameters: an iterable of :class:`NamedParameter` (another ``NamedParameters``
-            included, whose :attr:`frozen` names it keeps); held in order, not copied.
-        frozen: the names of frozen tables left out (a frozen layer's ``parameters()`` is
-            empty), so that an optimizer or a checkpoint load can say why (:meth:`absence`).
-
-    Raises:
-        TableError: ``parameters.type`` (not an iterable, or a single ``NamedParameter``, a
-            ``str`` or ``bytes``); then, at the first bad item in order,
+        parameters: an iterable of :class:`NamedParameter` (another ``NamedParameters``, whose
+            :attr:`frozen` names it keeps), held in order: else ``parameters.type`` (a single
+            ``NamedParameter``, ``str`` and ``bytes`` included), then, at the first bad item,
             ``parameters.item-type`` or ``parameters.duplicate-name``.
+        frozen: the names of frozen tables left out, so that an optimizer or a checkpoint load
+            can say why (:meth:`absence`).
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor
         >>> a = NamedParameter.from_tensor("a.weight", Tensor((1,), [1.0]))
         >>> b = NamedParameter.from_tensor("b.weight", Tensor((1,), [2.0]))
         >>> parameters = NamedParameters([a, b])
-        >>> len(parameters), parameters.names(), parameters["b.weight"] is b
-        (2, ('a.weight', 'b.weight'), True)
-        >>> parameters.get("c.weight") is None, "a.weight" in parameters
-        (True, True)
+        >>> parameters.names(), parameters["b.weight"] is b, parameters.get("c.weight")
+        (('a.weight', 'b.weight'), True, None)
         >>> try:
         ...     NamedParameters([a, b, a])
         ... except TableError as error:
@@ -438,8 +411,7 @@ class NamedParameters:
         return self._frozen
 
     def absence(self, name: str) -> str:
-        """Why no parameter is named ``name``: ``none has that name``, or that the table of that
-        name is frozen and how to make it trainable."""
+        """Why no parameter is named ``name``: none has, or its table is frozen (and the cure)."""
         if name in self._frozen:
             return f"the table {name!r} {FROZEN_DETAIL}"
         return "none has that name"
@@ -454,8 +426,7 @@ class NamedParameters:
         return None if position is None else self._parameters[position]
 
     def __getitem__(self, name: str) -> NamedParameter:
-        """The parameter named ``name``; a ``MismatchError`` (``parameters.unknown-name``, a
-        ``LookupError``) if there is none."""
+        """The parameter named ``name``, else ``parameters.unknown-name`` (a ``LookupError``)."""
         found = self.get(name)
         if found is None:
             raise MismatchError("parameters.unknown-name", name=name)
@@ -474,8 +445,7 @@ class NamedParameters:
         return f"NamedParameters({list(self.names())!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle (and copy) as ``NamedParameters(parameters, frozen=...)``, which checks the
-        items again: ``copy.copy`` holds the same parameters, ``copy.deepcopy`` deep copies."""
+        """Pickle and copy through the constructor, which checks the items again."""
         return partial(NamedParameters, frozen=self._frozen), (self._parameters,)
 
 

@@ -90,10 +90,8 @@ def renormalized_rows(
     Example:
         >>> table = np.array([[3.0, 4.0], [0.3, 0.4]])
         >>> rows, renormalized, positions = renormalized_rows(table, np.array([1, 0, 1]), 1.0, 2.0)
-        >>> rows.tolist(), positions.tolist(), table[0].tolist()
-        ([0, 1], [1, 0, 1], [3.0, 4.0])
-        >>> renormalized.round(6).tolist()
-        [[0.6, 0.8], [0.3, 0.4]]
+        >>> rows.tolist(), positions.tolist(), renormalized.round(6).tolist(), table[0].tolist()
+        ([0, 1], [1, 0, 1], [[0.6, 0.8], [0.3, 0.4]], [3.0, 4.0])
     """
     rows, positions = np.unique(indices, return_inverse=True)
     renormalized = values[rows]  # a new array: the table is only read
@@ -124,8 +122,6 @@ def row_norms(rows: FloatArray, norm_type: float) -> FloatArray:
     Example:
         >>> row_norms(np.array([[3.0, -4.0], [1.0, 1.0]]), 2.0).tolist()
         [5.0, 1.4142135623730951]
-        >>> row_norms(np.array([[3.0, -4.0]]), 1.0).tolist()
-        [7.0]
     """
     # Expected and handled, as PyTorch's kernel computes them: a power that overflows (a huge
     # p) gives an infinite norm, and a p below the dtype's smallest subnormal (1e-50 in float32)

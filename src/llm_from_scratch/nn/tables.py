@@ -197,13 +197,8 @@ def _copy(array: np.ndarray[Any, Any]) -> FloatArray:
 
 
 def qualified_type_name(value: object) -> str:
-    """``list`` for a built-in type, ``torch.Tensor`` for another library's (its module's top
-    name and its own name), so that a ``torch.Tensor`` is not mistaken for a ``Tensor``.
-
-    Example:
-        >>> qualified_type_name([1]), qualified_type_name(np.zeros(1))
-        ('list', 'numpy.ndarray')
-    """
+    """``list`` for a built-in type, ``numpy.ndarray`` or ``torch.Tensor`` for another
+    library's (its top module's name and its own), so that no ``Tensor`` is mistaken for ours."""
     kind = type(value)
     if kind.__module__ == "builtins":
         return kind.__qualname__
