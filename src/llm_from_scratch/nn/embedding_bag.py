@@ -218,37 +218,19 @@ def bag_of_ids(
     ids = plan_of_ids(token_ids, (table.shape[0], table.shape[1]), table.dtype.itemsize)
     starts = bag_starts(ids.index_shape, offsets, last_offset)
     checked = _checked_weights(weights, ids.index_shape, table.dtype)
-    if options.max_norm is not None and table.kind == "constant":
-        return _frozen_bag(table, ids.indices, starts, checked, options)
+    indices, padding_idx = ids.indices, options.padding_idx
+    if options.max_norm is not None and table.kind == "constant":  # reads renormalized rows
+        max_norm, norm_type = options.max_norm, options.norm_type
+        rows, renormalized, indices = renormalized_rows(table.numpy(), indices, max_norm, norm_type)
+        found = np.flatnonzero(rows == (-1 if padding_idx is None else padding_idx))  # no row -1
+        padding_idx = int(found[0]) if found.size else None  # its place among the rows
+        table = constant_from_owned_array(renormalized)
     shape = (table.shape[0], table.shape[1])
-    plan = bag_plan_from_validated(ids.indices, starts, shape, options.mode, options.padding_idx)
+    plan = bag_plan_from_validated(indices, starts, shape, options.mode, padding_idx)
     bag = partial(embedding_bag_with_plan, table, plan, checked)
-    if options.max_norm is None:
+    if options.max_norm is None or table.kind == "constant":
         return bag()
     return renormalized_then(table, plan.indices, options.max_norm, options.norm_type, bag)
-
-
-def _frozen_bag(
-    table: TensorValue,
-    indices: IndexArray,
-    starts: IndexArray,
-    weights: TensorValue | None,
-    options: BagOptions,
-) -> TensorValue:
-    """The bag of a constant table with ``max_norm``: the distinct rows it names, renormalized
-    into a new array, are what the bag reads (the padding row found among them)."""
-    assert options.max_norm is not None  # the caller's branch
-    rows, renormalized, positions = renormalized_rows(
-        table.numpy(), indices, options.max_norm, options.norm_type
-    )
-    padding_row = None
-    if options.padding_idx is not None:
-        found = int(np.searchsorted(rows, options.padding_idx))
-        if found < rows.size and int(rows[found]) == options.padding_idx:
-            padding_row = found
-    shape = (int(rows.size), table.shape[1])
-    plan = bag_plan_from_validated(positions, starts, shape, options.mode, padding_row)
-    return embedding_bag_with_plan(constant_from_owned_array(renormalized), plan, weights)
 
 
 def _checked_weights(given: object, index_shape: Shape, dtype: np.dtype[Any]) -> TensorValue | None:
