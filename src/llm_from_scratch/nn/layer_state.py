@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping
 from dataclasses import fields
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import numpy as np
 
@@ -21,16 +21,12 @@ if TYPE_CHECKING:
 from llm_from_scratch.autograd.value import copied_values, update_leaves_in_place
 from llm_from_scratch.errors import TableError
 from llm_from_scratch.nn.init import FROZEN_DETAIL, NamedParameter, NamedParameters
+from llm_from_scratch.nn.options import BagOptions, LookupOptions
 from llm_from_scratch.nn.tables import FrozenTable, Table, check_finite, checked_sizes
 from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import FloatArray, is_masked_array, plain_view
 
 __all__ = ["TableLayer", "hold_fields", "is_table", "layer_of"]
-
-
-class _Options(Protocol):
-    @property
-    def vocabulary_size(self) -> int: ...
 
 
 _L = TypeVar("_L", bound="TableLayer")
@@ -79,10 +75,10 @@ class TableLayer:
 
     __slots__ = ()
     table: Table
-    options: Any
+    options: LookupOptions | BagOptions
     vocabulary_size: int
     embedding_width: int
-    options_type: ClassVar[type[_Options]]
+    options_type: ClassVar[type[LookupOptions] | type[BagOptions]]
 
     weight = PyTorchName("table.tensor, the table's leaf (its numbers: table.tensor.numpy())")
     num_embeddings = PyTorchName("vocabulary_size")
@@ -91,17 +87,17 @@ class TableLayer:
     @property
     def padding_idx(self) -> int | None:
         """The row that receives no gradient (a bag skips its entries), in ``[0, V)``, or None."""
-        return self.options.padding_idx  # type: ignore[no-any-return]
+        return self.options.padding_idx
 
     @property
     def max_norm(self) -> float | None:
         """The norm above which a looked-up row is scaled down, or None."""
-        return self.options.max_norm  # type: ignore[no-any-return]
+        return self.options.max_norm
 
     @property
     def norm_type(self) -> float:
         """The ``p`` of that norm."""
-        return self.options.norm_type  # type: ignore[no-any-return]
+        return self.options.norm_type
 
     @property
     def frozen(self) -> bool:
