@@ -7,7 +7,7 @@ the error each boundary reports. The functions raise built-in errors only, each 
 one line: ``TypeError`` for a path of the wrong type, an ``OSError`` (with its ``errno``) for a
 path the system cannot take or a file it cannot read or that is too large, ``ValueError`` for
 text or JSON that breaks a rule. Each boundary wraps them in its own typed error
-(``CheckpointReadError``, ``AnswersFileError``, ...) or, on the command line, prints them as
+(the ``checkpoint.read`` rule's, ``AnswersFileError``, ...) or, on the command line, prints them as
 one line.
 
 The rules:

@@ -54,14 +54,14 @@ def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
         optimizer: an ``SGD``, ``Adagrad``, ``Adam`` or ``AdamW``.
 
     Raises:
-        CheckpointArgumentError: ``path`` is not a path.
+        OptionError: ``checkpoint.argument``: ``path`` is not a path.
         NotAnOptimizerError: ``optimizer`` is not an optimizer.
-        CheckpointWriteError: the path is one the system cannot take (a NUL character, a lone
-            surrogate, a name of more than 255 bytes), names a folder or has no folder, checked
-            before anything is created.
-        CheckpointFormatError: the header would exceed the format's limit (parameter names of
-            about 100 MB).
-        CheckpointWriteError: the file cannot be written, flushed or renamed.
+        FileAccessError: ``checkpoint.write``: the path is one the system cannot take (a NUL
+            character, a lone surrogate, a name of more than 255 bytes), names a folder or has
+            no folder, checked before anything is created.
+        FormatError: ``checkpoint.invalid``: the header would exceed the format's limit
+            (parameter names of about 100 MB).
+        FileAccessError: ``checkpoint.write``: the file cannot be written, flushed or renamed.
 
     Example:
         >>> import pathlib, tempfile
@@ -105,11 +105,11 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
             shapes and dtypes as the one that saved the file.
 
     Raises:
-        CheckpointArgumentError: ``path`` is not a path.
+        OptionError: ``checkpoint.argument``: ``path`` is not a path.
         NotAnOptimizerError: ``optimizer`` is not an optimizer.
-        CheckpointReadError: the path is one the system cannot take, or the file cannot be
-            opened or read (it must be a regular file).
-        CheckpointFormatError: the file breaks the format, as for ``load_parameters``.
+        FileAccessError: ``checkpoint.read``: the path is one the system cannot take, or the
+            file cannot be opened or read (it must be a regular file).
+        FormatError: the file breaks the format, as for ``load_parameters``.
         StateFileError: the metadata names another kind or hyperparameter value, or lacks one.
         StateError: the tensors, in the order listed in ``docs/errors.md``.
 

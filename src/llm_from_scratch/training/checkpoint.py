@@ -105,7 +105,8 @@ def save_checkpoint(checkpoint: Checkpoint) -> None:
     straight from the tables (no copy of them is made).
 
     Raises:
-        CheckpointError: the file cannot be written; an earlier checkpoint is unchanged.
+        FileAccessError, FormatError, NonFiniteError: the file cannot be written (the
+            ``checkpoint.*`` rules); an earlier checkpoint is unchanged.
     """
     options = checkpoint.options
     assert options.corpus is not None

@@ -207,7 +207,7 @@ class Run:
         afterwards discards it once the table is written).
 
         Raises:
-            CheckpointError: a checkpoint cannot be written.
+            FileAccessError, FormatError, NonFiniteError: a checkpoint cannot be written.
             KeyboardInterrupt: Ctrl-C; the threads stop after their block.
         """
         made = _made_folder(self.options.output)

@@ -233,8 +233,8 @@ def load_pretrained_embedding(table_path: Path, tensor_name: str | None) -> Embe
 
     Raises:
         UnknownTensorError: the file has no tensor ``tensor_name``.
-        CheckpointError: the file cannot be read or breaks the format.
-        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: the tensor is not a
+        FileAccessError, FormatError: the file cannot be read or breaks the format.
+        TableError: ``table.rank``, ``table.empty-vocabulary``, ``table.zero-width``: not a
             ``[V, d]`` table with ``V, d > 0``.
     """
     names = DEFAULT_TENSORS if tensor_name is None else (tensor_name,)
@@ -328,7 +328,7 @@ def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
     ready for cosines.
 
     Raises:
-        PretrainedError, CheckpointError, EmbeddingError: as :func:`load_word_pieces`,
+        PretrainedError, LlmError, EmbeddingError: as :func:`load_word_pieces`,
             :func:`load_pretrained_embedding` and :func:`check_pair`.
     """
     pieces = load_word_pieces(files.tokenizer)
@@ -344,7 +344,7 @@ def check_pair(files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces) ->
 
     Raises:
         TokenizerMismatchError: ``rows``, ``vocabulary-size``, then ``fingerprint``.
-        CheckpointError: the table file cannot be read again for its metadata.
+        FileAccessError, FormatError: the table file cannot be read again for its metadata.
     """
     for difference, table_value, tokenizer_value in _compared(files, rows, pieces):
         if table_value != tokenizer_value:

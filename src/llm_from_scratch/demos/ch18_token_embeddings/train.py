@@ -198,7 +198,7 @@ def train(
         CorpusError: the corpus cannot be read or makes no vocabulary (before anything is
             written).
         ResumeError: ``resume`` without a checkpoint of these options and corpus.
-        CheckpointError, OSError: a file cannot be written; the folder is as it was.
+        FormatError, NonFiniteError, OSError: a file cannot be written; the folder is as it was.
         KeyboardInterrupt: Ctrl-C; the folder holds the files it held before (and the last
             checkpoint); a Ctrl-C while the files are written waits for them (``interrupted``).
     """
@@ -296,7 +296,8 @@ def write_outputs(
     Ctrl-C came meanwhile (both new files are in place).
 
     Raises:
-        CheckpointError, OSError: a file cannot be written; the targets are as they were.
+        FormatError, NonFiniteError, OSError: a file cannot be written; the targets are as they
+            were.
         KeyboardInterrupt: raised inside (not a held-back Ctrl-C); the targets are as they were.
     """
     folder.mkdir(parents=True, exist_ok=True)
