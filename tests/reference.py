@@ -34,8 +34,7 @@ from llm_from_scratch.autograd import (
     TokenIdTypeError,
     TokenShapeError,
 )
-from llm_from_scratch.errors import IdError, OptionError, TableError
-from llm_from_scratch.optim import NonFiniteStepError
+from llm_from_scratch.errors import IdError, NonFiniteError, OptionError, TableError
 from llm_from_scratch.tensor import (
     DataLengthMismatchError,
     NegativeExtentError,
@@ -426,7 +425,7 @@ def expected_sgd_step(
             for feature in range(values.shape[1]):
                 updated[row, feature] = values[row, feature] - rate * gradient[row, feature]
     if first_non_finite(updated) is not None:
-        return Raises(NonFiniteStepError)
+        return Raises(NonFiniteError, {"rule": "optimizer.non-finite-step"})
     return Returns(updated)
 
 

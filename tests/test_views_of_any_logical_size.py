@@ -28,9 +28,9 @@ from llm_from_scratch.autograd import (
 from llm_from_scratch.autograd.errors import TokenShapeError
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.autograd.value import restore_value
-from llm_from_scratch.errors import AllocationError, IdError
+from llm_from_scratch.errors import AllocationError, FormatError, IdError
 from llm_from_scratch.nn import Embedding, EmbeddingBag, NamedParameter, functional
-from llm_from_scratch.optim import Adam, StateError
+from llm_from_scratch.optim import Adam
 from llm_from_scratch.tensor import Tensor, TensorAllocationError, TooManyAxesError
 from llm_from_scratch.tensor.storage import restore_tensor
 
@@ -112,7 +112,7 @@ CASES: dict[str, tuple[Callable[[], object], type[BaseException]]] = {
                 "token_embedding.weight.exp_avg_sq": huge(),
             }
         ),
-        StateError,
+        FormatError,
     ),
     "a pickled Tensor": (
         lambda: unpickled(

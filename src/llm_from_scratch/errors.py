@@ -731,11 +731,12 @@ declare(
         ),  # ParameterEntryError
         "optimizer.parameters-type": (
             "{optimizer} needs an iterable of parameters, got {value_type}",
-            "``parameters`` that are not an iterable of parameters, or hold none.",
+            "``parameters`` that are not an iterable of parameters (one parameter, a string).",
         ),  # ParameterListError[type]
         "optimizer.no-parameters": (
             "{optimizer} needs at least one parameter, got an empty {value_type}{detail}",
-            "``parameters`` that are not an iterable of parameters, or hold none.",
+            "``parameters`` that hold no parameter (a frozen layer's ``parameters()``: ``detail`` "
+            "names the table and ``freeze=False``).",
         ),  # ParameterListError[empty]
         "neighbours.count": (
             "the neighbour count must be from 1 to {maximum}, got {count}",
@@ -748,10 +749,10 @@ declare(
         ),  # GradientCheckError
         "train.option": (
             "--{option} must be {requirement}, got {value}",
-            "An option of a training run out of its range, found before the corpus is read: a "
-            "number outside the range its ``--help`` states, ``--output`` that is a file, or a "
-            "``--corpus`` or ``--output`` path the system cannot take (a NUL character, a "
-            "character the file system cannot encode, a name too long in bytes).",
+            "An option of a training run out of its range, before the corpus is read: a number "
+            "outside the range its ``--help`` states, ``--output`` that is a file or below one, "
+            "a ``--corpus`` or ``--output`` path the system cannot take, a memory budget that is "
+            "no count; or, once the vocabulary is counted, tables over the memory budget.",
         ),  # TrainOptionError
     },
 )
@@ -804,23 +805,21 @@ declare(
         ),  # UnknownTensorError
         "resume.missing": (
             "no checkpoint to resume in {folder}: {detail}",
-            "``--resume`` of a folder without a usable checkpoint, or of one from other options "
-            "or another corpus. ``problem`` says which; ``detail`` names what differs.",
+            "``--resume`` of a folder that holds no checkpoint file.",
         ),  # ResumeError[missing]
         "resume.unreadable": (
             "cannot resume from {folder}: its checkpoint is not readable ({detail})",
-            "``--resume`` of a folder without a usable checkpoint, or of one from other options "
-            "or another corpus. ``problem`` says which; ``detail`` names what differs.",
+            "``--resume`` of a checkpoint that cannot be read, or is of another format.",
         ),  # ResumeError[unreadable]
         "resume.options": (
             "cannot resume from {folder}: the checkpoint was made with {detail}",
-            "``--resume`` of a folder without a usable checkpoint, or of one from other options "
-            "or another corpus. ``problem`` says which; ``detail`` names what differs.",
+            "``--resume`` with an option other than the checkpoint's (``--threads`` and "
+            "``--checkpoint-minutes`` may change); ``detail`` names every difference.",
         ),  # ResumeError[options]
         "resume.corpus": (
             "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
-            "``--resume`` of a folder without a usable checkpoint, or of one from other options "
-            "or another corpus. ``problem`` says which; ``detail`` names what differs.",
+            "``--resume`` on a corpus whose files are not the checkpoint's: one missing, of "
+            "another size, or new.",
         ),  # ResumeError[corpus]
     },
 )
@@ -993,39 +992,36 @@ declare(
     {
         "corpus.missing": (
             "no corpus at {path}: give a text file or a folder of .txt files",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "Nothing at the corpus path.",
         ),  # CorpusError[missing]
         "corpus.no-texts": (
             "the corpus folder {path} holds no .txt file, in it or in its subfolders",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A corpus folder with no ``.txt`` file in it or below it.",
         ),  # CorpusError[no-texts]
         "corpus.unreadable": (
             "cannot read the corpus file {path}: {detail}",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A corpus file or folder that cannot be looked at, listed or read, or is neither a "
+            "regular file nor a folder; ``detail`` is the system's reason.",
         ),  # CorpusError[unreadable]
         "corpus.no-words": (
             "the corpus has no words: no line of it holds a letter",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A corpus in which no line holds a word.",
         ),  # CorpusError[no-words]
         "corpus.empty-vocabulary": (
             "no word of the corpus occurs {min_count} times or more (the most frequent occurs "
             "{highest_count} times), so the vocabulary is empty: lower the minimum count",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A corpus in which no word occurs ``min_count`` times; ``highest_count`` is the most "
+            "any word occurs.",
         ),  # CorpusError[empty-vocabulary]
         "corpus.min-count": (
             "the minimum count must be an integer of at least 1, got {detail}",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A minimum count that is not an integer (a ``bool`` is not) of at least 1; ``detail`` "
+            "is its ``repr``.",
         ),  # CorpusError[min-count]
         "corpus.unwritable": (
             "cannot write {path}: {detail}; any earlier file there is unchanged",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A tokenizer or corpus text that cannot be written at ``path``; an earlier file "
+            "there is unchanged.",
         ),  # CorpusError[unwritable]
     },
 )

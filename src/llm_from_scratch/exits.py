@@ -72,8 +72,9 @@ def status_of(error: BaseException) -> int:
     """
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
-    ours = isinstance(error, StructuredError | LlmError)
-    if ours and not isinstance(error, OSError | MemoryError):
+    if isinstance(error, StructuredError | LlmError) and not isinstance(
+        error, OSError | MemoryError
+    ):
         return REFUSED if isinstance(error, REFUSING) else FAILED
     return FAILED
 

@@ -22,9 +22,8 @@ import pytest
 import llm_from_scratch.demos.ch18_token_embeddings as chapter
 import llm_from_scratch.demos.ch18_token_embeddings.exercise_session as exercise_session
 from llm_from_scratch.autograd import NonFiniteGradientError, OutputAllocationError
-from llm_from_scratch.errors import FileAccessError, TableError
+from llm_from_scratch.errors import CorpusError, FileAccessError, TableError
 from llm_from_scratch.exits import FAILED, INTERRUPTED, REFUSED, status_of
-from llm_from_scratch.training.corpus import CorpusError
 
 from cli_support import run_cli
 
@@ -71,7 +70,7 @@ def log_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
 CASES = [
     pytest.param(TableError("seed.range", seed=2**80), REFUSED, id="a refused seed"),
-    pytest.param(CorpusError("missing", "corpus.txt"), REFUSED, id="a missing corpus"),
+    pytest.param(CorpusError("corpus.missing", path="corpus.txt"), REFUSED, id="a missing corpus"),
     pytest.param(
         FileAccessError("checkpoint.write", path="t.safetensors", cause=NO_SPACE),
         FAILED,
@@ -117,7 +116,7 @@ def test_a_system_error_is_one_line_and_status_1(
 def test_what_a_message_echoes_stays_on_its_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    the_demo_does(monkeypatch, raising(CorpusError("missing", "two\nlines.txt")))
+    the_demo_does(monkeypatch, raising(CorpusError("corpus.missing", path="two\nlines.txt")))
     status, _, err = run_cli(capsys, "ch18")
     assert (status, err.count("\n")) == (REFUSED, 1)
     assert "two\\nlines.txt" in err

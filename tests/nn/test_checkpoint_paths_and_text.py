@@ -1,8 +1,8 @@
 """Checkpoints take any path and any text from outside the process, typed: a path the system
-cannot take, a folder or a missing folder is a ``CheckpointWriteError`` or
-``CheckpointReadError`` (never a raw ``ValueError`` or ``UnicodeEncodeError``) before anything
-is created; metadata that is not text is a ``CheckpointArgumentError``; a tensor under the
-format's reserved name ``__metadata__`` a ``ReservedTensorNameError``.
+cannot take, a folder or a missing folder is ``checkpoint.write`` or ``checkpoint.read`` (never a
+raw ``ValueError`` or ``UnicodeEncodeError``) before anything is created; metadata that is not
+text is ``checkpoint.argument``; a tensor under the format's reserved name ``__metadata__``
+``checkpoint.reserved-name``.
 
 The path property takes its oracle from the system (plain ``open(..., "xb")`` of the same name
 in a folder of its own); the metadata and name properties from the round trip through the

@@ -22,7 +22,7 @@ from llm_from_scratch.nn import (
     load_parameters,
     save_parameters,
 )
-from llm_from_scratch.optim import SGD, OptimizerError
+from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ShowsOtherValues
@@ -131,7 +131,7 @@ def test_a_failed_call_leaves_a_given_parameter_as_it_was() -> None:
 def test_an_optimizer_refuses_a_frozen_table_which_never_changes_and_says_freeze_false() -> None:
     layer = Embedding.from_pretrained(VALUES)
     for parameters in ([layer.table.tensor], [layer.table], layer.parameters()):
-        with pytest.raises(OptimizerError) as caught:
+        with pytest.raises(OptionError) as caught:
             SGD(parameters, 0.1)  # type: ignore[arg-type]
         assert "freeze=False" in str(caught.value)
 

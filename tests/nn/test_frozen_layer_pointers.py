@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.autograd import NotAParameterError, NotRecordedError
-from llm_from_scratch.errors import MismatchError
+from llm_from_scratch.errors import MismatchError, OptionError
 from llm_from_scratch.nn import (
     Embedding,
     EmbeddingBag,
@@ -19,7 +19,7 @@ from llm_from_scratch.nn import (
     load_parameters,
     save_parameters,
 )
-from llm_from_scratch.optim import SGD, Adam, ParameterEntryError, ParameterListError
+from llm_from_scratch.optim import SGD, Adam
 
 from checks import raises_rule
 
@@ -50,21 +50,22 @@ def test_zero_grad_of_a_frozen_table_says_freeze_false() -> None:
 def test_an_optimizer_refuses_the_empty_parameters_of_a_frozen_layer_naming_the_table(
     optimizer: type,
 ) -> None:
-    with pytest.raises(ParameterListError) as caught:
+    with pytest.raises(OptionError) as caught:
         optimizer(frozen().parameters(), 0.1)
     error = caught.value
     assert isinstance(error, ValueError) and isinstance(error, TypeError)
-    assert (error.rule, error.value_type) == ("empty", "NamedParameters")
+    assert (error.rule, error.value_type) == ("optimizer.no-parameters", "NamedParameters")
     assert f"the table {NAME!r} is frozen" in error.detail and "freeze=False" in error.detail
 
 
 def test_an_optimizer_refuses_any_empty_parameter_list() -> None:
     for empty in ([], (), iter([]), NamedParameters([])):
-        with pytest.raises(ParameterListError) as caught:
+        with pytest.raises(OptionError) as caught:
             SGD(empty, 0.1)
-        assert (caught.value.rule, caught.value.detail) == ("empty", "")
-    with pytest.raises(ParameterEntryError, match="freeze=False"):
+        assert (caught.value.rule, caught.value.detail) == ("optimizer.no-parameters", "")
+    with pytest.raises(OptionError, match="freeze=False") as entry:
         SGD([frozen().table], 0.1)  # type: ignore[list-item]
+    assert entry.value.rule == "optimizer.parameter-type"
 
 
 def test_a_checkpoint_load_into_a_frozen_layer_says_its_table_is_frozen(tmp_path: Path) -> None:

@@ -19,17 +19,12 @@ from llm_from_scratch.autograd import (
     StaleValueError,
     TensorValue,
 )
+from llm_from_scratch.errors import NonFiniteError, OptionError
 from llm_from_scratch.nn import Embedding, SplitMix64
-from llm_from_scratch.optim import (
-    SGD,
-    Adagrad,
-    Adam,
-    NonFiniteStepError,
-    Optimizer,
-    OutputTypeError,
-)
+from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer
 from llm_from_scratch.tensor import Tensor
 
+from checks import raises_rule
 from optim_support import FACTORIES, Factory
 
 Loss = Callable[[Embedding, TensorValue, Any], TensorValue]
@@ -158,7 +153,7 @@ def test_a_step_that_would_overflow_changes_no_value_state_or_gradient(
     loss = loss.add(bias.mul(other).sum())
     before = snapshot(layer, bias, optimizer)
     other_before = other.gradient_snapshot()
-    with pytest.raises(NonFiniteStepError) as caught:
+    with raises_rule(NonFiniteError, "optimizer.non-finite-step") as caught:
         optimizer.backward_step(loss, retention=retention)
     assert (caught.value.parameter, caught.value.index) == ("w", (rows - 1) * 64)
     assert snapshot(layer, bias, optimizer) == before
@@ -202,7 +197,7 @@ def test_backward_step_checks_like_backward_with_seed() -> None:
     layer = Embedding.new("w", 4, 2, SplitMix64.from_seed(1))
     optimizer = SGD(layer.parameters(), 0.1)
     output = layer([1, 2])
-    with pytest.raises(OutputTypeError):
+    with raises_rule(OptionError, "optimizer.output-type"):
         optimizer.backward_step(np.ones((2, 2)))  # type: ignore[arg-type]
     with pytest.raises(NotScalarOutputError):
         optimizer.backward_step(output)
@@ -231,7 +226,7 @@ def test_with_two_large_tables_an_overflow_in_either_changes_neither(
     loss = loss.add(outputs[1].mul(Tensor((1200, 64), seeds[1].ravel())).sum())
     before = [layer.table.tensor.value_snapshot().numpy().tobytes() for layer in layers]
     state = optimizer.state_dict()
-    with pytest.raises(NonFiniteStepError) as caught:
+    with raises_rule(NonFiniteError, "optimizer.non-finite-step") as caught:
         if fused:
             optimizer.backward_step(loss)
         else:

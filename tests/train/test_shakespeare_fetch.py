@@ -26,7 +26,8 @@ from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     strip_gutenberg,
     verified_archive,
 )
-from llm_from_scratch.training.corpus import CorpusError, corpus_files
+from llm_from_scratch.errors import CorpusError
+from llm_from_scratch.training.corpus import corpus_files
 
 PLAY = "HAMLET\n\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n"
 
@@ -234,7 +235,7 @@ def test_a_folder_that_cannot_be_made_is_unwritable(tmp_path: Path) -> None:
     archive = archive_of(tmp_path / "archive.tar.gz", {})
     with pytest.raises(CorpusError) as caught:
         extract_texts(archive, tmp_path / "file" / "corpus")
-    assert caught.value.problem == "unwritable"
+    assert caught.value.rule == "corpus.unwritable"
 
 
 # A second run -----------------------------------------------------------------------------------

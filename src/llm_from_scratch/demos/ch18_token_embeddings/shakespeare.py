@@ -28,12 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, Final
 
-from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.training.corpus import (
-    CorpusError,
-    os_reason,
-    write_atomically,
-)
+from llm_from_scratch.errors import CorpusError, StructuredError
+from llm_from_scratch.training.corpus import os_reason, write_atomically
 
 __all__ = [
     "ARCHIVE_SHA256",
@@ -214,7 +210,7 @@ def extract_texts(archive: Path, folder: Path) -> list[Path]:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise CorpusError("unwritable", str(folder), os_reason(error)) from error
+        raise CorpusError("corpus.unwritable", path=str(folder), detail=os_reason(error)) from error
     digests: dict[str, str] = {}
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
