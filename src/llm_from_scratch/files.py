@@ -1,38 +1,10 @@
-"""Input from outside the process, by one set of rules: paths, files read whole, text, JSON.
-
-Every boundary of the package that takes a file path, reads a file whole, writes text into a
-file header or echoes a value on the command line goes through these functions, so each rule is
-stated once, here; ``docs/errors.md`` (section "Inputs from outside the process") lists them with
-the error each boundary reports. The functions raise built-in errors only, each with a message of
-one line: ``TypeError`` for a path of the wrong type, an ``OSError`` (with its ``errno``) for a
-path the system cannot take or a file it cannot read or that is too large, ``ValueError`` for
-text or JSON that breaks a rule. Each boundary wraps them in its own typed error
-(``CheckpointReadError``, ``AnswersFileError``, ...) or, on the command line, prints them as
-one line.
-
-The rules:
-
-- **Paths** (:func:`path_text`, :func:`os_path`, :func:`writable_path`): a ``str`` or an
-  ``os.PathLike`` whose ``__fspath__`` gives a ``str`` (a ``str`` subclass is read as the plain
-  ``str`` it holds); no NUL character; every character encodable by the file system encoding
-  (a lone surrogate such as ``"\\ud800"`` is not; the surrogate escapes that stand for bytes of a
-  name that is not UTF-8, ``"\\udc80"`` to ``"\\udcff"``, are); at most :data:`NAME_BYTE_LIMIT`
-  bytes per name and :data:`PATH_BYTE_LIMIT` bytes in all, once encoded. A path to write also
-  names no folder (nor ends in a separator), and its folder exists. All of this is checked
-  before anything is opened or created.
-- **Files read whole** (:func:`read_file`, :func:`read_stream`, :func:`read_line`): at most a
-  documented number of bytes (:data:`FILE_BYTE_LIMIT` for text and JSON files,
-  :data:`TOKENIZER_BYTE_LIMIT` for a tokenizer), found after reading at most one byte more, so
-  ``/dev/zero`` fails at once; a file is opened without waiting for a writer (a FIFO that no
-  one writes reads as empty) and a folder is refused.
-- **Files written** (:func:`replace_file`): to a temporary file beside the target whose name
-  is bounded in bytes (:func:`temporary_path`), flushed to disk and renamed over the target.
-- **Text** (:func:`check_text`, :func:`one_line`): text written into a file must be encodable
-  as UTF-8 (no lone surrogate); text echoed on one line has every character that is not
-  printable escaped as in a Python string literal (``\\n``, ``\\x1b``, ``\\udcff``).
-- **JSON** (:func:`load_json`): strict JSON: no ``NaN`` or ``Infinity``, no key twice in one
-  object, no string that holds a lone surrogate, integers of at most
-  :data:`JSON_INTEGER_DIGITS` digits (read exactly, as Python ``int``).
+"""Input from outside the process, by one set of rules: paths, files read whole and written, text,
+JSON. Every boundary of the package that takes a path, reads a file whole, writes a file, or
+writes text into a header or on the command line goes through these functions, so each rule is
+stated once, here (``docs/errors.md``, "Inputs from outside the process"). They raise built-in
+errors of one line, which each boundary wraps: ``TypeError`` for a path of the wrong type, an
+``OSError`` (with its ``errno``) for a path the system cannot take or a file it cannot read or
+write or that is too large, ``ValueError`` for text or JSON that breaks a rule.
 """
 
 from __future__ import annotations
@@ -42,10 +14,14 @@ import errno
 import io
 import json
 import os
+import shutil
+import signal
 import stat
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from importlib.resources.abc import Traversable
+from types import FrameType
 from typing import Final, Protocol
 
 __all__ = [
@@ -67,35 +43,25 @@ __all__ = [
     "read_line",
     "read_stream",
     "replace_file",
+    "replace_files",
     "temporary_path",
     "writable_path",
     "write_file",
+    "write_new_file",
 ]
 
 FILE_BYTE_LIMIT: Final = 1 << 20
-"""The most bytes of a text or JSON file read whole (1 MiB): an answers file, a saved trace, a
-label table, an exercise file, each a few kilobytes; also the most characters of one line typed
-into the exercise session. One byte (or character) more makes it too large."""
-
+"""The most bytes of a text or JSON file read whole (1 MiB), and of a line typed in a session."""
 TOKENIZER_BYTE_LIMIT: Final = 64 << 20
-"""The most bytes of a ``tokenizer.json`` (64 MiB; MiniLM's takes 0.7 MB, the largest common
-ones a few tens of MB)."""
-
+"""The most bytes of a ``tokenizer.json`` (64 MiB; MiniLM's takes 0.7 MB)."""
 NAME_BYTE_LIMIT: Final = 255
-"""The most bytes of one name in a path, once encoded (``NAME_MAX`` of the common file
-systems)."""
-
+"""The most bytes of one name in a path, once encoded (``NAME_MAX``)."""
 PATH_BYTE_LIMIT: Final = 4095
-"""The most bytes of a whole path, once encoded (Linux's ``PATH_MAX``, 4096, less the final
-NUL)."""
-
+"""The most bytes of a whole path, once encoded (Linux's ``PATH_MAX`` less the final NUL)."""
 TEMPORARY_STEM_BYTES: Final = 64
 """The most bytes of the target's name that a temporary file's name keeps (whole characters)."""
-
 JSON_INTEGER_DIGITS: Final = 4300
-"""The most digits of an integer in JSON (Python's own default for converting text to ``int``:
-reading more digits takes time that grows with their square)."""
-
+"""The most digits of an integer in JSON (Python's own limit for converting text to ``int``)."""
 TOO_LARGE: Final = errno.EFBIG
 """The ``errno`` of the ``OSError`` for a file or line over its limit."""
 
@@ -114,11 +80,9 @@ class _LineReadable(Protocol):
 
 
 def path_text(path: object) -> str | None:
-    """``path`` as a plain ``str``, or None when it is not a path.
-
-    A ``str`` (a subclass is read once as the plain ``str`` it holds), or an ``os.PathLike``
-    whose ``__fspath__`` gives a ``str``; ``bytes`` paths, and a ``__fspath__`` that gives
-    anything else or fails with ``TypeError`` or ``ValueError``, are not paths.
+    """``path`` as a plain ``str``: a ``str`` (a subclass read once as the ``str`` it holds) or
+    an ``os.PathLike`` whose ``__fspath__`` gives one; None for anything else (``bytes``, or a
+    ``__fspath__`` that fails with ``TypeError`` or ``ValueError``).
 
     >>> import pathlib
     >>> path_text(pathlib.PurePosixPath("model.safetensors")), path_text(b"model")
@@ -133,13 +97,13 @@ def path_text(path: object) -> str | None:
 
 
 def os_path(path: str) -> str:
-    """The same path, once the operating system can take it.
+    """The same path, once the operating system can take it: no NUL, every character encodable
+    by the file system encoding (a lone surrogate is not; the escapes ``"\\udc80"`` to
+    ``"\\udcff"`` of bytes that are not UTF-8 are), at most :data:`NAME_BYTE_LIMIT` bytes a name
+    and :data:`PATH_BYTE_LIMIT` in all.
 
     Raises:
-        OSError: a NUL character (``errno.EINVAL``), a character the file system encoding
-            cannot encode, such as a lone surrogate (``errno.EILSEQ``), a name of more than
-            :data:`NAME_BYTE_LIMIT` bytes or a path of more than :data:`PATH_BYTE_LIMIT` bytes
-            (``errno.ENAMETOOLONG``).
+        OSError: ``errno.EINVAL`` (a NUL), ``errno.EILSEQ``, ``errno.ENAMETOOLONG``.
 
     >>> os_path("😀" * 60 + ".safetensors")[:2]
     '😀😀'
@@ -173,13 +137,11 @@ def os_path(path: str) -> str:
 
 
 def writable_path(path: str) -> str:
-    """The same path, once a new file may be written there: :func:`os_path`, then the path must
-    not end in a separator or name a folder, and its folder must exist.
+    """The same path, once a new file may be written there (nothing is created).
 
-    Nothing is created. Raises:
-        OSError: as :func:`os_path`; ``IsADirectoryError`` for a folder, ``FileNotFoundError``
-            for an empty path or a missing folder, ``NotADirectoryError`` when a file stands
-            where the folder should be.
+    Raises:
+        OSError: as :func:`os_path`; ``IsADirectoryError`` (a folder, or a path ending in a
+            separator), ``FileNotFoundError`` (empty, or no folder), ``NotADirectoryError``.
     """
     os_path(path)
     if not path:
@@ -197,9 +159,8 @@ def writable_path(path: str) -> str:
 
 
 def temporary_path(path: str) -> str:
-    """A new name beside ``path`` for a file to be renamed over it: ``.``, the first
-    :data:`TEMPORARY_STEM_BYTES` bytes of its name (whole characters), ``.``, twelve random hex
-    digits and ``.tmp``: at most 82 bytes, whatever the name.
+    """A new name beside ``path``: ``.``, the first :data:`TEMPORARY_STEM_BYTES` bytes of its
+    name (whole characters), ``.``, twelve random hex digits and ``.tmp``: at most 82 bytes.
 
     >>> name = temporary_path("out/" + "😀" * 60)
     >>> name.startswith("out/." + "😀" * 16 + "."), len(os.fsencode(os.path.basename(name)))
@@ -225,10 +186,10 @@ def _names(path: str) -> list[str]:
 
 
 def open_file(path: str, *, regular: bool = False) -> io.FileIO:
-    """The file at ``path`` (checked by :func:`os_path`) opened for unbuffered binary reading.
+    """The file at ``path`` (checked by :func:`os_path`) opened for unbuffered binary reading,
+    without waiting for a writer (a FIFO that no one writes reads as empty).
 
-    It is opened without waiting for a writer, so a FIFO that no one writes reads as empty, then
-    reads block as usual. Raises:
+    Raises:
         OSError: as :func:`os_path` or ``open``; ``IsADirectoryError`` for a folder; with
             ``regular``, ``errno.EINVAL`` for anything but a regular file (a pipe, a device).
     """
@@ -250,11 +211,11 @@ def open_file(path: str, *, regular: bool = False) -> io.FileIO:
 
 
 def read_stream(stream: _Readable, limit: int) -> bytes:
-    """All the bytes of ``stream``, at most ``limit``: reads at most ``limit + 1`` bytes.
+    """All the bytes of ``stream``, at most ``limit`` (reads at most ``limit + 1``, so that
+    ``/dev/zero`` fails at once).
 
     Raises:
-        OSError: ``errno.EFBIG`` (:data:`TOO_LARGE`) when there are more than ``limit``; what
-            the stream raises.
+        OSError: :data:`TOO_LARGE` when there are more; what the stream raises.
     """
     chunks, size = [], 0
     while size <= limit:
@@ -269,8 +230,8 @@ def read_stream(stream: _Readable, limit: int) -> bytes:
 
 
 def read_file(source: str | os.PathLike[str] | Traversable, limit: int) -> bytes:
-    """The bytes of a file read whole, at most ``limit``: a path (checked by :func:`os_path`,
-    opened by :func:`open_file`) or a package resource.
+    """The bytes of a file read whole, at most ``limit``: a path (opened by :func:`open_file`)
+    or a package resource.
 
     Raises:
         TypeError: ``source`` is not a path or a resource.
@@ -290,8 +251,7 @@ def read_line(stream: _LineReadable, limit: int = FILE_BYTE_LIMIT) -> str:
     """One line of a text stream (``""`` at its end), of at most ``limit`` characters.
 
     Raises:
-        OSError: ``errno.EFBIG`` (:data:`TOO_LARGE`) for a longer line, found after reading at
-            most one character more.
+        OSError: :data:`TOO_LARGE` for a longer line.
     """
     line = stream.readline(limit + 1)
     if len(line) > limit:
@@ -307,19 +267,15 @@ def is_too_large(error: OSError) -> bool:
 # Writing ----------------------------------------------------------------------------------------
 
 
-def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -> None:
-    """Write these bytes to a new file beside ``path`` (:func:`temporary_path`), ``fsync`` it,
-    rename it over ``path`` and ``fsync`` the folder; on any failure remove it, so an earlier
-    file at ``path`` is as it was.
+def write_new_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -> None:
+    """Create the file ``path`` (none may be there), write ``parts`` (at most ``chunk`` bytes a
+    call) and ``fsync`` it; on any failure remove it.
 
-    ``path`` is checked by :func:`writable_path` first, before anything is created. Each write
-    call moves at most ``chunk`` bytes. Raises:
-        OSError: as :func:`writable_path`, or from creating, writing, flushing or renaming.
+    Raises:
+        OSError: from creating (``FileExistsError`` for a taken name), writing or flushing.
     """
-    writable_path(path)
-    temporary = temporary_path(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    descriptor = os.open(temporary, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+    descriptor = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         try:
             for part in parts:
@@ -328,17 +284,107 @@ def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
+    except BaseException:
+        _remove(path)
+        raise
+
+
+def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -> None:
+    """Write these bytes to a new file beside ``path`` (:func:`write_new_file` at a
+    :func:`temporary_path`), rename it over ``path`` and ``fsync`` the folder: a reader sees the
+    earlier file or the whole new one. ``path`` is checked by :func:`writable_path` first.
+
+    Raises:
+        OSError: as :func:`writable_path` and :func:`write_new_file`, or from the rename; an
+            earlier file at ``path`` is as it was.
+    """
+    writable_path(path)
+    temporary = temporary_path(path)
+    write_new_file(temporary, parts, chunk)
+    try:
         os.replace(temporary, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+        _remove(temporary)
         raise
     sync_folder(os.path.dirname(path) or os.curdir)
 
 
+def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> bool:
+    """Replace several files as one: each ``write(staged)`` makes its new file at a
+    :func:`temporary_path` beside its target; then each is renamed over its target, and when a
+    rename fails, the targets renamed before it get their earlier files back (or none). So the
+    folders hold every earlier file or every new one, never a mix, never a temporary file.
+    Ctrl-C (SIGINT, in the main thread) is held back from the first write to the last rename.
+
+    Returns:
+        Whether a Ctrl-C came meanwhile (every new file is in place).
+
+    Raises:
+        What a ``write`` or a rename raises (a ``KeyboardInterrupt`` raised inside, too): the
+        targets are as they were.
+    """
+    staged: list[str] = []
+    try:
+        with _interrupts_held() as held:
+            for target, write in writers:
+                staged.append(temporary_path(target))
+                write(staged[-1])
+            renamed: list[tuple[str, str | None]] = []
+            try:
+                for index, (target, _) in enumerate(writers):
+                    last = index == len(writers) - 1
+                    earlier = None if last else _second_name(target, staged)
+                    os.replace(staged[index], target)
+                    renamed.append((target, earlier))
+            except BaseException:
+                for target, earlier in reversed(renamed):
+                    if earlier is None:
+                        os.unlink(target)
+                    else:
+                        os.replace(earlier, target)
+                raise
+            for folder in dict.fromkeys(os.path.dirname(target) for target, _ in writers):
+                sync_folder(folder or os.curdir)
+    finally:
+        for path in staged:
+            _remove(path)
+    return bool(held)
+
+
+def _second_name(path: str, made: list[str]) -> str | None:
+    """A second name for the file at ``path`` (a hard link, or a copy where the system cannot
+    link), noted in ``made``; None when there is no file."""
+    if not os.path.isfile(path):
+        return None
+    made.append(temporary_path(path))
+    try:
+        os.link(path, made[-1])
+    except OSError:
+        shutil.copy2(path, made[-1])
+    return made[-1]
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[list[int]]:
+    """Hold Ctrl-C (SIGINT) back inside the block; the list holds the signals that came. Only
+    the main thread receives signals; elsewhere nothing changes."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def sync_folder(folder: str | os.PathLike[str]) -> None:
-    """``fsync`` a folder, so that renames into it last; quietly nothing where the system
-    cannot sync a folder."""
+    """``fsync`` a folder, so that renames into it last (where the system can)."""
     with contextlib.suppress(OSError):
         descriptor = os.open(folder, os.O_RDONLY)
         try:
@@ -347,9 +393,14 @@ def sync_folder(folder: str | os.PathLike[str]) -> None:
             os.close(descriptor)
 
 
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
 def write_file(path: str, data: bytes) -> None:
-    """Write ``data`` to the file at ``path`` (checked by :func:`writable_path`), in place: an
-    output such as ``/dev/stdout`` works. Raises OSError as :func:`writable_path` or ``open``."""
+    """Write ``data`` to the file at ``path`` (checked by :func:`writable_path`) in place, so
+    that ``/dev/stdout`` works (raises as :func:`writable_path` or ``open``)."""
     writable_path(path)
     with open(path, "wb") as stream:
         stream.write(data)
@@ -362,8 +413,7 @@ def check_text(text: str) -> str:
     """``text``, once UTF-8 can encode it.
 
     Raises:
-        ValueError: it holds a lone surrogate (as Python decodes a byte that is not UTF-8 from a
-            file name or the command line, ``"\\udcff"``, or a JSON escape ``"\\ud800"``).
+        ValueError: it holds a lone surrogate (``"\\udcff"`` of a byte that is not UTF-8).
 
     >>> try:
     ...     check_text("a\\ud800")
@@ -381,8 +431,7 @@ def check_text(text: str) -> str:
 
 def one_line(text: str) -> str:
     """``text`` with every character that is not printable escaped as in a Python string
-    literal (line breaks, other control characters, lone surrogates, U+2028), so that it prints
-    as one line; printable characters, the backslash included, are kept.
+    literal (line breaks, control characters, lone surrogates, U+2028), so it prints as one line.
 
     >>> print(one_line("no\\nsuch\\udcff.safetensors"))
     no\\nsuch\\udcff.safetensors
@@ -396,25 +445,20 @@ def one_line(text: str) -> str:
 
 
 def load_json(text: str) -> object:
-    """The value of a strict JSON text.
+    """The value of a strict JSON text: integers exact (``int``), other numbers ``float``
+    (``1e400`` is ``inf``).
 
-    Integers are read exactly, as Python ``int``; other numbers as ``float`` (``1e400`` is
-    ``inf``). Raises:
+    Raises:
         ValueError: text that is not JSON (the decoder's message, with line and column),
-            ``NaN``, ``Infinity`` or ``-Infinity``, an integer of more than
-            :data:`JSON_INTEGER_DIGITS` digits, an object with a key twice, a string that holds
-            a lone surrogate (an escape such as ``"\\ud800"``), or nesting deeper than Python's
-            recursion limit.
+            ``NaN`` or ``Infinity``, an integer of more than :data:`JSON_INTEGER_DIGITS`
+            digits, a key twice in one object, a lone surrogate, or nesting too deep.
 
     >>> load_json('{"1": [30, 31.5], "8": false}')
     {'1': [30, 31.5], '8': False}
     """
     try:
         value = json.loads(
-            text,
-            parse_int=_integer,
-            parse_constant=_constant,
-            object_pairs_hook=_object,
+            text, parse_int=_integer, parse_constant=_constant, object_pairs_hook=_object
         )
     except RecursionError:
         raise ValueError("the JSON value is nested too deeply") from None

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE
-from llm_from_scratch.figures.token_embeddings import parse_trace
+from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.tensor import Tensor
 
 from cli_support import run_cli
@@ -211,7 +211,6 @@ BAD_UPSTREAMS = [
     pytest.param(
         '[[1,"a"]]', lambda: raised_by(lambda: Tensor((1, 2), [1, "a"])), id="not a number"
     ),
-    pytest.param("[[1,NaN]]", lambda: seed_error([1], np.array([[1.0, np.nan]])), id="NaN"),
 ]
 
 
@@ -222,6 +221,16 @@ def test_a_bad_upstream_prints_the_tape_or_tensor_error_as_one_line_and_exit_2(
     status, out, err = run_cli(capsys, "ch18", "trace", "--ids", "[1]", "--upstream", upstream)
 
     assert (status, out, err) == (2, "", f"error: {reference()}\n")
+
+
+def test_a_nan_upstream_prints_the_tape_error_as_one_line_and_exit_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    reference = seed_error([1], np.array([[1.0, np.nan]]))  # a NonFiniteError: a failed run
+
+    status, out, err = run_cli(capsys, "ch18", "trace", "--ids", "[1]", "--upstream", "[[1,NaN]]")
+
+    assert (status, out, err) == (1, "", f"error: {reference}\n")
 
 
 def test_a_ragged_upstream_is_refused_as_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -290,7 +299,7 @@ def test_help_documents_ids_and_the_default_upstream(
 
 
 def test_the_readme_shows_what_the_commands_print(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (SPEC.parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (SPEC.parents[2] / "docs" / "lesson.md").read_text(encoding="utf-8")
     examples = re.findall(r"^\$ llm-from-scratch (.*)\n(error: .*\n)", readme, re.M)
 
     assert len(examples) == 2

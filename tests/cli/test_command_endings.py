@@ -21,11 +21,14 @@ import pytest
 
 import llm_from_scratch.demos.ch18_token_embeddings as chapter
 import llm_from_scratch.demos.ch18_token_embeddings.exercise_session as exercise_session
-from llm_from_scratch.errors import AllocationError, NonFiniteError
+from llm_from_scratch.errors import (
+    AllocationError,
+    CorpusError,
+    FileAccessError,
+    NonFiniteError,
+    TableError,
+)
 from llm_from_scratch.exits import FAILED, INTERRUPTED, REFUSED, status_of
-from llm_from_scratch.nn.checkpoint import CheckpointWriteError
-from llm_from_scratch.nn.init import SeedRangeError
-from llm_from_scratch.training.corpus import CorpusError
 
 from cli_support import run_cli
 
@@ -71,9 +74,13 @@ def log_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
 CASES = [
-    pytest.param(SeedRangeError(2**80), REFUSED, id="a refused seed"),
-    pytest.param(CorpusError("missing", "corpus.txt"), REFUSED, id="a missing corpus"),
-    pytest.param(CheckpointWriteError("t.safetensors", NO_SPACE), FAILED, id="a full disk"),
+    pytest.param(TableError("seed.range", seed=2**80), REFUSED, id="a refused seed"),
+    pytest.param(CorpusError("corpus.missing", path="corpus.txt"), REFUSED, id="a missing corpus"),
+    pytest.param(
+        FileAccessError("checkpoint.write", path="t.safetensors", cause=NO_SPACE),
+        FAILED,
+        id="a full disk",
+    ),
     pytest.param(
         AllocationError("output.allocation", elements=10**15, operation="add"),
         FAILED,
@@ -82,7 +89,7 @@ CASES = [
     pytest.param(
         NonFiniteError("gradient.non-finite", operation="add", value=float("inf"), index=1),
         FAILED,
-        id="a diverged run",
+        id="a diverged run, though also a ValueError",
     ),
 ]
 
@@ -122,7 +129,7 @@ def test_a_system_error_is_one_line_and_status_1(
 def test_what_a_message_echoes_stays_on_its_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    the_demo_does(monkeypatch, raising(CorpusError("missing", "two\nlines.txt")))
+    the_demo_does(monkeypatch, raising(CorpusError("corpus.missing", path="two\nlines.txt")))
     status, _, err = run_cli(capsys, "ch18")
     assert (status, err.count("\n")) == (REFUSED, 1)
     assert "two\\nlines.txt" in err
@@ -173,7 +180,7 @@ def test_with_debug_the_traceback_is_printed_above_the_line_and_no_log_is_writte
 def test_debug_shows_the_traceback_of_an_error_of_ours_too(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    error = SeedRangeError(2**80)
+    error = TableError("seed.range", seed=2**80)
     the_demo_does(monkeypatch, raising(error))
     status, _, err = run_cli(capsys, "--debug", "ch18")
     assert status == REFUSED and err.startswith("Traceback (most recent call last):")

@@ -16,16 +16,6 @@ from typing import ClassVar
 import pytest
 
 from llm_from_scratch.errors import IdError, ShapeError, StructuredError
-from llm_from_scratch.nn import (
-    EmbeddingError,
-    EmbeddingInitializationError,
-    EmptyVocabularyError,
-)
-from llm_from_scratch.nn.init import (
-    InitializationError,
-    ParameterNameError,
-    ParameterNameTypeError,
-)
 
 
 class RowError(StructuredError, IndexError):
@@ -56,7 +46,7 @@ def test_the_message_prints_type_names_with_t_and_tuples_as_lists_unless_convert
 
 def test_the_constructor_signature_is_the_fields_in_order() -> None:
     assert str(inspect.signature(RowError)) == "(position, row, rows, shape=(4, 2))"
-    assert str(inspect.signature(ParameterNameError)) == "(name, rule, index=None, byte=None)"
+    assert str(inspect.signature(WideRowError)) == "(position, row, rows, shape=(4, 2), width=2)"
 
 
 @pytest.mark.parametrize(
@@ -75,16 +65,19 @@ def test_arguments_that_do_not_bind_to_the_fields_are_a_type_error(
         RowError(*args, **kwargs)
 
 
-def test_a_class_without_a_template_is_a_base_class_that_cannot_be_constructed() -> None:
-    for base, args in ((EmbeddingError, ()), (InitializationError, ())):
-        with pytest.raises(TypeError, match="is a base class"):
-            base(*args)
+class BaseRowError(StructuredError, IndexError):
+    """A test base class: no template."""
 
 
 class WideRowError(RowError):
-    """A test error that adds a field to its base class's."""
+    """A test error that adds a field with a default to its base class's."""
 
     width: int = 2
+
+
+def test_a_class_without_a_template_is_a_base_class_that_cannot_be_constructed() -> None:
+    with pytest.raises(TypeError, match="is a base class"):
+        BaseRowError()
 
 
 def test_a_subclass_takes_its_base_class_fields_first() -> None:
@@ -97,8 +90,8 @@ def test_a_subclass_takes_its_base_class_fields_first() -> None:
 
 
 def test_a_field_with_a_default_may_be_omitted() -> None:
-    assert EmptyVocabularyError().vocabulary_size == 0
-    assert EmptyVocabularyError(vocabulary_size=0).vocabulary_size == 0
+    assert WideRowError(2, 1.5, 4).width == 2
+    assert WideRowError(2, 1.5, 4, width=5).width == 5
 
 
 @pytest.mark.parametrize(
@@ -128,18 +121,18 @@ def test_a_field_without_a_default_after_one_with_a_default_fails_when_defined()
 
 
 def test_a_field_declared_again_by_a_subclass_fails_when_defined() -> None:
-    with pytest.raises(ValueError, match="declares the field 'name' twice"):
-        type("BadError", (ParameterNameError,), {"__annotations__": {"name": "str"}})
+    with pytest.raises(ValueError, match="declares the field 'id' twice"):
+        type("BadError", (WordedRowError,), {"__annotations__": {"id": "int"}})
 
 
 def test_an_error_pickles_and_copies_by_its_fields_with_its_cause_field() -> None:
-    cause = ParameterNameTypeError("int")
-    error = EmbeddingInitializationError(cause)
+    cause = ShapeError("shape.negative-extent", extent=-1, axis=0)
+    error = IdError("ids.shape", what="token-ID shape", cause=cause, shape=(-1,))
     for restored in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
-        assert type(restored) is EmbeddingInitializationError
-        assert str(restored) == "cannot initialize the embedding table: " + str(cause)
-        assert type(restored.cause) is ParameterNameTypeError
-        assert restored.cause.name_type == "int"
+        assert type(restored) is IdError and restored.rule == "ids.shape"
+        assert str(restored) == "invalid token-ID shape: " + str(cause)
+        assert type(restored.cause) is ShapeError
+        assert restored.cause.extent == -1
 
 
 def test_raise_from_keeps_the_cause_and_errors_stay_hashable_and_compare_by_identity() -> None:

@@ -17,10 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_from_scratch.errors import AllocationError, IdError, ShapeError
-from llm_from_scratch.nn import (
-    Embedding,
-    NamedParameter,
-)
+from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import (
     MAX_AXES,
     Tensor,

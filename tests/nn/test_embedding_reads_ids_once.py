@@ -18,10 +18,7 @@ from hypothesis import strategies as st
 import llm_from_scratch.autograd.gather as gather_module
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
 from llm_from_scratch.errors import IdError
-from llm_from_scratch.nn import (
-    Embedding,
-    NamedParameter,
-)
+from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import (

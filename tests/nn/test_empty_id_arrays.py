@@ -13,10 +13,7 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.errors import RULES, IdError
-from llm_from_scratch.nn import (
-    Embedding,
-    NamedParameter,
-)
+from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import Tensor
 
 from checks import leaf_state, raises_rule

@@ -12,14 +12,8 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.autograd import TensorValue, no_grad
-from llm_from_scratch.errors import TapeError
-from llm_from_scratch.nn import (
-    Embedding,
-    EmbeddingBag,
-    NamedParameter,
-    OptionValueError,
-    functional,
-)
+from llm_from_scratch.errors import OptionError, TapeError
+from llm_from_scratch.nn import Embedding, EmbeddingBag, NamedParameter, functional
 from llm_from_scratch.nn.renorm import row_norms
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
@@ -133,7 +127,7 @@ def test_an_operation_result_refuses_max_norm_as_an_option_value() -> None:
         lambda: functional.embedding([2], result, max_norm=1.0),
         lambda: functional.embedding_bag([[2]], result, max_norm=1.0),
     ):
-        with pytest.raises(OptionValueError) as caught:
+        with raises_rule(OptionError, "option.value") as caught:
             call()
         assert (caught.value.name, caught.value.value) == ("max_norm", 1.0)
         assert caught.value.requirement.startswith("None when the table is an operation result")

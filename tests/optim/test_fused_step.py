@@ -14,16 +14,9 @@ from llm_from_scratch.autograd import (
     GraphRetention,
     TensorValue,
 )
-from llm_from_scratch.errors import NonFiniteError, ShapeError, TapeError
+from llm_from_scratch.errors import NonFiniteError, OptionError, ShapeError, TapeError
 from llm_from_scratch.nn import Embedding, SplitMix64
-from llm_from_scratch.optim import (
-    SGD,
-    Adagrad,
-    Adam,
-    NonFiniteStepError,
-    Optimizer,
-    OutputTypeError,
-)
+from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer
 from llm_from_scratch.tensor import Tensor
 
 from checks import raises_rule
@@ -155,7 +148,7 @@ def test_a_step_that_would_overflow_changes_no_value_state_or_gradient(
     loss = loss.add(bias.mul(other).sum())
     before = snapshot(layer, bias, optimizer)
     other_before = other.gradient_snapshot()
-    with pytest.raises(NonFiniteStepError) as caught:
+    with raises_rule(NonFiniteError, "optimizer.non-finite-step") as caught:
         optimizer.backward_step(loss, retention=retention)
     assert (caught.value.parameter, caught.value.index) == ("w", (rows - 1) * 64)
     assert snapshot(layer, bias, optimizer) == before
@@ -199,7 +192,7 @@ def test_backward_step_checks_like_backward_with_seed() -> None:
     layer = Embedding.new("w", 4, 2, SplitMix64.from_seed(1))
     optimizer = SGD(layer.parameters(), 0.1)
     output = layer([1, 2])
-    with pytest.raises(OutputTypeError):
+    with raises_rule(OptionError, "optimizer.output-type"):
         optimizer.backward_step(np.ones((2, 2)))  # type: ignore[arg-type]
     with raises_rule(ShapeError, "value.not-scalar-output"):
         optimizer.backward_step(output)
@@ -228,7 +221,7 @@ def test_with_two_large_tables_an_overflow_in_either_changes_neither(
     loss = loss.add(outputs[1].mul(Tensor((1200, 64), seeds[1].ravel())).sum())
     before = [layer.table.tensor.value_snapshot().numpy().tobytes() for layer in layers]
     state = optimizer.state_dict()
-    with pytest.raises(NonFiniteStepError) as caught:
+    with raises_rule(NonFiniteError, "optimizer.non-finite-step") as caught:
         if fused:
             optimizer.backward_step(loss)
         else:

@@ -1,6 +1,6 @@
 """Every optimizer checks its learning rate with the one shared ``checked_learning_rate``, and
 reads every real hyperparameter once: any finite real number in range but a bool, NumPy scalars
-included, is taken by one ``float()``; anything else is a typed ``OptimizerError`` that names
+included, is taken by one ``float()``; anything else is an ``OptionError`` that names
 the optimizer, and nothing is built."""
 
 from __future__ import annotations
@@ -12,19 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.nn import Embedding, SplitMix64
-from llm_from_scratch.optim import (
-    SGD,
-    Adagrad,
-    Adam,
-    AdamW,
-    HyperparameterTypeError,
-    HyperparameterValueError,
-    Optimizer,
-    OptimizerError,
-)
+from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, Optimizer
 
 from adversarial_inputs import ChangingReal
+from checks import raises_rule
 
 Build = Callable[..., Optimizer]
 OPTIMIZERS: dict[str, Build] = {"SGD": SGD, "Adagrad": Adagrad, "Adam": Adam, "AdamW": AdamW}
@@ -46,21 +39,19 @@ def test_every_optimizer_takes_any_finite_positive_real_as_its_float(name: str, 
 
 
 @pytest.mark.parametrize(
-    ("rate", "error"),
-    [(rate, HyperparameterTypeError) for rate in REFUSED_TYPES]
-    + [(rate, HyperparameterValueError) for rate in REFUSED_VALUES],
+    ("rate", "rule"),
+    [(rate, "optimizer.setting-type") for rate in REFUSED_TYPES]
+    + [(rate, "optimizer.setting-value") for rate in REFUSED_VALUES],
     ids=repr,
 )
 @pytest.mark.parametrize("name", OPTIMIZERS)
 def test_every_optimizer_refuses_any_other_learning_rate_alike(
-    name: str, rate: Any, error: type[OptimizerError]
+    name: str, rate: Any, rule: str
 ) -> None:
-    with pytest.raises(OptimizerError) as caught:
+    with raises_rule(OptionError, rule, requirement="finite and positive") as caught:
         OPTIMIZERS[name](parameters(), rate)
-    assert type(caught.value) is error
-    fields = (caught.value.optimizer, caught.value.name, caught.value.value)  # type: ignore[attr-defined]
+    fields = (caught.value.optimizer, caught.value.name, caught.value.value)
     assert fields[:2] == (name, "learning_rate") and fields[2] is rate
-    assert caught.value.detail == f"learning rate must be finite and positive, got {rate!r}"
     assert str(caught.value).startswith(f"{name} learning_rate must be finite and positive, got ")
 
 
@@ -87,7 +78,7 @@ def test_a_hyperparameter_whose_answer_changes_is_read_once(
     build(value)
     assert value.reads == 1
     refused = ChangingReal([-1.0, 0.25])  # out of every range on its one read
-    with pytest.raises(HyperparameterValueError) as caught:
+    with raises_rule(OptionError, "optimizer.setting-value") as caught:
         build(refused)
     assert refused.reads == 1
     assert (caught.value.optimizer, caught.value.name, caught.value.value) == (
@@ -103,7 +94,7 @@ def test_a_hyperparameter_whose_answer_changes_is_read_once(
 def test_a_real_float_cannot_convert_is_a_value_error_not_an_overflow(
     name: str, argument: str, build: Callable[[Any], Optimizer]
 ) -> None:
-    with pytest.raises(HyperparameterValueError) as caught:
+    with raises_rule(OptionError, "optimizer.setting-value") as caught:
         build(10**400)
     assert (caught.value.optimizer, caught.value.name) == (name, argument)
     assert isinstance(caught.value.__cause__, OverflowError)

@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from llm_from_scratch.errors import NonFiniteError
 from llm_from_scratch.nn import Embedding
-from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, NonFiniteStepError
+from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW
 
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 
 BEYOND = 3.4028235677973366e38  # the next float64 above float32's largest finite value
 
@@ -45,7 +46,7 @@ def test_a_hyperparameter_beyond_float32_is_refused_or_cancels_without_a_warning
         optimizer.backward_step(output, seed) if fused else optimizer.step()
 
     if refused:
-        with pytest.raises(NonFiniteStepError):
+        with raises_rule(NonFiniteError, "optimizer.non-finite-step"):
             step()
         assert optimizer.step_count == 0
         if fused:

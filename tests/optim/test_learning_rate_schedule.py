@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from llm_from_scratch.optim import OptimizerError
+from llm_from_scratch.errors import OptionError
 
 from optim_support import FACTORIES, layer_of, random_steps
 
@@ -55,7 +55,7 @@ def test_a_changed_rate_steps_as_an_optimizer_built_with_it(
 @pytest.mark.parametrize("refused", [0, -0.1, math.nan, math.inf, True, "0.1", None])
 def test_a_refused_rate_leaves_the_step_size_as_it_was(refused: object) -> None:
     optimizer = FACTORIES["sgd"](layer_of(np.ones((2, 2))).parameters())
-    with pytest.raises(OptimizerError):
+    with pytest.raises(OptionError):
         optimizer.learning_rate = refused  # type: ignore[assignment]
     assert optimizer.learning_rate == 0.1
 

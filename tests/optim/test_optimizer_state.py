@@ -9,20 +9,13 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.errors import FormatError, OptionError
 from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
-from llm_from_scratch.optim import (
-    SGD,
-    Adagrad,
-    Adam,
-    DuplicateParameterError,
-    ParameterEntryError,
-    ParameterListError,
-    StateError,
-    StateMappingError,
-)
+from llm_from_scratch.optim import SGD, Adagrad, Adam
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ShowsOtherValues
+from checks import raises_rule
 from optim_support import factories, layer_of, random_steps, train
 
 ROWS, WIDTH, TOKENS = 30, 4, 20
@@ -162,7 +155,7 @@ def test_load_state_dict_checks_everything_before_changing_anything(
     change: Callable[[dict[str, Any]], object], fields: tuple[str, str, object]
 ) -> None:
     caught, _, _ = loaded_state_error(change)
-    assert type(caught) is StateError
+    assert (type(caught), caught.rule) == (FormatError, "optimizer.state")
     assert (caught.optimizer, caught.key, caught.requirement, caught.actual) == ("Adam", *fields)
     shown = list(fields[2]) if isinstance(fields[2], tuple) else fields[2]  # a shape as a list
     assert str(caught) == f"Adam state {fields[0]!r} must {fields[1]}, got {shown}"
@@ -170,7 +163,7 @@ def test_load_state_dict_checks_everything_before_changing_anything(
 
 def test_load_state_dict_needs_a_mapping() -> None:
     optimizer = Adam(layer_of(np.zeros((2, 2))).parameters(), 0.1)
-    with pytest.raises(StateMappingError) as caught:
+    with raises_rule(FormatError, "optimizer.state-type") as caught:
         optimizer.load_state_dict([("step", np.array(1))])  # type: ignore[arg-type]
     assert (caught.value.optimizer, caught.value.value_type) == ("Adam", "list")
 
@@ -182,7 +175,10 @@ def test_missing_keys_are_reported_before_unknown_keys_and_before_array_checks()
         del state["step"]
 
     caught, _, _ = loaded_state_error(change)
-    assert isinstance(caught, StateError) and (caught.key, caught.actual) == ("step", "none")
+    assert (type(caught), caught.rule) == (FormatError, "optimizer.state") and (
+        caught.key,
+        caught.actual,
+    ) == ("step", "none")
 
 
 def test_a_loaded_state_is_copied_not_shared() -> None:
@@ -197,18 +193,18 @@ def test_a_loaded_state_is_copied_not_shared() -> None:
 def test_parameters_are_checked_container_then_each_entry() -> None:
     layer = Embedding.new("w", 4, 2, SplitMix64.from_seed(1))
     leaf = layer.table.tensor
-    with pytest.raises(ParameterListError) as container:
+    with raises_rule(OptionError, "optimizer.parameters-type") as container:
         Adam(layer.table, 0.1)  # type: ignore[arg-type]
     assert container.value.value_type == "NamedParameter"
-    with pytest.raises(ParameterListError):
+    with raises_rule(OptionError, "optimizer.parameters-type"):
         SGD(leaf, 0.1)  # type: ignore[arg-type]
     constant = TensorValue.constant(Tensor((1,), [1.0]))
-    with pytest.raises(ParameterEntryError) as entry:
+    with raises_rule(OptionError, "optimizer.parameter-type") as entry:
         Adagrad([leaf, constant], 0.1)
     assert entry.value.position == 1
     assert entry.value.got.startswith("a TensorValue of kind constant (")
     assert "freeze=False" in entry.value.got
-    with pytest.raises(DuplicateParameterError) as same_leaf:
+    with raises_rule(OptionError, "optimizer.duplicate-parameter") as same_leaf:
         Adam([leaf, NamedParameter.from_value("v", leaf)], 0.1)
     assert (same_leaf.value.position, same_leaf.value.repeated, same_leaf.value.first) == (
         1,
@@ -216,7 +212,7 @@ def test_parameters_are_checked_container_then_each_entry() -> None:
         0,
     )
     other = TensorValue.parameter(Tensor((1,), [1.0]))
-    with pytest.raises(DuplicateParameterError) as same_name:
+    with raises_rule(OptionError, "optimizer.duplicate-parameter") as same_name:
         Adam([NamedParameter.from_value("1", leaf), other], 0.1)  # the bare leaf is "1" too
     assert (same_name.value.repeated, same_name.value.name) == ("name", "1")
 
@@ -227,7 +223,7 @@ def test_a_state_array_subclass_is_checked_and_loaded_as_the_memory_it_holds() -
         np.ndarray.__setitem__(state[KEY], (2, 1), np.nan)  # its methods would show zeros
 
     caught, _, _ = loaded_state_error(change)
-    assert type(caught) is StateError
+    assert (type(caught), caught.rule) == (FormatError, "optimizer.state")
     assert (caught.key, caught.actual) == (KEY, f"nan at flat index {2 * WIDTH + 1}")
 
     layer = layer_of(np.ones((ROWS, WIDTH)))
@@ -244,7 +240,7 @@ def test_a_masked_state_array_is_refused() -> None:
     caught, _, _ = loaded_state_error(
         lambda state: state.update({KEY: np.ma.masked_invalid(state[KEY])})
     )
-    assert type(caught) is StateError
+    assert (type(caught), caught.rule) == (FormatError, "optimizer.state")
     assert (caught.key, caught.requirement, caught.actual) == (
         KEY,
         "be a NumPy array",

@@ -16,18 +16,11 @@ import pytest
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
+from llm_from_scratch.errors import FormatError
 from llm_from_scratch.nn import load_parameters, save_parameters
-from llm_from_scratch.nn.checkpoint import CheckpointTensorError
-from llm_from_scratch.optim import (
-    SGD,
-    Adagrad,
-    Adam,
-    AdamW,
-    StateFileError,
-    load_state,
-    save_state,
-)
+from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, load_state, save_state
 
+from checks import raises_rule
 from state_file_support import (
     FACTORIES,
     MODES,
@@ -205,7 +198,7 @@ def test_a_hyperparameter_is_written_as_the_float_the_optimizer_uses_and_compare
         assert opened.metadata()["learning_rate"] == written
     load_state(path, Adam(model.parameters(), given))  # the same value reads back equal
     nearest = float(np.nextafter(float(given), 1.0))  # one unit in the last place away
-    with pytest.raises(StateFileError) as caught:
+    with raises_rule(FormatError, "optimizer.state-file") as caught:
         load_state(path, Adam(model.parameters(), nearest))
     assert (caught.value.key, caught.value.expected, caught.value.actual) == (
         "learning_rate",
@@ -247,7 +240,7 @@ def test_the_state_file_keeps_load_parameters_rules(tmp_path: Path) -> None:
     train(model, optimizer, steps_for("numpy", "float64", 2), "row_sparse")
     path = tmp_path / "adam.safetensors"
     save_state(path, optimizer)
-    with pytest.raises(CheckpointTensorError) as caught:
+    with raises_rule(FormatError, "checkpoint.tensor-dtype") as caught:
         load_parameters(path)
     assert (caught.value.name, caught.value.dtype) == ("step", "I64")
     key = "token_embedding.weight.exp_avg"

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
-from llm_from_scratch.errors import TapeError
+from llm_from_scratch.errors import NonFiniteError, OptionError, TapeError
 from llm_from_scratch.nn import Embedding, SplitMix64
-from llm_from_scratch.optim import SGD, OptimizerError
+from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
 from checks import check_outcome, leaf_state, raises_rule
@@ -51,7 +51,7 @@ def test_sgd_zero_grad_resets_the_row_sparse_store() -> None:
 def test_a_step_that_would_overflow_changes_nothing() -> None:
     leaf = TensorValue.parameter(Tensor((2, 1), [1e308, 0.0]))
     leaf.gather_rows([0], (1,)).backward_with_seed(np.array([[-1e308]]))
-    with pytest.raises(OptimizerError):
+    with raises_rule(NonFiniteError, "optimizer.non-finite-step"):
         SGD([leaf], learning_rate=10.0).step()
     assert leaf.numpy().tolist() == [[1e308], [0.0]] and leaf.value_revision == 0
 
@@ -59,7 +59,7 @@ def test_a_step_that_would_overflow_changes_nothing() -> None:
 @pytest.mark.parametrize("rate", [0.0, -1.0, float("nan"), float("inf")])
 def test_sgd_needs_a_finite_positive_learning_rate(rate: float) -> None:
     layer = Embedding.new("w", 2, 2, SplitMix64.from_seed(1))
-    with pytest.raises(OptimizerError):
+    with raises_rule(OptionError, "optimizer.setting-value", name="learning_rate"):
         SGD(layer.parameters(), learning_rate=rate)
 
 
@@ -89,7 +89,7 @@ def test_a_large_compiled_step_that_would_overflow_changes_nothing() -> None:
     seed[1999, 63] = -1e308
     out.backward_with_seed(seed)
     before = layer.table.tensor.value_snapshot().numpy()
-    with pytest.raises(OptimizerError):
+    with raises_rule(NonFiniteError, "optimizer.non-finite-step"):
         SGD(layer.parameters(), learning_rate=10.0).step()
     assert layer.table.tensor.numpy().tobytes() == before.tobytes()
     assert layer.table.tensor.value_revision == 0

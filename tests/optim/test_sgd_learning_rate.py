@@ -1,5 +1,5 @@
 """A learning rate is any finite positive real number but a bool, NumPy scalars included, read
-once by ``float()``; anything else is an ``OptimizerError`` and nothing is built or changed."""
+once by ``float()``; anything else is an ``OptionError`` and nothing is built or changed."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.nn import Embedding, NamedParameter
-from llm_from_scratch.optim import SGD, OptimizerError
+from llm_from_scratch.optim import SGD
 from llm_from_scratch.optim.validation import checked_learning_rate
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ChangingReal
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 from conftest import KNOWN_TABLE
 
 ACCEPTED = [
@@ -81,14 +82,19 @@ def test_any_finite_positive_real_is_a_learning_rate_and_the_step_uses_its_float
 def test_anything_else_is_an_optimizer_error_and_changes_nothing(rate: Any) -> None:
     layer = trained_layer()
     before = leaf_state(layer.table.tensor)
-    with pytest.raises(OptimizerError) as caught:
+    with pytest.raises(OptionError) as caught:
         SGD(layer.parameters(), learning_rate=rate)
-    assert caught.value.detail == f"learning rate must be finite and positive, got {rate!r}"
+    error = caught.value
+    assert (error.name, error.requirement, repr(error.value)) == (
+        "learning_rate",
+        "finite and positive",
+        repr(rate),
+    )
     assert leaf_state(layer.table.tensor) == before
 
 
 def test_the_huge_integer_example_is_an_optimizer_error_not_an_overflow() -> None:
-    with pytest.raises(OptimizerError):
+    with raises_rule(OptionError, "optimizer.setting-value"):
         SGD(trained_layer().parameters(), 10**400)
 
 
@@ -103,5 +109,5 @@ def test_a_learning_rate_whose_answer_changes_is_read_once(
 
 def test_the_check_is_one_shared_function() -> None:
     assert checked_learning_rate(np.float32(0.5)) == 0.5
-    with pytest.raises(OptimizerError):
+    with raises_rule(OptionError, "optimizer.setting-type"):
         checked_learning_rate(True)

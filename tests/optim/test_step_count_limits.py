@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_from_scratch.optim import StateError, load_state, save_state
+from llm_from_scratch.errors import FormatError
+from llm_from_scratch.optim import load_state, save_state
 
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 from optim_support import FACTORIES, layer_of
 
 LIMIT = 2**63 - 1
@@ -52,7 +53,7 @@ def test_a_step_past_the_limit_is_refused_and_changes_nothing(
     layer, optimizer = trained(name, LIMIT)
     before, state = leaf_state(layer.table.tensor), optimizer.state_dict()
     output = layer([[1, 3]]).sum()
-    with pytest.raises(StateError) as caught:
+    with raises_rule(FormatError, "optimizer.state") as caught:
         optimizer.backward_step(output) if fused else optimizer.step()
     assert (caught.value.key, caught.value.actual) == ("step", LIMIT)
     assert "2**63 - 1" in caught.value.requirement
@@ -70,11 +71,11 @@ def test_a_loaded_step_outside_int64_at_least_zero_is_refused(step: int) -> None
     state = optimizer.state_dict()
     if step >= 0:  # beyond int64: only an unsigned (up to 2**64 - 1) or object array holds it
         if step < 2**64:
-            with pytest.raises(StateError):
+            with raises_rule(FormatError, "optimizer.state"):
                 optimizer.load_state_dict({**state, "step": np.array(step, dtype=np.uint64)})
-        with pytest.raises(StateError):
+        with raises_rule(FormatError, "optimizer.state"):
             optimizer.load_state_dict({**state, "step": np.array(step, dtype=object)})
     else:
-        with pytest.raises(StateError):
+        with raises_rule(FormatError, "optimizer.state"):
             optimizer.load_state_dict({**state, "step": np.array(step)})
     assert optimizer.step_count == 3

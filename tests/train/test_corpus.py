@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.training import corpus as corpus_module
 from llm_from_scratch.training.corpus import (
     PIECE_BYTES,
-    CorpusError,
     CorpusFile,
     corpus_files,
     count_words,
@@ -94,10 +94,10 @@ def test_symbolic_links_to_files_are_read_but_links_to_folders_are_not_followed(
 
 def test_a_missing_path_and_an_empty_folder_are_refused(tmp_path: Path) -> None:
     missing = problem_of(lambda: corpus_files(tmp_path / "nothing"))
-    assert (missing.problem, missing.path) == ("missing", str(tmp_path / "nothing"))
+    assert (missing.rule, missing.path) == ("corpus.missing", str(tmp_path / "nothing"))
     write(tmp_path / "notes.md", "to be")
     empty = problem_of(lambda: corpus_files(tmp_path))
-    assert (empty.problem, empty.path) == ("no-texts", str(tmp_path))
+    assert (empty.rule, empty.path) == ("corpus.no-texts", str(tmp_path))
     assert (
         str(empty) == f"the corpus folder {tmp_path} holds no .txt file, in it or in its subfolders"
     )
@@ -105,7 +105,7 @@ def test_a_missing_path_and_an_empty_folder_are_refused(tmp_path: Path) -> None:
 
 def test_a_device_is_no_corpus() -> None:
     error = problem_of(lambda: corpus_files(Path("/dev/zero")))
-    assert (error.problem, error.detail) == ("unreadable", "not a regular file or a folder")
+    assert (error.rule, error.detail) == ("corpus.unreadable", "not a regular file or a folder")
 
 
 # Decoding -------------------------------------------------------------------------------------
@@ -127,25 +127,25 @@ def test_utf8_is_read_as_utf8_and_anything_else_as_latin1(tmp_path: Path) -> Non
 def test_dev_zero_fails_at_once_and_a_fifo_does_not_block(tmp_path: Path) -> None:
     started = time.perf_counter()
     error = problem_of(lambda: list(pieces(CorpusFile(Path("/dev/zero"), 10))))
-    assert (error.problem, error.detail) == (
-        "unreadable",
+    assert (error.rule, error.detail) == (
+        "corpus.unreadable",
         "not a regular file (a pipe or a device)",
     )
     fifo = tmp_path / "pipe.txt"
     os.mkfifo(fifo)
     # a fifo named .txt inside a corpus folder is listed, and refused when read
     assert [file.path for file in corpus_files(tmp_path)] == [fifo]
-    assert problem_of(lambda: count_words(corpus_files(tmp_path))).problem == "unreadable"
+    assert problem_of(lambda: count_words(corpus_files(tmp_path))).rule == "corpus.unreadable"
     assert time.perf_counter() - started < 5
 
 
 def test_a_folder_or_a_dangling_link_cannot_be_read(tmp_path: Path) -> None:
     error = problem_of(lambda: list(pieces(CorpusFile(tmp_path, 0))))
-    assert (error.problem, error.path) == ("unreadable", str(tmp_path))
+    assert (error.rule, error.path) == ("corpus.unreadable", str(tmp_path))
     dangling = tmp_path / "gone.txt"
     dangling.symlink_to(tmp_path / "nowhere.txt")
     error = problem_of(lambda: list(pieces(CorpusFile(dangling, 0))))
-    assert (error.problem, error.detail) == ("unreadable", "No such file or directory")
+    assert (error.rule, error.detail) == ("corpus.unreadable", "No such file or directory")
     assert str(error) == f"cannot read the corpus file {dangling}: No such file or directory"
 
 
@@ -295,6 +295,6 @@ def test_a_failed_write_leaves_the_earlier_file_and_no_temporary_file(tmp_path: 
         error = problem_of(lambda: write_atomically(path, b"new"))
     finally:
         os.chmod(tmp_path, 0o700)
-    assert (error.problem, error.path) == ("unwritable", str(path))
+    assert (error.rule, error.path) == ("corpus.unwritable", str(path))
     assert str(error).endswith("; any earlier file there is unchanged")
     assert sorted(os.listdir(tmp_path)) == ["tokenizer.json"]

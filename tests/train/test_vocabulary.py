@@ -20,15 +20,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
-    UnknownWordError,
-    word_piece,
-)
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import word_piece
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
-from llm_from_scratch.training.corpus import CorpusError, corpus_files, count_words
+from llm_from_scratch.errors import CorpusError, WordError
+from llm_from_scratch.training.corpus import corpus_files, count_words
 from llm_from_scratch.training.vocabulary import DEFAULT_MIN_COUNT, UNKNOWN_TOKEN, Vocabulary
 from llm_from_scratch.training.words import line_words
 
+from checks import raises_rule
 from conftest import require_tokenizers
 
 HAMLET = [
@@ -92,10 +91,10 @@ def test_the_vocabulary_is_every_word_seen_min_count_times_in_the_documented_ord
 
 
 def test_a_corpus_without_words_or_without_frequent_words_makes_no_vocabulary() -> None:
-    assert problem_of(lambda: Vocabulary.build([])).problem == "no-words"
-    assert problem_of(lambda: Vocabulary.build(iter([[], []]))).problem == "no-words"
+    assert problem_of(lambda: Vocabulary.build([])).rule == "corpus.no-words"
+    assert problem_of(lambda: Vocabulary.build(iter([[], []]))).rule == "corpus.no-words"
     error = problem_of(lambda: Vocabulary.build([["to", "be", "to"]], 3))
-    assert (error.problem, error.min_count, error.highest_count) == ("empty-vocabulary", 3, 2)
+    assert (error.rule, error.min_count, error.highest_count) == ("corpus.empty-vocabulary", 3, 2)
     assert str(error) == (
         "no word of the corpus occurs 3 times or more (the most frequent occurs 2 times), so the "
         "vocabulary is empty: lower the minimum count"
@@ -109,7 +108,7 @@ def test_a_minimum_count_must_be_an_integer_of_at_least_one(min_count: Any) -> N
         yield
 
     error = problem_of(lambda: Vocabulary.build(never_read(), min_count))
-    assert (error.problem, error.detail) == ("min-count", repr(min_count))
+    assert (error.rule, error.detail) == ("corpus.min-count", repr(min_count))
 
 
 def test_a_numpy_integer_is_a_minimum_count() -> None:
@@ -167,8 +166,8 @@ def test_counting_a_folder_gives_the_vocabulary_of_its_sentences(tmp_path: Path)
     assert sum(counts.values()) == sum(map(len, SENTENCES)) == 53
     vocabulary = Vocabulary.from_counts(counts, 2)
     assert vocabulary.words == Vocabulary.build(SENTENCES, 2).words
-    assert problem_of(lambda: Vocabulary.from_counts(counts, 0)).problem == "min-count"
-    assert problem_of(lambda: Vocabulary.from_counts({}, 2)).problem == "no-words"
+    assert problem_of(lambda: Vocabulary.from_counts(counts, 0)).rule == "corpus.min-count"
+    assert problem_of(lambda: Vocabulary.from_counts({}, 2)).rule == "corpus.no-words"
 
 
 # The tokenizer file -------------------------------------------------------------------------------
@@ -252,7 +251,7 @@ def test_the_neighbours_command_reads_one_piece_per_known_word(tmp_path: Path) -
     assert pieces.pieces("question") == ((UNKNOWN_TOKEN, vocabulary.unknown_id),)
     assert pieces.token(vocabulary.unknown_id) == UNKNOWN_TOKEN
     assert word_piece(pieces, "sleep").id == 9
-    with pytest.raises(UnknownWordError):
+    with raises_rule(WordError, "word.unknown"):
         word_piece(pieces, "question")
 
 
@@ -264,4 +263,7 @@ def test_the_file_is_replaced_atomically(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8") == vocabulary.tokenizer_json()
     assert [p.name for p in tmp_path.iterdir()] == ["tokenizer.json"]
     error = problem_of(lambda: vocabulary.save_tokenizer(tmp_path / "no" / "tokenizer.json"))
-    assert (error.problem, error.path) == ("unwritable", str(tmp_path / "no" / "tokenizer.json"))
+    assert (error.rule, error.path) == (
+        "corpus.unwritable",
+        str(tmp_path / "no" / "tokenizer.json"),
+    )

@@ -413,9 +413,7 @@ class TensorValue:
 
     # NumPy ------------------------------------------------------------------------------------
 
-    def __array__(
-        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
-    ) -> FloatArray:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> FloatArray:
         """``np.asarray(value)``: the numbers as :meth:`numpy` gives them (unless a copy or
         another dtype is asked for), PyTorch's ``.detach().numpy()``.
 

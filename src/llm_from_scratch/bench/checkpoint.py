@@ -1,29 +1,21 @@
 """``llm-from-scratch bench checkpoint``: the memory and time of saving and loading a table.
 
-Each action runs in a fresh worker process (``python -m llm_from_scratch.bench.checkpoint
-worker ...``), so that its peak resident memory is its own:
-
-- ``save_parameters`` and ``load_parameters`` (this package: the ``safetensors`` package checks
-  the file, then the bytes move between the file and the table's own array), and
-  ``load_parameters`` into an existing table (``into=``), which reads the whole file into new
-  arrays before it writes any value, so it needs the table twice;
-- ``safetensors.numpy.save_file`` and ``load_file`` (the package alone, which maps the file and
-  copies each tensor out of the map), for comparison.
-
-A save worker (and the ``into=`` worker) first builds the table (filled in place, without
-temporaries); a load worker reads the file the ``save_parameters`` worker wrote. Each worker
-reports the action's wall time, the peak of the allocations Python traces during it
-(``tracemalloc``: NumPy arrays and Python objects, not memory maps), and the process's peak
-resident set size (``ru_maxrss``, which counts every page the process touched, mapped file
-pages included). Measuring code builds a
-:class:`CheckpointMeasurement`; :func:`format_measurements` only formats it.
+Each action runs in a fresh worker process (``python -m llm_from_scratch.bench.checkpoint worker
+...``), so that its peak memory is its own: ``save_parameters``, ``load_parameters`` (the
+``safetensors`` package checks the file, then the bytes move between the file and the table's
+array), ``load_parameters`` with ``into=`` (which reads the whole file before it writes a value,
+so it needs the table twice), and for comparison ``safetensors.numpy.save_file`` and
+``load_file``. A save worker first builds its table in place; a load worker reads the file the
+``save_parameters`` worker wrote. Each reports the wall time, the peak of the allocations Python
+traces (``tracemalloc``: arrays and objects, not memory maps) and the process's peak resident set
+(:func:`~llm_from_scratch.training.run.peak_memory_bytes`, mapped pages included).
+:func:`format_measurements` formats the :class:`CheckpointMeasurement` of each.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -34,6 +26,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 import numpy as np
+
+from llm_from_scratch.training.run import peak_memory_bytes
 
 FULL_SHAPE: Final = (128256, 4096)
 QUICK_SHAPE: Final = (8192, 1024)
@@ -106,17 +100,12 @@ def _action(name: str, path: str, rows: int, columns: int) -> Callable[[], objec
     return lambda: save_parameters(path, [parameter])
 
 
-def _peak_rss_bytes() -> int:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # Linux reports KiB
-
-
 def _current_rss_bytes() -> int:
     try:
         with open("/proc/self/statm", encoding="ascii") as statm:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
-        return _peak_rss_bytes()
+        return peak_memory_bytes()
 
 
 def measure_in_this_process(name: str, path: str, rows: int, columns: int) -> CheckpointMeasurement:
@@ -131,7 +120,7 @@ def measure_in_this_process(name: str, path: str, rows: int, columns: int) -> Ch
     tracemalloc.stop()
     del result
     return CheckpointMeasurement(
-        name, rows * columns * 4, seconds, traced_peak, _peak_rss_bytes(), rss_before
+        name, rows * columns * 4, seconds, traced_peak, peak_memory_bytes(), rss_before
     )
 
 

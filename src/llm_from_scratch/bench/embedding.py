@@ -1,20 +1,14 @@
 """``llm-from-scratch bench embedding``: the embedding layer and full training steps against
 the copy-once limit and PyTorch.
 
-For each shape ``(V, d, N)`` and dtype it times, with the same IDs and upstream gradient:
-
-- ``copy``: allocating a fresh ``[N, d]`` array and copying the output bytes into it once;
-- ``forward``: our lookup;
-- ``fwd+bwd``: our lookup and backward until the row-sparse gradient is stored;
-- for each chosen optimizer (SGD, Adagrad, Adam): ``<optimizer> step``, the lookup, backward
-  and ``step()``; and ``<optimizer> fused``, the lookup and ``backward_step()``, which sums
-  and updates each row in one pass without storing the gradient;
-- with PyTorch installed, ``F.embedding`` forward, forward+backward with a dense gradient and
-  with ``sparse=True``, and the full step of each chosen optimizer: ``optim.SGD`` dense and
-  sparse, ``optim.Adagrad`` dense and sparse, ``optim.Adam`` dense and ``optim.SparseAdam``.
-
-A PyTorch dense step whose tensors would not fit in half of the machine's memory is left out,
-with a note. Measuring code builds a :class:`CaseResult`; :func:`format_results` only formats it.
+For each shape ``(V, d, N)`` and dtype, with the same IDs and upstream gradient: ``copy`` (a
+fresh ``[N, d]`` array and one copy into it), ``forward``, ``fwd+bwd`` (until the row-sparse
+gradient is stored), and for each chosen optimizer ``<optimizer> step`` (lookup, backward,
+``step()``) and ``<optimizer> fused`` (lookup and ``backward_step()``); with PyTorch installed,
+``F.embedding`` forward, forward+backward dense and sparse, and each optimizer's full step, dense
+and sparse (``SparseAdam`` for Adam); a dense step that would not fit in half of the machine's
+memory is left out with a note. Measuring builds a :class:`CaseResult`; :func:`format_results`
+formats it.
 """
 
 from __future__ import annotations
@@ -82,12 +76,9 @@ class Timed:
 
 
 def round_robin_medians(actions: dict[str, Timed], repeats: int) -> dict[str, float]:
-    """Median wall seconds of each action, the actions taking turns in every round.
-
-    Interleaving spreads slow drifts of the machine (other processes, memory compaction) over
-    all actions alike; one untimed warm-up round comes first. Each result is freed outside the
-    timed region.
-    """
+    """Median wall seconds of each action, the actions taking turns in every round (a slow
+    drift of the machine falls on all alike), after one untimed warm-up round; each result is
+    freed outside the timed region."""
     samples: dict[str, list[float]] = {name: [] for name in actions}
     for round_index in range(repeats + 1):
         for name, timed in actions.items():
@@ -107,8 +98,7 @@ def _normal(shape: tuple[int, int], dtype: str, seed: int) -> np.ndarray[Any, An
 
 
 def _layer(vocabulary_size: int, width: int, dtype: str, seed: int) -> Embedding:
-    # A table of random normals: building it is not what is measured, and Xavier sampling of a
-    # 128256x4096 table would take longer than the measurement itself.
+    # random normals: Xavier sampling of a 128256x4096 table takes longer than the measurement
     values = _normal((vocabulary_size, width), dtype, seed)
     leaf = parameter_from_owned_array(values)
     return Embedding.from_parameter(NamedParameter.from_value("token_embedding.weight", leaf))
@@ -130,8 +120,8 @@ def measure_case(
     repeats: int,
     optimizers: Sequence[str] = ("sgd",),
 ) -> CaseResult:
-    """Time one shape and dtype, ours first (then freed), PyTorch second when installed; full
-    steps of ``optimizers`` (SGD alone by default, as ``run``)."""
+    """Time one shape and dtype, ours first (then freed), then PyTorch's when installed, with
+    full steps of ``optimizers``."""
     rng = np.random.default_rng(0)
     ids = rng.integers(0, vocabulary_size, size=token_count, dtype=np.int64)
     upstream = rng.standard_normal((token_count, width)).astype(dtype)
@@ -174,10 +164,9 @@ def _measure_ours(
         "fwd+bwd": Timed(forward_backward, leaf.zero_grad),
     }
     for name in optimizers:
-        optimizer = _optimizer(name, layer)  # one per optimizer: its state is shared by both
+        optimizer = _optimizer(name, layer)  # one per optimizer: both steps share its state
         actions[f"{name} step"] = Timed(_full_step(forward_backward, optimizer), leaf.zero_grad)
-        # zero_grad first, as for the others: a stored gradient would be added before the step
-        fused = _fused_step(layer, ids, upstream, optimizer)
+        fused = _fused_step(layer, ids, upstream, optimizer)  # from an empty stored gradient
         actions[f"{name} fused"] = Timed(fused, leaf.zero_grad)
     medians = round_robin_medians(actions, repeats)
     peak = _backward_peak_bytes(layer, ids, upstream)

@@ -1,24 +1,13 @@
 """``llm-from-scratch bench embedding``, second part: ``EmbeddingBag(mode="sum")`` against
-PyTorch's ``nn.EmbeddingBag`` with a dense and with a sparse gradient.
+PyTorch's ``nn.EmbeddingBag``, dense and sparse.
 
-For each shape ``(V, d, N, B)`` and dtype: one table of random normals, ``N`` uniform random IDs
-cut by offsets into ``B`` bags of ``N / B`` IDs, and one upstream gradient ``[B, d]``. As in the
-lookup cases, our actions take turns in every round (see
-:func:`~llm_from_scratch.bench.embedding.round_robin_medians`); then PyTorch's dense actions take
-turns among themselves, then its sparse ones (a dense step allocates and frees a ``[V, d]``
-gradient in every round, which slows down whatever runs after it, the sparse step included):
-
-- ``bag forward``: our bag layer's forward;
-- ``bag fwd+bwd``: forward and backward until the row-sparse gradient is stored;
-- ``bag step``: forward, backward and an ``SGD`` step on the touched rows (the gradient reset
-  untimed before each round of these two);
-- ``bag fused step``: the same step as ``SGD.backward_step``, which sums each touched row's
-  upstream inside the update and never stores the gradient;
-- with PyTorch installed, ``torch bag fwd+bwd`` and ``torch bag step``, each ``dense`` and
-  ``sparse``: the same with ``nn.EmbeddingBag(mode="sum")`` and ``sparse=False`` / ``True``, and
-  ``torch.optim.SGD`` (``zero_grad(set_to_none=True)`` untimed before each round).
-
-Measuring code builds a :class:`BagCaseResult`; :func:`format_bag_results` only formats it.
+For each shape ``(V, d, N, B)`` and dtype: a table of random normals, ``N`` random IDs cut into
+``B`` bags, one upstream gradient ``[B, d]``. Ours take turns in every round
+(:func:`~llm_from_scratch.bench.embedding.round_robin_medians`): ``bag forward``, ``bag
+fwd+bwd``, ``bag step`` (an ``SGD`` step after it) and ``bag fused step``
+(``SGD.backward_step``); then PyTorch's dense actions, then its sparse ones, each group on its own
+(a dense step's ``[V, d]`` gradient slows whatever runs after it): ``torch bag fwd+bwd`` and
+``torch bag step``. :func:`format_bag_results` formats each :class:`BagCaseResult`.
 """
 
 from __future__ import annotations

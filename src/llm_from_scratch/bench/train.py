@@ -1,21 +1,15 @@
 """``llm-from-scratch bench train``: ``ch18 train`` against gensim's word2vec and PyTorch.
 
 On one corpus and one set of settings (skip-gram, d=100, window 5, 5 negatives, min-count 5,
-``--epochs`` passes), each trainer runs as a fresh process, and the trainers take turns in
-every round, so that a slow spell of the shared machine falls on all of them alike:
-
-- ``ours``: ``llm-from-scratch ch18 train --threads T`` (the whole command: start-up, corpus,
-  training, report, files);
-- ``gensim``: ``Word2Vec(sg=1, ...)`` with ``workers=T``;
-- ``torch``: the same model written with PyTorch's sparse embeddings and SGD, ``T`` threads
-  (:mod:`~llm_from_scratch.bench.train_runners`).
-
-For each trainer and thread count the report gives the median wall time of the whole process,
-the corpus words read per second of it (words read times epochs over the wall time), and the
-group measure of its table from the last round: the mean cosine inside and between the report's
-word groups (:data:`~llm_from_scratch.demos.ch18_token_embeddings.train.REPORT_GROUPS`) and their
-difference, the separation. Then the ratios the targets name. Measuring code builds
-:class:`TrainBenchResult`; :func:`format_result` only formats it.
+``--epochs`` passes), each trainer runs as a fresh process, taking turns in every round: ``ours``
+(the whole ``ch18 train --threads T`` command), ``gensim`` (``Word2Vec(sg=1, workers=T)``) and
+``torch`` (the same model with PyTorch's sparse embeddings and SGD,
+:mod:`~llm_from_scratch.bench.train_runners`). For each trainer and thread count the report gives
+the median wall time and peak memory of the whole process, the corpus words read per second of
+it, and the group measure of its last table (the mean cosine inside and between
+:data:`~llm_from_scratch.demos.ch18_token_embeddings.train.REPORT_GROUPS`, and the separation);
+then the ratios the targets name. :func:`measure` builds a :class:`TrainBenchResult`,
+:func:`format_result` formats it.
 """
 
 from __future__ import annotations
@@ -34,9 +28,15 @@ from typing import Final
 
 import numpy as np
 
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, group_cosines
-from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
+    CosineTable,
+    group_cosines,
+    present_groups,
+)
+from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS, VocabularyPieces
 from llm_from_scratch.nn import Embedding
+from llm_from_scratch.training.run import peak_memory_bytes
+from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN, Vocabulary
 
 TRAINERS: Final = ("ours", "gensim", "torch")
 THREADS: Final = (1, 2)
@@ -94,44 +94,15 @@ class TrainBenchResult:
         return None
 
 
-class WordList:
-    """A word list as the neighbours' ``WordPieces``: one row per word."""
-
-    def __init__(self, words: Sequence[str]) -> None:
-        self._words = list(words)
-        self._ids = {word: index for index, word in enumerate(self._words)}
-
-    @property
-    def unknown_token(self) -> str | None:
-        """None: a word outside the list has no row."""
-        return None
-
-    def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
-        """The word and its row (the word alone, with ID -1, when it has none)."""
-        return ((word, self._ids.get(word, -1)),)
-
-    def token(self, token_id: int) -> str | None:
-        """The word of a row."""
-        return self._words[token_id] if 0 <= token_id < len(self._words) else None
-
-    def __contains__(self, word: str) -> bool:
-        return word in self._ids
-
-
 def group_measure(vectors: np.ndarray, words: Sequence[str]) -> tuple[float, float]:
-    """The mean over the report's groups of the mean cosine inside a group and to the other
-    groups (each group's words that have a row)."""
-    pieces = WordList(words)
-    groups = []
-    for name, group_words in REPORT_GROUPS:
-        kept = [word for word in group_words if word in pieces]
-        if len(kept) >= 2:
-            groups.append((name, kept))
+    """The mean over the report's groups (their words that have a row) of the mean cosine
+    inside a group and to the other groups."""
+    known = tuple(words) if words and words[-1] == UNKNOWN_TOKEN else (*words, UNKNOWN_TOKEN)
+    pieces = VocabularyPieces(Vocabulary(known, np.zeros(len(known), dtype=np.int64)))
     layer = Embedding.from_pretrained(np.asarray(vectors, dtype=np.float32))
-    found = group_cosines(CosineTable.of(layer), pieces, groups)
+    found = group_cosines(CosineTable.of(layer), pieces, present_groups(pieces, REPORT_GROUPS))
     within = float(np.mean([group.within for group in found]))
-    between = float(np.mean([group.between for group in found]))
-    return within, between
+    return within, float(np.mean([group.between for group in found]))
 
 
 def word_list(tokenizer: Path) -> list[str]:
@@ -178,7 +149,7 @@ def timed_process(command: Sequence[str]) -> tuple[float, int]:
             errors.seek(0)
             sys.stderr.write(errors.read().decode("utf-8", "replace"))
             raise RuntimeError(f"{' '.join(command)} exited with {process.returncode}")
-    return seconds, usage.ru_maxrss * 1024
+    return seconds, peak_memory_bytes(usage)
 
 
 def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:

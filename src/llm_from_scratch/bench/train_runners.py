@@ -24,6 +24,7 @@ gensim and PyTorch are imported here only, by these processes: the package never
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import time
@@ -33,6 +34,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from llm_from_scratch.files import replace_file
 from llm_from_scratch.training.corpus import corpus_files, count_words, pieces, sentences
 from llm_from_scratch.training.kernels import SENTENCE_END
 from llm_from_scratch.training.options import RATES
@@ -190,8 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     vectors, words = trainer(args.corpus, args.epochs, args.threads, args.seed, args.dim)
     seconds = time.perf_counter() - start
     args.output.mkdir(parents=True, exist_ok=True)
-    np.save(args.output / "vectors.npy", vectors)
-    (args.output / "words.json").write_text(json.dumps(words), encoding="utf-8")
+    array = io.BytesIO()
+    np.save(array, vectors)
+    replace_file(str(args.output / "vectors.npy"), [array.getbuffer()])
+    replace_file(str(args.output / "words.json"), [memoryview(json.dumps(words).encode())])
     print(json.dumps({"seconds": seconds}))
     return 0
 

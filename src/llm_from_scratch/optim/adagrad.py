@@ -24,15 +24,10 @@ class Adagrad(Optimizer):
         sum   = sum + g * g
         value = value + (-learning_rate * g) / (sqrt(sum) + eps)
 
-    ``sum`` starts at ``initial_accumulator``. A row-sparse gradient updates only its rows,
-    and this is exactly the dense update: a row whose gradient is zero keeps its ``sum``
-    (``sum + 0 * 0``) and its value (``value + (-0.0) / (sqrt(sum) + eps)`` adds a zero), bit
-    for bit. That needs ``sqrt(sum) + eps > 0``, true when ``eps > 0`` or
-    ``initial_accumulator > 0``; with both zero, a zero gradient over a zero sum gives
-    ``0 / 0`` = NaN in the dense update (as in PyTorch), so that step is refused there, while
-    a row-sparse step never computes untouched rows.
-
-    State: ``sum`` per parameter (PyTorch's name), and the step count.
+    ``sum`` (PyTorch's name) starts at ``initial_accumulator``. A row-sparse gradient updates
+    only its rows, bit for bit the dense update when ``sqrt(sum) + eps > 0``: a zero gradient
+    leaves a row as it was. With ``eps`` and ``initial_accumulator`` both zero, the dense update
+    of a zero gradient over a zero sum is ``0 / 0`` (NaN, as in PyTorch), and is refused.
 
     Args:
         parameters: named parameters or parameter leaves (a leaf is named by its position).
@@ -41,9 +36,7 @@ class Adagrad(Optimizer):
         initial_accumulator: the starting ``sum``, finite and at least zero.
 
     Raises:
-        HyperparameterTypeError, HyperparameterValueError: a hyperparameter, in the order of
-            the arguments above (before the parameters).
-        ParameterListError, ParameterEntryError, DuplicateParameterError: the parameters.
+        OptionError: a setting, in the order of the arguments above, then the parameters.
 
     Example:
         >>> from llm_from_scratch.nn import Embedding, NamedParameter
@@ -96,7 +89,7 @@ class Adagrad(Optimizer):
         }
 
     def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
-        # Zeros come from calloc: pages of a large table's sum are committed when first touched.
+        # zeros come from calloc: a large table's pages are committed when first touched
         if self._initial == 0:
             return super().initial_state(values)
         return {"sum": np.full(values.shape, self._initial, dtype=values.dtype)}

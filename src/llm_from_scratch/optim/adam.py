@@ -34,25 +34,14 @@ class Adam(Optimizer):
         v     = v * beta2 + (1 - beta2) * g * g
         value = value - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
 
-    **Row-sparse gradients** (an embedding table's) follow the *lazy* rule of
-    ``torch.optim.SparseAdam``, which differs from dense Adam:
+    **Row-sparse gradients** (an embedding table's) follow ``torch.optim.SparseAdam``'s *lazy*
+    rule: only the listed rows change (an untouched row keeps its value, ``m`` and ``v``); weight
+    decay applies to them only; the bias correction uses the step count; ``eps`` comes before the
+    second moment's correction: ``value - lr * sqrt(1 - beta2**t) / (1 - beta1**t) * m /
+    (sqrt(v) + eps)``, with ``m + (g - m) * (1 - beta1)`` and ``v + (g * g - v) * (1 - beta2)``.
+    A table whose stored gradient is dense gets the dense update.
 
-    - only the rows the gradient lists change; an untouched row keeps its value, ``m`` and
-      ``v``, where dense Adam would decay its ``m`` and ``v`` and still move it by its old
-      momentum;
-    - weight decay (which ``SparseAdam`` lacks) applies to the listed rows only, in the same
-      place as above;
-    - the bias correction uses the optimizer's step count, as in PyTorch, even for a row that
-      was touched in fewer steps;
-    - ``eps`` is added before the second-moment bias correction:
-      ``value - lr * sqrt(1 - beta2**t) / (1 - beta1**t) * m / (sqrt(v) + eps)``, and the
-      moments update as ``m + (g - m) * (1 - beta1)`` and ``v + (g * g - v) * (1 - beta2)``.
-
-    A table whose stored gradient is dense (it also fed a dense operation) gets the dense
-    update.
-
-    State: ``exp_avg`` (``m``) and ``exp_avg_sq`` (``v``) per parameter, as PyTorch names them,
-    and the step count ``t``.
+    State: ``exp_avg`` (``m``) and ``exp_avg_sq`` (``v``), as PyTorch names them, and ``t``.
 
     Args:
         parameters: named parameters or parameter leaves (a leaf is named by its position).
@@ -63,9 +52,7 @@ class Adam(Optimizer):
         decoupled: AdamW's weight decay (scales the values) instead of Adam's (adds to ``g``).
 
     Raises:
-        HyperparameterTypeError, HyperparameterValueError: a hyperparameter, in the order of
-            the arguments above (before the parameters).
-        ParameterListError, ParameterEntryError, DuplicateParameterError: the parameters.
+        OptionError: a setting, in the order of the arguments above, then the parameters.
 
     Example:
         >>> from llm_from_scratch.nn import Embedding, NamedParameter
@@ -201,17 +188,15 @@ class Adam(Optimizer):
 
 
 SparseAdam = Adam
-"""``torch.optim.SparseAdam`` is :class:`Adam` here: on a row-sparse gradient (an embedding
-table's) Adam's update is SparseAdam's lazy one; ``SparseAdam(parameters, learning_rate=...)``
-builds an ``Adam``."""
+"""``torch.optim.SparseAdam`` is :class:`Adam` here: on a row-sparse gradient Adam's update is
+SparseAdam's lazy one."""
 
 
 class AdamW(Adam):
     """AdamW (``torch.optim.AdamW``): :class:`Adam` with ``decoupled=True``.
 
-    The weight decay scales the values (``value * (1 - lr * weight_decay)``) instead of adding
-    to the gradient; its default is PyTorch's ``0.01``. See :class:`Adam` for the dense and
-    the lazy row-sparse update.
+    The weight decay scales the values (``value * (1 - lr * weight_decay)``); its default is
+    PyTorch's ``0.01``.
     """
 
     @pytorch_keywords(params="parameters", lr="learning_rate")

@@ -1,20 +1,14 @@
 """The fused step: one backward pass whose table gradients go straight into an optimizer update.
 
-``Optimizer.backward_step`` runs the tape's one backward pass
-(:func:`~llm_from_scratch.autograd.tape.backward`) with a :class:`FusedStep` taking part. For
-each of the optimizer's parameters reached only through one deferrable operation, whose stored
-gradient is empty, that operation's VJP does not run: the pass records its upstream gradient,
-and the optimizer gets the IDs and the upstream rows (a :class:`DeferredRowGradient`) instead of
-the summed gradient, so that it can sum each row and update it in one pass without storing the
-gradient. Two VJPs are deferrable (:func:`deferrable`): a row gather whose gradient is the plain
-scatter-add (no padding row, no division by frequency), and a ``sum`` or ``mean`` embedding bag
-without per-sample weights, whose entries all receive their bag's upstream row.
-
-Holding the update locks of every parameter involved, the commit checks what the pass could not
-(a deferred leaf whose store a concurrent pass filled meanwhile gets its VJP run now), hands the
-optimizer one gradient per parameter, runs its writes, resets the parameters' gradients and
-stores every other parameter's gradient, so that to other threads it is one backward, one step
-and one ``zero_grad`` with nothing in between.
+``Optimizer.backward_step`` runs the tape's one backward (:func:`~llm_from_scratch.autograd.tape.
+backward`) with a :class:`FusedStep` taking part. A parameter reached only through one
+:func:`deferrable` operation (a plain row gather, or a ``sum``/``mean`` bag without weights),
+whose stored gradient is empty, does not get that VJP run: the optimizer gets the IDs and the
+upstream rows (a :class:`DeferredRowGradient`) and sums and updates each row in one pass. Holding
+every parameter's update lock, the commit checks what the pass could not (a store a concurrent
+pass filled meanwhile gets its VJP run now), runs the optimizer's writes, resets the parameters'
+gradients and stores the others': to other threads, one backward, one step and one
+``zero_grad``.
 """
 
 from __future__ import annotations
@@ -61,13 +55,11 @@ class DeferredRowGradient:
     summed (``sources`` None: ``upstream[p]``).
 
     Attributes:
-        operation: the deferred operation's name (``gather_rows``, ``embedding_bag``), for
-            error messages.
-        indices: the validated flat IDs, read-only, shape ``[N]``.
-        upstream: the upstream rows, C-contiguous: ``[N, d]`` for a gather, ``[B, d]`` for a
-            bag. They have passed the tape's finiteness checks, except when they are the seed
-            of a pass whose root is this (compiled-size) gather: then the consumer's kernel
-            counts every non-finite row sum, and the step checks the seed if anything fails.
+        operation: the deferred operation's name (``gather_rows``, ``embedding_bag``).
+        indices: the validated flat IDs, read-only, ``[N]``.
+        upstream: the upstream rows, C-contiguous, ``[N, d]`` (a gather) or ``[B, d]`` (a bag),
+            checked finite unless they are the seed of a pass whose root is this gather (then
+            the kernel counts non-finite sums and the step checks the seed on failure).
         shape: the table's shape ``(V, d)``.
         sources: the upstream row of each position (a bag's entries: their bag), or None.
     """
@@ -85,11 +77,9 @@ class DeferredRowGradient:
 
     @property
     def sums_by_position(self) -> bool:
-        """True when the row sums are better formed before the update, reading the upstream
-        front to back (:meth:`position_sums`): a row gather's gradient on one kernel thread.
-        The update kernels otherwise sum each row's upstream rows as they update it, which
-        fetches them row by row; on one thread, streaming a large upstream once and then
-        updating from the sums took a third less time (``docs/performance.md``)."""
+        """True when the row sums are better formed first, reading the upstream front to back
+        (:meth:`position_sums`): a row gather on one kernel thread, a third faster than summing
+        row by row inside the update (``docs/performance.md``)."""
         return self.sources is None and runs_on_one_thread()
 
     def position_sums(self) -> tuple[IndexArray, FloatArray]:
@@ -154,17 +144,13 @@ def fused_backward_step(
     finish: Finish,
 ) -> None:
     """Reverse mode from ``output`` fused with an in-place update of the parameter ``leaves``
-    (package-internal, for ``Optimizer.backward_step``; see the module docstring).
-
-    The seed is checked as ``backward_with_seed`` checks it (``None`` as ``backward()``), except
-    that when ``output`` itself is a compiled-size row gather that will be deferred, its
-    finiteness is not checked ahead: the optimizer's compiled kernel reads every seed value into
-    a row sum and counts the sums that are not finite, and any failure of the step checks the
-    seed first, so that a non-finite seed is still reported as such, ahead of every other error.
+    (for ``Optimizer.backward_step``). The seed is checked as ``backward_with_seed`` checks it,
+    except that the finiteness of the seed of a deferred compiled-size gather is checked only
+    when the step fails (its kernel counts non-finite sums), and then reported first.
 
     Raises:
-        The errors of ``TensorValue.backward_with_seed``, in the same order; what ``finish``
-        and its writes raise (having changed nothing).
+        What ``backward_with_seed`` raises, in its order; what ``finish`` and its writes raise
+        (having changed nothing).
     """
     checked = unit_seed(output) if seed is None else converted_seed(output, seed)
     step = FusedStep([node_of(leaf) for leaf in leaves], finish)
@@ -210,9 +196,9 @@ class FusedStep:
         )
 
     def deferred(self, steps: Sequence[Step]) -> dict[int, FloatArray | None]:
-        """The operations whose VJP the pass defers: for each leaf whose only recorded use is
-        one deferrable operation with no other parent, and whose stored gradient is empty
-        (read without the lock: :meth:`commit` looks again)."""
+        """The operations whose VJP the pass defers: each leaf's only use, if it is one
+        deferrable operation of no other parent and the leaf's stored gradient is empty (read
+        without the lock: :meth:`commit` looks again)."""
         uses: dict[int, list[Step]] = {}
         for node, operation in steps:
             for parent in operation.parents:

@@ -1,22 +1,13 @@
 """What every optimizer shares: named parameters, state arrays, a step count, and steps that
 change everything or nothing.
 
-A step holds the update lock of every parameter (the tape's in-place update, see
-``docs/errors.md`` "Threads") while it reads the gradients, plans and writes. It first plans the
-update of every parameter: with NumPy it computes every new value and state without writing
-anything, and raises :class:`NonFiniteStepError` if any would be NaN or infinite. Only then
-does it write all parameters (which bumps their value revisions, so graphs recorded before the
-step refuse to run backward), and count the step. The optimizer's own lock keeps its steps,
-``state_dict()``, ``load_state_dict()`` and the writing of a state file (``save_state``) one
-after the other.
-
-A large row-sparse update (a compiled kernel) is not checked ahead: it is written first, in one
-pass that also copies the old rows and states into an undo log kept by the optimizer (reused
-between steps; ``[k, 1 + states, d]`` for ``k`` touched rows), and if any new value came out
-non-finite the old rows go back, with those of every large update written before it, and the
-error is raised before anything else is written and before any value revision changes. One
-pass with the copy reads the gradient and the rows once instead of twice, which measured faster
-for every optimizer (``docs/performance.md``).
+A step holds every parameter's update lock while it reads the gradients, plans and writes. With
+NumPy it plans every new value and state without writing, refuses the step if any is not
+finite, then writes them all (bumping the values' revisions) and counts the step. A large
+row-sparse update (a compiled kernel) writes at once, copying the old rows into an undo log
+(``[k, 1 + states, d]``, kept between steps), and puts them back before it raises (one pass reads
+each row once: ``docs/performance.md``). The optimizer's own lock orders its steps, state dicts
+and state files.
 """
 
 from __future__ import annotations
@@ -32,21 +23,9 @@ import numpy as np
 from llm_from_scratch.autograd import GraphRetention, RowSparseGradient, TensorValue
 from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import update_leaves_in_place
-from llm_from_scratch.nn.init import (
-    FREEZE_FALSE,
-    FROZEN_DETAIL,
-    NamedParameter,
-    NamedParameters,
-)
+from llm_from_scratch.errors import NonFiniteError, OptionError
+from llm_from_scratch.nn.init import FREEZE_FALSE, FROZEN_DETAIL, NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable
-from llm_from_scratch.optim.errors import (
-    DuplicateParameterError,
-    NonFiniteStepError,
-    OutputTypeError,
-    ParameterEntryError,
-    ParameterListError,
-    StateError,
-)
 from llm_from_scratch.optim.fused import DeferredRowGradient, StepGradient, fused_backward_step
 from llm_from_scratch.optim.rows import RowGradient, RowGroups
 from llm_from_scratch.optim.state import (
@@ -57,6 +36,7 @@ from llm_from_scratch.optim.state import (
     checked_state,
     expected_arrays,
     exported,
+    state_error,
     state_key,
     viewed,
 )
@@ -65,8 +45,7 @@ from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Tensor
 
 Write: TypeAlias = Callable[[FloatArray], None]
-"""An in-place update of one parameter: it gets the writeable values and also writes the
-optimizer's state arrays of that parameter."""
+"""An in-place update of one parameter's writeable values (and of its state arrays)."""
 States: TypeAlias = Mapping[str, FloatArray]
 """One parameter's state arrays by state name (all of them, or the listed rows)."""
 NewArrays: TypeAlias = list[tuple[str, FloatArray]]
@@ -74,12 +53,8 @@ NewArrays: TypeAlias = list[tuple[str, FloatArray]]
 
 
 class Optimizer:
-    """Base class of the optimizers (see the module docstring).
-
-    Subclasses set :attr:`state_names`, build each parameter's state arrays in
-    :meth:`initial_state` when they do not start at zero, compute new values and states with
-    NumPy in :meth:`updated` (dense) and :meth:`updated_rows` (the listed rows of a row-sparse
-    gradient), and run the compiled row update in :meth:`row_kernel`.
+    """Base class of the optimizers: subclasses set :attr:`state_names` and compute new values
+    and states in :meth:`updated` (dense), :meth:`updated_rows` (rows) and :meth:`row_kernel`.
 
     Args:
         kind: the optimizer's name in error messages (``SGD``, ``Adam``, ...).
@@ -87,7 +62,7 @@ class Optimizer:
     """
 
     state_names: tuple[str, ...] = ()
-    _learning_rate: float  # set by the subclass, checked, before this class's __init__
+    _learning_rate: float  # set and checked by the subclass before this class's __init__
 
     lr = PyTorchName("learning_rate (settable between steps)")
     param_groups = PyTorchName("learning_rate (settable), hyperparameters and parameter_names")
@@ -102,24 +77,16 @@ class Optimizer:
         self._lock = threading.Lock()
 
     def __reduce__(self) -> NoReturn:
-        """Refuse ``pickle`` and ``copy``: an optimizer updates the very leaves it was built
-        on, under its own lock, and a copy could hold neither. Its state pickles as the arrays
-        of :meth:`state_dict` (or a state file, ``save_state``), which a new optimizer over the
-        same parameters loads.
-
-        Raises:
-            TypeError: always.
-        """
+        """Refuse ``pickle`` and ``copy`` (``TypeError``): an optimizer updates the very leaves
+        it was built on; save :meth:`state_dict` (or ``save_state``) and load it into a new one."""
         raise TypeError(
             f"cannot pickle or copy an optimizer ({self._kind}): it updates the leaves it was "
             "built on; save state_dict() (or save_state) and load it into a new optimizer"
         )
 
-    # Reading ----------------------------------------------------------------------------------
-
     def __repr__(self) -> str:
-        """The kind, the parameters' names, every hyperparameter as the constructor takes it
-        and the step count, on one line.
+        """The kind, the parameters' names, every setting as the constructor takes it and the
+        step count.
 
         Example:
             >>> from llm_from_scratch.nn import Embedding
@@ -147,13 +114,11 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
     @learning_rate.setter
     def learning_rate(self, learning_rate: float) -> None:
-        """Set the step size of the steps that follow (a learning-rate schedule), checked as
-        the constructor checks it and read once; it takes effect between two steps, never
-        during one.
+        """Set the step size of the steps that follow, checked as the constructor checks it; it
+        takes effect between two steps, never during one.
 
         Raises:
-            HyperparameterTypeError, HyperparameterValueError: as the constructor; the step
-                size is then unchanged.
+            OptionError: as the constructor; the step size is then unchanged.
 
         Example:
             >>> from llm_from_scratch.nn import Embedding
@@ -169,9 +134,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
     @property
     def hyperparameters(self) -> dict[str, float]:
-        """The hyperparameters the optimizer was built with, as it uses them (each a float), by
-        argument name; ``betas`` as ``betas[0]`` and ``betas[1]``. ``decoupled`` is in
-        :attr:`kind` (``AdamW``)."""
+        """The settings as the optimizer uses them (each a float), by argument name; ``betas``
+        as ``betas[0]`` and ``betas[1]`` (``decoupled`` is in :attr:`kind`)."""
         return {}
 
     @property
@@ -181,37 +145,22 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
     @property
     def step_count(self) -> int:
-        """How many steps changed the parameters: a Python int from 0 to ``2**63 - 1``.
-
-        It is exact and is bounded where it enters and leaves: :meth:`load_state_dict` and
-        ``load_state`` take an ``int64`` at least zero, and a step that would count past
-        ``2**63 - 1`` is refused before anything changes, so every :meth:`state_dict` and state
-        file holds it as an ``int64``.
-        """
+        """How many steps changed the parameters, at most ``2**63 - 1`` (a state dict's int64)."""
         return self._steps
 
     def _check_step_count(self) -> None:
-        """Refuse a step that could not be counted in a state dict's ``int64``."""
         if self._steps >= STEP_LIMIT:
-            raise StateError(self._kind, STEP_KEY, STEP_LIMIT_REQUIREMENT, self._steps)
-
-    # Steps ------------------------------------------------------------------------------------
+            raise state_error(self._kind, STEP_KEY, STEP_LIMIT_REQUIREMENT, self._steps)
 
     def step(self) -> None:
-        """Apply one update to every parameter; if any new value or state would be NaN or
-        infinite, change nothing.
-
-        The step is atomic with respect to backward passes, ``zero_grad`` and other steps on
-        other threads: it reads each gradient and writes each parameter while no gradient of
-        these parameters is stored or reset and no other update of them runs.
+        """Apply one update to every parameter from its stored gradient, atomic to other threads;
+        if any new value or state would not be finite, change nothing.
 
         Raises:
-            StateError: the step count is already ``2**63 - 1`` (see :meth:`step_count`), the
-                largest a state dict or state file holds; checked first.
-            NonFiniteStepError: the first parameter, state and flat index that would be NaN
-                or infinite; no value, state or step count changed.
+            FormatError: ``optimizer.state``, the step count is already ``2**63 - 1``.
+            NonFiniteError: ``optimizer.non-finite-step``, the first parameter, state and flat
+                index that would not be finite; nothing changed.
         """
-
         stored_gradients = [None] * len(self._leaves)
         with self._lock:
             self._check_step_count()
@@ -224,20 +173,9 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         seed: Tensor | np.ndarray[Any, Any] | None = None,
         retention: GraphRetention = GraphRetention.RETAIN,
     ) -> None:
-        """Run reverse mode from ``output`` and apply one step, fusing row updates into it.
-
-        The result is bit for bit that of ``output.backward_with_seed(seed, retention)``,
-        ``step()`` and ``zero_grad()``. A parameter reached only through one row gather (an
-        embedding lookup without ``padding_idx`` or ``scale_grad_by_freq``) or one ``sum`` or
-        ``mean`` embedding bag without per-sample weights, whose stored gradient is empty,
-        never stores its gradient: each of its rows is summed and updated in one pass. Every
-        other gradient (a lookup with a padding row or frequency scaling, a ``max`` bag, a
-        weighted bag) is computed by its VJP, with its rule, and handed to the same update.
-
-        All or nothing: on any error no gradient, value, state or step count changed. The pass
-        is computed without a lock; from the check of the recorded revisions to the reset of
-        the gradients it holds the update locks of every parameter involved, so to other
-        threads it is one backward, one step and one ``zero_grad`` with nothing in between.
+        """Run reverse mode from ``output`` and apply one step, fusing row updates into it (see
+        :mod:`~llm_from_scratch.optim.fused`): bit for bit ``output.backward_with_seed(seed,
+        retention)``, ``step()`` and ``zero_grad()``, all or nothing.
 
         Args:
             output: the value to differentiate.
@@ -245,17 +183,14 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             retention: keep or release the recorded operations after a successful step.
 
         Raises:
-            OutputTypeError: ``output`` is not a TensorValue.
-            StateError: the step count is already ``2**63 - 1``, as for :meth:`step`.
-            NotScalarOutputError, SeedTypeError, SeedShapeMismatchError, NonFiniteSeedError,
-                RetentionTypeError, NotRecordedError, GraphReleasedError, StaleValueError,
-                NonFiniteGradientError: as for ``backward_with_seed``. A non-finite sum of a
-                fused row is reported after the other gradients are checked.
-            NonFiniteStepError: as for :meth:`step`.
+            OptionError: ``optimizer.output-type``, ``output`` is no TensorValue.
+            FormatError, NonFiniteError: as :meth:`step`; and what ``backward_with_seed``
+                raises, in its order.
         """
         if not isinstance(output, TensorValue):
-            raise OutputTypeError(self._kind, type(output).__name__)
-
+            raise OptionError(
+                "optimizer.output-type", optimizer=self._kind, value_type=type(output).__name__
+            )
         with self._lock:
             self._check_step_count()
             fused_backward_step(output, seed, retention, self._leaves, self._planned_writes)
@@ -266,34 +201,25 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         for leaf in self._leaves:
             leaf.zero_grad()
 
-    # State ------------------------------------------------------------------------------------
-
     def state_dict(self) -> dict[str, np.ndarray[Any, Any]]:
-        """Independent copies of the optimizer's state.
-
-        Keys are ``<parameter name>.<state name>`` for each state array (a bare leaf is named by
-        its position) and ``step``, a 0-d ``int64`` array.
-        """
+        """Copies of the state: ``<parameter name>.<state name>`` for each state array, and
+        ``step``, a 0-d ``int64`` array."""
         with self._lock:
             return exported(self._names, self._states, self._steps)
 
     def load_state_dict(self, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
-        """Replace the optimizer's state with copies of ``state``'s arrays.
-
-        Every key, shape, dtype and value is checked before anything changes: exactly the keys
-        :meth:`state_dict` gives, each array of the same shape and dtype, moments finite, sums
-        of squares at least zero, ``step`` an ``int64`` at least zero.
+        """Replace the state with copies of ``state``'s arrays, all checked first (the keys of
+        :meth:`state_dict`, moments finite, sums of squares and ``step`` at least zero).
 
         Raises:
-            StateMappingError, StateKeyError, StateArrayError, StateShapeError,
-                StateDtypeError, StateValueError: the first failing check, naming its key.
+            FormatError: ``optimizer.state-type`` (no mapping), then ``optimizer.state``: the
+                first failing check, naming its key.
         """
         self._load(state, copy=True)
 
     def _load(self, state: object, copy: bool) -> None:
         with self._lock:
-            expected = expected_arrays(self._names, self._states)
-            checked = checked_state(self._kind, expected, state, copy=copy)
+            checked = checked_state(self._kind, state_layout(self), state, copy=copy)
             for name, arrays in zip(self._names, self._states, strict=True):
                 for state_name, array in arrays.items():
                     np.copyto(array, checked[state_key(name, state_name)])
@@ -302,35 +228,30 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
     # Subclass hooks ---------------------------------------------------------------------------
 
     def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
-        """The state arrays of a new parameter with these values (owned, writeable): zeros of
-        its shape and dtype for each of :attr:`state_names`, unless the optimizer says
-        otherwise."""
+        """A new parameter's state arrays: zeros for each of :attr:`state_names`."""
         return {name: np.zeros(values.shape, dtype=values.dtype) for name in self.state_names}
 
     def updated(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
-        """The new values (``value``) and states, in :attr:`state_names` order, computed with
-        NumPy from the old ones and a dense gradient (the dense rule); may hold NaN or
-        infinities."""
+        """The new values and states (in :attr:`state_names` order) from a dense gradient,
+        computed with NumPy; may hold NaN or infinities."""
         raise NotImplementedError
 
     def updated_rows(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
-        """:meth:`updated` for the listed rows of a row-sparse gradient (the row-sparse rule,
-        the same as the dense one unless the optimizer says otherwise)."""
+        """:meth:`updated` for the rows of a row-sparse gradient (the same rule by default)."""
         return self.updated(values, states, gradient, step)
 
     def row_kernel(
         self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
     ) -> tuple[int, int]:
-        """Run the compiled row update (see :mod:`~llm_from_scratch.optim.kernels`), which
-        computes what :meth:`updated_rows` computes, bit for bit, keeps the old rows in
-        ``undo`` and counts the non-finite gradient values and new values."""
+        """The compiled :meth:`updated_rows`, bit for bit (:mod:`~llm_from_scratch.optim.
+        kernels`): old rows into ``undo``; the counts of non-finite gradients and new values."""
         raise NotImplementedError
 
-    # Checks -----------------------------------------------------------------------------------
+    # Planning and committing ------------------------------------------------------------------
 
     def raise_non_finite(
         self,
@@ -338,12 +259,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         candidates: Sequence[tuple[str, FloatArray]],
         rows: IndexArray | None = None,
     ) -> None:
-        """Raise :class:`NonFiniteStepError` at the first non-finite candidate, if any.
-
-        ``candidates`` are the planned new arrays (``value`` first, then the states), of the
-        whole parameter, or of its ``rows`` when given; the reported index is the flat index
-        in the parameter, the lowest over all candidates (ties go to the earlier candidate).
-        """
+        """Raise ``optimizer.non-finite-step`` at the lowest flat index (in the parameter) of a
+        non-finite value among the planned arrays (of the whole parameter, or of its ``rows``)."""
         worst: tuple[int, str, float] | None = None
         for state, array in candidates:
             found = first_non_finite(array)
@@ -357,13 +274,19 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
                 worst = (index, state, found[1])
         if worst is not None:
             index, state, value = worst
-            raise NonFiniteStepError(self._kind, self._names[position], state, index, value)
-
-    # Planning and committing ------------------------------------------------------------------
+            parameter = self._names[position]
+            raise NonFiniteError(
+                "optimizer.non-finite-step",
+                optimizer=self._kind,
+                state=state,
+                parameter=parameter,
+                index=index,
+                value=value,
+            )
 
     def _planned_writes(self, given: Sequence[StepGradient | None]) -> list[Write]:
-        """Plan the next step from each parameter's given gradient (its stored one where None),
-        and return the writes that carry it out."""
+        """Plan the step from each parameter's given gradient (its stored one where None);
+        the writes that carry it out."""
         step = self._steps + 1
         plans = [
             self._planned_one(position, stored_gradient(leaf) if item is None else item, step)
@@ -394,8 +317,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         return _writing(new, states, rows)
 
     def _one_pass(self, position: int, gradient: RowGradient, step: int) -> Planned:
-        """The compiled update, checked while it writes: if anything came out non-finite, it
-        puts the old rows back and raises the error the NumPy path raises."""
+        """The compiled update, checked as it writes: if anything came out non-finite, the old
+        rows go back and the NumPy path raises its error."""
         states = self._states[position]
         groups = gradient.groups()
         values = self._leaves[position].numpy()
@@ -426,9 +349,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         return log[:size].reshape(shape)
 
     def _writes(self, plans: Sequence[Planned]) -> list[Write]:
-        """One write per parameter for the tape's in-place update: each hands over its
-        parameter's writeable values, and the last one runs :meth:`_commit` on all of them
-        (the tape keeps every array writeable until the last write returns)."""
+        """One write per parameter for the tape's in-place update: each hands its writeable
+        values over, and the last runs :meth:`_commit` on all of them."""
         arrays: list[FloatArray] = []
 
         def hand_over(array: FloatArray) -> None:
@@ -439,8 +361,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         return [hand_over] * len(plans)
 
     def _commit(self, plans: Sequence[Planned], arrays: Sequence[FloatArray]) -> None:
-        """Write the compiled updates first, each of which may still raise; then undo the ones
-        written before it, so that nothing changed. Then the others."""
+        """The compiled updates first, each of which may still raise (undoing those written
+        before it); then the others."""
         order = sorted(range(len(plans)), key=lambda position: plans[position].undo is None)
         written: list[int] = []
         try:
@@ -459,40 +381,35 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
 
 def state_layout(optimizer: Optimizer) -> dict[str, ExpectedArray]:
-    """Every key of the optimizer's state dict, in order, with the shape and dtype its array
-    must have (these never change)."""
+    """Every key of the optimizer's state dict, in order, with its array's shape and dtype."""
     return expected_arrays(optimizer._names, optimizer._states)
 
 
 @contextlib.contextmanager
 def held_state(optimizer: Optimizer) -> Iterator[list[tuple[str, np.ndarray[Any, Any]]]]:
-    """The optimizer's state as :meth:`Optimizer.state_dict` gives it, but as read-only views
-    of the arrays it steps (no copy), while its lock keeps its steps and loads waiting."""
+    """The state as :meth:`Optimizer.state_dict` gives it, as read-only views (no copy), while
+    the optimizer's lock holds its steps and loads back."""
     with optimizer._lock:
         yield viewed(optimizer._names, optimizer._states, optimizer._steps)
 
 
 def load_owned_state(optimizer: Optimizer, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
-    """:meth:`Optimizer.load_state_dict` of arrays that no one else holds (just read from a
-    file): the same checks, in the same order, on the arrays themselves rather than copies."""
+    """:meth:`Optimizer.load_state_dict` of arrays no one else holds (just read from a file),
+    checked and loaded without a copy."""
     optimizer._load(state, copy=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """A checked update of one parameter, or (with ``undo``) a compiled one that checks while
-    it writes, undoes itself before raising, and can be undone after it succeeded."""
+    """A checked update of one parameter, or (with ``undo``) a compiled one that checks as it
+    writes and can be undone."""
 
     write: Write
     undo: Write | None = None
 
 
-def _writing(
-    new: Sequence[tuple[str, FloatArray]],
-    states: States,
-    rows: IndexArray | None,
-) -> Write:
-    """The write of NumPy-computed new values and states (all of them, or the listed rows)."""
+def _writing(new: NewArrays, states: States, rows: IndexArray | None) -> Write:
+    """The write of NumPy-computed values and states (all of them, or the listed rows)."""
     where: Any = Ellipsis if rows is None else rows
 
     def write(array: FloatArray) -> None:
@@ -519,15 +436,17 @@ def named_leaves(
     """Check the parameter list; name each bare leaf by its position.
 
     Raises:
-        ParameterListError: not an iterable of parameters (a single parameter included), or
-            one of no parameter (a frozen layer's ``parameters()``: the message says so).
-        ParameterEntryError: an entry that is neither a NamedParameter nor a parameter leaf.
-        DuplicateParameterError: the same leaf twice, or two parameters with one name.
+        OptionError: ``optimizer.parameters-type`` (no iterable of parameters, a single
+            parameter included), ``optimizer.parameter-type`` (an entry that is neither a
+            NamedParameter nor a parameter leaf), ``optimizer.duplicate-parameter`` (one leaf
+            twice, or two parameters of one name), ``optimizer.no-parameters`` (none, such as a
+            frozen layer's ``parameters()``: the message says so).
     """
     if isinstance(parameters, NamedParameter | TensorValue | str | bytes) or not isinstance(
         parameters, Iterable
     ):
-        raise ParameterListError(kind, type(parameters).__name__)
+        value_type = type(parameters).__name__
+        raise OptionError("optimizer.parameters-type", optimizer=kind, value_type=value_type)
     names: list[str] = []
     leaves: list[TensorValue] = []
     for position, entry in enumerate(parameters):
@@ -536,23 +455,35 @@ def named_leaves(
         elif isinstance(entry, TensorValue) and entry.kind == "parameter":
             name, leaf = str(position), entry
         else:
-            raise ParameterEntryError(kind, position, _entry_type(entry))
+            got = _entry_type(entry)
+            raise OptionError(
+                "optimizer.parameter-type", optimizer=kind, position=position, got=got
+            )
         for first, (other_name, other) in enumerate(zip(names, leaves, strict=True)):
-            if other.is_same_node(leaf):
-                raise DuplicateParameterError(kind, position, "leaf", first, name)
-            if other_name == name:
-                raise DuplicateParameterError(kind, position, "name", first, name)
+            repeated = "leaf" if other.is_same_node(leaf) else "name" if other_name == name else ""
+            if repeated:
+                raise OptionError(
+                    "optimizer.duplicate-parameter",
+                    optimizer=kind,
+                    position=position,
+                    repeated=repeated,
+                    first=first,
+                    name=name,
+                )
         names.append(name)
         leaves.append(leaf)
     if not leaves:
         frozen = parameters.frozen if isinstance(parameters, NamedParameters) else ()
         detail = "".join(f": the table {name!r} {FROZEN_DETAIL}" for name in frozen[:1])
-        raise ParameterListError(kind, type(parameters).__name__, "empty", detail)
+        value_type = type(parameters).__name__
+        raise OptionError(
+            "optimizer.no-parameters", optimizer=kind, value_type=value_type, detail=detail
+        )
     return tuple(names), tuple(leaves)
 
 
 def _entry_type(entry: object) -> str:
-    """What a parameter entry that is none is, for :class:`ParameterEntryError`."""
+    """What a parameter entry that is none is."""
     if isinstance(entry, FrozenTable):
         return f"a FrozenTable: the table {entry.name!r} {FROZEN_DETAIL}"
     if isinstance(entry, TensorValue):

@@ -1,14 +1,9 @@
 """A row-sparse gradient as the optimizers' row updates read it: stored, or deferred unsummed.
 
-A stored :class:`~llm_from_scratch.autograd.RowSparseGradient` holds one summed vector per
-row. A :class:`~llm_from_scratch.optim.fused.DeferredRowGradient` (from
-``backward_step``) holds the gathered IDs and upstream rows; each row's sum is formed inside
-the update kernel, in the same order as the tape's scatter, and never stored.
-
 Both read the same way: row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e`` in
-``starts[slot]:starts[slot + 1]``, starting from ``+0.0``. A stored gradient is one upstream
-vector per row; it never holds ``-0.0`` (its sums start from ``+0.0``), so adding it to ``+0.0``
-gives it back bit for bit.
+``starts[slot]:starts[slot + 1]``, from ``+0.0``, in the tape's scatter order. A stored gradient
+(:class:`~llm_from_scratch.autograd.RowSparseGradient`) is one upstream vector per row, never
+``-0.0``, so adding it to ``+0.0`` gives it back bit for bit.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from llm_from_scratch.nn.init import NamedParameter
 from llm_from_scratch.optim.kernels import sgd_rows
 from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
 from llm_from_scratch.optim.rows import RowGroups
-from llm_from_scratch.optim.validation import OptimizerError as OptimizerError
 from llm_from_scratch.optim.validation import checked_learning_rate
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import FloatArray
@@ -20,18 +19,15 @@ from llm_from_scratch.tensor.storage import FloatArray
 class SGD(Optimizer):
     """``value -= learning_rate * gradient`` for each parameter.
 
-    A row-sparse gradient updates only its listed rows; untouched rows are never written. Each
-    step marks the parameter's values as changed, so a graph recorded before the step refuses
+    A row-sparse gradient updates only its listed rows. A graph recorded before a step refuses
     to run backward (run the forward again). SGD keeps no state: its state dict holds ``step``.
 
     Args:
         parameters: named parameters or parameter leaves (a leaf is named by its position).
-        learning_rate: a finite positive step size: any real number but a bool (a NumPy
-            scalar included), read once (see :func:`checked_learning_rate`).
+        learning_rate: a finite positive real number (not a ``bool``), read once.
 
     Raises:
-        HyperparameterTypeError, HyperparameterValueError: the learning rate (checked first).
-        ParameterListError, ParameterEntryError, DuplicateParameterError: the parameters.
+        OptionError: the learning rate (checked first), then the parameters.
 
     Example:
         >>> from llm_from_scratch.nn import Embedding, SplitMix64

@@ -1,9 +1,8 @@
 """Optimizer state as a flat mapping of names to arrays, and its checks on loading.
 
 Keys are ``<parameter name>.<state name>`` (``token_embedding.weight.exp_avg``) for each state
-array, plus ``step``, the number of steps taken (a 0-d ``int64`` array). A parameter given to
-an optimizer as a bare leaf is named by its position in the parameter list (``0``, ``1``, ...),
-as PyTorch numbers parameters in its state dicts.
+array, plus ``step``, the step count (a 0-d ``int64`` array). A parameter given as a bare leaf is
+named by its position in the parameter list (``0``, ``1``, ...), as PyTorch numbers them.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from llm_from_scratch.optim.errors import StateError, StateMappingError
+from llm_from_scratch.errors import FormatError
 from llm_from_scratch.tensor.storage import FloatArray, Shape, is_masked_array, plain_view
 
 STEP_KEY: Final = "step"
@@ -25,7 +24,7 @@ STEP_LIMIT_REQUIREMENT: Final = (
     "be below 2**63 - 1 for another step to be counted (a state dict holds it as an int64)"
 )
 NON_NEGATIVE_STATES: Final = frozenset({"exp_avg_sq", "sum"})
-"""States that are sums of squares: they are never negative."""
+"""States that are sums of squares: never negative."""
 
 
 def state_key(parameter: str, state: str) -> str:
@@ -36,6 +35,13 @@ def state_key(parameter: str, state: str) -> str:
         'token_embedding.weight.exp_avg'
     """
     return f"{parameter}.{state}"
+
+
+def state_error(optimizer: str, key: object, requirement: str, actual: object) -> FormatError:
+    """The ``optimizer.state`` error: ``key`` must ``requirement``, but holds ``actual``."""
+    return FormatError(
+        "optimizer.state", optimizer=optimizer, key=key, requirement=requirement, actual=actual
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +61,9 @@ class ExpectedArray:
 
 
 def expected_arrays(
-    names: Sequence[str],
-    states: Sequence[Mapping[str, FloatArray]],
+    names: Sequence[str], states: Sequence[Mapping[str, FloatArray]]
 ) -> dict[str, ExpectedArray]:
-    """Every key an optimizer's state dict has, in order, with its expected array."""
+    """Every key of an optimizer's state dict, in order, with its expected array."""
     expected = {}
     for name, arrays in zip(names, states, strict=True):
         for state, array in arrays.items():
@@ -72,84 +77,74 @@ def expected_arrays(
 def exported(
     names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
 ) -> dict[str, np.ndarray[Any, Any]]:
-    """Independent copies of every state array, and the step count."""
-    exported: dict[str, np.ndarray[Any, Any]] = {}
-    for name, arrays in zip(names, states, strict=True):
-        for state, array in arrays.items():
-            exported[state_key(name, state)] = np.array(array, copy=True)
-    exported[STEP_KEY] = np.array(steps, dtype=STEP_DTYPE)
-    return exported
+    """Copies of every state array, and the step count."""
+    return {key: np.array(array, copy=True) for key, array in viewed(names, states, steps)}
 
 
 def viewed(
     names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
 ) -> list[tuple[str, np.ndarray[Any, Any]]]:
-    """Read-only views of every state array (no copy), and the step count, in state-dict
-    order."""
-    viewed: list[tuple[str, np.ndarray[Any, Any]]] = []
+    """Read-only views of every state array (no copy), then the step count."""
+    found: list[tuple[str, np.ndarray[Any, Any]]] = []
     for name, arrays in zip(names, states, strict=True):
         for state, array in arrays.items():
             view = array.view()
             view.flags.writeable = False
-            viewed.append((state_key(name, state), view))
-    viewed.append((STEP_KEY, np.array(steps, dtype=STEP_DTYPE)))
-    return viewed
+            found.append((state_key(name, state), view))
+    found.append((STEP_KEY, np.array(steps, dtype=STEP_DTYPE)))
+    return found
 
 
 def checked_state(
     optimizer: str, expected: Mapping[str, ExpectedArray], state: object, *, copy: bool = True
 ) -> dict[str, np.ndarray[Any, Any]]:
-    """``state`` after every check, in this order: the mapping; missing keys (in the
-    optimizer's order), then unknown keys; then for each key its array type, shape, dtype and
-    values.
-
-    Each array is copied once and the copy is checked, unless ``copy`` is false: for arrays
-    that no one else holds (just read from a file), which are checked and loaded as they are.
+    """``state`` after every check, in order: the mapping; missing keys (in the optimizer's
+    order), then unknown ones; then each key's array type, shape, dtype and values. Each array is
+    copied once and the copy checked, unless ``copy`` is false (arrays just read from a file).
 
     Raises:
-        StateMappingError, then StateError: the first failing check.
+        FormatError: ``optimizer.state-type``, then ``optimizer.state``: the first failing check.
     """
     if not isinstance(state, Mapping):
-        raise StateMappingError(optimizer, type(state).__name__)
+        value_type = type(state).__name__
+        raise FormatError("optimizer.state-type", optimizer=optimizer, value_type=value_type)
     check_keys(optimizer, expected, state)
-    checked = {}
-    for key, want in expected.items():
-        checked[key] = _checked_array(optimizer, key, want, state[key], copy)
-    return checked
+    return {
+        key: _checked_array(optimizer, key, want, state[key], copy)
+        for key, want in expected.items()
+    }
 
 
 def check_keys(
     optimizer: str, expected: Mapping[str, ExpectedArray], keys: Collection[object]
 ) -> None:
-    """Raise :class:`StateError` for the first key of ``expected`` that ``keys`` lacks, then
-    for the first of ``keys`` that ``expected`` lacks."""
+    """Refuse the first key of ``expected`` that ``keys`` lacks, then the first unknown one."""
     for key in expected:
         if key not in keys:
-            raise StateError(optimizer, key, "be given (this optimizer keeps it)", "none")
+            raise state_error(optimizer, key, "be given (this optimizer keeps it)", "none")
     for given in keys:
         if given not in expected:
-            raise StateError(optimizer, given, "be a state of this optimizer", "an unknown key")
+            raise state_error(optimizer, given, "be a state of this optimizer", "an unknown key")
 
 
 def check_layout(
     optimizer: str, key: str, want: ExpectedArray, shape: Shape, dtype: np.dtype[Any] | str
 ) -> None:
-    """Raise :class:`StateError` for an array of this shape, then of this dtype, under ``key``;
-    ``dtype`` is a NumPy dtype, or the code of one NumPy cannot hold (a file's ``BF16``)."""
+    """Refuse an array of another shape, then of another dtype (a NumPy dtype, or the code of
+    one NumPy cannot hold, such as a file's ``BF16``)."""
     if shape != want.shape:
-        raise StateError(optimizer, key, f"have shape {list(want.shape)}", shape)
+        raise state_error(optimizer, key, f"have shape {list(want.shape)}", shape)
     if not isinstance(dtype, np.dtype) or dtype != want.dtype:
-        raise StateError(optimizer, key, f"have dtype {want.dtype}", str(dtype))
+        raise state_error(optimizer, key, f"have dtype {want.dtype}", str(dtype))
 
 
 def _checked_array(
     optimizer: str, key: str, want: ExpectedArray, value: object, copy: bool
 ) -> np.ndarray[Any, Any]:
-    """The caller's array, copied once, so that the values checked are the values loaded (not
-    copied when ``copy`` is false). An ndarray subclass is read through its plain data; a
-    masked one is refused (its mask marks missing values)."""
+    """The array, copied once so that the values checked are those loaded; an ndarray subclass
+    is read through its plain data, a masked one refused (its mask marks missing values)."""
     if not isinstance(value, np.ndarray) or is_masked_array(value):
-        raise StateError(optimizer, key, "be a NumPy array", type(value).__name__)
+        raise state_error(optimizer, key, "be a NumPy array", type(value).__name__)
     plain = plain_view(value)
     check_layout(optimizer, key, want, tuple(int(n) for n in plain.shape), plain.dtype)
     copied = np.array(plain, copy=True) if copy else plain
@@ -161,5 +156,5 @@ def _checked_array(
     if found.size:
         index = int(found[0])
         actual = f"{flat[index].item()} at flat index {index}"
-        raise StateError(optimizer, key, want.requirement, actual)
+        raise state_error(optimizer, key, want.requirement, actual)
     return copied

@@ -1,11 +1,10 @@
 """Optimizer state in a safetensors file: :func:`save_state` and :func:`load_state`.
 
-The file holds the arrays of ``optimizer.state_dict()`` under their keys (``step`` as a 0-d
-``I64`` tensor) and, in ``__metadata__``, the optimizer's kind (``optimizer``: ``SGD``,
-``Adagrad``, ``Adam`` or ``AdamW``) and each of its hyperparameters (``learning_rate``, ...;
-see :attr:`Optimizer.hyperparameters`), as text that reads back as the same float. It is
-written and read by :mod:`llm_from_scratch.nn.checkpoint`: the same atomic replacement, and
-the same check of the whole file by the ``safetensors`` package before anything is read.
+The file holds the arrays of ``optimizer.state_dict()`` under their keys (``step`` a 0-d ``I64``
+tensor) and, in ``__metadata__``, the optimizer's kind (``optimizer``) and each setting
+(:attr:`Optimizer.hyperparameters`) as text that reads back as the same float. It is written and
+read by :mod:`llm_from_scratch.nn.checkpoint`: replaced atomically, and checked whole by the
+``safetensors`` package before anything is read.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from llm_from_scratch.errors import FormatError, OptionError
 from llm_from_scratch.nn.checkpoint import (
     STORED,
     StoredTensor,
@@ -24,7 +24,6 @@ from llm_from_scratch.nn.checkpoint import (
     read_tensor,
     write_arrays,
 )
-from llm_from_scratch.optim.errors import NotAnOptimizerError, StateFileError
 from llm_from_scratch.optim.optimizer import (
     Optimizer,
     held_state,
@@ -38,30 +37,19 @@ KIND_KEY: Final = "optimizer"
 
 
 def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
-    """Save an optimizer's state as one safetensors file, replaced atomically.
-
-    The tensors are ``optimizer.state_dict()``'s arrays under its keys; the metadata names
-    the optimizer's kind and hyperparameters (see the module docstring). The file is written
-    as :func:`~llm_from_scratch.nn.checkpoint.save_parameters` writes: to a temporary file in
-    the same folder, flushed to disk and renamed over ``path``, so that on any failure an
-    earlier file at ``path`` is as it was. The state arrays are written from where the
-    optimizer keeps them (no copy), holding the optimizer's lock: a step on another thread
-    waits, and the file holds the state of one step count. The parameters' values are not in
-    the file: save them with ``save_parameters``.
+    """Save an optimizer's state as one safetensors file, replaced atomically (as
+    ``save_parameters`` writes), from the arrays the optimizer steps, under its lock: the file
+    holds the state of one step count. The parameters' values are not in it (``save_parameters``).
 
     Args:
         path: the file (a ``str`` or ``os.PathLike``); its folder must exist.
         optimizer: an ``SGD``, ``Adagrad``, ``Adam`` or ``AdamW``.
 
     Raises:
-        CheckpointArgumentError: ``path`` is not a path.
-        NotAnOptimizerError: ``optimizer`` is not an optimizer.
-        CheckpointWriteError: the path is one the system cannot take (a NUL character, a lone
-            surrogate, a name of more than 255 bytes), names a folder or has no folder, checked
-            before anything is created.
-        CheckpointFormatError: the header would exceed the format's limit (parameter names of
-            about 100 MB).
-        CheckpointWriteError: the file cannot be written, flushed or renamed.
+        OptionError: ``checkpoint.argument`` (``path`` is no path), ``optimizer.type``.
+        FileAccessError: ``checkpoint.write``, a path the system cannot take (checked before
+            anything is created), or a file that cannot be written; an earlier file is unchanged.
+        FormatError: the header would exceed the format's limit.
 
     Example:
         >>> import pathlib, tempfile
@@ -85,33 +73,22 @@ def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
 
 
 def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
-    """Replace an optimizer's state with the state a :func:`save_state` file holds.
-
-    All or nothing: the whole file is read and checked before anything changes, and on any
-    error the optimizer's state arrays and step count are as they were. In order: the file's
-    format (the ``safetensors`` package checks it, as for ``load_parameters``); the metadata,
-    which must name this optimizer's kind and hold each of its hyperparameters with the same
-    value (extra entries are ignored); the tensors' keys, shapes and dtypes, from the header,
-    before any data is read; then the data, and what ``optimizer.load_state_dict`` checks
-    (moments finite, sums of squares at least zero, ``step`` at least zero). The arrays read
-    are loaded as they are, without a further copy.
-
-    To continue with other hyperparameters on purpose (a smaller learning rate), give the
-    arrays to ``load_state_dict`` yourself, for example from ``safetensors.numpy.load_file``.
+    """Replace an optimizer's state with the state a :func:`save_state` file holds, all or
+    nothing. Checked in order: the file's format (by the ``safetensors`` package); the metadata,
+    which must name this optimizer's kind and each of its settings with the same value (other
+    entries are ignored); the tensors' keys, shapes and dtypes, before any data is read; then the
+    data, as ``load_state_dict`` checks it. To go on with other settings on purpose, give the
+    arrays to ``load_state_dict`` yourself.
 
     Args:
         path: the file (a ``str`` or ``os.PathLike``).
-        optimizer: the optimizer to load into, built over parameters with the same names,
-            shapes and dtypes as the one that saved the file.
+        optimizer: built over parameters of the same names, shapes and dtypes as the saver's.
 
     Raises:
-        CheckpointArgumentError: ``path`` is not a path.
-        NotAnOptimizerError: ``optimizer`` is not an optimizer.
-        CheckpointReadError: the path is one the system cannot take, or the file cannot be
-            opened or read (it must be a regular file).
-        CheckpointFormatError: the file breaks the format, as for ``load_parameters``.
-        StateFileError: the metadata names another kind or hyperparameter value, or lacks one.
-        StateError: the tensors, in the order listed in ``docs/errors.md``.
+        OptionError: ``checkpoint.argument`` (``path`` is no path), ``optimizer.type``.
+        FileAccessError: ``checkpoint.read``, the file cannot be opened or read.
+        FormatError: the file breaks the format; ``optimizer.state-file``, its metadata names
+            another kind or setting value, or lacks one; ``optimizer.state``, its tensors.
 
     Example:
         >>> import pathlib, tempfile
@@ -142,8 +119,8 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
 
 
 def state_metadata(optimizer: Optimizer) -> dict[str, str]:
-    """What :func:`save_state` writes in ``__metadata__``: the kind, then each hyperparameter
-    as Python's shortest ``repr`` of its float.
+    """What :func:`save_state` writes in ``__metadata__``: the kind, then each setting as
+    Python's shortest ``repr`` of its float.
 
     Example:
         >>> from llm_from_scratch.nn import Embedding
@@ -158,7 +135,8 @@ def state_metadata(optimizer: Optimizer) -> dict[str, str]:
 
 def _checked_optimizer(function: str, optimizer: object) -> Optimizer:
     if not isinstance(optimizer, Optimizer):
-        raise NotAnOptimizerError(function, type(optimizer).__name__)
+        value_type = type(optimizer).__name__
+        raise OptionError("optimizer.type", function=function, value_type=value_type)
     return optimizer
 
 
@@ -180,4 +158,11 @@ def _check_metadata(optimizer: Optimizer, path: str, metadata: Mapping[str, str]
     """Refuse a file saved from another kind of optimizer or with other hyperparameters."""
     for key, expected in state_metadata(optimizer).items():
         if metadata.get(key) != expected:
-            raise StateFileError(optimizer.kind, path, key, expected, metadata.get(key))
+            raise FormatError(
+                "optimizer.state-file",
+                optimizer=optimizer.kind,
+                path=path,
+                key=key,
+                expected=expected,
+                actual=metadata.get(key),
+            )

@@ -325,9 +325,7 @@ class Tensor:
         """The values as a read-only array (no copy; see :func:`read_only_view`)."""
         return read_only_view(self._array)
 
-    def __array__(
-        self, dtype: npt.DTypeLike | None = None, copy: bool | None = None
-    ) -> FloatArray:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> FloatArray:
         """``np.asarray(tensor)``: the values as :meth:`numpy` gives them (unless a copy or
         another dtype is asked for); a tensor is a constant, so every NumPy function runs.
 

@@ -17,10 +17,8 @@ import importlib
 from typing import Any, Final
 
 _HOMES: Final = {
-    "checkpoint": ("ResumeError",),
     "corpus": (
         "PIECE_BYTES",
-        "CorpusError",
         "CorpusFile",
         "Piece",
         "corpus_files",
@@ -34,7 +32,6 @@ _HOMES: Final = {
         "TABLE_FILE",
         "TOKENIZER_FILE",
         "OptionSpec",
-        "TrainOptionError",
         "TrainOptions",
         "option_fields",
     ),

@@ -1,13 +1,12 @@
 """A training run's checkpoint: everything it needs to go on where it stopped, in one file.
 
-``checkpoint.safetensors`` in the output folder holds the two tables, the vocabulary (its
-counts, and its words as UTF-8 text, one per line) and, in the file's metadata, the options the
-run was started with, its corpus (each file's path relative to the corpus, size and encoding),
-and its position: the epoch, the block of the epoch and where in which file it starts, the
-words read, and the loss and pairs summed so far. The generator's state needs no saving: every
-block's draws start from :func:`~llm_from_scratch.training.skipgram.block_state` of the seed,
-the epoch and the block. It also keeps the corpus's number of words, so a resumed run need not
-count them again. The file is replaced atomically, so it is always a whole checkpoint.
+``checkpoint.safetensors`` in the output folder holds the two tables, the vocabulary (its counts,
+and its words as UTF-8 lines) and, in its metadata, the options the run was started with, its
+corpus (each file's path relative to the corpus, size and encoding), the corpus's word count and
+the position: the epoch, the block of the epoch and where in which file it starts, the words
+read, and the loss and pairs summed so far. The generator needs no state: every block's draws
+start from :func:`~llm_from_scratch.training.skipgram.block_state` of the seed, the epoch and the
+block. The file is replaced atomically.
 """
 
 from __future__ import annotations
@@ -15,12 +14,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import MismatchError
 from llm_from_scratch.nn.checkpoint import write_arrays
 from llm_from_scratch.training.corpus import CorpusFile, os_reason
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
@@ -33,7 +32,6 @@ __all__ = [
     "Checkpoint",
     "EpochTotals",
     "Position",
-    "ResumeError",
     "load_checkpoint",
     "save_checkpoint",
     "saved_options",
@@ -45,22 +43,6 @@ IDENTITY: Final = ("dim", "window", "negatives", "epochs", "min_count", "seed", 
 ``--checkpoint-minutes`` may change, and ``--corpus`` may name a copy of the same files)."""
 SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes")
 """The options a checkpoint records: what a resumed run takes when it is not given them."""
-
-
-class ResumeError(StructuredError, ValueError):
-    """``--resume`` of a folder without a usable checkpoint, or of one from other options or
-    another corpus. ``problem`` says which; ``detail`` names what differs."""
-
-    template_key = "problem"
-    template: ClassVar[dict[str, str]] = {
-        "missing": "no checkpoint to resume in {folder}: {detail}",
-        "unreadable": "cannot resume from {folder}: its checkpoint is not readable ({detail})",
-        "options": "cannot resume from {folder}: the checkpoint was made with {detail}",
-        "corpus": "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
-    }
-    problem: str
-    folder: str
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -101,11 +83,10 @@ class Checkpoint:
 
 
 def save_checkpoint(checkpoint: Checkpoint) -> None:
-    """Write ``checkpoint`` into its output folder, replacing the earlier one atomically,
-    straight from the tables (no copy of them is made).
+    """Write ``checkpoint`` into its output folder atomically, straight from the tables.
 
     Raises:
-        CheckpointError: the file cannot be written; an earlier checkpoint is unchanged.
+        FileAccessError: ``checkpoint.write``; an earlier checkpoint is unchanged.
     """
     options = checkpoint.options
     assert options.corpus is not None
@@ -134,7 +115,7 @@ def saved_options(folder: Path) -> dict[str, Any]:
     """The options of the run whose checkpoint is in ``folder`` (all but its output folder).
 
     Raises:
-        ResumeError: no checkpoint, or an unreadable one.
+        MismatchError: ``resume.missing``, ``resume.unreadable``.
     """
     _, metadata = _read(folder, with_tensors=False)
     try:
@@ -142,7 +123,7 @@ def saved_options(folder: Path) -> dict[str, Any]:
         saved["corpus"] = Path(saved["corpus"])
         return {name: saved[name] for name in SAVED}
     except (ValueError, KeyError, TypeError) as error:
-        raise ResumeError("unreadable", str(folder), str(error)) from error
+        raise _resume_error("unreadable", folder, str(error)) from error
 
 
 def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]) -> Checkpoint:
@@ -150,13 +131,13 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
     are now).
 
     Raises:
-        ResumeError: no checkpoint, an unreadable one, or one from other
-            :data:`IDENTITY` options or another corpus (every difference named).
+        MismatchError: ``resume.missing``, ``resume.unreadable``, ``resume.options`` (other
+            :data:`IDENTITY` options, every difference named), ``resume.corpus``.
     """
     saved = TrainOptions(**saved_options(folder))
     differences = saved.differences(options, IDENTITY)
     if differences:
-        raise ResumeError("options", str(folder), "; ".join(differences))
+        raise _resume_error("options", folder, "; ".join(differences))
     tensors, metadata = _read(folder, with_tensors=True)
     try:
         corpus = json.loads(metadata["corpus"])
@@ -166,7 +147,7 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
         vocabulary = Vocabulary(tuple(words), tensors["vocabulary.counts"])
         inputs, contexts = tensors["token_embedding.weight"], tensors["context_embedding.weight"]
     except (ValueError, KeyError, TypeError) as error:
-        raise ResumeError("unreadable", str(folder), str(error)) from error
+        raise _resume_error("unreadable", folder, str(error)) from error
     assert options.corpus is not None
     checked = _corpus_files(folder, options.corpus, corpus, files)
     return Checkpoint(options, checked, vocabulary, corpus_words, inputs, contexts, position)
@@ -177,18 +158,18 @@ def _read(folder: Path, with_tensors: bool) -> tuple[dict[str, npt.NDArray[Any]]
 
     path = folder / CHECKPOINT_FILE
     if not path.is_file():
-        raise ResumeError("missing", str(folder), f"{path} is not a file")
+        raise _resume_error("missing", folder, f"{path} is not a file")
     try:
         with safe_open(str(path), framework="numpy") as handle:
             metadata = handle.metadata() or {}
             if metadata.get("format") != FORMAT:
                 detail = f"its format is {metadata.get('format')!r}, not {FORMAT!r}"
-                raise ResumeError("unreadable", str(folder), detail)
+                raise _resume_error("unreadable", folder, detail)
             names = handle.keys() if with_tensors else []
             tensors = {name: handle.get_tensor(name) for name in names}  # new, writable arrays
     except (OSError, SafetensorError) as error:
         detail = os_reason(error) if isinstance(error, OSError) else str(error)
-        raise ResumeError("unreadable", str(folder), detail) from error
+        raise _resume_error("unreadable", folder, detail) from error
     return tensors, metadata
 
 
@@ -217,13 +198,17 @@ def _corpus_files(
         path = root if name == "." else root / name
         current = now.get(name)
         if current is None:
-            raise ResumeError("corpus", str(folder), f"{path} is missing")
+            raise _resume_error("corpus", folder, f"{path} is missing")
         if current.size != size:
             detail = f"{path} has {current.size} bytes, the checkpoint's had {size}"
-            raise ResumeError("corpus", str(folder), detail)
+            raise _resume_error("corpus", folder, detail)
         found.append(CorpusFile(path, size, encoding))
     extra = sorted(set(now) - {name for name, _, _ in saved})
     if extra:
         detail = f"{root / extra[0]} is new ({len(extra)} new files)"
-        raise ResumeError("corpus", str(folder), detail)
+        raise _resume_error("corpus", folder, detail)
     return tuple(found)
+
+
+def _resume_error(problem: str, folder: Path, detail: str) -> MismatchError:
+    return MismatchError(f"resume.{problem}", folder=str(folder), detail=detail)

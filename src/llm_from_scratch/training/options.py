@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.files import os_path, temporary_path
 
 __all__ = [
@@ -23,7 +23,6 @@ __all__ = [
     "TABLE_FILE",
     "TOKENIZER_FILE",
     "OptionSpec",
-    "TrainOptionError",
     "TrainOptions",
     "option_fields",
 ]
@@ -32,20 +31,18 @@ TABLE_FILE: Final = "table.safetensors"
 TOKENIZER_FILE: Final = "tokenizer.json"
 CHECKPOINT_FILE: Final = "checkpoint.safetensors"
 RATES: Final = (0.025, 0.0001)
-"""SGD's learning rate at the first and at the last word of a run (word2vec's ``alpha`` and
+"""SGD's learning rate at the first and the last word of a run (word2vec's ``alpha`` and
 ``min_alpha``)."""
-
-
-class TrainOptionError(StructuredError, ValueError):
-    """An option of a training run out of its range, found before the corpus is read: a number
-    outside the range its ``--help`` states, ``--output`` that is a file, or a ``--corpus`` or
-    ``--output`` path the system cannot take (a NUL character, a character the file system
-    cannot encode, a name too long in bytes)."""
-
-    template = "--{option} must be {requirement}, got {value}"
-    option: str
-    requirement: str
-    value: str
+MEMORY_BUDGET_VARIABLE: Final = "LLM_FROM_SCRATCH_MEMORY_BUDGET"
+"""The environment variable of the memory budget (MB) when ``--memory-budget`` is not given."""
+RUNTIME_BYTES: Final = 1 << 30
+"""What the interpreter, Numba and LLVM take of an address-space limit before any table."""
+BYTES_PER_VALUE: Final = 32
+"""The memory a run plans per value of its ``[V, d]`` table: the two trained tables, the random
+model a report measures and the copies the measures make (24 measured, ``docs/performance.md``)."""
+RUNTIME_MB: Final = 256
+"""The memory a run plans besides its tables (the interpreter, NumPy, Numba, LLVM, the blocks in
+flight: about 190 MB measured)."""
 
 
 @dataclass(frozen=True)
@@ -66,92 +63,69 @@ class OptionSpec:
         return f"{noun} from {self.minimum} to {self.maximum}"
 
 
-def _spec(text: str, minimum: int | float | None = None, **spec: Any) -> dict[str, OptionSpec]:
-    return {"spec": OptionSpec(text, minimum, **spec)}
+def _option(default: Any, text: str, minimum: float | None = None, **spec: Any) -> Any:
+    """A field of :class:`TrainOptions`: its default, and its :class:`OptionSpec`."""
+    return field(default=default, metadata={"spec": OptionSpec(text, minimum, **spec)})
 
 
 @dataclass(frozen=True)
 class TrainOptions:
     """What a training run is asked to do (see :meth:`checked`)."""
 
-    corpus: Path | None = field(
-        default=None, metadata=_spec("a text file or a folder of .txt files", metavar="PATH")
+    # _option returns a dataclasses.field, so no default is shared (RUF009 cannot see it)
+    corpus: Path | None = _option(None, "a text file or a folder of .txt files", metavar="PATH")  # noqa: RUF009
+    output: Path = _option(  # noqa: RUF009
+        Path("ch18-train"),
+        "the folder of table.safetensors and tokenizer.json, and of the run's checkpoint",
+        metavar="DIR",
     )
-    output: Path = field(
-        default=Path("ch18-train"),
-        metadata=_spec(
-            "the folder of table.safetensors and tokenizer.json, and of the run's checkpoint",
-            metavar="DIR",
-        ),
+    dim: int = _option(100, "the width d of the table's rows", 1, maximum=10_000)
+    window: int = _option(
+        5, "the largest distance between a word and a context word", 1, maximum=1000
     )
-    dim: int = field(
-        default=100, metadata=_spec("the width d of the table's rows", 1, maximum=10_000)
+    negatives: int = _option(5, "noise words per (word, context) pair", 1, maximum=1000)
+    epochs: int = _option(
+        5, "passes over the corpus; 0 writes the initial (random) table", 0, maximum=10_000
     )
-    window: int = field(
-        default=5,
-        metadata=_spec("the largest distance between a word and a context word", 1, maximum=1000),
+    min_count: int = _option(
+        5, "a word seen fewer times is left out of the vocabulary", 1, maximum=2**63 - 1
     )
-    negatives: int = field(
-        default=5, metadata=_spec("noise words per (word, context) pair", 1, maximum=1000)
+    seed: int = _option(
+        1, "the seed of the initial table and of every sample", 0, maximum=2**64 - 1
     )
-    epochs: int = field(
-        default=5,
-        metadata=_spec(
-            "passes over the corpus; 0 writes the initial (random) table", 0, maximum=10_000
-        ),
+    threads: int | None = _option(None, "training threads, at most one per processor", 1)
+    checkpoint_minutes: float = _option(
+        10,
+        "minutes between checkpoints during an epoch (one is also written after each epoch); 0 "
+        "writes them only after epochs",
+        0,
+        maximum=10_000,
+        metavar="M",
     )
-    min_count: int = field(
-        default=5,
-        metadata=_spec(
-            "a word seen fewer times is left out of the vocabulary", 1, maximum=2**63 - 1
-        ),
+    memory_budget: int | None = _option(
+        None,
+        "the most memory the run may plan to use, in MB (default: the environment's "
+        "LLM_FROM_SCRATCH_MEMORY_BUDGET, else half of this machine's memory, less under an "
+        "address-space limit); a run whose tables would need more is refused before training",
+        1,
+        maximum=2**40,
+        metavar="MB",
     )
-    seed: int = field(
-        default=1,
-        metadata=_spec("the seed of the initial table and of every sample", 0, maximum=2**64 - 1),
-    )
-    threads: int | None = field(
-        default=None, metadata=_spec("training threads, at most one per processor", 1)
-    )
-    checkpoint_minutes: float = field(
-        default=10,
-        metadata=_spec(
-            "minutes between checkpoints during an epoch (one is also written after each "
-            "epoch); 0 writes them only after epochs",
-            0,
-            maximum=10_000,
-            metavar="M",
-        ),
-    )
-    memory_budget: int | None = field(
-        default=None,
-        metadata=_spec(
-            "the most memory the run may plan to use, in MB (default: the environment's "
-            "LLM_FROM_SCRATCH_MEMORY_BUDGET, else half of this machine's memory, less under an "
-            "address-space limit); a run whose tables would need more is refused before "
-            "training",
-            1,
-            maximum=2**40,
-            metavar="MB",
-        ),
-    )
-    reference: bool = field(
-        default=False,
-        metadata=_spec(
-            "train with the tape's operations and the SGD optimizer, one pair at a time, "
-            "instead of the compiled loop: the same samples and steps, much slower, for a "
-            "small corpus"
-        ),
+    reference: bool = _option(
+        False,
+        "train with the tape's operations and the SGD optimizer, one pair at a time, instead of "
+        "the compiled loop: the same samples and steps, much slower, for a small corpus",
     )
 
     def checked(self, thread_limit: int) -> TrainOptions:
-        """The same options if every one is in range (``threads`` None: ``thread_limit``).
+        """The same options if every one is in range, in the order of the fields, with
+        ``threads`` (None: ``thread_limit``) and ``memory_budget`` (None: the default) set.
 
         Raises:
-            TrainOptionError: the first option out of range, in the order of the fields.
+            OptionError: ``train.option``, the first option out of range.
         """
         if self.corpus is None:
-            raise TrainOptionError("corpus", "a text file or a folder of .txt files", "nothing")
+            raise _refused("corpus", "a text file or a folder of .txt files", "nothing")
         staged = temporary_path(str(self.output / TABLE_FILE))  # the longest name written
         for name, path, checked in (
             ("corpus", self.corpus, str(self.corpus)),
@@ -161,7 +135,7 @@ class TrainOptions:
                 os_path(checked)
             except OSError as error:
                 shown = f"{str(path)!r} ({error.strerror})"
-                raise TrainOptionError(name, "a path the system can take", shown) from error
+                raise _refused(name, "a path the system can take", shown) from error
         threads = thread_limit if self.threads is None else self.threads
         budget = default_memory_budget() if self.memory_budget is None else self.memory_budget
         checked_options = replace(self, threads=threads, memory_budget=budget)
@@ -173,6 +147,21 @@ class TrainOptions:
         _check_output(self.output)
         return checked_options
 
+    def check_memory(self, vocabulary_size: int) -> None:
+        """Refuse a run whose ``[vocabulary_size, dim]`` tables would not fit the memory budget
+        (:data:`BYTES_PER_VALUE` a value and :data:`RUNTIME_MB`), before any is made.
+
+        Raises:
+            OptionError: ``train.option``, ``--memory-budget`` below what the run needs.
+        """
+        needed = RUNTIME_MB + -(-vocabulary_size * self.dim * BYTES_PER_VALUE // 2**20)
+        if self.memory_budget is not None and needed > self.memory_budget:
+            requirement = (
+                f"at least {needed} MB for a {vocabulary_size}x{self.dim} table (lower --dim or "
+                f"raise --min-count, or raise the budget)"
+            )
+            raise _refused("memory-budget", requirement, f"{self.memory_budget} MB")
+
     def differences(self, other: TrainOptions, names: tuple[str, ...]) -> list[str]:
         """``--window 5, not 4`` for each of ``names`` whose value differs in ``other``."""
         return [
@@ -182,26 +171,19 @@ class TrainOptions:
         ]
 
 
-MEMORY_BUDGET_VARIABLE: Final = "LLM_FROM_SCRATCH_MEMORY_BUDGET"
-"""The environment variable that sets the memory budget (MB) when ``--memory-budget`` is not
-given."""
-RUNTIME_BYTES: Final = 1 << 30
-"""What the interpreter, Numba and LLVM take of an address-space limit before any table."""
-
-
 def default_memory_budget() -> int:
     """The memory budget in MB when none is given: :data:`MEMORY_BUDGET_VARIABLE`, else half of
-    the machine's memory, or, under an address-space limit (``ulimit -v``), that limit less
-    :data:`RUNTIME_BYTES` if that is less.
+    the machine's memory, or an address-space limit (``ulimit -v``) less :data:`RUNTIME_BYTES`
+    if that is less.
 
     Raises:
-        TrainOptionError: the variable is not an integer of at least 1.
+        OptionError: ``train.option``, the variable is not an integer of at least 1.
     """
     given = os.environ.get(MEMORY_BUDGET_VARIABLE)
     if given is not None:
         if not given.strip().isdigit() or int(given) < 1:
             requirement = f"an integer of at least 1 (from {MEMORY_BUDGET_VARIABLE})"
-            raise TrainOptionError("memory-budget", requirement, repr(given))
+            raise _refused("memory-budget", requirement, repr(given))
         return int(given)
     budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
     try:
@@ -216,9 +198,8 @@ def default_memory_budget() -> int:
 
 
 def _check_output(folder: Path) -> None:
-    """``folder`` is a folder, or can be made one, where the run's files can be written: no
-    file stands where it or a folder above it should be, and none of the names the run writes
-    is taken by a folder."""
+    """``folder`` is a folder, or can be made one (no file stands where it or a folder above it
+    should be), and none of the names the run writes in it is taken by a folder."""
     existing = folder
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -226,13 +207,12 @@ def _check_output(folder: Path) -> None:
         shown = (
             f"the file {folder}" if existing == folder else f"{folder}, below the file {existing}"
         )
-        raise TrainOptionError("output", "a folder", shown)
+        raise _refused("output", "a folder", shown)
     for name in (TABLE_FILE, TOKENIZER_FILE, CHECKPOINT_FILE):
         target = folder / name
         if target.exists() and not target.is_file():
-            raise TrainOptionError(
-                "output", f"a folder where {name} can be written", f"{target}, which is a folder"
-            )
+            shown = f"{target}, which is a folder"
+            raise _refused("output", f"a folder where {name} can be written", shown)
 
 
 def option_fields() -> list[tuple[str, OptionSpec, type]]:
@@ -254,8 +234,12 @@ def _check_number(name: str, value: object, spec: OptionSpec, kind: type) -> Non
     try:
         number = operator.index(value) if kind is int else float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise TrainOptionError(flag(name), requirement, repr(value)) from None
+        raise _refused(flag(name), requirement, repr(value)) from None
     low = spec.minimum if spec.minimum is not None else -math.inf
     high = spec.maximum if spec.maximum is not None else math.inf
     if isinstance(value, bool) or not low <= number <= high:
-        raise TrainOptionError(flag(name), requirement, repr(value))
+        raise _refused(flag(name), requirement, repr(value))
+
+
+def _refused(option: str, requirement: str, value: str) -> OptionError:
+    return OptionError("train.option", option=option, requirement=requirement, value=value)

@@ -1,23 +1,18 @@
 """A training run: the corpus streamed block by block to threads that train the shared tables.
 
-:meth:`Run.start` checks the options, lists the corpus and counts its words (one streamed pass:
-the vocabulary), or, resuming, reads the checkpoint and checks that it belongs to these options
-and this corpus. :meth:`Run.train` then makes the epochs' passes. The main thread reads the
-corpus in pieces (:func:`~llm_from_scratch.training.corpus.pieces`), turns each into a block of
-tokens (:meth:`~llm_from_scratch.training.vocabulary.Vocabulary.tokens`) and hands it to the
-training threads, which take the blocks in turn and train on them without waiting for each
-other: each runs :func:`~llm_from_scratch.training.kernels.train_block` on the shared tables,
-without locks, as word2vec and gensim do.
+:meth:`Run.start` checks the options and counts the corpus (the vocabulary), or reads the
+checkpoint it resumes. :meth:`Run.train` makes the epochs' passes: the main thread reads the
+corpus in pieces and turns each into a block of tokens; the training threads take the blocks in
+turn and run :func:`~llm_from_scratch.training.kernels.train_block` on the shared tables without
+locks, as word2vec and gensim do (``reference``: the calling thread runs
+:func:`~llm_from_scratch.training.skipgram.reference_block` on the tape).
 
-**Reproducible.** A block's samples depend only on the seed, the epoch and the block's number
-(:func:`~llm_from_scratch.training.skipgram.block_state`), and its learning rate only on where it
-starts in the run. With one thread the blocks are trained in order, so two runs with one seed
-write the same bytes, and so does a run interrupted and resumed any number of times. With
-several threads, two blocks trained at once may read a row while the other writes it: each
-run is as good, but their last bits differ.
-
-**Checkpoints.** After each epoch, and every ``checkpoint_minutes`` within one, the run waits for
-the blocks handed out so far and writes :mod:`~llm_from_scratch.training.checkpoint`.
+A block's samples depend only on the seed, the epoch and the block's number, its learning rate
+on where it starts: with one thread, two runs with one seed write the same bytes, and so does a
+run interrupted and resumed any number of times; with several, two blocks trained at once may
+read a row while the other writes it, so the last bits differ. After each epoch, and every
+``checkpoint_minutes`` within one, the run waits for the blocks handed out and writes its
+:mod:`~llm_from_scratch.training.checkpoint`.
 """
 
 from __future__ import annotations
@@ -25,16 +20,18 @@ from __future__ import annotations
 import contextlib
 import math
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
+from llm_from_scratch.autograd.dispatch import sleep_between_kernels
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.training.checkpoint import (
     Checkpoint,
@@ -45,7 +42,7 @@ from llm_from_scratch.training.checkpoint import (
 )
 from llm_from_scratch.training.corpus import CorpusFile, corpus_files, count_words, pieces
 from llm_from_scratch.training.kernels import SENTENCE_END, train_block
-from llm_from_scratch.training.options import CHECKPOINT_FILE, RATES, TrainOptionError, TrainOptions
+from llm_from_scratch.training.options import CHECKPOINT_FILE, RATES, TrainOptions
 from llm_from_scratch.training.skipgram import (
     NoiseTable,
     SkipGram,
@@ -57,29 +54,16 @@ from llm_from_scratch.training.skipgram import (
 )
 from llm_from_scratch.training.vocabulary import Vocabulary
 
-__all__ = [
-    "EpochSummary",
-    "ProgressState",
-    "Run",
-    "TrainResult",
-    "peak_memory_bytes",
-]
+__all__ = ["EpochSummary", "ProgressState", "Run", "TrainResult", "peak_memory_bytes"]
 
 PROGRESS_SECONDS: Final = 0.5
 """The least time between two progress states within an epoch."""
-BYTES_PER_VALUE: Final = 32
-"""The memory a run plans per value of its ``[V, d]`` input table: the two trained tables,
-the random model a report measures, and the copies the measures make (24 bytes measured on a
-float32 table of 9120 rows, ``docs/performance.md``)."""
-RUNTIME_MB: Final = 256
-"""The memory a run plans besides its tables: the interpreter, NumPy, Numba and LLVM, the
-blocks in flight (about 190 MB measured)."""
+Tables = tuple[npt.NDArray[Any], npt.NDArray[Any]]
 
 
 @dataclass(frozen=True)
 class EpochSummary:
-    """One epoch: its pairs, their mean loss, its seconds of training and its last learning
-    rate."""
+    """One epoch: its pairs, their mean loss, its seconds of training, its last learning rate."""
 
     epoch: int
     pairs: int
@@ -90,10 +74,9 @@ class EpochSummary:
 
 @dataclass(frozen=True)
 class ProgressState:
-    """Where a run is, for a progress line: the epoch, the share of its corpus read, the share
-    of the whole run done, the words read per second so far, the epoch's mean loss so far, the
-    seconds so far and left at that speed (NaN before a word is read) and the process's peak
-    memory in bytes; ``epoch_done`` at the end of an epoch."""
+    """Where a run is: the epoch, the share of its corpus read and of the whole run, words read
+    per second, the epoch's mean loss so far, the seconds so far and left at that speed (NaN
+    before a word is read), the peak memory in bytes; ``epoch_done`` at an epoch's end."""
 
     epoch: int
     epochs: int
@@ -129,39 +112,16 @@ class TrainResult:
 Progress = Callable[[ProgressState], None]
 
 
-def peak_memory_bytes() -> int:
-    """The most memory this process has held at once (its peak resident set), in bytes; 0
-    where the system does not say."""
+def peak_memory_bytes(usage: Any = None) -> int:
+    """The most memory a process has held at once (its peak resident set) in bytes: this
+    process's, or the one ``usage`` describes (a ``resource.struct_rusage``, as ``os.wait4``
+    gives of a child); 0 where the system does not say."""
     try:
         import resource
     except ImportError:  # pragma: no cover - not POSIX
         return 0
-    import sys
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
-
-
-def memory_needed(vocabulary_size: int, dim: int) -> int:
-    """The memory, in MB, a run plans for a ``[vocabulary_size, dim]`` table."""
-    return RUNTIME_MB + -(-vocabulary_size * dim * BYTES_PER_VALUE // 2**20)
-
-
-def check_memory(options: TrainOptions, vocabulary_size: int) -> None:
-    """Refuse a run whose tables would not fit its memory budget, before it allocates them.
-
-    Raises:
-        TrainOptionError: ``--memory-budget`` below what the run needs.
-    """
-    needed = memory_needed(vocabulary_size, options.dim)
-    assert options.memory_budget is not None
-    if needed > options.memory_budget:
-        table = f"{vocabulary_size}x{options.dim}"
-        requirement = (
-            f"at least {needed} MB for a {table} table (lower --dim or raise --min-count, or "
-            f"raise the budget)"
-        )
-        raise TrainOptionError("memory-budget", requirement, f"{options.memory_budget} MB")
+    peak = (usage or resource.getrusage(resource.RUSAGE_SELF)).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)  # Linux counts KiB
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,24 +137,26 @@ class Run:
     @classmethod
     def start(cls, options: TrainOptions, thread_limit: int, resume: bool = False) -> Run:
         """Check ``options``, then read the corpus (or the checkpoint in ``options.output``).
+        A long run of short kernels beside Python work: Numba's threads are asked to sleep
+        between kernels (:func:`~llm_from_scratch.autograd.dispatch.sleep_between_kernels`).
 
         Raises:
-            TrainOptionError: an option out of range (before anything is read), or a table
-                that would not fit the memory budget (once the vocabulary is counted).
+            OptionError: ``train.option``, before anything is read; or a table over the
+                memory budget, once the vocabulary is counted.
             CorpusError: the corpus cannot be read or makes no vocabulary.
-            ResumeError: ``resume`` without a checkpoint of these options and
-                this corpus.
+            MismatchError: ``resume.*``, no checkpoint of these options and this corpus.
         """
         options = options.checked(thread_limit)
         assert options.corpus is not None
+        sleep_between_kernels()
         listed = corpus_files(options.corpus)
         if resume:
             found = load_checkpoint(options.output, options, listed)
-            check_memory(options, found.vocabulary.vocabulary_size)
+            options.check_memory(found.vocabulary.vocabulary_size)
             return cls(options, found.files, found.vocabulary, found.corpus_words, found)
         files, counts = count_words(listed)
         vocabulary = Vocabulary.from_counts(counts, options.min_count)
-        check_memory(options, vocabulary.vocabulary_size)
+        options.check_memory(vocabulary.vocabulary_size)
         return cls(options, tuple(files), vocabulary, sum(counts.values()), None)
 
     def initial_model(self) -> SkipGram:
@@ -202,80 +164,64 @@ class Run:
         return SkipGram.new(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
 
     def train(self, progress: Progress | None = None) -> TrainResult:
-        """Train every epoch left, writing checkpoints; return the trained model. The last
-        checkpoint stays until :meth:`discard_checkpoint` (a caller that writes the table
-        afterwards discards it once the table is written).
+        """Train every epoch left, writing checkpoints; the last stays until
+        :meth:`discard_checkpoint` (once the caller has written the table).
 
         Raises:
-            CheckpointError: a checkpoint cannot be written.
-            KeyboardInterrupt: Ctrl-C; the threads stop after their block.
+            FileAccessError: ``checkpoint.write``, a checkpoint cannot be written.
+            KeyboardInterrupt: Ctrl-C; the threads stop after their block, and a folder the
+                run made is removed if it is still empty.
         """
         made = _made_folder(self.options.output)
-        if self.checkpoint is None:
-            arrays = self.initial_model().arrays()
-            position = Position()
-        else:
-            arrays = (self.checkpoint.inputs, self.checkpoint.contexts)
-            position = self.checkpoint.position
-        trainer = self._trainer(*arrays)
+        found = self.checkpoint
+        position = Position() if found is None else found.position
+        tables = self.initial_model().arrays() if found is None else (found.inputs, found.contexts)
+        trainer = self._trainer(tables)
         try:
-            epochs, seconds = self._epochs(trainer, position, progress)
+            epochs = self._epochs(trainer, position, progress)
             model = trainer.model()
         except BaseException:
             _remove_empty(self.options.output, made)
             raise
         finally:
             trainer.close()
-        return TrainResult(
-            model,
-            self.vocabulary,
-            self.files,
-            self.corpus_words,
-            epochs,
-            seconds,
-            peak_memory_bytes(),
-        )
+        seconds = sum(epoch.seconds for epoch in epochs)
+        words = self.corpus_words
+        memory = peak_memory_bytes()
+        return TrainResult(model, self.vocabulary, self.files, words, epochs, seconds, memory)
 
     def discard_checkpoint(self) -> None:
         """Remove the run's checkpoint from its output folder (if there is one)."""
         (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
-    def _trainer(self, inputs: npt.NDArray[Any], contexts: npt.NDArray[Any]) -> _Trainer:
-        counts = np.asarray(self.vocabulary.counts)
-        samples = _Samples(
-            keep_probabilities(counts),
-            NoiseTable.of(counts),
-            self.options.window,
-            self.options.negatives,
-            self.corpus_words * self.options.epochs,
-        )
-        if self.options.reference:
-            return _ReferenceTrainer(SkipGram.from_arrays(inputs, contexts), samples)
-        assert self.options.threads is not None
-        return _CompiledTrainer(inputs, contexts, samples, self.options.threads)
+    def _trainer(self, tables: Tables) -> _Trainer:
+        counts, options = np.asarray(self.vocabulary.counts), self.options
+        keep, noise = keep_probabilities(counts), NoiseTable.of(counts)
+        words = self.corpus_words * options.epochs
+        samples = _Samples(keep, noise, options.window, options.negatives, words)
+        if options.reference:
+            return _Reference(SkipGram.from_arrays(*tables), samples)
+        return _Compiled(tables, samples, options.threads or 1)
 
     def _epochs(
         self, trainer: _Trainer, position: Position, progress: Progress | None
-    ) -> tuple[tuple[EpochSummary, ...], float]:
-        options = self.options
-        summaries = [self._summary(i, totals) for i, totals in enumerate(position.done)]
-        clock = _Clock(options.checkpoint_minutes, self.corpus_words, position, progress, options)
-        for epoch in range(position.epoch, options.epochs):
+    ) -> tuple[EpochSummary, ...]:
+        summaries = [self._summary(epoch, totals) for epoch, totals in enumerate(position.done)]
+        clock = _Clock(self.options, self.corpus_words, position, progress)
+        for epoch in range(position.epoch, self.options.epochs):
             trainer.totals = position.totals
             started = time.perf_counter() - position.totals.seconds
             for job, after in self._jobs(epoch, position):
                 trainer.submit(job)
                 if clock.checkpoint_due():
-                    trainer.wait()
-                    self._save(trainer, replace(after, totals=_timed(trainer, started)))
+                    self._save(trainer, replace(after, totals=trainer.timed(started)))
                 clock.report(after, trainer.totals)
-            trainer.wait()
-            totals = _timed(trainer, started)
+            totals = trainer.timed(started)
             position = Position(epoch + 1, done=(*position.done, totals))
             summaries.append(self._summary(epoch, totals))
             self._save(trainer, position)
             clock.report(position, totals, epoch_done=True)
-        return tuple(summaries), sum(totals.seconds for totals in position.done)
+        return tuple(summaries)
 
     def _jobs(self, epoch: int, position: Position) -> Iterator[tuple[_Job, Position]]:
         """Each block of the epoch from ``position`` on, and the position after it."""
@@ -297,17 +243,12 @@ class Run:
         return EpochSummary(epoch + 1, totals.pairs, mean, totals.seconds, rate)
 
     def _save(self, trainer: _Trainer, position: Position) -> None:
-        inputs, contexts = trainer.arrays()
+        """Wait for the blocks handed out, then write the checkpoint."""
+        trainer.wait()
+        words = self.corpus_words
+        tables = trainer.arrays()
         save_checkpoint(
-            Checkpoint(
-                self.options,
-                self.files,
-                self.vocabulary,
-                self.corpus_words,
-                inputs,
-                contexts,
-                position,
-            )
+            Checkpoint(self.options, self.files, self.vocabulary, words, *tables, position)
         )
 
 
@@ -320,17 +261,11 @@ def _made_folder(folder: Path) -> Path | None:
 
 def _remove_empty(folder: Path, made: Path | None) -> None:
     """Remove the folders from ``folder`` up to ``made`` that this run made, if still empty."""
-    if made is None:
-        return
-    for path in (folder, *folder.parents):
+    for path in (folder, *folder.parents) if made is not None else ():
         with contextlib.suppress(OSError):
             path.rmdir()
         if path == made:
             return
-
-
-def _timed(trainer: _Trainer, started: float) -> EpochTotals:
-    return replace(trainer.totals, seconds=time.perf_counter() - started)
 
 
 @dataclass(frozen=True)
@@ -353,154 +288,144 @@ class _Job:
     words_before: int
 
 
-class _Trainer(Protocol):
-    totals: EpochTotals
+class _Trainer:
+    """Blocks trained in turn by ``count`` threads (0: in the calling thread), each by
+    :meth:`block`; their loss and pairs are summed in :attr:`totals`."""
 
-    def submit(self, job: _Job) -> None: ...
-    def wait(self) -> None: ...
-    def arrays(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]: ...
-    def model(self) -> SkipGram: ...
-    def close(self) -> None: ...
-
-
-class _ReferenceTrainer:
-    """Each block on the tape, one pair at a time, in the calling thread."""
-
-    def __init__(self, model: SkipGram, samples: _Samples) -> None:
-        self._model = model
-        self._optimizer = SGD(model.parameters, RATES[0])
-        self._samples = samples
-        self.totals = EpochTotals()
-
-    def submit(self, job: _Job) -> None:
-        samples = self._samples
-        pairs = block_pairs(
-            job.tokens,
-            samples.keep,
-            samples.noise,
-            samples.window,
-            samples.negatives,
-            job.state,
-            job.words_before,
-        )
-        loss, count = reference_block(
-            self._model, self._optimizer, pairs, samples.words_total, RATES
-        )
-        self.totals = replace(
-            self.totals, loss=self.totals.loss + loss, pairs=self.totals.pairs + count
-        )
-
-    def wait(self) -> None:
-        pass
-
-    def arrays(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-        return self._model.arrays()
-
-    def model(self) -> SkipGram:
-        return self._model
-
-    def close(self) -> None:
-        pass
-
-
-class _CompiledTrainer:
-    """Threads that take blocks in turn and train the shared arrays with the compiled loop."""
-
-    def __init__(
-        self,
-        inputs: npt.NDArray[Any],
-        contexts: npt.NDArray[Any],
-        samples: _Samples,
-        threads: int,
-    ) -> None:
-        self._inputs, self._contexts = inputs, contexts
-        self._samples = samples
-        self._jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=2 * threads)
+    def __init__(self, samples: _Samples, count: int) -> None:
+        self.samples, self.totals = samples, EpochTotals()
+        self._jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=2 * count)
         self._lock = threading.Lock()
         self._failure: BaseException | None = None
         self._stopping = False
-        self.totals = EpochTotals()
-        self._threads = [threading.Thread(target=self._serve, daemon=True) for _ in range(threads)]
+        self._threads = [threading.Thread(target=self._serve, daemon=True) for _ in range(count)]
         for thread in self._threads:
             thread.start()
 
-    def _serve(self) -> None:
-        samples = self._samples
-        while (job := self._jobs.get()) is not None:
-            try:
-                if not self._stopping:
-                    found = np.zeros(2)
-                    train_block(
-                        job.tokens,
-                        samples.keep,
-                        samples.noise.accept,
-                        samples.noise.alias,
-                        self._inputs,
-                        self._contexts,
-                        samples.window,
-                        samples.negatives,
-                        job.state,
-                        RATES,
-                        job.words_before,
-                        samples.words_total,
-                        found,
-                    )
-                    with self._lock:
-                        self.totals = replace(
-                            self.totals,
-                            loss=self.totals.loss + float(found[0]),
-                            pairs=self.totals.pairs + int(found[1]),
-                        )
-            except BaseException as error:  # handed to the main thread by wait()
-                self._failure = error
-                self._stopping = True
-            finally:
-                self._jobs.task_done()
-        self._jobs.task_done()
+    def block(self, job: _Job) -> tuple[float, int]:
+        """Train on one block: its summed loss and its pairs."""
+        raise NotImplementedError
+
+    def arrays(self) -> Tables:
+        """The two tables' values, the input table first."""
+        raise NotImplementedError
+
+    def model(self) -> SkipGram:
+        """The trained model."""
+        raise NotImplementedError
 
     def submit(self, job: _Job) -> None:
+        """Hand ``job`` to a thread (or train it now); raise what a thread raised before."""
         self._raise_failure()
-        self._jobs.put(job)
+        if self._threads:
+            self._jobs.put(job)
+        else:
+            self._add(*self.block(job))
 
     def wait(self) -> None:
+        """Wait for every block handed out; raise what a thread raised."""
         self._jobs.join()
         self._raise_failure()
 
-    def _raise_failure(self) -> None:
-        if self._failure is not None:
-            raise self._failure
-
-    def arrays(self) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-        return self._inputs, self._contexts
-
-    def model(self) -> SkipGram:
-        return SkipGram.adopt(self._inputs, self._contexts)
+    def timed(self, started: float) -> EpochTotals:
+        """Wait, then the totals with the seconds since ``started``."""
+        self.wait()
+        return replace(self.totals, seconds=time.perf_counter() - started)
 
     def close(self) -> None:
+        """Stop the threads after their block, leaving the blocks still queued."""
         self._stopping = True
         for _ in self._threads:
             self._jobs.put(None)
         for thread in self._threads:
             thread.join()
 
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def _add(self, loss: float, pairs: int) -> None:
+        with self._lock:
+            totals = self.totals
+            self.totals = replace(totals, loss=totals.loss + loss, pairs=totals.pairs + pairs)
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                if not self._stopping:
+                    self._add(*self.block(job))
+            except BaseException as error:  # handed to the main thread by wait()
+                self._failure, self._stopping = error, True
+            finally:
+                self._jobs.task_done()
+        self._jobs.task_done()
+
+
+class _Compiled(_Trainer):
+    """Threads that train the shared arrays with the compiled loop."""
+
+    def __init__(self, tables: Tables, samples: _Samples, count: int) -> None:
+        self._tables = tables
+        super().__init__(samples, count)
+
+    def block(self, job: _Job) -> tuple[float, int]:
+        s, found = self.samples, np.zeros(2)
+        inputs, contexts = self._tables
+        train_block(
+            job.tokens,
+            s.keep,
+            s.noise.accept,
+            s.noise.alias,
+            inputs,
+            contexts,
+            s.window,
+            s.negatives,
+            job.state,
+            RATES,
+            job.words_before,
+            s.words_total,
+            found,
+        )
+        return float(found[0]), int(found[1])
+
+    def arrays(self) -> Tables:
+        return self._tables
+
+    def model(self) -> SkipGram:
+        return SkipGram.adopt(*self._tables)
+
+
+class _Reference(_Trainer):
+    """Each block on the tape, one pair at a time, in the calling thread."""
+
+    def __init__(self, model: SkipGram, samples: _Samples) -> None:
+        self._model, self._optimizer = model, SGD(model.parameters, RATES[0])
+        super().__init__(samples, 0)
+
+    def block(self, job: _Job) -> tuple[float, int]:
+        s = self.samples
+        pairs = block_pairs(
+            job.tokens, s.keep, s.noise, s.window, s.negatives, job.state, job.words_before
+        )
+        return reference_block(self._model, self._optimizer, pairs, s.words_total, RATES)
+
+    def arrays(self) -> Tables:
+        return self._model.arrays()
+
+    def model(self) -> SkipGram:
+        return self._model
+
 
 class _Clock:
     """When to write a checkpoint within an epoch, and when to report progress."""
 
     def __init__(
-        self,
-        minutes: float,
-        corpus_words: int,
-        position: Position,
-        progress: Progress | None,
-        options: TrainOptions,
+        self, options: TrainOptions, words: int, position: Position, progress: Progress | None
     ) -> None:
-        self._interval = minutes * 60
+        self._interval, self._epochs = options.checkpoint_minutes * 60, options.epochs
         self._last_checkpoint = self._last_report = self._start = time.perf_counter()
-        self._words = corpus_words
-        self._first_words = position.epoch * corpus_words + position.words
+        self._words, self._first = words, position.epoch * words + position.words
         self._progress = progress
-        self._epochs = options.epochs
 
     def checkpoint_due(self) -> bool:
         now = time.perf_counter()
@@ -511,29 +436,18 @@ class _Clock:
 
     def report(self, position: Position, totals: EpochTotals, epoch_done: bool = False) -> None:
         now = time.perf_counter()
-        early = not epoch_done and now - self._last_report < PROGRESS_SECONDS
-        if self._progress is None or early:
+        if self._progress is None or (
+            not epoch_done and now - self._last_report < PROGRESS_SECONDS
+        ):
             return
-        self._last_report = now
+        self._last_report, words = now, self._words
         epoch = position.epoch - 1 if epoch_done else position.epoch
-        read = epoch * self._words + (self._words if epoch_done else position.words)
-        total = max(self._words * self._epochs, 1)
-        seconds = now - self._start
-        speed = (read - self._first_words) / seconds if seconds > 0 else math.nan
+        read = epoch * words + (words if epoch_done else position.words)
+        total, seconds = max(words * self._epochs, 1), now - self._start
+        speed = (read - self._first) / seconds if seconds > 0 else math.nan
+        corpus = 1.0 if epoch_done else position.words / max(words, 1)
+        loss = totals.loss / totals.pairs if totals.pairs else math.nan
         left = (total - read) / speed if speed > 0 else math.nan
-        mean = totals.loss / totals.pairs if totals.pairs else math.nan
-        corpus = 1.0 if epoch_done else position.words / max(self._words, 1)
-        self._progress(
-            ProgressState(
-                epoch + 1,
-                self._epochs,
-                corpus,
-                read / total,
-                speed,
-                mean,
-                seconds,
-                left,
-                peak_memory_bytes(),
-                epoch_done,
-            )
-        )
+        memory = peak_memory_bytes()
+        state = (epoch + 1, self._epochs, corpus, read / total, speed, loss, seconds, left)
+        self._progress(ProgressState(*state, memory, epoch_done))

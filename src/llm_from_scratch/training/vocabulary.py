@@ -1,13 +1,11 @@
 """The vocabulary of a corpus: word IDs by falling frequency, their counts, and a tokenizer file.
 
-:meth:`Vocabulary.from_counts` keeps the words seen at least ``min_count`` times (5 by default,
-as gensim's word2vec keeps them). IDs go by falling count, ties by the word in code-point
-order; the unknown token ``[UNK]`` takes the last ID, with a count of 0, for a word outside the
-vocabulary. :meth:`Vocabulary.tokens` turns a piece of text into the tokens the trainer reads:
-each word's ID, :data:`UNKNOWN_WORD` for a word outside the vocabulary (read, then dropped, as
-gensim drops it) and :data:`SENTENCE_END` at each line end. :meth:`Vocabulary.save_tokenizer`
-writes a Hugging Face ``tokenizer.json`` (a ``WordLevel`` model) that maps a line to the same
-IDs, ``[UNK]`` for the words outside.
+:meth:`Vocabulary.from_counts` keeps the words seen at least ``min_count`` times (5, as gensim).
+IDs go by falling count, ties by the word in code-point order; the unknown token ``[UNK]`` takes
+the last ID, with a count of 0. :meth:`Vocabulary.tokens` turns a text into the trainer's tokens:
+each word's ID, :data:`UNKNOWN_WORD` for a word outside (read, then dropped, as gensim drops it)
+and :data:`SENTENCE_END` at each line end. :meth:`Vocabulary.save_tokenizer` writes a Hugging
+Face ``tokenizer.json`` (``WordLevel``) that maps a line to the same IDs.
 
     >>> vocabulary = Vocabulary.build([["to", "be"], ["or", "not", "to", "be"], ["to"]], 2)
     >>> vocabulary.words, vocabulary.counts.tolist()
@@ -31,7 +29,8 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from llm_from_scratch.training.corpus import CorpusError, write_atomically
+from llm_from_scratch.errors import CorpusError
+from llm_from_scratch.training.corpus import write_atomically
 from llm_from_scratch.training.kernels import SENTENCE_END, UNKNOWN_WORD
 from llm_from_scratch.training.words import (
     LINE_ENDS,
@@ -63,12 +62,8 @@ _TOKENS: Final = re.compile(TOKEN_PATTERN)
 
 @dataclass(frozen=True, eq=False)
 class Vocabulary:
-    """Words by ID (falling count, ties by the word), then the unknown token; and their counts.
-
-    ``counts[i]`` is how often ``words[i]`` occurs in the corpus it was counted from (an
-    ``int64`` array, read-only), 0 for the unknown token. The table that goes with it has
-    :attr:`vocabulary_size` rows, the unknown token's included.
-    """
+    """Words by ID (falling count, ties by the word), then the unknown token; and ``counts``:
+    how often each occurs (read-only ``int64``, 0 for the unknown token)."""
 
     words: tuple[str, ...]
     counts: npt.NDArray[np.int64]
@@ -86,20 +81,19 @@ class Vocabulary:
         """The words of ``counts`` seen ``min_count`` times or more.
 
         Raises:
-            CorpusError: ``min-count`` (not an integer of at least 1; checked first),
-                ``no-words`` (no word at all), ``empty-vocabulary`` (no word occurs
-                ``min_count`` times).
+            CorpusError: ``corpus.min-count`` (not an integer of at least 1; checked first),
+                ``corpus.no-words`` (no word), ``corpus.empty-vocabulary`` (none frequent enough).
         """
         minimum = checked_min_count(min_count)
         if not counts:
-            raise CorpusError("no-words")
+            raise CorpusError("corpus.no-words")
         kept = sorted(
             ((word, count) for word, count in counts.items() if count >= minimum),
             key=lambda item: (-item[1], item[0]),
         )
         if not kept:
             highest = max(counts.values())
-            raise CorpusError("empty-vocabulary", min_count=minimum, highest_count=highest)
+            raise CorpusError("corpus.empty-vocabulary", min_count=minimum, highest_count=highest)
         words = tuple(word for word, _ in kept)
         found = np.fromiter((count for _, count in kept), dtype=np.int64, count=len(kept))
         return cls((*words, UNKNOWN_TOKEN), np.append(found, np.int64(0)))
@@ -134,29 +128,23 @@ class Vocabulary:
         return found
 
     def lookup(self, words: Iterable[str]) -> npt.NDArray[np.int64]:
-        """Each word's ID, the unknown token's for a word outside the vocabulary (as the saved
-        tokenizer maps them), as ``int64``."""
+        """Each word's ID (``int64``), the unknown token's for a word outside, as the saved
+        tokenizer maps them."""
         known = self.word_ids
         unknown = self.unknown_id
         return np.fromiter((known.get(word, unknown) for word in words), dtype=np.int64)
 
     def tokens(self, text: str) -> npt.NDArray[np.int32]:
-        """The tokens of a text for the trainer, ``int32``: each word's ID (the text is
-        normalized first), :data:`UNKNOWN_WORD` for a word outside the vocabulary and
-        :data:`SENTENCE_END` for each line end."""
+        """The trainer's tokens of a text (``int32``; see the module docstring)."""
         found = _TOKENS.findall(normalized(text))
         get = self._token_ids.get
         return np.fromiter(map(get, found, repeat(UNKNOWN_WORD)), np.int32, len(found))
 
     def tokenizer_json(self) -> str:
-        """A Hugging Face ``tokenizers`` file of this vocabulary, as text.
-
-        A ``WordLevel`` model of the words and their IDs with the unknown token, the
-        normalizer and the pre-tokenizer of :mod:`~llm_from_scratch.training.words`, so a line
-        maps to the IDs of its words with ``[UNK]`` for those outside. The unknown token is not
-        an added token: ``[UNK]`` typed in a text is the word ``unk``, as for the trainer.
-        Written without the ``tokenizers`` package.
-        """
+        """A Hugging Face ``tokenizers`` file of this vocabulary, as text (written without the
+        package): a ``WordLevel`` model with the normalizer and pre-tokenizer of
+        :mod:`~llm_from_scratch.training.words`. ``[UNK]`` is no added token: typed in a text,
+        it is the word ``unk``, as for the trainer."""
         document: dict[str, object] = {
             "version": "1.0",
             "truncation": None,
@@ -175,10 +163,10 @@ class Vocabulary:
         return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
     def save_tokenizer(self, path: Path) -> None:
-        """Write :meth:`tokenizer_json` to ``path`` atomically (a new file renamed into place).
+        """Write :meth:`tokenizer_json` to ``path`` atomically.
 
         Raises:
-            CorpusError: ``unwritable``, with the system's reason.
+            CorpusError: ``corpus.unwritable``, with the system's reason.
         """
         write_atomically(path, self.tokenizer_json().encode("utf-8"))
 
@@ -187,7 +175,7 @@ def checked_min_count(min_count: object) -> int:
     """``min_count`` as an ``int``, if it is an integer (not a ``bool``) of at least 1.
 
     Raises:
-        CorpusError: ``min-count``, with its ``repr``.
+        CorpusError: ``corpus.min-count``, with its ``repr``.
     """
     if not isinstance(min_count, bool):
         try:
@@ -197,4 +185,4 @@ def checked_min_count(min_count: object) -> int:
         else:
             if minimum >= 1:
                 return minimum
-    raise CorpusError("min-count", detail=repr(min_count))
+    raise CorpusError("corpus.min-count", detail=repr(min_count))

@@ -3,35 +3,24 @@
 :func:`train` starts a run of :mod:`llm_from_scratch.training` (skip-gram with negative
 sampling; the input table is the chapter's ``Embedding`` named ``token_embedding.weight``),
 measures the random table, trains, measures the trained table the same way, writes
-``table.safetensors`` and ``tokenizer.json`` into the output folder, and returns a
-:class:`TrainReport`. The report is data: the text of the command
-(:mod:`~llm_from_scratch.demos.ch18_token_embeddings.train_text`) and a figure only format it.
+``table.safetensors`` and ``tokenizer.json`` as one (:func:`llm_from_scratch.files.replace_files`:
+the folder holds the files it held before or both new ones), and returns a :class:`TrainReport`,
+which the command's text (:mod:`~llm_from_scratch.demos.ch18_token_embeddings.train_text`) and
+its figure format.
 
-Each measure of a table (:class:`TableView`) uses the neighbours module: the vector neighbours of
-a few words (:data:`REPORT_WORDS`), the mean cosines inside and between word groups
-(:data:`REPORT_GROUPS`) and the groups' projection on two principal components. Words that are not
-in the vocabulary are left out (a group keeps at least two words). The words are English, or
-Russian (:data:`REPORT_WORDS_RU`, :data:`REPORT_GROUPS_RU`) when the vocabulary holds more of
-the Russian words (:func:`report_words`).
-
-Files: both are staged beside their targets under hidden temporary names, then renamed into
-place one after the other with Ctrl-C held back (and the earlier table put back if the second
-rename fails), so the folder holds the files it held before or both new ones; never a part of a
-file, never a temporary one.
+A table is measured (:class:`TableView`) with the neighbours module: the neighbours of a few words
+(:data:`REPORT_WORDS`), the mean cosines inside and between word groups (:data:`REPORT_GROUPS`)
+and the groups' projection; words outside the vocabulary are left out (a group keeps at least
+two). The words are Russian (:data:`REPORT_WORDS_RU`, :data:`REPORT_GROUPS_RU`) when the
+vocabulary holds more of them (:func:`report_words`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import shutil
-import signal
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Final
 
 import numpy as np
@@ -46,7 +35,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     project_groups,
     word_neighbours,
 )
-from llm_from_scratch.files import sync_folder, temporary_path
+from llm_from_scratch.files import replace_files, write_new_file
 from llm_from_scratch.nn import save_parameters
 from llm_from_scratch.training.options import RATES, TABLE_FILE, TOKENIZER_FILE, TrainOptions
 from llm_from_scratch.training.run import EpochSummary, Progress, Run
@@ -189,16 +178,13 @@ def train(
     resume: bool = False,
 ) -> TrainReport:
     """Train a table as the module docstring says; write the two files; return the report.
-
     ``progress`` gets a :class:`~llm_from_scratch.training.ProgressState` at most twice a
     second and after each epoch.
 
     Raises:
-        TrainOptionError: an option out of range (before anything is read).
-        CorpusError: the corpus cannot be read or makes no vocabulary (before anything is
-            written).
-        ResumeError: ``resume`` without a checkpoint of these options and corpus.
-        CheckpointError, OSError: a file cannot be written; the folder is as it was.
+        OptionError, CorpusError, MismatchError: as :meth:`~llm_from_scratch.training.Run.start`,
+            before anything is written.
+        FileAccessError, OSError: a file cannot be written; the folder is as it was.
         KeyboardInterrupt: Ctrl-C; the folder holds the files it held before (and the last
             checkpoint); a Ctrl-C while the files are written waits for them (``interrupted``).
     """
@@ -284,91 +270,22 @@ def _mean(values: Iterable[float]) -> float:
     return float(np.mean(found)) if found else math.nan
 
 
-# Writing the files -----------------------------------------------------------------------------
-
-
 def write_outputs(
     folder: Path, model: SkipGram, vocabulary: Vocabulary, metadata: dict[str, str]
 ) -> bool:
-    """Write ``table.safetensors`` (the input table, ``token_embedding.weight``) and
-    ``tokenizer.json`` into ``folder`` (made if missing): both staged first, then renamed into
-    place with Ctrl-C held back until both are (see the module docstring). Returns True when a
-    Ctrl-C came meanwhile (both new files are in place).
+    """Write ``table.safetensors`` (the input table) and ``tokenizer.json`` into ``folder`` (made
+    if missing) as one (:func:`~llm_from_scratch.files.replace_files`); True when a Ctrl-C came
+    meanwhile (both new files are in place).
 
     Raises:
-        CheckpointError, OSError: a file cannot be written; the targets are as they were.
-        KeyboardInterrupt: raised inside (not a held-back Ctrl-C); the targets are as they were.
+        FileAccessError, OSError: a file cannot be written; the targets are as they were.
     """
     folder.mkdir(parents=True, exist_ok=True)
     table = model.inputs.parameters()
-    staged: list[Path] = []
-    try:
-        with interrupts_held() as held:
-            table_stage = _stage_name(folder / TABLE_FILE)
-            staged.append(table_stage)
-            save_parameters(table_stage, table, metadata)
-            tokenizer_stage = _stage_name(folder / TOKENIZER_FILE)
-            staged.append(tokenizer_stage)
-            _write_new_file(tokenizer_stage, vocabulary.tokenizer_json().encode("utf-8"))
-            earlier = _linked_copy(folder / TABLE_FILE)
-            if earlier is not None:
-                staged.append(earlier)
-            os.replace(table_stage, folder / TABLE_FILE)
-            try:
-                os.replace(tokenizer_stage, folder / TOKENIZER_FILE)
-            except BaseException:  # the folder goes back to what it held: the earlier table
-                if earlier is not None:  # beside its tokenizer, or no table at all
-                    os.replace(earlier, folder / TABLE_FILE)
-                else:
-                    (folder / TABLE_FILE).unlink()
-                raise
-            sync_folder(folder)
-    finally:
-        for path in staged:
-            with contextlib.suppress(OSError):
-                path.unlink()
-    return bool(held)
-
-
-def _linked_copy(path: Path) -> Path | None:
-    """A second name for an earlier file at ``path`` (a hard link, or a copy where the system
-    cannot link), to put back if the new pair cannot be completed; None when there is none."""
-    if not path.is_file():
-        return None
-    link = _stage_name(path)
-    try:
-        os.link(path, link)
-    except OSError:
-        shutil.copy2(path, link)
-    return link
-
-
-def _stage_name(target: Path) -> Path:
-    return Path(temporary_path(str(target)))
-
-
-def _write_new_file(path: Path, data: bytes) -> None:
-    with open(path, "xb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
-
-
-@contextlib.contextmanager
-def interrupts_held() -> Iterator[list[int]]:
-    """Hold Ctrl-C (SIGINT) back inside the block; the list it gives holds the signals that
-    came. Only the main thread receives signals; elsewhere the block changes nothing."""
-    received: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-
-    def hold(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-
-    previous = signal.signal(signal.SIGINT, hold)
-    try:
-        yield received
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
+    tokenizer = [memoryview(vocabulary.tokenizer_json().encode("utf-8"))]
+    return replace_files(
+        [
+            (str(folder / TABLE_FILE), lambda path: save_parameters(path, table, metadata)),
+            (str(folder / TOKENIZER_FILE), lambda path: write_new_file(path, tokenizer)),
+        ]
+    )

@@ -17,18 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from llm_from_scratch.autograd.dispatch import sleep_between_kernels
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import label
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
-from llm_from_scratch.figures.labels import Labels
-from llm_from_scratch.figures.train_labels import TRAIN_LABELS, load_labels
+from llm_from_scratch.errors import CorpusError, MismatchError, NonFiniteError, OptionError
 from llm_from_scratch.files import one_line, replace_file, writable_path
-from llm_from_scratch.nn import CheckpointError
-from llm_from_scratch.training.checkpoint import ResumeError, saved_options
-from llm_from_scratch.training.corpus import CorpusError
-from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptionError, TrainOptions
+from llm_from_scratch.labels import TRAIN_LABELS, Labels, label, load_labels
+from llm_from_scratch.training.checkpoint import saved_options
+from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.run import ProgressState
 
 __all__ = ["DEFAULT_OUTPUT", "TrainRequest", "processor_count", "run_train"]
@@ -62,7 +58,6 @@ def processor_count() -> int:
 def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
     """Train, printing progress to ``err`` and the report to ``out``, then write the figure
     (when asked); the exit status."""
-    sleep_between_kernels()
     labels = load_labels(request.lang, TRAIN_LABELS)
     if request.figure is not None:
         try:
@@ -76,10 +71,10 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
         output = options.output
         resume = request.resume is not None
         report = train(options, processor_count(), printer, request.lang, resume)
-    except (TrainOptionError, CorpusError, ResumeError) as error:
+    except (OptionError, CorpusError, MismatchError) as error:
         printer.finish()
         return _fail(err, _refusal(error, request), REFUSED)
-    except (CheckpointError, OSError) as error:
+    except (OSError, NonFiniteError) as error:  # a file the run could not write
         printer.finish()
         return _fail(err, str(error), FAILED)
     except KeyboardInterrupt:
@@ -109,7 +104,7 @@ def _options(request: TrainRequest) -> TrainOptions:
 
 def _refusal(error: Exception, request: TrainRequest) -> str:
     default_corpus = "corpus" not in request.given and request.resume is None
-    if default_corpus and isinstance(error, CorpusError) and error.problem == "missing":
+    if default_corpus and isinstance(error, CorpusError) and error.rule == "corpus.missing":
         return f"{error}; `make corpus` fetches the Shakespeare texts there"
     return str(error)
 
