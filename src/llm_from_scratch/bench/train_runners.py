@@ -3,22 +3,13 @@ gensim's ``Word2Vec`` and the same skip-gram model written with PyTorch.
 
 ``python -m llm_from_scratch.bench.train_runners gensim|torch --corpus PATH --output DIR
 --epochs E --threads T --seed S`` trains on the corpus as ``ch18 train`` reads it (the same
-stream of sentences, the same words and vocabulary rule), writes ``DIR/vectors.npy`` (the input
-table, float32) and ``DIR/words.json`` (the word of each row) and prints its training seconds as
-JSON.
-
-- **gensim**: ``Word2Vec(sentences, sg=1, vector_size=100, window=5, negative=5, min_count=5,
-  epochs=E, workers=T, seed=S)``, its defaults otherwise (``sample=1e-3``, ``alpha`` 0.025 falling
-  to ``0.0001``). Its sentences are an iterable that streams the corpus's lines as lists of words
-  on every pass (:func:`~llm_from_scratch.training.corpus.sentences`), never held in memory.
-- **torch**: the model of ``ch18 train`` on PyTorch's own operations, as a PyTorch user writes
-  it: two ``nn.Embedding(V, d, sparse=True)`` tables (the input table Xavier-uniform, the
-  context table zeros), scores by ``torch.bmm``, ``F.logsigmoid``, a summed loss and
-  ``torch.optim.SGD`` with the same linearly falling learning rate, in batches of
-  :data:`BATCH_PAIRS` pairs drawn with NumPy from each block of the corpus (the same
-  subsampling, windows and noise distribution), ``torch.set_num_threads(T)``.
-
-gensim and PyTorch are imported here only, by these processes: the package never needs them.
+sentences, words and vocabulary rule), writes ``DIR/vectors.npy`` (the input table, float32) and
+``DIR/words.json`` (the word of each row) and prints its training seconds as JSON. gensim runs
+with ``sg=1, vector_size=100, window=5, negative=5, min_count=5`` and its other defaults, on
+sentences streamed anew each pass; PyTorch with two sparse ``nn.Embedding`` tables (Xavier-uniform
+inputs, zero contexts), ``torch.bmm``, ``F.logsigmoid`` and ``SGD`` at the same falling learning
+rate, in batches of :data:`BATCH_PAIRS` pairs drawn with NumPy from each block (the same
+subsampling, windows and noise). gensim and PyTorch are imported only by these processes.
 """
 
 from __future__ import annotations
@@ -133,18 +124,16 @@ def run_torch(
                 rate = max(RATES[1], RATES[0] - (RATES[0] - RATES[1]) * read / words_total)
                 for group in optimizer.param_groups:
                     group["lr"] = rate
-                centres, targets_first = block_pairs_numpy(tokens, keep, 5, rng)
+                centres, targets = block_pairs_numpy(tokens, keep, 5, rng)
                 for start in range(0, centres.size, BATCH_PAIRS):
                     batch = slice(start, start + BATCH_PAIRS)
                     _torch_step(
                         torch,
-                        inputs,
-                        contexts,
-                        optimizer,
+                        (inputs, contexts, optimizer),
                         noise,
                         rng,
                         centres[batch],
-                        targets_first[batch],
+                        targets[batch],
                     )
     vectors = inputs.weight.detach().numpy()[: rows - 1]  # the unknown token's row left out
     return np.ascontiguousarray(vectors, dtype=np.float32), list(vocabulary.words[:-1])
@@ -152,14 +141,13 @@ def run_torch(
 
 def _torch_step(
     torch: Any,
-    inputs: Any,
-    contexts: Any,
-    optimizer: Any,
+    model: tuple[Any, Any, Any],
     noise: NoiseTable,
     rng: np.random.Generator,
     centres: np.ndarray,
     context_words: np.ndarray,
 ) -> None:
+    inputs, contexts, optimizer = model
     size = noise.accept.size
     scaled = rng.random((centres.size, 5)) * size
     slots = np.minimum(scaled.astype(np.intp), size - 1)
