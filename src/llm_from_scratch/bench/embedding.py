@@ -11,7 +11,6 @@ not fit in half of the machine's memory is left out with a note.
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import tracemalloc
 import warnings
@@ -36,6 +35,7 @@ from llm_from_scratch.bench.rounds import (
 )
 from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.optim import SGD, Adagrad, Adam
+from llm_from_scratch.training.options import default_memory_budget
 
 FULL_SHAPES: Final = ((50257, 768, 8192), (128256, 4096, 4096), (1000, 64, 65536))
 QUICK_SHAPES: Final = ((5000, 256, 2048),)
@@ -44,7 +44,7 @@ OPTIMIZERS: Final = {"sgd": SGD, "adagrad": Adagrad, "adam": Adam}
 LEARNING_RATE: Final = 1e-3
 TORCH_DENSE_TABLES: Final = {"sgd": 2, "adagrad": 4, "adam": 5}
 """A dense PyTorch step holds the table, its gradient, the optimizer's state and a temporary:
-this many tables in all."""
+this many tables in all, which must fit the memory budget (half of the machine's memory)."""
 
 
 def torch_names(optimizer: str) -> tuple[str, str]:
@@ -162,14 +162,6 @@ def _backward_peak_bytes(leaf: Any, forward: Callable[[], Any], upstream: Any) -
     return peak - before
 
 
-def _memory_budget() -> int:
-    """Half of the machine's physical memory, in bytes (no limit where it cannot be read)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (ValueError, OSError, AttributeError):
-        return sys.maxsize
-
-
 def _measure_torch(
     result: CaseResult,
     ids: np.ndarray[Any, Any],
@@ -205,7 +197,7 @@ def _measure_torch(
     for name in optimizers:
         dense, sparse = torch_names(name)
         actions = {}
-        if TORCH_DENSE_TABLES[name] * result.table_bytes <= _memory_budget():
+        if TORCH_DENSE_TABLES[name] * result.table_bytes <= default_memory_budget() << 20:
             optimizer = getattr(torch.optim, OPTIMIZERS[name].__name__)([weights], lr=LEARNING_RATE)
             actions[dense] = Timed(partial(then_step, backward(False), optimizer), reset)
         else:
