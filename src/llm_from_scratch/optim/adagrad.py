@@ -92,4 +92,4 @@ class Adagrad(Optimizer):
         return [("value", new_values), ("sum", new_sum)]
 
     def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
-        return in_dtype(dtype, -self._learning_rate, self.eps)
+        return in_dtype(dtype, -self.learning_rate, self.eps)

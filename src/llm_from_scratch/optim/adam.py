@@ -99,7 +99,7 @@ class Adam(Optimizer):
     ) -> NewArrays:
         """torch.optim.Adam's or AdamW's update."""
         dtype = values.dtype.type
-        lr, (beta1, beta2), decay = self._learning_rate, self.betas, self.weight_decay
+        lr, (beta1, beta2), decay = self.learning_rate, self.betas, self.weight_decay
         g, m, v = gradient, states["exp_avg"], states["exp_avg_sq"]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             if decay != 0 and not self.decoupled:
@@ -134,7 +134,7 @@ class Adam(Optimizer):
     def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
         """``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, the weight decay and the
         decoupled decay factor (one array), and whether the decay adds to the gradient."""
-        lr, (beta1, beta2), decay = self._learning_rate, self.betas, self.weight_decay
+        lr, (beta1, beta2), decay = self.learning_rate, self.betas, self.weight_decay
         step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
         value_decay = 1 - lr * decay if self.decoupled else 1.0
         with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused

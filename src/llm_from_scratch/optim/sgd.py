@@ -55,4 +55,4 @@ class SGD(Optimizer):
             return [("value", values - rate * gradient)]
 
     def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
-        return in_dtype(dtype, self._learning_rate)
+        return in_dtype(dtype, self.learning_rate)
