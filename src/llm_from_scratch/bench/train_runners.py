@@ -29,7 +29,7 @@ from llm_from_scratch.files import replace_file
 from llm_from_scratch.training.corpus import corpus_files, count_words, pieces, sentences
 from llm_from_scratch.training.kernels import SENTENCE_END
 from llm_from_scratch.training.options import RATES
-from llm_from_scratch.training.skipgram import NoiseTable, keep_probabilities
+from llm_from_scratch.training.skipgram import NoiseTable, keep_probabilities, learning_rate
 from llm_from_scratch.training.vocabulary import DEFAULT_MIN_COUNT, Vocabulary
 
 RUNNERS = ("gensim", "torch")
@@ -115,39 +115,24 @@ def run_torch(
     counts = np.asarray(vocabulary.counts)
     keep, noise = keep_probabilities(counts), NoiseTable.of(counts)
     rng = np.random.default_rng(seed)
-    read = 0
+    model, read = (torch, inputs, contexts, optimizer, noise, rng), 0
     for _ in range(epochs):
         for file in files:
             for piece in pieces(file):
                 tokens = vocabulary.tokens(piece.text)
                 read += int(np.count_nonzero(tokens != SENTENCE_END))
-                rate = max(RATES[1], RATES[0] - (RATES[0] - RATES[1]) * read / words_total)
                 for group in optimizer.param_groups:
-                    group["lr"] = rate
+                    group["lr"] = learning_rate(read, words_total, RATES)
                 centres, targets = block_pairs_numpy(tokens, keep, 5, rng)
                 for start in range(0, centres.size, BATCH_PAIRS):
                     batch = slice(start, start + BATCH_PAIRS)
-                    _torch_step(
-                        torch,
-                        (inputs, contexts, optimizer),
-                        noise,
-                        rng,
-                        centres[batch],
-                        targets[batch],
-                    )
+                    _torch_step(model, centres[batch], targets[batch])
     vectors = inputs.weight.detach().numpy()[: rows - 1]  # the unknown token's row left out
     return np.ascontiguousarray(vectors, dtype=np.float32), list(vocabulary.words[:-1])
 
 
-def _torch_step(
-    torch: Any,
-    model: tuple[Any, Any, Any],
-    noise: NoiseTable,
-    rng: np.random.Generator,
-    centres: np.ndarray,
-    context_words: np.ndarray,
-) -> None:
-    inputs, contexts, optimizer = model
+def _torch_step(model: tuple[Any, ...], centres: np.ndarray, context_words: np.ndarray) -> None:
+    torch, inputs, contexts, optimizer, noise, rng = model
     size = noise.accept.size
     scaled = rng.random((centres.size, 5)) * size
     slots = np.minimum(scaled.astype(np.intp), size - 1)
