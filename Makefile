@@ -1,5 +1,5 @@
 # Two commands: `make demo` and `make test`. Both create .venv on first use and are quick after.
-# `make errors` rewrites the class tables of docs/errors.md from the exception classes.
+# `make errors` rewrites the tables of docs/errors.md from the rules of llm_from_scratch.errors.
 # `make pretrained` adds the trained table that `llm-from-scratch ch18 neighbours` reads.
 # `make corpus` adds the Shakespeare texts that `llm-from-scratch ch18 train` learns a table from.
 # `make quick SUBJECT=nn` is the contributor's loop: one subject's tests, slow and browser ones left out.
@@ -58,8 +58,8 @@ SUBJECT ?= nn
 quick: $(STAMP_TEST)
 	$(BIN)/python -m pytest tests/$(SUBJECT) -m "not slow and not browser" -x -q
 
-# The class tables of docs/errors.md, generated from the exception classes and their docstrings
-# (tests/errors/test_error_catalogue.py fails when the file and the classes disagree).
+# The tables of docs/errors.md, generated from llm_from_scratch.errors.RULES
+# (tests/errors/test_error_catalogue.py fails when the file and the rules disagree).
 errors: $(STAMP_DEMO)
 	$(BIN)/python -m llm_from_scratch.error_catalogue docs/errors.md
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from llm_from_scratch.figures.labels import LANGUAGES
+from llm_from_scratch.labels import LANGUAGES
 
 from conftest import import_optional, unavailable
 

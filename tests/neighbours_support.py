@@ -1,6 +1,6 @@
 """Support for the neighbour and exercise tests: a whole-word tokenizer, small tables, the
-exercises' right answers worked out independently, and one failing public call per error of the
-pretrained, neighbours and exercises modules (for the error catalogue)."""
+exercises' right answers worked out independently, and one failing public call per rule of the
+pretrained, neighbours and exercises modules, by rule code (for the error catalogue)."""
 
 from __future__ import annotations
 
@@ -155,20 +155,23 @@ def _zero_row() -> object:
 
 
 NEIGHBOURS_TRIGGERS: dict[str, Callable[[], object]] = {
-    "PretrainedPackageMissingError": lambda: packaged_files("no_such_table_package"),
-    "TokenizersMissingError": _without_tokenizers,
-    "MissingPretrainedFileError": lambda: checked_files(
+    "pretrained.package": lambda: packaged_files("no_such_table_package"),
+    "tokenizers.package": _without_tokenizers,
+    "pretrained.missing-file": lambda: checked_files(
         PretrainedFiles(Path("/no/such/model.safetensors"), Path("/no/such/tokenizer.json"))
     ),
-    "TokenizerFileError": _unreadable_tokenizer,
-    "UnknownTensorError": lambda: load_pretrained_embedding(
+    "tokenizer.file": _unreadable_tokenizer,
+    "table.unknown-tensor": lambda: load_pretrained_embedding(
         saved_table(Path(tempfile.mkdtemp())), "embeddings.word_embeddings.weight"
     ),
-    "NeighbourCountError": lambda: id_neighbour_ids(0, 4, 4),
-    "EmptyWordError": lambda: word_piece(WholeWords(("a",)), " "),
-    "UnknownWordError": lambda: word_piece(WholeWords(("[UNK]", "a")), "b"),
-    "MultiPieceWordError": lambda: word_piece(WholeWords(("a", "b")), "a b"),
-    "ZeroVectorError": _zero_row,
-    "ExerciseDataError": lambda: check_exercises("en", {}),
-    "AnswersFileError": lambda: read_answers(Path("/no/such/answers.json")),
+    "neighbours.count": lambda: id_neighbour_ids(0, 4, 4),
+    "word.empty": lambda: word_piece(WholeWords(("a",)), " "),
+    "word.unknown": lambda: word_piece(WholeWords(("[UNK]", "a")), "b"),
+    "word.pieces": lambda: word_piece(WholeWords(("a", "b")), "a b"),
+    "word.zero-vector": _zero_row,
+    "exercises.data": lambda: check_exercises("en", {}),
+    "answers.file": lambda: read_answers(Path("/no/such/answers.json")),
+    "pair.rows": lambda: mismatched_pair("rows"),
+    "pair.vocabulary-size": lambda: mismatched_pair("vocabulary-size"),
+    "pair.fingerprint": lambda: mismatched_pair("fingerprint"),
 }

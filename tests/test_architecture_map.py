@@ -24,25 +24,26 @@ STEP = re.compile(r"^\d+\. `(?P<function>[\w.<>]+)`", re.MULTILINE)
 
 LAYERS = {
     "errors": 0,
-    "files": 0,
-    "pytorch_names": 0,
-    "tensor": 1,
-    "autograd": 2,
-    "gradcheck": 3,
-    "nn": 3,
-    "optim": 4,
-    "training": 5,
-    "traces": 6,
-    "demos": 6,
-    "figures": 6,
-    "bench": 7,
-    "exits": 7,
-    "cli": 7,
-    "error_catalogue": 7,
-    "__main__": 8,
+    "files": 1,
+    "pytorch_names": 2,
+    "tensor": 3,
+    "autograd": 4,
+    "gradcheck": 5,
+    "nn": 6,
+    "optim": 7,
+    "training": 8,
+    "traces": 9,
+    "labels": 10,
+    "figures": 11,
+    "demos": 12,
+    "bench": 13,
+    "exits": 14,
+    "cli": 15,
+    "error_catalogue": 16,
+    "__main__": 17,
 }
-"""The layer of each top-level part; a part imports only parts of lower layers (or of its own
-layer, where the map says they stand side by side: the demos and the figures)."""
+"""The rank of each top-level part, its own: a part imports only parts of lower ranks, so a
+call that climbs from a lower part into a higher one is caught."""
 
 
 def map_text() -> str:
@@ -118,7 +119,7 @@ def test_the_numbered_lookup_path_is_the_traced_one_in_order() -> None:
     assert positions == sorted(positions), "the map lists the steps out of order"
 
 
-def test_each_module_imports_only_from_its_own_or_lower_layers() -> None:
+def test_each_module_imports_only_from_its_own_part_or_lower_ranks() -> None:
     modules = package_modules()
     upward = []
     for name, module in modules.items():
@@ -127,9 +128,19 @@ def test_each_module_imports_only_from_its_own_or_lower_layers() -> None:
             continue  # the package's own __init__
         for target, _ in import_targets(module, modules):
             other = target.split(".")[1] if "." in target else part
-            if LAYERS.get(other, 0) > LAYERS[part]:
+            if other != part and LAYERS.get(other, 0) >= LAYERS[part]:
                 upward.append(f"{name} imports {target}")
     assert upward == []
+
+
+def test_every_part_has_a_rank_of_its_own() -> None:
+    assert len(set(LAYERS.values())) == len(LAYERS)
+
+
+def test_the_map_lists_the_parts_in_the_order_of_their_ranks() -> None:
+    view = map_text().split("## Bird's-eye view")[1].split("\n## ")[0]
+    listed = re.findall(r"^\d+\. `(?:llm_from_scratch\.)?(\w+)`", view, re.MULTILINE)
+    assert listed == sorted(LAYERS, key=LAYERS.__getitem__)
 
 
 def test_the_layering_test_sees_every_top_level_part() -> None:

@@ -26,7 +26,7 @@ from llm_from_scratch.autograd import (
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.autograd.value import restore_value
 from llm_from_scratch.errors import OptionError
-from llm_from_scratch.figures.labels import LabelError
+from llm_from_scratch.labels import label_error
 from llm_from_scratch.nn import (
     BagOptions,
     Embedding,
@@ -50,7 +50,7 @@ from llm_from_scratch.nn.init import (
 from llm_from_scratch.optim import SGD, Adam
 from llm_from_scratch.tensor import Tensor, TensorValueTypeError
 from llm_from_scratch.tensor.storage import restore_tensor
-from llm_from_scratch.traces.token_embeddings_v1 import TraceFormatError
+from llm_from_scratch.traces.token_embeddings_v1 import trace_error
 
 from checks import PicklePayload, unpickled
 from conftest import KNOWN_TABLE
@@ -269,10 +269,10 @@ def test_structured_errors() -> None:
     assert old.id == 4 and str(old) == str(error)
 
 
-def test_the_two_errors_worded_by_their_constructors() -> None:
+def test_the_label_and_trace_errors_pickle_and_copy() -> None:
     for error in (
-        LabelError("ru", "reverse.title", "missing", "neighbours"),
-        TraceFormatError("IDS", "values", "bad"),
+        label_error("ru", "reverse.title", "missing", "neighbours"),
+        trace_error("IDS", "values", "bad"),
     ):
         for rebuilt in (unpickled(error), copy.copy(error), copy.deepcopy(error)):
             assert type(rebuilt) is type(error) and rebuilt.args == error.args

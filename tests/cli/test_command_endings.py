@@ -21,11 +21,14 @@ import pytest
 
 import llm_from_scratch.demos.ch18_token_embeddings as chapter
 import llm_from_scratch.demos.ch18_token_embeddings.exercise_session as exercise_session
-from llm_from_scratch.autograd import NonFiniteGradientError, OutputAllocationError
-from llm_from_scratch.errors import CorpusError
+from llm_from_scratch.errors import (
+    AllocationError,
+    CorpusError,
+    FileAccessError,
+    NonFiniteError,
+    TableError,
+)
 from llm_from_scratch.exits import FAILED, INTERRUPTED, REFUSED, status_of
-from llm_from_scratch.nn.checkpoint import CheckpointWriteError
-from llm_from_scratch.nn.init import SeedRangeError
 
 from cli_support import run_cli
 
@@ -71,11 +74,23 @@ def log_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 NO_SPACE = OSError(errno.ENOSPC, "No space left on device")
 CASES = [
-    pytest.param(SeedRangeError(2**80), REFUSED, id="a refused seed"),
+    pytest.param(TableError("seed.range", seed=2**80), REFUSED, id="a refused seed"),
     pytest.param(CorpusError("corpus.missing", path="corpus.txt"), REFUSED, id="a missing corpus"),
-    pytest.param(CheckpointWriteError("t.safetensors", NO_SPACE), FAILED, id="a full disk"),
-    pytest.param(OutputAllocationError("add", 10**15), FAILED, id="an allocation of ours"),
-    pytest.param(NonFiniteGradientError("add", 1, float("inf")), FAILED, id="a diverged run"),
+    pytest.param(
+        FileAccessError("checkpoint.write", path="t.safetensors", cause=NO_SPACE),
+        FAILED,
+        id="a full disk",
+    ),
+    pytest.param(
+        AllocationError("output.allocation", elements=10**15, operation="add"),
+        FAILED,
+        id="an allocation of ours",
+    ),
+    pytest.param(
+        NonFiniteError("gradient.non-finite", operation="add", value=float("inf"), index=1),
+        FAILED,
+        id="a diverged run, though also a ValueError",
+    ),
 ]
 
 
@@ -165,7 +180,7 @@ def test_with_debug_the_traceback_is_printed_above_the_line_and_no_log_is_writte
 def test_debug_shows_the_traceback_of_an_error_of_ours_too(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    error = SeedRangeError(2**80)
+    error = TableError("seed.range", seed=2**80)
     the_demo_does(monkeypatch, raising(error))
     status, _, err = run_cli(capsys, "--debug", "ch18")
     assert status == REFUSED and err.startswith("Traceback (most recent call last):")

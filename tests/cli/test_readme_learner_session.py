@@ -1,4 +1,4 @@
-"""The README's neighbours and exercises sessions print what the README shows."""
+"""docs/lesson.md's neighbours and exercises sessions print what the README shows."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from llm_from_scratch.cli import main
 
 from conftest import require_pretrained
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "lesson.md"  # moved from the README
 BLOCK = re.compile(r"^( *)```text\n(.*?)^\1```", re.M | re.S)
 
 

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings import KNOWN_FIXTURE, render_trace
-from llm_from_scratch.figures.token_embeddings import LANGUAGES, parse_trace, render_figure
+from llm_from_scratch.figures.render import render_figure
+from llm_from_scratch.figures.trace_parser import parse_trace
+from llm_from_scratch.labels import LANGUAGES
 
 from browser_support import (
     WIDTHS,

@@ -8,12 +8,14 @@ from importlib import resources
 
 import pytest
 
-from llm_from_scratch.figures.labels import LABEL_KEYS, LANGUAGES, check_labels, load_labels
-from llm_from_scratch.figures.token_embeddings import LabelError
+from llm_from_scratch.errors import FormatError
+from llm_from_scratch.labels import LABEL_KEYS, LANGUAGES, check_labels, load_labels
+
+from checks import raises_rule
 
 
 def raw_table(lang: str) -> dict[str, object]:
-    source = resources.files("llm_from_scratch.figures").joinpath("labels", f"{lang}.json")
+    source = resources.files("llm_from_scratch.labels").joinpath(f"{lang}.json")
     table: dict[str, object] = json.loads(source.read_text(encoding="utf-8"))
     return table
 
@@ -56,14 +58,15 @@ def test_english_and_russian_labels_differ_but_share_the_symbols() -> None:
 
 @pytest.mark.parametrize("path", ["reverse.title", "states.selected-once", "title"])
 def test_a_missing_label_fails_with_its_key_path(path: str) -> None:
-    with pytest.raises(LabelError, match=f"^ru: {path}: the label is missing$") as caught:
+    with raises_rule(FormatError, "labels.table") as caught:
         check_labels("ru", without(raw_table("ru"), path))
+    caught.match(f"^ru: {path}: the label is missing$")
 
     assert (caught.value.lang, caught.value.key_path) == ("ru", path)
 
 
 def test_a_missing_label_group_names_the_group() -> None:
-    with pytest.raises(LabelError) as caught:
+    with raises_rule(FormatError, "labels.table") as caught:
         check_labels("en", without(raw_table("en"), "forward"))
 
     assert caught.value.key_path == "forward"
@@ -71,28 +74,33 @@ def test_a_missing_label_group_names_the_group() -> None:
 
 @pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
 def test_a_blank_label_fails_with_its_key_path(blank: str) -> None:
-    with pytest.raises(LabelError, match=r"^en: table\.gradient: the label is blank$"):
+    with raises_rule(FormatError, "labels.table") as caught:
         check_labels("en", replaced(raw_table("en"), "table.gradient", blank))
+    caught.match(r"^en: table\.gradient: the label is blank$")
 
 
 def test_a_label_that_is_not_text_fails_with_its_key_path() -> None:
-    with pytest.raises(LabelError, match=r"^en: ids\.id: expected text$"):
+    with raises_rule(FormatError, "labels.table") as caught:
         check_labels("en", replaced(raw_table("en"), "ids.id", 7))
+    caught.match(r"^en: ids\.id: expected text$")
 
 
 def test_an_unknown_label_fails_with_its_key_path() -> None:
-    with pytest.raises(LabelError, match=r"^ru: reverse\.subtitle: unknown label"):
+    with raises_rule(FormatError, "labels.table") as caught:
         check_labels("ru", replaced(raw_table("ru"), "reverse.subtitle", "lost"))
+    caught.match(r"^ru: reverse\.subtitle: unknown label")
 
 
 def test_a_table_that_is_not_an_object_fails() -> None:
-    with pytest.raises(LabelError, match=r"^en: expected a JSON object"):
+    with raises_rule(FormatError, "labels.table") as caught:
         check_labels("en", ["title"])
+    caught.match(r"^en: expected a JSON object")
 
 
 def test_an_unknown_language_fails_by_name() -> None:
-    with pytest.raises(LabelError, match=r"^de: no label table"):
+    with raises_rule(FormatError, "labels.table") as caught:
         load_labels("de")
+    caught.match(r"^de: no label table")
 
 
 def test_the_key_list_has_no_duplicates() -> None:

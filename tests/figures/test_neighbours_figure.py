@@ -20,10 +20,12 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
     neighbours_figure,
 )
-from llm_from_scratch.figures.labels import LabelError, check_labels, load_labels
-from llm_from_scratch.figures.neighbour_labels import GROUP_NAMES, NEIGHBOUR_LABELS
-from llm_from_scratch.figures.neighbours import MARKER_SHAPES, render_neighbours_figure
+from llm_from_scratch.errors import FormatError
+from llm_from_scratch.figures.neighbours import render_neighbours_figure
+from llm_from_scratch.figures.scatter import MARKER_SHAPES
+from llm_from_scratch.labels import GROUP_NAMES, NEIGHBOUR_LABELS, check_labels, load_labels
 
+from checks import raises_rule
 from neighbours_support import WholeWords, layer_of
 
 LANGUAGES = ("en", "ru")
@@ -43,9 +45,7 @@ def figure() -> object:
 
 
 def raw_table(lang: str) -> dict[str, object]:
-    source = resources.files("llm_from_scratch.figures").joinpath(
-        "labels", "neighbours", f"{lang}.json"
-    )
+    source = resources.files("llm_from_scratch.labels").joinpath("neighbours", f"{lang}.json")
     table: dict[str, object] = json.loads(source.read_text(encoding="utf-8"))
     return table
 
@@ -86,7 +86,7 @@ def test_the_group_cosines_and_neighbours_on_the_page_are_the_computed_ones(figu
         assert f'<span class="num" dir="ltr">{word.vector_mean_cosine:.4f}</span>' in page
 
 
-@pytest.mark.parametrize("path", ["groups.colours", "projection.region", "errors.UnknownWordError"])
+@pytest.mark.parametrize("path", ["groups.colours", "projection.region", "errors.word.unknown"])
 def test_a_missing_neighbours_label_fails_with_the_table_language_and_key(path: str) -> None:
     table = copy.deepcopy(raw_table("ru"))
     *parents, last = path.split(".")
@@ -95,21 +95,22 @@ def test_a_missing_neighbours_label_fails_with_the_table_language_and_key(path: 
         node = node[key]  # type: ignore[assignment]
     del node[last]
 
-    with pytest.raises(
-        LabelError, match=f"^neighbours ru: {re.escape(path)}: the label is missing$"
-    ):
+    with raises_rule(FormatError, "labels.table", table="neighbours", key_path=path) as caught:
         check_labels("ru", table, NEIGHBOUR_LABELS)
+    caught.match(f"^neighbours ru: {re.escape(path)}: the label is missing$")
 
 
 def test_a_blank_or_unknown_neighbours_label_fails_by_key() -> None:
     blank = copy.deepcopy(raw_table("en"))
     blank["title"] = " "
-    with pytest.raises(LabelError, match=r"^neighbours en: title: the label is blank$"):
+    with raises_rule(FormatError, "labels.table") as caught:
         check_labels("en", blank, NEIGHBOUR_LABELS)
+    caught.match(r"^neighbours en: title: the label is blank$")
     extra = copy.deepcopy(raw_table("en"))
     extra["subtitle"] = "lost"
-    with pytest.raises(LabelError, match=r"^neighbours en: subtitle: unknown label"):
+    with raises_rule(FormatError, "labels.table") as caught:
         check_labels("en", extra, NEIGHBOUR_LABELS)
+    caught.match(r"^neighbours en: subtitle: unknown label")
 
 
 def test_both_languages_have_the_same_label_keys() -> None:

@@ -10,15 +10,13 @@ from collections.abc import Iterator
 import pytest
 from markupsafe import escape
 
+from llm_from_scratch.errors import FormatError
 from llm_from_scratch.figures import render
-from llm_from_scratch.figures.labels import LABEL_KEYS, LANGUAGES, Labels, load_labels
-from llm_from_scratch.figures.token_embeddings import (
-    LabelError,
-    Trace,
-    parse_trace,
-    render_figure,
-)
+from llm_from_scratch.figures.render import render_figure
+from llm_from_scratch.figures.trace_parser import Trace, parse_trace
+from llm_from_scratch.labels import LABEL_KEYS, LANGUAGES, Labels, label_error, load_labels
 
+from checks import raises_rule
 from conftest import GOLDEN
 
 #: The trace of spec section 7, byte for byte (LF endings kept: read as bytes).
@@ -161,12 +159,13 @@ def test_a_bad_label_table_stops_the_rendering_with_its_key_path(
     trace: Trace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(lang: str) -> Labels:
-        raise LabelError(lang, "reverse.title", "the label is blank")
+        raise label_error(lang, "reverse.title", "the label is blank", "token-embeddings")
 
     monkeypatch.setattr(render, "load_labels", broken)
 
-    with pytest.raises(LabelError, match=r"^ru: reverse\.title: the label is blank$"):
+    with raises_rule(FormatError, "labels.table", lang="ru", key_path="reverse.title") as caught:
         render_figure(trace, "ru")
+    assert str(caught.value) == "ru: reverse.title: the label is blank"
 
 
 def test_every_wide_table_sits_in_a_labelled_focusable_scroll_region(trace: Trace) -> None:
@@ -198,7 +197,8 @@ def test_jinja2_is_not_imported_until_a_figure_is_rendered() -> None:
     import sys
 
     code = (
-        "import sys, llm_from_scratch.figures.cli, llm_from_scratch.figures.token_embeddings;"
+        "import sys, llm_from_scratch.figures.cli, llm_from_scratch.figures.render;"
+        "import llm_from_scratch.figures.trace_parser;"
         "print('jinja2' in sys.modules)"
     )
     result = subprocess.run(

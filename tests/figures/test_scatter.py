@@ -6,8 +6,7 @@ import itertools
 
 import pytest
 
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours import ProjectedWord, Projection
-from llm_from_scratch.figures.scatter import layout_points
+from llm_from_scratch.figures.scatter import ProjectedWord, Projection, layout_points
 
 WIDTH, HEIGHT, LINE, CHARACTER = 300, 200, 15.0, 7.6
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 import llm_from_scratch
-from llm_from_scratch.traces import (
+from llm_from_scratch.errors import FormatError
+from llm_from_scratch.traces.token_embeddings_v1 import (
     RECORD_FIELDS,
     RULES,
     SHARINGS,
     STATES,
     TRACE_VERSION,
-    TraceFormatError,
     floats_text,
     ints_text,
     record_line,
@@ -25,6 +25,7 @@ from llm_from_scratch.traces import (
     vectors_text,
 )
 
+from checks import raises_rule
 from conftest import GOLDEN
 
 SOURCE = Path(llm_from_scratch.__file__).parent
@@ -45,7 +46,7 @@ def loaded_after(code: str) -> list[str]:
 
 
 def test_the_grammar_imports_nothing_from_the_package() -> None:
-    assert loaded_after("import llm_from_scratch.traces") == [
+    assert loaded_after("import llm_from_scratch.traces.token_embeddings_v1") == [
         "llm_from_scratch.traces",
         "llm_from_scratch.traces.token_embeddings_v1",
     ]
@@ -53,7 +54,8 @@ def test_the_grammar_imports_nothing_from_the_package() -> None:
 
 def test_the_figure_reads_and_draws_a_trace_without_the_demo_the_layer_or_numpy() -> None:
     code = (
-        "from llm_from_scratch.figures.token_embeddings import parse_trace, render_figure\n"
+        "from llm_from_scratch.figures.render import render_figure\n"
+        "from llm_from_scratch.figures.trace_parser import parse_trace\n"
         f"text = open({str(GOLDEN / 'ch18_trace.txt')!r}, encoding='utf-8', newline='').read()\n"
         "render_figure(parse_trace(text), 'ru')"
     )
@@ -61,6 +63,7 @@ def test_the_figure_reads_and_draws_a_trace_without_the_demo_the_layer_or_numpy(
     loaded = loaded_after(code)
 
     own = ("llm_from_scratch.figures", "llm_from_scratch.traces", "llm_from_scratch.files")
+    own += ("llm_from_scratch.labels",)  # the label tables, below the figures
     assert all(name.startswith(own) for name in loaded), loaded  # files: the standard library's
 
 
@@ -107,8 +110,7 @@ def test_each_lexeme_is_formatted_as_the_grammar_says(text: str, expected: str) 
 
 
 def test_two_repeated_ids_cannot_be_named_in_v1() -> None:
-    with pytest.raises(TraceFormatError) as caught:
+    with raises_rule(FormatError, "trace.format", record="IDS", field="repeated-id") as caught:
         repeated_id_text((0, 3))
 
-    assert (caught.value.record, caught.value.field) == ("IDS", "repeated-id")
     assert caught.value.detail.endswith("found IDs 0, 3")

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llm_from_scratch.figures.token_embeddings import TraceFormatError, parse_trace
+from llm_from_scratch.errors import FormatError
+from llm_from_scratch.figures.trace_parser import parse_trace
 
+from checks import raises_rule
 from conftest import GOLDEN
 
 Corrupt = Callable[[str], str]
@@ -420,11 +422,10 @@ def test_each_corruption_is_rejected_naming_its_record_and_field(
     corrupted = corrupt(trace_text)
     assert corrupted != trace_text
 
-    with pytest.raises(TraceFormatError) as caught:
+    with raises_rule(FormatError, "trace.format", record=record, field=field) as caught:
         parse_trace(corrupted)
 
     error = caught.value
-    assert (error.record, error.field) == (record, field), str(error)
     assert str(error).startswith(f"{record} {field}: expected ")
     assert len(str(error)) < 300, "long lexemes are shortened in messages"
 
@@ -449,8 +450,9 @@ def test_a_trace_with_two_repeated_ids_is_not_expressible_in_v1() -> None:
     text = text.replace("upstream-shape=1x1", "upstream-shape=4x1")
     text = text.replace("values=0 repeated-id=none", "values=0,1,0,1 repeated-id=0")
 
-    with pytest.raises(TraceFormatError, match="IDS repeated-id: expected at most one"):
+    with raises_rule(FormatError, "trace.format", record="IDS", field="repeated-id") as caught:
         parse_trace(text)
+    assert str(caught.value).startswith("IDS repeated-id: expected at most one")
 
 
 def test_the_independent_writer_reproduces_the_spec_trace(
@@ -542,5 +544,6 @@ def test_any_one_character_change_either_parses_or_raises_a_trace_format_error(
 
     try:
         parse_trace(changed)
-    except TraceFormatError as error:
+    except FormatError as error:
+        assert error.rule == "trace.format"
         assert str(error).startswith(f"{error.record} {error.field}: ")

@@ -18,12 +18,12 @@ from llm_from_scratch.demos.ch18_token_embeddings import (
     render_demo,
     render_trace,
 )
-from llm_from_scratch.figures.token_embeddings import (
-    LANGUAGES,
-    TraceFormatError,
-    parse_trace,
-    render_figure,
-)
+from llm_from_scratch.errors import FormatError
+from llm_from_scratch.figures.render import render_figure
+from llm_from_scratch.figures.trace_parser import parse_trace
+from llm_from_scratch.labels import LANGUAGES
+
+from checks import raises_rule
 
 TABLE = [[10.0, 11.0], [20.0, 21.0], [30.0, 31.0], [40.0, 41.0]]
 LEARNER_IDS = [
@@ -93,11 +93,10 @@ def test_a_scalar_id_writes_its_shape_and_coordinate_as_none() -> None:
 def test_the_writer_refuses_two_repeated_ids_naming_the_record_and_field() -> None:
     report = build_report(KNOWN_FIXTURE.with_ids([[0, 1, 0, 1]]))
 
-    with pytest.raises(TraceFormatError) as caught:
+    with raises_rule(FormatError, "trace.format", record="IDS", field="repeated-id") as caught:
         format_trace(report)
 
     error = caught.value
-    assert (error.record, error.field) == ("IDS", "repeated-id")
     assert str(error) == (
         "IDS repeated-id: expected at most one repeated ID (v1 names one), found IDs 0, 1"
     )

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainReport, train
-from llm_from_scratch.figures.labels import LabelError, check_labels, load_labels
+from llm_from_scratch.errors import FormatError
 from llm_from_scratch.figures.train import GROUP_SHAPES, render_train_figure
-from llm_from_scratch.figures.train_labels import TRAIN_GROUP_NAMES, TRAIN_LABELS
+from llm_from_scratch.labels import TRAIN_GROUP_NAMES, TRAIN_LABELS, check_labels, load_labels
 from llm_from_scratch.training.options import TrainOptions
 
+from checks import raises_rule
 from train_support import run_train, write_corpus
 
 LANGUAGES = ("en", "ru")
@@ -176,14 +177,13 @@ def test_a_view_without_a_projection_says_so_in_words(
 
 
 def test_a_missing_figure_label_fails_with_the_table_language_and_key() -> None:
-    source = resources.files("llm_from_scratch.figures").joinpath("labels", "train", "ru.json")
+    source = resources.files("llm_from_scratch.labels").joinpath("train", "ru.json")
     table = json.loads(source.read_text(encoding="utf-8"))
     broken = copy.deepcopy(table)
     del broken["figure"]["after"]["region"]
-    with pytest.raises(
-        LabelError, match=r"^train ru: figure\.after\.region: the label is missing$"
-    ):
+    with raises_rule(FormatError, "labels.table", table="train", lang="ru") as caught:
         check_labels("ru", broken, TRAIN_LABELS)
+    caught.match(r"^train ru: figure\.after\.region: the label is missing$")
 
 
 def test_both_languages_have_the_same_train_label_keys() -> None:

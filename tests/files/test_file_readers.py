@@ -157,7 +157,7 @@ def test_a_path_the_system_cannot_take_is_refused_before_opening(path: str) -> N
 def test_a_resource_of_the_package_is_read_through_the_same_bound() -> None:
     from importlib import resources
 
-    source = resources.files("llm_from_scratch.figures").joinpath("labels", "en.json")
+    source = resources.files("llm_from_scratch.labels").joinpath("en.json")
     assert read_file(source, FILE_BYTE_LIMIT).startswith(b"{")
     with pytest.raises(OSError) as caught:
         read_file(source, 8)

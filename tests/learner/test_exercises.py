@@ -15,14 +15,14 @@ import pytest
 
 from llm_from_scratch.cli import main
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import (
-    ExerciseDataError,
     check_exercises,
     load_exercises,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
-from llm_from_scratch.demos.ch18_token_embeddings.exercises import AnswersFileError, read_answers
-from llm_from_scratch.figures.labels import LabelError
+from llm_from_scratch.demos.ch18_token_embeddings.exercises import read_answers
+from llm_from_scratch.errors import FormatError
 
+from checks import raises_rule
 from conftest import require_pretrained
 from neighbours_support import CHECKED, independent_answers
 
@@ -114,7 +114,7 @@ def test_an_answers_file_that_is_not_an_object_of_checked_exercises_is_refused(
     path = tmp_path / "answers.json"
     path.write_text(content, encoding="utf-8")
 
-    with pytest.raises(AnswersFileError) as caught:
+    with raises_rule(FormatError, "answers.file") as caught:
         read_answers(path)
     assert (caught.value.path, caught.value.problem) == (str(path), problem)
 
@@ -230,7 +230,7 @@ def test_the_english_and_russian_files_have_the_same_keys() -> None:
 
 def test_a_broken_exercise_file_names_the_key_at_fault() -> None:
     raw = json.loads(json.dumps({"format": "ch18-exercises-v1", "language": "en"}))
-    with pytest.raises(ExerciseDataError) as caught:
+    with raises_rule(FormatError, "exercises.data") as caught:
         check_exercises("ru", raw)
     assert (caught.value.lang, caught.value.key_path) == ("ru", "language")
 
@@ -253,11 +253,13 @@ def test_a_broken_exercise_file_names_the_key_at_fault() -> None:
     }
     assert check_exercises("en", good).exercises == source.exercises
     good["exercises"][2]["evidence"] = "the gradient is {gradients}"  # type: ignore[index]
-    with pytest.raises(ExerciseDataError, match=r"exercises\.2\.evidence: names 'gradients'"):
+    with raises_rule(FormatError, "exercises.data") as caught:
         check_exercises("en", good)
+    caught.match(r"exercises\.2\.evidence: names 'gradients'")
     del good["ui"]["yes"]  # type: ignore[attr-defined]
-    with pytest.raises(LabelError, match=r"^exercises en: yes: the label is missing$"):
+    with raises_rule(FormatError, "labels.table") as caught:
         check_exercises("en", good)
+    caught.match(r"^exercises en: yes: the label is missing$")
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

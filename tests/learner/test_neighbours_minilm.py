@@ -22,8 +22,6 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (  # noqa: E
     DEFAULT_COUNT,
     DEFAULT_GROUPS,
     CosineTable,
-    MultiPieceWordError,
-    UnknownWordError,
     WordPieces,
     group_cosines,
     word_neighbours,
@@ -33,6 +31,9 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (  # noqa: E
     open_table,
     packaged_files,
 )
+from llm_from_scratch.errors import WordError  # noqa: E402
+
+from checks import raises_rule  # noqa: E402
 
 DEFAULT_WORDS = [word for _, words in DEFAULT_GROUPS for word in words]
 
@@ -136,8 +137,8 @@ def test_a_word_outside_the_vocabulary_and_a_split_word_are_refused(
     library: tuple[CosineTable, WordPieces],
 ) -> None:
     table, pieces = library
-    with pytest.raises(UnknownWordError):
+    with raises_rule(WordError, "word.unknown"):
         word_neighbours(table, pieces, "☃")
-    with pytest.raises(MultiPieceWordError) as caught:
+    with raises_rule(WordError, "word.pieces") as caught:
         word_neighbours(table, pieces, "tokenization")
     assert caught.value.pieces == "token 19204, ##ization 3989"

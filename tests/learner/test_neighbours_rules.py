@@ -9,11 +9,6 @@ import pytest
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
-    EmptyWordError,
-    MultiPieceWordError,
-    NeighbourCountError,
-    UnknownWordError,
-    ZeroVectorError,
     group_cosines,
     id_neighbour_ids,
     neighbours_report,
@@ -22,7 +17,9 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     word_neighbours,
     word_piece,
 )
+from llm_from_scratch.errors import OptionError, WordError
 
+from checks import raises_rule
 from neighbours_support import WholeWords, layer_of
 
 TOKENS = ("[UNK]", "king", "queen", "one", "two", "red", "blue", "dog")
@@ -72,7 +69,7 @@ def test_id_neighbours_by_brute_force_for_every_id_and_count() -> None:
 
 @pytest.mark.parametrize("count", [0, -1, 8, 100])
 def test_a_count_outside_1_to_v_minus_1_is_refused_with_its_bound(count: int) -> None:
-    with pytest.raises(NeighbourCountError) as caught:
+    with raises_rule(OptionError, "neighbours.count") as caught:
         id_neighbour_ids(3, count, 8)
     assert (caught.value.count, caught.value.maximum) == (count, 7)
 
@@ -111,25 +108,25 @@ def test_an_id_the_tokenizer_does_not_have_has_no_token() -> None:
 @pytest.mark.parametrize(
     ("word", "error", "fields"),
     [
-        ("", EmptyWordError, {"word": ""}),
-        ("   ", EmptyWordError, {"word": "   "}),
-        ("cat", UnknownWordError, {"word": "cat", "unknown_token": "[UNK]"}),
-        ("king cat", UnknownWordError, {"word": "king cat", "unknown_token": "[UNK]"}),
-        ("king queen", MultiPieceWordError, {"count": 2, "pieces": "king 1, queen 2"}),
+        ("", "word.empty", {"word": ""}),
+        ("   ", "word.empty", {"word": "   "}),
+        ("cat", "word.unknown", {"word": "cat", "unknown_token": "[UNK]"}),
+        ("king cat", "word.unknown", {"word": "king cat", "unknown_token": "[UNK]"}),
+        ("king queen", "word.pieces", {"count": 2, "pieces": "king 1, queen 2"}),
     ],
 )
-def test_a_word_that_is_not_one_known_piece_is_refused_by_class_and_fields(
-    word: str, error: type[Exception], fields: dict[str, object]
+def test_a_word_that_is_not_one_known_piece_is_refused_by_rule_and_fields(
+    word: str, error: str, fields: dict[str, object]
 ) -> None:
-    with pytest.raises(error) as caught:
+    with raises_rule(WordError, error) as caught:
         word_piece(WholeWords(TOKENS), word)
     assert {name: getattr(caught.value, name) for name in fields} == fields
 
 
 def test_the_count_is_checked_before_the_word(table: CosineTable) -> None:
-    with pytest.raises(NeighbourCountError):
+    with raises_rule(OptionError, "neighbours.count"):
         word_neighbours(table, WholeWords(TOKENS), "", 0)
-    with pytest.raises(NeighbourCountError):
+    with raises_rule(OptionError, "neighbours.count"):
         neighbours_report(table, WholeWords(TOKENS), ["cat"], 8, "t")
 
 
@@ -137,7 +134,7 @@ def test_a_word_whose_row_is_zero_is_refused_and_zero_rows_elsewhere_have_cosine
     rows = [[1.0, 0.0], [0.0, 0.0], [0.5, 0.5]]
     table = CosineTable.of(layer_of(rows))
     words = WholeWords(("a", "b", "c"))
-    with pytest.raises(ZeroVectorError) as caught:
+    with raises_rule(WordError, "word.zero-vector") as caught:
         word_neighbours(table, words, "b", 1)
     assert (caught.value.word, caught.value.id) == ("b", 1)
 

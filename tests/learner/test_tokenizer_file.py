@@ -1,6 +1,6 @@
 """``load_word_pieces`` reads ``tokenizer.json`` through the one bounded reader: a file the system
-cannot open, a folder, an endless device or a file that is not UTF-8 is a ``TokenizerFileError``
-with a one-line detail, and a file of our own still loads."""
+cannot open, a folder, an endless device or a file that is not UTF-8 is a ``FormatError``
+(``tokenizer.file``) with a one-line detail, and a file of our own still loads."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 
 import llm_from_scratch.demos.ch18_token_embeddings.pretrained as pretrained
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
-    TokenizerFileError,
     load_word_pieces,
 )
+from llm_from_scratch.errors import FormatError
 
-from checks import within_seconds
+from checks import raises_rule, within_seconds
 from conftest import require_tokenizers, unavailable
 
 
@@ -49,7 +49,7 @@ def test_a_path_that_cannot_be_read_is_a_tokenizer_file_error(
 ) -> None:
     require_tokenizers()
     path = Path(f"{tmp_path}/{name}") if name else tmp_path
-    with pytest.raises(TokenizerFileError) as caught:
+    with raises_rule(FormatError, "tokenizer.file") as caught:
         load_word_pieces(path)
     assert detail in caught.value.detail and "\n" not in caught.value.detail
     assert caught.value.path == str(path)
@@ -59,7 +59,7 @@ def test_an_endless_device_is_too_large_at_once() -> None:
     require_tokenizers()
     if not os.path.exists("/dev/zero"):
         unavailable("needs a /dev/zero device", ci_provides=True)
-    with within_seconds(5.0), pytest.raises(TokenizerFileError) as caught:
+    with within_seconds(5.0), raises_rule(FormatError, "tokenizer.file") as caught:
         load_word_pieces(Path("/dev/zero"))
     limit = pretrained.TOKENIZER_BYTE_LIMIT
     assert caught.value.detail == f"more than {limit} bytes, the most read from such a file"
@@ -70,9 +70,11 @@ def test_a_file_over_the_limit_or_not_utf8_is_refused(
 ) -> None:
     path = whole_words(tmp_path)
     monkeypatch.setattr(pretrained, "TOKENIZER_BYTE_LIMIT", path.stat().st_size - 1)
-    with pytest.raises(TokenizerFileError, match="more than"):
+    with raises_rule(FormatError, "tokenizer.file") as caught:
         load_word_pieces(path)
+    caught.match("more than")
     monkeypatch.undo()
     path.write_bytes(b"\xff" + path.read_bytes())
-    with pytest.raises(TokenizerFileError, match="can't decode byte 0xff"):
+    with raises_rule(FormatError, "tokenizer.file") as caught:
         load_word_pieces(path)
+    caught.match("can't decode byte 0xff")

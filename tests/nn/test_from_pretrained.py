@@ -2,7 +2,7 @@
 or a named parameter becomes the layer's table as it is (the dtype of a float array kept,
 integers as float64); with ``freeze=True`` (PyTorch's default) it is a constant copy whose
 lookups carry no gradient, with ``freeze=False`` a trainable leaf (a parameter's own leaf). The
-checks come in a documented order and a failure changes nothing; the README's round trip
+checks come in a documented order and a failure changes nothing; docs/library.md's round trip
 (load a checkpoint, build the layer, look up, train, save) runs for real."""
 
 from __future__ import annotations

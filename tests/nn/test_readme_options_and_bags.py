@@ -1,4 +1,4 @@
-"""The README's "Options and bags" example runs as written and its comments hold."""
+"""docs/library.md's "Options and bags" example runs as written and its comments hold."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "library.md"  # moved from the README
 
 
 def example_code() -> str:

@@ -1,4 +1,4 @@
-"""The README's "Resume training" example runs as written, each commented result is what the
+"""docs/library.md's "Resume training" example runs as written, each commented result is what the
 comment says at that point, and the files it writes are what its text says."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "library.md"  # moved from the README
 
 
 def example_code() -> str:

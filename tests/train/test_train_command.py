@@ -125,7 +125,7 @@ def test_the_neighbours_figure_draws_the_default_groups_the_trained_vocabulary_h
 ) -> None:
     require_tokenizers()
     output, page = trained[0], tmp_path / "figure.html"
-    argv = ["ch18", "neighbours", "--figure", "--output", str(page)]
+    argv = ["ch18", "neighbours", "--figure", str(page)]
     argv += ["--table", str(output / "table.safetensors")]
     assert main([*argv, "--tokenizer", str(output / "tokenizer.json")]) == 0
     html = page.read_text(encoding="utf-8")

@@ -20,16 +20,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
-    UnknownWordError,
-    word_piece,
-)
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import word_piece
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
-from llm_from_scratch.errors import CorpusError
+from llm_from_scratch.errors import CorpusError, WordError
 from llm_from_scratch.training.corpus import corpus_files, count_words
 from llm_from_scratch.training.vocabulary import DEFAULT_MIN_COUNT, UNKNOWN_TOKEN, Vocabulary
 from llm_from_scratch.training.words import line_words
 
+from checks import raises_rule
 from conftest import require_tokenizers
 
 HAMLET = [
@@ -253,7 +251,7 @@ def test_the_neighbours_command_reads_one_piece_per_known_word(tmp_path: Path) -
     assert pieces.pieces("question") == ((UNKNOWN_TOKEN, vocabulary.unknown_id),)
     assert pieces.token(vocabulary.unknown_id) == UNKNOWN_TOKEN
     assert word_piece(pieces, "sleep").id == 9
-    with pytest.raises(UnknownWordError):
+    with raises_rule(WordError, "word.unknown"):
         word_piece(pieces, "question")
 
 

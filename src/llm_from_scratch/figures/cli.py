@@ -1,10 +1,9 @@
-"""The command ``llm-from-scratch ch18 figure``: write the token-embedding figure.
+"""The command ``llm-from-scratch ch18 figure``: draw a trace as the token-embedding figure.
 
-The top-level parser imports this module while it is being built, so it imports nothing
-heavy at module level: the parser and renderer are imported inside :func:`run`. A fresh trace
-is computed by the caller (the chapter demo) and handed in as text; the figure reads nothing
-else. A saved trace is read by the bounded reader of :mod:`llm_from_scratch.files`, the figure
-written by its path rules; every error is one line on standard error with exit status 2.
+The parser imports this module while it is built, so the parser and renderer are imported
+inside :func:`run`. A fresh trace is computed by the caller (the chapter demo) and handed in as
+text; a saved one is read by the bounded reader of :mod:`llm_from_scratch.files`. Every error is
+one line on standard error with exit status 2.
 """
 
 from __future__ import annotations
@@ -23,31 +22,28 @@ from llm_from_scratch.files import (
     write_file,
 )
 
-__all__ = ["TRACE_BYTE_LIMIT", "configure_parser", "run"]
+__all__ = ["TRACE_BYTE_LIMIT", "add_language", "configure_parser", "run"]
 
 TRACE_BYTE_LIMIT: Final = FILE_BYTE_LIMIT
-"""The most bytes read from a saved trace, :data:`~llm_from_scratch.files.FILE_BYTE_LIMIT`
-(1 MiB; the chapter's trace is about 2 KB); one more byte makes the file too large."""
+"""The most bytes read from a saved trace (1 MiB; the chapter's is about 2 KB)."""
+
+
+def add_language(parser: argparse.ArgumentParser) -> None:
+    """Add ``--lang``, the language of what a ``ch18`` command prints or draws."""
+    parser.add_argument(
+        "--lang", choices=("en", "ru"), default="en", help="language of the text (default: en)"
+    )
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add the figure options to the ``ch18 figure`` subparser.
-
-    Args:
-        parser: the subparser to extend with ``--lang``, ``--output`` and ``--trace``.
-    """
-    parser.add_argument(
-        "--lang",
-        choices=("en", "ru"),
-        default="en",
-        help="language of every label in the figure (default: en)",
-    )
+    """Add ``--lang``, ``--output`` and ``--trace`` to the ``ch18 figure`` parser."""
+    add_language(parser)
     parser.add_argument(
         "--output",
         metavar="PATH",
         type=Path,
         default=None,
-        help="write the HTML document to PATH instead of standard output",
+        help="write the HTML page to PATH instead of standard output",
     )
     parser.add_argument(
         "--trace",
@@ -61,24 +57,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
-    """Render the figure as the parsed arguments ask.
-
-    Args:
-        args: the namespace with ``lang``, ``output`` and ``trace`` from
-            :func:`configure_parser`.
-        fresh_trace: the trace text to draw when ``args.trace`` is not given.
-
-    Returns:
-        0 on success; 2 when there is no trace, the trace file cannot be read or is not a
-        valid trace, or the output cannot be written (the reason goes to standard error as
-        one line, ``error: ...``).
-    """
-    from llm_from_scratch.figures.token_embeddings import (
-        LabelError,
-        TraceFormatError,
-        parse_trace,
-        render_figure,
-    )
+    """Draw ``args.trace`` (else ``fresh_trace``) in ``args.lang`` to ``args.output`` (else
+    standard output); 0, or 2 with one line on standard error when there is no trace, it cannot
+    be read or is no valid trace, or the page cannot be written."""
+    from llm_from_scratch.errors import FormatError
+    from llm_from_scratch.figures.render import render_figure
+    from llm_from_scratch.figures.trace_parser import parse_trace
 
     if args.trace is None:
         if fresh_trace is None:
@@ -87,11 +71,11 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
     else:
         try:
             text = _read_trace(args.trace)
-        except (OSError, ValueError) as error:  # TraceFormatError and UnicodeDecodeError too
+        except (OSError, ValueError) as error:  # FormatError and UnicodeDecodeError too
             return _fail(f"cannot read trace file {args.trace}: {error}")
     try:
         html = render_figure(parse_trace(text), args.lang)
-    except (TraceFormatError, LabelError) as error:
+    except FormatError as error:
         return _fail(str(error))
     try:
         _write(html, args.output)
@@ -102,13 +86,9 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
 
 
 def _read_trace(source: str) -> str:
-    """Return the trace text, bytes decoded as UTF-8 with line endings untouched.
-
-    At most ``TRACE_BYTE_LIMIT + 1`` bytes are read (:func:`~llm_from_scratch.files.read_file`,
-    or standard input for ``-``); a longer input is a ``TraceFormatError`` (record ``TRACE``,
-    field ``size``).
-    """
-    from llm_from_scratch.figures.trace_parser import TraceFormatError
+    """The trace text (``-``: standard input), at most :data:`TRACE_BYTE_LIMIT` bytes of UTF-8
+    (else ``trace.format`` at ``TRACE size``), line endings untouched."""
+    from llm_from_scratch.traces.token_embeddings_v1 import trace_error
 
     try:
         if source == "-":
@@ -119,7 +99,7 @@ def _read_trace(source: str) -> str:
         if not is_too_large(error):
             raise
         detail = f"at most {TRACE_BYTE_LIMIT} bytes, found more"
-        raise TraceFormatError("TRACE", "size", detail) from error
+        raise trace_error("TRACE", "size", detail) from error
     return data.decode("utf-8")
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Final
 
-from llm_from_scratch.figures.labels import Labels, load_labels
-from llm_from_scratch.figures.trace import Trace
-from llm_from_scratch.traces import NONE, RULE_STATES, SHARINGS, STATES
+from llm_from_scratch.figures.scatter import marker_path
+from llm_from_scratch.figures.trace_parser import Trace
+from llm_from_scratch.labels import Labels, load_labels
+from llm_from_scratch.traces.token_embeddings_v1 import NONE, RULE_STATES, SHARINGS, STATES
 
 if TYPE_CHECKING:
     import jinja2
@@ -24,17 +25,11 @@ TEMPLATE_NAME: Final = "token_embeddings.html.j2"
 
 
 def render_figure(trace: Trace, lang: str) -> str:
-    """Render the figure of a parsed trace in one language.
-
-    Args:
-        trace: a trace returned by :func:`~llm_from_scratch.figures.trace_parser.parse_trace`.
-        lang: ``"en"`` or ``"ru"``.
-
-    Returns:
-        One HTML document with inline CSS, no script and no external reference.
+    """The figure of a parsed trace in ``lang``: one HTML document with inline CSS, no script
+    and no external reference.
 
     Raises:
-        LabelError: when the language has no label table or a label is missing or blank.
+        FormatError: ``labels.table``, the language has no table or a label is missing or blank.
     """
     return render_page(
         TEMPLATE_NAME,
@@ -57,8 +52,10 @@ def render_figure(trace: Trace, lang: str) -> str:
 
 
 def render_page(template_name: str, lang: str, labels: Labels, **context: object) -> str:
-    """One of the figures' templates rendered in ``lang`` with its ``labels`` and ``context``."""
-    return environment().get_template(template_name).render(lang=lang, labels=labels, **context)
+    """One of the figures' templates rendered in ``lang`` with its ``labels`` and ``context``
+    (and ``zip`` and :func:`~llm_from_scratch.figures.scatter.marker_path`)."""
+    template = environment().get_template(template_name)
+    return template.render(lang=lang, labels=labels, zip=zip, marker_path=marker_path, **context)
 
 
 @functools.cache

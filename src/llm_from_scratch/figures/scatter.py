@@ -1,10 +1,8 @@
-"""The scatter layout the figures share: word groups projected on two principal components.
+"""The scatter the figures share: words of groups on two principal components.
 
-:func:`layout_points` scales a
-:class:`~llm_from_scratch.demos.ch18_token_embeddings.neighbours.Projection` into a drawing of a
-given size, gives each word its group's marker shape (:func:`marker_path`) and moves a word's
-text label down or up, a line at a time, until it does not cover an earlier one. Up is
-positive, as in the projection.
+:func:`layout_points` scales a :class:`Projection` into a drawing of a given size, gives each word
+its group's marker shape (:func:`marker_path`) and moves a word's label down or up, a line at a
+time, until it covers no earlier one. Up is positive, as in the projection.
 """
 
 from __future__ import annotations
@@ -12,12 +10,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-if TYPE_CHECKING:
-    from llm_from_scratch.demos.ch18_token_embeddings.neighbours import Projection
-
-__all__ = ["MARKER_SHAPES", "Point", "layout_points", "marker_path"]
+__all__ = ["MARKER_SHAPES", "Point", "ProjectedWord", "Projection", "layout_points", "marker_path"]
 
 #: One marker shape per group, in the order of the groups.
 MARKER_SHAPES: Final = ("circle", "square", "triangle", "diamond", "cross")
@@ -27,6 +22,26 @@ _LABEL_ROOM: Final = 84  # to the right of the rightmost marker, for its word
 _RADIUS: Final = 6.0
 _LINE: Final = 15.0  # the height of a word label
 _CHARACTER: Final = 7.6  # the width of one character of a word label, roughly
+
+
+@dataclass(frozen=True)
+class ProjectedWord:
+    """A word's coordinates on the first two principal components."""
+
+    group: str
+    word: str
+    id: int
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Words on the first two principal components, and the share of the variance each
+    component explains."""
+
+    words: tuple[ProjectedWord, ...]
+    explained: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -64,17 +79,9 @@ def marker_path(shape: str, x: float, y: float, r: float = _RADIUS) -> str:
 def layout_points(
     projection: Projection, shapes: Mapping[str, str], width: int, height: int
 ) -> list[Point]:
-    """The projection's words laid out in a ``width`` x ``height`` drawing.
-
-    Args:
-        projection: the words on the first two principal components.
-        shapes: each group's marker shape, one of :data:`MARKER_SHAPES`.
-        width: the drawing's width; the rightmost marker leaves room for its word.
-        height: the drawing's height.
-
-    Returns:
-        One point per word, in the projection's order.
-    """
+    """One point per word of ``projection``, in its order, laid out in a ``width`` x ``height``
+    drawing (the rightmost marker leaves room for its word), with its group's marker of
+    ``shapes`` (each one of :data:`MARKER_SHAPES`)."""
     xs = [word.x for word in projection.words]
     ys = [word.y for word in projection.words]
     scale_x = _scale(min(xs), max(xs), _MARGIN, width - _MARGIN - _LABEL_ROOM)

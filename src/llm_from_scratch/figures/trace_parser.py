@@ -1,22 +1,20 @@
-"""A strict parser for the trace ``token-embeddings-v1``.
+"""A strict parser for the trace ``token-embeddings-v1``, into frozen records whose numbers stay
+lexemes.
 
-It reads each record's fields in the order of the grammar the demo writes with
+It reads each record's fields in the order of the grammar
 (:mod:`llm_from_scratch.traces.token_embeddings_v1`) and takes as facts only what cannot be
-derived: names, vocabulary, width, ID shape, IDs, table values and upstream vectors. Every
-other field's lexeme is derived from them with the grammar's formatters, and :func:`_expect`
-checks each field one way: a fact must be a valid lexeme, a derived one must be equal, a list
-item by item, so that an error names the record, field and item (``LOOKUP 1 output 0``).
+derived (names, vocabulary, width, ID shape, IDs, table values, upstream vectors); every other
+field must equal the lexeme the grammar's formatters derive from them. Each field is checked one
+way (:func:`_expect`), so an error names the record, the field and the item (``LOOKUP 1 output
+0``). When a contribution disagrees with its LOOKUP's upstream, the row decides which is wrong:
+the LOOKUP if the contributions still add up to the accumulated gradient, else the contribution.
+Sums are exact integer counts of 1e-12.
 
-When a contribution disagrees with the upstream of its LOOKUP, the row decides which record is
-wrong: the LOOKUP if the contributions still add up to the accumulated gradient, else the
-contribution. Numbers stay text; sums are exact integer counts of 1e-12.
-
->>> from llm_from_scratch.figures.trace_parser import parse_trace
 >>> parse_trace("TRACE token-embeddings-v2 BEGIN\\n")
 Traceback (most recent call last):
 ...
-llm_from_scratch.traces.token_embeddings_v1.TraceFormatError: TRACE BEGIN version: expected \
-token-embeddings-v1, found token-embeddings-v2
+llm_from_scratch.errors.FormatError: TRACE BEGIN version: expected token-embeddings-v1, found \
+token-embeddings-v2
 """
 
 from __future__ import annotations
@@ -27,22 +25,86 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
-from llm_from_scratch.figures.trace import Fixture, IdRecord, Lookup, RowGradient, TableRow, Trace
-from llm_from_scratch.traces import MAX_SAFE_INTEGER, TRACE_VERSION, TraceFormatError
 from llm_from_scratch.traces import token_embeddings_v1 as v1
+from llm_from_scratch.traces.token_embeddings_v1 import TRACE_VERSION, trace_error
 
-__all__ = [
-    "MAX_SAFE_INTEGER",
-    "TRACE_VERSION",
-    "Fixture",
-    "IdRecord",
-    "Lookup",
-    "RowGradient",
-    "TableRow",
-    "Trace",
-    "TraceFormatError",
-    "parse_trace",
-]
+__all__ = ["Fixture", "IdRecord", "Lookup", "RowGradient", "TableRow", "Trace", "parse_trace"]
+
+# The records: numbers stay lexemes --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """The FIXTURE record; the ID shape also as extents (``("1", "3")``)."""
+
+    name: str
+    parameter: str
+    vocabulary: str
+    width: str
+    table_shape: str
+    id_shape: str
+    id_extents: tuple[str, ...]
+    output_shape: str
+    upstream_shape: str
+    gradient_shape: str
+    accumulation: str
+
+
+@dataclass(frozen=True)
+class IdRecord:
+    """The IDS record: the flat IDs and the one repeated ID with its flat positions."""
+
+    values: tuple[str, ...]
+    repeated_id: str | None
+    repeated_flat_positions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One TABLE record: a row of the embedding table, its use count and state."""
+
+    row: str
+    uses: str
+    state: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One LOOKUP record: the forward copy of one ID's row and the upstream it receives."""
+
+    flat: str
+    coordinate: tuple[str, ...]
+    id: str
+    sharing: str
+    one_hot: tuple[str, ...]
+    selected_row: str
+    output: tuple[str, ...]
+    upstream: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RowGradient:
+    """One ROW-GRADIENT record: the contributions into one table row and their sum."""
+
+    row: str
+    flat_positions: tuple[str, ...]
+    contributions: tuple[tuple[str, ...], ...]
+    rule: str
+    accumulated: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A parsed, cross-checked ``token-embeddings-v1`` trace."""
+
+    version: str
+    fixture: Fixture
+    ids: IdRecord
+    table_rows: tuple[TableRow, ...]
+    lookups: tuple[Lookup, ...]
+    row_gradients: tuple[RowGradient, ...]
+
 
 _SCALE: Final = 10**12
 _SHOWN: Final = 48
@@ -59,7 +121,7 @@ def parse_trace(text: str) -> Trace:
         The trace as a frozen tree of records whose numbers are the original lexemes.
 
     Raises:
-        TraceFormatError: at the first problem, naming its record and field.
+        FormatError: ``trace.format``, at the first problem, naming its record and field.
     """
     lines = _Lines(text)
     lines.marker(v1.BEGIN)
@@ -143,18 +205,16 @@ def _expect(record: str, field: str, found: str, expected: _Expected, why: str =
     because = f" {why}" if why else ""
     if isinstance(expected, _Lexeme):
         if not expected.accepts(found):
-            raise TraceFormatError(
-                record, field, f"expected {expected.what}, found {_shown(found)}"
-            )
+            raise trace_error(record, field, f"expected {expected.what}, found {_shown(found)}")
     elif isinstance(expected, str):
         if found != expected:
             detail = f"expected {expected}{because}, found {_shown(found)}"
-            raise TraceFormatError(record, field, detail)
+            raise trace_error(record, field, detail)
     else:
         parts = _items(found, "|" if field in v1.VECTOR_LIST_FIELDS else ",")
         if len(parts) != len(expected):
             detail = f"expected {len(expected)} items{because}, found {len(parts)}"
-            raise TraceFormatError(record, field, detail)
+            raise trace_error(record, field, detail)
         for index, (part, item) in enumerate(zip(parts, expected, strict=True)):
             _expect(record, f"{field} {index}", part, item, why)
 
@@ -313,13 +373,13 @@ class _Lines:
         index = self._next_index
         line = self._lines[index]
         if "\r" in line:
-            raise TraceFormatError(record, "line ending", "expected LF line endings, found CR")
+            raise trace_error(record, "line ending", "expected LF line endings, found CR")
         if index == len(self._lines) - 1:
             if line:
                 detail = "expected an LF after the record, found the end of the text"
-                raise TraceFormatError(record, "line ending", detail)
+                raise trace_error(record, "line ending", detail)
             detail = f"expected a {kind} record, found the end of the trace"
-            raise TraceFormatError(record, "record", detail)
+            raise trace_error(record, "record", detail)
         self._next_index += 1
         return line
 
@@ -330,7 +390,7 @@ class _Lines:
         parts = line.split(" ")
         if len(parts) != 3 or parts[0] != "TRACE":
             detail = f"expected '{v1.marker_line(which)}', found {_shown(line)}"
-            raise TraceFormatError(record, "record", detail)
+            raise trace_error(record, "record", detail)
         _expect(record, "version", parts[1], TRACE_VERSION)
         _expect(record, "marker", parts[2], which)
 
@@ -339,14 +399,12 @@ class _Lines:
         record = kind if number is None else f"{kind} {number}"
         head, _, rest = self._next(record, kind).partition(" ")
         if head != kind:
-            raise TraceFormatError(
-                record, "record", f"expected a {kind} record, found {_shown(head)}"
-            )
+            raise trace_error(record, "record", f"expected a {kind} record, found {_shown(head)}")
         names = v1.RECORD_FIELDS[kind]
         tokens = rest.split(" ") if rest else []
         fields = dict(_field(record, names, index, token) for index, token in enumerate(tokens))
         if len(tokens) < len(names):
-            raise TraceFormatError(
+            raise trace_error(
                 record, names[len(tokens)], "expected this field, found the end of line"
             )
         return fields
@@ -357,26 +415,24 @@ class _Lines:
         if rest != [""]:
             found = "an extra final LF" if rest == ["", ""] else "more text"
             detail = f"expected nothing after the END record, found {found}"
-            raise TraceFormatError("TRACE END", "end of trace", detail)
+            raise trace_error("TRACE END", "end of trace", detail)
 
 
 def _field(record: str, names: Sequence[str], index: int, token: str) -> tuple[str, str]:
     name, equals, value = token.partition("=")
     if token == "":
         detail = "expected one space between fields, found an empty field"
-        raise TraceFormatError(record, "spacing", detail)
+        raise trace_error(record, "spacing", detail)
     if index >= len(names):
         detail = f"expected no field after {names[-1]}, found an extra one"
-        raise TraceFormatError(record, _shown(name), detail)
+        raise trace_error(record, _shown(name), detail)
     expected = names[index]
     if not equals:
-        raise TraceFormatError(
-            record, expected, f"expected {expected}=value, found {_shown(token)}"
-        )
+        raise trace_error(record, expected, f"expected {expected}=value, found {_shown(token)}")
     if name != expected:
         problem = "a missing or reordered field" if name in names else "an unknown field"
         detail = f"expected field {expected}, found {problem}: {_shown(name)}"
-        raise TraceFormatError(record, expected, detail)
+        raise trace_error(record, expected, detail)
     return name, value
 
 

@@ -1,28 +1,30 @@
-"""Render the figure of a ``ch18 train`` report: the word groups projected before training and
-after it, side by side, with their mean cosines, as one self-contained HTML page in English or
-Russian.
+"""The figure of a ``ch18 train`` report: the word groups projected before training and after
+it, side by side, with their mean cosines, as one self-contained HTML page in English or Russian.
 
-The numbers come from a
-:class:`~llm_from_scratch.demos.ch18_token_embeddings.train.TrainReport`; this module only lays
-them out: each table's projection by the figures' shared scatter layout
-(:mod:`llm_from_scratch.figures.scatter`), each group with one marker shape and one colour in
-both panels. Every word comes from the train label table. Jinja2 is imported on first use.
+The numbers come from the report; this module lays each table out with the figures' shared
+scatter (:mod:`llm_from_scratch.figures.scatter`), each group with one marker shape in both
+panels, every word from the train label table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import cosine_text
 from llm_from_scratch.figures.render import render_page
-from llm_from_scratch.figures.scatter import MARKER_SHAPES, Point, layout_points, marker_path
-from llm_from_scratch.figures.train_labels import TRAIN_GROUP_NAMES, TRAIN_LABELS, load_labels
+from llm_from_scratch.figures.scatter import MARKER_SHAPES, Point, Projection, layout_points
+from llm_from_scratch.labels import TRAIN_GROUP_NAMES, TRAIN_LABELS, cosine_text, load_labels
 
-if TYPE_CHECKING:
-    from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainReport
-
-__all__ = ["GROUP_SHAPES", "TEMPLATE_NAME", "Panel", "panel", "render_train_figure"]
+__all__ = [
+    "GROUP_SHAPES",
+    "TEMPLATE_NAME",
+    "MeasuredTable",
+    "Panel",
+    "TrainPage",
+    "panel",
+    "render_train_figure",
+]
 
 TEMPLATE_NAME: Final = "train.html.j2"
 #: Each report group's marker shape, the same in both panels.
@@ -32,14 +34,43 @@ _WIDTH: Final = 480
 _HEIGHT: Final = 380
 
 
+class MeasuredTable(Protocol):
+    """One table the report measured (its ``TableView``): its groups' mean cosines (none
+    without a group of two words), their projection (or None), the mean cosine inside a group
+    and to the other groups' words, and the difference."""
+
+    @property
+    def groups(self) -> Sequence[object]: ...
+
+    @property
+    def projection(self) -> Projection | None: ...
+
+    @property
+    def within(self) -> float: ...
+
+    @property
+    def between(self) -> float: ...
+
+    @property
+    def separation(self) -> float: ...
+
+
+class TrainPage(Protocol):
+    """What the page draws here: the random table before training and the trained one (the
+    rest of the report in its template)."""
+
+    @property
+    def before(self) -> MeasuredTable: ...
+
+    @property
+    def after(self) -> MeasuredTable: ...
+
+
 @dataclass(frozen=True)
 class Panel:
-    """One table's side of the figure.
-
-    ``key`` is ``"before"`` or ``"after"`` (the label of its title); ``points`` is None when the
-    table has no projection; ``cosines`` pairs a label key (``inside``, ``between``,
-    ``separation``) with its number's text, and is empty without groups.
-    """
+    """One table's side of the figure: ``key`` (``before`` or ``after``), its points (None
+    without a projection), the shares of its components, and its mean cosines by label key
+    (``inside``, ``between``, ``separation``; none without groups)."""
 
     key: str
     points: tuple[Point, ...] | None
@@ -47,25 +78,12 @@ class Panel:
     cosines: tuple[tuple[str, str], ...]
 
 
-def render_train_figure(report: TrainReport, lang: str) -> str:
-    """Render the figure of a training report in one language.
-
-    Args:
-        report: what :func:`~llm_from_scratch.demos.ch18_token_embeddings.train.train` returned.
-        lang: ``"en"`` or ``"ru"``.
-
-    Returns:
-        One HTML document with inline CSS and SVG, no script and no external reference.
+def render_train_figure(report: TrainPage, lang: str) -> str:
+    """One HTML document (inline CSS and SVG, no script, no external reference) in ``lang``.
 
     Raises:
-        LabelError: the language has no table, or a label is missing or blank.
-
-    Example::
-
-        report = train(TrainOptions(Path("corpus.txt"), Path("out")))
-        Path("train.html").write_text(render_train_figure(report, "ru"), encoding="utf-8")
+        FormatError: ``labels.table``, the language has no table, or a label is missing or blank.
     """
-    groups = report.before.groups
     return render_page(
         TEMPLATE_NAME,
         lang,
@@ -74,34 +92,17 @@ def render_train_figure(report: TrainReport, lang: str) -> str:
         width=_WIDTH,
         height=_HEIGHT,
         panels=[panel("before", report.before), panel("after", report.after)],
-        legend=[
-            (group.group, GROUP_SHAPES[group.group], marker_path(GROUP_SHAPES[group.group], 10, 10))
-            for group in groups
-        ],
-        rows=list(zip(groups, report.after.groups, strict=True)),
+        shapes=GROUP_SHAPES,
         cosine=cosine_text,
     )
 
 
-def panel(key: str, view: TableView) -> Panel:
-    """The panel of one measured table: its points laid out, its shares and mean cosines.
-
-    >>> from llm_from_scratch.demos.ch18_token_embeddings.train import TableView
-    >>> panel("before", TableView((), (), None))
-    Panel(key='before', points=None, explained=(), cosines=())
-    """
-    cosines = tuple(
-        (name, cosine_text(value))
-        for name, value in (
-            ("inside", view.within),
-            ("between", view.between),
-            ("separation", view.separation),
-        )
-        if view.groups
-    )
-    projection = view.projection
-    if projection is None:
+def panel(key: str, view: MeasuredTable) -> Panel:
+    """The panel of one measured table: its points laid out, its shares and mean cosines."""
+    named = (("inside", view.within), ("between", view.between), ("separation", view.separation))
+    cosines = tuple((name, cosine_text(value)) for name, value in named if view.groups)
+    if view.projection is None:
         return Panel(key, None, (), cosines)
-    points = layout_points(projection, GROUP_SHAPES, _WIDTH, _HEIGHT)
-    shares = tuple(f"{100 * share:.1f}%" for share in projection.explained)
+    points = layout_points(view.projection, GROUP_SHAPES, _WIDTH, _HEIGHT)
+    shares = tuple(f"{100 * share:.1f}%" for share in view.projection.explained)
     return Panel(key, tuple(points), shares, cosines)

@@ -12,15 +12,14 @@ A trace is these lines in this order, each ending in one LF, with nothing after 
     ROW-GRADIENT row=.. flat-positions=.. contributions=.. rule=.. accumulated=..  (V records)
     TRACE token-embeddings-v1 END
 
-(FIXTURE and LOOKUP are each one line; they are wrapped here only for reading.)
+(FIXTURE and LOOKUP are each one line, wrapped here for reading.)
 
 Lexemes: an integer is a safe non-negative integer (at most ``2**53 - 1``, no sign, no leading
 zero); a float is a canonical ``%.12f`` lexeme (``-0.000000000000`` is not canonical); a list
 joins its items by ``,`` and is ``none`` when empty; contribution vectors are joined by ``|``; a
 shape is its extents joined by ``x``, ``none`` for rank zero. v1 names at most one repeated ID.
 
-This module imports nothing from the package: the chapter demo writes traces with it and the
-figure reads them with it.
+The chapter demo writes traces with this module and the figure reads them with it.
 
 >>> shape_text(()), shape_text((1, 3, 2)), ints_text(()), floats_text((4.0, -0.5))
 ('none', '1x3x2', 'none', '4.000000000000,-0.500000000000')
@@ -33,7 +32,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from llm_from_scratch.errors import FormatError
 
 TRACE_VERSION: Final = "token-embeddings-v1"
 BEGIN: Final = "BEGIN"
@@ -48,35 +50,15 @@ LOOKUP: Final = "LOOKUP"
 ROW_GRADIENT: Final = "ROW-GRADIENT"
 
 #: Every record between the markers and its fields, in the order they appear.
-RECORD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
-    {
-        FIXTURE: (
-            "name",
-            "parameter",
-            "vocabulary",
-            "width",
-            "table-shape",
-            "id-shape",
-            "output-shape",
-            "upstream-shape",
-            "gradient-shape",
-            "accumulation",
-        ),
-        IDS: ("values", "repeated-id", "repeated-flat-positions"),
-        TABLE: ("row", "uses", "state", "values"),
-        LOOKUP: (
-            "flat",
-            "coordinate",
-            "id",
-            "sharing",
-            "one-hot",
-            "selected-row",
-            "output",
-            "upstream",
-        ),
-        ROW_GRADIENT: ("row", "flat-positions", "contributions", "rule", "accumulated"),
-    }
-)
+RECORD_FIELDS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType({
+    FIXTURE: ("name", "parameter", "vocabulary", "width", "table-shape", "id-shape",
+              "output-shape", "upstream-shape", "gradient-shape", "accumulation"),
+    IDS: ("values", "repeated-id", "repeated-flat-positions"),
+    TABLE: ("row", "uses", "state", "values"),
+    LOOKUP: ("flat", "coordinate", "id", "sharing", "one-hot", "selected-row", "output",
+             "upstream"),
+    ROW_GRADIENT: ("row", "flat-positions", "contributions", "rule", "accumulated"),
+})  # fmt: skip
 
 #: Fields that list vectors, joined by ``|`` (their vectors join numbers by ``,``).
 VECTOR_LIST_FIELDS: Final = ("contributions",)
@@ -95,36 +77,13 @@ FIXTURE_NAME: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 PARAMETER_NAME: Final = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 
 
-class TraceFormatError(ValueError):
-    """A trace that does not follow the grammar ``token-embeddings-v1`` exactly, or a report that
-    the grammar cannot express.
+def trace_error(record: str, field: str, detail: str) -> FormatError:
+    """The ``FormatError`` (``trace.format``) of a trace that breaks the grammar at ``record``
+    (``TABLE 2``) and ``field`` (``output 0``); errors is imported here only, so that a good
+    trace loads nothing else of the package."""
+    from llm_from_scratch.errors import FormatError
 
-    ``figures.trace_parser.parse_trace``: any departure from the grammar or its consistency rules.
-    The trace writer (``format_trace``, ``render_trace``, ``ch18 trace --ids``) raises it too, with
-    record ``IDS`` and field ``repeated-id``, for IDs that repeat two or more different IDs, which
-    v1 cannot express. Also ``ch18 figure --trace FILE`` with a file of more than
-    ``TRACE_BYTE_LIMIT`` (1 MiB) bytes (record ``TRACE``, field ``size``), found after reading at
-    most one byte more: the command prints it on one line and exits with status 2. Its message is
-    ``record field: detail``.
-
-    Attributes:
-        record: where the problem is, for example ``"FIXTURE"``, ``"TABLE 2"``,
-            ``"LOOKUP 1"``, ``"ROW-GRADIENT 3"``, ``"TRACE BEGIN"`` or ``"TRACE END"``.
-        field: which part of that record, for example ``"state"``, ``"output 0"`` (component
-            0 of the output vector), ``"record"`` (the record itself is missing or of the
-            wrong kind) or ``"line ending"``.
-        detail: what was expected and what was found.
-    """
-
-    def __init__(self, record: str, field: str, detail: str) -> None:
-        self.record = record
-        self.field = field
-        self.detail = detail
-        super().__init__(f"{record} {field}: {detail}")
-
-    def __reduce__(self) -> tuple[object, ...]:
-        """Pickle (and copy) by the constructor's arguments, which rebuild the same message."""
-        return type(self), (self.record, self.field, self.detail)
+    return FormatError("trace.format", record=record, field=field, detail=detail)
 
 
 def state_for(uses: int) -> str:
@@ -146,15 +105,12 @@ def repeated_id_text(repeated: Sequence[int | str]) -> str:
     """The ``repeated-id`` lexeme of the IDs that occur more than once, in ascending order.
 
     Raises:
-        TraceFormatError: for two or more repeated IDs, which v1 cannot name.
+        FormatError: ``trace.format``, for two or more repeated IDs, which v1 cannot name.
     """
     if len(repeated) > 1:
-        raise TraceFormatError(
-            IDS,
-            "repeated-id",
-            "expected at most one repeated ID (v1 names one), found IDs "
-            + ", ".join(str(row) for row in repeated),
-        )
+        found = ", ".join(str(row) for row in repeated)
+        detail = f"expected at most one repeated ID (v1 names one), found IDs {found}"
+        raise trace_error(IDS, "repeated-id", detail)
     return list_text(repeated)
 
 

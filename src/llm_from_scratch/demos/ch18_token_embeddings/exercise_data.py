@@ -1,10 +1,8 @@
-"""The chapter's eleven exercises as data: ``exercises/<lang>.json`` in this package.
-
-Each file (format ``ch18-exercises-v1``) holds the words of the exercise session (``ui``) and the
-eleven exercises in order, each with its ``number``, ``kind``, ``prompt``, ``explanation`` and
-``evidence``: a ``str.format`` template over the computed facts of that exercise (the fields in
-:data:`EVIDENCE_FIELDS`); a yes/no exercise also says what ``true_means``. The loader checks all
-of it, so a broken file fails with the language and the key at fault.
+"""The chapter's eleven exercises as data, ``exercises/<lang>.json`` (format
+``ch18-exercises-v1``): the session's words (``ui``), then each exercise's ``number``, ``kind``,
+``prompt``, ``explanation`` and ``evidence`` (a ``str.format`` template over the exercise's
+computed facts, :data:`EVIDENCE_FIELDS`), and what ``true_means`` for a yes/no one. The loader
+checks all of it, so a broken file fails with the language and the key at fault.
 
 >>> exercises = load_exercises("en")
 >>> [exercise.number for exercise in exercises.exercises if exercise.checked]
@@ -19,9 +17,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Final
 
-from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.figures.labels import Labels, LabelTable, check_labels
+from llm_from_scratch.errors import FormatError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, read_file
+from llm_from_scratch.labels import Labels, LabelTable, check_labels
 
 __all__ = [
     "ANSWER_FORMATS",
@@ -30,7 +28,6 @@ __all__ = [
     "KINDS",
     "UI_LABELS",
     "Exercise",
-    "ExerciseDataError",
     "ExerciseSet",
     "check_exercises",
     "load_exercises",
@@ -39,18 +36,10 @@ __all__ = [
 EXERCISE_FORMAT: Final = "ch18-exercises-v1"
 #: Each exercise's kind, by number: what its answer is (``explanation``: none).
 KINDS: Final = {
-    1: "lookup_output",
-    2: "one_hot_product",
-    3: "table_gradient",
-    4: "explanation",
-    5: "output_shapes",
-    6: "error_order",
-    7: "explanation",
-    8: "boolean",
-    9: "explanation",
-    10: "boolean",
-    11: "boolean",
-}
+    1: "lookup_output", 2: "one_hot_product", 3: "table_gradient", 4: "explanation",
+    5: "output_shapes", 6: "error_order", 7: "explanation", 8: "boolean", 9: "explanation",
+    10: "boolean", 11: "boolean",
+}  # fmt: skip
 #: The kinds whose answers are checked, each with a hint on how to type the answer.
 ANSWER_FORMATS: Final = tuple(sorted({kind for kind in KINDS.values() if kind != "explanation"}))
 #: The computed facts each exercise's evidence template may name.
@@ -89,21 +78,6 @@ UI_LABELS: Final = LabelTable(
 _TEXT_FIELDS: Final = ("prompt", "explanation", "evidence")
 
 
-class ExerciseDataError(StructuredError, ValueError):
-    """An exercise file that breaks its format; ``key_path`` names the place.
-
-    A language without a file, an unreadable file, a wrong format or language, or an exercise out of
-    place, of the wrong kind, with blank text, an unknown key, or an evidence template that names a
-    fact the exercise does not compute. A missing, blank or unknown word of the file's ``ui`` object
-    is a ``LabelError`` of the table ``exercises``.
-    """
-
-    template = "exercises {lang}: {key_path}: {detail}"
-    lang: str
-    key_path: str
-    detail: str
-
-
 @dataclass(frozen=True)
 class Exercise:
     """One exercise: its number, kind and texts; ``true_means`` for a yes/no one."""
@@ -134,16 +108,16 @@ def load_exercises(lang: str) -> ExerciseSet:
     """Load and check the exercises of one language (``"en"`` or ``"ru"``).
 
     Raises:
-        ExerciseDataError: no such language, an unreadable file, or a broken exercise.
-        LabelError: a missing, blank or unknown word of ``ui``.
+        FormatError: ``exercises.data``, no such language, an unreadable file, a broken
+            exercise; ``labels.table``, a missing, blank or unknown word of ``ui``.
     """
     if lang not in ("en", "ru"):
-        raise ExerciseDataError(lang, "", "no exercise file; expected en or ru")
+        raise _data_error(lang, "", "no exercise file; expected en or ru")
     source = resources.files(__package__ or "").joinpath("exercises", f"{lang}.json")
     try:  # at most FILE_BYTE_LIMIT bytes, strict JSON (llm_from_scratch.files)
         raw: object = load_json(read_file(source, FILE_BYTE_LIMIT).decode("utf-8"))
     except (OSError, ValueError) as error:
-        raise ExerciseDataError(lang, "", f"cannot read the file: {error}") from error
+        raise _data_error(lang, "", f"cannot read the file: {error}") from error
     return check_exercises(lang, raw)
 
 
@@ -151,18 +125,18 @@ def check_exercises(lang: str, raw: object) -> ExerciseSet:
     """Check a decoded exercise file.
 
     Raises:
-        ExerciseDataError: the first departure from the format, by key path.
-        LabelError: a missing, blank or unknown word of ``ui``.
+        FormatError: ``exercises.data``, the first departure from the format, by key path;
+            ``labels.table``, a missing, blank or unknown word of ``ui``.
     """
     if not isinstance(raw, Mapping):
-        raise ExerciseDataError(lang, "", "expected a JSON object")
+        raise _data_error(lang, "", "expected a JSON object")
     for key, expected in (("format", EXERCISE_FORMAT), ("language", lang)):
         if raw.get(key) != expected:
-            raise ExerciseDataError(lang, key, f"expected {expected!r}, found {raw.get(key)!r}")
+            raise _data_error(lang, key, f"expected {expected!r}, found {raw.get(key)!r}")
     ui = check_labels(lang, raw.get("ui"), UI_LABELS)
     items = raw.get("exercises")
     if not isinstance(items, list) or len(items) != len(KINDS):
-        raise ExerciseDataError(lang, "exercises", f"expected a list of {len(KINDS)} exercises")
+        raise _data_error(lang, "exercises", f"expected a list of {len(KINDS)} exercises")
     exercises = tuple(
         _exercise(lang, f"exercises.{index}", item, number)
         for index, (item, number) in enumerate(zip(items, KINDS, strict=True))
@@ -172,12 +146,12 @@ def check_exercises(lang: str, raw: object) -> ExerciseSet:
 
 def _exercise(lang: str, where: str, item: object, number: int) -> Exercise:
     if not isinstance(item, Mapping):
-        raise ExerciseDataError(lang, where, "expected a JSON object")
+        raise _data_error(lang, where, "expected a JSON object")
     kind = KINDS[number]
     if item.get("number") != number or item.get("kind") != kind:
         found = (item.get("number"), item.get("kind"))
         detail = f"expected exercise {number} of kind {kind}, found {found}"
-        raise ExerciseDataError(lang, where, detail)
+        raise _data_error(lang, where, detail)
     texts = {name: _text(lang, f"{where}.{name}", item.get(name)) for name in _TEXT_FIELDS}
     _check_evidence(lang, f"{where}.evidence", texts["evidence"], EVIDENCE_FIELDS[number])
     true_means = None
@@ -186,15 +160,19 @@ def _exercise(lang: str, where: str, item: object, number: int) -> Exercise:
     known = {"number", "kind", *_TEXT_FIELDS, *(("true_means",) if true_means else ())}
     unknown = sorted(str(key) for key in item if key not in known)
     if unknown:
-        raise ExerciseDataError(lang, f"{where}.{unknown[0]}", "unknown key")
+        raise _data_error(lang, f"{where}.{unknown[0]}", "unknown key")
     return Exercise(
         number, kind, texts["prompt"], texts["explanation"], texts["evidence"], true_means
     )
 
 
+def _data_error(lang: str, key_path: str, detail: str) -> FormatError:
+    return FormatError("exercises.data", lang=lang, key_path=key_path, detail=detail)
+
+
 def _text(lang: str, where: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ExerciseDataError(lang, where, "expected non-blank text")
+        raise _data_error(lang, where, "expected non-blank text")
     return value
 
 
@@ -202,8 +180,8 @@ def _check_evidence(lang: str, where: str, template: str, fields: frozenset[str]
     try:
         names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
     except ValueError as error:
-        raise ExerciseDataError(lang, where, f"not a template: {error}") from error
+        raise _data_error(lang, where, f"not a template: {error}") from error
     unknown = sorted(names - fields)
     if unknown:
         detail = f"names {unknown[0]!r}, not one of {sorted(fields)}"
-        raise ExerciseDataError(lang, where, detail)
+        raise _data_error(lang, where, detail)

@@ -1,21 +1,12 @@
-"""The command ``llm-from-scratch ch18 exercises``: ask, check or reveal the eleven exercises.
+"""The command ``llm-from-scratch ch18 exercises``: ask, check or reveal the eleven exercises,
+in the chosen language, against values computed when it runs.
 
-Three ways to run, all in the chosen language and all against values computed when they run
-(:mod:`~llm_from_scratch.demos.ch18_token_embeddings.exercises`):
-
-- interactively: each exercise's prompt and answer format, then a line of input (read again
-  when it cannot be read), then right or wrong with the computed value, the explanation and the
-  evidence; an explanation exercise waits for Enter. The end of the input, or a line of more
-  than ``FILE_BYTE_LIMIT`` characters, leaves the remaining answers missing.
-- ``--answers FILE``: one line per checked exercise, right, wrong with the computed value, or
-  missing.
-- ``--reveal``: every exercise with its answer, explanation and evidence.
-
-Each checking run ends with the score and the numbers of the wrong answers; the exit status is
-0 only when every checked answer is right, 1 otherwise, 2 for an answers file that cannot be
-read (one line on standard error). Answers are strict JSON
-(:func:`llm_from_scratch.files.load_json`), numbers compared exactly
-(:func:`~llm_from_scratch.demos.ch18_token_embeddings.exercises.same_answer`).
+Interactively, each exercise's prompt and answer format, a line of input (asked again when it
+cannot be read; the end of the input, or a line over ``FILE_BYTE_LIMIT`` characters, leaves the
+rest missing), then right or wrong with the computed value, the explanation and the evidence;
+``--answers FILE`` checks a file, one line per checked exercise; ``--reveal`` shows every answer.
+A check ends with the score and the wrong numbers: status 0 only when every checked answer is
+right, 1 otherwise, 2 for an answers file that cannot be read (one line on standard error).
 """
 
 from __future__ import annotations
@@ -33,7 +24,6 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import (
 )
 from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
     ONE_HOT_ID,
-    AnswersFileError,
     ChapterFacts,
     Json,
     answer_text,
@@ -42,9 +32,9 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
     read_answers,
     same_answer,
 )
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import cosine_text, label
-from llm_from_scratch.figures.labels import Labels
+from llm_from_scratch.errors import FileAccessError, FormatError, MismatchError, MissingPackageError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, one_line, read_line
+from llm_from_scratch.labels import Labels, cosine_text, label
 
 __all__ = ["COMPARED_WORDS", "Verdict", "check_answers", "run_exercises"]
 
@@ -92,7 +82,7 @@ def run_exercises(
     if answers_path is not None:
         try:
             answers = read_answers(answers_path)
-        except AnswersFileError as error:
+        except FormatError as error:
             stderr.write(f"error: {one_line(_file_error(error, data.ui))}\n")
             return 2
         verdicts = check_answers(answers, expected)
@@ -115,9 +105,10 @@ def _line(stdin: TextIO) -> str:
         return ""
 
 
-def _file_error(error: AnswersFileError, ui: Labels) -> str:
-    problem = label(ui, "answers_file", error.problem)
-    return f"{label(ui, 'answers_file', 'title')} {error.path}: {problem} ({error.detail})"
+def _file_error(error: FormatError, ui: Labels) -> str:
+    path, problem, detail = (error.fields[name] for name in ("path", "problem", "detail"))
+    title, problem = (label(ui, "answers_file", key) for key in ("title", str(problem)))
+    return f"{title} {path}: {problem} ({detail})"
 
 
 @dataclass(frozen=True)
@@ -274,7 +265,6 @@ class _Session:
         """Exercise 9's evidence: ID neighbours against vector neighbours in the trained table."""
         from llm_from_scratch.demos.ch18_token_embeddings.neighbours import neighbours_report
         from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
-            PretrainedError,
             open_table,
             packaged_files,
         )
@@ -282,7 +272,7 @@ class _Session:
         try:
             files = packaged_files()
             table, pieces = open_table(files)
-        except PretrainedError:
+        except (MissingPackageError, FileAccessError, FormatError, MismatchError):
             return self.ui("neighbours", "table_missing")
         report = neighbours_report(table, pieces, COMPARED_WORDS, COMPARED_COUNT, files.shown)
         mean = self.ui("neighbours", "mean_cosine")

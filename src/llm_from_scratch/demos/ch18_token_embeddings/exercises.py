@@ -1,13 +1,11 @@
 """The exercises' answers and evidence, computed by the library when they are asked for.
 
-:func:`chapter_facts` runs the chapter fixture through :func:`build_report` and the layer: the
-lookup of ``[[2,1,2]]``, the one-hot row of ID 2 times the table, the table gradient for the
-chapter's upstream seed, the output shapes for the ID shapes ``[2,3]``, ``[]`` and ``[0]``, the
-order in which one layer reports three faults (found by triggering them and removing the
-reported one each time), the first invalid ID of ``[1,4,9]`` from the raised error's fields,
-a clone's identity and the parameters a repeated ID uses. :func:`expected_answers` turns them
-into the answers the exercises check, in the answer file's JSON form, and :func:`same_answer`
-compares a learner's answer with one of them.
+:func:`chapter_facts` runs the chapter fixture (:func:`build_report`) and the layer: the lookup
+of ``[[2,1,2]]``, the one-hot row of ID 2 times the table, the table gradient, the output shapes
+for the ID shapes ``[2,3]``, ``[]`` and ``[0]``, the order in which one layer reports three
+faults (triggered, then removed one by one), the first invalid ID of ``[1,4,9]`` from the raised
+error, a clone's identity and the parameters a repeated ID uses. :func:`expected_answers` makes
+them the answers, in the answers file's JSON form; :func:`same_answer` compares one.
 
 >>> expected_answers(chapter_facts())[6]
 {'order': ['shape', 'count', 'id'], 'first': {'id': 4, 'position': 1}}
@@ -24,12 +22,13 @@ from typing import Final
 
 import numpy as np
 
-from llm_from_scratch.autograd import GatherIndexOutOfBoundsError
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
-from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
-from llm_from_scratch.demos.ch18_token_embeddings.report import build_report
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.demos.ch18_token_embeddings.report import (
+    build_report,
+    explicit_one_hot_product,
+)
+from llm_from_scratch.errors import FormatError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, is_too_large, load_json, read_file
 from llm_from_scratch.nn import (
     Embedding,
@@ -43,9 +42,7 @@ __all__ = [
     "ONE_HOT_ID",
     "OUTPUT_SHAPE_CASES",
     "SCANNED_IDS",
-    "AnswersFileError",
     "ChapterFacts",
-    "ExerciseAnswerError",
     "answer_text",
     "chapter_facts",
     "expected_answers",
@@ -65,30 +62,6 @@ ERROR_KINDS: Final = {
 }
 
 Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
-
-
-class ExerciseAnswerError(StructuredError):
-    """Base class of the errors of the exercises module."""
-
-
-class AnswersFileError(ExerciseAnswerError, ValueError):
-    """An answers file that cannot be read, is too large, is not JSON, is not an object of exercise
-    numbers, or answers an explanation exercise; ``problem`` is the kind, ``detail`` says more.
-
-    ``read_answers`` (``llm-from-scratch ch18 exercises --answers FILE``): the file cannot be read
-    or is not UTF-8 (``problem`` is ``unreadable``; its path is one the system cannot take, a
-    folder, missing, ...), holds more than ``FILE_BYTE_LIMIT`` (1 MiB) bytes, found after reading
-    one byte more (``too_large``: ``/dev/zero`` fails at once), is not strict JSON (``not_json``:
-    also ``NaN`` or ``Infinity``, an integer of more than 4300 digits, a key twice in one object,
-    a string holding a lone surrogate), is not a JSON object (``not_object``), has a key that is
-    not an exercise number ``"1"`` to ``"11"`` (``unknown_exercise``), or answers an explanation
-    exercise 4, 7 or 9 (``explanation_exercise``).
-    """
-
-    template = "answers file {path}: {problem}: {detail}"
-    path: str
-    problem: str
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -128,7 +101,7 @@ def chapter_facts(fixture: Ch18Fixture = KNOWN_FIXTURE) -> ChapterFacts:
     error = _raised(layer, list(SCANNED_IDS), (len(SCANNED_IDS),))
     return ChapterFacts(
         table=_nested(report.table_shape, [v for row in report.rows for v in row.values]),
-        ids=_nested(report.token_shape, report.token_ids),
+        ids=_nested(report.fixture.token_shape, report.fixture.token_ids),
         output=_nested(report.output_shape, report.output_values),
         output_shape=list(report.output_shape),
         one_hot=_plain(indicators[0]),
@@ -170,11 +143,8 @@ def expected_answers(facts: ChapterFacts) -> dict[int, Json]:
 
 def same_answer(answer: object, expected: Json) -> bool:
     """Whether an answer equals the expected one: the same nesting, lists and keys, numbers
-    equal in value (``30`` and ``30.0`` are the same), booleans only equal to booleans.
-
-    Numbers compare exactly, never through a conversion that could fail: an integer as the
-    integer it is (Python compares an ``int`` with a ``float`` exactly, so ``10**310`` is
-    simply not ``30``), a ``float`` only when it is finite."""
+    equal in value, exactly (``30`` is ``30.0``; ``10**310`` is simply not ``30``; a float only
+    when finite), booleans only booleans."""
     if isinstance(expected, bool) or isinstance(answer, bool):
         return isinstance(answer, bool) and answer is expected
     if isinstance(expected, int | float):
@@ -202,42 +172,42 @@ def answer_text(value: Json) -> str:
 
 
 def read_answers(path: Path) -> dict[int, object]:
-    """Read an answers file: a JSON object from exercise numbers (``"1"`` to ``"11"``, strings)
-    to answers; the explanation exercises (4, 7, 9) take none.
-
-    The file is read by the bounded reader (at most ``FILE_BYTE_LIMIT`` bytes) and parsed as
-    strict JSON (:func:`llm_from_scratch.files.load_json`).
+    """Read an answers file (at most ``FILE_BYTE_LIMIT`` bytes, strict JSON): an object from
+    exercise numbers ``"1"`` to ``"11"`` to answers, none for the explanations (4, 7, 9).
 
     Raises:
-        AnswersFileError: the file cannot be read or is not such an object.
+        FormatError: ``answers.file``, with the ``problem``: the file cannot be read or is not
+            UTF-8 (``unreadable``), holds more than ``FILE_BYTE_LIMIT`` bytes (``too_large``), is
+            not strict JSON (``not_json``: also ``NaN``, a key twice, a lone surrogate), not an
+            object (``not_object``), has a key that is no exercise number ``"1"`` to ``"11"``
+            (``unknown_exercise``), or answers exercise 4, 7 or 9 (``explanation_exercise``).
     """
     try:
         text = read_file(path, FILE_BYTE_LIMIT).decode("utf-8")
     except OSError as error:
         problem = "too_large" if is_too_large(error) else "unreadable"
-        raise AnswersFileError(str(path), problem, error.strerror or str(error)) from error
+        raise _answers_error(path, problem, error.strerror or str(error)) from error
     except UnicodeDecodeError as error:
-        raise AnswersFileError(str(path), "unreadable", str(error)) from error
+        raise _answers_error(path, "unreadable", str(error)) from error
     try:
         raw = load_json(text)
     except ValueError as error:
-        raise AnswersFileError(str(path), "not_json", str(error)) from error
+        raise _answers_error(path, "not_json", str(error)) from error
     if not isinstance(raw, dict):
-        raise AnswersFileError(str(path), "not_object", f"found {type(raw).__name__}")
-    answers: dict[int, object] = {}
-    for key, value in raw.items():
-        number = _exercise_number(str(path), key)
-        answers[number] = value
-    return answers
+        raise _answers_error(path, "not_object", f"found {type(raw).__name__}")
+    return {_exercise_number(path, key): value for key, value in raw.items()}
 
 
-def _exercise_number(path: str, key: str) -> int:
-    number = int(key) if key.isascii() and key.isdigit() and key == str(int(key)) else None
+def _answers_error(path: Path, problem: str, detail: str) -> FormatError:
+    return FormatError("answers.file", path=str(path), problem=problem, detail=detail)
+
+
+def _exercise_number(path: Path, key: str) -> int:
+    number = int(key) if key.isascii() and key.isdigit() and key == str(int(key)) else 0
     if number not in KINDS:
-        raise AnswersFileError(path, "unknown_exercise", repr(key))
-    assert number is not None  # KINDS holds only numbers
+        raise _answers_error(path, "unknown_exercise", repr(key))
     if KINDS[number] == "explanation":
-        raise AnswersFileError(path, "explanation_exercise", repr(key))
+        raise _answers_error(path, "explanation_exercise", repr(key))
     return number
 
 
@@ -274,7 +244,7 @@ def _error_order(layer: Embedding) -> tuple[str, ...]:
 def _gather_message(layer: Embedding) -> str:
     try:
         layer.table.tensor.gather_rows(list(SCANNED_IDS), (len(SCANNED_IDS),))
-    except GatherIndexOutOfBoundsError as error:
+    except TokenIdOutOfBoundsError as error:  # worded for gather_rows
         return str(error)
     raise RuntimeError("gather_rows accepted an ID outside the table")
 

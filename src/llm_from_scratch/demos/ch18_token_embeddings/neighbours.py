@@ -1,24 +1,18 @@
 """ID neighbours against vector neighbours: do close ID numbers, or close vectors, mean close words?
 
-Every vector is looked up through the embedding layer; the cosine of two vectors is
-``u . v / (|u| |v|)``, computed in float64 on the looked-up vectors and the table's rows (a row
-of zeros has cosine 0 with everything). For a word that the tokenizer maps to exactly one word
-piece with ID ``i`` in a table of ``V`` rows:
+Every vector is looked up through the embedding layer; the cosine ``u . v / (|u| |v|)`` is
+computed in float64 (a row of zeros has cosine 0 with everything). For a word the tokenizer maps
+to one word piece, ID ``i``, in a table of ``V`` rows, its **ID neighbours** are the ``K`` IDs
+nearest to ``i`` in number (``i-1, i+1, i-2, ...``, the one below first on a tie, only those in
+``[0, V)``) and its **vector neighbours** the ``K`` rows of highest cosine to its vector (its
+own row left out, the lower ID first on a tie); each list's mean cosine makes the contrast a
+number. ``K`` runs from 1 to ``V - 1``. A word of several pieces has no single row, so it is
+refused (:class:`~llm_from_scratch.errors.WordError`), as are a word of no piece and one the
+tokenizer maps to its unknown token.
 
-- its **ID neighbours** are the ``K`` IDs nearest to ``i`` in number, the one below first on a
-  tie (``i-1, i+1, i-2, i+2, ...``), leaving out the numbers outside ``[0, V)``;
-- its **vector neighbours** are the ``K`` rows of highest cosine to the word's vector, the
-  word's own row left out, the lower ID first on a tie;
-
-and each list's mean cosine makes the contrast a number. ``K`` runs from 1 to ``V - 1``. A word
-of several pieces has no single row to compare, so it is refused
-(:class:`MultiPieceWordError`), as are a word the tokenizer maps to its unknown token and one it
-maps to no piece.
-
-The default word set holds five groups of four words (royalty, numbers, weekdays, colours,
-animals), each one word piece of the MiniLM vocabulary; :func:`group_cosines` compares the
-cosines inside a group with those between groups, and :func:`project_groups` draws the words in
-the plane of the first two principal components (NumPy's SVD of the centred unit vectors).
+The default word set holds five groups of four words, each one word piece of MiniLM's
+vocabulary; :func:`group_cosines` compares the cosines inside a group with those between
+groups, and :func:`project_groups` puts the words on the first two principal components.
 
 Example, on a four-row table whose rows 0 and 3 point the same way:
 
@@ -37,12 +31,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
 import numpy as np
 
-from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.tensor.storage import read_only_view
+from llm_from_scratch.errors import OptionError, WordError
+from llm_from_scratch.figures.scatter import ProjectedWord, Projection
+from llm_from_scratch.tensor import Tensor
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -54,22 +49,8 @@ __all__ = [
     "DEFAULT_GROUPS",
     "DEFAULT_WORDS",
     "CosineTable",
-    "EmptyWordError",
-    "GroupCosines",
-    "MultiPieceWordError",
-    "Neighbour",
-    "NeighbourCountError",
-    "NeighboursError",
-    "NeighboursFigure",
-    "NeighboursReport",
-    "Piece",
-    "ProjectedWord",
     "Projection",
-    "UnknownWordError",
-    "WordNeighbours",
     "WordPieces",
-    "ZeroVectorError",
-    "checked_count",
     "group_cosines",
     "id_neighbour_ids",
     "neighbours_figure",
@@ -93,62 +74,6 @@ DEFAULT_GROUPS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
 DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
 #: Neighbours per list unless ``--count`` says otherwise.
 DEFAULT_COUNT: Final = 5
-
-
-class NeighboursError(StructuredError):
-    """Base class of the errors of the neighbours module."""
-
-
-class NeighbourCountError(NeighboursError, ValueError):
-    """A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any word."""
-
-    template = "the neighbour count must be from 1 to {maximum}, got {count}"
-    count: int
-    maximum: int
-
-
-class EmptyWordError(NeighboursError, ValueError):
-    """A word the tokenizer maps to no word piece (an empty or blank word)."""
-
-    template = "the tokenizer maps the word {word!r} to no word piece"
-    word: str
-
-
-class UnknownWordError(NeighboursError, ValueError):
-    """A word the tokenizer maps to its unknown token.
-
-    A word with a piece that is the tokenizer's unknown token (``[UNK]`` in MiniLM's), such as
-    ``☃``.
-    """
-
-    template = "the tokenizer maps the word {word!r} to the unknown token {unknown_token}"
-    word: str
-    unknown_token: str
-
-
-class MultiPieceWordError(NeighboursError, ValueError):
-    """A word of several word pieces: it has no single row whose neighbours to list.
-
-    Such as ``tokenization`` (``token 19204, ##ization 3989``), or any Russian word in MiniLM's
-    English vocabulary.
-    """
-
-    template = (
-        "the word {word!r} is {count} word pieces ({pieces}), not one row of the table; "
-        "give a word that is a single piece"
-    )
-    word: str
-    count: int
-    pieces: str
-
-
-class ZeroVectorError(NeighboursError, ValueError):
-    """A word whose row is all zeros: its cosine with any row is undefined (other rows of zeros
-    have cosine 0)."""
-
-    template = "the row {id} of the word {word!r} is all zeros: it has no direction to compare"
-    word: str
-    id: int
 
 
 class WordPieces(Protocol):
@@ -204,33 +129,10 @@ class GroupCosines:
     between: float
 
 
-@dataclass(frozen=True)
-class ProjectedWord:
-    """A word's coordinates on the first two principal components."""
-
-    group: str
-    word: str
-    id: int
-    x: float
-    y: float
-
-
-@dataclass(frozen=True)
-class Projection:
-    """The words in the plane of the first two principal components, and the share of the
-    variance each component explains."""
-
-    words: tuple[ProjectedWord, ...]
-    explained: tuple[float, float]
-
-
 @dataclass(frozen=True, eq=False)
 class CosineTable:
-    """An embedding layer with its rows scaled to unit length, for cosines against every row.
-
-    ``unit_rows`` is read-only for good (:func:`~llm_from_scratch.tensor.storage.read_only_view`):
-    the cosines of every later query come from it.
-    """
+    """An embedding layer with its rows scaled to unit length (read-only for good), for the
+    cosines of a query against every row."""
 
     embedding: Embedding
     unit_rows: npt.NDArray[np.float64]
@@ -239,7 +141,8 @@ class CosineTable:
     def of(cls, embedding: Embedding) -> CosineTable:
         """Scale the layer's table rows to unit length (rows of zeros stay zero)."""
         rows = embedding.table.tensor.numpy().astype(np.float64)
-        return cls(embedding, read_only_view(_unit(rows)))
+        unit_rows = Tensor.from_numpy(_unit(rows)).numpy()  # float64, read-only for good
+        return cls(embedding, cast("npt.NDArray[np.float64]", unit_rows))
 
     @property
     def vocabulary_size(self) -> int:
@@ -261,38 +164,31 @@ def word_piece(pieces: WordPieces, word: str) -> Piece:
     """The one word piece of ``word``.
 
     Raises:
-        EmptyWordError, UnknownWordError, MultiPieceWordError: a word of no piece, one the
-            tokenizer does not know, a word of several pieces; in this order.
+        WordError: ``word.empty``, ``word.unknown``, then ``word.pieces``.
     """
     found = pieces.pieces(word)
     if not found:
-        raise EmptyWordError(word)
+        raise WordError("word.empty", word=word)
     unknown = pieces.unknown_token
     if unknown is not None and any(token == unknown for token, _ in found):
-        raise UnknownWordError(word, unknown)
+        raise WordError("word.unknown", word=word, unknown_token=unknown)
     if len(found) > 1:
         listed = ", ".join(f"{token} {token_id}" for token, token_id in found)
-        raise MultiPieceWordError(word, len(found), listed)
+        raise WordError("word.pieces", word=word, count=len(found), pieces=listed)
     token, token_id = found[0]
     return Piece(token, token_id)
 
 
 def checked_count(count: int, vocabulary_size: int) -> int:
-    """``count`` if a table of ``vocabulary_size`` rows has that many neighbours for a word.
-
-    Raises:
-        NeighbourCountError: ``count`` is outside ``1..vocabulary_size - 1``.
-    """
+    """``count``, if it is in ``1..vocabulary_size - 1`` (else ``neighbours.count``)."""
     if not 1 <= count <= vocabulary_size - 1:
-        raise NeighbourCountError(count, vocabulary_size - 1)
+        raise OptionError("neighbours.count", maximum=vocabulary_size - 1, count=count)
     return count
 
 
 def id_neighbour_ids(token_id: int, count: int, vocabulary_size: int) -> tuple[int, ...]:
-    """The ``count`` IDs nearest to ``token_id`` in number, below first on a tie, in the table.
-
-    Raises:
-        NeighbourCountError: ``count`` is outside ``1..vocabulary_size - 1``.
+    """The ``count`` IDs nearest to ``token_id`` in number, below first on a tie, in the table
+    (:func:`checked_count` first).
 
     Example:
         >>> id_neighbour_ids(5, 4, 10), id_neighbour_ids(0, 3, 10), id_neighbour_ids(9, 3, 10)
@@ -314,11 +210,8 @@ def id_neighbour_ids(token_id: int, count: int, vocabulary_size: int) -> tuple[i
 def vector_neighbour_ids(
     cosines: npt.NDArray[np.float64], token_id: int, count: int
 ) -> tuple[int, ...]:
-    """The ``count`` IDs of highest cosine, ``token_id`` left out, the lower ID first on a tie.
-
-    Raises:
-        NeighbourCountError: ``count`` is outside ``1..len(cosines) - 1``.
-    """
+    """The ``count`` IDs of highest cosine, ``token_id`` left out, the lower ID first on a tie
+    (:func:`checked_count` first)."""
     checked_count(count, cosines.size)
     others = cosines.copy()
     others[token_id] = -np.inf
@@ -334,16 +227,15 @@ def word_neighbours(
     """A word's ``count`` ID neighbours and vector neighbours with their cosines.
 
     Raises:
-        NeighbourCountError: ``count`` is outside ``1..V-1`` (checked first).
-        EmptyWordError, UnknownWordError, MultiPieceWordError: from :func:`word_piece`.
+        OptionError: ``neighbours.count``, ``count`` is outside ``1..V-1`` (checked first).
+        WordError: from :func:`word_piece`; ``word.zero-vector``, the word's row is all zeros.
         TokenIdOutOfBoundsError: the tokenizer gives an ID the table does not have.
-        ZeroVectorError: the word's row is all zeros.
     """
     checked_count(count, table.vocabulary_size)
     piece = word_piece(pieces, word)
     vector = table.vectors([piece.id])[0]
     if not np.any(vector):
-        raise ZeroVectorError(word, piece.id)
+        raise WordError("word.zero-vector", id=piece.id, word=word)
     cosines = table.cosines_to_row(piece.id)
     by_id = _neighbours(pieces, cosines, id_neighbour_ids(piece.id, count, table.vocabulary_size))
     by_vector = _neighbours(pieces, cosines, vector_neighbour_ids(cosines, piece.id, count))
@@ -362,13 +254,8 @@ def group_cosines(
     pieces: WordPieces,
     groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
 ) -> tuple[GroupCosines, ...]:
-    """For each group, the mean cosine over its pairs of words and over the pairs that join
-    one of its words to a word of another group.
-
-    Raises:
-        EmptyWordError, UnknownWordError, MultiPieceWordError: for the first word that is not
-            one word piece.
-    """
+    """Each group's mean cosine over its pairs of words, and over the pairs that join one of its
+    words to another group's (``WordError`` for the first word not one piece)."""
     labels, ids = _group_ids(pieces, groups)
     unit = _unit(table.vectors(ids))
     cosines = unit @ unit.T
@@ -385,12 +272,8 @@ def group_cosines(
 def present_groups(
     pieces: WordPieces, groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The groups as this tokenizer can show them: each group's words that are one word piece
-    of it (:func:`word_piece`), and only the groups left with at least two, in order.
-
-    A table trained on another corpus (``ch18 train``) lacks some words of the default groups;
-    its figure shows the rest.
-    """
+    """The groups as this tokenizer can show them (a table of ``ch18 train`` lacks some words):
+    each group's words that are one word piece, the groups left with two or more."""
     kept = []
     for group, words in groups:
         found = tuple(word for word in words if _is_one_piece(pieces, word))
@@ -402,7 +285,7 @@ def present_groups(
 def _is_one_piece(pieces: WordPieces, word: str) -> bool:
     try:
         word_piece(pieces, word)
-    except NeighboursError:
+    except WordError:
         return False
     return True
 
@@ -412,14 +295,9 @@ def project_groups(
     pieces: WordPieces,
     groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
 ) -> Projection:
-    """The groups' words on the first two principal components of their unit vectors.
-
-    The unit vectors are centred on their mean and split with NumPy's SVD; each component's
-    sign is chosen so that its largest coordinate (in absolute value) is positive.
-
-    Raises:
-        EmptyWordError, UnknownWordError, MultiPieceWordError: as :func:`group_cosines`.
-    """
+    """The groups' words on the first two principal components of their unit vectors (centred,
+    by NumPy's SVD; each component's largest coordinate positive); ``WordError`` as
+    :func:`group_cosines`."""
     labels, ids = _group_ids(pieces, groups)
     unit = _unit(table.vectors(ids))
     centred = unit - unit.mean(axis=0)
@@ -487,11 +365,8 @@ class NeighboursReport:
 def neighbours_report(
     table: CosineTable, pieces: WordPieces, words: Sequence[str], count: int, table_path: str
 ) -> NeighboursReport:
-    """Each word's neighbours (:func:`word_neighbours`), in the order given.
-
-    Raises:
-        NeighboursError: for the count, then for the first word that has no neighbours.
-    """
+    """Each word's neighbours (:func:`word_neighbours`), in the order given; the count is
+    checked before any word."""
     checked_count(count, table.vocabulary_size)
     parameter = table.embedding.table
     return NeighboursReport(
@@ -506,8 +381,8 @@ def neighbours_report(
 
 @dataclass(frozen=True)
 class NeighboursFigure:
-    """What the neighbours figure shows: the groups' projection and cosines, and the
-    neighbours of a few words."""
+    """What the neighbours figure shows: the groups' projection and cosines, and a few words'
+    neighbours."""
 
     projection: Projection
     groups: tuple[GroupCosines, ...]
@@ -522,13 +397,9 @@ def neighbours_figure(
     table_path: str,
     groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
 ) -> NeighboursFigure:
-    """Compute the figure: the ``groups`` (their words this tokenizer has, by
-    :func:`present_groups`), and the neighbours of ``words``.
-
-    Raises:
-        NeighboursError: as :func:`neighbours_report`; then, when fewer than two groups keep
-            two words, for the first group word that is not one word piece.
-    """
+    """The figure: the ``groups`` as :func:`present_groups` keeps them (unless fewer than two
+    groups are left: then the first word not one piece is refused), and the neighbours of
+    ``words`` (:func:`neighbours_report`)."""
     report = neighbours_report(table, pieces, words, count, table_path)
     present = present_groups(pieces, groups)
     if len(present) >= 2:  # else the first word that is not one piece is the error

@@ -1,10 +1,9 @@
 """The command ``llm-from-scratch ch18 neighbours``: load a table, print or draw neighbours.
 
 Every message is one line on standard error with exit status 2 (what it echoes is escaped by
-:func:`llm_from_scratch.files.one_line`). The command's own messages (usage, the pretrained
-table's and the neighbours' errors) come from the neighbours label table in the chosen language;
-the library's errors (a checkpoint that cannot be read, a tensor that is not a ``[V, d]`` table)
-print their own text.
+:func:`llm_from_scratch.files.one_line`), in the chosen language: the usage errors and the rules
+the neighbours label table words (the pretrained table's, the neighbours'); any other error of
+the library prints its own text.
 """
 
 from __future__ import annotations
@@ -15,29 +14,33 @@ from typing import TextIO
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     DEFAULT_WORDS,
-    NeighboursError,
+    NeighboursReport,
+    WordNeighbours,
     neighbours_figure,
     neighbours_report,
     present_groups,
 )
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import (
-    error_message,
-    format_neighbours,
-    label,
-)
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
-    PretrainedError,
     PretrainedFiles,
     checked_files,
     open_table,
     packaged_files,
 )
-from llm_from_scratch.figures.labels import Labels, load_labels
-from llm_from_scratch.figures.neighbour_labels import NEIGHBOUR_LABELS
+from llm_from_scratch.errors import LlmError, StructuredError
 from llm_from_scratch.files import one_line, write_file
-from llm_from_scratch.nn import CheckpointError, EmbeddingError
+from llm_from_scratch.labels import (
+    NEIGHBOUR_ERROR_RULES,
+    NEIGHBOUR_LABELS,
+    Labels,
+    aligned_rows,
+    cosine_text,
+    label,
+    load_labels,
+    neighbour_text,
+    pieces_text,
+)
 
-__all__ = ["NeighboursRequest", "run_neighbours"]
+__all__ = ["NeighboursRequest", "error_message", "format_neighbours", "run_neighbours"]
 
 #: The exit status of every refused request.
 FAILED = 2
@@ -45,7 +48,7 @@ FAILED = 2
 
 @dataclass(frozen=True)
 class NeighboursRequest:
-    """The command's arguments."""
+    """The command's arguments: ``figure`` is the page's file (``-``: standard output)."""
 
     words: tuple[str, ...]
     count: int
@@ -53,40 +56,28 @@ class NeighboursRequest:
     table: Path | None = None
     tokenizer: Path | None = None
     tensor: str | None = None
-    figure: bool = False
-    output: Path | None = None
+    figure: Path | None = None
 
 
 def run_neighbours(request: NeighboursRequest, out: TextIO, err: TextIO) -> int:
     """Print the words' neighbours, or write the figure; 0 on success, 2 on any error."""
     labels = load_labels(request.lang, NEIGHBOUR_LABELS)
-    problem = _usage_problem(request)
-    if problem is not None:
-        return _fail(err, label(labels, "usage", problem))
+    if (request.table is None) != (request.tokenizer is None):
+        return _fail(err, label(labels, "usage", "table_and_tokenizer"))
+    if not request.words and request.figure is None:
+        return _fail(err, label(labels, "usage", "no_words"))
     try:
         text = _computed(request, labels)
-    except (PretrainedError, NeighboursError) as error:
+    except (LlmError, StructuredError) as error:
         return _fail(err, error_message(error, labels))
-    except (CheckpointError, EmbeddingError) as error:
-        return _fail(err, str(error))
-    if request.output is None:
+    if request.figure is None or str(request.figure) == "-":
         out.write(text)
         return 0
     try:
-        write_file(str(request.output), text.encode("utf-8"))
+        write_file(str(request.figure), text.encode("utf-8"))
     except OSError as error:
-        return _fail(err, f"{request.output}: {error.strerror or error}")
+        return _fail(err, f"{request.figure}: {error.strerror or error}")
     return 0
-
-
-def _usage_problem(request: NeighboursRequest) -> str | None:
-    if (request.table is None) != (request.tokenizer is None):
-        return "table_and_tokenizer"
-    if request.output is not None and not request.figure:
-        return "output_without_figure"
-    if not request.words and not request.figure:
-        return "no_words"
-    return None
 
 
 def _files(request: NeighboursRequest) -> PretrainedFiles:
@@ -94,14 +85,13 @@ def _files(request: NeighboursRequest) -> PretrainedFiles:
         found = packaged_files()
         tensor = request.tensor or found.tensor
         return PretrainedFiles(found.table, found.tokenizer, tensor, found.source)
-    given = PretrainedFiles(request.table, request.tokenizer, request.tensor)
-    return checked_files(given)
+    return checked_files(PretrainedFiles(request.table, request.tokenizer, request.tensor))
 
 
 def _computed(request: NeighboursRequest, labels: Labels) -> str:
     files = _files(request)
     table, pieces = open_table(files)
-    if not request.figure:
+    if request.figure is None:
         report = neighbours_report(table, pieces, request.words, request.count, files.shown)
         return format_neighbours(report, labels)
     from llm_from_scratch.figures.neighbours import render_neighbours_figure
@@ -115,3 +105,44 @@ def _computed(request: NeighboursRequest, labels: Labels) -> str:
 def _fail(err: TextIO, message: str) -> int:
     err.write(f"error: {one_line(message)}\n")
     return FAILED
+
+
+def error_message(error: Exception, labels: Labels) -> str:
+    """The error's message in the labels' language: the template of its rule there, over its
+    fields, or its own message for a rule the table does not word."""
+    if not isinstance(error, LlmError) or error.rule not in NEIGHBOUR_ERROR_RULES:
+        return str(error)
+    return label(labels, "errors", *error.rule.split(".")).format(**error.fields)
+
+
+def format_neighbours(report: NeighboursReport, labels: Labels) -> str:
+    """The report as text: the table, the two rules, then one block per word: the word and its
+    pieces, a line per rank with the ID and the vector neighbour side by side, and a line of
+    the two mean cosines (cosines with four decimals)."""
+    rows, width = report.table_shape
+    lines = [
+        f"{label(labels, 'table')} {report.table_name}: {rows} {label(labels, 'rows')}, "
+        f"{label(labels, 'width')} {width}, {report.table_dtype}; "
+        f"{label(labels, 'table_file')} {report.table_path}",
+        label(labels, "id_rule"),
+        label(labels, "vector_rule"),
+    ]
+    for word in report.words:
+        lines += ["", *_word_block(word, labels)]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _word_block(word: WordNeighbours, labels: Labels) -> list[str]:
+    heads = ("rank", "id_neighbours", "cosine", "vector_neighbours", "cosine")
+    table = [[label(labels, key) for key in heads]]
+    pairs = zip(word.id_neighbours, word.vector_neighbours, strict=True)
+    for rank, (by_id, by_vector) in enumerate(pairs, start=1):
+        table.append([str(rank)])
+        for found in (by_id, by_vector):
+            table[-1] += [neighbour_text(found.id, found.token, labels), cosine_text(found.cosine)]
+    means = (word.id_mean_cosine, word.vector_mean_cosine)
+    table.append(["", label(labels, "mean_cosine"), cosine_text(means[0]), ""])
+    table[-1].append(cosine_text(means[1]))
+    pieces = pieces_text(((piece.token, piece.id) for piece in word.pieces), labels)
+    heading = f"{label(labels, 'word')} {word.word}: {label(labels, 'pieces')} {pieces}"
+    return [heading, *aligned_rows(table, numeric=(0, 2, 4))]

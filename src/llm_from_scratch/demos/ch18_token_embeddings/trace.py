@@ -1,23 +1,20 @@
-"""Format the chapter report as the machine-readable trace ``token-embeddings-v1``.
-
-Every lexeme, record and field order comes from :mod:`llm_from_scratch.traces.token_embeddings_v1`;
-this module only picks the report's facts for each field.
-"""
+"""Format the chapter report as the trace ``token-embeddings-v1``: every lexeme, record and
+field order comes from :mod:`llm_from_scratch.traces.token_embeddings_v1`; this module only picks
+the report's facts for each field."""
 
 from __future__ import annotations
 
 from llm_from_scratch.demos.ch18_token_embeddings.report import Ch18Report, Lookup, TableRow
-from llm_from_scratch.traces import TRACE_VERSION
 from llm_from_scratch.traces import token_embeddings_v1 as v1
 
-__all__ = ["TRACE_VERSION", "format_trace"]
+__all__ = ["format_trace"]
 
 
 def format_trace(report: Ch18Report) -> str:
     """The trace text: LF line endings and one final LF.
 
     Raises:
-        TraceFormatError: when more than one ID repeats (record ``v1.IDS``, field ``repeated-id``),
+        FormatError: ``trace.format``, when more than one ID repeats (at ``IDS repeated-id``),
             since v1 names at most one repeated ID.
     """
     lines = [
@@ -37,12 +34,12 @@ def _fixture_line(report: Ch18Report) -> str:
     return v1.record_line(
         v1.FIXTURE,
         {
-            "name": report.fixture_name,
+            "name": report.fixture.name,
             "parameter": report.table_name,
             "vocabulary": str(vocabulary),
             "width": str(width),
             "table-shape": v1.shape_text(report.table_shape),
-            "id-shape": v1.shape_text(report.token_shape),
+            "id-shape": v1.shape_text(report.fixture.token_shape),
             "output-shape": v1.shape_text(report.output_shape),
             "upstream-shape": v1.shape_text(report.upstream_shape),
             "gradient-shape": v1.shape_text(report.gradient_shape),
@@ -56,7 +53,7 @@ def _ids_line(report: Ch18Report) -> str:
     return v1.record_line(
         v1.IDS,
         {
-            "values": v1.ints_text(report.token_ids),
+            "values": v1.ints_text(report.fixture.token_ids),
             "repeated-id": v1.repeated_id_text([row.row for row in repeated]),
             "repeated-flat-positions": v1.ints_text(repeated[0].flat_positions if repeated else ()),
         },

@@ -13,14 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import label
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
 from llm_from_scratch.errors import CorpusError, MismatchError, NonFiniteError, OptionError
-from llm_from_scratch.figures.labels import Labels
-from llm_from_scratch.figures.train_labels import TRAIN_LABELS, load_labels
 from llm_from_scratch.files import one_line, replace_file, writable_path
+from llm_from_scratch.labels import TRAIN_LABELS, Labels, label, load_labels
 from llm_from_scratch.training.checkpoint import saved_options
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.run import ProgressState

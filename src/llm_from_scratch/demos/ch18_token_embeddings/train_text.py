@@ -1,6 +1,6 @@
 """Format a training report, and the progress line, in one language.
 
-Every word comes from the train label table (``figures/labels/train/<lang>.json``), every number
+Every word comes from the train label table (``labels/train/<lang>.json``), every number
 from the :class:`~llm_from_scratch.demos.ch18_token_embeddings.train.TrainReport`: cosines and
 losses with four decimals, speeds and counts as integers with thousands separators.
 """
@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 
-from llm_from_scratch.demos.ch18_token_embeddings.neighbours_text import aligned_rows, label
 from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainReport
-from llm_from_scratch.figures.labels import Labels
+from llm_from_scratch.labels import Labels, aligned_rows, label
 from llm_from_scratch.training.run import ProgressState
 
 
