@@ -1,10 +1,7 @@
-"""``llm-from-scratch bench small``: one small lookup, the chapter's, against PyTorch's.
-
-On the chapter's 4x2 table with the IDs ``[[2, 1, 2]]``, on one thread, these take turns, each
-run ``CALLS`` times a sample: ``copy`` (NumPy's ``table[ids]``, the copy-once limit),
-``forward`` (an int64 array) and ``forward list`` (nested lists), ``fwd+bwd`` (``zero_grad()``,
-the call and ``backward_with_seed(seed)``) and, with PyTorch, ``torch forward`` and ``torch
-fwd+bwd`` (``nn.Embedding``: the call, and ``zero_grad()``, the call and ``backward(seed)``).
+"""``llm-from-scratch bench small``: the chapter's lookup (4x2 table, IDs ``[[2, 1, 2]]``, one
+thread) against PyTorch's: ``copy`` (``table[ids]``), ``forward`` and ``forward list`` (an
+array, nested lists), ``fwd+bwd`` (``zero_grad``, the call, ``backward_with_seed``) and PyTorch's
+``nn.Embedding`` call and step, taking turns, each ``CALLS`` times a sample.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """``llm-from-scratch bench train``: ``ch18 train`` against gensim's word2vec and PyTorch.
 
-On one corpus and one set of settings (skip-gram, d=100, window 5, 5 negatives, min-count 5,
-``--epochs`` passes), each trainer runs as a fresh process, taking turns in every round: ``ours``
-(the whole ``ch18 train --threads T`` command), ``gensim`` and ``torch``
-(:mod:`~llm_from_scratch.bench.train_runners`). For each trainer and thread count the report
-gives the median wall time and peak memory of the whole process, the corpus words read per
-second, and the group measure of its last table (the mean cosine inside and between
-:data:`~llm_from_scratch.demos.ch18_token_embeddings.train.REPORT_GROUPS`, and the separation);
-then the ratios the targets name.
+Each trainer (``ours``: the whole ``ch18 train`` command; ``gensim`` and ``torch``:
+:mod:`~llm_from_scratch.bench.train_runners`) runs on one corpus and settings as a fresh
+process, taking turns in every round; the report gives each one's median wall time, peak memory
+and words per second, the group measure of its last table (mean cosines inside and between
+:data:`~llm_from_scratch.demos.ch18_token_embeddings.train.REPORT_GROUPS`), and the ratios.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""The other two trainers of ``llm-from-scratch bench train``, each run as a fresh process:
-gensim's ``Word2Vec`` and the same skip-gram model written with PyTorch.
-
-``python -m llm_from_scratch.bench.train_runners gensim|torch --corpus PATH --output DIR
---epochs E --threads T --seed S`` trains on the corpus as ``ch18 train`` reads it (the same
-sentences, words and vocabulary rule), writes ``DIR/vectors.npy`` (the input table, float32) and
-``DIR/words.json`` (the word of each row) and prints its training seconds as JSON. gensim runs
-with ``sg=1, vector_size=100, window=5, negative=5, min_count=5`` and its other defaults, on
-sentences streamed anew each pass; PyTorch with two sparse ``nn.Embedding`` tables (Xavier-uniform
-inputs, zero contexts), ``torch.bmm``, ``F.logsigmoid`` and ``SGD`` at the same falling learning
-rate, in batches of :data:`BATCH_PAIRS` pairs drawn with NumPy from each block (the same
-subsampling, windows and noise). gensim and PyTorch are imported only by these processes.
+"""The other two trainers of ``llm-from-scratch bench train``, each a fresh process that imports
+gensim or PyTorch: ``python -m llm_from_scratch.bench.train_runners gensim|torch --corpus PATH
+--output DIR --epochs E --threads T --seed S`` trains on the corpus as ``ch18 train`` reads it,
+writes ``DIR/vectors.npy`` and ``DIR/words.json`` (the word of each row) and prints its seconds.
+gensim's ``Word2Vec(sg=1)`` runs with the same settings on sentences streamed anew each pass;
+the PyTorch model is ``ch18 train``'s with sparse ``nn.Embedding`` tables, ``torch.bmm``,
+``F.logsigmoid`` and ``SGD``, in batches of :data:`BATCH_PAIRS` pairs drawn with NumPy.
 """
 
 from __future__ import annotations

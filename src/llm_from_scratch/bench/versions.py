@@ -1,11 +1,9 @@
 """Compare the lookup timings of this source tree with another one, side by side in one run.
 
 ``python -m llm_from_scratch.bench.versions BASELINE_SRC`` times the actions of
-:func:`~llm_from_scratch.bench.embedding.measure_case` (PyTorch kept out) for the shapes of
-``bench embedding`` with the package under ``BASELINE_SRC`` and with this one, each in a fresh
-worker, the two trees taking turns in every round. It prints each action's median over the
-rounds for both trees and their ratio (this tree over the baseline: above 1 is slower); the
-``copy`` row runs the same NumPy code in both, so its ratio shows how much the machine drifted.
+:func:`~llm_from_scratch.bench.embedding.measure_case` (no PyTorch) in fresh workers of each
+tree, the trees taking turns, and prints each action's median over the rounds and this tree's
+over the baseline's (the ``copy`` row, the same code in both, shows the machine's drift).
 """
 
 from __future__ import annotations
