@@ -1,5 +1,5 @@
 """Support for the checkpoint tests: safetensors files built byte by byte, and one failing
-public call per checkpoint error (for the error catalogue).
+public call per checkpoint rule (for the error catalogue).
 
 The builders do not use the library: a file is 8 bytes of little-endian header length, the JSON
 header, then the data. ``safetensors_file`` lays tensors out the way the format requires;
@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 import llm_from_scratch.nn.checkpoint as checkpoint_module
+from llm_from_scratch.errors import LlmError
 from llm_from_scratch.nn import (
-    CheckpointError,
     Embedding,
     NamedParameter,
     NamedParameters,
@@ -119,12 +119,15 @@ def write_file(folder: Path, content: bytes, name: str = "model.safetensors") ->
 
 
 def outcome(call: Callable[[], object]) -> str:
-    """``"ok"``, or the CheckpointError's class and its cause's class and errno."""
+    """``"ok"``, or the checkpoint error's family and rule, and its cause's class and errno."""
     try:
         call()
-    except CheckpointError as error:
+    except LlmError as error:
+        if not error.rule.startswith("checkpoint."):
+            raise
         cause = getattr(error, "cause", None)
-        return f"{type(error).__name__} {type(cause).__name__} {getattr(cause, 'errno', None)}"
+        errno = getattr(cause, "errno", None)
+        return f"{type(error).__name__} {error.rule} {type(cause).__name__} {errno}"
     return "ok"
 
 
@@ -167,7 +170,7 @@ def folder_everyone_enters() -> Iterator[Path]:
         shutil.rmtree(folder)
 
 
-# One failing public call per checkpoint error ---------------------------------------------------
+# One failing public call per checkpoint rule ----------------------------------------------------
 
 
 def known_parameters(shape: tuple[int, int] = (4, 2), dtype: type = np.float64) -> NamedParameters:
@@ -204,16 +207,25 @@ def entry(dtype: str, shape: list[int], begin: int, end: int) -> dict[str, objec
 MISSING_FOLDER = Path(tempfile.gettempdir()) / "no-such-folder-for-checkpoints" / "m.safetensors"
 
 CHECKPOINT_TRIGGERS: dict[str, Callable[[], object]] = {
-    "CheckpointArgumentError": lambda: load_parameters(5),  # type: ignore[arg-type]
-    "CheckpointReadError": lambda: load_parameters(MISSING_FOLDER),
-    "CheckpointWriteError": lambda: save_parameters(MISSING_FOLDER, known_parameters()),
-    "ReservedTensorNameError": lambda: save_parameters(
+    "checkpoint.argument": lambda: load_parameters(5),  # type: ignore[arg-type]
+    "checkpoint.read": lambda: load_parameters(MISSING_FOLDER),
+    "checkpoint.write": lambda: save_parameters(MISSING_FOLDER, known_parameters()),
+    "checkpoint.reserved-name": lambda: save_parameters(
         Path(tempfile.mkdtemp()) / "m.safetensors",
         [NamedParameter.from_tensor("__metadata__", Tensor((1,), [1.0]))],
     ),
-    "CheckpointFormatError": load_from(known_table_file()[:-1]),
-    "CheckpointMismatchError": load_from(known_table_file(), names=["output.weight"]),
-    "CheckpointTensorError": load_from(safetensors_file([("position_ids", np.arange(2))])),
-    "CheckpointAllocationError": load_without_memory,
-    "NonFiniteValueError": load_from(safetensors_file([("w", np.array([1.0, np.nan]))])),
+    "checkpoint.invalid": load_from(b""),
+    "checkpoint.tensor-size": load_from(
+        file_with_header({"w": entry("F64", [4, 2], 0, 32)}, bytes(32)), names=[]
+    ),
+    "checkpoint.data-size": load_from(known_table_file()[:-1]),
+    "checkpoint.names": load_from(known_table_file(), names=["output.weight"]),
+    "checkpoint.into": load_from(
+        known_table_file(),
+        into=[NamedParameter.from_tensor("output.weight", Tensor((4, 2), KNOWN_TABLE))],
+    ),
+    "checkpoint.tensor-dtype": load_from(safetensors_file([("position_ids", np.arange(2))])),
+    "checkpoint.allocation": load_without_memory,
+    "checkpoint.non-finite": load_from(safetensors_file([("w", np.array([1.0, np.nan]))])),
 }
+"""A public call per checkpoint rule, by its code."""

@@ -27,34 +27,14 @@ from llm_from_scratch.autograd import (
     SeedShapeMismatchError,
     SeedTypeError,
     StaleValueError,
-)
-from llm_from_scratch.errors import NonFiniteError
-from llm_from_scratch.nn import (
-    BagLayoutError,
-    EmbeddingInitializationError,
-    EmptyVocabularyError,
-    OffsetsError,
-    OptionTypeError,
-    OptionValueError,
-    TableRankError,
     TokenCountMismatchError,
     TokenIdContainerError,
     TokenIdDtypeError,
     TokenIdOutOfBoundsError,
     TokenIdTypeError,
     TokenShapeError,
-    ZeroEmbeddingWidthError,
 )
-from llm_from_scratch.nn.init import (
-    FanValueError,
-    GeneratorTypeError,
-    ParameterNameError,
-    ParameterNameTypeError,
-    ParameterTableError,
-    SeedRangeError,
-    ZeroFanInError,
-    ZeroFanOutError,
-)
+from llm_from_scratch.errors import IdError, NonFiniteError, OptionError, TableError
 from llm_from_scratch.tensor import (
     DataLengthMismatchError,
     NegativeExtentError,
@@ -483,30 +463,30 @@ def xavier_table(state: int, rows: int, width: int, dtype: object) -> tuple[Any,
 def name_error(name: object) -> Raises | None:
     """The contract's parameter-name rules, reported at the first bad byte, or None."""
     if not isinstance(name, str):
-        return Raises(ParameterNameTypeError, {"name_type": type(name).__name__})
+        return Raises(TableError, {"rule": "name.type", "name_type": type(name).__name__})
     encoded = name.encode("utf-8", errors="surrogatepass")
     if not encoded:
-        return Raises(ParameterNameError, {"name": name, "rule": "empty"})
+        return Raises(TableError, {"name": name, "rule": "name.empty"})
     segment_start = 0
     for index, byte in enumerate(encoded):
         if byte == ord("."):
             if index == segment_start:
-                fields = {"name": name, "rule": "segment", "index": index}
-                return Raises(ParameterNameError, fields)
+                fields = {"name": name, "rule": "name.segment", "index": index}
+                return Raises(TableError, fields)
             segment_start = index + 1
         elif not (ord("a") <= byte <= ord("z") or ord("0") <= byte <= ord("9") or byte == 0x5F):
-            fields = {"name": name, "rule": "byte", "index": index, "byte": byte}
-            return Raises(ParameterNameError, fields)
+            fields = {"name": name, "rule": "name.byte", "index": index, "byte": byte}
+            return Raises(TableError, fields)
     if segment_start == len(encoded):
-        fields = {"name": name, "rule": "segment", "index": len(encoded)}
-        return Raises(ParameterNameError, fields)
+        fields = {"name": name, "rule": "name.segment", "index": len(encoded)}
+        return Raises(TableError, fields)
     return None
 
 
 def fan_error(which: str, value: object) -> Raises | None:
     """A fan must be a non-negative integer (not a bool)."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or int(value) < 0:
-        return Raises(FanValueError, {"which": which, "value": value})
+        return Raises(TableError, {"rule": "fan.value", "which": which, "value": value})
     return None
 
 
@@ -522,49 +502,50 @@ def expected_new(
     ``rng_state`` if it is a ``SplitMix64``, or the seed ``rng_state`` if it is an ``int``):
     name, fans (type, then zero), generator (a seed outside ``[0, 2**64)`` too), dtype, layout,
     memory; the result is the Xavier table and the generator's next state."""
+    initialization = {"rule": "table.initialization"}
+    build = {"rule": "table.build"}
     bad_name = name_error(name)
     if bad_name is not None:
-        return Raises(EmbeddingInitializationError, cause=bad_name)
+        return Raises(TableError, initialization, cause=bad_name)
     for which, value in (("fan-in", rows), ("fan-out", width)):
         bad_fan = fan_error(which, value)
         if bad_fan is not None:
-            return Raises(EmbeddingInitializationError, cause=bad_fan)
+            return Raises(TableError, initialization, cause=bad_fan)
     rows_, width_ = int(rows), int(width)  # type: ignore[call-overload]
     if rows_ == 0:
-        return Raises(EmptyVocabularyError, {"vocabulary_size": 0}, cause=Raises(ZeroFanInError))
+        fields = {"rule": "table.empty-vocabulary", "vocabulary_size": 0}
+        return Raises(TableError, fields, cause=Raises(TableError, {"rule": "fan.zero-in"}))
     if width_ == 0:
-        return Raises(
-            ZeroEmbeddingWidthError, {"embedding_width": 0}, cause=Raises(ZeroFanOutError)
-        )
+        fields = {"rule": "table.zero-width", "embedding_width": 0}
+        return Raises(TableError, fields, cause=Raises(TableError, {"rule": "fan.zero-out"}))
     if rng_state is None:
-        return Raises(
-            EmbeddingInitializationError,
-            cause=Raises(GeneratorTypeError, {"rng_type": rng_type}),
-        )
+        generator = {"rule": "init.generator-type", "rng_type": rng_type}
+        return Raises(TableError, initialization, cause=Raises(TableError, generator))
     if not 0 <= rng_state < 2**64:
-        seed_error = Raises(SeedRangeError, {"seed": rng_state})
-        return Raises(EmbeddingInitializationError, cause=seed_error)
+        seed_error = Raises(TableError, {"rule": "seed.range", "seed": rng_state})
+        return Raises(TableError, initialization, cause=seed_error)
     if dtype not in FLOAT_DTYPES:
         return Raises(
-            EmbeddingInitializationError,
-            cause=Raises(ParameterTableError, cause=Raises(TensorValueTypeError)),
+            TableError,
+            initialization,
+            cause=Raises(TableError, build, cause=Raises(TensorValueTypeError)),
         )
     layout = row_major_layout((rows_, width_))
     if isinstance(layout, Raises):
-        return Raises(EmbeddingInitializationError, cause=Raises(ParameterTableError, cause=layout))
+        return Raises(TableError, initialization, cause=Raises(TableError, build, cause=layout))
     if rows_ * width_ * np.dtype(dtype).itemsize > INDEX_LIMIT:  # type: ignore[call-overload]
-        return Raises(EmbeddingInitializationError, cause=Raises(ParameterTableError))
+        return Raises(TableError, initialization, cause=Raises(TableError, build))
     return Returns(xavier_table(rng_state, rows_, width_, dtype))
 
 
 def expected_from_parameter(shape: tuple[int, ...]) -> Outcome:
     """``Embedding.from_parameter`` of a table of ``shape``: rank, then rows, then width."""
     if len(shape) != 2:
-        return Raises(TableRankError, {"rank": len(shape)})
+        return Raises(TableError, {"rule": "table.rank", "rank": len(shape)})
     if shape[0] == 0:
-        return Raises(EmptyVocabularyError, {"vocabulary_size": 0})
+        return Raises(TableError, {"rule": "table.empty-vocabulary", "vocabulary_size": 0})
     if shape[1] == 0:
-        return Raises(ZeroEmbeddingWidthError, {"embedding_width": 0})
+        return Raises(TableError, {"rule": "table.zero-width", "embedding_width": 0})
     return Returns(shape)
 
 
@@ -579,19 +560,20 @@ def expected_padding_row(padding_idx: object, rows: int) -> Outcome:
     requirement = f"an integer in [-{rows}, {rows})"
     if isinstance(padding_idx, bool | np.bool_) or not isinstance(padding_idx, numbers.Integral):
         fields = {"name": "padding_idx", "requirement": requirement, "value": padding_idx}
-        return Raises(OptionValueError, fields)
+        return Raises(OptionError, {"rule": "option.value", **fields})
     value = int(padding_idx)
     if not -rows <= value < rows:
         fields = {"name": "padding_idx", "requirement": requirement, "value": value}
-        return Raises(OptionValueError, fields)
+        return Raises(OptionError, {"rule": "option.value", **fields})
     return Returns(value + rows if value < 0 else value)
 
 
 def expected_positive(value: object, name: str) -> Outcome:
     """A finite real number above zero (not a bool), as a float."""
+    requirement = "a finite real number above zero"
     refused = Raises(
-        OptionValueError,
-        {"name": name, "requirement": "a finite real number above zero", "value": value},
+        OptionError,
+        {"rule": "option.value", "name": name, "requirement": requirement, "value": value},
     )
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         return refused
@@ -607,7 +589,8 @@ def expected_positive(value: object, name: str) -> Outcome:
 def expected_flag(name: str, value: object) -> Outcome:
     """A Python or NumPy bool."""
     if not isinstance(value, bool | np.bool_):
-        return Raises(OptionTypeError, {"name": name, "requirement": "a bool", "value": value})
+        fields = {"name": name, "requirement": "a bool", "value": value}
+        return Raises(OptionError, {"rule": "option.type", **fields})
     return Returns(bool(value))
 
 
@@ -643,7 +626,7 @@ def expected_bag_options(
     """The options of a bag: the mode first, then as a lookup's (without the flag)."""
     if not isinstance(mode, str) or str(mode) not in ("sum", "mean", "max"):
         fields = {"name": "mode", "requirement": "'sum', 'mean' or 'max'", "value": mode}
-        return Raises(OptionValueError, fields)
+        return Raises(OptionError, {"rule": "option.value", **fields})
     rest = expected_lookup_options(rows, padding_idx, max_norm, norm_type, False)
     if isinstance(rest, Raises):
         return rest
@@ -717,38 +700,41 @@ def expected_bag_starts(
         bags, length = id_shape
         return Returns([bag * length for bag in range(bags + 1)])
     if len(id_shape) != 1 or offsets is None:
-        return Raises(BagLayoutError, {"rank": len(id_shape), "offsets_given": offsets is not None})
+        fields = {"rank": len(id_shape), "offsets_given": offsets is not None}
+        return Raises(IdError, {"rule": "bag.layout", **fields})
     count = id_shape[0]
     if isinstance(offsets, np.ndarray):
         if offsets.ndim != 1:
-            return Raises(OffsetsError, {"rule": "container"})
+            return Raises(IdError, {"rule": "offsets.container"})
         items: list[object] = offsets.tolist()
         if offsets.size and offsets.dtype.kind not in "iuO":
-            return Raises(OffsetsError, {"rule": "integer", "position": 0, "offset": items[0]})
+            fields = {"rule": "offsets.type", "position": 0, "offset": items[0]}
+            return Raises(IdError, fields)
     elif isinstance(offsets, str | bytes) or not isinstance(offsets, Sequence):
-        return Raises(OffsetsError, {"rule": "container"})
+        return Raises(IdError, {"rule": "offsets.container"})
     else:
         items = list(offsets)
     if not items:
-        return Raises(OffsetsError, {"rule": "empty"})
+        return Raises(IdError, {"rule": "offsets.empty"})
     for position, value in enumerate(items):
         if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-            return Raises(OffsetsError, {"rule": "integer", "position": position, "offset": value})
+            fields = {"rule": "offsets.type", "position": position, "offset": value}
+            return Raises(IdError, fields)
         if not 0 <= int(value) <= count:
             where = {"position": position, "offset": int(value), "bound": count}
-            return Raises(OffsetsError, {"rule": "range", **where})
+            return Raises(IdError, {"rule": "offsets.range", **where})
     starts = [int(value) for value in items]  # type: ignore[call-overload]
     if starts[0] != 0:
-        return Raises(OffsetsError, {"rule": "first", "offset": starts[0]})
+        return Raises(IdError, {"rule": "offsets.first", "offset": starts[0]})
     for position in range(1, len(starts)):
         if starts[position] < starts[position - 1]:
             where = {"position": position, "offset": starts[position]}
             bound = starts[position - 1]
-            return Raises(OffsetsError, {"rule": "increasing", **where, "bound": bound})
+            return Raises(IdError, {"rule": "offsets.increasing", **where, "bound": bound})
     if not include_last_offset:
         return Returns([*starts, count])
     if starts[-1] != count:
-        return Raises(OffsetsError, {"rule": "last", "offset": starts[-1], "bound": count})
+        return Raises(IdError, {"rule": "offsets.last", "offset": starts[-1], "bound": count})
     return Returns(starts)
 
 

@@ -14,9 +14,12 @@ import pytest
 import llm_from_scratch.nn
 import llm_from_scratch.optim
 from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.errors import PyTorchNameError
 from llm_from_scratch.nn import Embedding, EmbeddingBag, SplitMix64, functional
 from llm_from_scratch.optim import SGD, Adagrad, Adam, AdamW, SparseAdam
-from llm_from_scratch.pytorch_names import DECLARED, PyTorchNameError
+from llm_from_scratch.pytorch_names import DECLARED
+
+from checks import raises_rule
 
 assert llm_from_scratch.nn and llm_from_scratch.optim  # every declaration is imported
 
@@ -49,9 +52,7 @@ CALLS: dict[str, Callable[..., object]] = {
         TABLE, **keyword
     ),
     "functional.embedding": lambda **keyword: functional.embedding([1], TABLE, **keyword),
-    "functional.embedding_bag": lambda **keyword: functional.embedding_bag(
-        [[1]], TABLE, **keyword
-    ),
+    "functional.embedding_bag": lambda **keyword: functional.embedding_bag([[1]], TABLE, **keyword),
     "SGD": lambda **keyword: SGD(**keyword),
     "Adagrad": lambda **keyword: Adagrad(**keyword),
     "Adam": lambda **keyword: Adam(**keyword),
@@ -72,7 +73,7 @@ def test_the_names_the_issue_of_habits_lists_are_all_declared() -> None:
 @pytest.mark.parametrize("pointer", ATTRIBUTES, ids=lambda p: f"{p.owner}.{p.pytorch_name}")
 def test_an_attribute_under_a_pytorch_name_is_refused_naming_ours(pointer: Any) -> None:
     for instance in INSTANCES[pointer.owner]():
-        with pytest.raises(PyTorchNameError) as caught:
+        with raises_rule(PyTorchNameError, "pytorch.name") as caught:
             getattr(instance, pointer.pytorch_name)
         error = caught.value
         assert (error.owner, error.kind) == (type(instance).__name__, "attribute")
@@ -86,14 +87,14 @@ def test_an_attribute_under_a_pytorch_name_is_refused_naming_ours(pointer: Any) 
 
 def test_setting_an_optimizers_lr_is_refused_and_changes_nothing() -> None:
     optimizer = SGD(layer().parameters(), 0.1)
-    with pytest.raises(PyTorchNameError) as caught:
+    with raises_rule(PyTorchNameError, "pytorch.name") as caught:
         optimizer.lr = 0.5  # type: ignore[misc]
     assert caught.value.ours.startswith("learning_rate") and optimizer.learning_rate == 0.1
 
 
 @pytest.mark.parametrize("pointer", ARGUMENTS, ids=lambda p: f"{p.owner}({p.pytorch_name}=)")
 def test_a_keyword_under_a_pytorch_name_is_refused_naming_ours(pointer: Any) -> None:
-    with pytest.raises(PyTorchNameError) as caught:
+    with raises_rule(PyTorchNameError, "pytorch.name") as caught:
         CALLS[pointer.owner](**{pointer.pytorch_name: 0.1})
     error = caught.value
     assert isinstance(error, TypeError)
@@ -119,7 +120,7 @@ def test_the_pytorch_spelling_of_a_loop_is_pointed_to_our_spelling_at_each_step(
         lambda: layer()([1]).grad,
         lambda: SGD(layer().parameters(), 0.1).param_groups,
     ):
-        with pytest.raises(PyTorchNameError) as caught:
+        with raises_rule(PyTorchNameError, "pytorch.name") as caught:
             call()
         messages.append(caught.value.ours.split()[0])
     assert messages == [
@@ -146,6 +147,6 @@ def test_every_declared_owner_has_a_test_call_or_instance() -> None:
 
 def test_a_value_is_still_a_value_after_a_refused_read() -> None:
     value = layer()([1, 2])
-    with pytest.raises(PyTorchNameError):
+    with raises_rule(PyTorchNameError, "pytorch.name"):
         value.grad  # noqa: B018
     assert isinstance(value, TensorValue) and value.shape == (2, 2)

@@ -509,52 +509,54 @@ declare(
         ),  # BagLayoutError
         "offsets.container": (
             "offsets must be a 1-D sequence of integers: {detail}",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "Offsets that are not a 1-D sequence or integer array (a masked array, a sequence that"
+            " yields another number of items than its ``len()``), or an empty array of another "
+            "dtype.",
         ),  # OffsetsError[container]
         "offsets.empty": (
             "offsets must hold at least one offset: the first bag starts at offset 0",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "No offset at all: the first bag starts at offset 0 (PyTorch crashes on them when "
+            "there are IDs).",
         ),  # OffsetsError[empty]
         "offsets.type": (
             "offset at position {position} must be an integer, got {offset!t} {offset!r}",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "The first offset, in flat order, that is not an integer (a non-empty float array "
+            "reports position 0).",
         ),  # OffsetsError[integer]
         "offsets.range": (
             "offset {offset} at position {position} is outside [0, {bound}]: there are {bound} IDs",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "The first offset, in flat order, outside ``[0, N]``; ``bound`` is ``N``, the number "
+            "of IDs.",
         ),  # OffsetsError[range]
         "offsets.first": (
             "the first offset must be 0, got {offset}",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "A first offset that is not 0: the IDs before it would belong to no bag.",
         ),  # OffsetsError[first]
         "offsets.increasing": (
             "offset {offset} at position {position} is smaller than the offset {bound} before it",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "The first offset smaller than the one before it (``bound``; PyTorch returns rows of "
+            "garbage).",
         ),  # OffsetsError[increasing]
         "offsets.last": (
             "with include_last_offset=True the last offset must be the number of IDs, {bound}, "
             "got {offset}",
-            "Offsets of an embedding bag that break a ``rule``; ``bound`` is ``N``, the number of"
-            " IDs.",
+            "With ``include_last_offset=True``, a last offset that is not ``N`` (``bound``; "
+            "PyTorch silently drops the IDs after it).",
         ),  # OffsetsError[last]
         "weights.mode": (
             "per_sample_weights need mode 'sum', got mode {value!r}",
-            "Per-sample weights of an embedding bag that break a ``rule``.",
+            'Per-sample weights with a mode other than ``"sum"`` (``value`` is the mode).',
         ),  # PerSampleWeightsError[mode]
         "weights.type": (
             "per_sample_weights must be a TensorValue or Tensor of the table's dtype {expected}, "
             "or a real NumPy array, got {value}",
-            "Per-sample weights of an embedding bag that break a ``rule``.",
+            "Per-sample weights that are neither a ``TensorValue`` or ``Tensor`` of the table's "
+            "dtype (``expected``) nor a real NumPy array; ``value`` names what was given.",
         ),  # PerSampleWeightsError[type]
         "weights.shape": (
             "per_sample_weights must have the IDs' shape {expected}, got {value}",
-            "Per-sample weights of an embedding bag that break a ``rule``.",
+            "Per-sample weights whose shape is not the IDs' (``expected``), checked before any "
+            "copy.",
         ),  # PerSampleWeightsError[shape]
     },
 )
@@ -572,16 +574,22 @@ declare(
         ),  # TableRankError[gather]
         "table.initialization": (
             "cannot initialize the embedding table: {cause}",
-            "``new`` failed while initializing, or ``from_pretrained`` got a bad name; ``cause`` "
-            "is the ``InitializationError``.",
+            "``new`` or a layer built from sizes with a bad name or fan, generator, seed or dtype,"
+            " or no memory for the table; or ``from_pretrained`` with a bad name. ``cause`` is the"
+            " ``TableError`` that says which.",
         ),  # EmbeddingInitializationError
         "layer.pickle-state": (
             "cannot restore a pickled {layer}: {field} {detail}",
-            "A layer state that does not fit the layer: a pickle's fields, or a state dict.",
+            "A layer rebuilt from its fields (a pickle, a copy, the class called with them) whose "
+            "class is no layer, whose table is neither a ``NamedParameter`` nor a ``FrozenTable``,"
+            " or whose options are not its own checked for the table's rows (``field``).",
         ),  # EmbeddingStateError[pickle]
         "layer.state-dict": (
             "{layer}.load_state_dict: {field} {detail}",
-            "A layer state that does not fit the layer: a pickle's fields, or a state dict.",
+            "``load_state_dict`` into a frozen layer (``field`` ``table``), or with something that"
+            " is not a mapping (``state``), a key that is not the table's name or no such key "
+            "(``key``), a value that is not a real NumPy array of the table's shape and dtype "
+            "(``value``).",
         ),  # EmbeddingStateError[state dict]
         "table.empty-vocabulary": (
             "embedding vocabulary must contain at least one row",
@@ -613,13 +621,13 @@ declare(
         ),  # FanValueError
         "fan.zero-in": (
             "fan-in must be greater than zero",
-            "Xavier initialization with ``fan_in == 0`` (``Embedding.new`` reports it as the "
-            "cause of an ``EmptyVocabularyError``).",
+            "Xavier initialization with ``fan_in == 0`` (``Embedding.new`` reports it as the cause"
+            " of ``table.empty-vocabulary``).",
         ),  # ZeroFanInError
         "fan.zero-out": (
             "fan-out must be greater than zero",
             "Xavier initialization with ``fan_out == 0`` (``Embedding.new`` reports it as the "
-            "cause of a ``ZeroEmbeddingWidthError``).",
+            "cause of ``table.zero-width``).",
         ),  # ZeroFanOutError
         "init.generator-type": (
             "the generator must be a SplitMix64, a numpy.random.Generator or an int seed, got "
@@ -642,30 +650,20 @@ declare(
         ),  # ParameterCollectionTypeError
         "name.empty": (
             "parameter name must not be empty",
-            "A parameter name that breaks a rule, reported at its first bad byte (names are "
-            'UTF-8): ``empty`` (the name ``""``), ``segment`` (two dots in a row, or a dot at '
-            "either end: ``index`` is the byte where it shows, a trailing dot reporting the "
-            "length in bytes) or ``byte`` (the first byte that is not ``a-z``, ``0-9``, ``_`` or "
-            "``.``: ``index`` and ``byte``).",
+            'A parameter name that is ``""``.',
             ("name",),
         ),  # ParameterNameError[empty]
         "name.segment": (
             "parameter name has an empty dot-separated segment at byte {index}",
-            "A parameter name that breaks a rule, reported at its first bad byte (names are "
-            'UTF-8): ``empty`` (the name ``""``), ``segment`` (two dots in a row, or a dot at '
-            "either end: ``index`` is the byte where it shows, a trailing dot reporting the "
-            "length in bytes) or ``byte`` (the first byte that is not ``a-z``, ``0-9``, ``_`` or "
-            "``.``: ``index`` and ``byte``).",
+            "A parameter name with two dots in a row, or a dot at either end: ``index`` is the "
+            "byte where it shows (a trailing dot reports the length in bytes).",
             ("name",),
         ),  # ParameterNameError[segment]
         "name.byte": (
             "parameter name byte {index} must be lowercase ASCII, a digit, underscore, or dot; "
             "got 0x{byte:02x}",
-            "A parameter name that breaks a rule, reported at its first bad byte (names are "
-            'UTF-8): ``empty`` (the name ``""``), ``segment`` (two dots in a row, or a dot at '
-            "either end: ``index`` is the byte where it shows, a trailing dot reporting the "
-            "length in bytes) or ``byte`` (the first byte that is not ``a-z``, ``0-9``, ``_`` or "
-            "``.``: ``index`` and ``byte``).",
+            "A parameter name whose first bad byte (names are UTF-8) is not ``a-z``, ``0-9``, "
+            "``_`` or ``.``: ``index`` and ``byte``.",
             ("name",),
         ),  # ParameterNameError[byte]
         "name.type": (
@@ -768,17 +766,16 @@ declare(
         ),  # UnknownParameterError
         "checkpoint.names": (
             "checkpoint {path} lacks tensors that names= asks for: {missing}",
-            "A file that does not hold what ``names=`` or ``into=`` asks for, every difference "
-            "listed (as PyTorch's ``load_state_dict`` lists them); ``against`` says which was "
-            "asked.",
+            "A file that lacks tensors ``names=`` asks for, every one listed in the order asked.",
         ),  # CheckpointMismatchError[names=]
         "checkpoint.into": (
             "checkpoint {path} does not match into=: missing tensors {missing} (parameters of "
             "into= that no tensor to load names), unexpected tensors {unexpected} (no parameter "
             "of into= has their names), shapes or dtypes that differ {differing}",
-            "A file that does not hold what ``names=`` or ``into=`` asks for, every difference "
-            "listed (as PyTorch's ``load_state_dict`` lists them); ``against`` says which was "
-            "asked.",
+            "A file that does not hold what ``into=`` asks for, every difference listed as "
+            "PyTorch's ``load_state_dict`` lists them: parameters no tensor names, tensors no "
+            "parameter names, shapes or dtypes (after ``dtype=``) that differ; from the header, "
+            "before any data is read.",
         ),  # CheckpointMismatchError[into=]
         "pair.rows": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
@@ -832,24 +829,28 @@ declare(
     {
         "checkpoint.invalid": (
             "checkpoint {path} is not a valid safetensors file: {cause}",
-            "A file that breaks the safetensors format; ``problem`` says how.",
+            "A file the ``safetensors`` package refuses (``cause`` is its ``SafetensorError``), "
+            "that ends while it is read (``EOFError``), a tensor of more than NumPy's 64 axes, or "
+            "a save whose header would be over 100,000,000 bytes.",
         ),  # CheckpointFormatError[invalid]
         "checkpoint.tensor-size": (
             "checkpoint {path} is not a valid safetensors file: tensor {name!r} ({dtype}, shape "
             "{shape}) needs {needed} bytes, but its data_offsets {offsets} give {given}",
-            "A file that breaks the safetensors format; ``problem`` says how.",
+            "A header entry whose shape and dtype need another number of bytes (``needed``) than "
+            "its ``data_offsets`` give (``given``), found from the header before the package "
+            "checks the file.",
         ),  # CheckpointFormatError[tensor-size]
         "checkpoint.data-size": (
             "checkpoint {path} is not a valid safetensors file: its tensors take {needed} bytes "
             "after the header, but the file holds {given} bytes there",
-            "A file that breaks the safetensors format; ``problem`` says how.",
+            "A header whose tensors end at byte ``needed`` of the data while the file holds "
+            "``given`` bytes there (cut short, or with bytes after the last tensor).",
         ),  # CheckpointFormatError[data-size]
         "checkpoint.tensor-dtype": (
             "checkpoint {path}: tensor {name!r} ({dtype}) cannot be a parameter: {requirement}",
-            "A tensor to load that cannot become a parameter as it is: a dtype no parameter holds"
-            " (``I64``, ``BOOL``, ``F8_*``, ...), ``F16`` or ``BF16`` without ``dtype=``, or a "
-            "key that breaks the parameter-name rules (its ``ParameterNameError`` is "
-            "``__cause__``).",
+            "A tensor to load that cannot become a parameter as it is: a dtype no parameter holds "
+            "(``I64``, ``BOOL``, ``F8_*``, ...), ``F16`` or ``BF16`` without ``dtype=``, or a key "
+            "that breaks the parameter-name rules (its ``TableError`` is ``__cause__``).",
         ),  # CheckpointTensorError
         "checkpoint.reserved-name": (
             "checkpoint {path}: {name!r} is reserved by the safetensors format (the header's "

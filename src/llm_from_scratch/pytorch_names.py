@@ -1,11 +1,10 @@
 """PyTorch's names, where this package names the same thing differently: each answers with ours.
 
-A PyTorch habit meets the package as an attribute (``layer.weight``, ``value.grad``,
-``optimizer.lr``) or a keyword argument (``SGD(..., lr=0.1)``, ``Embedding(num_embeddings=...)``).
-Each such name is declared once, beside what it points to: :class:`PyTorchName` on a class for an
-attribute, :func:`pytorch_keywords` on a function for its keywords. Reading, setting or passing
-one raises :class:`PyTorchNameError`, one line that names ours. :data:`DECLARED` lists them all
-(the README's table of names is checked against it).
+Each is declared once, beside what it points to: :class:`PyTorchName` on a class for an attribute
+(``layer.weight``, ``optimizer.lr``), :func:`pytorch_keywords` on a function for its keywords
+(``SGD(..., lr=0.1)``). Reading, setting or passing one raises ``PyTorchNameError``
+(``pytorch.name``, an ``AttributeError`` and a ``TypeError``) naming ours; :data:`DECLARED` lists
+them all (the README's table is checked against it).
 
 Example:
     >>> class Optimizer:
@@ -17,8 +16,8 @@ Example:
     >>> Optimizer(lr=0.1)
     Traceback (most recent call last):
     ...
-    llm_from_scratch.pytorch_names.PyTorchNameError: Optimizer has no argument 'lr' (PyTorch's \
-name); here: learning_rate
+    llm_from_scratch.errors.PyTorchNameError: Optimizer has no argument 'lr' (PyTorch's name); \
+here: learning_rate
     >>> hasattr(Optimizer(0.1), "lr")
     False
 """
@@ -29,26 +28,9 @@ import functools
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, NoReturn, Self, TypeVar, cast, overload
 
-from llm_from_scratch.errors import StructuredError
+from llm_from_scratch.errors import PyTorchNameError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-
-class PyTorchNameError(StructuredError, AttributeError, TypeError):
-    """A name PyTorch gives something this package names differently; ``ours`` is what to use.
-
-    An attribute read or set (``layer.weight``, ``value.grad``, ``optimizer.lr``): also an
-    ``AttributeError``, so ``hasattr`` is False and ``getattr(x, name, default)`` gives the
-    default. A keyword argument (``SGD(parameters, lr=0.1)``, ``Embedding(num_embeddings=10,
-    embedding_dim=4)``): also a ``TypeError``, as any unknown keyword is; refused before the
-    function reads any argument. ``owner`` is the class (or ``Class.method``) asked.
-    """
-
-    template = "{owner} has no {kind} {pytorch_name!r} (PyTorch's name); here: {ours}"
-    owner: str
-    kind: Literal["attribute", "argument"]
-    pytorch_name: str
-    ours: str
 
 
 class Pointer(NamedTuple):
@@ -59,24 +41,33 @@ class Pointer(NamedTuple):
     pytorch_name: str
     ours: str
 
+    def refused(self, owner: str) -> PyTorchNameError:
+        """The error that refuses this name, asked of ``owner``."""
+        return PyTorchNameError(
+            "pytorch.name",
+            owner=owner,
+            kind=self.kind,
+            pytorch_name=self.pytorch_name,
+            ours=self.ours,
+        )
+
 
 DECLARED: list[Pointer] = []
 """Every PyTorch name declared so far, in the order its module defined it."""
 
 
 class PyTorchName:
-    """A class attribute under a PyTorch name, which answers a read or a write on an instance
-    with :class:`PyTorchNameError` naming ``ours`` (read on the class, it is this object, so
-    ``help()`` shows the pointer)."""
+    """A class attribute under a PyTorch name: read or written on an instance, it raises the
+    error naming ``ours``; read on the class, it is this object (``help()`` shows it)."""
 
     def __init__(self, ours: str) -> None:
         self.ours = ours
-        self.name = ""
+        self.pointer = Pointer("", "attribute", "", ours)
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
+        self.pointer = Pointer(owner.__name__, "attribute", name, self.ours)
         self.__doc__ = f"PyTorch's name; here: {self.ours}"
-        DECLARED.append(Pointer(owner.__name__, "attribute", name, self.ours))
+        DECLARED.append(self.pointer)
 
     @overload
     def __get__(self, instance: None, owner: type | None = None) -> Self: ...
@@ -87,33 +78,28 @@ class PyTorchName:
     def __get__(self, instance: object, owner: type | None = None) -> Self:
         if instance is None:
             return self
-        raise PyTorchNameError(type(instance).__name__, "attribute", self.name, self.ours)
+        raise self.pointer.refused(type(instance).__name__)
 
     def __set__(self, instance: object, value: object) -> NoReturn:
-        raise PyTorchNameError(type(instance).__name__, "attribute", self.name, self.ours)
+        raise self.pointer.refused(type(instance).__name__)
 
 
 def pytorch_keywords(**ours: str) -> Callable[[_F], _F]:
-    """Refuse each keyword argument named in ``ours`` (PyTorch's name to ours) with a
-    :class:`PyTorchNameError`, before the decorated function binds its arguments.
-
-    The function keeps its name, docstring and signature (``inspect.signature`` follows
-    ``__wrapped__``); ``owner`` is its class for ``__init__``, else ``Class.method``, or
-    ``module.function`` for a function of a module.
-    """
+    """Refuse each keyword named in ``ours`` (PyTorch's name to ours) before the decorated
+    function binds its arguments; ``owner`` is the class for ``__init__``, else
+    ``Class.method`` or ``module.function``. The function keeps its name, docstring, signature."""
 
     def decorate(function: _F) -> _F:
         owner = function.__qualname__.removesuffix(".__init__")
         if "." not in function.__qualname__:
             owner = f"{function.__module__.rsplit('.', 1)[-1]}.{owner}"
-        for name, pointer in ours.items():
-            DECLARED.append(Pointer(owner, "argument", name, pointer))
+        pointers = {name: Pointer(owner, "argument", name, to) for name, to in ours.items()}
+        DECLARED.extend(pointers.values())
 
         @functools.wraps(function)
         def refusing(*args: Any, **kwargs: Any) -> Any:
-            if kwargs and not ours.keys().isdisjoint(kwargs):
-                name = next(name for name in kwargs if name in ours)
-                raise PyTorchNameError(owner, "argument", name, ours[name])
+            if kwargs and not pointers.keys().isdisjoint(kwargs):
+                raise pointers[next(name for name in kwargs if name in pointers)].refused(owner)
             return function(*args, **kwargs)
 
         return cast(_F, refusing)

@@ -14,13 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llm_from_scratch.autograd import NonFiniteParameterError, OperandTypeError, TensorValue
-from llm_from_scratch.errors import NonFiniteError
+from llm_from_scratch.errors import NonFiniteError, TableError
 from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
-from llm_from_scratch.nn.init import InvalidNameByteError, ParameterNameTypeError
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 
 FINITE = st.floats(-1e30, 1e30)
 NON_FINITE = st.sampled_from([math.nan, math.inf, -math.inf])
@@ -67,9 +66,9 @@ def test_the_nan_table_example_is_refused_with_its_position_and_value() -> None:
 
 def test_the_name_is_checked_before_the_values_and_the_tensor_type_before_them_too() -> None:
     nan_table = Tensor((1,), [math.nan])
-    with pytest.raises(InvalidNameByteError):
+    with raises_rule(TableError, "name.byte"):
         NamedParameter.from_tensor("Token", nan_table)
-    with pytest.raises(ParameterNameTypeError):
+    with raises_rule(TableError, "name.type"):
         NamedParameter.from_tensor(None, nan_table)  # type: ignore[arg-type]
     with pytest.raises(OperandTypeError):
         TensorValue.parameter([math.nan])  # type: ignore[arg-type]

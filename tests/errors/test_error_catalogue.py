@@ -604,11 +604,16 @@ def test_every_old_base_class_is_the_base_of_a_raised_class() -> None:
             assert any(issubclass(raised, cls) for raised in raised_classes), cls.__name__
 
 
+MOVED_WORDINGS = {("TableRankError", "embedding")}
+"""Wordings of an old class that a family's rule now reports (``table.rank``)."""
+
+
 def test_every_wording_of_a_keyed_old_template_is_raised() -> None:
     for cls in OLD_CLASSES.values():
         if isinstance(vars(cls).get("template"), Mapping) and cls.template_key is not None:
             keys = {getattr(e, cls.template_key) for e in every_raised() if type(e) is cls}
-            assert sorted(keys) == sorted(cls.template), cls.__name__  # type: ignore[arg-type]
+            wordings = {key for key in cls.template if (cls.__name__, key) not in MOVED_WORDINGS}
+            assert sorted(keys) == sorted(wordings), cls.__name__
 
 
 # Built-in errors raised on purpose ---------------------------------------------------------------

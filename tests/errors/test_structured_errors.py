@@ -15,21 +15,16 @@ from typing import ClassVar
 
 import pytest
 
-from llm_from_scratch.autograd import GatherIndexOutOfBoundsError, GatherIndexTypeError
-from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.nn import (
-    EmbeddingInitializationError,
-    EmptyVocabularyError,
+from llm_from_scratch.autograd import (
+    EmbeddingError,
+    GatherIndexOutOfBoundsError,
+    GatherIndexTypeError,
     TokenIdDtypeError,
     TokenIdOutOfBoundsError,
     TokenIdTypeError,
     TokenShapeError,
 )
-from llm_from_scratch.nn.init import (
-    InitializationError,
-    ParameterNameError,
-    ParameterNameTypeError,
-)
+from llm_from_scratch.errors import StructuredError
 from llm_from_scratch.tensor import (
     NegativeExtentError,
     NonIntegerExtentError,
@@ -65,7 +60,7 @@ def test_the_message_prints_type_names_with_t_and_tuples_as_lists_unless_convert
 
 def test_the_constructor_signature_is_the_fields_in_order() -> None:
     assert str(inspect.signature(RowError)) == "(position, row, rows, shape=(4, 2))"
-    assert str(inspect.signature(ParameterNameError)) == "(name, rule, index=None, byte=None)"
+    assert str(inspect.signature(TokenIdTypeError)) == "(position, value, checker='embedding')"
 
 
 @pytest.mark.parametrize(
@@ -85,7 +80,7 @@ def test_arguments_that_do_not_bind_to_the_fields_are_a_type_error(
 
 
 def test_a_class_without_a_template_is_a_base_class_that_cannot_be_constructed() -> None:
-    for base, args in ((TensorError, ()), (InitializationError, ())):
+    for base, args in ((TensorError, ()), (EmbeddingError, ())):
         with pytest.raises(TypeError, match="is a base class"):
             base(*args)
 
@@ -99,8 +94,8 @@ def test_a_subclass_takes_its_base_class_fields_first() -> None:
 
 
 def test_a_field_with_a_default_may_be_omitted() -> None:
-    assert EmptyVocabularyError().vocabulary_size == 0
-    assert EmptyVocabularyError(vocabulary_size=0).vocabulary_size == 0
+    assert TokenIdTypeError(2, 1.5).checker == "embedding"
+    assert TokenIdTypeError(2, 1.5, checker="gather").checker == "gather"
 
 
 @pytest.mark.parametrize(
@@ -130,18 +125,18 @@ def test_a_field_without_a_default_after_one_with_a_default_fails_when_defined()
 
 
 def test_a_field_declared_again_by_a_subclass_fails_when_defined() -> None:
-    with pytest.raises(ValueError, match="declares the field 'name' twice"):
-        type("BadError", (ParameterNameError,), {"__annotations__": {"name": "str"}})
+    with pytest.raises(ValueError, match="declares the field 'id' twice"):
+        type("BadError", (WordedRowError,), {"__annotations__": {"id": "int"}})
 
 
 def test_an_error_pickles_and_copies_by_its_fields_with_its_cause_field() -> None:
-    cause = ParameterNameTypeError("int")
-    error = EmbeddingInitializationError(cause)
+    cause = NegativeExtentError(0, -1)
+    error = TokenShapeError("token-ID shape", (-1,), cause)
     for restored in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
-        assert type(restored) is EmbeddingInitializationError
-        assert str(restored) == "cannot initialize the embedding table: " + str(cause)
-        assert type(restored.cause) is ParameterNameTypeError
-        assert restored.cause.name_type == "int"
+        assert type(restored) is TokenShapeError
+        assert str(restored) == "invalid token-ID shape: " + str(cause)
+        assert type(restored.cause) is NegativeExtentError
+        assert restored.cause.extent == -1
 
 
 def test_raise_from_keeps_the_cause_and_errors_stay_hashable_and_compare_by_identity() -> None:

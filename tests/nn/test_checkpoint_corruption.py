@@ -1,15 +1,14 @@
-"""Property: a corrupted file gives a CheckpointError subclass or a correct load, nothing else.
+"""Property: a corrupted file gives an error of a checkpoint rule or a correct load, nothing else.
 
 Each example starts from a valid file of a few small float tensors, corrupts it one way
 (truncation, a byte flip in the header or the data, lying offsets, a lying header length, or a
-random edit of the header's JSON), and loads it. The only outcomes allowed are a
-:class:`CheckpointError` subclass, or a load whose values equal what the safetensors package
-itself reads from the same bytes.
+random edit of the header's JSON), and loads it. The only outcomes allowed are an error of a
+``checkpoint.*`` rule, or a load whose values equal what the safetensors package itself reads
+from the same bytes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import struct
 import tempfile
@@ -23,8 +22,8 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from safetensors import SafetensorError
 
-from llm_from_scratch.nn import CheckpointError, load_metadata, load_parameters
-from llm_from_scratch.nn.checkpoint import CheckpointFormatError
+from llm_from_scratch.errors import FormatError, LlmError
+from llm_from_scratch.nn import load_metadata, load_parameters
 
 from checkpoint_support import file_with_header, safetensors_file, write_file
 
@@ -57,20 +56,23 @@ def split(content: bytes) -> tuple[dict[str, Any], bytes]:
 
 
 def check_outcome(content: bytes) -> None:
-    """Load ``content``; any error must be a CheckpointError, any success must be right."""
+    """Load ``content``; any error must be a checkpoint rule's, any success must be right."""
     with tempfile.TemporaryDirectory() as folder:
         path = write_file(Path(folder), content)
         try:
             loaded = load_parameters(path, dtype=np.float64)
-        except CheckpointError as error:
-            event(type(error).__name__)
-            if isinstance(error, CheckpointFormatError) and error.problem != "invalid":
+        except LlmError as error:
+            assert error.rule.startswith("checkpoint."), error
+            event(error.rule)
+            if error.rule in ("checkpoint.tensor-size", "checkpoint.data-size"):
                 with pytest.raises(SafetensorError):  # our header check refuses only what the
                     safetensors.deserialize(content)  # package refuses too
             # The metadata reader stops after the header, so it may succeed where the loader
             # failed later; it must not fail in any other way.
-            with contextlib.suppress(CheckpointError):
+            try:
                 load_metadata(path)
+            except LlmError as metadata_error:
+                assert metadata_error.rule.startswith("checkpoint."), metadata_error
             return
         event("loaded")
         with safetensors.safe_open(path, framework="np") as opened:
@@ -187,13 +189,14 @@ def test_every_prefix_of_a_file_is_refused_and_a_cut_in_the_data_says_how_many_b
     with tempfile.TemporaryDirectory() as folder:
         for length in range(len(content)):
             path = write_file(Path(folder), content[:length])
-            with pytest.raises(CheckpointFormatError) as caught:
+            with pytest.raises(FormatError) as caught:
                 load_parameters(path)
             error = caught.value
             if length < data_start:
+                assert error.rule == "checkpoint.invalid", length
                 assert type(error.cause) is SafetensorError, length
             else:
-                assert (error.problem, error.cause) == ("data-size", None), length
+                assert error.rule == "checkpoint.data-size", length
                 assert (error.needed, error.given) == (
                     len(content) - data_start,
                     length - data_start,

@@ -1,6 +1,6 @@
-"""A file the safetensors package refuses is one CheckpointFormatError that names the file and
-carries the package's error; the checks that stay ours (arguments, reading, keys, dtypes) each
-give their own typed error."""
+"""A file the safetensors package refuses is one FormatError (``checkpoint.invalid``) that names
+the file and carries the package's error; the checks that stay ours (arguments, reading, keys,
+dtypes) each give their own rule."""
 
 from __future__ import annotations
 
@@ -15,14 +15,8 @@ import safetensors
 from safetensors import SafetensorError
 
 import llm_from_scratch.nn.checkpoint as checkpoint_module
-from llm_from_scratch.nn import CheckpointError, load_metadata, load_parameters
-from llm_from_scratch.nn.checkpoint import (
-    CheckpointArgumentError,
-    CheckpointFormatError,
-    CheckpointReadError,
-    CheckpointTensorError,
-)
-from llm_from_scratch.nn.init import EmptyNameSegmentError, InvalidNameByteError
+from llm_from_scratch.errors import FileAccessError, FormatError, LlmError, OptionError
+from llm_from_scratch.nn import load_metadata, load_parameters
 
 from checkpoint_support import (
     entry,
@@ -33,12 +27,14 @@ from checkpoint_support import (
     safetensors_file,
     write_file,
 )
+from checks import raises_rule
 
 
-def load_error(tmp_path: Path, content: bytes, **options: Any) -> CheckpointError:
+def load_error(tmp_path: Path, content: bytes, **options: Any) -> LlmError:
     path = write_file(tmp_path, content)
-    with pytest.raises(CheckpointError) as caught:
+    with pytest.raises(LlmError) as caught:
         load_parameters(path, **options)
+    assert caught.value.rule.startswith("checkpoint.")
     assert caught.value.path == str(path)  # type: ignore[attr-defined]
     return caught.value
 
@@ -105,10 +101,10 @@ def test_a_file_the_package_refuses_is_a_format_error_carrying_the_package_error
     with pytest.raises(SafetensorError):
         safetensors.deserialize(content)  # the package's own verdict on the same bytes
     error = load_error(tmp_path, content, names=[], dtype=np.float32)
-    assert type(error) is CheckpointFormatError
+    assert (type(error), error.rule) == (FormatError, "checkpoint.invalid")
     assert type(error.cause) is SafetensorError and error.__cause__ is error.cause
     assert str(error) == f"checkpoint {error.path} is not a valid safetensors file: {error.cause}"
-    with pytest.raises(CheckpointFormatError):
+    with raises_rule(FormatError, "checkpoint.invalid"):
         load_metadata(error.path)
 
 
@@ -145,17 +141,16 @@ def test_a_size_lie_names_the_tensor_its_dtype_shape_and_byte_counts(
     with pytest.raises(SafetensorError, match=PACKAGE_SIZE_ERRORS):
         safetensors.deserialize(content)  # the package's verdict names no tensor and no count
     error = load_error(tmp_path, content, names=[])
-    assert type(error) is CheckpointFormatError and error.__cause__ is None
-    names = ("problem", "name", "dtype", "shape", "offsets", "needed", "given")
-    assert fields(error, *names) == ("tensor-size", *facts)
+    assert type(error) is FormatError and error.__cause__ is None
+    names = ("rule", "name", "dtype", "shape", "offsets", "needed", "given")
+    assert fields(error, *names) == ("checkpoint.tensor-size", *facts)
     assert str(error) == (
         f"checkpoint {error.path} is not a valid safetensors file: tensor {name!r} ({dtype}, "
         f"shape {list(shape)}) needs {needed} bytes, but its data_offsets {list(offsets)} "
         f"give {given}"
     )
-    with pytest.raises(CheckpointFormatError) as caught:
+    with raises_rule(FormatError, "checkpoint.tensor-size"):
         load_metadata(error.path)
-    assert caught.value.problem == "tensor-size"
 
 
 DATA_LIES = {
@@ -183,13 +178,8 @@ def test_data_of_another_length_than_the_tensors_take_gives_both_counts(
     with pytest.raises(SafetensorError, match="incomplete metadata, file not fully covered"):
         safetensors.deserialize(content)
     error = load_error(tmp_path, content, names=[])
-    assert type(error) is CheckpointFormatError and error.__cause__ is None
-    assert fields(error, "problem", "needed", "given", "cause") == (
-        "data-size",
-        needed,
-        given,
-        None,
-    )
+    assert type(error) is FormatError and error.__cause__ is None
+    assert fields(error, "rule", "needed", "given") == ("checkpoint.data-size", needed, given)
     assert str(error) == (
         f"checkpoint {error.path} is not a valid safetensors file: its tensors take {needed} bytes "
         f"after the header, but the file holds {given} bytes there"
@@ -201,7 +191,7 @@ def test_lying_offsets_that_do_not_follow_one_another_stay_the_package_s_error(
 ) -> None:
     content = file_with_header({**TWO, "b": entry("F64", [2], 16, 32)}, bytes(32))  # a gap
     error = load_error(tmp_path, content)
-    assert type(error) is CheckpointFormatError and error.problem == "invalid"
+    assert (type(error), error.rule) == (FormatError, "checkpoint.invalid")
     assert str(error.cause).endswith("invalid offset for tensor `b`")
 
 
@@ -217,7 +207,8 @@ def test_a_file_that_ends_while_it_is_read_is_a_format_error(
 
     monkeypatch.setattr(checkpoint_module, "read_header", shrinking)
     error = load_error(tmp_path, KNOWN)
-    assert type(error) is CheckpointFormatError and type(error.cause) is EOFError
+    assert (type(error), error.rule) == (FormatError, "checkpoint.invalid")
+    assert type(error.cause) is EOFError
     assert str(error.cause) == f"the file ends at byte {len(KNOWN) - 8}, not {len(KNOWN)}"
 
 
@@ -233,14 +224,15 @@ def test_a_file_replaced_between_the_package_check_and_our_read_is_a_read_error(
         return real_open(file_name, **options)
 
     monkeypatch.setattr(checkpoint_module, "safe_open", replaced)
-    with pytest.raises(CheckpointReadError) as caught:
+    with raises_rule(FileAccessError, "checkpoint.read") as caught:
         load_parameters(path)
     assert caught.value.path == str(path) and isinstance(caught.value.cause, FileExistsError)
 
 
 def test_a_tensor_numpy_cannot_hold_is_a_format_error(tmp_path: Path) -> None:
     error = load_error(tmp_path, file_with_header({"w": entry("F64", [1] * 65, 0, 8)}, bytes(8)))
-    assert type(error) is CheckpointFormatError and type(error.cause) is ValueError
+    assert (type(error), error.rule) == (FormatError, "checkpoint.invalid")
+    assert type(error.cause) is ValueError
 
 
 # What the package accepts -----------------------------------------------------------------------
@@ -279,15 +271,15 @@ def test_zero_length_tensors_may_share_an_offset(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("key", "cause", "index"),
-    [("LayerNorm.weight", InvalidNameByteError, 0), ("a..b", EmptyNameSegmentError, 2)],
+    [("LayerNorm.weight", "name.byte", 0), ("a..b", "name.segment", 2)],
 )
 def test_a_key_that_breaks_the_name_rules_is_named_with_its_cause(
-    tmp_path: Path, key: str, cause: type, index: int
+    tmp_path: Path, key: str, cause: str, index: int
 ) -> None:
     error = load_error(tmp_path, safetensors_file([(key, np.ones(2))]))
-    assert type(error) is CheckpointTensorError
+    assert (type(error), error.rule) == (FormatError, "checkpoint.tensor-dtype")
     assert fields(error, "name", "dtype") == (key, "F64")
-    assert type(error.__cause__) is cause and error.__cause__.index == index  # type: ignore[attr-defined]
+    assert error.__cause__.rule == cause and error.__cause__.index == index  # type: ignore[attr-defined]
     assert error.requirement == (  # type: ignore[attr-defined]
         f"its key must be a parameter name ({error.__cause__}); leave it out with names="
     )
@@ -311,7 +303,7 @@ def test_a_tensor_that_is_not_a_float_cannot_be_a_parameter(
     tmp_path: Path, content: bytes, code: str
 ) -> None:
     error = load_error(tmp_path, content, dtype=np.float32)
-    assert type(error) is CheckpointTensorError
+    assert (type(error), error.rule) == (FormatError, "checkpoint.tensor-dtype")
     assert fields(error, "name", "dtype", "requirement") == (
         "ids",
         code,
@@ -356,7 +348,7 @@ AN_OBJECT = object()
 def test_an_argument_of_the_wrong_kind_is_an_argument_error(
     options: dict[str, Any], argument: str, requirement: str, detail: str
 ) -> None:
-    with pytest.raises(CheckpointArgumentError) as caught:
+    with raises_rule(OptionError, "checkpoint.argument") as caught:
         load_parameters(**{"path": "model.safetensors", **options})
     error = caught.value
     assert (error.argument, error.requirement, error.detail) == (argument, requirement, detail)
@@ -366,7 +358,7 @@ def test_an_argument_of_the_wrong_kind_is_an_argument_error(
 
 def test_a_missing_file_or_a_directory_is_a_read_error(tmp_path: Path) -> None:
     for path in (tmp_path / "missing.safetensors", tmp_path):
-        with pytest.raises(CheckpointReadError) as caught:
+        with raises_rule(FileAccessError, "checkpoint.read") as caught:
             load_parameters(path)
         assert caught.value.path == str(path) and isinstance(caught.value.cause, OSError)
         assert caught.value.__cause__ is caught.value.cause
@@ -377,4 +369,4 @@ def test_a_file_the_user_may_not_read_is_a_read_error() -> None:
         path = write_file(folder, known_table_file())
         path.chmod(0o000)
         report = outcome_without_privileges(lambda: load_parameters(path))
-        assert report == f"CheckpointReadError PermissionError {errno.EACCES}"
+        assert report == f"FileAccessError checkpoint.read PermissionError {errno.EACCES}"

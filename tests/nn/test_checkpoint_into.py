@@ -15,6 +15,7 @@ import pytest
 import llm_from_scratch.files as files_module
 from llm_from_scratch.autograd import StaleValueError
 from llm_from_scratch.autograd.value import update_leaves_in_place
+from llm_from_scratch.errors import FileAccessError, FormatError, MismatchError, NonFiniteError
 from llm_from_scratch.nn import (
     Embedding,
     NamedParameter,
@@ -22,15 +23,10 @@ from llm_from_scratch.nn import (
     load_parameters,
     save_parameters,
 )
-from llm_from_scratch.nn.checkpoint import (
-    CheckpointFormatError,
-    CheckpointMismatchError,
-    CheckpointReadError,
-    NonFiniteValueError,
-)
 from llm_from_scratch.tensor import Tensor
 
 from checkpoint_support import safetensors_file, write_file
+from checks import raises_rule
 from conftest import KNOWN_TABLE, import_optional
 
 NEW_TABLE = np.arange(8, dtype=np.float64).reshape(4, 2) / 4.0
@@ -140,10 +136,9 @@ def test_a_mismatch_is_reported_and_changes_nothing(
     layer = trained_layer()
     before = state(layer)
     path = write_file(tmp_path, safetensors_file(tensors))
-    with pytest.raises(CheckpointMismatchError) as caught:
+    with raises_rule(MismatchError, "checkpoint.into", path=str(path)) as caught:
         load_parameters(path, into=layer.parameters())
     error = caught.value
-    assert (error.path, error.against) == (str(path), "into=")
     assert (error.missing, error.unexpected, error.differing) == (missing, unexpected, differing)
     assert str(error) == (
         f"checkpoint {path} does not match into=: missing tensors {list(missing)} (parameters "
@@ -167,7 +162,7 @@ def test_a_mismatch_lists_every_missing_unexpected_and_differing_name_as_pytorch
         ("y.weight", np.zeros(1)),  # unexpected
     ]  # b.weight and d.weight are missing
     path = write_file(tmp_path, safetensors_file(tensors))
-    with pytest.raises(CheckpointMismatchError) as caught:
+    with raises_rule(MismatchError, "checkpoint.into") as caught:
         load_parameters(path, into=parameters)
     error = caught.value
 
@@ -206,7 +201,7 @@ def test_a_non_finite_value_in_the_last_tensor_leaves_the_first_unchanged(
     content = safetensors_file(
         [("a.weight", np.zeros((2, 2))), ("b.weight", np.array([[0.0, 1.0], [np.nan, 2.0]]))]
     )
-    with pytest.raises(NonFiniteValueError) as caught:
+    with raises_rule(NonFiniteError, "checkpoint.non-finite") as caught:
         load_parameters(write_file(tmp_path, content), into=[first, second])
     assert (caught.value.name, caught.value.position) == ("b.weight", 2)
     assert snapshot(first, second) == before
@@ -240,7 +235,7 @@ def test_a_read_failure_after_the_first_tensor_leaves_every_leaf_unchanged(
     save_parameters(path, [first, second])
     monkeypatch.setattr(FileFailingAtRead, "failure", OSError(5, "Input/output error"))
     monkeypatch.setattr(files_module, "open", FileFailingAtRead, raising=False)
-    with pytest.raises(CheckpointReadError) as caught:
+    with raises_rule(FileAccessError, "checkpoint.read") as caught:
         load_parameters(path, into=[first, second])
     assert caught.value.cause.errno == 5 and caught.value.path == str(path)
     assert snapshot(first, second) == before
@@ -255,7 +250,7 @@ def test_a_file_that_ends_early_while_it_is_read_changes_nothing(
     save_parameters(path, [first, second])
     data_start = path.stat().st_size - 64
     monkeypatch.setattr(files_module, "open", FileFailingAtRead, raising=False)
-    with pytest.raises(CheckpointFormatError) as caught:
+    with raises_rule(FormatError, "checkpoint.invalid") as caught:
         load_parameters(path, into=[first, second])
     error = caught.value
     assert type(error.cause) is EOFError and error.path == str(path)

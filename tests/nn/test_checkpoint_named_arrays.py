@@ -14,20 +14,12 @@ import pytest
 import safetensors
 from safetensors.numpy import load_file, save_file
 
+from llm_from_scratch.errors import FormatError, NonFiniteError, OptionError
 from llm_from_scratch.nn import load_parameters
-from llm_from_scratch.nn.checkpoint import (
-    STORED,
-    CheckpointArgumentError,
-    CheckpointTensorError,
-    NonFiniteValueError,
-    ReservedTensorNameError,
-    StoredTensor,
-    opened,
-    read_tensor,
-    write_arrays,
-)
+from llm_from_scratch.nn.checkpoint import STORED, StoredTensor, opened, read_tensor, write_arrays
 
 from checkpoint_support import entry, file_with_header, safetensors_file, write_file
+from checks import raises_rule
 
 ARRAYS: list[tuple[str, np.ndarray]] = [
     ("table.exp_avg", np.arange(6, dtype=np.float32).reshape(3, 2)),
@@ -131,10 +123,10 @@ def test_values_read_as_stored_unless_asked_but_a_non_finite_float_is_never_writ
 ) -> None:
     path = write_file(tmp_path, safetensors_file([("w", np.array([1.0, np.nan]))]))
     assert np.isnan(read_all(path)["w"][1])  # the caller checks values
-    with pytest.raises(NonFiniteValueError) as caught:
+    with raises_rule(NonFiniteError, "checkpoint.non-finite") as caught:
         read_all(path, finite=True)
     assert (caught.value.name, caught.value.position) == ("w", 1)
-    with pytest.raises(NonFiniteValueError) as caught:
+    with raises_rule(NonFiniteError, "checkpoint.non-finite") as caught:
         write_arrays(str(tmp_path / "new.safetensors"), [("w", np.array([np.inf]))], {})
     assert (caught.value.name, caught.value.position) == ("w", 0)
     assert sorted(os.listdir(tmp_path)) == ["model.safetensors"]
@@ -145,7 +137,7 @@ def test_a_tensor_named_like_the_metadata_is_refused_by_name_and_never_written(
 ) -> None:
     path = str(tmp_path / "new.safetensors")
     arrays = [("step", np.array(1)), ("__metadata__", np.ones(1))]
-    with pytest.raises(ReservedTensorNameError) as caught:
+    with raises_rule(FormatError, "checkpoint.reserved-name") as caught:
         write_arrays(path, arrays, {"__metadata__": "a metadata key may be any text"})
     assert (caught.value.path, caught.value.name) == (path, "__metadata__")
     assert os.listdir(tmp_path) == []
@@ -156,7 +148,7 @@ def test_a_tensor_name_that_is_not_text_is_refused_before_anything_is_written(
     tmp_path: Path, name: str
 ) -> None:
     path = str(tmp_path / "new.safetensors")
-    with pytest.raises(CheckpointArgumentError) as caught:
+    with raises_rule(OptionError, "checkpoint.argument") as caught:
         write_arrays(path, [("step", np.array(1)), (name, np.ones(1))], {})
     assert (caught.value.argument, caught.value.requirement) == ("tensor names", "text")
     assert caught.value.detail.startswith(f"the name {name!r}, where ")
@@ -166,7 +158,7 @@ def test_a_tensor_name_that_is_not_text_is_refused_before_anything_is_written(
 def test_load_parameters_still_refuses_integer_tensors(tmp_path: Path) -> None:
     path = tmp_path / "arrays.safetensors"
     write_arrays(str(path), ARRAYS[:3], {})
-    with pytest.raises(CheckpointTensorError) as caught:
+    with raises_rule(FormatError, "checkpoint.tensor-dtype") as caught:
         load_parameters(path)
     assert (caught.value.name, caught.value.dtype) == ("step", "I64")
 

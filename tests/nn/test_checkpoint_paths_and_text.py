@@ -1,8 +1,8 @@
 """Checkpoints take any path and any text from outside the process, typed: a path the system
-cannot take, a folder or a missing folder is a ``CheckpointWriteError`` or
-``CheckpointReadError`` (never a raw ``ValueError`` or ``UnicodeEncodeError``) before anything
-is created; metadata that is not text is a ``CheckpointArgumentError``; a tensor under the
-format's reserved name ``__metadata__`` a ``ReservedTensorNameError``.
+cannot take, a folder or a missing folder is ``checkpoint.write`` or ``checkpoint.read`` (never a
+raw ``ValueError`` or ``UnicodeEncodeError``) before anything is created; metadata that is not
+text is ``checkpoint.argument``; a tensor under the format's reserved name ``__metadata__``
+``checkpoint.reserved-name``.
 
 The path property takes its oracle from the system (plain ``open(..., "xb")`` of the same name
 in a folder of its own); the metadata and name properties from the round trip through the
@@ -23,18 +23,13 @@ import safetensors
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from llm_from_scratch.errors import FileAccessError, FormatError, OptionError
 from llm_from_scratch.nn import NamedParameter, load_metadata, load_parameters, save_parameters
-from llm_from_scratch.nn.checkpoint import (
-    CheckpointArgumentError,
-    CheckpointReadError,
-    CheckpointWriteError,
-    ReservedTensorNameError,
-    write_arrays,
-)
+from llm_from_scratch.nn.checkpoint import write_arrays
 from llm_from_scratch.tensor import Tensor
 
 from checkpoint_support import known_parameters
-from checks import system_creates, within_seconds
+from checks import raises_rule, system_creates, within_seconds
 from conftest import KNOWN_TABLE, unavailable
 from strategies import path_names
 
@@ -68,12 +63,13 @@ def test_any_path_saves_and_loads_or_is_a_typed_error_that_creates_nothing(name:
         path = f"{folder}/{name}"
         try:
             save_parameters(path, known_parameters(), {"name": "kept"})
-        except CheckpointWriteError as error:
+        except FileAccessError as error:
+            assert error.rule == "checkpoint.write"
             event(f"write error {errno.errorcode.get(error.cause.errno or 0, '?')}")
             assert not expected and error.path == path and isinstance(error.cause, OSError)
             assert "\n" not in str(error.cause)
             assert os.listdir(folder) == []
-            with pytest.raises(CheckpointReadError) as caught:
+            with raises_rule(FileAccessError, "checkpoint.read") as caught:
                 load_metadata(path)
             assert caught.value.path == path and isinstance(caught.value.cause, OSError)
             return
@@ -108,18 +104,16 @@ def test_a_path_the_system_cannot_take_is_typed_for_each_call(
     tmp_path: Path, name: str, code: int
 ) -> None:
     path = f"{tmp_path}/{name}"
-    calls: list[tuple[type[Exception], Callable[[], object]]] = [
-        (CheckpointWriteError, lambda: save_parameters(path, known_parameters())),
-        (CheckpointReadError, lambda: load_parameters(path)),
-        (CheckpointReadError, lambda: load_metadata(path)),
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("checkpoint.write", lambda: save_parameters(path, known_parameters())),
+        ("checkpoint.read", lambda: load_parameters(path)),
+        ("checkpoint.read", lambda: load_metadata(path)),
     ]
-    for error_class, call in calls:
-        with pytest.raises(error_class) as caught:
+    for rule, call in calls:
+        with raises_rule(FileAccessError, rule, path=path) as caught:
             call()
         error = caught.value
-        assert type(error) is error_class
-        assert error.path == path  # type: ignore[attr-defined]
-        if error_class is CheckpointWriteError or code != errno.ENOENT:
+        if rule == "checkpoint.write" or code != errno.ENOENT:
             assert error.cause.errno == code  # type: ignore[attr-defined]
     assert os.listdir(tmp_path) == []
 
@@ -127,7 +121,7 @@ def test_a_path_the_system_cannot_take_is_typed_for_each_call(
 def test_a_fifo_is_refused_at_once_instead_of_waiting_for_a_writer(tmp_path: Path) -> None:
     fifo = tmp_path / "model.safetensors"
     os.mkfifo(fifo)
-    with within_seconds(5.0), pytest.raises(CheckpointReadError) as caught:
+    with within_seconds(5.0), raises_rule(FileAccessError, "checkpoint.read") as caught:
         load_parameters(fifo)
     assert caught.value.cause.errno == errno.EINVAL
     assert str(caught.value.cause).endswith("not a regular file (a pipe or a device)")
@@ -136,7 +130,7 @@ def test_a_fifo_is_refused_at_once_instead_of_waiting_for_a_writer(tmp_path: Pat
 def test_an_endless_device_is_refused_at_once() -> None:
     if not os.path.exists("/dev/zero"):
         unavailable("needs a /dev/zero device", ci_provides=True)
-    with within_seconds(1.0), pytest.raises(CheckpointReadError) as caught:
+    with within_seconds(1.0), raises_rule(FileAccessError, "checkpoint.read") as caught:
         load_metadata("/dev/zero")
     assert caught.value.cause.errno == errno.EINVAL
 
@@ -153,7 +147,8 @@ def test_any_metadata_round_trips_or_is_refused_before_anything_is_written(
         path = os.path.join(folder, "model.safetensors")
         try:
             save_parameters(path, known_parameters(), metadata)
-        except CheckpointArgumentError as error:
+        except OptionError as error:
+            assert error.rule == "checkpoint.argument"
             event("not text")
             assert not fine and error.argument == "metadata" and error.requirement == "text"
             assert "lone surrogate" in error.detail and "\n" not in str(error)
@@ -167,7 +162,7 @@ def test_any_metadata_round_trips_or_is_refused_before_anything_is_written(
 
 
 def test_metadata_that_is_not_text_is_refused_before_the_path() -> None:
-    with pytest.raises(CheckpointArgumentError) as caught:
+    with raises_rule(OptionError, "checkpoint.argument") as caught:
         save_parameters("/no/such/folder/m.safetensors", known_parameters(), {"a": "\ud800"})
     error = caught.value
     assert (error.argument, error.requirement) == ("metadata", "text")
@@ -190,12 +185,14 @@ def test_tensor_names_round_trip_unless_reserved_or_not_text(
         path = os.path.join(folder, "arrays.safetensors")
         try:
             write_arrays(path, arrays, metadata)
-        except ReservedTensorNameError as error:
+        except FormatError as error:
+            assert error.rule == "checkpoint.reserved-name"
             event("reserved")
             assert error.name == "__metadata__" in tensor_names
             assert os.listdir(folder) == []
             return
-        except CheckpointArgumentError as error:
+        except OptionError as error:
+            assert error.rule == "checkpoint.argument"
             event(f"not text: {error.argument}")
             assert "__metadata__" not in tensor_names
             assert not all(encodable(text) for text in texts)
@@ -212,7 +209,7 @@ def test_tensor_names_round_trip_unless_reserved_or_not_text(
 def test_a_parameter_named_like_the_metadata_is_refused_by_name_before_the_path() -> None:
     reserved = NamedParameter.from_tensor("__metadata__", Tensor((2,), [1.0, 2.0]))
     path = "/no/such/folder/m.safetensors"
-    with pytest.raises(ReservedTensorNameError) as caught:
+    with raises_rule(FormatError, "checkpoint.reserved-name") as caught:
         save_parameters(path, [*known_parameters(), reserved])
     assert (caught.value.path, caught.value.name) == (path, "__metadata__")
     assert "'__metadata__' is reserved by the safetensors format" in str(caught.value)

@@ -12,14 +12,14 @@ import pytest
 
 import llm_from_scratch.autograd.value as value_module
 from llm_from_scratch.autograd import NonFiniteParameterError
-from llm_from_scratch.nn import NamedParameter, load_parameters, save_parameters
-from llm_from_scratch.nn.checkpoint import (
-    CheckpointArgumentError,
-    CheckpointFormatError,
-    CheckpointWriteError,
-    NonFiniteValueError,
+from llm_from_scratch.errors import (
+    FileAccessError,
+    FormatError,
+    NonFiniteError,
+    OptionError,
+    TableError,
 )
-from llm_from_scratch.nn.init import NotANamedParameterError
+from llm_from_scratch.nn import NamedParameter, load_parameters, save_parameters
 from llm_from_scratch.tensor import Tensor
 
 from checkpoint_support import (
@@ -28,6 +28,7 @@ from checkpoint_support import (
     known_parameters,
     outcome_without_privileges,
 )
+from checks import raises_rule
 
 EARLIER = b"an earlier checkpoint that must survive"
 
@@ -59,7 +60,7 @@ def test_a_full_disk_while_writing_leaves_the_earlier_file_and_no_temporary(
 ) -> None:
     full = OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(os, "write", failing_after(limit, full))
-    with pytest.raises(CheckpointWriteError) as caught:
+    with raises_rule(FileAccessError, "checkpoint.write") as caught:
         save_parameters(earlier, known_parameters())
     monkeypatch.undo()
     error = caught.value
@@ -78,7 +79,7 @@ def test_a_failure_to_flush_or_rename_leaves_the_earlier_file(
         raise failure
 
     monkeypatch.setattr(os, step, fail)
-    with pytest.raises(CheckpointWriteError) as caught:
+    with raises_rule(FileAccessError, "checkpoint.write") as caught:
         save_parameters(earlier, known_parameters())
     monkeypatch.undo()
     assert caught.value.cause is failure
@@ -102,13 +103,13 @@ def test_a_folder_that_is_not_writable_leaves_the_earlier_file() -> None:
         path.chmod(0o644)
         folder.chmod(0o555)
         report = outcome_without_privileges(lambda: save_parameters(path, known_parameters()))
-        assert report == f"CheckpointWriteError PermissionError {errno.EACCES}"
+        assert report == f"FileAccessError checkpoint.write PermissionError {errno.EACCES}"
         assert_untouched(path)
 
 
 def test_a_missing_folder_is_a_write_error_and_creates_nothing(tmp_path: Path) -> None:
     path = tmp_path / "missing" / "model.safetensors"
-    with pytest.raises(CheckpointWriteError) as caught:
+    with raises_rule(FileAccessError, "checkpoint.write") as caught:
         save_parameters(path, known_parameters())
     assert isinstance(caught.value.cause, FileNotFoundError)
     assert os.listdir(tmp_path) == []
@@ -118,7 +119,7 @@ def test_a_directory_at_the_target_path_is_left_as_it_was(tmp_path: Path) -> Non
     target = tmp_path / "model.safetensors"
     target.mkdir()
     (target / "inside").write_bytes(b"kept")
-    with pytest.raises(CheckpointWriteError) as caught:
+    with raises_rule(FileAccessError, "checkpoint.write") as caught:
         save_parameters(target, known_parameters())
     assert isinstance(caught.value.cause, IsADirectoryError | OSError)
     assert sorted(os.listdir(tmp_path)) == ["model.safetensors"]
@@ -138,7 +139,7 @@ def test_a_non_finite_parameter_is_refused_before_anything_is_written(
     with monkeypatch.context() as patch:  # so the writer's own check is reached around that one
         patch.setattr(value_module, "first_non_finite", lambda array: None)
         bad = NamedParameter.from_tensor("b.weight", table)
-    with pytest.raises(NonFiniteValueError) as caught:
+    with raises_rule(NonFiniteError, "checkpoint.non-finite") as caught:
         save_parameters(earlier, [good, bad])
     error = caught.value
     assert (error.path, error.name, error.position, error.value) == (
@@ -159,7 +160,7 @@ def test_a_non_finite_parameter_is_refused_before_anything_is_written(
     ],
 )
 def test_metadata_must_map_str_to_str(earlier: Path, metadata: object, detail: str) -> None:
-    with pytest.raises(CheckpointArgumentError) as caught:
+    with raises_rule(OptionError, "checkpoint.argument") as caught:
         save_parameters(earlier, known_parameters(), metadata=metadata)  # type: ignore[arg-type]
     error = caught.value
     assert (error.argument, error.requirement, error.detail) == (
@@ -174,16 +175,16 @@ def test_parameters_that_are_not_a_collection_and_paths_that_are_not_paths_are_r
     earlier: Path,
 ) -> None:
     leaf = known_parameters()["token_embedding.weight"].tensor
-    with pytest.raises(NotANamedParameterError):
+    with raises_rule(TableError, "parameters.item-type"):
         save_parameters(earlier, [leaf])  # type: ignore[list-item]
-    with pytest.raises(CheckpointArgumentError) as caught:
+    with raises_rule(OptionError, "checkpoint.argument") as caught:
         save_parameters(3, known_parameters())  # type: ignore[arg-type]
     assert (caught.value.argument, caught.value.detail) == ("path", "int")
     assert_untouched(earlier)
 
 
 def test_a_header_beyond_the_format_limit_is_refused(earlier: Path) -> None:
-    with pytest.raises(CheckpointFormatError) as caught:
+    with raises_rule(FormatError, "checkpoint.invalid") as caught:
         save_parameters(earlier, known_parameters(), metadata={"note": "x" * 100_000_000})
     found = re.fullmatch(
         r"the header would take (\d+) bytes, over the limit of 100000000", str(caught.value.cause)

@@ -16,21 +16,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import GraphRetention, ReleasedOperandError, TensorValue
-from llm_from_scratch.nn import (
-    Embedding,
+from llm_from_scratch.autograd import (
     EmbeddingError,
-    EmbeddingInitializationError,
-    EmptyVocabularyError,
-    NamedParameter,
-    SplitMix64,
-    TableRankError,
-    ZeroEmbeddingWidthError,
+    GraphRetention,
+    ReleasedOperandError,
+    TensorValue,
 )
-from llm_from_scratch.nn.init import InvalidNameByteError, ParameterTableError
+from llm_from_scratch.errors import TableError
+from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
 from llm_from_scratch.tensor import Tensor
 
-from checks import check_outcome, leaf_state, within_seconds
+from checks import check_outcome, leaf_state, raises_rule, within_seconds
 from conftest import KNOWN_UPSTREAM
 from reference import Returns, element_count, expected_from_parameter, expected_new
 from strategies import HUGE_EXTENTS, INTEGER_DTYPES, numpy_integers
@@ -55,31 +51,28 @@ def test_from_parameter_checks_rank_then_rows_then_width() -> None:
         count = int(np.prod(shape))
         return NamedParameter.from_tensor("w", Tensor(shape, [0.0] * count))
 
-    with pytest.raises(TableRankError) as rank:
+    with raises_rule(TableError, "table.rank", rank=1) as rank:
         Embedding.from_parameter(named((0,)))
-    assert rank.value.rank == 1
     assert str(rank.value) == "embedding table must have rank two, got rank 1"
-    with pytest.raises(
-        EmptyVocabularyError, match=r"^embedding vocabulary must contain at least one row$"
-    ):
+    with raises_rule(TableError, "table.empty-vocabulary") as rows:
         Embedding.from_parameter(named((0, 0)))
-    with pytest.raises(
-        ZeroEmbeddingWidthError, match=r"^embedding width must be greater than zero$"
-    ):
+    assert str(rows.value) == "embedding vocabulary must contain at least one row"
+    with raises_rule(TableError, "table.zero-width") as width:
         Embedding.from_parameter(named((3, 0)))
+    assert str(width.value) == "embedding width must be greater than zero"
 
 
 def test_new_maps_zero_sizes_and_wraps_other_initialization_errors() -> None:
     rng = SplitMix64.from_seed(5)
     before = rng.state
-    with pytest.raises(EmptyVocabularyError):
+    with raises_rule(TableError, "table.empty-vocabulary"):
         Embedding.new("token_embedding.weight", 0, 2, rng)
-    with pytest.raises(ZeroEmbeddingWidthError):
+    with raises_rule(TableError, "table.zero-width"):
         Embedding.new("token_embedding.weight", 4, 0, rng)
-    with pytest.raises(EmbeddingInitializationError) as caught:
+    with raises_rule(TableError, "table.initialization") as caught:
         Embedding.new("Token", 0, 0, rng)
-    assert isinstance(caught.value.__cause__, InvalidNameByteError)
-    with pytest.raises(EmbeddingInitializationError):
+    assert caught.value.__cause__.rule == "name.byte"
+    with raises_rule(TableError, "table.initialization"):
         Embedding.new("w", 2**40, 2**40, rng)
     assert rng.state == before
 
@@ -91,9 +84,9 @@ def test_a_huge_table_fails_fast_with_a_typed_error_and_leaves_the_generator_alo
     rows: int, width: int
 ) -> None:
     rng = SplitMix64.from_seed(18)
-    with within_seconds(1.0), pytest.raises(EmbeddingInitializationError) as caught:
+    with within_seconds(1.0), raises_rule(TableError, "table.initialization") as caught:
         Embedding.new("w", rows, width, rng)
-    assert isinstance(caught.value.__cause__, ParameterTableError)
+    assert caught.value.__cause__.rule == "table.build"
     assert rng == SplitMix64.from_seed(18)
 
 

@@ -16,24 +16,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import llm_from_scratch.autograd.bag as bag_module
-from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.autograd import TensorValue, TokenIdOutOfBoundsError
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.errors import IdError, OptionError
 from llm_from_scratch.nn import (
-    BagLayoutError,
     EmbeddingBag,
     NamedParameter,
-    OffsetsError,
-    OptionTypeError,
-    OptionValueError,
-    PerSampleWeightsError,
     SplitMix64,
-    TokenIdOutOfBoundsError,
     functional,
 )
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ChangingInteger, CountedSequence, ShowsOtherValues
-from checks import check_outcome, leaf_state
+from checks import check_outcome, leaf_state, raises_rule
 from conftest import KNOWN_TABLE
 from reference import Raises, Returns, expected_bag_starts, plain_bag, plain_bag_gradients
 
@@ -273,12 +268,12 @@ def test_each_offset_error_names_its_offending_offset() -> None:
     layer = known_bag("sum")
 
     def refused(rule: str, **fields: object) -> Raises:
-        return Raises(OffsetsError, {"rule": rule, **fields})
+        return Raises(IdError, {"rule": f"offsets.{rule}", **fields})
 
     cases: list[tuple[object, bool, Raises]] = [
         (np.zeros((1, 2), dtype=np.int64), False, refused("container")),
         ([], False, refused("empty")),
-        ([0, 1.5], False, refused("integer", position=1, offset=1.5)),
+        ([0, 1.5], False, refused("type", position=1, offset=1.5)),
         ([0, -1], False, refused("range", position=1, offset=-1, bound=3)),
         ([0, 4], False, refused("range", position=1, offset=4, bound=3)),
         ([2, 3], False, refused("first", offset=2)),
@@ -297,11 +292,11 @@ def test_offsets_are_read_once_like_ids() -> None:
     changing = ChangingInteger([2, 0])
     out = layer([0, 1, 2, 3], [0, changing])
     assert changing.reads == 1 and out.numpy()[:, 0].tolist() == [30.0, 70.0]
-    with pytest.raises(OffsetsError):
+    with raises_rule(IdError, "offsets.container"):
         layer([0, 1], CountedSequence([0, 1, 1], 2))
     subclass = np.array([0, 1]).view(ShowsOtherValues)
     assert layer([0, 1, 2], subclass).numpy()[:, 0].tolist() == [10.0, 50.0]
-    with pytest.raises(OffsetsError):
+    with raises_rule(IdError, "offsets.container"):
         layer([0, 1], np.ma.array([0, 1]))
 
 
@@ -314,42 +309,35 @@ def test_include_last_offset_takes_boundaries_and_zero_bags_are_fine() -> None:
 
 def test_the_call_checks_the_flag_the_weights_mode_then_ids_layout_offsets_and_weights() -> None:
     mean = known_bag("mean")
-    with pytest.raises(OptionTypeError):
+    with raises_rule(OptionError, "option.type"):
         mean([9], "bad", per_sample_weights=[1.0], include_last_offset=1)  # type: ignore[arg-type]
-    with pytest.raises(PerSampleWeightsError) as mode:
+    with raises_rule(IdError, "weights.mode", value="mean"):
         mean([9], "bad", per_sample_weights=[1.0])  # type: ignore[arg-type]
-    assert (mode.value.rule, mode.value.value) == ("mode", "mean")
     summed = known_bag("sum")
     with pytest.raises(TokenIdOutOfBoundsError):
         summed([9], "bad", per_sample_weights=[1.0])  # type: ignore[arg-type]
-    with pytest.raises(BagLayoutError) as layout:
+    with raises_rule(IdError, "bag.layout", rank=2, offsets_given=True):
         summed([[0]], [0], per_sample_weights=[1.0])  # type: ignore[arg-type]
-    assert (layout.value.rank, layout.value.offsets_given) == (2, True)
-    with pytest.raises(OffsetsError) as offsets:
+    with raises_rule(IdError, "offsets.container"):
         summed([0], "bad", per_sample_weights=[1.0])  # type: ignore[arg-type]
-    assert offsets.value.rule == "container"
-    with pytest.raises(PerSampleWeightsError) as weights_type:
+    with raises_rule(IdError, "weights.type", value="list"):
         summed([0], [0], per_sample_weights=[1.0])  # type: ignore[arg-type]
-    assert (weights_type.value.rule, weights_type.value.value) == ("type", "list")
-    with pytest.raises(PerSampleWeightsError):
+    with raises_rule(IdError, "weights.type"):
         summed([0], [0], per_sample_weights=Tensor((1,), [1.0], dtype=np.float32))
-    with pytest.raises(PerSampleWeightsError) as shape:
+    with raises_rule(IdError, "weights.shape", expected=(1, 2), value=(2,)):
         summed([[0, 1]], per_sample_weights=np.ones(2))
-    assert (shape.value.rule, shape.value.expected, shape.value.value) == ("shape", (1, 2), (2,))
 
 
 def test_the_options_are_checked_mode_first_and_shown_in_the_repr() -> None:
-    with pytest.raises(OptionValueError) as mode:
+    with raises_rule(OptionError, "option.value", name="mode"):
         known_bag("min", padding_idx=9)
-    assert mode.value.name == "mode"
-    with pytest.raises(OptionValueError) as padding:
+    with raises_rule(OptionError, "option.value", name="padding_idx"):
         known_bag("max", padding_idx=9)
-    assert padding.value.name == "padding_idx"
     layer = EmbeddingBag.new("w", 4, 2, SplitMix64.from_seed(1), mode="max", padding_idx=-1)
     assert (layer.mode, layer.padding_idx) == ("max", 3)
     assert "mode='max'" in repr(layer) and "padding_idx=3" in repr(layer)
     assert layer.table.tensor.numpy()[3].tolist() == [0.0, 0.0]
-    with pytest.raises(OptionValueError):
+    with raises_rule(OptionError, "option.value"):
         functional.embedding_bag([[0]], layer.table.tensor, mode="SUM")
 
 

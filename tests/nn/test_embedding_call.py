@@ -15,12 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from llm_from_scratch.nn import (
-    Embedding,
-    SplitMix64,
-    TokenIdContainerError,
-    TokenIdOutOfBoundsError,
-)
+from llm_from_scratch.autograd import TokenIdContainerError, TokenIdOutOfBoundsError
+from llm_from_scratch.nn import Embedding, SplitMix64
 
 from checks import check_lookup, leaf_state
 from conftest import KNOWN_UPSTREAM

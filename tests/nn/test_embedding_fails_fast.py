@@ -16,15 +16,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import InvalidShapeError
-from llm_from_scratch.nn import (
-    Embedding,
+from llm_from_scratch.autograd import (
     IndexAllocationError,
-    NamedParameter,
+    InvalidShapeError,
     TokenIdContainerError,
-    TokenIdNestingError,
     TokenShapeError,
 )
+from llm_from_scratch.autograd.errors import TokenIdNestingError
+from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import (
     MAX_AXES,
     ShapeOverflowError,

@@ -18,17 +18,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import InvalidShapeError
-from llm_from_scratch.nn import (
-    Embedding,
+from llm_from_scratch.autograd import (
     IndexAllocationError,
-    SplitMix64,
+    InvalidShapeError,
     TokenCountMismatchError,
     TokenIdContainerError,
     TokenIdOutOfBoundsError,
     TokenIdTypeError,
     TokenShapeError,
 )
+from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.tensor import NegativeExtentError, ShapeOverflowError
 
 from checks import check_error, check_lookup, leaf_state, within_seconds

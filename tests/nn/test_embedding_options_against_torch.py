@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.autograd import TensorValue
+from llm_from_scratch.errors import TableError
 from llm_from_scratch.nn import Embedding, NamedParameter, functional
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
+from checks import raises_rule
 from conftest import import_optional
 
 torch = import_optional("torch")
@@ -160,11 +162,9 @@ def test_from_parameter_with_max_norm_renormalizes_like_pytorchs_module() -> Non
 
 
 def test_a_torch_tensor_is_named_as_such_when_refused_as_a_table() -> None:
-    from llm_from_scratch.nn import PretrainedTableTypeError, TableTypeError
-
-    with pytest.raises(PretrainedTableTypeError) as pretrained:
+    with raises_rule(TableError, "table.pretrained-type") as pretrained:
         Embedding.from_pretrained(torch.zeros(2, 2))
     assert pretrained.value.table_type == "torch.Tensor"
-    with pytest.raises(TableTypeError) as functional_table:
+    with raises_rule(TableError, "table.type") as functional_table:
         functional.embedding([0], torch.zeros(2, 2))
     assert functional_table.value.table_type == "torch.Tensor"

@@ -16,16 +16,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import llm_from_scratch.autograd.gather as gather_module
-from llm_from_scratch.autograd import IndexContainerError
-from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
-from llm_from_scratch.nn import (
-    Embedding,
-    NamedParameter,
+from llm_from_scratch.autograd import (
+    IndexContainerError,
     TokenCountMismatchError,
     TokenIdContainerError,
     TokenIdOutOfBoundsError,
     TokenIdTypeError,
 )
+from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import (

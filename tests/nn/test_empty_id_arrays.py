@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llm_from_scratch.autograd import GatherIndexDtypeError, GatherIndexTypeError
-from llm_from_scratch.nn import (
-    Embedding,
-    NamedParameter,
+from llm_from_scratch.autograd import (
+    GatherIndexDtypeError,
+    GatherIndexTypeError,
     TokenIdDtypeError,
     TokenIdTypeError,
 )
+from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import Tensor
 
 from checks import leaf_state

@@ -12,29 +12,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_from_scratch.autograd import NonFiniteParameterError, NotRecordedError
-from llm_from_scratch.errors import OptionError
+from llm_from_scratch.autograd import NotRecordedError
+from llm_from_scratch.errors import NonFiniteError, OptionError, TableError
 from llm_from_scratch.nn import (
     Embedding,
     EmbeddingBag,
-    EmbeddingInitializationError,
-    EmptyVocabularyError,
     FrozenTable,
     NamedParameter,
-    OptionTypeError,
-    OptionValueError,
-    PretrainedTableTypeError,
-    TableRankError,
-    ZeroEmbeddingWidthError,
     load_parameters,
     save_parameters,
 )
-from llm_from_scratch.nn.init import InvalidNameByteError
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ShowsOtherValues
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 from conftest import KNOWN_TABLE
 
 VALUES = np.array(KNOWN_TABLE).reshape(4, 2)
@@ -103,38 +95,35 @@ def test_the_padding_row_keeps_its_pretrained_values_and_gets_no_gradient() -> N
 
 
 def test_the_checks_come_in_order_table_shape_name_options_freeze_then_values() -> None:
-    with pytest.raises(PretrainedTableTypeError) as not_a_table:
+    with raises_rule(TableError, "table.pretrained-type", table_type="list"):
         Embedding.from_pretrained([[1.0]], name="Bad", padding_idx=9)
-    assert not_a_table.value.table_type == "list"
-    with pytest.raises(PretrainedTableTypeError) as float16:
+    float16 = "ndarray of dtype float16"
+    with raises_rule(TableError, "table.pretrained-type", table_type=float16):
         Embedding.from_pretrained(VALUES.astype(np.float16))
-    assert float16.value.table_type == "ndarray of dtype float16"
-    with pytest.raises(PretrainedTableTypeError):
+    with raises_rule(TableError, "table.pretrained-type"):
         Embedding.from_pretrained(np.ma.array(VALUES))
-    with pytest.raises(TableRankError):
+    with raises_rule(TableError, "table.rank"):
         Embedding.from_pretrained(np.zeros(3), name="Bad")
-    with pytest.raises(EmptyVocabularyError):
+    with raises_rule(TableError, "table.empty-vocabulary"):
         Embedding.from_pretrained(np.zeros((0, 2)), name="Bad")
-    with pytest.raises(ZeroEmbeddingWidthError):
+    with raises_rule(TableError, "table.zero-width"):
         Embedding.from_pretrained(np.zeros((3, 0)), name="Bad")
-    with pytest.raises(EmbeddingInitializationError) as name:
+    with raises_rule(TableError, "table.initialization") as name:
         Embedding.from_pretrained(VALUES, name="Bad", padding_idx=9)
-    assert isinstance(name.value.cause, InvalidNameByteError)
-    with pytest.raises(OptionValueError):
+    assert name.value.cause.rule == "name.byte"
+    with raises_rule(OptionError, "option.value"):
         Embedding.from_pretrained(VALUES, padding_idx=9, freeze="no")  # type: ignore[arg-type]
-    with pytest.raises(OptionTypeError) as freeze:
+    with raises_rule(OptionError, "option.type", name="freeze"):
         Embedding.from_pretrained(VALUES, freeze=1, max_norm=1.0)  # type: ignore[arg-type]
-    assert freeze.value.name == "freeze"
     for freeze_it in (True, False):
-        with pytest.raises(NonFiniteParameterError) as not_finite:
+        with raises_rule(NonFiniteError, "parameter.non-finite", position=2, value=np.inf):
             Embedding.from_pretrained(np.array([[1.0, 2.0], [np.inf, 0.0]]), freeze=freeze_it)
-        assert (not_finite.value.position, not_finite.value.value) == (2, np.inf)
 
 
 def test_a_failed_call_leaves_a_given_parameter_as_it_was() -> None:
     parameter = NamedParameter.from_tensor("w", Tensor((4, 2), KNOWN_TABLE))
     before = leaf_state(parameter.tensor)
-    with pytest.raises(OptionValueError):
+    with raises_rule(OptionError, "option.value"):
         Embedding.from_pretrained(parameter, freeze=False, padding_idx=4)
     assert leaf_state(parameter.tensor) == before
 
@@ -155,7 +144,7 @@ def test_a_frozen_table_checks_itself_and_a_deep_copy_shares_it() -> None:
     assert twin.table is layer.table and twin.padding_idx == 0
     with pytest.raises(TypeError):
         FrozenTable("w", Embedding.from_pretrained(VALUES, freeze=False).table.tensor)
-    with pytest.raises(InvalidNameByteError):
+    with raises_rule(TableError, "name.byte"):
         FrozenTable("W", layer.table.tensor)
     assert repr(layer.table) == "FrozenTable(name='token_embedding.weight', shape=(4, 2))"
     assert "frozen=True" in repr(layer)

@@ -15,22 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llm_from_scratch.autograd import TensorValue, no_grad
-from llm_from_scratch.nn import (
-    Embedding,
-    NamedParameter,
-    OptionTypeError,
-    OptionValueError,
-    SplitMix64,
-    TableRankError,
-    TableTypeError,
-    TokenIdOutOfBoundsError,
-    functional,
-)
+from llm_from_scratch.autograd import TensorValue, TokenIdOutOfBoundsError, no_grad
+from llm_from_scratch.errors import OptionError, TableError
+from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64, functional
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ChangingInteger, ChangingReal
-from checks import check_outcome, leaf_state
+from checks import check_outcome, leaf_state, raises_rule
 from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
 from reference import (
     Raises,
@@ -109,17 +100,17 @@ def test_the_gradient_with_options_equals_the_plain_loop_bit_for_bit(
 def test_the_function_checks_the_table_the_options_an_operation_table_then_the_ids() -> None:
     constant = TensorValue.constant(Tensor((4, 2), KNOWN_TABLE))
     vector = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
-    with pytest.raises(TableTypeError) as not_a_value:
+    with raises_rule(TableError, "table.type") as not_a_value:
         functional.embedding([9], np.zeros((4, 2)), padding_idx=9)  # type: ignore[arg-type]
     assert not_a_value.value.table_type == "numpy.ndarray"
-    with pytest.raises(TableRankError):
+    with raises_rule(TableError, "table.rank"):
         functional.embedding([9], vector, padding_idx=9)
-    with pytest.raises(OptionValueError):
+    with raises_rule(OptionError, "option.value"):
         functional.embedding([9], known_table(), padding_idx=9, max_norm=-1.0)
-    with pytest.raises(OptionValueError):
+    with raises_rule(OptionError, "option.value"):
         functional.embedding([9], constant, max_norm=-1.0)
     result = constant.add(known_table())
-    with pytest.raises(OptionValueError) as operation:
+    with raises_rule(OptionError, "option.value") as operation:
         functional.embedding([9], result, max_norm=1.0)
     assert operation.value.name == "max_norm"
     with pytest.raises(TokenIdOutOfBoundsError):
@@ -128,7 +119,7 @@ def test_the_function_checks_the_table_the_options_an_operation_table_then_the_i
 
 def test_max_norm_is_refused_for_an_operation_result_which_never_changes() -> None:
     result = known_table().add(Tensor((4, 2), [0.0] * 8))
-    with pytest.raises(OptionValueError) as caught:
+    with raises_rule(OptionError, "option.value") as caught:
         functional.embedding([0], result, max_norm=1.0)
     assert caught.value.requirement == (
         "None when the table is an operation result (renormalize a parameter or a constant table)"
@@ -206,21 +197,19 @@ def test_the_option_fields_cannot_be_replaced(known_layer: Embedding) -> None:
 
 def test_a_bad_option_in_new_leaves_the_generator_where_it_was() -> None:
     rng = SplitMix64.from_seed(3)
-    with pytest.raises(OptionValueError):
+    with raises_rule(OptionError, "option.value"):
         Embedding.new("w", 4, 2, rng, padding_idx=4)
-    with pytest.raises(OptionTypeError):
+    with raises_rule(OptionError, "option.type"):
         Embedding.new("w", 4, 2, rng, scale_grad_by_freq="yes")  # type: ignore[arg-type]
     assert rng.state == 3
 
 
 def test_new_checks_the_sizes_before_the_options_and_the_options_before_the_generator() -> None:
-    from llm_from_scratch.nn import EmbeddingInitializationError, EmptyVocabularyError
-
-    with pytest.raises(EmptyVocabularyError):
+    with raises_rule(TableError, "table.empty-vocabulary"):
         Embedding.new("w", 0, 2, SplitMix64.from_seed(1), padding_idx=5)
-    with pytest.raises(OptionValueError):
+    with raises_rule(OptionError, "option.value"):
         Embedding.new("w", 4, 2, None, padding_idx=5)  # type: ignore[arg-type]
-    with pytest.raises(EmbeddingInitializationError):
+    with raises_rule(TableError, "table.initialization"):
         Embedding.new("w", 4, 2, None, padding_idx=3)  # type: ignore[arg-type]
 
 
@@ -238,7 +227,7 @@ def test_each_option_is_read_once_and_that_one_value_is_checked_and_stored() -> 
     )
     assert (layer.padding_idx, layer.max_norm, layer.norm_type) == (3, 2.0, 3.0)
     assert padding_idx.reads == max_norm.reads == norm_type.reads == 1
-    with pytest.raises(OptionValueError) as caught:
+    with raises_rule(OptionError, "option.value") as caught:
         Embedding.from_parameter(layer.table, padding_idx=ChangingInteger([7, 0]))  # type: ignore[arg-type]
     assert (caught.value.name, caught.value.value) == ("padding_idx", 7)
 
@@ -296,5 +285,5 @@ def test_the_options_raise_the_documented_error_in_order_or_are_stored_checked(
 def test_nan_and_infinite_norms_are_refused_with_their_own_classes() -> None:
     table = NamedParameter.from_tensor("w", Tensor((4, 2), KNOWN_TABLE))
     for value in (math.nan, math.inf, 0.0, -1.0, True, None):
-        with pytest.raises(OptionValueError):
+        with raises_rule(OptionError, "option.value"):
             Embedding.from_parameter(table, norm_type=value)  # type: ignore[arg-type]

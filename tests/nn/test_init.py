@@ -5,22 +5,11 @@ import copy
 import numpy as np
 import pytest
 
-from llm_from_scratch.nn.init import (
-    EmptyNameSegmentError,
-    EmptyParameterNameError,
-    FanValueError,
-    InitializationError,
-    InvalidNameByteError,
-    NamedParameter,
-    ParameterNameTypeError,
-    SeedRangeError,
-    SplitMix64,
-    ZeroFanInError,
-    ZeroFanOutError,
-    validate_parameter_name,
-)
+from llm_from_scratch.errors import TableError
+from llm_from_scratch.nn.init import NamedParameter, SplitMix64, validate_parameter_name
 from llm_from_scratch.tensor import Tensor
 
+from checks import raises_rule
 from reference import SplitMix64Reference, xavier_table
 
 MASK = 2**64 - 1
@@ -53,7 +42,7 @@ def test_copies_and_equal_states_produce_the_same_stream() -> None:
 
 @pytest.mark.parametrize("seed", [-1, 2**64, True, 1.5])
 def test_seeds_outside_64_bits_are_rejected(seed: object) -> None:
-    with pytest.raises(SeedRangeError):
+    with raises_rule(TableError, "seed.range", seed=seed):
         SplitMix64.from_seed(seed)  # type: ignore[arg-type]
 
 
@@ -73,39 +62,40 @@ def test_xavier_float32_rounds_the_float64_values() -> None:
 
 
 def test_xavier_rejects_zero_fan_in_before_zero_fan_out() -> None:
-    with pytest.raises(ZeroFanInError, match=r"^fan-in must be greater than zero$"):
+    with raises_rule(TableError, "fan.zero-in") as fan_in:
         NamedParameter.xavier_uniform("w", 0, 0, SplitMix64.from_seed(1))
-    with pytest.raises(ZeroFanOutError, match=r"^fan-out must be greater than zero$"):
+    assert str(fan_in.value) == "fan-in must be greater than zero"
+    with raises_rule(TableError, "fan.zero-out") as fan_out:
         NamedParameter.xavier_uniform("w", 1, 0, SplitMix64.from_seed(1))
+    assert str(fan_out.value) == "fan-out must be greater than zero"
 
 
 @pytest.mark.parametrize(
-    ("name", "error", "fields"),
+    ("name", "rule", "fields"),
     [
-        ("", EmptyParameterNameError, {}),
-        (".weight", EmptyNameSegmentError, {"index": 0}),
-        ("token..weight", EmptyNameSegmentError, {"index": 6}),
-        ("weight.", EmptyNameSegmentError, {"index": 7}),
-        ("Weight", InvalidNameByteError, {"index": 0, "byte": 0x57}),
-        ("token-embedding", InvalidNameByteError, {"index": 5, "byte": 0x2D}),
-        ("wé", InvalidNameByteError, {"index": 1, "byte": 0xC3}),
+        ("", "name.empty", {}),
+        (".weight", "name.segment", {"index": 0}),
+        ("token..weight", "name.segment", {"index": 6}),
+        ("weight.", "name.segment", {"index": 7}),
+        ("Weight", "name.byte", {"index": 0, "byte": 0x57}),
+        ("token-embedding", "name.byte", {"index": 5, "byte": 0x2D}),
+        ("wé", "name.byte", {"index": 1, "byte": 0xC3}),
     ],
 )
 def test_names_are_rejected_at_their_first_bad_byte(
-    name: str, error: type[Exception], fields: dict[str, int]
+    name: str, rule: str, fields: dict[str, int]
 ) -> None:
-    with pytest.raises(error) as caught:
+    with raises_rule(TableError, rule, name=name, **fields):
         validate_parameter_name(name)
-    assert {key: getattr(caught.value, key) for key in fields} == fields
 
 
 def test_name_messages_keep_the_contract_wording() -> None:
-    with pytest.raises(InvalidNameByteError) as caught:
+    with raises_rule(TableError, "name.byte") as caught:
         validate_parameter_name("a b")
     assert str(caught.value) == (
         "parameter name byte 1 must be lowercase ASCII, a digit, underscore, or dot; got 0x20"
     )
-    with pytest.raises(EmptyNameSegmentError) as segment:
+    with raises_rule(TableError, "name.segment") as segment:
         validate_parameter_name("a.")
     assert str(segment.value) == "parameter name has an empty dot-separated segment at byte 2"
 
@@ -116,29 +106,29 @@ def test_valid_names_pass() -> None:
 
 
 def test_a_name_that_is_not_a_string_is_a_type_error() -> None:
-    with pytest.raises(ParameterNameTypeError):
+    with raises_rule(TableError, "name.type", name_type="int"):
         validate_parameter_name(3)
 
 
 @pytest.mark.parametrize(
-    ("name", "fan_in", "fan_out", "error"),
+    ("name", "fan_in", "fan_out", "rule"),
     [
-        ("Bad", 4, 2, InvalidNameByteError),
-        ("", 0, 2, EmptyParameterNameError),
-        ("w", 0, 2, ZeroFanInError),
-        ("w", 4, 0, ZeroFanOutError),
-        ("w", -1, 2, FanValueError),
-        ("w", 4, True, FanValueError),
-        ("w", 2**40, 2**40, InitializationError),
+        ("Bad", 4, 2, "name.byte"),
+        ("", 0, 2, "name.empty"),
+        ("w", 0, 2, "fan.zero-in"),
+        ("w", 4, 0, "fan.zero-out"),
+        ("w", -1, 2, "fan.value"),
+        ("w", 4, True, "fan.value"),
+        ("w", 2**40, 2**40, "table.build"),
     ],
 )
 def test_the_generator_is_unchanged_after_every_failing_constructor(
-    name: str, fan_in: int, fan_out: int, error: type[Exception]
+    name: str, fan_in: int, fan_out: int, rule: str
 ) -> None:
     rng = SplitMix64.from_seed(99)
     rng.next_u64()
     before = rng.state
-    with pytest.raises(error):
+    with raises_rule(TableError, rule):
         NamedParameter.xavier_uniform(name, fan_in, fan_out, rng)
     assert rng.state == before
 

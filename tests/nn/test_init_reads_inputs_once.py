@@ -12,24 +12,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from llm_from_scratch.errors import TableError
 from llm_from_scratch.nn import (
     Embedding,
-    EmbeddingInitializationError,
-    EmptyVocabularyError,
     NamedParameter,
     SplitMix64,
-    ZeroEmbeddingWidthError,
 )
 from llm_from_scratch.nn.init import (
-    EmptyNameSegmentError,
-    FanValueError,
-    InvalidNameByteError,
-    SeedRangeError,
     validate_parameter_name,
 )
 from llm_from_scratch.tensor import Tensor
 
 from adversarial_inputs import ChangingInteger, FailingInteger, LyingStr
+from checks import raises_rule
 from reference import SplitMix64Reference
 
 ANY_INTEGER = st.integers(-(2**70), 2**70)
@@ -46,7 +41,7 @@ def test_a_seed_whose_answer_changes_is_read_once_and_that_answer_is_the_state(
         reference = SplitMix64Reference(first)
         assert rng.next_unit_f64() == reference.next_unit()
     else:
-        with pytest.raises(SeedRangeError) as caught:
+        with raises_rule(TableError, "seed.range") as caught:
             SplitMix64(seed)  # type: ignore[arg-type]
         assert caught.value.seed is seed
     assert seed.reads == 1
@@ -55,13 +50,13 @@ def test_a_seed_whose_answer_changes_is_read_once_and_that_answer_is_the_state(
 def test_the_state_minus_one_example_is_refused() -> None:
     seed = ChangingInteger([0, -1])
     assert SplitMix64.from_seed(seed).state == 0  # type: ignore[arg-type]
-    with pytest.raises(SeedRangeError):
+    with raises_rule(TableError, "seed.range"):
         SplitMix64.from_seed(ChangingInteger([-1, 0]))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("seed", [FailingInteger(), True, np.bool_(False), 1.0, "1", None])
 def test_a_seed_that_is_no_readable_integer_is_a_seed_range_error(seed: object) -> None:
-    with pytest.raises(SeedRangeError) as caught:
+    with raises_rule(TableError, "seed.range") as caught:
         SplitMix64.from_seed(seed)  # type: ignore[arg-type]
     assert caught.value.seed is seed
 
@@ -90,12 +85,12 @@ def test_fans_whose_answers_change_are_read_once_and_the_generator_moves_only_on
             Embedding.new("w", rows_given, width_given, rng)  # type: ignore[arg-type]
         error = caught.value
         if rows_first < 0 or width_first < 0:
-            assert type(error) is EmbeddingInitializationError
-            assert isinstance(error.cause, FanValueError)
+            assert (type(error), error.rule) == (TableError, "table.initialization")
+            assert error.cause.rule == "fan.value"
             assert error.cause.which == ("fan-in" if rows_first < 0 else "fan-out")
         else:
-            empty = EmptyVocabularyError if rows_first == 0 else ZeroEmbeddingWidthError
-            assert type(error) is empty
+            empty = "table.empty-vocabulary" if rows_first == 0 else "table.zero-width"
+            assert (type(error), error.rule) == (TableError, empty)
         assert rng.state == state
     for given_fan in (rows_given, width_given):
         if isinstance(given_fan, ChangingInteger):
@@ -105,9 +100,9 @@ def test_fans_whose_answers_change_are_read_once_and_the_generator_moves_only_on
 def test_a_fan_that_cannot_be_read_is_a_fan_error_and_the_generator_stays() -> None:
     rng = SplitMix64.from_seed(18)
     failing = FailingInteger()
-    with pytest.raises(EmbeddingInitializationError) as caught:
+    with raises_rule(TableError, "table.initialization") as caught:
         Embedding.new("w", failing, 2, rng)  # type: ignore[arg-type]
-    assert isinstance(caught.value.cause, FanValueError)
+    assert caught.value.cause.rule == "fan.value"
     assert caught.value.cause.value is failing
     assert rng == SplitMix64.from_seed(18)
 
@@ -134,10 +129,9 @@ def test_a_str_subclass_name_is_checked_and_stored_as_the_plain_text_it_holds(te
 
 
 def test_the_lying_encode_example_cannot_get_an_invalid_name_through() -> None:
-    with pytest.raises(InvalidNameByteError) as caught:
+    with raises_rule(TableError, "name.byte", index=0, byte=ord("T")):
         NamedParameter.from_tensor(LyingStr("Token"), Tensor((1,), [1.0]))
-    assert (caught.value.index, caught.value.byte) == (0, ord("T"))
-    with pytest.raises(EmbeddingInitializationError) as wrapped:
+    with raises_rule(TableError, "table.initialization") as wrapped:
         Embedding.new(LyingStr("a..b"), 4, 2, SplitMix64.from_seed(0))
-    assert isinstance(wrapped.value.cause, EmptyNameSegmentError)
+    assert wrapped.value.cause.rule == "name.segment"
     assert wrapped.value.cause.index == 2

@@ -12,18 +12,13 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.autograd import StaleValueError, TensorValue, no_grad
-from llm_from_scratch.nn import (
-    Embedding,
-    EmbeddingBag,
-    NamedParameter,
-    OptionValueError,
-    functional,
-)
+from llm_from_scratch.errors import OptionError
+from llm_from_scratch.nn import Embedding, EmbeddingBag, NamedParameter, functional
 from llm_from_scratch.nn.renorm import row_norms
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
-from checks import leaf_state
+from checks import leaf_state, raises_rule
 from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
 from reference import pytorch_renorm, row_norm
 
@@ -132,7 +127,7 @@ def test_an_operation_result_refuses_max_norm_as_an_option_value() -> None:
         lambda: functional.embedding([2], result, max_norm=1.0),
         lambda: functional.embedding_bag([[2]], result, max_norm=1.0),
     ):
-        with pytest.raises(OptionValueError) as caught:
+        with raises_rule(OptionError, "option.value") as caught:
             call()
         assert (caught.value.name, caught.value.value) == ("max_norm", 1.0)
         assert caught.value.requirement.startswith("None when the table is an operation result")

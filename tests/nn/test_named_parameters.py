@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from llm_from_scratch.errors import MismatchError, TableError
 from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters
-from llm_from_scratch.nn.init import (
-    DuplicateParameterNameError,
-    InitializationError,
-    NotANamedParameterError,
-    ParameterCollectionTypeError,
-    UnknownParameterError,
-)
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
+from checks import raises_rule
 from conftest import KNOWN_TABLE
 
 
@@ -38,12 +33,12 @@ def test_get_finds_a_parameter_by_name_and_returns_none_for_an_unknown_one() -> 
     assert parameters.get(7) is None  # type: ignore[arg-type]
 
 
-def test_indexing_by_an_unknown_name_is_a_key_error_that_names_it() -> None:
+def test_indexing_by_an_unknown_name_is_a_lookup_error_that_names_it() -> None:
     parameters = NamedParameters([named("a.weight", 1.0)])
     assert parameters["a.weight"].name == "a.weight"
-    with pytest.raises(UnknownParameterError) as caught:
+    with raises_rule(MismatchError, "parameters.unknown-name", name="b.weight") as caught:
         parameters["b.weight"]
-    assert isinstance(caught.value, KeyError) and caught.value.name == "b.weight"
+    assert isinstance(caught.value, LookupError)
     assert str(caught.value) == "no parameter named 'b.weight'"
 
 
@@ -57,24 +52,24 @@ def test_membership_tests_names_only() -> None:
 
 def test_the_first_duplicate_pair_is_reported_with_both_positions() -> None:
     a, b, c = named("a", 1.0), named("b", 2.0), named("c", 3.0)
-    with pytest.raises(DuplicateParameterNameError) as caught:
+    with raises_rule(TableError, "parameters.duplicate-name") as caught:
         NamedParameters([a, b, c, named("b", 4.0), a])
     error = caught.value
     assert (error.name, error.first, error.repeated) == ("b", 1, 3)
-    assert isinstance(error, InitializationError) and isinstance(error, ValueError)
+    assert isinstance(error, ValueError)
     assert str(error) == "parameter name 'b' appears at positions 1 and 3"
 
 
 def test_the_same_parameter_twice_is_a_duplicate_name() -> None:
     a = named("a", 1.0)
-    with pytest.raises(DuplicateParameterNameError) as caught:
+    with raises_rule(TableError, "parameters.duplicate-name") as caught:
         NamedParameters((a, a))
     assert (caught.value.first, caught.value.repeated) == (0, 1)
 
 
 def test_an_item_that_is_not_a_named_parameter_is_reported_by_position_and_type() -> None:
     a = named("a", 1.0)
-    with pytest.raises(NotANamedParameterError) as caught:
+    with raises_rule(TableError, "parameters.item-type") as caught:
         NamedParameters([a, a.tensor])  # type: ignore[list-item]
     assert (caught.value.position, caught.value.item_type) == (1, "TensorValue")
     assert isinstance(caught.value, TypeError)
@@ -82,7 +77,7 @@ def test_an_item_that_is_not_a_named_parameter_is_reported_by_position_and_type(
 
 def test_the_first_fault_in_order_wins_between_a_wrong_item_and_a_duplicate() -> None:
     a = named("a", 1.0)
-    with pytest.raises(NotANamedParameterError) as caught:
+    with raises_rule(TableError, "parameters.item-type") as caught:
         NamedParameters([a, None, a])  # type: ignore[list-item]
     assert caught.value.position == 1
 
@@ -94,15 +89,14 @@ def test_the_first_fault_in_order_wins_between_a_wrong_item_and_a_duplicate() ->
 def test_a_container_that_is_not_an_iterable_of_parameters_is_a_type_error(
     container: object, type_name: str
 ) -> None:
-    with pytest.raises(ParameterCollectionTypeError) as caught:
+    with raises_rule(TableError, "parameters.type", container_type=type_name) as caught:
         NamedParameters(container)  # type: ignore[arg-type]
-    assert caught.value.container_type == type_name
+    assert isinstance(caught.value, TypeError)
 
 
 def test_a_single_named_parameter_is_not_a_collection() -> None:
-    with pytest.raises(ParameterCollectionTypeError) as caught:
+    with raises_rule(TableError, "parameters.type", container_type="NamedParameter"):
         NamedParameters(named("a", 1.0))  # type: ignore[arg-type]
-    assert caught.value.container_type == "NamedParameter"
 
 
 def test_a_generator_and_another_collection_are_accepted() -> None:

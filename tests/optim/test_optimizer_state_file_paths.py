@@ -1,6 +1,6 @@
 """``save_state`` and ``load_state`` read their path as the checkpoints do (one path reader): a
-path the system cannot take, a folder or a missing folder is a ``CheckpointWriteError`` or
-``CheckpointReadError`` before anything is created or changed, and a 240-byte name works."""
+path the system cannot take, a folder or a missing folder is a ``checkpoint.write`` or
+``checkpoint.read`` error before anything is created or changed, and a 240-byte name works."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from hypothesis import event, given
 
-from llm_from_scratch.nn.checkpoint import CheckpointReadError, CheckpointWriteError
+from llm_from_scratch.errors import FileAccessError
 from llm_from_scratch.optim import Adam, load_state, save_state
 
-from checks import system_creates
+from checks import raises_rule, system_creates
 from state_file_support import Model, new_model, snapshot, state_bytes, steps_for, train
 from strategies import path_names
 
@@ -48,10 +48,11 @@ def test_any_path_saves_and_loads_a_state_or_is_a_typed_error_that_changes_nothi
         path = f"{folder}/{name}"
         try:
             save_state(path, OPTIMIZER)
-        except CheckpointWriteError as error:
+        except FileAccessError as error:
+            assert error.rule == "checkpoint.write"
             event(f"write error {errno.errorcode.get(error.cause.errno or 0, '?')}")
             assert not expected and error.path == path and os.listdir(folder) == []
-            with pytest.raises(CheckpointReadError) as caught:
+            with raises_rule(FileAccessError, "checkpoint.read") as caught:
                 load_state(path, resumed)
             assert caught.value.path == path and snapshot(model, resumed) == before
             return
@@ -84,11 +85,11 @@ def test_a_path_the_system_cannot_take_is_typed_and_changes_nothing(
     tmp_path: Path, name: str, code: int
 ) -> None:
     path = f"{tmp_path}/{name}"
-    with pytest.raises(CheckpointWriteError) as written:
+    with raises_rule(FileAccessError, "checkpoint.write") as written:
         save_state(path, OPTIMIZER)
     model, resumed = fresh()
     before = snapshot(model, resumed)
-    with pytest.raises(CheckpointReadError) as read:
+    with raises_rule(FileAccessError, "checkpoint.read") as read:
         load_state(path, resumed)
     assert written.value.cause.errno == read.value.cause.errno == code
     assert snapshot(model, resumed) == before and os.listdir(tmp_path) == []

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.nn.checkpoint import CheckpointWriteError
+from llm_from_scratch.errors import FileAccessError
 from llm_from_scratch.optim import Adam, Optimizer, load_state, save_state
 
 from checkpoint_support import failing_after, folder_everyone_enters, outcome_without_privileges
+from checks import raises_rule
 from state_file_support import Model, new_model, snapshot, steps_for, train
 
 EARLIER = b"an earlier optimizer state that must survive"
@@ -55,7 +56,7 @@ def test_a_full_disk_while_writing_leaves_the_earlier_file_and_the_optimizer(
     before = snapshot(model, optimizer)
     full = OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(os, "write", failing_after(limit, full))
-    with pytest.raises(CheckpointWriteError) as caught:
+    with raises_rule(FileAccessError, "checkpoint.write") as caught:
         save_state(earlier, optimizer)
     monkeypatch.undo()
     assert caught.value.path == str(earlier) and caught.value.cause is full
@@ -75,7 +76,7 @@ def test_a_failure_to_flush_or_rename_leaves_the_earlier_file(
         raise failure
 
     monkeypatch.setattr(os, step, fail)
-    with pytest.raises(CheckpointWriteError) as caught:
+    with raises_rule(FileAccessError, "checkpoint.write") as caught:
         save_state(earlier, optimizer)
     monkeypatch.undo()
     assert caught.value.cause is failure
@@ -103,13 +104,13 @@ def test_a_folder_that_is_not_writable_leaves_the_earlier_file() -> None:
         path.chmod(0o644)
         folder.chmod(0o555)
         report = outcome_without_privileges(lambda: save_state(path, optimizer))
-        assert report == f"CheckpointWriteError PermissionError {errno.EACCES}"
+        assert report == f"FileAccessError checkpoint.write PermissionError {errno.EACCES}"
         assert_untouched(path)
 
 
 def test_a_missing_folder_is_a_write_error_and_creates_nothing(tmp_path: Path) -> None:
     _, optimizer = trained()
-    with pytest.raises(CheckpointWriteError) as caught:
+    with raises_rule(FileAccessError, "checkpoint.write") as caught:
         save_state(tmp_path / "missing" / "optimizer.safetensors", optimizer)
     assert isinstance(caught.value.cause, FileNotFoundError)
     assert os.listdir(tmp_path) == []
@@ -125,7 +126,7 @@ def test_after_a_failed_save_the_next_save_replaces_the_earlier_file(
         raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "fsync", fail)
-    with pytest.raises(CheckpointWriteError):
+    with raises_rule(FileAccessError, "checkpoint.write"):
         save_state(earlier, optimizer)
     monkeypatch.undo()
     save_state(earlier, optimizer)

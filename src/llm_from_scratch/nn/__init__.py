@@ -1,59 +1,13 @@
 """Neural-network building blocks: parameter initialization, the token embedding and
-embedding-bag layers, their functional forms (:mod:`llm_from_scratch.nn.functional`) and
-checkpoints.
-
-The bag layer and the functional forms (``EmbeddingBag``, ``functional``) and the checkpoint
-names (``save_parameters``, ``load_parameters``, ``load_metadata``, ``CheckpointError``) load
-their modules on first use, so that programs that need neither (the chapter demo) do not pay for
-importing them.
+embedding-bag layers, their functional forms and checkpoints. The bag layer, the functional
+forms and the checkpoint functions load on first use (the chapter demo needs none of them).
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 from llm_from_scratch.nn.embedding import Embedding
-from llm_from_scratch.nn.embedding_errors import (
-    BagLayoutError,
-    BagModeError,
-    DecreasingOffsetsError,
-    EmbeddingBagStateError,
-    EmbeddingError,
-    EmbeddingInitializationError,
-    EmbeddingStateError,
-    EmptyOffsetsError,
-    EmptyVocabularyError,
-    FirstOffsetError,
-    FlagTypeError,
-    FrozenTableMaxNormError,
-    IndexAllocationError,
-    LastOffsetError,
-    MaxNormError,
-    NormTypeError,
-    OffsetOutOfRangeError,
-    OffsetsContainerError,
-    OffsetsError,
-    OffsetTypeError,
-    OptionTypeError,
-    OptionValueError,
-    PaddingIndexError,
-    PerSampleWeightsError,
-    PerSampleWeightsModeError,
-    PerSampleWeightsShapeError,
-    PerSampleWeightsTypeError,
-    PretrainedTableTypeError,
-    TableRankError,
-    TableTypeError,
-    TokenCountMismatchError,
-    TokenIdContainerError,
-    TokenIdDtypeError,
-    TokenIdNestingError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
-    ZeroEmbeddingWidthError,
-)
 from llm_from_scratch.nn.init import (
-    InitializationError,
     NamedParameter,
     NamedParameters,
     SplitMix64,
@@ -65,72 +19,27 @@ from llm_from_scratch.nn.tables import FrozenTable
 
 if TYPE_CHECKING:
     from llm_from_scratch.nn import functional
-    from llm_from_scratch.nn.checkpoint import (
-        CheckpointError,
-        load_metadata,
-        load_parameters,
-        save_parameters,
-    )
+    from llm_from_scratch.nn.checkpoint import load_metadata, load_parameters, save_parameters
     from llm_from_scratch.nn.embedding_bag import EmbeddingBag
 
 _LAZY = {
-    "CheckpointError": "llm_from_scratch.nn.checkpoint",
     "load_metadata": "llm_from_scratch.nn.checkpoint",
     "load_parameters": "llm_from_scratch.nn.checkpoint",
     "save_parameters": "llm_from_scratch.nn.checkpoint",
     "EmbeddingBag": "llm_from_scratch.nn.embedding_bag",
+    "functional": "llm_from_scratch.nn.functional",
 }
 
 __all__ = [
-    "BagLayoutError",
-    "BagModeError",
     "BagOptions",
-    "CheckpointError",
-    "DecreasingOffsetsError",
     "Embedding",
     "EmbeddingBag",
-    "EmbeddingBagStateError",
-    "EmbeddingError",
-    "EmbeddingInitializationError",
-    "EmbeddingStateError",
-    "EmptyOffsetsError",
-    "EmptyVocabularyError",
-    "FirstOffsetError",
-    "FlagTypeError",
     "FrozenTable",
-    "FrozenTableMaxNormError",
-    "IndexAllocationError",
-    "InitializationError",
-    "LastOffsetError",
     "LookupOptions",
-    "MaxNormError",
     "NamedParameter",
     "NamedParameters",
-    "NormTypeError",
-    "OffsetOutOfRangeError",
-    "OffsetTypeError",
-    "OffsetsContainerError",
-    "OffsetsError",
-    "OptionTypeError",
-    "OptionValueError",
-    "PaddingIndexError",
-    "PerSampleWeightsError",
-    "PerSampleWeightsModeError",
-    "PerSampleWeightsShapeError",
-    "PerSampleWeightsTypeError",
-    "PretrainedTableTypeError",
     "SplitMix64",
-    "TableRankError",
-    "TableTypeError",
-    "TokenCountMismatchError",
-    "TokenIdContainerError",
-    "TokenIdDtypeError",
-    "TokenIdNestingError",
-    "TokenIdOutOfBoundsError",
-    "TokenIdTypeError",
-    "TokenShapeError",
     "XavierScale",
-    "ZeroEmbeddingWidthError",
     "functional",
     "load_metadata",
     "load_parameters",
@@ -140,11 +49,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "functional":
-        return importlib.import_module("llm_from_scratch.nn.functional")
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(_LAZY[name])
+    return module if name == "functional" else getattr(module, name)
 
 
 def __dir__() -> list[str]:

@@ -1,7 +1,7 @@
 """Checkpoints: named parameters in safetensors files. The ``safetensors`` package checks each
 file before it is read; this module adds atomic saves, loads that check all before they change
-a parameter, finiteness, the parameter-name rules and F16/BF16 conversion on request. Bytes go
-straight between the file and each array's memory: a save or a load costs about one table.
+a parameter, finiteness, the parameter-name rules and F16/BF16 conversion on request (the
+``checkpoint.*`` rules). Bytes go straight between the file and each array's memory.
 """
 
 from __future__ import annotations
@@ -13,192 +13,28 @@ import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeGuard
 
 import numpy as np
 from safetensors import SafetensorError, safe_open
 
+from llm_from_scratch.autograd.gradient import first_non_finite
 from llm_from_scratch.autograd.value import parameter_from_owned_array, update_leaves_in_place
-from llm_from_scratch.errors import StructuredError
-from llm_from_scratch.files import check_text, open_file, path_text, replace_file, writable_path
-from llm_from_scratch.nn.init import (
-    NamedParameter,
-    NamedParameters,
-    ParameterNameError,
-    validate_parameter_name,
+from llm_from_scratch.errors import (
+    AllocationError,
+    FileAccessError,
+    FormatError,
+    MismatchError,
+    NonFiniteError,
+    OptionError,
+    TableError,
 )
+from llm_from_scratch.files import check_text, open_file, path_text, replace_file, writable_path
+from llm_from_scratch.nn.init import NamedParameter, NamedParameters, validate_parameter_name
 from llm_from_scratch.tensor.storage import SUPPORTED_DTYPES, Shape
 
 if TYPE_CHECKING:
     import numpy.typing as npt
-
-# Errors: one class per thing a caller acts on --------------------------------------------------
-
-
-class CheckpointError(StructuredError):
-    """Base class of every error raised by :mod:`llm_from_scratch.nn.checkpoint`."""
-
-
-class CheckpointArgumentError(CheckpointError, TypeError):
-    """A path that is not a ``str`` or ``os.PathLike`` of ``str``, a ``dtype`` other than None,
-    float32 or float64, ``names`` that are not an iterable of ``str`` (a ``str`` included), or
-    ``metadata`` that is not a mapping of ``str`` to ``str`` or holds a key or value that is not
-    text (a lone surrogate such as ``"\\ud800"``, which UTF-8 cannot encode; ``argument`` is
-    ``tensor names`` when a name given to the writer holds one)."""
-
-    template = "checkpoint {argument} must be {requirement}, got {detail}"
-    argument: str
-    requirement: str
-    detail: str
-
-
-class CheckpointReadError(CheckpointError, OSError):
-    """The file cannot be opened or read (missing, a directory, no permission, an I/O error, not
-    a regular file), it was replaced between the package's check and our read, or its path is
-    one the system cannot take (a NUL character, a lone surrogate, a name of more than 255
-    bytes: ``cause`` says which, checked before anything is opened)."""
-
-    template = "cannot read checkpoint {path}: {cause}"
-    path: str
-    cause: OSError
-
-
-class CheckpointWriteError(CheckpointError, OSError):
-    """The new file cannot be created, written (a full disk), flushed to disk or renamed into
-    place; the temporary file is removed and any earlier file at ``path`` is unchanged. Also a
-    path the system cannot take (a NUL character, a lone surrogate, a name of more than 255
-    bytes), that names a folder or whose folder is missing, found before anything is created."""
-
-    template = "cannot write checkpoint {path}: {cause}; any earlier file there is unchanged"
-    path: str
-    cause: OSError
-
-
-class CheckpointFormatError(CheckpointError, ValueError):
-    """A file that breaks the safetensors format; ``problem`` says how.
-
-    ``invalid``: a file the ``safetensors`` package refuses (cut inside its header, a header that
-    is not its JSON, an unknown dtype, offsets that do not follow one another: ``cause`` is its
-    ``SafetensorError``),
-    one that ends while it is read (``EOFError``), a tensor of more than NumPy's 64 axes, or a
-    save whose header would be over 100,000,000 bytes, the most the package reads.
-    ``tensor-size``: a header entry whose shape and dtype need another number of bytes
-    (``needed``) than its ``data_offsets`` give (``given``), the tensor named with its dtype,
-    shape and offsets. ``data-size``: a header whose tensors end at byte ``needed`` of the data
-    while the file holds ``given`` bytes after the header (a file cut short, or with bytes after
-    the last tensor). The last two are read from the header before the package checks the file,
-    for the entries the package would reach them with (whole-byte dtypes, offsets that follow one
-    another), so that the message names what the package's would not.
-    """
-
-    template_key = "problem"
-    template: ClassVar[dict[str, str]] = {
-        "invalid": "checkpoint {path} is not a valid safetensors file: {cause}",
-        "tensor-size": (
-            "checkpoint {path} is not a valid safetensors file: tensor {name!r} ({dtype}, shape "
-            "{shape}) needs {needed} bytes, but its data_offsets {offsets} give {given}"
-        ),
-        "data-size": (
-            "checkpoint {path} is not a valid safetensors file: its tensors take {needed} bytes "
-            "after the header, but the file holds {given} bytes there"
-        ),
-    }
-    path: str
-    cause: Exception | None = None
-    problem: str = "invalid"
-    name: str = ""
-    dtype: str = ""
-    shape: tuple[int, ...] = ()
-    offsets: tuple[int, ...] = ()
-    needed: int = 0
-    given: int = 0
-
-
-class ReservedTensorNameError(CheckpointError, ValueError):
-    """A tensor to save under a name the safetensors format reserves: ``__metadata__``, the
-    header's entry for the file's metadata. ``save_parameters`` with a parameter of that name
-    (a valid parameter name), before anything is written."""
-
-    template = (
-        "checkpoint {path}: {name!r} is reserved by the safetensors format (the header's "
-        "metadata entry) and cannot name a tensor; rename the parameter"
-    )
-    path: str
-    name: str
-
-
-class CheckpointMismatchError(CheckpointError, ValueError):
-    """A file that does not hold what ``names=`` or ``into=`` asks for, every difference listed
-    (as PyTorch's ``load_state_dict`` lists them); ``against`` says which was asked.
-
-    ``names=``: ``missing`` holds every name asked for that the file lacks, in the order asked.
-    ``into=``: ``missing`` holds every parameter of ``into=`` that no tensor to load names (in
-    ``into=``'s order), ``unexpected`` every tensor to load that no parameter of ``into=`` names,
-    and ``differing`` every tensor whose shape or dtype (after ``dtype=``) differs from its
-    parameter's, as ``name: the file's, into='s`` (both in file order). Checked from the header,
-    before any data is read.
-    """
-
-    template_key = "against"
-    template: ClassVar[dict[str, str]] = {
-        "names=": "checkpoint {path} lacks tensors that names= asks for: {missing}",
-        "into=": (
-            "checkpoint {path} does not match into=: missing tensors {missing} (parameters of "
-            "into= that no tensor to load names), unexpected tensors {unexpected} (no parameter "
-            "of into= has their names), shapes or dtypes that differ {differing}"
-        ),
-    }
-    path: str
-    against: str
-    missing: tuple[str, ...]
-    unexpected: tuple[str, ...] = ()
-    differing: tuple[str, ...] = ()
-
-
-class CheckpointTensorError(CheckpointError, ValueError):
-    """A tensor to load that cannot become a parameter as it is: a dtype no parameter holds
-    (``I64``, ``BOOL``, ``F8_*``, ...), ``F16`` or ``BF16`` without ``dtype=``, or a key that
-    breaks the parameter-name rules (its ``ParameterNameError`` is ``__cause__``)."""
-
-    template = "checkpoint {path}: tensor {name!r} ({dtype}) cannot be a parameter: {requirement}"
-    path: str
-    name: str
-    dtype: str
-    requirement: str
-
-
-class NonFiniteValueError(CheckpointError, ValueError):
-    """A NaN or infinity in a tensor to save or load (after any conversion: ``1e300`` loaded
-    as float32 is ``inf``); ``position`` is the first such flat position."""
-
-    template = (
-        "checkpoint {path}: tensor {name!r} has non-finite value {value} at flat position "
-        "{position}"
-    )
-    path: str
-    name: str
-    position: int
-    value: float
-
-
-class CheckpointAllocationError(CheckpointError, MemoryError):
-    """The array a tensor loads into cannot be allocated."""
-
-    template = "checkpoint {path}: could not allocate {elements} values for tensor {name!r}"
-    path: str
-    name: str
-    elements: int
-
-
-# Older names, kept so that `except OldName:` still works (docs/errors.md lists them).
-CheckpointPathTypeError = LoadDtypeError = CheckpointArgumentError
-TensorNamesTypeError = MetadataTypeError = CheckpointArgumentError
-TruncatedCheckpointError = TrailingDataError = HeaderSizeError = CheckpointFormatError
-HeaderJsonError = DuplicateTensorKeyError = MetadataFormatError = CheckpointFormatError
-TensorEntryError = TensorSizeMismatchError = TensorOffsetsError = CheckpointFormatError
-MissingTensorsError = ParameterSetMismatchError = CheckpointMismatchError
-ParameterShapeMismatchError = ParameterDtypeMismatchError = CheckpointMismatchError
-TensorNameError = UnsupportedDtypeError = ConversionRequiredError = CheckpointTensorError
 
 RESERVED_NAMES: Final = frozenset({"__metadata__"})  # keys of the header that are no tensor
 HEADER_LIMIT: Final = 100_000_000  # the largest header the safetensors package reads
@@ -230,17 +66,16 @@ def save_parameters(
 ) -> None:
     """Save named parameters as one safetensors file (float64 tensors first, then float32 ones,
     each in the order given), written beside ``path``, flushed and renamed over it: on failure
-    an earlier file is as it was. Raises CheckpointArgumentError, what NamedParameters raises,
-    ReservedTensorNameError, CheckpointWriteError, NonFiniteValueError, CheckpointFormatError
-    (docs/errors.md gives the order)."""
+    an earlier file is as it was. The path (``checkpoint.argument``), the parameters (as
+    :class:`NamedParameters`) and the metadata are checked, then as :func:`write_arrays`."""
     file_name, collection = checked_path(path), NamedParameters(parameters)
     rule = "a mapping of str to str"
     if metadata is not None and not isinstance(metadata, Mapping):
-        raise CheckpointArgumentError("metadata", rule, type(metadata).__name__)
+        raise _argument("metadata", rule, type(metadata).__name__)
     entries = dict(metadata or {})
     for key, value in entries.items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise CheckpointArgumentError("metadata", rule, f"the entry {key!r}: {value!r}")
+            raise _argument("metadata", rule, f"the entry {key!r}: {value!r}")
     arrays = [(parameter.name, parameter.tensor.numpy()) for parameter in collection]
     write_arrays(file_name, arrays, entries)
 
@@ -249,23 +84,21 @@ def write_arrays(
     path: str, arrays: Sequence[tuple[str, np.ndarray[Any, Any]]], metadata: Mapping[str, str]
 ) -> None:
     """Write named arrays as one file over ``path``, atomically; they must not change meanwhile.
-
-    Checked in this order, before anything is created: the names (ReservedTensorNameError, then
-    CheckpointArgumentError for a name that is not text), the metadata's text
-    (CheckpointArgumentError), the path (CheckpointWriteError), the values (NonFiniteValueError)
-    and the header's size (CheckpointFormatError)."""
+    Checked before anything is created: ``checkpoint.reserved-name``, ``checkpoint.argument`` (a
+    name or metadata that is not text), ``checkpoint.write`` (the path),
+    ``checkpoint.non-finite``, ``checkpoint.invalid`` (a header over the limit)."""
     # Our own header, not safetensors.numpy.save_file: both stream from the arrays (measured in
     # docs/performance.md), but the package writes by path, reports a failed write as text, not
-    # as the OSError (ENOSPC) CheckpointWriteError carries, and sorts by name. Same bytes else.
+    # as the OSError (ENOSPC) our error carries, and sorts by name. Same bytes else.
     _check_header_text(path, [name for name, _ in arrays], metadata)
     try:
         writable_path(path)
     except OSError as error:
-        raise CheckpointWriteError(path, error) from error
+        raise FileAccessError("checkpoint.write", path=path, cause=error) from error
     for name, array in arrays:
         found = first_non_finite(array) if array.dtype.kind == "f" else None
         if found is not None:
-            raise NonFiniteValueError(path, name, *found)
+            raise _non_finite(path, name, found)
     ordered = sorted(arrays, key=lambda named: -named[1].itemsize)
     entries: dict[str, object] = {"__metadata__": dict(metadata)}
     entries, offset = (entries if metadata else {}), 0
@@ -277,21 +110,20 @@ def write_arrays(
     text += b" " * (-len(text) % 8)
     if len(text) > HEADER_LIMIT:
         detail = f"the header would take {len(text)} bytes, over the limit of {HEADER_LIMIT}"
-        raise CheckpointFormatError(path, ValueError(detail))
+        raise FormatError("checkpoint.invalid", path=path, cause=ValueError(detail))
     data = [np.ascontiguousarray(a, a.dtype.newbyteorder("<")).reshape(-1) for _, a in ordered]
     parts: list[Any] = [len(text).to_bytes(8, "little") + text, *(a.view(np.uint8) for a in data)]
     try:  # to a temporary file beside path, flushed and renamed over it (files.replace_file)
         replace_file(path, [memoryview(part) for part in parts], IO_CHUNK)
     except OSError as error:
-        raise CheckpointWriteError(path, error) from error
+        raise FileAccessError("checkpoint.write", path=path, cause=error) from error
 
 
 def _check_header_text(path: str, names: Sequence[str], metadata: Mapping[str, str]) -> None:
-    """Every string the header will hold: no tensor under a reserved name, and all of it text
-    that UTF-8 can encode (files.check_text)."""
+    """No tensor under a reserved name, and every string of the header text UTF-8 encodes."""
     for name in names:
         if name in RESERVED_NAMES:
-            raise ReservedTensorNameError(path, name)
+            raise FormatError("checkpoint.reserved-name", path=path, name=name)
     checked = [("tensor names", "the name", name) for name in names]
     checked += [("metadata", "the key", key) for key in metadata]
     checked += [("metadata", f"the value of {key!r}", value) for key, value in metadata.items()]
@@ -301,7 +133,7 @@ def _check_header_text(path: str, names: Sequence[str], metadata: Mapping[str, s
         except ValueError as error:
             shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}..."
             detail = f"{which} {shown}, where {error}"
-            raise CheckpointArgumentError(argument, "text", detail) from error
+            raise _argument(argument, "text", detail) from error
 
 
 # Loading ---------------------------------------------------------------------------------------
@@ -317,11 +149,21 @@ def load_parameters(
     """Load named parameters from a safetensors file: new leaves in file order, or ``into``'s
     parameters, written in place once the whole file was checked and read (revisions bumped).
 
-    Keys must follow the parameter-name rules, values must be finite. F32 and F64 load as they
-    are, F16 and BF16 only with ``dtype=`` (``numpy.float32`` or ``float64``; exact), others
-    never: leave them out with ``names=`` (the tensors to load). ``into`` must name exactly the
-    tensors to load, each parameter of its tensor's shape and dtype. Raises the errors of
-    docs/errors.md in its order, from CheckpointArgumentError to NonFiniteValueError.
+    Args:
+        path: a ``str`` or an ``os.PathLike`` of ``str``.
+        into: parameters that must name exactly the tensors to load, each of its tensor's shape
+            and dtype.
+        dtype: None (F32 and F64 load as they are), ``numpy.float32`` or ``numpy.float64``
+            (also F16 and BF16 load, exactly converted).
+        names: the tensors to load (leave out those that are no parameter).
+
+    Raises:
+        In this order: OptionError ``checkpoint.argument``; TableError (``into``);
+        FileAccessError ``checkpoint.read``; FormatError ``checkpoint.invalid``,
+        ``checkpoint.tensor-size``, ``checkpoint.data-size``; MismatchError
+        ``checkpoint.names``; FormatError ``checkpoint.tensor-dtype`` (a key that is no
+        parameter name, or a dtype no parameter holds); MismatchError ``checkpoint.into``;
+        AllocationError ``checkpoint.allocation``; NonFiniteError ``checkpoint.non-finite``.
     """
     file_name, target, wanted = checked_path(path), _checked_dtype(dtype), _checked_names(names)
     receivers = None if into is None else NamedParameters(into)
@@ -330,7 +172,7 @@ def load_parameters(
             present = {tensor.name for tensor in tensors}
             missing = tuple(dict.fromkeys(name for name in wanted if name not in present))
             if missing:
-                raise CheckpointMismatchError(file_name, "names=", missing)
+                raise MismatchError("checkpoint.names", path=file_name, missing=missing)
             tensors = [tensor for tensor in tensors if tensor.name in set(wanted)]
         plan = [(tensor, _loaded_dtype(file_name, tensor, target)) for tensor in tensors]
         if receivers is not None:
@@ -348,39 +190,36 @@ def load_parameters(
 
 
 def load_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The ``__metadata__`` of a safetensors file (empty if none), once the package has checked
-    the file. Raises CheckpointArgumentError, CheckpointReadError or CheckpointFormatError."""
+    """The ``__metadata__`` of a safetensors file (empty if none), once it is checked as by
+    :func:`load_parameters` up to ``checkpoint.data-size``."""
     file_name = checked_path(path)
     with opened(file_name) as (_, _, metadata):
         return metadata
 
 
 def checked_path(path: object) -> str:
-    """``path`` as a plain ``str``, if it is a ``str`` or an ``os.PathLike`` of ``str``
-    (files.path_text); what the system makes of it is checked when the file is opened or
-    written."""
+    """``path`` as a plain ``str``, if it is a ``str`` or an ``os.PathLike`` of ``str``."""
     resolved = path_text(path)
     if resolved is None:
         rule = "a str or an os.PathLike of str"
-        raise CheckpointArgumentError("path", rule, type(path).__name__)
+        raise _argument("path", rule, type(path).__name__)
     return resolved
 
 
 @contextlib.contextmanager
 def opened(path: str) -> Iterator[tuple[io.FileIO, list[StoredTensor], dict[str, str]]]:
-    """The file (unbuffered), its tensors in file order and its metadata, once checked: the
-    path by files.os_path, then the file, which must be a regular one (read at offsets)."""
+    """The file (unbuffered, regular), its tensors in file order and its metadata, once checked."""
     try:
         file = open_file(path, regular=True)
     except OSError as error:
-        raise CheckpointReadError(path, error) from error
+        raise FileAccessError("checkpoint.read", path=path, cause=error) from error
     with file:
         yield (file, *read_header(path, file))
 
 
 def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[str, str]]:
-    """The tensors of ``file`` (opened from ``path``) in file order, and its metadata, once the
-    package has checked the file; offsets and metadata (in file order) are read from the header."""
+    """The tensors of ``file`` in file order and its metadata, once the package has checked the
+    file (a file replaced meanwhile is ``checkpoint.read``)."""
     opened_as = os.fstat(file.fileno())
     check_sizes(path, file)
     try:
@@ -388,11 +227,12 @@ def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[st
             slices = {key: checked.get_slice(key) for key in checked.keys()}  # noqa: SIM118
         now = os.stat(path)
     except SafetensorError as error:
-        raise CheckpointFormatError(path, error) from error
+        raise FormatError("checkpoint.invalid", path=path, cause=error) from error
     except OSError as error:
-        raise CheckpointReadError(path, error) from error
+        raise FileAccessError("checkpoint.read", path=path, cause=error) from error
     if len({(s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns) for s in (opened_as, now)}) > 1:
-        raise CheckpointReadError(path, FileExistsError("the file was replaced as it was opened"))
+        replaced = FileExistsError("the file was replaced as it was opened")
+        raise FileAccessError("checkpoint.read", path=path, cause=replaced)
     length = int.from_bytes(_read(path, file, 0, bytearray(8)), "little")
     header = json.loads(_read(path, file, 8, bytearray(length)))
     tensors = [
@@ -403,47 +243,30 @@ def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[st
     return sorted(tensors, key=lambda tensor: tensor.offset), dict(header.get("__metadata__") or {})
 
 
-class _Entry(NamedTuple):  # a header entry as the size checks read it
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    offsets: tuple[int, int]
-
-
 def check_sizes(path: str, file: io.FileIO) -> None:
-    """Check from the header, before the package does, that each tensor's bytes are what its
-    shape and dtype need and that the tensors cover the data exactly: the package refuses both
-    without naming the tensor or the counts. Any other fault is left to the package, and so is a
-    header whose entries are not all plain (a whole-byte dtype, counts for shape and offsets).
-
-    Raises:
-        CheckpointFormatError: ``tensor-size`` for the first tensor in offset order, else
-            ``data-size``.
-    """
+    """Check from the header, before the package does (its error names neither the tensor nor
+    the counts), that each tensor's bytes are what its shape and dtype need
+    (``checkpoint.tensor-size``, the first in offset order) and that the tensors cover the data
+    exactly (``checkpoint.data-size``). Other faults, or entries that are not plain, are left to
+    the package."""
     read = _plain_entries(file)
     if read is None:
         return
-    data_bytes, entries = read
-    end = 0
-    for entry in sorted(entries, key=lambda entry: entry.offsets):
-        start, stop = entry.offsets
-        if start != end or stop < start:
+    data_bytes, entries, end = *read, 0
+    for name, dtype, shape, offsets in sorted(entries, key=lambda entry: entry[3]):
+        if offsets[0] != end or offsets[1] < end:
             return  # offsets that do not follow one another: the package names the tensor
-        needed = math.prod(entry.shape) * ITEM_BYTES[entry.dtype]
-        if needed != stop - start:
-            raise CheckpointFormatError(
-                path,
-                problem="tensor-size",
-                name=entry.name,
-                dtype=entry.dtype,
-                shape=entry.shape,
-                offsets=entry.offsets,
-                needed=needed,
-                given=stop - start,
+        needed, given, end = math.prod(shape) * ITEM_BYTES[dtype], offsets[1] - end, offsets[1]
+        if needed != given:
+            facts = {"name": name, "dtype": dtype, "shape": shape, "offsets": offsets}
+            raise FormatError(
+                "checkpoint.tensor-size", path=path, needed=needed, given=given, **facts
             )
-        end = stop
     if end != data_bytes:
-        raise CheckpointFormatError(path, problem="data-size", needed=end, given=data_bytes)
+        raise FormatError("checkpoint.data-size", path=path, needed=end, given=data_bytes)
+
+
+_Entry = tuple[str, str, tuple[int, ...], tuple[int, ...]]  # name, dtype, shape, offsets
 
 
 def _plain_entries(file: io.FileIO) -> tuple[int, list[_Entry]] | None:
@@ -459,28 +282,24 @@ def _plain_entries(file: io.FileIO) -> tuple[int, list[_Entry]] | None:
         return None
     if not isinstance(header, dict):
         return None
-    entries = [_plain_entry(key, value) for key, value in header.items() if key != "__metadata__"]
-    plain = [entry for entry in entries if entry is not None]
-    return (size - 8 - length, plain) if len(plain) == len(entries) else None
+    entries = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(entry, dict):
+            return None
+        dtype, shape, offsets = (entry.get(key) for key in ("dtype", "shape", "data_offsets"))
+        if not (isinstance(dtype, str) and _counts(shape) and _counts(offsets)):
+            return None
+        if dtype not in ITEM_BYTES or len(offsets) != 2:
+            return None
+        entries.append((name, dtype, tuple(shape), tuple(offsets)))
+    return size - 8 - length, entries
 
 
-def _plain_entry(name: str, value: object) -> _Entry | None:
-    if not isinstance(value, dict):
-        return None
-    dtype, shape, offsets = value.get("dtype"), value.get("shape"), value.get("data_offsets")
-    shape, offsets = _counts(shape), _counts(offsets)
-    if type(dtype) is not str or dtype not in ITEM_BYTES or shape is None or offsets is None:
-        return None
-    if len(offsets) != 2:
-        return None
-    return _Entry(name, dtype, shape, (offsets[0], offsets[1]))
-
-
-def _counts(value: object) -> tuple[int, ...] | None:
-    """A JSON list of integers of at least zero, as a tuple; None for anything else."""
-    if isinstance(value, list) and all(type(item) is int and item >= 0 for item in value):
-        return tuple(value)
-    return None
+def _counts(value: object) -> TypeGuard[list[int]]:
+    """A JSON list of integers of at least zero."""
+    return isinstance(value, list) and all(type(item) is int and item >= 0 for item in value)
 
 
 def read_tensor(
@@ -492,9 +311,11 @@ def read_tensor(
         array = np.empty(tensor.shape, dtype=loaded)
     except MemoryError as error:
         count = int(np.prod(tensor.shape, dtype=object))
-        raise CheckpointAllocationError(path, tensor.name, count) from error
+        raise AllocationError(
+            "checkpoint.allocation", path=path, elements=count, name=tensor.name
+        ) from error
     except ValueError as error:  # more axes than NumPy's 64
-        raise CheckpointFormatError(path, error) from error
+        raise FormatError("checkpoint.invalid", path=path, cause=error) from error
     flat, stored = array.reshape(-1), STORED[tensor.dtype]
     if stored == loaded:
         _read(path, file, tensor.offset, flat.view(np.uint8))
@@ -509,7 +330,7 @@ def read_tensor(
                 np.copyto(flat[start : start + CHUNK], part, casting="unsafe")
     found = first_non_finite(array) if finite else None
     if found is not None:
-        raise NonFiniteValueError(path, tensor.name, *found)
+        raise _non_finite(path, tensor.name, found)
     return array
 
 
@@ -522,10 +343,10 @@ def _read(path: str, file: io.FileIO, offset: int, buffer: Any) -> Any:
             count = file.readinto(view[filled : filled + IO_CHUNK])
             if not count:
                 detail = f"the file ends at byte {offset + filled}, not {offset + len(view)}"
-                raise CheckpointFormatError(path, EOFError(detail))
+                raise FormatError("checkpoint.invalid", path=path, cause=EOFError(detail))
             filled += count
     except OSError as error:
-        raise CheckpointReadError(path, error) from error
+        raise FileAccessError("checkpoint.read", path=path, cause=error) from error
     return buffer
 
 
@@ -534,17 +355,17 @@ def _checked_dtype(dtype: object) -> np.dtype[Any] | None:
         resolved = None if dtype is None else np.dtype(dtype)  # type: ignore[call-overload]
         if resolved is None or resolved in SUPPORTED_DTYPES:
             return resolved
-    raise CheckpointArgumentError("dtype", "None, numpy.float32 or numpy.float64", repr(dtype))
+    raise _argument("dtype", "None, numpy.float32 or numpy.float64", repr(dtype))
 
 
 def _checked_names(names: object) -> tuple[str, ...] | None:
     if isinstance(names, str | bytes) or not isinstance(names, Iterable | None):
-        raise CheckpointArgumentError("names", "an iterable of str", f"a {type(names).__name__}")
+        raise _argument("names", "an iterable of str", f"a {type(names).__name__}")
     checked = None if names is None else tuple(names)
     for position, name in enumerate(checked or ()):
         if not isinstance(name, str):
             detail = f"a {type(name).__name__} at position {position}"
-            raise CheckpointArgumentError("names", "an iterable of str", detail)
+            raise _argument("names", "an iterable of str", detail)
     return checked
 
 
@@ -552,15 +373,15 @@ def _loaded_dtype(path: str, tensor: StoredTensor, target: np.dtype[Any] | None)
     """The dtype a tensor loads as, once its key and dtype may make a parameter."""
     try:
         validate_parameter_name(tensor.name)
-    except ParameterNameError as error:
+    except TableError as error:
         rule = f"its key must be a parameter name ({error}); leave it out with names="
-        raise CheckpointTensorError(path, tensor.name, tensor.dtype, rule) from error
+        raise _tensor_error(path, tensor, rule) from error
     if tensor.dtype not in ("F64", "F32", "F16", "BF16"):
         rule = "parameters load from F32, F64, F16 or BF16 (leave it out with names=)"
-        raise CheckpointTensorError(path, tensor.name, tensor.dtype, rule)
+        raise _tensor_error(path, tensor, rule)
     if target is None and tensor.dtype in ("F16", "BF16"):
         rule = "pass dtype=numpy.float32 or numpy.float64 to convert it"
-        raise CheckpointTensorError(path, tensor.name, tensor.dtype, rule)
+        raise _tensor_error(path, tensor, rule)
     return target if target is not None else STORED[tensor.dtype].newbyteorder("=")
 
 
@@ -568,7 +389,7 @@ def _check_receivers(
     path: str, plan: list[tuple[StoredTensor, np.dtype[Any]]], receivers: NamedParameters
 ) -> None:
     """Every parameter has its tensor and every tensor its parameter, of one shape and dtype;
-    else one error that lists every difference."""
+    else one ``checkpoint.into`` that lists every difference."""
     loaded = {tensor.name for tensor, _ in plan}
     missing = tuple(name for name in receivers.names() if name not in loaded)
     unexpected = tuple(
@@ -586,18 +407,20 @@ def _check_receivers(
         if leaf.dtype != dtype:
             differing.append(f"{tensor.name}: loads as {dtype}, {leaf.dtype} in into=")
     if missing or unexpected or differing:
-        raise CheckpointMismatchError(path, "into=", missing, unexpected, tuple(differing))
+        lists = {"missing": missing, "unexpected": unexpected, "differing": tuple(differing)}
+        raise MismatchError("checkpoint.into", path=path, **lists)
 
 
-def first_non_finite(array: np.ndarray[Any, Any]) -> tuple[int, float] | None:
-    """(flat position, value) of the first NaN or infinity, or None; chunks of finite sum pass."""
-    flat = array.reshape(-1)
-    for start in range(0, flat.size, CHUNK):
-        part = flat[start : start + CHUNK]
-        with np.errstate(over="ignore", invalid="ignore"):
-            if np.isfinite(np.add.reduce(part)):
-                continue
-        bad = np.flatnonzero(~np.isfinite(part))
-        if bad.size:
-            return start + int(bad[0]), float(part[bad[0]])
-    return None
+def _argument(argument: str, requirement: str, detail: str) -> OptionError:
+    facts = {"argument": argument, "requirement": requirement, "detail": detail}
+    return OptionError("checkpoint.argument", **facts)
+
+
+def _tensor_error(path: str, tensor: StoredTensor, requirement: str) -> FormatError:
+    facts = {"name": tensor.name, "dtype": tensor.dtype, "requirement": requirement}
+    return FormatError("checkpoint.tensor-dtype", path=path, **facts)
+
+
+def _non_finite(path: str, name: str, found: tuple[int, float]) -> NonFiniteError:
+    where = {"name": name, "position": found[0], "value": found[1]}
+    return NonFiniteError("checkpoint.non-finite", path=path, **where)

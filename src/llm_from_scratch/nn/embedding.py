@@ -1,13 +1,7 @@
-"""The token embedding layer (course chapter 18).
-
-``Embedding`` owns one named ``[V, d]`` table and the options PyTorch's ``nn.Embedding`` has
-(``padding_idx``, ``max_norm``, ``norm_type``, ``scale_grad_by_freq``). It is a thin wrapper over
-:func:`llm_from_scratch.nn.functional.lookup`, which ``nn.functional.embedding`` uses too: its
-options are checked once, into one frozen record, when it is built; every call reads the IDs once
-(:func:`~llm_from_scratch.autograd.gather.plan_of_ids`) and runs the one row gather that
-:meth:`TensorValue.gather_rows` uses.
-
-The error classes are re-exported here and by :mod:`llm_from_scratch.nn`.
+"""The token embedding layer (course chapter 18): one named ``[V, d]`` table and PyTorch's
+options, checked once when it is built; every call reads the IDs once
+(:func:`~llm_from_scratch.autograd.gather.plan_of_ids`) and runs :func:`lookup`, the one lookup
+``nn.functional.embedding`` runs too.
 """
 
 from __future__ import annotations
@@ -29,22 +23,6 @@ from llm_from_scratch.autograd.gather import (
     plan_of_ids,
 )
 from llm_from_scratch.autograd.value import constant_from_owned_array, gather_rows_with_plan
-from llm_from_scratch.nn.embedding_errors import (
-    EmbeddingError,
-    EmbeddingInitializationError,
-    EmbeddingStateError,
-    EmptyVocabularyError,
-    IndexAllocationError,
-    TableRankError,
-    TokenCountMismatchError,
-    TokenIdContainerError,
-    TokenIdDtypeError,
-    TokenIdNestingError,
-    TokenIdOutOfBoundsError,
-    TokenIdTypeError,
-    TokenShapeError,
-    ZeroEmbeddingWidthError,
-)
 from llm_from_scratch.nn.init import NamedParameter, Seed
 from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
 from llm_from_scratch.nn.options import LookupOptions
@@ -59,23 +37,7 @@ from llm_from_scratch.nn.tables import (
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import Shape
 
-__all__ = [
-    "Embedding",
-    "EmbeddingError",
-    "EmbeddingInitializationError",
-    "EmbeddingStateError",
-    "EmptyVocabularyError",
-    "IndexAllocationError",
-    "TableRankError",
-    "TokenCountMismatchError",
-    "TokenIdContainerError",
-    "TokenIdDtypeError",
-    "TokenIdNestingError",
-    "TokenIdOutOfBoundsError",
-    "TokenIdTypeError",
-    "TokenShapeError",
-    "ZeroEmbeddingWidthError",
-]
+__all__ = ["Embedding"]
 
 
 PYTORCH_KEYWORDS: Final = {
@@ -89,29 +51,18 @@ PYTORCH_KEYWORDS: Final = {
 
 @dataclass(frozen=True, eq=False, repr=False, init=False)
 class Embedding(TableLayer):
-    """A ``[V, d]`` token table and its row lookup.
+    """A ``[V, d]`` token table and its row lookup: ``X[..., :] = E[z[...], :]``; reverse mode
+    adds the gradients of repeated IDs into one shared row.
 
-    Build one as ``nn.Embedding`` is built, ``Embedding(vocabulary_size, embedding_width)`` (a
-    float32 Xavier-uniform table from seed 0, see :meth:`__init__`), or with :meth:`new` (the
-    course's constructor: a name, a generator, float64 by default), :meth:`from_parameter` (an
-    existing named parameter) or :meth:`from_pretrained` (a NumPy array, ``Tensor`` or named
-    parameter, trainable or frozen). Calling the layer looks up rows:
-    ``X[..., :] = E[z[...], :]``; reverse mode adds the gradients of repeated IDs into one
-    shared row.
-
-    ``Embedding(table, options)``, the class called with its two fields, checks them as the
-    constructors do (it is how pickles of earlier versions rebuild a layer).
+    Built as ``nn.Embedding`` is, ``Embedding(V, d)``, or with :meth:`new` (the course's: a
+    name, a generator, float64), :meth:`from_parameter` or :meth:`from_pretrained`; the class
+    called with its two fields (``table``, ``options``) checks them as the constructors do.
 
     Attributes:
-        table: the named ``[V, d]`` table (PyTorch's ``weight``): a :class:`NamedParameter`
-            (its ``tensor`` is the trainable leaf, ``table.tensor.numpy()`` its numbers) or a
-            :class:`FrozenTable` (a constant; lookups carry no gradient).
-        options: the checked :class:`LookupOptions`; ``padding_idx`` (the row that receives
-            no gradient, in ``[0, V)``, or None), ``max_norm`` (the norm above which a looked-up
-            row is scaled down in place, or None), ``norm_type`` (its ``p``) and
-            ``scale_grad_by_freq`` are also attributes of the layer.
-        vocabulary_size: ``V``, the number of rows (PyTorch's ``num_embeddings``).
-        embedding_width: ``d``, the features per row (PyTorch's ``embedding_dim``).
+        table: the named table (PyTorch's ``weight``): a :class:`NamedParameter` (``table.tensor``
+            is the trainable leaf) or a :class:`FrozenTable` (a constant).
+        options: the checked :class:`LookupOptions`, whose fields are also the layer's.
+        vocabulary_size, embedding_width: ``V`` and ``d`` (``num_embeddings``, ``embedding_dim``).
 
     Shape:
         table: ``[V, d]``; ``token_ids``: ``[*]``; output: ``[*, d]``.
@@ -130,7 +81,7 @@ class Embedding(TableLayer):
         [[0.0, 0.0], [0.0, 2.0], [4.0, 4.0], [0.0, 0.0]]
         >>> try:
         ...     embedding([1, 4, 9])
-        ... except TokenIdOutOfBoundsError as error:
+        ... except IndexError as error:
         ...     print(error.id, error.position, error.vocabulary_size)
         ...     print(error)
         4 1 4
@@ -157,26 +108,9 @@ class Embedding(TableLayer):
         rng: Seed = 0,
         name: str = TABLE_NAME,
     ) -> None:
-        """A new ``[vocabulary_size, embedding_width]`` layer, as ``nn.Embedding(V, d)``.
-
-        It is ``Embedding.new(name, vocabulary_size, embedding_width, rng, dtype, ...)`` with
-        PyTorch's default dtype, float32, and the seed 0: two layers built alike are equal.
-        (PyTorch draws its table from ``N(0, 1)`` with its global generator; this one is the
-        course's Xavier-uniform table, drawn from ``SplitMix64.from_seed(0)``.)
-
-        Args:
-            vocabulary_size, embedding_width: ``V`` and ``d`` (PyTorch's ``num_embeddings``
-                and ``embedding_dim``, which are refused with a pointer here).
-            padding_idx, max_norm, norm_type, scale_grad_by_freq: as PyTorch's; see
-                :meth:`new`.
-            dtype: ``numpy.float32`` (the default) or ``numpy.float64``.
-            rng: an int seed (default 0), a :class:`SplitMix64` or a NumPy ``Generator``, as
-                for :meth:`new`.
-            name: the table's parameter name (its key in checkpoints and state dicts).
-
-        Raises:
-            The errors of :meth:`new`; PyTorchNameError: ``num_embeddings``,
-            ``embedding_dim``, ``sparse`` or ``_weight``, each with a pointer to ours.
+        """A new layer, as ``nn.Embedding(V, d)``: ``Embedding.new(name, V, d, rng, dtype, ...)``
+        with float32 and the seed 0, so two layers built alike are equal (PyTorch draws from
+        ``N(0, 1)``; this is the course's Xavier-uniform table). The errors of :meth:`new`.
 
         Example:
             >>> layer = Embedding(1000, 64)
@@ -195,26 +129,9 @@ class Embedding(TableLayer):
         hold_fields(self, table, options)
 
     @property
-    def padding_idx(self) -> int | None:
-        """The row that receives no gradient (in ``[0, V)``), or None."""
-        return self.options.padding_idx
-
-    @property
-    def max_norm(self) -> float | None:
-        """The norm above which a looked-up row is scaled down in place, or None."""
-        return self.options.max_norm
-
-    @property
-    def norm_type(self) -> float:
-        """The ``p`` of that norm."""
-        return self.options.norm_type
-
-    @property
     def scale_grad_by_freq(self) -> bool:
         """Whether each row's gradient is divided by how often a call's IDs name it."""
         return self.options.scale_grad_by_freq
-
-    # Construction -------------------------------------------------------------------------------
 
     @classmethod
     def from_parameter(
@@ -226,15 +143,8 @@ class Embedding(TableLayer):
         norm_type: float = 2.0,
         scale_grad_by_freq: bool = False,
     ) -> Embedding:
-        """Wrap an existing named parameter (the same leaf, not a copy); its values are kept,
-        the padding row's included.
-
-        Raises:
-            TypeError: ``table`` is not a NamedParameter.
-            TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: in this order.
-            OptionValueError (``padding_idx``, ``max_norm``, ``norm_type``), then
-                OptionTypeError (``scale_grad_by_freq``): the options, in this order.
-        """
+        """Wrap an existing named parameter (the same leaf, its values kept): ``TypeError`` for
+        anything else, then the table's shape and the options checked."""
         rows, _ = checked_parameter_size(table)
         options = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)(rows)
         return layer_of(cls, table, options)
@@ -254,42 +164,28 @@ class Embedding(TableLayer):
         norm_type: float = 2.0,
         scale_grad_by_freq: bool = False,
     ) -> Embedding:
-        """A Xavier-uniform ``[vocabulary_size, embedding_width]`` table named ``name``.
-
-        ``rng`` is a :class:`SplitMix64` (the course's stream, exactly), an int seed (the same
-        values as ``SplitMix64.from_seed(rng)``) or a NumPy ``Generator`` (its ``random()``
-        draws, in the same formula); see
-        :func:`~llm_from_scratch.nn.init.xavier_uniform_array`. ``dtype`` is float64 unless
-        given, as the course's tables are (``Embedding(V, d)`` makes PyTorch's float32).
-
-        The whole table is drawn as without padding; then the padding row, if any, is set to
-        zeros (so every other row equals the one a layer without ``padding_idx`` draws from
-        the same generator). ``rng`` advances only if the whole construction succeeds.
+        """A Xavier-uniform ``[vocabulary_size, embedding_width]`` table named ``name``, drawn
+        from ``rng`` (a :class:`SplitMix64`, an int seed or a NumPy ``Generator``) as
+        :func:`~llm_from_scratch.nn.init.xavier_uniform_array` draws, then the padding row
+        zeroed. ``rng`` advances only on success.
 
         Raises:
-            EmbeddingInitializationError: a bad name or fan (``__cause__`` is the
-                InitializationError).
-            EmptyVocabularyError: ``vocabulary_size == 0``.
-            ZeroEmbeddingWidthError: ``embedding_width == 0``.
-            OptionValueError, OptionTypeError: the options (``name`` says which).
-            EmbeddingInitializationError: a bad generator, seed or dtype, or no memory.
-            PyTorchNameError: ``num_embeddings``, ``embedding_dim``, ``sparse`` or ``_weight``.
+            TableError: ``table.initialization`` (a bad name or fan: ``cause``),
+                ``table.empty-vocabulary``, ``table.zero-width``; OptionError: the options;
+                TableError: ``table.initialization`` (the generator, the dtype, no memory).
+                PyTorchNameError: ``num_embeddings``, ``embedding_dim``, ``sparse``, ``_weight``.
 
         Example:
             >>> from llm_from_scratch.nn import SplitMix64
             >>> a = Embedding.new("token_embedding.weight", 4, 2, SplitMix64.from_seed(18))
-            >>> b = Embedding.new("token_embedding.weight", 4, 2, SplitMix64.from_seed(18))
+            >>> b = Embedding.new("token_embedding.weight", 4, 2, 18)
             >>> a.table.tensor.value.equals(b.table.tensor.value)
             True
             >>> a.table.tensor.is_same_node(b.table.tensor)
             False
-            >>> padded = Embedding.new(
-            ...     "token_embedding.weight", 4, 2, SplitMix64.from_seed(18), padding_idx=-1)
+            >>> padded = Embedding.new("token_embedding.weight", 4, 2, 18, padding_idx=-1)
             >>> padded.padding_idx, padded.table.tensor.numpy()[3].tolist()
             (3, [0.0, 0.0])
-            >>> by_seed = Embedding.new("token_embedding.weight", 4, 2, 18)
-            >>> by_seed.table.tensor.value.equals(a.table.tensor.value)
-            True
             >>> Embedding.new("w", 4, 2, np.random.default_rng(0), np.float32).table.tensor.dtype
             dtype('float32')
         """
@@ -314,32 +210,22 @@ class Embedding(TableLayer):
 
         Args:
             table: a 2-D NumPy array (float32 and float64 keep their dtype, integers become
-                float64; an ndarray subclass is read through its plain data), a ``Tensor``, or
-                a :class:`NamedParameter`. Its values are kept as they are, the padding row's
-                included.
-            name: the name of the layer's table (also for a NamedParameter).
-            freeze: True (PyTorch's default): the table is a constant copy, a
-                :class:`FrozenTable`, and lookups are constants that carry no gradient.
-                False: a trainable parameter leaf, a copy of an array or ``Tensor``, or the
-                very leaf of a NamedParameter.
-            padding_idx, max_norm, norm_type, scale_grad_by_freq: as in :meth:`new`. With
-                ``max_norm``, a trainable table is renormalized in place, as PyTorch does; a
-                frozen one is never written: each lookup returns the renormalized rows (what
-                PyTorch's first lookup of each row returns) and the table stays as it is.
+                float64), a ``Tensor`` or a :class:`NamedParameter`; its values are kept.
+            name: the name of the layer's table.
+            freeze: True (PyTorch's default): a constant copy, a :class:`FrozenTable`, whose
+                lookups carry no gradient (with ``max_norm`` they return the renormalized rows
+                and the table stays as it is). False: a new trainable leaf, or the
+                NamedParameter's own.
+            padding_idx, max_norm, norm_type, scale_grad_by_freq: as in :meth:`new`.
 
         Raises:
-            PretrainedTableTypeError: ``table`` is none of the above.
-            TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: its shape.
-            EmbeddingInitializationError: a bad name (``__cause__`` is the name error).
-            OptionValueError, OptionTypeError: the options, then OptionTypeError for
-                ``freeze``.
-            OutputAllocationError: the copy of the table cannot be allocated (``leaf copy``).
-            NonFiniteParameterError: a NaN or infinity in the table (checked last).
+            TableError: ``table.pretrained-type``, the shape, a bad name
+                (``table.initialization``); OptionError: the options, then ``freeze``;
+                AllocationError: ``output.allocation``; NonFiniteError: a NaN or infinity.
 
         Example:
             >>> table = np.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
-            >>> frozen = Embedding.from_pretrained(table, padding_idx=0)
-            >>> x = frozen([2, 1])
+            >>> x = Embedding.from_pretrained(table, padding_idx=0)([2, 1])
             >>> x.kind, x.dtype, x.numpy().tolist()
             ('constant', dtype('float32'), [[3.0, 4.0], [1.0, 2.0]])
             >>> Embedding.from_pretrained(table, freeze=False)([2]).kind
@@ -348,17 +234,6 @@ class Embedding(TableLayer):
         options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
         layer_table, options = pretrained_table(table, name, freeze, options_for)
         return layer_of(cls, layer_table, options)
-
-    # Reading ------------------------------------------------------------------------------------
-
-    def __repr__(self) -> str:
-        return (
-            f"Embedding(name={self.table.name!r}, vocabulary_size={self.vocabulary_size}, "
-            f"embedding_width={self.embedding_width}, dtype={self.table.tensor.dtype}, "
-            f"padding_idx={self.padding_idx}, max_norm={self.max_norm}, "
-            f"norm_type={self.norm_type}, scale_grad_by_freq={self.scale_grad_by_freq}, "
-            f"frozen={self.frozen})"
-        )
 
     # Lookup -------------------------------------------------------------------------------------
 

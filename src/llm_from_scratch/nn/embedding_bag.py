@@ -1,16 +1,17 @@
 """The embedding-bag layer: one row per bag of token IDs, their sum, mean or max.
 
-``EmbeddingBag`` owns a named ``[V, d]`` table like ``Embedding`` and PyTorch's
-``nn.EmbeddingBag`` options (``mode``, ``padding_idx``, ``max_norm``, ``norm_type``). It is a thin
-wrapper over :func:`llm_from_scratch.nn.functional.embedding_bag`: the options are checked once,
-when it is built; each call checks the IDs, the bags and the per-sample weights and runs the one
-bag operation of :mod:`llm_from_scratch.autograd.bag`.
+``EmbeddingBag`` owns a named ``[V, d]`` table like ``Embedding`` and PyTorch's ``nn.EmbeddingBag``
+options, checked once when it is built. :func:`bag_of_ids` is the one bag of a call (the layer's
+and ``functional.embedding_bag``'s): 2-D IDs ``[B, L]`` are ``B`` bags; 1-D IDs ``[N]`` are cut
+by offsets ``[B]``, each bag up to the next offset (``B + 1`` boundaries, the last ``N``, with
+``include_last_offset``). Offsets are read like IDs, each once into an owned buffer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import numpy as np
@@ -19,15 +20,16 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.bag import BagMode
-from llm_from_scratch.autograd.gather import plan_of_ids
-from llm_from_scratch.nn.bag_offsets import bag_starts
+from llm_from_scratch.autograd.bag import BagMode, bag_plan_from_validated, embedding_bag_with_plan
+from llm_from_scratch.autograd.errors import TokenIdContainerError
+from llm_from_scratch.autograd.gather import IdProblem, flat_source, plan_of_ids, read_ids
+from llm_from_scratch.autograd.value import constant_from_owned_array
+from llm_from_scratch.errors import AllocationError, IdError
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS
-from llm_from_scratch.nn.embedding_errors import PerSampleWeightsError
-from llm_from_scratch.nn.functional import bag, checked_weights
 from llm_from_scratch.nn.init import NamedParameter, Seed
 from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
 from llm_from_scratch.nn.options import BagOptions, checked_flag
+from llm_from_scratch.nn.renorm import check_renormalizable, renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
     TABLE_NAME,
     Table,
@@ -36,7 +38,7 @@ from llm_from_scratch.nn.tables import (
     pretrained_table,
 )
 from llm_from_scratch.pytorch_names import pytorch_keywords
-from llm_from_scratch.tensor.storage import Tensor
+from llm_from_scratch.tensor.storage import IndexArray, Shape, Tensor, is_masked_array, plain_view
 
 BAG_PYTORCH_KEYWORDS: Final = {
     **PYTORCH_KEYWORDS,
@@ -50,21 +52,14 @@ BAG_PYTORCH_KEYWORDS: Final = {
 class EmbeddingBag(TableLayer):
     """A ``[V, d]`` token table that reduces each bag of IDs to one row.
 
-    Build one as an :class:`~llm_from_scratch.nn.Embedding` is built
-    (``EmbeddingBag(vocabulary_size, embedding_width, mode="mean")``, :meth:`new`,
-    :meth:`from_parameter`, :meth:`from_pretrained`); call it with 2-D IDs ``[B, L]`` (each row
-    a bag) or 1-D IDs and ``offsets``. See
-    :func:`~llm_from_scratch.nn.functional.embedding_bag` for the reductions.
-
-    ``EmbeddingBag(table, options)``, the class called with its two fields, checks them as the
-    constructors do (it is how pickles of earlier versions rebuild a layer).
+    Built as an :class:`~llm_from_scratch.nn.Embedding` is (``EmbeddingBag(V, d, mode="sum")``,
+    :meth:`new`, :meth:`from_parameter`, :meth:`from_pretrained`, or the class called with its
+    two fields); called with 2-D IDs ``[B, L]`` (each row a bag) or 1-D IDs and ``offsets``.
+    See :func:`~llm_from_scratch.nn.functional.embedding_bag` for the reductions.
 
     Attributes:
         table: a :class:`NamedParameter` or a :class:`FrozenTable`.
-        options: the checked :class:`BagOptions`; ``mode`` (``"sum"``, ``"mean"`` or
-            ``"max"``), ``padding_idx`` (the row whose entries are skipped, in ``[0, V)``, or
-            None), ``max_norm`` and ``norm_type`` (as in ``Embedding``) are also attributes of
-            the layer.
+        options: the checked :class:`BagOptions`, whose fields are also the layer's.
         vocabulary_size, embedding_width: ``V`` and ``d``.
 
     Shape:
@@ -104,14 +99,9 @@ class EmbeddingBag(TableLayer):
         rng: Seed = 0,
         name: str = TABLE_NAME,
     ) -> None:
-        """A new ``[vocabulary_size, embedding_width]`` bag layer, as ``nn.EmbeddingBag(V, d)``:
-        ``EmbeddingBag.new(name, V, d, rng, dtype, ...)`` with float32 and the seed 0, as
-        ``Embedding(V, d)`` (see there).
-
-        Raises:
-            The errors of :meth:`new`; PyTorchNameError: ``num_embeddings``,
-            ``embedding_dim``, ``sparse``, ``_weight`` or ``include_last_offset`` (an argument
-            of each call here), each with a pointer to ours.
+        """A new bag layer, as ``nn.EmbeddingBag(V, d)``: ``EmbeddingBag.new(name, V, d, rng,
+        dtype, ...)`` with float32 and the seed 0, as ``Embedding(V, d)``; PyTorch's
+        ``include_last_offset`` is an argument of each call here.
 
         Example:
             >>> bags = EmbeddingBag(100, 8, mode="sum")
@@ -132,21 +122,6 @@ class EmbeddingBag(TableLayer):
         """``"sum"``, ``"mean"`` or ``"max"``."""
         return self.options.mode
 
-    @property
-    def padding_idx(self) -> int | None:
-        """The row whose entries are skipped (in ``[0, V)``), or None."""
-        return self.options.padding_idx
-
-    @property
-    def max_norm(self) -> float | None:
-        """The norm above which a looked-up row is scaled down in place, or None."""
-        return self.options.max_norm
-
-    @property
-    def norm_type(self) -> float:
-        """The ``p`` of that norm."""
-        return self.options.norm_type
-
     @classmethod
     def from_parameter(
         cls,
@@ -157,13 +132,7 @@ class EmbeddingBag(TableLayer):
         max_norm: float | None = None,
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
-        """Wrap an existing named parameter (the same leaf).
-
-        Raises:
-            TypeError: ``table`` is not a NamedParameter.
-            TableRankError, EmptyVocabularyError, ZeroEmbeddingWidthError: its shape.
-            OptionValueError: the options (``mode`` first).
-        """
+        """Wrap an existing named parameter (the same leaf), as ``Embedding.from_parameter``."""
         rows, _ = checked_parameter_size(table)
         return layer_of(cls, table, _options(mode, padding_idx, max_norm, norm_type)(rows))
 
@@ -182,12 +151,8 @@ class EmbeddingBag(TableLayer):
         max_norm: float | None = None,
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
-        """A Xavier-uniform table, drawn and checked as ``Embedding.new`` draws it (the
-        padding row, if any, zeroed after the whole table is drawn).
-
-        Raises:
-            The errors of ``Embedding.new``, with ``mode`` first among the options.
-        """
+        """A Xavier-uniform table, drawn and checked as ``Embedding.new`` draws it (``mode``
+        first among the options)."""
         options_for = _options(mode, padding_idx, max_norm, norm_type)
         table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
         return layer_of(cls, table, options)
@@ -205,23 +170,11 @@ class EmbeddingBag(TableLayer):
         max_norm: float | None = None,
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
-        """A bag layer over a table you already have (see ``Embedding.from_pretrained``).
-
-        Raises:
-            The errors of ``Embedding.from_pretrained``, with ``mode`` first among the
-            options.
-        """
+        """A bag layer over a table you already have, as ``Embedding.from_pretrained`` (``mode``
+        first among the options)."""
         options_for = _options(mode, padding_idx, max_norm, norm_type)
         layer_table, options = pretrained_table(table, name, freeze, options_for)
         return layer_of(cls, layer_table, options)
-
-    def __repr__(self) -> str:
-        return (
-            f"EmbeddingBag(name={self.table.name!r}, vocabulary_size={self.vocabulary_size}, "
-            f"embedding_width={self.embedding_width}, dtype={self.table.tensor.dtype}, "
-            f"mode={self.mode!r}, padding_idx={self.padding_idx}, max_norm={self.max_norm}, "
-            f"norm_type={self.norm_type}, frozen={self.frozen})"
-        )
 
     def __call__(
         self,
@@ -230,24 +183,11 @@ class EmbeddingBag(TableLayer):
         per_sample_weights: TensorValue | Tensor | np.ndarray[Any, Any] | None = None,
         include_last_offset: bool = False,
     ) -> TensorValue:
-        """Reduce each bag of ``token_ids`` to one row.
-
-        Raises:
-            OptionTypeError: ``include_last_offset`` is not a bool.
-            PerSampleWeightsError: weights with a mode other than ``"sum"``.
-            Then the errors of ``functional.embedding_bag`` for the IDs, the bags, the offsets
-            and the weights, in its order.
-        """
-        last_offset = checked_flag("include_last_offset", include_last_offset)
-        options = self.options
-        if per_sample_weights is not None and options.mode != "sum":
-            raise PerSampleWeightsError("mode", options.mode)
-        table_shape = (self.vocabulary_size, self.embedding_width)
-        tensor = self.table.tensor
-        ids = plan_of_ids(token_ids, table_shape, int(tensor.dtype.itemsize))
-        starts = bag_starts(ids.index_shape, offsets, last_offset)
-        weights = checked_weights(per_sample_weights, ids.index_shape, tensor.dtype)
-        return bag(tensor, ids.indices, starts, weights, options)
+        """Reduce each bag of ``token_ids`` to one row: ``include_last_offset``, the weights'
+        mode, then the IDs, bags, offsets and weights are checked as by
+        ``functional.embedding_bag``."""
+        call = (token_ids, offsets, per_sample_weights, include_last_offset)
+        return bag_of_ids(self.table.tensor, self.options, *call)
 
 
 def _options(
@@ -255,3 +195,130 @@ def _options(
 ) -> Callable[[int], BagOptions]:
     """The checked options of a bag table of ``V`` rows, once ``V`` is known."""
     return lambda rows: BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
+
+
+# One bag of a call ------------------------------------------------------------------------------
+
+
+def bag_of_ids(
+    table: TensorValue,
+    options: BagOptions,
+    token_ids: object,
+    offsets: object,
+    weights: object,
+    include_last_offset: object,
+) -> TensorValue:
+    """The bag of a call with checked options (the layer's and ``functional.embedding_bag``'s):
+    its arguments checked in their order, then the bag; with ``max_norm`` a parameter's rows are
+    renormalized in place, a constant's into a new array that the bag reads."""
+    last_offset = checked_flag("include_last_offset", include_last_offset)
+    if weights is not None and options.mode != "sum":
+        raise IdError("weights.mode", value=options.mode)
+    check_renormalizable(table, options.max_norm)
+    ids = plan_of_ids(token_ids, (table.shape[0], table.shape[1]), table.dtype.itemsize)
+    starts = bag_starts(ids.index_shape, offsets, last_offset)
+    checked = _checked_weights(weights, ids.index_shape, table.dtype)
+    indices, padding_idx = ids.indices, options.padding_idx
+    if options.max_norm is not None and table.kind == "constant":  # reads renormalized rows
+        max_norm, norm_type = options.max_norm, options.norm_type
+        rows, renormalized, indices = renormalized_rows(table.numpy(), indices, max_norm, norm_type)
+        found = np.flatnonzero(rows == (-1 if padding_idx is None else padding_idx))  # no row -1
+        padding_idx = int(found[0]) if found.size else None  # its place among the rows
+        table = constant_from_owned_array(renormalized)
+    shape = (table.shape[0], table.shape[1])
+    plan = bag_plan_from_validated(indices, starts, shape, options.mode, padding_idx)
+    bag = partial(embedding_bag_with_plan, table, plan, checked)
+    if options.max_norm is None or table.kind == "constant":
+        return bag()
+    return renormalized_then(table, plan.indices, options.max_norm, options.norm_type, bag)
+
+
+def _checked_weights(given: object, index_shape: Shape, dtype: np.dtype[Any]) -> TensorValue | None:
+    """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape: their
+    type, then their shape checked (``weights.type``, ``weights.shape``) before a ``Tensor`` or
+    an array (read through its plain data) becomes a constant copy."""
+    weights: Any = given
+    if isinstance(weights, TensorValue | Tensor):
+        fits, described = (
+            weights.dtype == dtype,
+            f"{type(weights).__name__} of dtype {weights.dtype}",
+        )
+    elif isinstance(weights, np.ndarray) and not is_masked_array(weights):
+        weights = plain_view(weights)
+        fits, described = weights.dtype.kind in "biuf", f"ndarray of dtype {weights.dtype}"
+    elif weights is None:
+        return None
+    else:
+        fits, described = False, type(weights).__name__
+    if not fits:
+        raise IdError("weights.type", expected=str(dtype), value=described)
+    shape = tuple(int(extent) for extent in weights.shape)
+    if shape != index_shape:
+        raise IdError("weights.shape", expected=index_shape, value=shape)
+    if isinstance(weights, TensorValue):
+        return weights
+    return TensorValue.constant(
+        weights if isinstance(weights, Tensor) else Tensor(shape, weights, dtype=dtype)
+    )
+
+
+def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -> IndexArray:
+    """Where each bag starts, and, last, the number of IDs: ``[B + 1]`` positions.
+
+    ``include_last_offset`` describes the offsets; 2-D IDs take none, so it does not apply to
+    them.
+
+    Raises:
+        IdError: ``bag.layout`` (IDs that are not 2-D without offsets or 1-D with offsets), then
+            the offsets' rules in the order of the module docstring.
+        AllocationError: ``ids.allocation`` (``operation`` ``offsets conversion``).
+    """
+    given = offsets is not None
+    if len(index_shape) == 2 and not given:
+        bags, length = index_shape
+        return np.arange(bags + 1, dtype=np.intp) * length
+    if len(index_shape) == 1 and given:
+        return checked_offsets(offsets, index_shape[0], include_last_offset)
+    raise IdError("bag.layout", rank=len(index_shape), offsets_given=given)
+
+
+def checked_offsets(offsets: object, id_count: int, include_last_offset: bool) -> IndexArray:
+    """The bag boundaries ``[B + 1]`` that offsets describe for ``id_count`` IDs (the errors of
+    :func:`bag_starts`, in its order)."""
+    try:
+        source, count = flat_source(offsets, "embedding")
+    except TokenIdContainerError as container:
+        raise IdError("offsets.container", detail=container.detail) from None
+    if count == 0:
+        raise IdError("offsets.empty")
+    try:
+        read = read_ids(source, count, id_count + 1)
+    except MemoryError as error:  # the offsets' own buffer
+        operation = "offsets conversion"
+        raise AllocationError("ids.allocation", elements=count, operation=operation) from error
+    if isinstance(read, IdProblem):
+        raise _offset_error(read, count, id_count)
+    if int(read[0]) != 0:
+        raise IdError("offsets.first", offset=int(read[0]))
+    decreasing = np.flatnonzero(read[1:] < read[:-1])
+    if decreasing.size:
+        at = int(decreasing[0]) + 1
+        before = int(read[at - 1])
+        raise IdError("offsets.increasing", offset=int(read[at]), position=at, bound=before)
+    if not include_last_offset:
+        return np.append(read, id_count).astype(np.intp, copy=False)
+    if int(read[-1]) != id_count:
+        raise IdError("offsets.last", bound=id_count, offset=int(read[-1]))
+    return read
+
+
+def _offset_error(problem: IdProblem, count: int, id_count: int) -> IdError:
+    at, value = problem.position, problem.value
+    if problem.kind == "type":
+        return IdError("offsets.type", position=at, offset=value)
+    if problem.kind == "bounds":
+        return IdError("offsets.range", offset=value, position=at, bound=id_count)
+    if problem.kind == "count":
+        detail = f"the sequence's length is {count}, but it held {value} items"
+        return IdError("offsets.container", detail=detail)
+    return IdError("offsets.container", detail=f"an empty array of dtype {value}")

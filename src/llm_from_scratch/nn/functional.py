@@ -1,45 +1,31 @@
-"""The embedding lookups as functions of a table, as PyTorch's ``torch.nn.functional`` has them.
-
-:func:`embedding` and :func:`embedding_bag` take the IDs, a table (any rank-two ``TensorValue``:
-a parameter, a constant or an operation result) and PyTorch's keyword arguments. They check
-every argument once, in the order their docstrings list, then run the one row gather (or the one
-bag operation) of :mod:`llm_from_scratch.autograd`. The layers ``Embedding`` and
-``EmbeddingBag`` are thin wrappers: they check their options once when built and call
-:func:`lookup` and :func:`bag` with the checked facts.
+"""The embedding lookups as functions of a table (any rank-two ``TensorValue``), as PyTorch's
+``torch.nn.functional`` has them: every argument checked once, in the order the docstrings
+list, then the layers' own lookup or bag.
 
 Differences from PyTorch: ``max_norm`` writes a parameter table through the package's in-place
-update, so a graph recorded before a forward that changed a row refuses to run backward
-(``StaleValueError``) instead of silently using the changed values; a constant table (a frozen
-table) is never written: its looked-up rows are renormalized into a new array that the lookup
-reads; an operation result refuses ``max_norm``; gradients are row-sparse always; offsets are
-checked (PyTorch leaves several bad offsets unchecked).
+update (a graph recorded before refuses to run backward, ``tape.stale-value``), never writes a
+constant table (its rows are renormalized into a new array the lookup reads) and is refused for
+an operation result; gradients are always row-sparse; offsets are checked.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.bag import bag_plan_from_validated, embedding_bag_with_plan
 from llm_from_scratch.autograd.gather import plan_of_ids
-from llm_from_scratch.autograd.value import constant_from_owned_array
-from llm_from_scratch.nn.bag_offsets import bag_starts
+from llm_from_scratch.errors import TableError
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS, lookup
-from llm_from_scratch.nn.embedding_errors import (
-    OptionValueError,
-    PerSampleWeightsError,
-    TableRankError,
-    TableTypeError,
-)
-from llm_from_scratch.nn.options import BagOptions, LookupOptions, checked_flag
-from llm_from_scratch.nn.renorm import renormalized_rows, renormalized_then
+from llm_from_scratch.nn.embedding_bag import bag_of_ids
+from llm_from_scratch.nn.options import BagOptions, LookupOptions
+from llm_from_scratch.nn.renorm import check_renormalizable
 from llm_from_scratch.nn.tables import qualified_type_name
 from llm_from_scratch.pytorch_names import pytorch_keywords
-from llm_from_scratch.tensor.storage import IndexArray, Shape, Tensor, is_masked_array, plain_view
+from llm_from_scratch.tensor.storage import Tensor
 
-SPARSE = PYTORCH_KEYWORDS["sparse"]
+SPARSE: Final = PYTORCH_KEYWORDS["sparse"]
 
 
 @pytorch_keywords(input="token_ids", weight="table", sparse=SPARSE)
@@ -60,10 +46,8 @@ def embedding(
         padding_idx: a row in ``[-V, V)`` that receives no gradient (negative counts from the
             end); its lookups still return its values.
         max_norm: before the lookup, each distinct row the IDs name whose ``norm_type``-norm
-            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)``: in place for a
-            parameter table (it bumps the table's value revision); for a constant table the
-            lookup returns the scaled rows and the table stays as it is. An operation result
-            takes no ``max_norm``.
+            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)``
+            (:mod:`~llm_from_scratch.nn.renorm`); an operation result takes no ``max_norm``.
         norm_type: the ``p`` of that norm.
         scale_grad_by_freq: divide each row's gradient by the number of times its ID occurs
             in ``token_ids``.
@@ -72,14 +56,10 @@ def embedding(
         ``token_ids``: ``[*]``; ``table``: ``[V, d]``; output: ``[*, d]``.
 
     Raises:
-        TableTypeError, TableRankError: the table (checked first).
-        OptionValueError (``padding_idx``, ``max_norm``, ``norm_type``), then
-            OptionTypeError (``scale_grad_by_freq``): the options, in this order.
-        OptionValueError: ``max_norm`` with a table that is an operation result.
-        TokenIdContainerError, TokenIdNestingError, TokenShapeError, TokenIdDtypeError,
-            IndexAllocationError, TokenIdTypeError, TokenIdOutOfBoundsError: the IDs, as the
-            layer call reads them.
-        TensorAutodiffError: from the tape, as its own type.
+        TableError: ``table.type``, ``table.rank`` (checked first).
+        OptionError: the options, in the order of :class:`LookupOptions`; then ``max_norm``
+            with a table that is an operation result.
+        The ID errors of the layer call, then the tape's.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor
@@ -134,17 +114,13 @@ def embedding_bag(
         output: ``[B, d]``; an empty bag gives a row of zeros.
 
     Raises:
-        TableTypeError, TableRankError: the table (checked first).
-        OptionValueError: ``mode``, ``padding_idx``, ``max_norm``, ``norm_type``, in this
-            order; then OptionTypeError (``include_last_offset``); PerSampleWeightsError
-            (``rule`` ``mode``: weights with a mode other than ``"sum"``); OptionValueError
-            (``max_norm`` with a table that is an operation result).
-        TokenIdContainerError, ... TokenIdOutOfBoundsError: the IDs, as :func:`embedding`.
-        BagLayoutError: IDs that are not 2-D without offsets or 1-D with offsets.
-        OffsetsError: the offsets, by ``rule`` in this order: ``container``, ``empty``,
-            ``integer`` or ``range`` (the first bad offset), ``first``, ``increasing``,
-            ``last``.
-        PerSampleWeightsError: the weights (``rule`` ``type``, then ``shape``).
+        TableError: ``table.type``, ``table.rank`` (checked first).
+        OptionError: the options, in the order of :class:`BagOptions`; then
+            ``include_last_offset``. IdError: ``weights.mode``. OptionError: ``max_norm`` with
+            an operation result.
+        The ID errors of :func:`embedding`; then IdError: ``bag.layout``, the offsets' rules
+            (``offsets.container``, ``.empty``, ``.type`` or ``.range`` at the first bad one,
+            ``.first``, ``.increasing``, ``.last``), ``weights.type``, ``weights.shape``.
 
     Example:
         >>> from llm_from_scratch.tensor import Tensor
@@ -153,124 +129,15 @@ def embedding_bag(
         >>> bags.numpy().tolist()
         [[80.0, 83.0], [0.0, 0.0], [40.0, 41.0]]
     """
-    rows, width = _table_shape(table)
+    rows, _ = _table_shape(table)
     options = BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
-    last_offset = checked_flag("include_last_offset", include_last_offset)
-    if per_sample_weights is not None and options.mode != "sum":
-        raise PerSampleWeightsError("mode", options.mode)
-    check_renormalizable(table, options.max_norm)
-    ids = plan_of_ids(token_ids, (rows, width), table.dtype.itemsize)
-    starts = bag_starts(ids.index_shape, offsets, last_offset)
-    weights = checked_weights(per_sample_weights, ids.index_shape, table.dtype)
-    return bag(table, ids.indices, starts, weights, options)
-
-
-# Package-internal entry points of the layers ---------------------------------------------------
-
-
-def bag(
-    table: TensorValue,
-    indices: IndexArray,
-    starts: IndexArray,
-    weights: TensorValue | None,
-    options: BagOptions,
-) -> TensorValue:
-    """The embedding bag of checked IDs and bag boundaries with checked options
-    (package-internal; ``EmbeddingBag`` and :func:`embedding_bag` call it). With ``max_norm``
-    the table is a parameter, whose rows are renormalized in place, or a constant, whose
-    renormalized rows the bag reads without writing it.
-
-    Raises:
-        ReleasedOperandError, OutputAllocationError: from the tape.
-    """
-    shape = (table.shape[0], table.shape[1])
-    if options.max_norm is not None and table.kind == "constant":
-        rows, renormalized, positions = renormalized_rows(
-            table.numpy(), indices, options.max_norm, options.norm_type
-        )
-        padding_row = None  # the padding row's place among the distinct rows, if named
-        if options.padding_idx is not None:
-            found = int(np.searchsorted(rows, options.padding_idx))
-            if found < rows.size and int(rows[found]) == options.padding_idx:
-                padding_row = found
-        shape = (int(rows.size), shape[1])
-        plan = bag_plan_from_validated(positions, starts, shape, options.mode, padding_row)
-        return embedding_bag_with_plan(constant_from_owned_array(renormalized), plan, weights)
-    plan = bag_plan_from_validated(indices, starts, shape, options.mode, options.padding_idx)
-    if options.max_norm is None:
-        return embedding_bag_with_plan(table, plan, weights)
-    return renormalized_then(
-        table,
-        plan.indices,
-        options.max_norm,
-        options.norm_type,
-        lambda: embedding_bag_with_plan(table, plan, weights),
-    )
-
-
-def check_renormalizable(table: TensorValue, max_norm: float | None) -> None:
-    """Refuse ``max_norm`` on an operation result, whose rows can be neither written nor
-    replaced outside the tape (package-internal).
-
-    Raises:
-        OptionValueError: ``max_norm`` is set and ``table`` is an operation result.
-    """
-    if max_norm is not None and table.kind == "operation":
-        raise OptionValueError("max_norm", OPERATION_TABLE_MAX_NORM, max_norm)
-
-
-OPERATION_TABLE_MAX_NORM = (
-    "None when the table is an operation result (renormalize a parameter or a constant table)"
-)
-"""The requirement of an ``OptionValueError`` for ``max_norm`` with an operation-result table."""
-
-
-def checked_weights(
-    weights: object, index_shape: Shape, dtype: np.dtype[Any]
-) -> TensorValue | None:
-    """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape
-    (package-internal). A ``Tensor`` or NumPy array becomes a constant copy, made once its type
-    and shape are checked (a view of any logical size is never copied before).
-
-    Raises:
-        PerSampleWeightsError: the weights' type, then their shape.
-        TensorError: a NumPy value that overflows the table's dtype.
-    """
-    if weights is None:
-        return None
-    value = _weights_source(weights, dtype)
-    shape = tuple(int(extent) for extent in value.shape)
-    if shape != index_shape:
-        raise PerSampleWeightsError("shape", shape, index_shape)
-    if isinstance(value, TensorValue):
-        return value
-    if isinstance(value, Tensor):
-        return TensorValue.constant(value)
-    return TensorValue.constant(Tensor(shape, value, dtype=dtype))
-
-
-def _weights_source(
-    weights: object, dtype: np.dtype[Any]
-) -> TensorValue | Tensor | np.ndarray[Any, Any]:
-    """The weights once their type is checked: a value or tensor of ``dtype``, or the plain
-    data of a real NumPy array (not yet copied)."""
-    if isinstance(weights, TensorValue | Tensor):
-        if weights.dtype != dtype:
-            described = f"{type(weights).__name__} of dtype {weights.dtype}"
-            raise PerSampleWeightsError("type", described, str(dtype))
-        return weights
-    if isinstance(weights, np.ndarray) and not is_masked_array(weights):
-        plain = plain_view(weights)
-        if plain.dtype.kind in "biuf":
-            return plain
-        raise PerSampleWeightsError("type", f"ndarray of dtype {plain.dtype}", str(dtype))
-    raise PerSampleWeightsError("type", type(weights).__name__, str(dtype))
+    return bag_of_ids(table, options, token_ids, offsets, per_sample_weights, include_last_offset)
 
 
 def _table_shape(table: object) -> tuple[int, int]:
     if not isinstance(table, TensorValue):
-        raise TableTypeError(qualified_type_name(table))
+        raise TableError("table.type", table_type=qualified_type_name(table))
     shape = table.shape
     if len(shape) != 2:
-        raise TableRankError(len(shape), "embedding")
+        raise TableError("table.rank", rank=len(shape))
     return shape[0], shape[1]

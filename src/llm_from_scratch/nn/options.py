@@ -1,9 +1,8 @@
 """The options of the embedding layers (PyTorch's keyword arguments), each read once and checked.
 
-:class:`LookupOptions` are those of ``Embedding`` and ``functional.embedding``; :class:`BagOptions`
-those of ``EmbeddingBag`` and ``functional.embedding_bag``. Both are frozen dataclasses that check
-themselves, for a table of ``vocabulary_size`` rows, in the order of their fields; a negative
-``padding_idx`` is stored counted from the end (``-1`` is row ``V - 1``).
+:class:`LookupOptions` (``Embedding``, ``functional.embedding``) and :class:`BagOptions`
+(``EmbeddingBag``, ``functional.embedding_bag``) are frozen records that check themselves for a
+table of ``vocabulary_size`` rows, in the order of their fields, also when unpickled.
 
 Example:
     >>> options = LookupOptions(4, padding_idx=-1, max_norm=1)
@@ -11,16 +10,15 @@ Example:
     (3, 1.0, 2.0)
     >>> try:
     ...     LookupOptions(4, padding_idx=4)
-    ... except OptionValueError as error:
-    ...     print(error.name, "|", error)
-    padding_idx | padding_idx must be an integer in [-4, 4), got 4
+    ... except OptionError as error:
+    ...     print(error.rule, error.name, "|", error)
+    option.value padding_idx | padding_idx must be an integer in [-4, 4), got 4
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,7 +28,8 @@ if TYPE_CHECKING:
     from llm_from_scratch.autograd.bag import BagMode
 
 from llm_from_scratch.autograd.gather import RowGradientRule
-from llm_from_scratch.nn.embedding_errors import OptionTypeError, OptionValueError
+from llm_from_scratch.errors import OptionError
+from llm_from_scratch.nn.init import read_integer
 from llm_from_scratch.tensor.storage import CONVERSION_ERRORS
 
 
@@ -39,21 +38,18 @@ class LookupOptions:
     """The options of a lookup from a table of ``vocabulary_size`` rows.
 
     Args:
-        vocabulary_size: ``V``, the table's rows: an integer at least 0 (a bool is not one),
-            read once (it comes from the table, except in a crafted pickle).
-        padding_idx: a row that receives no gradient: an integer in ``[-V, V)``, or None.
+        vocabulary_size: ``V``, the table's rows: an integer at least 0 (not a bool).
+        padding_idx: a row that receives no gradient: an integer in ``[-V, V)`` (a negative one
+            counts from the end, and is stored so), or None.
         max_norm: renormalize each looked-up row whose ``norm_type``-norm exceeds it, in place
             before the lookup: a finite real number above zero, or None.
         norm_type: the ``p`` of that norm: a finite real number above zero.
         scale_grad_by_freq: divide each row's gradient by how often the call's IDs name it.
 
-    Attributes:
-        gradient_rule: how the lookup's VJP departs from the plain sum (its padding row and
-            scaling), built once.
-
     Raises:
-        OptionValueError: ``vocabulary_size``, ``padding_idx``, ``max_norm``, ``norm_type``; then
-        OptionTypeError: ``scale_grad_by_freq``.
+        OptionError: ``option.value`` (``vocabulary_size``, ``padding_idx``, ``max_norm``,
+            ``norm_type``; an integer out of range is reported as read), then ``option.type``
+            (``scale_grad_by_freq``).
     """
 
     vocabulary_size: int
@@ -62,36 +58,28 @@ class LookupOptions:
     norm_type: float = 2.0
     scale_grad_by_freq: bool = False
     gradient_rule: RowGradientRule = field(init=False, repr=False, compare=False)
+    """How the lookup's VJP departs from the plain sum, built once."""
 
     def __post_init__(self) -> None:
         _set(self, "vocabulary_size", checked_rows(self.vocabulary_size))
         padding_idx = checked_padding_idx(self.padding_idx, self.vocabulary_size)
         _set(self, "padding_idx", padding_idx)
-        _set(self, "max_norm", checked_max_norm(self.max_norm))
-        _set(self, "norm_type", checked_norm_type(self.norm_type))
+        _set(self, "max_norm", _positive_finite("max_norm", self.max_norm, none=True))
+        _set(self, "norm_type", _positive_finite("norm_type", self.norm_type))
         scale = checked_flag("scale_grad_by_freq", self.scale_grad_by_freq)
         _set(self, "scale_grad_by_freq", scale)
         _set(self, "gradient_rule", RowGradientRule(padding_idx, scale))
 
     def __reduce__(self) -> tuple[object, ...]:
-        """Pickle through the constructor, so that unpickled options are checked."""
         fields = (self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq)
         return LookupOptions, (self.vocabulary_size, *fields)
 
 
 @dataclass(frozen=True, slots=True)
 class BagOptions:
-    """The options of an embedding bag over a table of ``vocabulary_size`` rows.
-
-    Args:
-        vocabulary_size: ``V``, as in :class:`LookupOptions`.
-        mode: ``"sum"``, ``"mean"`` or ``"max"`` (a ``str`` subclass is read as its plain text).
-        padding_idx, max_norm, norm_type: as in :class:`LookupOptions`.
-
-    Raises:
-        OptionValueError: ``vocabulary_size``, ``mode``, ``padding_idx``, ``max_norm``,
-            ``norm_type``, in this order.
-    """
+    """The options of an embedding bag over a table of ``vocabulary_size`` rows: ``mode`` is
+    ``"sum"``, ``"mean"`` or ``"max"`` (a ``str`` subclass is read as its plain text), the others
+    as in :class:`LookupOptions`; ``option.value`` for each, in the order of the fields."""
 
     vocabulary_size: int
     mode: BagMode = "mean"
@@ -103,11 +91,10 @@ class BagOptions:
         _set(self, "vocabulary_size", checked_rows(self.vocabulary_size))
         _set(self, "mode", checked_mode(self.mode))
         _set(self, "padding_idx", checked_padding_idx(self.padding_idx, self.vocabulary_size))
-        _set(self, "max_norm", checked_max_norm(self.max_norm))
-        _set(self, "norm_type", checked_norm_type(self.norm_type))
+        _set(self, "max_norm", _positive_finite("max_norm", self.max_norm, none=True))
+        _set(self, "norm_type", _positive_finite("norm_type", self.norm_type))
 
     def __reduce__(self) -> tuple[object, ...]:
-        """Pickle through the constructor, so that unpickled options are checked."""
         fields = (self.mode, self.padding_idx, self.max_norm, self.norm_type)
         return BagOptions, (self.vocabulary_size, *fields)
 
@@ -116,103 +103,58 @@ def _set(options: object, name: str, value: object) -> None:
     object.__setattr__(options, name, value)  # the checked value replaces the caller's
 
 
-def checked_rows(vocabulary_size: object) -> int:
-    """A table's row count read once (``operator.index``) as an ``int`` at least 0.
+def _refused(name: str, requirement: str, value: object) -> OptionError:
+    return OptionError("option.value", name=name, requirement=requirement, value=value)
 
-    Raises:
-        OptionValueError: a bool, a non-integer or a negative integer (``name`` is
-            ``vocabulary_size``).
-    """
+
+def checked_rows(vocabulary_size: object) -> int:
+    """A table's row count read once (``operator.index``), an ``int`` at least 0."""
     if type(vocabulary_size) is int and vocabulary_size >= 0:
         return vocabulary_size  # the usual case: the table's own count
     requirement = "an integer at least 0 (the table's rows)"
-    if isinstance(vocabulary_size, bool | np.bool_) or not isinstance(
-        vocabulary_size, numbers.Integral
-    ):
-        raise OptionValueError("vocabulary_size", requirement, vocabulary_size)
-    try:
-        rows = operator.index(vocabulary_size)
-    except CONVERSION_ERRORS as error:
-        raise OptionValueError("vocabulary_size", requirement, vocabulary_size) from error
+    rows = read_integer(vocabulary_size, lambda bad: _refused("vocabulary_size", requirement, bad))
     if rows < 0:
-        raise OptionValueError("vocabulary_size", requirement, rows)
+        raise _refused("vocabulary_size", requirement, rows)
     return rows
 
 
 def checked_padding_idx(padding_idx: object, vocabulary_size: int) -> int | None:
-    """``padding_idx`` read once (``operator.index``) as a row in ``[0, V)``, a negative one
-    counted from the end; None stays None.
-
-    Raises:
-        OptionValueError: a bool, a non-integer, or an integer outside ``[-V, V)`` (reported as
-            read).
-    """
+    """``padding_idx`` read once (``operator.index``) as a row in ``[0, V)``, or None."""
     if padding_idx is None:
         return None
     requirement = f"an integer in [-{vocabulary_size}, {vocabulary_size})"
-    if isinstance(padding_idx, bool | np.bool_) or not isinstance(padding_idx, numbers.Integral):
-        raise OptionValueError("padding_idx", requirement, padding_idx)
-    try:
-        row = operator.index(padding_idx)
-    except CONVERSION_ERRORS as error:
-        raise OptionValueError("padding_idx", requirement, padding_idx) from error
+    row = read_integer(padding_idx, lambda bad: _refused("padding_idx", requirement, bad))
     if not -vocabulary_size <= row < vocabulary_size:
-        raise OptionValueError("padding_idx", requirement, row)
+        raise _refused("padding_idx", requirement, row)
     return row + vocabulary_size if row < 0 else row
 
 
-def checked_max_norm(max_norm: object) -> float | None:
-    """``max_norm`` read once (``float()``) if it is a finite real number above zero; None
-    stays None.
-
-    Raises:
-        OptionValueError: anything else (a bool included).
-    """
-    if max_norm is None:
+def _positive_finite(name: str, value: object, none: bool = False) -> float | None:
+    """``value`` read once (``float()``) if it is a finite real number above zero, not a bool
+    (or None, if ``none``)."""
+    if none and value is None:
         return None
-    return _positive_finite("max_norm", max_norm)
-
-
-def checked_norm_type(norm_type: object) -> float:
-    """``norm_type`` read once (``float()``) if it is a finite real number above zero.
-
-    Raises:
-        OptionValueError: anything else (None and a bool included).
-    """
-    return _positive_finite("norm_type", norm_type)
-
-
-def _positive_finite(name: str, value: object) -> float:
     requirement = "a finite real number above zero"
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise OptionValueError(name, requirement, value)
+        raise _refused(name, requirement, value)
     try:
         converted = float(value)
     except CONVERSION_ERRORS as conversion:
-        raise OptionValueError(name, requirement, value) from conversion
+        raise _refused(name, requirement, value) from conversion
     if not math.isfinite(converted) or converted <= 0.0:
-        raise OptionValueError(name, requirement, value)
+        raise _refused(name, requirement, value)
     return converted
 
 
 def checked_flag(name: str, value: object) -> bool:
-    """``value`` as a bool if it is a Python or NumPy bool.
-
-    Raises:
-        OptionTypeError: anything else (``0``, ``1``, ``None``, ``"yes"``).
-    """
+    """``value`` as a bool if it is a Python or NumPy bool."""
     if not isinstance(value, bool | np.bool_):
-        raise OptionTypeError(name, "a bool", value)
+        raise OptionError("option.type", name=name, requirement="a bool", value=value)
     return bool(value)
 
 
 def checked_mode(mode: object) -> BagMode:
-    """``mode`` as one of ``"sum"``, ``"mean"``, ``"max"`` (a ``str`` subclass is read once as
-    the plain ``str`` it holds).
-
-    Raises:
-        OptionValueError: anything else.
-    """
+    """``mode`` as ``"sum"``, ``"mean"`` or ``"max"``, a ``str`` subclass read as its plain text."""
     from llm_from_scratch.autograd.bag import BAG_MODES  # the bag machinery loads on first use
 
     if isinstance(mode, str):
@@ -220,4 +162,4 @@ def checked_mode(mode: object) -> BagMode:
         for known in BAG_MODES:
             if plain == known:
                 return known
-    raise OptionValueError("mode", "'sum', 'mean' or 'max'", mode)
+    raise _refused("mode", "'sum', 'mean' or 'max'", mode)

@@ -1,25 +1,16 @@
 """``max_norm``: the in-place renormalization of looked-up rows, PyTorch's ``embedding_renorm_``.
 
 Before a lookup with ``max_norm``, each distinct row the IDs name whose ``norm_type``-norm
-exceeds ``max_norm`` is multiplied by ``max_norm / (norm + 1e-7)``, outside the tape. The
-arithmetic is PyTorch's CPU kernel's: the norm is computed in the table's dtype
-(``sqrt(sum x*x)`` for ``p = 2``, ``sum |x|`` for ``p = 1``, ``(sum |x|**p)**(1/p)`` otherwise,
-the terms added left to right as PyTorch's general norm reduction adds them; its 2-norm kernel
-adds in SIMD lanes instead, so a 2-norm may differ from it in the last bit), compared with
-``max_norm`` and turned into the scale in float64, and the scale is rounded to the table's dtype
-before it multiplies the row.
+exceeds ``max_norm`` is multiplied by ``max_norm / (norm + 1e-7)``, outside the tape, with
+PyTorch's CPU arithmetic: the norm in the table's dtype, its terms added left to right (its
+2-norm kernel adds in SIMD lanes, so a 2-norm may differ in the last bit), the scale computed in
+float64 and rounded to the table's dtype.
 
-For a parameter table the write is an in-place update of the parameter
-(:func:`~llm_from_scratch.autograd.value.update_leaves_in_place`): it holds the table's update
-lock, bumps its value revision when a row changes (so a graph recorded before it raises
-``StaleValueError`` instead of using the changed values) and runs the lookup before the lock is
-released, so that the lookup reads exactly the renormalized values.
-
-A constant table (a frozen table) never changes, so nothing is written:
-:func:`renormalized_rows` computes the same renormalized rows, bit for bit, into a small new
-array that the lookup (or the bag) then reads instead of the table. Renormalizing is idempotent
-in exact arithmetic (a scaled row's norm is ``max_norm * norm / (norm + 1e-7)``, below
-``max_norm``), so a frozen lookup returns what PyTorch's first lookup of each row returns.
+A parameter table is written by an in-place update that holds its lock, bumps its value
+revision when a row changes (a graph recorded before raises ``tape.stale-value``) and runs the
+lookup before the lock is released. A constant (frozen) table is never written:
+:func:`renormalized_rows` computes the same rows, bit for bit, into a new array the lookup reads,
+which is what PyTorch's first lookup of each row returns (renormalizing is idempotent).
 """
 
 from __future__ import annotations
@@ -32,12 +23,26 @@ import numpy as np
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.threads import Write
 from llm_from_scratch.autograd.value import update_leaves_in_place
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 _T = TypeVar("_T")
 
 NORM_OFFSET = 1e-7
 """Added to a norm before dividing by it (PyTorch's constant)."""
+
+OPERATION_TABLE_MAX_NORM = (
+    "None when the table is an operation result (renormalize a parameter or a constant table)"
+)
+"""The requirement of ``max_norm`` with an operation-result table."""
+
+
+def check_renormalizable(table: TensorValue, max_norm: float | None) -> None:
+    """Refuse ``max_norm`` on an operation result, whose rows can be neither written nor
+    replaced outside the tape (``option.value``)."""
+    if max_norm is not None and table.kind == "operation":
+        requirement = OPERATION_TABLE_MAX_NORM
+        raise OptionError("option.value", name="max_norm", requirement=requirement, value=max_norm)
 
 
 def renormalized_then(
@@ -47,12 +52,8 @@ def renormalized_then(
     norm_type: float,
     lookup: Callable[[], _T],
 ) -> _T:
-    """Renormalize the rows ``indices`` name (a parameter table), then run ``lookup`` while no
-    other update of the table can start; return what it returns.
-
-    Raises:
-        NotAParameterError: ``table`` is not a parameter (the boundaries refuse that first).
-    """
+    """Renormalize the rows ``indices`` name of a parameter table, then run ``lookup`` while no
+    other update of the table can start; return what it returns."""
 
     def planned() -> list[Write | None]:
         return [renormalizing_write(table.numpy(), indices, max_norm, norm_type)]
@@ -82,21 +83,15 @@ def renormalizing_write(
 def renormalized_rows(
     values: FloatArray, indices: IndexArray, max_norm: float, norm_type: float
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """The distinct rows ``indices`` name, renormalized without writing ``values``.
-
-    Returns:
-        ``(rows, renormalized, positions)``: the sorted distinct rows ``[k]``; a new array
-        ``[k, d]`` holding each of them as :func:`renormalizing_write` would leave it in the
-        table, bit for bit; and the position of each index in ``rows`` (``[N]``), so that
-        ``renormalized[positions]`` is the lookup of ``indices`` after a renormalization.
+    """The distinct rows ``indices`` name, renormalized without writing ``values``: the sorted
+    rows ``[k]``, a new ``[k, d]`` array of them as :func:`renormalizing_write` leaves them, bit
+    for bit, and each index's position in the rows ``[N]``.
 
     Example:
         >>> table = np.array([[3.0, 4.0], [0.3, 0.4]])
         >>> rows, renormalized, positions = renormalized_rows(table, np.array([1, 0, 1]), 1.0, 2.0)
-        >>> rows.tolist(), positions.tolist(), table[0].tolist()
-        ([0, 1], [1, 0, 1], [3.0, 4.0])
-        >>> renormalized.round(6).tolist()
-        [[0.6, 0.8], [0.3, 0.4]]
+        >>> rows.tolist(), positions.tolist(), renormalized.round(6).tolist(), table[0].tolist()
+        ([0, 1], [1, 0, 1], [[0.6, 0.8], [0.3, 0.4]], [3.0, 4.0])
     """
     rows, positions = np.unique(indices, return_inverse=True)
     renormalized = values[rows]  # a new array: the table is only read
@@ -127,8 +122,6 @@ def row_norms(rows: FloatArray, norm_type: float) -> FloatArray:
     Example:
         >>> row_norms(np.array([[3.0, -4.0], [1.0, 1.0]]), 2.0).tolist()
         [5.0, 1.4142135623730951]
-        >>> row_norms(np.array([[3.0, -4.0]]), 1.0).tolist()
-        [7.0]
     """
     # Expected and handled, as PyTorch's kernel computes them: a power that overflows (a huge
     # p) gives an infinite norm, and a p below the dtype's smallest subnormal (1e-50 in float32)

@@ -22,6 +22,11 @@ from typing import Final
 
 import numpy as np
 
+from llm_from_scratch.autograd import (
+    TokenCountMismatchError,
+    TokenIdOutOfBoundsError,
+    TokenShapeError,
+)
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.report import (
@@ -30,12 +35,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.report import (
 )
 from llm_from_scratch.errors import FormatError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, is_too_large, load_json, read_file
-from llm_from_scratch.nn import (
-    Embedding,
-    TokenCountMismatchError,
-    TokenIdOutOfBoundsError,
-    TokenShapeError,
-)
+from llm_from_scratch.nn import Embedding
 
 __all__ = [
     "ERROR_KINDS",

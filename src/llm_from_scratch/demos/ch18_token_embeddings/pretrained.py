@@ -28,7 +28,6 @@ from llm_from_scratch.errors import (
 )
 from llm_from_scratch.files import TOKENIZER_BYTE_LIMIT, read_file
 from llm_from_scratch.nn import Embedding, load_metadata, load_parameters
-from llm_from_scratch.nn.checkpoint import CheckpointMismatchError
 from llm_from_scratch.training.table_pair import (
     FINGERPRINT_KEY,
     VOCABULARY_SIZE_KEY,
@@ -129,11 +128,11 @@ def load_pretrained_embedding(table_path: Path, tensor_name: str | None) -> Embe
     """
     names = DEFAULT_TENSORS if tensor_name is None else (tensor_name,)
     for name in names[:-1]:
-        with contextlib.suppress(CheckpointMismatchError):
+        with contextlib.suppress(MismatchError):
             return _frozen_table(table_path, name)
     try:
         return _frozen_table(table_path, names[-1])
-    except CheckpointMismatchError as error:
+    except MismatchError as error:
         fields = {"path": str(table_path), "name": " or ".join(names), "cause": error}
         raise MismatchError("table.unknown-tensor", **fields) from error
 

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from llm_from_scratch.autograd import TokenIdOutOfBoundsError
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
-from llm_from_scratch.nn import Embedding, SplitMix64, TokenIdOutOfBoundsError
+from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.tensor import Shape, Tensor
 
 if TYPE_CHECKING:
