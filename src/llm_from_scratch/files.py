@@ -1,10 +1,9 @@
 """Input from outside the process, by one set of rules: paths, files read whole and written, text,
-JSON. Every boundary of the package that takes a path, reads a file whole, writes a file, or
-writes text into a header or on the command line goes through these functions, so each rule is
-stated once, here (``docs/errors.md``, "Inputs from outside the process"). They raise built-in
-errors of one line, which each boundary wraps: ``TypeError`` for a path of the wrong type, an
-``OSError`` (with its ``errno``) for a path the system cannot take or a file it cannot read or
-write or that is too large, ``ValueError`` for text or JSON that breaks a rule.
+JSON. Every boundary that takes a path, reads or writes a file, or writes text into a header or
+on the command line goes through these functions (``docs/errors.md``, "Inputs from outside the
+process"). They raise built-in errors of one line, which each boundary wraps: ``TypeError`` (a
+path of the wrong type), ``OSError`` with its ``errno`` (a path or file the system cannot take,
+read or write, or one too large), ``ValueError`` (text or JSON that breaks a rule).
 """
 
 from __future__ import annotations
@@ -24,36 +23,10 @@ from importlib.resources.abc import Traversable
 from types import FrameType
 from typing import Final, Protocol
 
-__all__ = [
-    "FILE_BYTE_LIMIT",
-    "JSON_INTEGER_DIGITS",
-    "NAME_BYTE_LIMIT",
-    "PATH_BYTE_LIMIT",
-    "TEMPORARY_STEM_BYTES",
-    "TOKENIZER_BYTE_LIMIT",
-    "TOO_LARGE",
-    "check_text",
-    "is_too_large",
-    "load_json",
-    "one_line",
-    "open_file",
-    "os_path",
-    "path_text",
-    "read_file",
-    "read_line",
-    "read_stream",
-    "replace_file",
-    "replace_files",
-    "temporary_path",
-    "writable_path",
-    "write_file",
-    "write_new_file",
-]
-
 FILE_BYTE_LIMIT: Final = 1 << 20
-"""The most bytes of a text or JSON file read whole (1 MiB), and of a line typed in a session."""
+"""The most bytes of a text or JSON file read whole, and of a line typed in a session."""
 TOKENIZER_BYTE_LIMIT: Final = 64 << 20
-"""The most bytes of a ``tokenizer.json`` (64 MiB; MiniLM's takes 0.7 MB)."""
+"""The most bytes of a ``tokenizer.json`` (MiniLM's takes 0.7 MB)."""
 NAME_BYTE_LIMIT: Final = 255
 """The most bytes of one name in a path, once encoded (``NAME_MAX``)."""
 PATH_BYTE_LIMIT: Final = 4095
@@ -80,9 +53,8 @@ class _LineReadable(Protocol):
 
 
 def path_text(path: object) -> str | None:
-    """``path`` as a plain ``str``: a ``str`` (a subclass read once as the ``str`` it holds) or
-    an ``os.PathLike`` whose ``__fspath__`` gives one; None for anything else (``bytes``, or a
-    ``__fspath__`` that fails with ``TypeError`` or ``ValueError``).
+    """``path`` as a plain ``str``: a ``str`` (a subclass read once) or an ``os.PathLike`` whose
+    ``__fspath__`` gives one; None for anything else (``bytes``, a failing ``__fspath__``).
 
     >>> import pathlib
     >>> path_text(pathlib.PurePosixPath("model.safetensors")), path_text(b"model")
@@ -98,9 +70,9 @@ def path_text(path: object) -> str | None:
 
 def os_path(path: str) -> str:
     """The same path, once the operating system can take it: no NUL, every character encodable
-    by the file system encoding (a lone surrogate is not; the escapes ``"\\udc80"`` to
-    ``"\\udcff"`` of bytes that are not UTF-8 are), at most :data:`NAME_BYTE_LIMIT` bytes a name
-    and :data:`PATH_BYTE_LIMIT` in all.
+    by the file system encoding (the escapes ``"\\udc80"`` to ``"\\udcff"`` of bytes that are not
+    UTF-8 are; a lone surrogate is not), at most :data:`NAME_BYTE_LIMIT` bytes a name and
+    :data:`PATH_BYTE_LIMIT` in all.
 
     Raises:
         OSError: ``errno.EINVAL`` (a NUL), ``errno.EILSEQ``, ``errno.ENAMETOOLONG``.
@@ -230,8 +202,8 @@ def read_stream(stream: _Readable, limit: int) -> bytes:
 
 
 def read_file(source: str | os.PathLike[str] | Traversable, limit: int) -> bytes:
-    """The bytes of a file read whole, at most ``limit``: a path (opened by :func:`open_file`)
-    or a package resource.
+    """The bytes of a file (a path opened by :func:`open_file`, or a package resource) read
+    whole, at most ``limit``.
 
     Raises:
         TypeError: ``source`` is not a path or a resource.
@@ -311,9 +283,9 @@ def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -
 
 def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> bool:
     """Replace several files as one: each ``write(staged)`` makes its new file at a
-    :func:`temporary_path` beside its target; then each is renamed over its target, and when a
-    rename fails, the targets renamed before it get their earlier files back (or none). So the
-    folders hold every earlier file or every new one, never a mix, never a temporary file.
+    :func:`temporary_path` beside its target, then each is renamed over its target; when a
+    rename fails, the targets renamed before it get their earlier files back (or none). The
+    folders hold every earlier file or every new one, never a mix, never a temporary file, and
     Ctrl-C (SIGINT, in the main thread) is held back from the first write to the last rename.
 
     Returns:
@@ -352,8 +324,8 @@ def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> boo
 
 
 def _second_name(path: str, made: list[str]) -> str | None:
-    """A second name for the file at ``path`` (a hard link, or a copy where the system cannot
-    link), noted in ``made``; None when there is no file."""
+    """A second name (a hard link, or a copy) for the file at ``path``, noted in ``made``; None
+    when there is no file."""
     if not os.path.isfile(path):
         return None
     made.append(temporary_path(path))
@@ -366,8 +338,8 @@ def _second_name(path: str, made: list[str]) -> str | None:
 
 @contextlib.contextmanager
 def _interrupts_held() -> Iterator[list[int]]:
-    """Hold Ctrl-C (SIGINT) back inside the block; the list holds the signals that came. Only
-    the main thread receives signals; elsewhere nothing changes."""
+    """Hold Ctrl-C (SIGINT) back inside the block (in the main thread, the one that receives
+    signals); the list holds the signals that came."""
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received
@@ -430,8 +402,8 @@ def check_text(text: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """``text`` with every character that is not printable escaped as in a Python string
-    literal (line breaks, control characters, lone surrogates, U+2028), so it prints as one line.
+    """``text`` with every character that is not printable (line breaks, control characters,
+    lone surrogates, U+2028) escaped as in a Python string literal: one line.
 
     >>> print(one_line("no\\nsuch\\udcff.safetensors"))
     no\\nsuch\\udcff.safetensors

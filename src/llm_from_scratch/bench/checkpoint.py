@@ -1,22 +1,18 @@
 """``llm-from-scratch bench checkpoint``: the memory and time of saving and loading a table.
 
 Each action runs in a fresh worker process (``python -m llm_from_scratch.bench.checkpoint worker
-...``), so that its peak memory is its own: ``save_parameters``, ``load_parameters`` (the
-``safetensors`` package checks the file, then the bytes move between the file and the table's
-array), ``load_parameters`` with ``into=`` (which reads the whole file before it writes a value,
-so it needs the table twice), and for comparison ``safetensors.numpy.save_file`` and
-``load_file``. A save worker first builds its table in place; a load worker reads the file the
-``save_parameters`` worker wrote. Each reports the wall time, the peak of the allocations Python
-traces (``tracemalloc``: arrays and objects, not memory maps) and the process's peak resident set
-(:func:`~llm_from_scratch.training.run.peak_memory_bytes`, mapped pages included).
-:func:`format_measurements` formats the :class:`CheckpointMeasurement` of each.
+...``), so that its peak memory is its own: ``save_parameters``, ``load_parameters`` (also with
+``into=``, which reads the whole file before it writes a value) and, for comparison,
+``safetensors.numpy``'s ``save_file`` and ``load_file``. A save worker builds its table first; a
+load worker reads the file the ``save_parameters`` worker wrote. Each reports its wall time, the
+peak of the allocations Python traces (``tracemalloc``: not memory maps) and the process's peak
+resident set (:func:`~llm_from_scratch.training.run.peak_memory_bytes`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,17 +23,19 @@ from typing import Any, Final
 
 import numpy as np
 
+from llm_from_scratch.bench.rounds import lines, worker_json
 from llm_from_scratch.training.run import peak_memory_bytes
 
 FULL_SHAPE: Final = (128256, 4096)
 QUICK_SHAPE: Final = (8192, 1024)
-ACTIONS: Final = (
-    "save_parameters",
-    "load_parameters",
-    "load_parameters(into=)",
-    "safetensors.numpy.save_file",
-    "safetensors.numpy.load_file",
-)
+ACTIONS: Final = {
+    "save_parameters": "ours",
+    "load_parameters": "ours",
+    "load_parameters(into=)": "ours",
+    "safetensors.numpy.save_file": "theirs",
+    "safetensors.numpy.load_file": "ours",
+}
+"""Each action, and the file it writes or reads."""
 TARGET: Final = 1.5
 """The peak resident memory a save or a load may reach, as a multiple of the table's bytes."""
 
@@ -60,14 +58,6 @@ class CheckpointMeasurement:
     def peak_rss_ratio(self) -> float:
         """The process's peak resident memory over the table's bytes."""
         return self.peak_rss_bytes / self.table_bytes
-
-    @property
-    def traced_ratio(self) -> float:
-        """The peak of the allocations traced during the action over the table's bytes."""
-        return self.traced_peak_bytes / self.table_bytes
-
-
-# The worker -------------------------------------------------------------------------------------
 
 
 def filled_table(rows: int, columns: int) -> np.ndarray[Any, np.dtype[np.float32]]:
@@ -134,78 +124,49 @@ def worker_main(argv: Sequence[str]) -> int:
     return 0
 
 
-# The command ------------------------------------------------------------------------------------
-
-
-def measure_in_worker(name: str, path: str, rows: int, columns: int) -> CheckpointMeasurement:
-    """Run one action in a fresh worker process and read back its measurement."""
-    command = [sys.executable, "-m", "llm_from_scratch.bench.checkpoint", "worker"]
-    output = subprocess.run(
-        [*command, name, path, str(rows), str(columns)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return CheckpointMeasurement(**json.loads(output.strip().splitlines()[-1]))
-
-
 def measure_all(rows: int, columns: int, folder: str) -> list[CheckpointMeasurement]:
-    """Every action in turn, each in its own worker; the files are removed afterwards."""
-    ours, theirs = (
-        os.path.join(folder, "ours.safetensors"),
-        os.path.join(folder, "theirs.safetensors"),
-    )
-    paths = {
-        "save_parameters": ours,
-        "load_parameters": ours,
-        "load_parameters(into=)": ours,
-        "safetensors.numpy.save_file": theirs,
-        "safetensors.numpy.load_file": ours,
-    }
+    """Every action in turn, each in a fresh worker, on files in ``folder``."""
+    command = [sys.executable, "-m", "llm_from_scratch.bench.checkpoint", "worker"]
     measurements = []
-    try:
-        for name in ACTIONS:
-            print(
-                f"measuring {name} on a {rows}x{columns} float32 table...",
-                file=sys.stderr,
-                flush=True,
-            )
-            measurements.append(measure_in_worker(name, paths[name], rows, columns))
-    finally:
-        for path in (ours, theirs):
-            if os.path.exists(path):
-                os.unlink(path)
+    for name, file in ACTIONS.items():
+        path = os.path.join(folder, f"{file}.safetensors")
+        print(
+            f"measuring {name} on a {rows}x{columns} float32 table...", file=sys.stderr, flush=True
+        )
+        found = worker_json([*command, name, path, str(rows), str(columns)])
+        measurements.append(CheckpointMeasurement(**found))
     return measurements
 
 
 def format_measurements(rows: int, columns: int, measurements: list[CheckpointMeasurement]) -> str:
     """A plain-text table of the measurements and the targets they meet or miss."""
     table_bytes = rows * columns * 4
-    lines = [
+    report = [
         f"{rows}x{columns} float32 table: {table_bytes:,} bytes ({table_bytes / 2**30:.2f} GiB); "
         "each action in a fresh process",
         f"  {'action':<30}{'seconds':>9}{'traced peak':>14}{'peak RSS':>12}{'RSS before':>12}",
-    ]
-    for item in measurements:
-        lines.append(
-            f"  {item.action:<30}{item.seconds:>9.2f}{item.traced_ratio:>13.3f}x"
+        *(
+            f"  {item.action:<30}{item.seconds:>9.2f}"
+            f"{item.traced_peak_bytes / table_bytes:>13.3f}x"
             f"{item.peak_rss_ratio:>11.3f}x{item.rss_before_bytes / table_bytes:>11.3f}x"
-        )
-    lines.append("  (traced peak, peak RSS and RSS before: multiples of the table's bytes)")
+            for item in measurements
+        ),
+        "  (traced peak, peak RSS and RSS before: multiples of the table's bytes)",
+    ]
     if (rows, columns) != FULL_SHAPE:
-        lines.append(
+        report.append(
             f"  the {TARGET}x targets are for the {FULL_SHAPE[0]}x{FULL_SHAPE[1]} table, where "
             "the interpreter's own memory is small beside it: run without --quick"
         )
-        return "\n".join(lines) + "\n"
+        return lines(report)
     for item in measurements:
         if item.action in ("save_parameters", "load_parameters"):
             verdict = "met" if item.peak_rss_ratio < TARGET else "NOT met"
-            lines.append(
+            report.append(
                 f"  target: {item.action} peak RSS < {TARGET}x table: {verdict} "
                 f"({item.peak_rss_ratio:.3f}x)"
             )
-    return "\n".join(lines) + "\n"
+    return lines(report)
 
 
 def run(quick: bool = False, directory: str | None = None) -> int:

@@ -1,50 +1,67 @@
 """``llm-from-scratch bench embedding``: the embedding layer and full training steps against
 the copy-once limit and PyTorch.
 
-For each shape ``(V, d, N)`` and dtype, with the same IDs and upstream gradient: ``copy`` (a
-fresh ``[N, d]`` array and one copy into it), ``forward``, ``fwd+bwd`` (until the row-sparse
-gradient is stored), and for each chosen optimizer ``<optimizer> step`` (lookup, backward,
-``step()``) and ``<optimizer> fused`` (lookup and ``backward_step()``); with PyTorch installed,
-``F.embedding`` forward, forward+backward dense and sparse, and each optimizer's full step, dense
-and sparse (``SparseAdam`` for Adam); a dense step that would not fit in half of the machine's
-memory is left out with a note. Measuring builds a :class:`CaseResult`; :func:`format_results`
-formats it.
+For each shape ``(V, d, N)`` and dtype, with the same IDs and upstream gradient, the actions of
+``docs/performance.md`` take turns (:func:`~llm_from_scratch.bench.rounds.round_robin_medians`):
+``copy``, ``forward``, ``fwd+bwd``, ``<optimizer> step`` and ``<optimizer> fused``, then with
+PyTorch its forward, forward+backward and full steps, dense and sparse; a dense step that would
+not fit in half of the machine's memory is left out with a note.
 """
 
 from __future__ import annotations
 
 import gc
-import os
-import statistics
 import sys
-import time
 import tracemalloc
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final, cast
 
 import numpy as np
 
 from llm_from_scratch.autograd.value import parameter_from_owned_array
+from llm_from_scratch.bench.rounds import (
+    Timed,
+    backward_step,
+    checked_count,
+    imported_torch,
+    lines,
+    median_rows,
+    ratio_rows,
+    round_robin_medians,
+    then_step,
+)
 from llm_from_scratch.nn import Embedding, NamedParameter
-from llm_from_scratch.optim import SGD, Adagrad, Adam, Optimizer
+from llm_from_scratch.optim import SGD, Adagrad, Adam
+from llm_from_scratch.training.options import default_memory_budget
 
 FULL_SHAPES: Final = ((50257, 768, 8192), (128256, 4096, 4096), (1000, 64, 65536))
 QUICK_SHAPES: Final = ((5000, 256, 2048),)
 DTYPES: Final = ("float64", "float32")
-OPTIMIZERS: Final = ("sgd", "adagrad", "adam")
+OPTIMIZERS: Final = {"sgd": SGD, "adagrad": Adagrad, "adam": Adam}
 LEARNING_RATE: Final = 1e-3
+TORCH_DENSE_TABLES: Final = {"sgd": 2, "adagrad": 4, "adam": 5}
+"""A dense PyTorch step holds the table, its gradient, the optimizer's state and a temporary:
+this many tables in all, which must fit the memory budget (half of the machine's memory)."""
+
+
+def torch_names(optimizer: str) -> tuple[str, str]:
+    """The names of PyTorch's dense and sparse steps with ``optimizer``."""
+    sparse = "torch sparse adam" if optimizer == "adam" else f"torch {optimizer} sparse"
+    return f"torch {optimizer} dense", sparse
+
 
 COMPARISONS: Final = (
-    ("torch fwd+bwd dense", ("fwd+bwd",)),
-    ("torch fwd+bwd sparse", ("fwd+bwd",)),
-    ("torch sgd dense", ("sgd step", "sgd fused")),
-    ("torch sgd sparse", ("sgd step", "sgd fused")),
-    ("torch adagrad dense", ("adagrad step", "adagrad fused")),
-    ("torch adagrad sparse", ("adagrad step", "adagrad fused")),
-    ("torch adam dense", ("adam step", "adam fused")),
-    ("torch sparse adam", ("adam step", "adam fused")),
+    ("torch fwd+bwd dense", "fwd+bwd"),
+    ("torch fwd+bwd sparse", "fwd+bwd"),
+    *(
+        (theirs, f"{name} {kind}")
+        for name in OPTIMIZERS
+        for theirs in torch_names(name)
+        for kind in ("step", "fused")
+    ),
 )
 """Which PyTorch measurement is compared with which of ours (PyTorch time / our time)."""
 
@@ -67,51 +84,6 @@ class CaseResult:
         return self.medians[name] / self.medians[baseline]
 
 
-@dataclass(frozen=True)
-class Timed:
-    """One measured action, and an untimed preparation run before each repetition."""
-
-    action: Callable[[], object]
-    prepare: Callable[[], object] | None = None
-
-
-def round_robin_medians(actions: dict[str, Timed], repeats: int) -> dict[str, float]:
-    """Median wall seconds of each action, the actions taking turns in every round (a slow
-    drift of the machine falls on all alike), after one untimed warm-up round; each result is
-    freed outside the timed region."""
-    samples: dict[str, list[float]] = {name: [] for name in actions}
-    for round_index in range(repeats + 1):
-        for name, timed in actions.items():
-            if timed.prepare is not None:
-                timed.prepare()
-            start = time.perf_counter()
-            result = timed.action()
-            elapsed = time.perf_counter() - start
-            del result
-            if round_index:
-                samples[name].append(elapsed)
-    return {name: statistics.median(values) for name, values in samples.items()}
-
-
-def _normal(shape: tuple[int, int], dtype: str, seed: int) -> np.ndarray[Any, Any]:
-    return np.random.default_rng(seed).standard_normal(shape, dtype=cast(Any, dtype))
-
-
-def _layer(vocabulary_size: int, width: int, dtype: str, seed: int) -> Embedding:
-    # random normals: Xavier sampling of a 128256x4096 table takes longer than the measurement
-    values = _normal((vocabulary_size, width), dtype, seed)
-    leaf = parameter_from_owned_array(values)
-    return Embedding.from_parameter(NamedParameter.from_value("token_embedding.weight", leaf))
-
-
-def _optimizer(name: str, layer: Embedding) -> Optimizer:
-    if name == "sgd":
-        return SGD(layer.parameters(), LEARNING_RATE)
-    if name == "adagrad":
-        return Adagrad(layer.parameters(), LEARNING_RATE)
-    return Adam(layer.parameters(), LEARNING_RATE)
-
-
 def measure_case(
     vocabulary_size: int,
     width: int,
@@ -125,79 +97,60 @@ def measure_case(
     rng = np.random.default_rng(0)
     ids = rng.integers(0, vocabulary_size, size=token_count, dtype=np.int64)
     upstream = rng.standard_normal((token_count, width)).astype(dtype)
-    result = _measure_ours(vocabulary_size, width, ids, upstream, repeats, optimizers)
+    result = _measure_ours(vocabulary_size, ids, upstream, repeats, optimizers)
     gc.collect()
     _measure_torch(result, ids, upstream, repeats, optimizers)
     return result
 
 
+def _normal(shape: tuple[int, int], dtype: str) -> np.ndarray[Any, Any]:
+    # random normals: Xavier sampling of a 128256x4096 table takes longer than the measurement
+    return np.random.default_rng(1).standard_normal(shape, dtype=cast(Any, dtype))
+
+
+def _copied(source: np.ndarray[Any, Any]) -> object:
+    out = np.empty_like(source)
+    np.copyto(out, source)
+    return out
+
+
 def _measure_ours(
     vocabulary_size: int,
-    width: int,
     ids: np.ndarray[Any, Any],
     upstream: np.ndarray[Any, Any],
     repeats: int,
     optimizers: Sequence[str],
 ) -> CaseResult:
-    token_count, dtype = ids.size, str(upstream.dtype)
-    layer = _layer(vocabulary_size, width, dtype, seed=1)
-    leaf = layer.table.tensor
-    values_bytes = leaf.numpy().nbytes
-    source = np.array(upstream, copy=True)
-
-    def copy_once() -> object:
-        out = np.empty_like(source)
-        np.copyto(out, source)
-        return out
-
-    def forward() -> object:
-        return layer.forward(ids, (token_count,))
+    (count, width), dtype = upstream.shape, str(upstream.dtype)
+    leaf = parameter_from_owned_array(_normal((vocabulary_size, width), dtype))
+    layer = Embedding.from_parameter(NamedParameter.from_value("token_embedding.weight", leaf))
+    forward = partial(layer.forward, ids, (count,))
 
     def forward_backward() -> object:
-        out = layer.forward(ids, (token_count,))
-        out.backward_with_seed(upstream)
+        forward().backward_with_seed(upstream)
         return leaf.sparse_gradient
 
     actions = {
-        "copy": Timed(copy_once),
+        "copy": Timed(partial(_copied, np.array(upstream, copy=True))),
         "forward": Timed(forward),
         "fwd+bwd": Timed(forward_backward, leaf.zero_grad),
     }
     for name in optimizers:
-        optimizer = _optimizer(name, layer)  # one per optimizer: both steps share its state
-        actions[f"{name} step"] = Timed(_full_step(forward_backward, optimizer), leaf.zero_grad)
-        fused = _fused_step(layer, ids, upstream, optimizer)  # from an empty stored gradient
+        optimizer = OPTIMIZERS[name](layer.parameters(), LEARNING_RATE)  # both steps share it
+        step = partial(then_step, forward_backward, optimizer)
+        actions[f"{name} step"] = Timed(step, leaf.zero_grad)
+        fused = partial(backward_step, forward, upstream, optimizer)  # from an empty gradient
         actions[f"{name} fused"] = Timed(fused, leaf.zero_grad)
     medians = round_robin_medians(actions, repeats)
-    peak = _backward_peak_bytes(layer, ids, upstream)
-    return CaseResult(vocabulary_size, width, token_count, dtype, medians, peak, values_bytes)
+    peak = _backward_peak_bytes(leaf, forward, upstream)
+    table_bytes = leaf.numpy().nbytes
+    return CaseResult(vocabulary_size, width, count, dtype, medians, peak, table_bytes)
 
 
-def _full_step(
-    forward_backward: Callable[[], object], optimizer: Optimizer
-) -> Callable[[], object]:
-    def step() -> object:
-        forward_backward()
-        optimizer.step()
-        return None
-
-    return step
-
-
-def _fused_step(
-    layer: Embedding, ids: np.ndarray[Any, Any], upstream: Any, optimizer: Optimizer
-) -> Callable[[], object]:
-    def step() -> object:
-        optimizer.backward_step(layer.forward(ids, (ids.size,)), upstream)
-        return None
-
-    return step
-
-
-def _backward_peak_bytes(layer: Embedding, ids: np.ndarray[Any, Any], upstream: Any) -> int:
+def _backward_peak_bytes(leaf: Any, forward: Callable[[], Any], upstream: Any) -> int:
     """Peak bytes NumPy allocates during one backward, beyond what existed before it."""
-    layer.table.tensor.zero_grad()
-    out = layer.forward(ids, (ids.size,))
+    leaf.zero_grad()
+    out = forward()
     gc.collect()
     tracemalloc.start()
     try:
@@ -209,19 +162,6 @@ def _backward_peak_bytes(layer: Embedding, ids: np.ndarray[Any, Any], upstream: 
     return peak - before
 
 
-def _memory_budget() -> int:
-    """Half of the machine's physical memory, in bytes (no limit where it cannot be read)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (ValueError, OSError, AttributeError):
-        return sys.maxsize
-
-
-# Dense PyTorch steps hold the table, its dense gradient, the optimizer's dense state and a
-# temporary of the table's size: this many tables in all.
-_TORCH_DENSE_TABLES: Final = {"sgd": 2, "adagrad": 4, "adam": 5}
-
-
 def _measure_torch(
     result: CaseResult,
     ids: np.ndarray[Any, Any],
@@ -229,136 +169,76 @@ def _measure_torch(
     repeats: int,
     optimizers: Sequence[str],
 ) -> None:
-    try:
-        import torch
-
-        warnings.filterwarnings("ignore", "Sparse invariant checks", UserWarning)
-    except ImportError:
-        result.notes.append("PyTorch is not installed: pip install 'llm-from-scratch[torch]'")
+    torch = imported_torch(result.notes)
+    if torch is None:
         return
+    warnings.filterwarnings("ignore", "Sparse invariant checks", UserWarning)
     shape = (result.vocabulary_size, result.embedding_width)
-    weights = torch.from_numpy(_normal(shape, result.dtype, seed=1)).requires_grad_(True)
-    ids_t, upstream_t = torch.from_numpy(ids), torch.from_numpy(upstream)
-    lookup = _TorchLookup(torch, weights, ids_t, upstream_t)
-    result.medians.update(
-        round_robin_medians(
-            {
-                "torch forward": Timed(lookup.forward),
-                "torch fwd+bwd dense": Timed(lookup.backward(False), lookup.reset),
-                "torch fwd+bwd sparse": Timed(lookup.backward(True), lookup.reset),
-            },
-            repeats,
-        )
-    )
-    budget = _memory_budget()
+    weights = torch.from_numpy(_normal(shape, result.dtype)).requires_grad_(True)
+    lookup = partial(torch.nn.functional.embedding, torch.from_numpy(ids), weights)
+    upstream_t = torch.from_numpy(upstream)
+
+    def reset() -> None:
+        weights.grad = None
+
+    def forward() -> object:
+        with torch.no_grad():
+            return lookup()
+
+    def backward(sparse: bool) -> Callable[[], object]:
+        return lambda: lookup(sparse=sparse).backward(upstream_t)
+
+    found = {
+        "torch forward": Timed(forward),
+        "torch fwd+bwd dense": Timed(backward(False), reset),
+        "torch fwd+bwd sparse": Timed(backward(True), reset),
+    }
+    result.medians.update(round_robin_medians(found, repeats))
     for name in optimizers:
+        dense, sparse = torch_names(name)
         actions = {}
-        if _TORCH_DENSE_TABLES[name] * result.table_bytes <= budget:
-            actions[f"torch {name} dense"] = Timed(
-                lookup.step(_torch_optimizer(torch, name, weights, False), False), lookup.reset
-            )
+        if TORCH_DENSE_TABLES[name] * result.table_bytes <= default_memory_budget() << 20:
+            optimizer = getattr(torch.optim, OPTIMIZERS[name].__name__)([weights], lr=LEARNING_RATE)
+            actions[dense] = Timed(partial(then_step, backward(False), optimizer), reset)
         else:
             result.notes.append(
-                f"torch {name} dense left out: it needs about {_TORCH_DENSE_TABLES[name]} "
+                f"{dense} left out: it needs about {TORCH_DENSE_TABLES[name]} "
                 f"tables of {result.table_bytes / 2**30:.1f} GiB"
             )
-        sparse_name = "torch sparse adam" if name == "adam" else f"torch {name} sparse"
-        sparse = _torch_optimizer(torch, name, weights, True)
-        actions[sparse_name] = Timed(lookup.step(sparse, True), lookup.reset)
+        kind = "SparseAdam" if name == "adam" else OPTIMIZERS[name].__name__
+        optimizer = getattr(torch.optim, kind)([weights], lr=LEARNING_RATE)
+        actions[sparse] = Timed(partial(then_step, backward(True), optimizer), reset)
         result.medians.update(round_robin_medians(actions, repeats))
-        del actions, sparse
+        del actions, optimizer
         gc.collect()
-    lookup.reset()
-    result.notes.append(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads")
-
-
-def _torch_optimizer(torch: Any, name: str, weights: Any, sparse: bool) -> Any:
-    if name == "sgd":
-        return torch.optim.SGD([weights], lr=LEARNING_RATE)
-    if name == "adagrad":
-        return torch.optim.Adagrad([weights], lr=LEARNING_RATE)
-    if sparse:
-        return torch.optim.SparseAdam([weights], lr=LEARNING_RATE)
-    return torch.optim.Adam([weights], lr=LEARNING_RATE)
-
-
-@dataclass(frozen=True)
-class _TorchLookup:
-    """PyTorch's lookup of the same IDs, its backward, and a full step with an optimizer."""
-
-    torch: Any
-    weights: Any
-    ids: Any
-    upstream: Any
-
-    def reset(self) -> None:
-        self.weights.grad = None
-
-    def forward(self) -> object:
-        with self.torch.no_grad():
-            return self.torch.nn.functional.embedding(self.ids, self.weights)
-
-    def backward(self, sparse: bool) -> Callable[[], object]:
-        def run() -> object:
-            output = self.torch.nn.functional.embedding(self.ids, self.weights, sparse=sparse)
-            output.backward(self.upstream)
-            return self.weights.grad
-
-        return run
-
-    def step(self, optimizer: Any, sparse: bool) -> Callable[[], object]:
-        backward = self.backward(sparse)
-
-        def run() -> object:
-            backward()
-            optimizer.step()
-            return None
-
-        return run
+    reset()
 
 
 def format_results(results: list[CaseResult]) -> str:
     """A plain-text table: medians in milliseconds, then ratios side by side."""
-    lines = []
+    rows = []
     for case in results:
-        lines.append(
-            f"V={case.vocabulary_size} d={case.embedding_width} N={case.token_count} {case.dtype}"
-        )
-        for name, seconds in case.medians.items():
-            lines.append(f"  {name:<22}{seconds * 1e3:>11.3f} ms  {case.ratio(name):>7.2f}x copy")
-        lines.extend(_torch_ratios(case))
         share = case.backward_peak_bytes / case.table_bytes
-        lines.append(
+        rows += [
+            f"V={case.vocabulary_size} d={case.embedding_width} N={case.token_count} {case.dtype}",
+            *median_rows(case.medians, "ms", "copy"),
+            *ratio_rows(case.medians, COMPARISONS),
             f"  backward peak extra memory {case.backward_peak_bytes / 2**20:.1f} MiB "
-            f"= {share:.2%} of the {case.table_bytes / 2**20:.0f} MiB table"
-        )
-        lines.extend(f"  note: {note}" for note in case.notes)
-    return "\n".join(lines) + "\n"
-
-
-def _torch_ratios(case: CaseResult) -> list[str]:
-    lines = []
-    for theirs, ours in COMPARISONS:
-        for name in ours:
-            if theirs in case.medians and name in case.medians:
-                lines.append(
-                    f"  {theirs} / our {name} = {case.ratio(theirs, name):.2f} "
-                    "(above 1: ours is faster)"
-                )
-    return lines
+            f"= {share:.2%} of the {case.table_bytes / 2**20:.0f} MiB table",
+            *(f"  note: {note}" for note in case.notes),
+        ]
+    return lines(rows)
 
 
 def run(
     quick: bool = False, repeats: int | None = None, optimizers: Sequence[str] = ("sgd",)
 ) -> int:
     """Measure every shape and dtype, print progress to stderr and the table to stdout."""
-    shapes = QUICK_SHAPES if quick else FULL_SHAPES
-    count = repeats if repeats is not None else (5 if quick else 15)
-    if count < 1:
-        print("error: --repeats must be at least 1", file=sys.stderr)
+    count = checked_count(repeats, 5 if quick else 15)
+    if count is None:
         return 2
     results = []
-    for vocabulary_size, width, token_count in shapes:
+    for vocabulary_size, width, token_count in QUICK_SHAPES if quick else FULL_SHAPES:
         for dtype in DTYPES:
             print(
                 f"measuring V={vocabulary_size} d={width} N={token_count} {dtype} "
@@ -366,8 +246,7 @@ def run(
                 file=sys.stderr,
                 flush=True,
             )
-            results.append(
-                measure_case(vocabulary_size, width, token_count, dtype, count, optimizers)
-            )
+            case = measure_case(vocabulary_size, width, token_count, dtype, count, optimizers)
+            results.append(case)
     sys.stdout.write(format_results(results))
     return 0

@@ -1,16 +1,7 @@
-"""``llm-from-scratch bench small``: one small lookup, the chapter's, against PyTorch's.
-
-On the chapter's 4x2 table with the IDs ``[[2, 1, 2]]`` it times, interleaved in rounds (see
-:func:`~llm_from_scratch.bench.embedding.round_robin_medians`), each action run ``CALLS`` times
-per sample on one thread:
-
-- ``copy``: NumPy's ``table[ids]``, the copy-once limit of a lookup;
-- ``forward`` (an int64 array) and ``forward list`` (nested lists): ``layer(ids)``;
-- ``fwd+bwd``: ``zero_grad()``, ``layer(ids)`` and ``backward_with_seed(seed)``;
-- with PyTorch installed, ``torch forward`` (``nn.Embedding`` called on an int64 tensor) and
-  ``torch fwd+bwd`` (``zero_grad()``, the call and ``backward(seed)``).
-
-Measuring builds a dict of medians; :func:`format_result` only formats it.
+"""``llm-from-scratch bench small``: the chapter's lookup (4x2 table, IDs ``[[2, 1, 2]]``, one
+thread) against PyTorch's: ``copy`` (``table[ids]``), ``forward`` and ``forward list`` (an
+array, nested lists), ``fwd+bwd`` (``zero_grad``, the call, ``backward_with_seed``) and PyTorch's
+``nn.Embedding`` call and step, taking turns, each ``CALLS`` times a sample.
 """
 
 from __future__ import annotations
@@ -21,13 +12,25 @@ from typing import Any, Final
 
 import numpy as np
 
-from llm_from_scratch.bench.embedding import Timed, round_robin_medians
+from llm_from_scratch.bench.rounds import (
+    Timed,
+    checked_count,
+    imported_torch,
+    lines,
+    median_rows,
+    round_robin_medians,
+)
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE
 from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import Tensor
 
 CALLS: Final = 200
-PAIRS: Final = (("torch forward", "forward"), ("torch fwd+bwd", "fwd+bwd"))
+PAIRS: Final = (
+    ("forward", "torch forward"),
+    ("forward list", "torch forward"),
+    ("fwd+bwd", "torch fwd+bwd"),
+)
+"""Ours over PyTorch's (below 1: ours is faster)."""
 
 
 def _repeated(action: Callable[[], object]) -> Timed:
@@ -60,9 +63,8 @@ def _ours() -> dict[str, Timed]:
 
 
 def _torch() -> dict[str, Timed]:
-    try:
-        import torch
-    except ImportError:
+    torch = imported_torch([])
+    if torch is None:
         return {}
     torch.set_num_threads(1)
     fixture = KNOWN_FIXTURE
@@ -88,25 +90,24 @@ def measure(repeats: int) -> dict[str, float]:
 
 def format_result(medians: dict[str, float]) -> str:
     """Each median in microseconds with its ratio to ``copy``, then ours over PyTorch's."""
-    lines = [f"the chapter's 4x2 table, IDs [[2, 1, 2]], one thread, {CALLS} calls a sample"]
-    for name, seconds in medians.items():
-        ratio = seconds / medians["copy"]
-        lines.append(f"  {name:<16}{seconds * 1e6:>9.2f} us  {ratio:>6.2f}x copy")
-    for theirs, ours in PAIRS:
-        if theirs in medians:
-            ratio = medians[ours] / medians[theirs]
-            lines.append(f"  our {ours} / {theirs} = {ratio:.2f} (below 1: ours is faster)")
-            if ours == "forward":
-                listed = medians["forward list"] / medians[theirs]
-                lines.append(f"  our forward list / {theirs} = {listed:.2f}")
-    return "\n".join(lines) + "\n"
+    return lines(
+        [
+            f"the chapter's 4x2 table, IDs [[2, 1, 2]], one thread, {CALLS} calls a sample",
+            *median_rows(medians, "us", "copy"),
+            *(
+                f"  our {ours} / {theirs} = {medians[ours] / medians[theirs]:.2f} "
+                "(below 1: ours is faster)"
+                for ours, theirs in PAIRS
+                if theirs in medians
+            ),
+        ]
+    )
 
 
 def run(repeats: int | None = None) -> int:
     """Measure and print; ``repeats`` (rounds) defaults to 41."""
-    count = 41 if repeats is None else repeats
-    if count < 1:
-        print("error: --repeats must be at least 1", file=sys.stderr)
+    count = checked_count(repeats, 41)
+    if count is None:
         return 2
     print(f"measuring the small lookup ({count} rounds)...", file=sys.stderr, flush=True)
     sys.stdout.write(format_result(measure(count)))

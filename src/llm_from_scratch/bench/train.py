@@ -1,15 +1,10 @@
 """``llm-from-scratch bench train``: ``ch18 train`` against gensim's word2vec and PyTorch.
 
-On one corpus and one set of settings (skip-gram, d=100, window 5, 5 negatives, min-count 5,
-``--epochs`` passes), each trainer runs as a fresh process, taking turns in every round: ``ours``
-(the whole ``ch18 train --threads T`` command), ``gensim`` (``Word2Vec(sg=1, workers=T)``) and
-``torch`` (the same model with PyTorch's sparse embeddings and SGD,
-:mod:`~llm_from_scratch.bench.train_runners`). For each trainer and thread count the report gives
-the median wall time and peak memory of the whole process, the corpus words read per second of
-it, and the group measure of its last table (the mean cosine inside and between
-:data:`~llm_from_scratch.demos.ch18_token_embeddings.train.REPORT_GROUPS`, and the separation);
-then the ratios the targets name. :func:`measure` builds a :class:`TrainBenchResult`,
-:func:`format_result` formats it.
+Each trainer (``ours``: the whole ``ch18 train`` command; ``gensim`` and ``torch``:
+:mod:`~llm_from_scratch.bench.train_runners`) runs on one corpus and settings as a fresh
+process, taking turns in every round; the report gives each one's median wall time, peak memory
+and words per second, the group measure of its last table (mean cosines inside and between
+:data:`~llm_from_scratch.demos.ch18_token_embeddings.train.REPORT_GROUPS`), and the ratios.
 """
 
 from __future__ import annotations
@@ -23,11 +18,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Final
 
 import numpy as np
+from safetensors.numpy import load_file
 
+from llm_from_scratch.bench.rounds import in_turns, lines
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
     group_cosines,
@@ -35,6 +33,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
 )
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS, VocabularyPieces
 from llm_from_scratch.nn import Embedding
+from llm_from_scratch.training.corpus import corpus_files, count_words
 from llm_from_scratch.training.run import peak_memory_bytes
 from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN, Vocabulary
 
@@ -44,8 +43,8 @@ THREADS: Final = (1, 2)
 
 @dataclass(frozen=True)
 class Measured:
-    """One trainer on one thread count: wall times of its runs, and its table's group measure
-    (from its last run)."""
+    """One trainer on one thread count: its runs' wall times and peak memory, and its table's
+    group measure (from its last run)."""
 
     trainer: str
     threads: int
@@ -88,10 +87,10 @@ class TrainBenchResult:
 
     def find(self, trainer: str, threads: int) -> Measured | None:
         """The measurement of ``trainer`` on ``threads``, if it ran."""
-        for found in self.measured:
-            if found.trainer == trainer and found.threads == threads:
-                return found
-        return None
+        found = [
+            item for item in self.measured if (item.trainer, item.threads) == (trainer, threads)
+        ]
+        return found[0] if found else None
 
 
 def group_measure(vectors: np.ndarray, words: Sequence[str]) -> tuple[float, float]:
@@ -106,30 +105,10 @@ def group_measure(vectors: np.ndarray, words: Sequence[str]) -> tuple[float, flo
 
 
 def word_list(tokenizer: Path) -> list[str]:
-    """The word of each ID of a ``tokenizer.json`` that ``ch18 train`` wrote (its ``WordLevel``
-    vocabulary, read as JSON)."""
+    """The word of each ID of a ``tokenizer.json`` that ``ch18 train`` wrote."""
     vocabulary = json.loads(tokenizer.read_text(encoding="utf-8"))
     by_id = sorted(vocabulary["model"]["vocab"].items(), key=lambda item: item[1])
     return [word for word, _ in by_id]
-
-
-def _command(trainer: str, corpus: Path, output: Path, epochs: int, threads: int) -> list[str]:
-    common = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
-    common += ["--threads", str(threads), "--seed", "1"]
-    if trainer == "ours":
-        return [sys.executable, "-m", "llm_from_scratch", "ch18", "train", *common]
-    runner = "llm_from_scratch.bench.train_runners"
-    return [sys.executable, "-m", runner, trainer, *common]
-
-
-def _read_table(trainer: str, output: Path) -> tuple[np.ndarray, list[str]]:
-    if trainer == "ours":
-        from safetensors.numpy import load_file
-
-        table = load_file(str(output / "table.safetensors"))["token_embedding.weight"]
-        return table, word_list(output / "tokenizer.json")
-    words = json.loads((output / "words.json").read_text(encoding="utf-8"))
-    return np.load(output / "vectors.npy"), list(words)
 
 
 def timed_process(command: Sequence[str]) -> tuple[float, int]:
@@ -155,8 +134,6 @@ def timed_process(command: Sequence[str]) -> tuple[float, int]:
 def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:
     """``corpus`` ``copies`` times over: ``folder/copy-1/...`` to ``folder/copy-N/...``, each a
     symbolic link to every text of the corpus (read as the texts themselves)."""
-    from llm_from_scratch.training.corpus import corpus_files
-
     files = [file.path for file in corpus_files(corpus)]
     for copy in range(1, copies + 1):
         target = folder / f"copy-{copy}"
@@ -164,6 +141,27 @@ def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:
         for index, path in enumerate(files):
             (target / f"{index:05d}-{path.name}").symlink_to(path.resolve())
     return folder
+
+
+def _trained(
+    trainer: str, threads: int, corpus: Path, epochs: int, output: Path
+) -> tuple[float, int, float, float]:
+    """One run of ``trainer``: its wall time, peak memory and the group measure of its table."""
+    output = output / f"{trainer}-{threads}"
+    given = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
+    given += ["--threads", str(threads), "--seed", "1"]
+    if trainer == "ours":
+        command = [sys.executable, "-m", "llm_from_scratch", "ch18", "train", *given]
+    else:
+        command = [sys.executable, "-m", "llm_from_scratch.bench.train_runners", trainer, *given]
+    seconds, memory = timed_process(command)
+    if trainer == "ours":
+        vectors = load_file(str(output / "table.safetensors"))["token_embedding.weight"]
+        words = word_list(output / "tokenizer.json")
+    else:
+        vectors = np.load(output / "vectors.npy")
+        words = json.loads((output / "words.json").read_text(encoding="utf-8"))
+    return seconds, memory, *group_measure(vectors, words)
 
 
 def measure(
@@ -176,80 +174,62 @@ def measure(
 ) -> TrainBenchResult:
     """Run every trainer on every thread count ``rounds`` times, taking turns in each round,
     on ``copies`` copies of ``corpus``."""
-    from llm_from_scratch.training.corpus import corpus_files, count_words
-
-    cases = [(trainer, count) for count in threads for trainer in trainers]
-    times: dict[tuple[str, int], list[tuple[float, int]]] = {case: [] for case in cases}
-    measures: dict[tuple[str, int], tuple[float, float]] = {}
+    cases = {
+        f"{trainer}, {count} threads": (trainer, count) for count in threads for trainer in trainers
+    }
     with tempfile.TemporaryDirectory(prefix="bench-train-") as scratch:
         source = corpus if copies == 1 else copied_corpus(corpus, copies, Path(scratch) / "c")
-        words = sum(count_words(corpus_files(source))[1].values())
-        for round_index in range(rounds):
-            for trainer, count in cases:
-                output = Path(scratch) / f"{trainer}-{count}"
-                command = _command(trainer, source, output, epochs, count)
-                print(
-                    f"round {round_index + 1}/{rounds}: {trainer}, {count} threads", file=sys.stderr
-                )
-                times[(trainer, count)].append(timed_process(command))
-                measures[(trainer, count)] = group_measure(*_read_table(trainer, output))
-    measured = tuple(
-        Measured(
-            trainer,
-            count,
-            tuple(seconds for seconds, _ in times[(trainer, count)]),
-            tuple(memory for _, memory in times[(trainer, count)]),
-            words * epochs,
-            *measures[(trainer, count)],
-        )
-        for trainer, count in cases
-    )
-    return TrainBenchResult(corpus, copies, epochs, rounds, measured)
+        words = sum(count_words(corpus_files(source))[1].values()) * epochs
+        runs = {
+            name: partial(_trained, *case, source, epochs, Path(scratch))
+            for name, case in cases.items()
+        }
+        found = in_turns(runs, rounds, progress=True)
+    measured = []
+    for name, samples in found.items():
+        seconds, memory, within, between = zip(*samples, strict=True)
+        measured.append(Measured(*cases[name], seconds, memory, words, within[-1], between[-1]))
+    return TrainBenchResult(corpus, copies, epochs, rounds, tuple(measured))
 
 
 def format_result(result: TrainBenchResult) -> str:
     """One line per trainer and thread count, then the ratios of the targets."""
-    lines = [
+    rows = [
         f"corpus {result.corpus} x{result.copies}, {result.epochs} epochs, median of "
         f"{result.rounds} rounds (whole processes, taking turns)",
         f"{'trainer':<8} {'threads':>7} {'seconds':>8} {'words/s':>10} {'peak MB':>8} "
         f"{'inside':>7} {'between':>7} {'separation':>10}",
-    ]
-    for found in result.measured:
-        lines.append(
+        *(
             f"{found.trainer:<8} {found.threads:>7} {found.median_seconds:>8.2f} "
             f"{found.words_per_second:>10,.0f} {found.median_peak_memory / 2**20:>8.0f} "
             f"{found.within:>7.4f} {found.between:>7.4f} {found.separation:>10.4f}"
-        )
-    lines.append("")
+            for found in result.measured
+        ),
+        "",
+    ]
     for threads in sorted({found.threads for found in result.measured}):
         ours = result.find("ours", threads)
-        if ours is None:
-            continue
         for other in ("gensim", "torch"):
             theirs = result.find(other, threads)
-            if theirs is not None:
-                lines.append(
+            if ours is not None and theirs is not None:
+                rows.append(
                     f"ours / {other}, {threads} threads: words/s "
                     f"{ours.words_per_second / theirs.words_per_second:.2f}x, peak memory "
                     f"{ours.median_peak_memory / theirs.median_peak_memory:.2f}x, separation "
                     f"{ours.separation / theirs.separation:.2f}x"
                 )
-    gensim_one, ours_two = result.find("gensim", 1), result.find("ours", 2)
-    ours_one = result.find("ours", 1)
+    gensim_one, ours_one, ours_two = (
+        result.find(*case) for case in (("gensim", 1), ("ours", 1), ("ours", 2))
+    )
     if gensim_one is not None and ours_one is not None:
-        lines.append(
-            "ours 1 thread / gensim 1 worker, words/s: "
-            f"{ours_one.words_per_second / gensim_one.words_per_second:.2f}x"
-        )
+        speed = ours_one.words_per_second / gensim_one.words_per_second
+        rows.append(f"ours 1 thread / gensim 1 worker, words/s: {speed:.2f}x")
     if ours_two is not None:
-        lines.append(f"ours on 2 threads: {ours_two.median_seconds:.1f} s")
+        rows.append(f"ours on 2 threads: {ours_two.median_seconds:.1f} s")
     if ours_one is not None and ours_two is not None:
-        lines.append(
-            "ours, 2 threads over 1, words/s: "
-            f"{ours_two.words_per_second / ours_one.words_per_second:.2f}x"
-        )
-    return "".join(f"{line}\n" for line in lines)
+        speed = ours_two.words_per_second / ours_one.words_per_second
+        rows.append(f"ours, 2 threads over 1, words/s: {speed:.2f}x")
+    return lines(rows)
 
 
 def run(

@@ -1,24 +1,10 @@
-"""The other two trainers of ``llm-from-scratch bench train``, each run as a fresh process:
-gensim's ``Word2Vec`` and the same skip-gram model written with PyTorch.
-
-``python -m llm_from_scratch.bench.train_runners gensim|torch --corpus PATH --output DIR
---epochs E --threads T --seed S`` trains on the corpus as ``ch18 train`` reads it (the same
-stream of sentences, the same words and vocabulary rule), writes ``DIR/vectors.npy`` (the input
-table, float32) and ``DIR/words.json`` (the word of each row) and prints its training seconds as
-JSON.
-
-- **gensim**: ``Word2Vec(sentences, sg=1, vector_size=100, window=5, negative=5, min_count=5,
-  epochs=E, workers=T, seed=S)``, its defaults otherwise (``sample=1e-3``, ``alpha`` 0.025 falling
-  to ``0.0001``). Its sentences are an iterable that streams the corpus's lines as lists of words
-  on every pass (:func:`~llm_from_scratch.training.corpus.sentences`), never held in memory.
-- **torch**: the model of ``ch18 train`` on PyTorch's own operations, as a PyTorch user writes
-  it: two ``nn.Embedding(V, d, sparse=True)`` tables (the input table Xavier-uniform, the
-  context table zeros), scores by ``torch.bmm``, ``F.logsigmoid``, a summed loss and
-  ``torch.optim.SGD`` with the same linearly falling learning rate, in batches of
-  :data:`BATCH_PAIRS` pairs drawn with NumPy from each block of the corpus (the same
-  subsampling, windows and noise distribution), ``torch.set_num_threads(T)``.
-
-gensim and PyTorch are imported here only, by these processes: the package never needs them.
+"""The other two trainers of ``llm-from-scratch bench train``, each a fresh process that imports
+gensim or PyTorch: ``python -m llm_from_scratch.bench.train_runners gensim|torch --corpus PATH
+--output DIR --epochs E --threads T --seed S`` trains on the corpus as ``ch18 train`` reads it,
+writes ``DIR/vectors.npy`` and ``DIR/words.json`` (the word of each row) and prints its seconds.
+gensim's ``Word2Vec(sg=1)`` runs with the same settings on sentences streamed anew each pass;
+the PyTorch model is ``ch18 train``'s with sparse ``nn.Embedding`` tables, ``torch.bmm``,
+``F.logsigmoid`` and ``SGD``, in batches of :data:`BATCH_PAIRS` pairs drawn with NumPy.
 """
 
 from __future__ import annotations
@@ -38,7 +24,7 @@ from llm_from_scratch.files import replace_file
 from llm_from_scratch.training.corpus import corpus_files, count_words, pieces, sentences
 from llm_from_scratch.training.kernels import SENTENCE_END
 from llm_from_scratch.training.options import RATES
-from llm_from_scratch.training.skipgram import NoiseTable, keep_probabilities
+from llm_from_scratch.training.skipgram import NoiseTable, keep_probabilities, learning_rate
 from llm_from_scratch.training.vocabulary import DEFAULT_MIN_COUNT, Vocabulary
 
 RUNNERS = ("gensim", "torch")
@@ -124,42 +110,24 @@ def run_torch(
     counts = np.asarray(vocabulary.counts)
     keep, noise = keep_probabilities(counts), NoiseTable.of(counts)
     rng = np.random.default_rng(seed)
-    read = 0
+    model, read = (torch, inputs, contexts, optimizer, noise, rng), 0
     for _ in range(epochs):
         for file in files:
             for piece in pieces(file):
                 tokens = vocabulary.tokens(piece.text)
                 read += int(np.count_nonzero(tokens != SENTENCE_END))
-                rate = max(RATES[1], RATES[0] - (RATES[0] - RATES[1]) * read / words_total)
                 for group in optimizer.param_groups:
-                    group["lr"] = rate
-                centres, targets_first = block_pairs_numpy(tokens, keep, 5, rng)
+                    group["lr"] = learning_rate(read, words_total, RATES)
+                centres, targets = block_pairs_numpy(tokens, keep, 5, rng)
                 for start in range(0, centres.size, BATCH_PAIRS):
                     batch = slice(start, start + BATCH_PAIRS)
-                    _torch_step(
-                        torch,
-                        inputs,
-                        contexts,
-                        optimizer,
-                        noise,
-                        rng,
-                        centres[batch],
-                        targets_first[batch],
-                    )
+                    _torch_step(model, centres[batch], targets[batch])
     vectors = inputs.weight.detach().numpy()[: rows - 1]  # the unknown token's row left out
     return np.ascontiguousarray(vectors, dtype=np.float32), list(vocabulary.words[:-1])
 
 
-def _torch_step(
-    torch: Any,
-    inputs: Any,
-    contexts: Any,
-    optimizer: Any,
-    noise: NoiseTable,
-    rng: np.random.Generator,
-    centres: np.ndarray,
-    context_words: np.ndarray,
-) -> None:
+def _torch_step(model: tuple[Any, ...], centres: np.ndarray, context_words: np.ndarray) -> None:
+    torch, inputs, contexts, optimizer, noise, rng = model
     size = noise.accept.size
     scaled = rng.random((centres.size, 5)) * size
     slots = np.minimum(scaled.astype(np.intp), size - 1)

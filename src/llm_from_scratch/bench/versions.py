@@ -1,13 +1,9 @@
 """Compare the lookup timings of this source tree with another one, side by side in one run.
 
 ``python -m llm_from_scratch.bench.versions BASELINE_SRC`` times the actions of
-:func:`~llm_from_scratch.bench.embedding.measure_case` (``copy``, ``forward``, ``fwd+bwd``,
-``sgd step``; PyTorch is kept out) for the shapes of ``bench embedding``, once with the package
-under ``BASELINE_SRC`` (for example an export of an earlier commit's ``src``) and once with this
-one, each in a fresh worker process, the two trees taking turns in every round. It prints, for
-each action, the median over the rounds of each tree's medians and their ratio (this tree over
-the baseline: above 1 is slower). The ``copy`` row times the same NumPy code in both trees, so
-its ratio shows how much the machine itself drifted between the two.
+:func:`~llm_from_scratch.bench.embedding.measure_case` (no PyTorch) in fresh workers of each
+tree, the trees taking turns, and prints each action's median over the rounds and this tree's
+over the baseline's (the ``copy`` row, the same code in both, shows the machine's drift).
 """
 
 from __future__ import annotations
@@ -16,15 +12,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from llm_from_scratch.bench.embedding import FULL_SHAPES, QUICK_SHAPES
+from llm_from_scratch.bench.embedding import DTYPES, FULL_SHAPES, QUICK_SHAPES
+from llm_from_scratch.bench.rounds import worker_json
 
-DTYPES: Final = ("float64", "float32")
 THIS_TREE: Final = Path(__file__).resolve().parents[2]
 
 _WORKER: Final = """
@@ -45,38 +40,26 @@ def measure_tree(
     source: Path, shapes: Sequence[Sequence[int]], repeats: int
 ) -> list[dict[str, float]]:
     """One fresh worker's medians for every shape and dtype, with the package from ``source``."""
-    environment = {**os.environ, "PYTHONPATH": str(source)}
     arguments = json.dumps([list(map(list, shapes)), list(DTYPES), repeats])
-    completed = subprocess.run(
-        [sys.executable, "-c", _WORKER, arguments],
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=True,
+    environment = {**os.environ, "PYTHONPATH": str(source)}
+    medians: list[dict[str, float]] = worker_json(
+        [sys.executable, "-c", _WORKER, arguments], environment
     )
-    medians: list[dict[str, float]] = json.loads(completed.stdout)
     return medians
 
 
-def case_names(shapes: Sequence[Sequence[int]]) -> list[str]:
-    """``V x d, N=..., dtype`` for every shape and dtype, in the workers' order."""
-    return [
+def compare(baseline: Path, rounds: int, repeats: int, quick: bool) -> tuple[Medians, Medians]:
+    """Each tree's medians per case and action, over ``rounds`` rounds taken in turns (the
+    tree that goes first alternates)."""
+    shapes = QUICK_SHAPES if quick else FULL_SHAPES
+    names = [
         f"{rows}x{width} N={count} {dtype}" for rows, width, count in shapes for dtype in DTYPES
     ]
-
-
-def compare(baseline: Path, rounds: int, repeats: int, quick: bool) -> tuple[Medians, Medians]:
-    """Each tree's medians per case and action, over ``rounds`` rounds taken in turns."""
-    shapes = QUICK_SHAPES if quick else FULL_SHAPES
-    names = case_names(shapes)
     collected: tuple[Medians, Medians] = ({}, {})
     for round_index in range(rounds):
-        order = (0, 1) if round_index % 2 == 0 else (1, 0)
-        for tree in order:
-            print(
-                f"round {round_index + 1}: {'baseline' if tree == 0 else 'this tree'}",
-                file=sys.stderr,
-            )
+        for tree in (0, 1) if round_index % 2 == 0 else (1, 0):
+            label = "baseline" if tree == 0 else "this tree"
+            print(f"round {round_index + 1}: {label}", file=sys.stderr)
             source = baseline if tree == 0 else THIS_TREE
             for name, medians in zip(names, measure_tree(source, shapes, repeats), strict=True):
                 for action, seconds in medians.items():
@@ -85,20 +68,18 @@ def compare(baseline: Path, rounds: int, repeats: int, quick: bool) -> tuple[Med
 
 
 def format_comparison(baseline: Medians, current: Medians) -> str:
-    """One line per case and action both trees measured: both medians in milliseconds and this
-    tree's over the baseline's (an action only one tree has, such as a newer fused step, is
-    left out)."""
+    """Both medians in milliseconds and this tree's over the baseline's, for each case and
+    action both trees measured."""
     lines = []
     for name, actions in baseline.items():
         lines.append(name)
         for action, samples in actions.items():
-            if action not in current[name]:
-                continue
-            old = statistics.median(samples)
-            new = statistics.median(current[name][action])
-            lines.append(
-                f"  {action:<10}{old * 1e3:>10.3f} ms {new * 1e3:>10.3f} ms   {new / old:.3f}x"
-            )
+            if action in current[name]:
+                old = statistics.median(samples)
+                new = statistics.median(current[name][action])
+                lines.append(
+                    f"  {action:<10}{old * 1e3:>10.3f} ms {new * 1e3:>10.3f} ms   {new / old:.3f}x"
+                )
     return "\n".join(lines) + "\n"
 
 

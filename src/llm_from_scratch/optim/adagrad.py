@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
-from llm_from_scratch.optim.kernels import adagrad_rows
-from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
-from llm_from_scratch.optim.rows import RowGroups
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, Setting, States, in_dtype
 from llm_from_scratch.optim.validation import checked_learning_rate, checked_non_negative
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import FloatArray
@@ -54,6 +53,9 @@ class Adagrad(Optimizer):
     """
 
     state_names = ("sum",)
+    row_rule = "adagrad"
+    eps = Setting()
+    initial_accumulator = Setting()
 
     @pytorch_keywords(
         params="parameters", lr="learning_rate", initial_accumulator_value="initial_accumulator"
@@ -65,50 +67,29 @@ class Adagrad(Optimizer):
         eps: float = 1e-10,
         initial_accumulator: float = 0,
     ) -> None:
-        self._learning_rate = checked_learning_rate(learning_rate, optimizer="Adagrad")
-        self._eps = checked_non_negative("Adagrad", "eps", eps)
-        self._initial = checked_non_negative("Adagrad", "initial_accumulator", initial_accumulator)
-        super().__init__("Adagrad", parameters)
-
-    @property
-    def eps(self) -> float:
-        """The term added to ``sqrt(sum)``."""
-        return self._eps
-
-    @property
-    def initial_accumulator(self) -> float:
-        """The starting value of ``sum``."""
-        return self._initial
-
-    @property
-    def hyperparameters(self) -> dict[str, float]:
-        return {
-            "learning_rate": self._learning_rate,
-            "eps": self._eps,
-            "initial_accumulator": self._initial,
+        rate = checked_learning_rate(learning_rate, optimizer="Adagrad")
+        settings = {
+            "eps": checked_non_negative("Adagrad", "eps", eps),
+            "initial_accumulator": checked_non_negative(
+                "Adagrad", "initial_accumulator", initial_accumulator
+            ),
         }
+        super().__init__("Adagrad", parameters, rate, settings)
 
     def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
         # zeros come from calloc: a large table's pages are committed when first touched
-        if self._initial == 0:
+        if self.initial_accumulator == 0:
             return super().initial_state(values)
-        return {"sum": np.full(values.shape, self._initial, dtype=values.dtype)}
+        return {"sum": np.full(values.shape, self.initial_accumulator, dtype=values.dtype)}
 
     def updated(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
-        dtype = values.dtype.type
+        negative_rate, eps = self.row_constants(values.dtype, step)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             new_sum = states["sum"] + gradient * gradient
-            new_values = values + (dtype(-self._learning_rate) * gradient) / (
-                np.sqrt(new_sum) + dtype(self._eps)
-            )
+            new_values = values + (negative_rate * gradient) / (np.sqrt(new_sum) + eps)
         return [("value", new_values), ("sum", new_sum)]
 
-    def row_kernel(
-        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
-    ) -> tuple[int, int]:
-        dtype = table.dtype.type
-        with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
-            negative_rate, eps = dtype(-self._learning_rate), dtype(self._eps)
-        return adagrad_rows(table, states["sum"], undo, groups, negative_rate, eps)
+    def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
+        return in_dtype(dtype, -self.learning_rate, self.eps)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
-from llm_from_scratch.optim.kernels import lazy_adam_rows
-from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
-from llm_from_scratch.optim.rows import RowGroups
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, Setting, States
 from llm_from_scratch.optim.validation import (
     checked_betas,
     checked_flag,
@@ -69,6 +68,11 @@ class Adam(Optimizer):
     """
 
     state_names = ("exp_avg", "exp_avg_sq")
+    row_rule = "adam"
+    betas = Setting()
+    eps = Setting()
+    weight_decay = Setting()
+    decoupled = Setting()
 
     @pytorch_keywords(params="parameters", lr="learning_rate")
     def __init__(
@@ -81,110 +85,63 @@ class Adam(Optimizer):
         decoupled: bool = False,
     ) -> None:
         kind = "AdamW" if isinstance(decoupled, bool | np.bool_) and decoupled else "Adam"
-        self._learning_rate = checked_learning_rate(learning_rate, optimizer=kind)
-        self._betas = checked_betas(kind, betas)
-        self._eps = checked_non_negative(kind, "eps", eps)
-        self._weight_decay = checked_non_negative(kind, "weight_decay", weight_decay)
-        self._decoupled = checked_flag(kind, "decoupled", decoupled)
-        super().__init__(kind, parameters)
-
-    @property
-    def betas(self) -> tuple[float, float]:
-        """The moment decay rates ``(beta1, beta2)``."""
-        return self._betas
-
-    @property
-    def eps(self) -> float:
-        """The term added to the denominator."""
-        return self._eps
-
-    @property
-    def weight_decay(self) -> float:
-        """The weight decay factor."""
-        return self._weight_decay
-
-    @property
-    def decoupled(self) -> bool:
-        """True for AdamW's decoupled weight decay."""
-        return self._decoupled
-
-    @property
-    def hyperparameters(self) -> dict[str, float]:
-        return {
-            "learning_rate": self._learning_rate,
-            "betas[0]": self._betas[0],
-            "betas[1]": self._betas[1],
-            "eps": self._eps,
-            "weight_decay": self._weight_decay,
+        rate = checked_learning_rate(learning_rate, optimizer=kind)
+        settings = {
+            "betas": checked_betas(kind, betas),
+            "eps": checked_non_negative(kind, "eps", eps),
+            "weight_decay": checked_non_negative(kind, "weight_decay", weight_decay),
+            "decoupled": checked_flag(kind, "decoupled", decoupled),
         }
-
-    # Dense: torch.optim.Adam / AdamW ------------------------------------------------------------
+        super().__init__(kind, parameters, rate, settings)
 
     def updated(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
+        """torch.optim.Adam's or AdamW's update."""
         dtype = values.dtype.type
-        lr, (beta1, beta2), decay = self._learning_rate, self._betas, self._weight_decay
+        lr, (beta1, beta2), decay = self.learning_rate, self.betas, self.weight_decay
         g, m, v = gradient, states["exp_avg"], states["exp_avg_sq"]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            if decay != 0 and not self._decoupled:
+            if decay != 0 and not self.decoupled:
                 g = g + dtype(decay) * values
-            if decay != 0 and self._decoupled:
+            if decay != 0 and self.decoupled:
                 values = values * dtype(1 - lr * decay)
             weight = 1 - beta1  # torch's lerp, whose form depends on the weight
             small = weight < 0.5
             m = m + dtype(weight) * (g - m) if small else g - (g - m) * dtype(1 - weight)
             v = v * dtype(beta2) + (dtype(1 - beta2) * g) * g
             step_size = lr / (1 - beta1**step)
-            denominator = np.sqrt(v) / dtype((1 - beta2**step) ** 0.5) + dtype(self._eps)
+            denominator = np.sqrt(v) / dtype((1 - beta2**step) ** 0.5) + dtype(self.eps)
             new_values = values + (dtype(-step_size) * m) / denominator
         return [("value", new_values), ("exp_avg", m), ("exp_avg_sq", v)]
-
-    # Row-sparse: torch.optim.SparseAdam's lazy rule ---------------------------------------------
 
     def updated_rows(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
-        constants = self._lazy_constants(values.dtype, step)
+        """torch.optim.SparseAdam's lazy update, term by term as the compiled kernel does it."""
+        constants, coupled_decay = self.row_constants(values.dtype, step)
+        one_minus_beta1, one_minus_beta2, eps, negative_step_size, decay, value_decay = constants
+        g, m, v = gradient, states["exp_avg"], states["exp_avg_sq"]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            new = _lazy_update(
-                values,
-                states["exp_avg"],
-                states["exp_avg_sq"],
-                gradient,
-                constants,
-                self._coupled_decay,
-            )
-        return [("value", new[0]), ("exp_avg", new[1]), ("exp_avg_sq", new[2])]
+            if coupled_decay:
+                g = g + decay * values
+            m_update = (g - m) * one_minus_beta1
+            v_update = (g * g - v) * one_minus_beta2
+            ratio = (m_update + m) / (np.sqrt(v_update + v) + eps)
+            new_values = values * value_decay + negative_step_size * ratio
+        return [("value", new_values), ("exp_avg", m + m_update), ("exp_avg_sq", v + v_update)]
 
-    def row_kernel(
-        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
-    ) -> tuple[int, int]:
-        return lazy_adam_rows(
-            table,
-            states["exp_avg"],
-            states["exp_avg_sq"],
-            undo,
-            groups,
-            self._lazy_constants(table.dtype, step),
-            self._coupled_decay,
-        )
-
-    @property
-    def _coupled_decay(self) -> bool:
-        return self._weight_decay != 0 and not self._decoupled
-
-    def _lazy_constants(self, dtype: np.dtype[np.floating], step: int) -> FloatArray:
+    def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
         """``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, the weight decay and the
-        decoupled decay factor, as :func:`~llm_from_scratch.optim.kernels.lazy_adam_rows`
-        reads them."""
-        lr, (beta1, beta2), decay = self._learning_rate, self._betas, self._weight_decay
+        decoupled decay factor (one array), and whether the decay adds to the gradient."""
+        lr, (beta1, beta2), decay = self.learning_rate, self.betas, self.weight_decay
         step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
-        value_decay = 1 - lr * decay if self._decoupled else 1.0
+        value_decay = 1 - lr * decay if self.decoupled else 1.0
         with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
-            return np.array(
-                [1 - beta1, 1 - beta2, self._eps, -step_size, decay, value_decay], dtype=dtype
+            constants = np.array(
+                [1 - beta1, 1 - beta2, self.eps, -step_size, decay, value_decay], dtype=dtype
             )
+        return constants, decay != 0 and not self.decoupled
 
 
 SparseAdam = Adam
@@ -193,11 +150,8 @@ SparseAdam's lazy one."""
 
 
 class AdamW(Adam):
-    """AdamW (``torch.optim.AdamW``): :class:`Adam` with ``decoupled=True``.
-
-    The weight decay scales the values (``value * (1 - lr * weight_decay)``); its default is
-    PyTorch's ``0.01``.
-    """
+    """AdamW (``torch.optim.AdamW``): :class:`Adam` with ``decoupled=True``; the weight decay
+    scales the values (``value * (1 - lr * weight_decay)``), by default PyTorch's ``0.01``."""
 
     @pytorch_keywords(params="parameters", lr="learning_rate")
     def __init__(
@@ -209,23 +163,3 @@ class AdamW(Adam):
         weight_decay: float = 0.01,
     ) -> None:
         super().__init__(parameters, learning_rate, betas, eps, weight_decay, decoupled=True)
-
-
-def _lazy_update(
-    values: FloatArray,
-    m: FloatArray,
-    v: FloatArray,
-    g: FloatArray,
-    constants: FloatArray,
-    coupled_decay: bool,
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """SparseAdam's update of the listed rows, term by term as the compiled kernel does it."""
-    one_minus_beta1, one_minus_beta2, eps, negative_step_size, decay, value_decay = constants
-    if coupled_decay:
-        g = g + decay * values
-    values = values * value_decay
-    m_update = (g - m) * one_minus_beta1
-    v_update = (g * g - v) * one_minus_beta2
-    denominator = np.sqrt(v_update + v) + eps
-    new_values = values + negative_step_size * ((m_update + m) / denominator)
-    return new_values, m + m_update, v + v_update

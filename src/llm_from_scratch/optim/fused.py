@@ -1,14 +1,12 @@
 """The fused step: one backward pass whose table gradients go straight into an optimizer update.
 
-``Optimizer.backward_step`` runs the tape's one backward (:func:`~llm_from_scratch.autograd.tape.
-backward`) with a :class:`FusedStep` taking part. A parameter reached only through one
-:func:`deferrable` operation (a plain row gather, or a ``sum``/``mean`` bag without weights),
-whose stored gradient is empty, does not get that VJP run: the optimizer gets the IDs and the
-upstream rows (a :class:`DeferredRowGradient`) and sums and updates each row in one pass. Holding
-every parameter's update lock, the commit checks what the pass could not (a store a concurrent
-pass filled meanwhile gets its VJP run now), runs the optimizer's writes, resets the parameters'
-gradients and stores the others': to other threads, one backward, one step and one
-``zero_grad``.
+``Optimizer.backward_step`` runs the tape's one backward with a :class:`FusedStep` taking part.
+A parameter reached only through one :func:`deferrable` operation (a plain row gather, or a
+``sum``/``mean`` bag without weights), whose stored gradient is empty, does not get that VJP run:
+the optimizer gets the IDs and the upstream rows (a :class:`DeferredRowGradient`) and sums and
+updates each row in one pass. The commit, holding every parameter's lock, runs the VJP of a store
+a concurrent pass filled meanwhile, the optimizer's writes, and stores zero gradients for the
+parameters and the pass's for the others: to other threads, one backward, step and ``zero_grad``.
 """
 
 from __future__ import annotations
@@ -52,16 +50,13 @@ optimizer's planner, which returns one write per parameter."""
 @dataclass(frozen=True, slots=True)
 class DeferredRowGradient:
     """The gradient ``g[indices[p]] += upstream[sources[p]]`` of a ``[V, d]`` table, not yet
-    summed (``sources`` None: ``upstream[p]``).
+    summed (``sources`` None: ``upstream[p]``) by the operation ``gather_rows`` or
+    ``embedding_bag``. The upstream rows are checked finite unless they are the seed of a pass
+    whose root is this gather (the kernel counts non-finite sums; the step checks the seed).
 
-    Attributes:
-        operation: the deferred operation's name (``gather_rows``, ``embedding_bag``).
-        indices: the validated flat IDs, read-only, ``[N]``.
-        upstream: the upstream rows, C-contiguous, ``[N, d]`` (a gather) or ``[B, d]`` (a bag),
-            checked finite unless they are the seed of a pass whose root is this gather (then
-            the kernel counts non-finite sums and the step checks the seed on failure).
-        shape: the table's shape ``(V, d)``.
-        sources: the upstream row of each position (a bag's entries: their bag), or None.
+    Shape:
+        ``indices``: ``[N]``, validated and read-only; ``upstream``: ``[N, d]`` (a gather) or
+        ``[B, d]`` (a bag), C-contiguous; ``shape``: ``(V, d)``; ``sources``: ``[N]``.
     """
 
     operation: str
@@ -77,30 +72,23 @@ class DeferredRowGradient:
 
     @property
     def sums_by_position(self) -> bool:
-        """True when the row sums are better formed first, reading the upstream front to back
-        (:meth:`position_sums`): a row gather on one kernel thread, a third faster than summing
-        row by row inside the update (``docs/performance.md``)."""
+        """True when the row sums are better formed first, front to back (:meth:`position_sums`):
+        a row gather on one kernel thread, a third faster (``docs/performance.md``)."""
         return self.sources is None and runs_on_one_thread()
 
     def position_sums(self) -> tuple[IndexArray, FloatArray]:
-        """Sorted unique rows and their summed upstream rows, the sums of :meth:`row_groups`
-        bit for bit (see :func:`~llm_from_scratch.autograd.kernels.position_sums`)."""
+        """Sorted unique rows and their summed upstream rows: the sums of :meth:`row_groups`."""
         return position_sums(self.indices, self.upstream, self.shape[0])
 
     def row_groups(self) -> tuple[IndexArray, IndexArray, IndexArray]:
-        """Sorted unique rows, group starts and, for each group in order, the upstream rows
-        it sums (see :func:`~llm_from_scratch.autograd.kernels.row_groups`)."""
+        """Sorted unique rows, group starts and the upstream rows each group sums, in order."""
         rows, starts, order = row_groups(self.indices, self.shape[0])
         if self.sources is not None:
             order = self.sources[order]
         return rows, starts, order
 
     def materialized(self) -> RowSparseGradient:
-        """The row-sparse gradient the VJP would have stored, checked like the tape checks it.
-
-        Raises:
-            NonFiniteGradientError: a summed row is not finite.
-        """
+        """The row-sparse gradient the VJP would have stored, checked as the tape checks it."""
         terms = self.upstream if self.sources is None else self.upstream[self.sources]
         gradient = RowSparseGradient.from_scatter(self.indices, terms, self.shape)
         raise_if_non_finite(self.operation, gradient)
@@ -143,15 +131,10 @@ def fused_backward_step(
     leaves: Sequence[TensorValue],
     finish: Finish,
 ) -> None:
-    """Reverse mode from ``output`` fused with an in-place update of the parameter ``leaves``
-    (for ``Optimizer.backward_step``). The seed is checked as ``backward_with_seed`` checks it,
-    except that the finiteness of the seed of a deferred compiled-size gather is checked only
-    when the step fails (its kernel counts non-finite sums), and then reported first.
-
-    Raises:
-        What ``backward_with_seed`` raises, in its order; what ``finish`` and its writes raise
-        (having changed nothing).
-    """
+    """Reverse mode from ``output`` fused with an in-place update of the parameter ``leaves``,
+    raising what ``backward_with_seed`` raises in its order, then what ``finish`` and its writes
+    raise (having changed nothing). The seed of a deferred compiled-size gather is checked
+    finite only when the step fails (its kernel counts non-finite sums), and then first."""
     checked = unit_seed(output) if seed is None else converted_seed(output, seed)
     step = FusedStep([node_of(leaf) for leaf in leaves], finish)
     root = node_of(output)

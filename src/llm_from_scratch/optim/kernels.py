@@ -18,6 +18,7 @@ depend on the split, and the counts are integer sums.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -163,72 +164,29 @@ def _lazy_adam_rows(
     return bad_gradient, bad_step
 
 
-def sgd_rows(
-    table: FloatArray, undo: FloatArray, groups: RowGroups, rate: np.floating[Any]
+def update_rows(
+    rule: str,
+    table: FloatArray,
+    states: Sequence[FloatArray],
+    undo: FloatArray,
+    groups: RowGroups,
+    constants: Sequence[Any],
 ) -> tuple[int, int]:
-    """SGD on each row, ``table[row] - rate * g``, keeping the old rows in ``undo``; returns
-    how many gradient values and how many new values are not finite.
+    """Run the compiled row update ``rule`` on each row, keeping the old rows in ``undo``; how
+    many gradient values and how many new values or states are not finite.
+
+    ``sgd``: ``table[row] - rate * g`` (``constants``: the rate). ``adagrad``: ``sum + g * g``,
+    then ``value + (-rate * g) / (sqrt(sum) + eps)`` (``-rate``, ``eps``). ``adam``:
+    ``torch.optim.SparseAdam``'s update (``exp_avg``, ``exp_avg_sq``), with weight decay
+    (the array ``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, ``weight_decay``,
+    ``1 - lr * weight_decay`` or ``1``; then whether the gradient adds ``weight_decay * value``).
 
     Shape:
-        ``table``: ``[V, d]`` (C-contiguous, writeable); ``undo``: ``[k, 1, d]``.
+        ``table``: ``[V, d]`` (C-contiguous, writeable), each state alike; ``undo``:
+        ``[k, 1 + len(states), d]`` (the values, then each state).
     """
-    bad_gradient, bad_step = _sgd_rows(
-        table, undo, groups.rows, groups.upstream, groups.starts, groups.order, rate
+    kernel = {"sgd": _sgd_rows, "adagrad": _adagrad_rows, "adam": _lazy_adam_rows}[rule]
+    found = kernel(
+        table, undo, *states, groups.rows, groups.upstream, groups.starts, groups.order, *constants
     )
-    return int(bad_gradient), int(bad_step)
-
-
-def adagrad_rows(
-    table: FloatArray,
-    state_sum: FloatArray,
-    undo: FloatArray,
-    groups: RowGroups,
-    negative_rate: np.floating[Any],
-    eps: np.floating[Any],
-) -> tuple[int, int]:
-    """Adagrad on each row: ``sum + g * g``, then ``value + (-rate * g) / (sqrt(sum) + eps)``;
-    ``undo``: ``[k, 2, d]`` (values, then sums); counts as :func:`sgd_rows`."""
-    bad_gradient, bad_step = _adagrad_rows(
-        table,
-        undo,
-        state_sum,
-        groups.rows,
-        groups.upstream,
-        groups.starts,
-        groups.order,
-        negative_rate,
-        eps,
-    )
-    return int(bad_gradient), int(bad_step)
-
-
-def lazy_adam_rows(
-    table: FloatArray,
-    exp_avg: FloatArray,
-    exp_avg_sq: FloatArray,
-    undo: FloatArray,
-    groups: RowGroups,
-    constants: FloatArray,
-    coupled_decay: bool,
-) -> tuple[int, int]:
-    """``torch.optim.SparseAdam``'s update on each row, with optional weight decay;
-    ``undo``: ``[k, 3, d]`` (values, ``exp_avg``, ``exp_avg_sq``); counts as :func:`sgd_rows`.
-
-    ``constants`` (the table's dtype) holds ``1 - beta1``, ``1 - beta2``, ``eps``,
-    ``-step_size``, ``weight_decay`` and the decoupled decay factor ``1 - lr * weight_decay``
-    (``1`` without it). With ``coupled_decay`` the gradient first adds
-    ``weight_decay * value``.
-    """
-    bad_gradient, bad_step = _lazy_adam_rows(
-        table,
-        undo,
-        exp_avg,
-        exp_avg_sq,
-        groups.rows,
-        groups.upstream,
-        groups.starts,
-        groups.order,
-        constants,
-        coupled_decay,
-    )
-    return int(bad_gradient), int(bad_step)
+    return int(found[0]), int(found[1])

@@ -1,13 +1,12 @@
-"""What every optimizer shares: named parameters, state arrays, a step count, and steps that
-change everything or nothing.
+"""What every optimizer shares: named parameters, settings, state arrays, a step count, and
+steps that change everything or nothing.
 
 A step holds every parameter's update lock while it reads the gradients, plans and writes. With
-NumPy it plans every new value and state without writing, refuses the step if any is not
-finite, then writes them all (bumping the values' revisions) and counts the step. A large
-row-sparse update (a compiled kernel) writes at once, copying the old rows into an undo log
-(``[k, 1 + states, d]``, kept between steps), and puts them back before it raises (one pass reads
-each row once: ``docs/performance.md``). The optimizer's own lock orders its steps, state dicts
-and state files.
+NumPy it plans every new value and state, refuses the step if any is not finite, then writes
+them all and counts the step. A large row-sparse update (a compiled kernel) writes at once,
+copying the old rows into an undo log (``[k, 1 + states, d]``, kept between steps) that it puts
+back before it raises (``docs/performance.md``). The optimizer's own lock orders its steps,
+state dicts and state files.
 """
 
 from __future__ import annotations
@@ -27,15 +26,14 @@ from llm_from_scratch.errors import NonFiniteError, OptionError
 from llm_from_scratch.nn.init import FREEZE_FALSE, FROZEN_DETAIL, NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable
 from llm_from_scratch.optim.fused import DeferredRowGradient, StepGradient, fused_backward_step
-from llm_from_scratch.optim.rows import RowGradient, RowGroups
+from llm_from_scratch.optim.kernels import update_rows
+from llm_from_scratch.optim.rows import RowGradient
 from llm_from_scratch.optim.state import (
     STEP_KEY,
     STEP_LIMIT,
-    STEP_LIMIT_REQUIREMENT,
     ExpectedArray,
     checked_state,
     expected_arrays,
-    exported,
     state_error,
     state_key,
     viewed,
@@ -52,24 +50,43 @@ NewArrays: TypeAlias = list[tuple[str, FloatArray]]
 """Planned new arrays of one parameter: ``("value", values)`` first, then each state by name."""
 
 
+class Setting:
+    """A read-only setting of an optimizer, as its constructor checked it."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, optimizer: Optimizer | None, owner: type | None = None) -> Any:
+        return self if optimizer is None else optimizer._settings[self.name]
+
+
 class Optimizer:
-    """Base class of the optimizers: subclasses set :attr:`state_names` and compute new values
-    and states in :meth:`updated` (dense), :meth:`updated_rows` (rows) and :meth:`row_kernel`.
+    """Base class of the optimizers: a subclass names its :attr:`state_names`, computes new
+    values and states with NumPy in :meth:`updated` (dense) and :meth:`updated_rows`, and names
+    its compiled row update (:attr:`row_rule`, :meth:`row_constants`).
 
     Args:
         kind: the optimizer's name in error messages (``SGD``, ``Adam``, ...).
         parameters: named parameters or parameter leaves; a leaf is named by its position.
+        learning_rate: checked by the subclass, first.
+        settings: the other settings, checked by the subclass, in its signature's order.
     """
 
     state_names: tuple[str, ...] = ()
-    _learning_rate: float  # set and checked by the subclass before this class's __init__
+    row_rule: str = ""
 
     lr = PyTorchName("learning_rate (settable between steps)")
     param_groups = PyTorchName("learning_rate (settable), hyperparameters and parameter_names")
     state = PyTorchName("state_dict()")
 
-    def __init__(self, kind: str, parameters: Iterable[NamedParameter | TensorValue]) -> None:
-        self._kind = kind
+    def __init__(
+        self,
+        kind: str,
+        parameters: Iterable[NamedParameter | TensorValue],
+        learning_rate: float,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._kind, self._learning_rate, self._settings = kind, learning_rate, dict(settings or {})
         self._names, self._leaves = named_leaves(kind, parameters)
         self._states = tuple(self.initial_state(leaf.numpy()) for leaf in self._leaves)
         self._steps = 0
@@ -95,12 +112,10 @@ class Optimizer:
             Adam(parameters=['token_embedding.weight'], learning_rate=0.001, \
 betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         """
-        settings: dict[str, object] = {"parameters": list(self._names)}
-        for key, value in self.hyperparameters.items():
-            name, _, index = key.partition("[")  # betas[0] and betas[1] make betas
-            settings[name] = (*settings.get(name, ()), value) if index else value  # type: ignore[misc]
-        settings["step_count"] = self._steps
-        return f"{self._kind}({', '.join(f'{k}={v!r}' for k, v in settings.items())})"
+        shown = {"parameters": list(self._names), "learning_rate": self._learning_rate}
+        shown |= {name: v for name, v in self._settings.items() if not isinstance(v, bool)}
+        shown["step_count"] = self._steps
+        return f"{self._kind}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     @property
     def kind(self) -> str:
@@ -136,7 +151,13 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
     def hyperparameters(self) -> dict[str, float]:
         """The settings as the optimizer uses them (each a float), by argument name; ``betas``
         as ``betas[0]`` and ``betas[1]`` (``decoupled`` is in :attr:`kind`)."""
-        return {}
+        found = {"learning_rate": self._learning_rate}
+        for name, value in self._settings.items():
+            if isinstance(value, tuple):
+                found |= {f"{name}[{index}]": item for index, item in enumerate(value)}
+            elif not isinstance(value, bool):
+                found[name] = value
+        return found
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
@@ -148,10 +169,6 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         """How many steps changed the parameters, at most ``2**63 - 1`` (a state dict's int64)."""
         return self._steps
 
-    def _check_step_count(self) -> None:
-        if self._steps >= STEP_LIMIT:
-            raise state_error(self._kind, STEP_KEY, STEP_LIMIT_REQUIREMENT, self._steps)
-
     def step(self) -> None:
         """Apply one update to every parameter from its stored gradient, atomic to other threads;
         if any new value or state would not be finite, change nothing.
@@ -161,10 +178,9 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             NonFiniteError: ``optimizer.non-finite-step``, the first parameter, state and flat
                 index that would not be finite; nothing changed.
         """
-        stored_gradients = [None] * len(self._leaves)
         with self._lock:
             self._check_step_count()
-            update_leaves_in_place(self._leaves, lambda: self._planned_writes(stored_gradients))
+            update_leaves_in_place(self._leaves, lambda: self._planned([None] * len(self._leaves)))
             self._steps += 1
 
     def backward_step(
@@ -193,7 +209,7 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             )
         with self._lock:
             self._check_step_count()
-            fused_backward_step(output, seed, retention, self._leaves, self._planned_writes)
+            fused_backward_step(output, seed, retention, self._leaves, self._planned)
             self._steps += 1
 
     def zero_grad(self) -> None:
@@ -205,7 +221,10 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         """Copies of the state: ``<parameter name>.<state name>`` for each state array, and
         ``step``, a 0-d ``int64`` array."""
         with self._lock:
-            return exported(self._names, self._states, self._steps)
+            return {
+                key: np.array(array)
+                for key, array in viewed(self._names, self._states, self._steps)
+            }
 
     def load_state_dict(self, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
         """Replace the state with copies of ``state``'s arrays, all checked first (the keys of
@@ -225,7 +244,15 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
                     np.copyto(array, checked[state_key(name, state_name)])
             self._steps = int(checked[STEP_KEY])
 
-    # Subclass hooks ---------------------------------------------------------------------------
+    def _check_step_count(self) -> None:
+        if self._steps >= STEP_LIMIT:
+            requirement = (
+                "be below 2**63 - 1 for another step to be counted (a state dict holds it as an "
+                "int64)"
+            )
+            raise state_error(self._kind, STEP_KEY, requirement, self._steps)
+
+    # What a subclass defines ------------------------------------------------------------------
 
     def initial_state(self, values: FloatArray) -> dict[str, FloatArray]:
         """A new parameter's state arrays: zeros for each of :attr:`state_names`."""
@@ -244,20 +271,15 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         """:meth:`updated` for the rows of a row-sparse gradient (the same rule by default)."""
         return self.updated(values, states, gradient, step)
 
-    def row_kernel(
-        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
-    ) -> tuple[int, int]:
-        """The compiled :meth:`updated_rows`, bit for bit (:mod:`~llm_from_scratch.optim.
-        kernels`): old rows into ``undo``; the counts of non-finite gradients and new values."""
+    def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
+        """The constants the compiled update :attr:`row_rule` reads after the row groups
+        (:func:`~llm_from_scratch.optim.kernels.update_rows`), in the table's dtype."""
         raise NotImplementedError
 
     # Planning and committing ------------------------------------------------------------------
 
     def raise_non_finite(
-        self,
-        position: int,
-        candidates: Sequence[tuple[str, FloatArray]],
-        rows: IndexArray | None = None,
+        self, position: int, candidates: NewArrays, rows: IndexArray | None = None
     ) -> None:
         """Raise ``optimizer.non-finite-step`` at the lowest flat index (in the parameter) of a
         non-finite value among the planned arrays (of the whole parameter, or of its ``rows``)."""
@@ -273,30 +295,35 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             if worst is None or index < worst[0]:
                 worst = (index, state, found[1])
         if worst is not None:
-            index, state, value = worst
-            parameter = self._names[position]
             raise NonFiniteError(
                 "optimizer.non-finite-step",
                 optimizer=self._kind,
-                state=state,
-                parameter=parameter,
-                index=index,
-                value=value,
+                state=worst[1],
+                parameter=self._names[position],
+                index=worst[0],
+                value=worst[2],
             )
 
-    def _planned_writes(self, given: Sequence[StepGradient | None]) -> list[Write]:
-        """Plan the step from each parameter's given gradient (its stored one where None);
-        the writes that carry it out."""
+    def _planned(self, given: Sequence[StepGradient | None]) -> list[Write]:
+        """Plan the step from each parameter's given gradient (its stored one where None): one
+        write per parameter for the tape's in-place update; each hands its writeable values
+        over, and the last one commits all of them."""
         step = self._steps + 1
         plans = [
             self._planned_one(position, stored_gradient(leaf) if item is None else item, step)
             for position, (leaf, item) in enumerate(zip(self._leaves, given, strict=True))
         ]
-        return self._writes(plans)
+        arrays: list[FloatArray] = []
+
+        def hand_over(array: FloatArray) -> None:
+            arrays.append(array)
+            if len(arrays) == len(plans):
+                _commit(plans, arrays)
+
+        return [hand_over] * len(plans)
 
     def _planned_one(self, position: int, gradient: StepGradient, step: int) -> Planned:
-        values = self._leaves[position].numpy()
-        states = self._states[position]
+        values, states = self._leaves[position].numpy(), self._states[position]
         if not isinstance(gradient, RowSparseGradient | DeferredRowGradient):
             new = self.updated(values, states, gradient, step)
             self.raise_non_finite(position, new)
@@ -319,18 +346,25 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
     def _one_pass(self, position: int, gradient: RowGradient, step: int) -> Planned:
         """The compiled update, checked as it writes: if anything came out non-finite, the old
         rows go back and the NumPy path raises its error."""
-        states = self._states[position]
-        groups = gradient.groups()
+        states, groups = self._states[position], gradient.groups()
         values = self._leaves[position].numpy()
-        shape = (groups.rows.size, 1 + len(states), values.shape[1])
-        undo = self._undo_log(position, shape, values.dtype)
+        size = groups.rows.size * (1 + len(states)) * values.shape[1]
+        log = self._undo_logs.get(position)
+        if log is None or log.dtype != values.dtype or log.size < size:
+            # kept between steps: fresh pages would cost more than the copy
+            log = self._undo_logs[position] = np.empty(size, dtype=values.dtype)
+        undo = log[:size].reshape(groups.rows.size, 1 + len(states), values.shape[1])
 
         def restore(array: FloatArray) -> None:
             for index, target in enumerate([array, *states.values()]):
                 target[groups.rows] = undo[:, index]
 
         def write(array: FloatArray) -> None:
-            if self.row_kernel(array, states, undo, groups, step) == (0, 0):
+            constants = self.row_constants(array.dtype, step)
+            if update_rows(self.row_rule, array, [*states.values()], undo, groups, constants) == (
+                0,
+                0,
+            ):
                 return
             restore(array)
             self._numpy_rows(position, array, gradient, step)  # raises
@@ -338,65 +372,11 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
         return Planned(write, restore)
 
-    def _undo_log(
-        self, position: int, shape: tuple[int, int, int], dtype: np.dtype[Any]
-    ) -> FloatArray:
-        """Scratch space kept between steps (fresh pages would cost more than the copy)."""
-        size = shape[0] * shape[1] * shape[2]
-        log = self._undo_logs.get(position)
-        if log is None or log.dtype != dtype or log.size < size:
-            log = self._undo_logs[position] = np.empty(size, dtype=dtype)
-        return log[:size].reshape(shape)
 
-    def _writes(self, plans: Sequence[Planned]) -> list[Write]:
-        """One write per parameter for the tape's in-place update: each hands its writeable
-        values over, and the last runs :meth:`_commit` on all of them."""
-        arrays: list[FloatArray] = []
-
-        def hand_over(array: FloatArray) -> None:
-            arrays.append(array)
-            if len(arrays) == len(plans):
-                self._commit(plans, arrays)
-
-        return [hand_over] * len(plans)
-
-    def _commit(self, plans: Sequence[Planned], arrays: Sequence[FloatArray]) -> None:
-        """The compiled updates first, each of which may still raise (undoing those written
-        before it); then the others."""
-        order = sorted(range(len(plans)), key=lambda position: plans[position].undo is None)
-        written: list[int] = []
-        try:
-            for position in order:
-                plans[position].write(arrays[position])
-                written.append(position)
-        except BaseException:
-            for position in reversed(written):
-                undo = plans[position].undo
-                if undo is not None:
-                    undo(arrays[position])
-            raise
-
-
-# For the state files (package-internal) ---------------------------------------------------------
-
-
-def state_layout(optimizer: Optimizer) -> dict[str, ExpectedArray]:
-    """Every key of the optimizer's state dict, in order, with its array's shape and dtype."""
-    return expected_arrays(optimizer._names, optimizer._states)
-
-
-@contextlib.contextmanager
-def held_state(optimizer: Optimizer) -> Iterator[list[tuple[str, np.ndarray[Any, Any]]]]:
-    """The state as :meth:`Optimizer.state_dict` gives it, as read-only views (no copy), while
-    the optimizer's lock holds its steps and loads back."""
-    with optimizer._lock:
-        yield viewed(optimizer._names, optimizer._states, optimizer._steps)
-
-
-def load_owned_state(optimizer: Optimizer, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
-    """:meth:`Optimizer.load_state_dict` of arrays no one else holds (just read from a file),
-    checked and loaded without a copy."""
-    optimizer._load(state, copy=False)
+def in_dtype(dtype: np.dtype[Any], *values: float) -> tuple[Any, ...]:
+    """``values`` in a table's dtype (beyond its range, infinities: the step is then refused)."""
+    with np.errstate(over="ignore"):
+        return tuple(dtype.type(value) for value in values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,14 +388,30 @@ class Planned:
     undo: Write | None = None
 
 
+def _commit(plans: Sequence[Planned], arrays: Sequence[FloatArray]) -> None:
+    """The compiled updates first, each of which may still raise (undoing those written before
+    it); then the others."""
+    order = sorted(range(len(plans)), key=lambda position: plans[position].undo is None)
+    written: list[int] = []
+    try:
+        for position in order:
+            plans[position].write(arrays[position])
+            written.append(position)
+    except BaseException:
+        for position in reversed(written):
+            undo = plans[position].undo
+            if undo is not None:
+                undo(arrays[position])
+        raise
+
+
 def _writing(new: NewArrays, states: States, rows: IndexArray | None) -> Write:
     """The write of NumPy-computed values and states (all of them, or the listed rows)."""
     where: Any = Ellipsis if rows is None else rows
 
     def write(array: FloatArray) -> None:
         for name, values in new:
-            target = array if name == "value" else states[name]
-            target[where] = values
+            (array if name == "value" else states[name])[where] = values
 
     return write
 
@@ -430,6 +426,30 @@ def stored_gradient(leaf: TensorValue) -> FloatArray | RowSparseGradient:
     return dense.numpy()
 
 
+# For the state files (package-internal) ---------------------------------------------------------
+
+
+def state_layout(optimizer: Optimizer) -> dict[str, ExpectedArray]:
+    """Every key of the optimizer's state dict, in order, with its array's shape and dtype."""
+    return expected_arrays(optimizer._names, optimizer._states)
+
+
+@contextlib.contextmanager
+def held_state(optimizer: Optimizer) -> Iterator[list[tuple[str, np.ndarray[Any, Any]]]]:
+    """The state dict as read-only views (no copy), while the optimizer's lock holds it."""
+    with optimizer._lock:
+        yield viewed(optimizer._names, optimizer._states, optimizer._steps)
+
+
+def load_owned_state(optimizer: Optimizer, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
+    """:meth:`Optimizer.load_state_dict` of arrays no one else holds (just read from a file),
+    without a copy."""
+    optimizer._load(state, copy=False)
+
+
+# The parameter list -----------------------------------------------------------------------------
+
+
 def named_leaves(
     kind: str, parameters: Iterable[NamedParameter | TensorValue]
 ) -> tuple[tuple[str, ...], tuple[TensorValue, ...]]:
@@ -437,10 +457,9 @@ def named_leaves(
 
     Raises:
         OptionError: ``optimizer.parameters-type`` (no iterable of parameters, a single
-            parameter included), ``optimizer.parameter-type`` (an entry that is neither a
-            NamedParameter nor a parameter leaf), ``optimizer.duplicate-parameter`` (one leaf
-            twice, or two parameters of one name), ``optimizer.no-parameters`` (none, such as a
-            frozen layer's ``parameters()``: the message says so).
+            parameter included), ``optimizer.parameter-type``, ``optimizer.duplicate-parameter``
+            (one leaf twice, or two parameters of one name), ``optimizer.no-parameters`` (such
+            as a frozen layer's ``parameters()``: the message says so).
     """
     if isinstance(parameters, NamedParameter | TensorValue | str | bytes) or not isinstance(
         parameters, Iterable
@@ -462,14 +481,8 @@ def named_leaves(
         for first, (other_name, other) in enumerate(zip(names, leaves, strict=True)):
             repeated = "leaf" if other.is_same_node(leaf) else "name" if other_name == name else ""
             if repeated:
-                raise OptionError(
-                    "optimizer.duplicate-parameter",
-                    optimizer=kind,
-                    position=position,
-                    repeated=repeated,
-                    first=first,
-                    name=name,
-                )
+                fields = {"position": position, "repeated": repeated, "first": first, "name": name}
+                raise OptionError("optimizer.duplicate-parameter", optimizer=kind, **fields)
         names.append(name)
         leaves.append(leaf)
     if not leaves:
@@ -486,8 +499,8 @@ def _entry_type(entry: object) -> str:
     """What a parameter entry that is none is."""
     if isinstance(entry, FrozenTable):
         return f"a FrozenTable: the table {entry.name!r} {FROZEN_DETAIL}"
+    if isinstance(entry, TensorValue) and entry.kind == "constant":
+        return f"a TensorValue of kind constant (a frozen table's leaf is one: {FREEZE_FALSE})"
     if isinstance(entry, TensorValue):
-        if entry.kind == "constant":
-            return f"a TensorValue of kind constant (a frozen table's leaf is one: {FREEZE_FALSE})"
         return f"a TensorValue of kind {entry.kind}"
     return type(entry).__name__

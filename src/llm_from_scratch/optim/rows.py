@@ -55,24 +55,15 @@ class RowGradient:
             return RowGroups(rows, source.upstream, starts, order)
         if isinstance(source, DeferredRowGradient):  # summed first, front to back
             rows, values = source.position_sums()
-            slots = np.arange(rows.size + 1, dtype=np.intp)
-            return RowGroups(rows, values, slots, slots[:-1])
-        count = source.rows.size
-        slots = np.arange(count + 1, dtype=np.intp)
-        return RowGroups(source.rows, np.ascontiguousarray(source.values), slots, slots[:-1])
+        else:
+            rows, values = source.rows, np.ascontiguousarray(source.values)
+        slots = np.arange(rows.size + 1, dtype=np.intp)
+        return RowGroups(rows, values, slots, slots[:-1])
 
     def summed(self) -> tuple[IndexArray, FloatArray]:
-        """Sorted unique rows and their summed gradients (a deferred gradient is summed now).
-
-        Raises:
-            NonFiniteGradientError: a deferred row sums to NaN or an infinity.
-        """
+        """Sorted unique rows and their summed gradients (a deferred gradient is summed now,
+        raising the tape's error for a sum that is not finite)."""
         source = self.source
         if isinstance(source, DeferredRowGradient):
             source = source.materialized()
         return source.rows, source.values
-
-    def check_gradient(self) -> None:
-        """Raise the tape's ``NonFiniteGradientError`` if a deferred row sum is not finite."""
-        if isinstance(self.source, DeferredRowGradient):
-            self.source.materialized()

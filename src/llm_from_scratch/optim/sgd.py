@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
-from llm_from_scratch.optim.kernels import sgd_rows
-from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
-from llm_from_scratch.optim.rows import RowGroups
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States, in_dtype
 from llm_from_scratch.optim.validation import checked_learning_rate
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import FloatArray
@@ -40,27 +39,20 @@ class SGD(Optimizer):
         (True, True)
     """
 
+    row_rule = "sgd"
+
     @pytorch_keywords(params="parameters", lr="learning_rate")
     def __init__(
         self, parameters: Iterable[NamedParameter | TensorValue], learning_rate: float
     ) -> None:
-        self._learning_rate = checked_learning_rate(learning_rate, optimizer="SGD")
-        super().__init__("SGD", parameters)
-
-    @property
-    def hyperparameters(self) -> dict[str, float]:
-        return {"learning_rate": self._learning_rate}
+        super().__init__("SGD", parameters, checked_learning_rate(learning_rate, optimizer="SGD"))
 
     def updated(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
-        with np.errstate(over="ignore", invalid="ignore"):  # a float32 rate may round to inf
-            rate = values.dtype.type(self._learning_rate)
+        (rate,) = self.row_constants(values.dtype, step)
+        with np.errstate(over="ignore", invalid="ignore"):
             return [("value", values - rate * gradient)]
 
-    def row_kernel(
-        self, table: FloatArray, states: States, undo: FloatArray, groups: RowGroups, step: int
-    ) -> tuple[int, int]:
-        with np.errstate(over="ignore"):  # beyond float32 the rate is inf: the step is refused
-            rate = table.dtype.type(self._learning_rate)
-        return sgd_rows(table, undo, groups, rate)
+    def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
+        return in_dtype(dtype, self.learning_rate)

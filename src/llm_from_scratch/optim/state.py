@@ -14,26 +14,24 @@ from typing import Any, Final
 import numpy as np
 
 from llm_from_scratch.errors import FormatError
-from llm_from_scratch.tensor.storage import FloatArray, Shape, is_masked_array, plain_view
+from llm_from_scratch.tensor.storage import (
+    FloatArray,
+    Shape,
+    is_masked_array,
+    plain_view,
+    read_only_view,
+)
 
 STEP_KEY: Final = "step"
 STEP_DTYPE: Final = np.dtype(np.int64)
 STEP_LIMIT: Final = int(np.iinfo(STEP_DTYPE).max)
 """The largest step count: ``2**63 - 1``, the largest ``step`` a state dict holds."""
-STEP_LIMIT_REQUIREMENT: Final = (
-    "be below 2**63 - 1 for another step to be counted (a state dict holds it as an int64)"
-)
-NON_NEGATIVE_STATES: Final = frozenset({"exp_avg_sq", "sum"})
+NON_NEGATIVE: Final = frozenset({"exp_avg_sq", "sum"})
 """States that are sums of squares: never negative."""
 
 
 def state_key(parameter: str, state: str) -> str:
-    """The state-dict key of one parameter's state array.
-
-    Example:
-        >>> state_key("token_embedding.weight", "exp_avg")
-        'token_embedding.weight.exp_avg'
-    """
+    """The state-dict key of one parameter's state array: ``token_embedding.weight.exp_avg``."""
     return f"{parameter}.{state}"
 
 
@@ -64,35 +62,24 @@ def expected_arrays(
     names: Sequence[str], states: Sequence[Mapping[str, FloatArray]]
 ) -> dict[str, ExpectedArray]:
     """Every key of an optimizer's state dict, in order, with its expected array."""
-    expected = {}
-    for name, arrays in zip(names, states, strict=True):
-        for state, array in arrays.items():
-            shape = tuple(int(n) for n in array.shape)
-            non_negative = state in NON_NEGATIVE_STATES
-            expected[state_key(name, state)] = ExpectedArray(shape, array.dtype, non_negative)
-    expected[STEP_KEY] = ExpectedArray((), STEP_DTYPE, non_negative=True)
-    return expected
-
-
-def exported(
-    names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
-) -> dict[str, np.ndarray[Any, Any]]:
-    """Copies of every state array, and the step count."""
-    return {key: np.array(array, copy=True) for key, array in viewed(names, states, steps)}
+    expected = {
+        state_key(name, state): ExpectedArray(array.shape, array.dtype, state in NON_NEGATIVE)
+        for name, arrays in zip(names, states, strict=True)
+        for state, array in arrays.items()
+    }
+    return expected | {STEP_KEY: ExpectedArray((), STEP_DTYPE, non_negative=True)}
 
 
 def viewed(
     names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
 ) -> list[tuple[str, np.ndarray[Any, Any]]]:
     """Read-only views of every state array (no copy), then the step count."""
-    found: list[tuple[str, np.ndarray[Any, Any]]] = []
-    for name, arrays in zip(names, states, strict=True):
-        for state, array in arrays.items():
-            view = array.view()
-            view.flags.writeable = False
-            found.append((state_key(name, state), view))
-    found.append((STEP_KEY, np.array(steps, dtype=STEP_DTYPE)))
-    return found
+    found = [
+        (state_key(name, state), read_only_view(array))
+        for name, arrays in zip(names, states, strict=True)
+        for state, array in arrays.items()
+    ]
+    return [*found, (STEP_KEY, np.array(steps, dtype=STEP_DTYPE))]
 
 
 def checked_state(

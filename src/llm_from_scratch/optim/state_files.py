@@ -1,11 +1,7 @@
-"""Optimizer state in a safetensors file: :func:`save_state` and :func:`load_state`.
-
-The file holds the arrays of ``optimizer.state_dict()`` under their keys (``step`` a 0-d ``I64``
-tensor) and, in ``__metadata__``, the optimizer's kind (``optimizer``) and each setting
-(:attr:`Optimizer.hyperparameters`) as text that reads back as the same float. It is written and
-read by :mod:`llm_from_scratch.nn.checkpoint`: replaced atomically, and checked whole by the
-``safetensors`` package before anything is read.
-"""
+"""Optimizer state in a safetensors file: the arrays of ``optimizer.state_dict()`` under their
+keys (``step`` a 0-d ``I64`` tensor) and, in ``__metadata__``, the optimizer's kind and each
+setting as text that reads back as the same float; written and read by
+:mod:`llm_from_scratch.nn.checkpoint` (replaced atomically, checked whole before it is read)."""
 
 from __future__ import annotations
 
@@ -33,13 +29,11 @@ from llm_from_scratch.optim.optimizer import (
 from llm_from_scratch.optim.state import ExpectedArray, check_keys, check_layout
 
 KIND_KEY: Final = "optimizer"
-"""The ``__metadata__`` entry that names the optimizer's kind."""
 
 
 def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
-    """Save an optimizer's state as one safetensors file, replaced atomically (as
-    ``save_parameters`` writes), from the arrays the optimizer steps, under its lock: the file
-    holds the state of one step count. The parameters' values are not in it (``save_parameters``).
+    """Save an optimizer's state (not the parameters' values) as one safetensors file, replaced
+    atomically, from its arrays under its lock: the state of one step count.
 
     Args:
         path: the file (a ``str`` or ``os.PathLike``); its folder must exist.
@@ -73,12 +67,10 @@ def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
 
 
 def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
-    """Replace an optimizer's state with the state a :func:`save_state` file holds, all or
-    nothing. Checked in order: the file's format (by the ``safetensors`` package); the metadata,
-    which must name this optimizer's kind and each of its settings with the same value (other
-    entries are ignored); the tensors' keys, shapes and dtypes, before any data is read; then the
-    data, as ``load_state_dict`` checks it. To go on with other settings on purpose, give the
-    arrays to ``load_state_dict`` yourself.
+    """Replace an optimizer's state with a :func:`save_state` file's, all or nothing. Checked in
+    order: the format; the metadata (this kind, each setting with the same value; other entries
+    ignored); the tensors' keys, shapes and dtypes before any data is read; then the data, as
+    ``load_state_dict`` checks it (which takes arrays saved with other settings).
 
     Args:
         path: the file (a ``str`` or ``os.PathLike``).
@@ -119,8 +111,8 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
 
 
 def state_metadata(optimizer: Optimizer) -> dict[str, str]:
-    """What :func:`save_state` writes in ``__metadata__``: the kind, then each setting as
-    Python's shortest ``repr`` of its float.
+    """What :func:`save_state` writes in ``__metadata__``: the kind, then each setting's
+    ``repr``.
 
     Example:
         >>> from llm_from_scratch.nn import Embedding

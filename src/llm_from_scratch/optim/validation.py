@@ -9,15 +9,10 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
-from typing import Final
 
 import numpy as np
 
 from llm_from_scratch.errors import OptionError
-
-POSITIVE: Final = "finite and positive"
-NON_NEGATIVE: Final = "finite and at least zero"
-UNIT_INTERVAL: Final = "in [0, 1)"
 
 
 def checked_learning_rate(learning_rate: object, *, optimizer: str = "optimizer") -> float:
@@ -36,64 +31,51 @@ def checked_learning_rate(learning_rate: object, *, optimizer: str = "optimizer"
         ...
         llm_from_scratch.errors.OptionError: SGD learning_rate must be finite and positive, got 0
     """
-    return _checked_real(optimizer, "learning_rate", learning_rate, POSITIVE, _is_positive)
+    return _checked_real(optimizer, "learning_rate", learning_rate, "finite and positive")
 
 
 def checked_non_negative(optimizer: str, name: str, value: object) -> float:
     """A finite real number at least zero (``eps``, ``weight_decay``, ...), read once."""
-    return _checked_real(optimizer, name, value, NON_NEGATIVE, _is_non_negative)
+    return _checked_real(optimizer, name, value, "finite and at least zero")
 
 
 def checked_betas(optimizer: str, value: object) -> tuple[float, float]:
     """A pair of moment decay rates, each a real number in ``[0, 1)`` read once."""
     if not isinstance(value, tuple | list) or len(value) != 2:
-        raise _type_error(optimizer, "betas", "a pair of real numbers", value)
+        raise _error("setting-type", optimizer, "betas", "a pair of real numbers", value)
     first, second = value
     return (
-        _checked_real(optimizer, "betas[0]", first, UNIT_INTERVAL, _is_below_one),
-        _checked_real(optimizer, "betas[1]", second, UNIT_INTERVAL, _is_below_one),
+        _checked_real(optimizer, "betas[0]", first, "in [0, 1)"),
+        _checked_real(optimizer, "betas[1]", second, "in [0, 1)"),
     )
 
 
 def checked_flag(optimizer: str, name: str, value: object) -> bool:
     """A ``bool`` (or NumPy ``bool_``)."""
     if not isinstance(value, bool | np.bool_):
-        raise _type_error(optimizer, name, "a bool", value)
+        raise _error("setting-type", optimizer, name, "a bool", value)
     return bool(value)
 
 
-def _checked_real(
-    optimizer: str, name: str, value: object, requirement: str, holds: Callable[[float], bool]
-) -> float:
+_HOLDS: dict[str, Callable[[float], bool]] = {
+    "finite and positive": lambda number: math.isfinite(number) and number > 0,
+    "finite and at least zero": lambda number: math.isfinite(number) and number >= 0,
+    "in [0, 1)": lambda number: 0 <= number < 1,  # NaN fails too
+}
+
+
+def _checked_real(optimizer: str, name: str, value: object, requirement: str) -> float:
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise _type_error(optimizer, name, requirement, value)
-    fields = {"optimizer": optimizer, "name": name, "requirement": requirement, "value": value}
+        raise _error("setting-type", optimizer, name, requirement, value)
     try:
         number = float(value)
     except (TypeError, ValueError, ArithmeticError) as error:
-        raise OptionError("optimizer.setting-value", **fields) from error
-    if not holds(number):
-        raise OptionError("optimizer.setting-value", **fields)
+        raise _error("setting-value", optimizer, name, requirement, value) from error
+    if not _HOLDS[requirement](number):
+        raise _error("setting-value", optimizer, name, requirement, value)
     return number
 
 
-def _type_error(optimizer: str, name: str, requirement: str, value: object) -> OptionError:
-    return OptionError(
-        "optimizer.setting-type",
-        optimizer=optimizer,
-        name=name,
-        requirement=requirement,
-        value=value,
-    )
-
-
-def _is_positive(number: float) -> bool:
-    return math.isfinite(number) and number > 0
-
-
-def _is_non_negative(number: float) -> bool:
-    return math.isfinite(number) and number >= 0
-
-
-def _is_below_one(number: float) -> bool:
-    return 0 <= number < 1  # NaN fails too
+def _error(rule: str, optimizer: str, name: str, requirement: str, value: object) -> OptionError:
+    fields = {"name": name, "requirement": requirement, "value": value}
+    return OptionError(f"optimizer.{rule}", optimizer=optimizer, **fields)

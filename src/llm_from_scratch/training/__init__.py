@@ -1,4 +1,5 @@
-"""Training a token table on a corpus: skip-gram with negative sampling, streamed in blocks.
+"""Training a token table on a corpus: skip-gram with negative sampling, streamed in blocks
+(``docs/training.md``).
 
 The pieces, in the order a run uses them: :mod:`~llm_from_scratch.training.words` (what a word
 is), :mod:`~llm_from_scratch.training.corpus` (the corpus read as a stream),
@@ -17,59 +18,25 @@ import importlib
 from typing import Any, Final
 
 _HOMES: Final = {
-    "corpus": (
-        "PIECE_BYTES",
-        "CorpusFile",
-        "Piece",
-        "corpus_files",
-        "count_words",
-        "pieces",
-        "sentences",
-    ),
-    "options": (
-        "CHECKPOINT_FILE",
-        "RATES",
-        "TABLE_FILE",
-        "TOKENIZER_FILE",
-        "OptionSpec",
-        "TrainOptions",
-        "option_fields",
-    ),
-    "run": (
-        "EpochSummary",
-        "Progress",
-        "ProgressState",
-        "Run",
-        "TrainResult",
-        "peak_memory_bytes",
-    ),
-    "skipgram": (
-        "CONTEXT_TABLE",
-        "INPUT_TABLE",
-        "NoiseTable",
-        "Pair",
-        "PairBatch",
-        "SkipGram",
-        "block_pairs",
-        "block_state",
-        "keep_probabilities",
-        "learning_rate",
-        "reference_block",
-    ),
-    "vocabulary": ("DEFAULT_MIN_COUNT", "UNKNOWN_TOKEN", "Vocabulary"),
-    "words": ("WORD_PATTERN", "line_words", "normalized"),
+    "corpus": "PIECE_BYTES CorpusFile Piece corpus_files count_words pieces sentences",
+    "options": "CHECKPOINT_FILE RATES TABLE_FILE TOKENIZER_FILE OptionSpec TrainOptions "
+    "option_fields",
+    "run": "EpochSummary Progress ProgressState Run TrainResult peak_memory_bytes",
+    "skipgram": "CONTEXT_TABLE INPUT_TABLE NoiseTable Pair PairBatch SkipGram block_pairs "
+    "block_state keep_probabilities learning_rate reference_block",
+    "vocabulary": "DEFAULT_MIN_COUNT UNKNOWN_TOKEN Vocabulary",
+    "words": "WORD_PATTERN line_words normalized",
 }
 """Each public name by the module that defines it. A name loads its module on first use, so
 that the command line reads the options without importing NumPy."""
-_MODULE_OF: Final = {name: module for module, names in _HOMES.items() for name in names}
+_MODULE_OF: Final = {name: module for module, names in _HOMES.items() for name in names.split()}
 
 __all__ = sorted(_MODULE_OF)
 
 
 def __getattr__(name: str) -> Any:
     if name in _MODULE_OF:
-        module = importlib.import_module(f"{__name__}.{_MODULE_OF[name]}")
-        return getattr(module, name)
+        return getattr(importlib.import_module(f"{__name__}.{_MODULE_OF[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

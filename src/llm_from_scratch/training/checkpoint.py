@@ -1,12 +1,10 @@
 """A training run's checkpoint: everything it needs to go on where it stopped, in one file.
 
-``checkpoint.safetensors`` in the output folder holds the two tables, the vocabulary (its counts,
-and its words as UTF-8 lines) and, in its metadata, the options the run was started with, its
-corpus (each file's path relative to the corpus, size and encoding), the corpus's word count and
-the position: the epoch, the block of the epoch and where in which file it starts, the words
-read, and the loss and pairs summed so far. The generator needs no state: every block's draws
-start from :func:`~llm_from_scratch.training.skipgram.block_state` of the seed, the epoch and the
-block. The file is replaced atomically.
+``checkpoint.safetensors`` in the output folder, replaced atomically, holds the two tables, the
+vocabulary (its counts, and its words as UTF-8 lines) and, in its metadata, the options, the
+corpus (each file's path relative to the corpus, size and encoding), its word count and the
+:class:`Position` (``docs/training.md``). The generator needs no state: every block's draws
+start from :func:`~llm_from_scratch.training.skipgram.block_state`.
 """
 
 from __future__ import annotations
@@ -24,18 +22,6 @@ from llm_from_scratch.nn.checkpoint import write_arrays
 from llm_from_scratch.training.corpus import CorpusFile, os_reason
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.vocabulary import Vocabulary
-
-__all__ = [
-    "FORMAT",
-    "IDENTITY",
-    "SAVED",
-    "Checkpoint",
-    "EpochTotals",
-    "Position",
-    "load_checkpoint",
-    "save_checkpoint",
-    "saved_options",
-]
 
 FORMAT: Final = "llm-from-scratch train checkpoint 1"
 IDENTITY: Final = ("dim", "window", "negatives", "epochs", "min_count", "seed", "reference")
@@ -56,9 +42,8 @@ class EpochTotals:
 
 @dataclass(frozen=True)
 class Position:
-    """Where a run is: the next block to train (its epoch, its number in the epoch, its file and
-    the offset in it), the words of the epoch read before it, the totals of the epoch so far and
-    of the epochs done."""
+    """Where a run is: the next block (its epoch, number in the epoch, file and offset), the
+    words of the epoch before it, the totals of the epoch so far and of the epochs done."""
 
     epoch: int = 0
     block: int = 0
@@ -104,7 +89,9 @@ def save_checkpoint(checkpoint: Checkpoint) -> None:
     metadata = {
         "format": FORMAT,
         "options": json.dumps(saved),
-        "corpus": json.dumps(_corpus_record(options.corpus, checkpoint.files)),
+        "corpus": json.dumps(
+            [[_relative(options.corpus, f.path), f.size, f.encoding] for f in checkpoint.files]
+        ),
         "corpus_words": str(checkpoint.corpus_words),
         "position": json.dumps(asdict(checkpoint.position)),
     }
@@ -127,12 +114,12 @@ def saved_options(folder: Path) -> dict[str, Any]:
 
 
 def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]) -> Checkpoint:
-    """The checkpoint in ``folder``, for a run of ``options`` on the corpus ``files`` (as they
-    are now).
+    """The checkpoint in ``folder``, for a run of ``options`` on the corpus ``files`` as they
+    are now.
 
     Raises:
         MismatchError: ``resume.missing``, ``resume.unreadable``, ``resume.options`` (other
-            :data:`IDENTITY` options, every difference named), ``resume.corpus``.
+            :data:`IDENTITY` options, each difference named), ``resume.corpus``.
     """
     saved = TrainOptions(**saved_options(folder))
     differences = saved.differences(options, IDENTITY)
@@ -177,10 +164,6 @@ def _position(record: dict[str, Any]) -> Position:
     totals = EpochTotals(**record.pop("totals"))
     done = tuple(EpochTotals(**item) for item in record.pop("done"))
     return Position(**record, totals=totals, done=done)
-
-
-def _corpus_record(root: Path, files: tuple[CorpusFile, ...]) -> list[list[object]]:
-    return [[_relative(root, file.path), file.size, file.encoding] for file in files]
 
 
 def _relative(root: Path, path: Path) -> str:

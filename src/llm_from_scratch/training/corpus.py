@@ -1,15 +1,12 @@
 """A training corpus read as a stream: its files, their pieces of text, and their words.
 
-A corpus is one text file (whatever its name), or a folder whose ``.txt`` files (any case of the
-suffix) are found recursively, hidden files and folders left out and links to folders not
-followed, sorted by their path relative to the folder, component by component.
-
-Nothing the size of the corpus is held in memory. A file is read :data:`PIECE_BYTES` at a time,
-up to the size it had when it was listed (a device, a pipe or a folder is refused unread), into
-*pieces* of whole lines of less than twice that; a longer line is cut after a space, or else
-between two characters, each part a line of its own. A file is UTF-8 (a leading byte-order mark
-dropped), or Latin-1 when :func:`count_words` finds it is not. A *sentence* is a line with a word
-(:mod:`~llm_from_scratch.training.words`).
+A corpus is one text file, or a folder whose ``.txt`` files (any case of the suffix) are found
+recursively, hidden files and folders left out and links to folders not followed, sorted by
+their path relative to the folder. A file is read :data:`PIECE_BYTES` at a time, up to the size
+it had when it was listed, into *pieces* of whole lines of less than twice that (a longer line
+is cut after a space, or else between two characters); it is UTF-8 (a leading byte-order mark
+dropped), or Latin-1 when :func:`count_words` finds it is not (``docs/training.md``). A
+*sentence* is a line with a word (:mod:`~llm_from_scratch.training.words`).
 """
 
 from __future__ import annotations
@@ -26,18 +23,6 @@ from typing import Final
 from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.files import open_file, replace_file
 from llm_from_scratch.training.words import LONGEST_WORD, WORD_PATTERN, normalized
-
-__all__ = [
-    "PIECE_BYTES",
-    "CorpusFile",
-    "Piece",
-    "corpus_files",
-    "count_words",
-    "os_reason",
-    "pieces",
-    "sentences",
-    "write_atomically",
-]
 
 PIECE_BYTES: Final = 1 << 18
 """The bytes read at a time; a piece of text holds at most twice as many."""

@@ -1,15 +1,11 @@
 """The compiled training loop of skip-gram: one block of a corpus, pair after pair.
 
 :func:`train_block` is the fused form of what :mod:`~llm_from_scratch.training.skipgram` writes
-with the tape for a learner to read: for every pair of a block it computes the pair's loss
-(forward), its gradients (VJP) and the SGD step on the rows they touch, before the next pair
-reads the tables, as word2vec does. It draws the very samples :func:`~llm_from_scratch.training.
-skipgram.block_pairs` draws, from the same SplitMix64 stream, in the same order, and adds in the
-same order as the tape's ``matvec`` (eight interleaved lanes), so the reference run and this one
-learn the same table up to the rounding of the gradient's last steps.
-
-Compiled without the global interpreter lock: threads run it side by side on their own blocks
-of one corpus and update the shared tables without locks (as word2vec and gensim do).
+with the tape: for every pair of a block, the loss (forward), its gradients (VJP) and the SGD
+step on the rows they touch, before the next pair reads the tables. It draws the very samples of
+:func:`~llm_from_scratch.training.skipgram.block_pairs`, in the same order, and adds in the order
+of the tape's ``matvec`` (eight lanes), so both learn the same table up to rounding. Compiled
+without the global interpreter lock: threads train their own blocks on the shared tables.
 """
 
 from __future__ import annotations
@@ -195,17 +191,19 @@ def train_block(
     """Train on one block of tokens; return the generator's state after it.
 
     Args:
-        tokens: ``int32 [n]``: word IDs, :data:`UNKNOWN_WORD` or :data:`SENTENCE_END`.
-        keep: ``float64 [V]``: each word's probability of being kept at an occurrence.
-        accept, alias: the noise distribution's alias table (``float64 [V]``, ``intp [V]``).
-        inputs, contexts: the two tables ``[V, d]``, updated in place.
+        tokens: word IDs, :data:`UNKNOWN_WORD` or :data:`SENTENCE_END`.
+        keep: each word's probability of being kept at an occurrence.
+        accept, alias: the noise distribution's alias table.
+        inputs, contexts: the two tables, updated in place.
         window, negatives: the largest context distance and the negatives per pair.
         state: the SplitMix64 state the block's draws start from.
-        rates: the learning rate at the first and at the last word of the run; it falls
-            linearly with the words read.
-        words_before: the words of the run read before this block (every epoch's).
-        words_total: the words of the whole run.
-        totals: ``float64 [2]``: the block's summed loss and its pairs are added to it.
+        rates: the learning rate at the first and at the last word of the run.
+        words_before, words_total: the words of the run before this block, and in all.
+        totals: the block's summed loss and its pairs are added to it.
+
+    Shape:
+        ``tokens``: ``int32 [n]``; ``keep``, ``accept``: ``float64 [V]``; ``alias``: ``intp
+        [V]``; ``inputs``, ``contexts``: ``[V, d]``; ``totals``: ``float64 [2]``.
     """
     size = tokens.shape[0]
     work = (
@@ -216,15 +214,6 @@ def train_block(
         np.empty(inputs.shape[1], inputs.dtype),
     )
     schedule = (rates[0], rates[1], words_before, max(words_total, 1))
-    end = _train_block(
-        tokens,
-        keep,
-        (accept, alias),
-        (inputs, contexts),
-        window,
-        np.uint64(state),
-        schedule,
-        work,
-        totals,
-    )
+    noise, tables, start = (accept, alias), (inputs, contexts), np.uint64(state)
+    end = _train_block(tokens, keep, noise, tables, window, start, schedule, work, totals)
     return int(end)

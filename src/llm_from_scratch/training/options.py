@@ -1,8 +1,5 @@
-"""The options of a training run, declared once: each field carries its help, default and range.
-
-The command line's parser, the checks and the report are all built from :class:`TrainOptions`'
-fields (:func:`option_fields`), so an option is named, explained and bounded in one place.
-"""
+"""The options of a training run, declared once: each field of :class:`TrainOptions` carries
+its help, default and range, from which the command line, the checks and the report are built."""
 
 from __future__ import annotations
 
@@ -17,16 +14,6 @@ from typing import Any, Final
 from llm_from_scratch.errors import OptionError
 from llm_from_scratch.files import os_path, temporary_path
 
-__all__ = [
-    "CHECKPOINT_FILE",
-    "RATES",
-    "TABLE_FILE",
-    "TOKENIZER_FILE",
-    "OptionSpec",
-    "TrainOptions",
-    "option_fields",
-]
-
 TABLE_FILE: Final = "table.safetensors"
 TOKENIZER_FILE: Final = "tokenizer.json"
 CHECKPOINT_FILE: Final = "checkpoint.safetensors"
@@ -34,21 +21,19 @@ RATES: Final = (0.025, 0.0001)
 """SGD's learning rate at the first and the last word of a run (word2vec's ``alpha`` and
 ``min_alpha``)."""
 MEMORY_BUDGET_VARIABLE: Final = "LLM_FROM_SCRATCH_MEMORY_BUDGET"
-"""The environment variable of the memory budget (MB) when ``--memory-budget`` is not given."""
+"""The memory budget (MB) when ``--memory-budget`` is not given."""
 RUNTIME_BYTES: Final = 1 << 30
 """What the interpreter, Numba and LLVM take of an address-space limit before any table."""
 BYTES_PER_VALUE: Final = 32
-"""The memory a run plans per value of its ``[V, d]`` table: the two trained tables, the random
-model a report measures and the copies the measures make (24 measured, ``docs/performance.md``)."""
+"""The memory a run plans per value of its ``[V, d]`` table: the two tables, the random model a
+report measures and the measures' copies (24 measured, ``docs/performance.md``)."""
 RUNTIME_MB: Final = 256
-"""The memory a run plans besides its tables (the interpreter, NumPy, Numba, LLVM, the blocks in
-flight: about 190 MB measured)."""
+"""The memory a run plans besides its tables (about 190 MB measured)."""
 
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """What the command line says of one option: its help, and the range of a number
-    (``maximum`` None: no upper bound but the type's)."""
+    """One option's help, and the range of a number (``maximum`` None: the type's bound)."""
 
     help: str
     minimum: int | float | None = None
@@ -149,7 +134,7 @@ class TrainOptions:
 
     def check_memory(self, vocabulary_size: int) -> None:
         """Refuse a run whose ``[vocabulary_size, dim]`` tables would not fit the memory budget
-        (:data:`BYTES_PER_VALUE` a value and :data:`RUNTIME_MB`), before any is made.
+        (:data:`BYTES_PER_VALUE` a value and :data:`RUNTIME_MB`).
 
         Raises:
             OptionError: ``train.option``, ``--memory-budget`` below what the run needs.
@@ -173,8 +158,7 @@ class TrainOptions:
 
 def default_memory_budget() -> int:
     """The memory budget in MB when none is given: :data:`MEMORY_BUDGET_VARIABLE`, else half of
-    the machine's memory, or an address-space limit (``ulimit -v``) less :data:`RUNTIME_BYTES`
-    if that is less.
+    the machine's memory or ``ulimit -v`` less :data:`RUNTIME_BYTES`, whichever is less.
 
     Raises:
         OptionError: ``train.option``, the variable is not an integer of at least 1.

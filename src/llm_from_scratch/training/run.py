@@ -4,15 +4,11 @@
 checkpoint it resumes. :meth:`Run.train` makes the epochs' passes: the main thread reads the
 corpus in pieces and turns each into a block of tokens; the training threads take the blocks in
 turn and run :func:`~llm_from_scratch.training.kernels.train_block` on the shared tables without
-locks, as word2vec and gensim do (``reference``: the calling thread runs
-:func:`~llm_from_scratch.training.skipgram.reference_block` on the tape).
-
-A block's samples depend only on the seed, the epoch and the block's number, its learning rate
-on where it starts: with one thread, two runs with one seed write the same bytes, and so does a
-run interrupted and resumed any number of times; with several, two blocks trained at once may
-read a row while the other writes it, so the last bits differ. After each epoch, and every
+locks (``reference``: the calling thread runs
+:func:`~llm_from_scratch.training.skipgram.reference_block` on the tape). A block's samples depend
+only on the seed, the epoch and the block's number; after each epoch, and every
 ``checkpoint_minutes`` within one, the run waits for the blocks handed out and writes its
-:mod:`~llm_from_scratch.training.checkpoint`.
+:mod:`~llm_from_scratch.training.checkpoint` (threads and reproducibility: ``docs/training.md``).
 """
 
 from __future__ import annotations
@@ -53,8 +49,6 @@ from llm_from_scratch.training.skipgram import (
     reference_block,
 )
 from llm_from_scratch.training.vocabulary import Vocabulary
-
-__all__ = ["EpochSummary", "ProgressState", "Run", "TrainResult", "peak_memory_bytes"]
 
 PROGRESS_SECONDS: Final = 0.5
 """The least time between two progress states within an epoch."""
@@ -136,9 +130,8 @@ class Run:
 
     @classmethod
     def start(cls, options: TrainOptions, thread_limit: int, resume: bool = False) -> Run:
-        """Check ``options``, then read the corpus (or the checkpoint in ``options.output``).
-        A long run of short kernels beside Python work: Numba's threads are asked to sleep
-        between kernels (:func:`~llm_from_scratch.autograd.dispatch.sleep_between_kernels`).
+        """Check ``options``, then read the corpus (or the checkpoint in ``options.output``),
+        and ask Numba's threads to sleep between the run's many short kernels.
 
         Raises:
             OptionError: ``train.option``, before anything is read; or a table over the
@@ -176,32 +169,21 @@ class Run:
         found = self.checkpoint
         position = Position() if found is None else found.position
         tables = self.initial_model().arrays() if found is None else (found.inputs, found.contexts)
-        trainer = self._trainer(tables)
+        trainer = _Trainer(tables, self)
         try:
             epochs = self._epochs(trainer, position, progress)
-            model = trainer.model()
         except BaseException:
             _remove_empty(self.options.output, made)
             raise
         finally:
             trainer.close()
         seconds = sum(epoch.seconds for epoch in epochs)
-        words = self.corpus_words
-        memory = peak_memory_bytes()
-        return TrainResult(model, self.vocabulary, self.files, words, epochs, seconds, memory)
+        data = self.vocabulary, self.files, self.corpus_words
+        return TrainResult(trainer.model(), *data, epochs, seconds, peak_memory_bytes())
 
     def discard_checkpoint(self) -> None:
         """Remove the run's checkpoint from its output folder (if there is one)."""
         (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
-
-    def _trainer(self, tables: Tables) -> _Trainer:
-        counts, options = np.asarray(self.vocabulary.counts), self.options
-        keep, noise = keep_probabilities(counts), NoiseTable.of(counts)
-        words = self.corpus_words * options.epochs
-        samples = _Samples(keep, noise, options.window, options.negatives, words)
-        if options.reference:
-            return _Reference(SkipGram.from_arrays(*tables), samples)
-        return _Compiled(tables, samples, options.threads or 1)
 
     def _epochs(
         self, trainer: _Trainer, position: Position, progress: Progress | None
@@ -245,11 +227,8 @@ class Run:
     def _save(self, trainer: _Trainer, position: Position) -> None:
         """Wait for the blocks handed out, then write the checkpoint."""
         trainer.wait()
-        words = self.corpus_words
-        tables = trainer.arrays()
-        save_checkpoint(
-            Checkpoint(self.options, self.files, self.vocabulary, words, *tables, position)
-        )
+        found = (self.options, self.files, self.vocabulary, self.corpus_words)
+        save_checkpoint(Checkpoint(*found, *trainer.tables, position))
 
 
 def _made_folder(folder: Path) -> Path | None:
@@ -268,17 +247,6 @@ def _remove_empty(folder: Path, made: Path | None) -> None:
             return
 
 
-@dataclass(frozen=True)
-class _Samples:
-    """What every block's samples are drawn with."""
-
-    keep: npt.NDArray[np.float64]
-    noise: NoiseTable
-    window: int
-    negatives: int
-    words_total: int
-
-
 @dataclass(frozen=True, eq=False)
 class _Job:
     """One block: its tokens, the state its draws start from, the run's words before it."""
@@ -289,11 +257,19 @@ class _Job:
 
 
 class _Trainer:
-    """Blocks trained in turn by ``count`` threads (0: in the calling thread), each by
-    :meth:`block`; their loss and pairs are summed in :attr:`totals`."""
+    """Blocks trained in turn on the shared ``tables`` by the run's threads with the compiled
+    loop, or (``reference``) in the calling thread on the tape, whose model adopts the tables;
+    their loss and pairs are summed in :attr:`totals`."""
 
-    def __init__(self, samples: _Samples, count: int) -> None:
-        self.samples, self.totals = samples, EpochTotals()
+    def __init__(self, tables: Tables, run: Run) -> None:
+        options, counts = run.options, np.asarray(run.vocabulary.counts)
+        self.tables, self.totals = tables, EpochTotals()
+        noise = NoiseTable.of(counts)
+        self._samples = (keep_probabilities(counts), noise, options.window, options.negatives)
+        self._words_total = run.corpus_words * options.epochs
+        model = SkipGram.adopt(*tables) if options.reference else None
+        self._reference = None if model is None else (model, SGD(model.parameters, RATES[0]))
+        count = 0 if options.reference else options.threads or 1
         self._jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=2 * count)
         self._lock = threading.Lock()
         self._failure: BaseException | None = None
@@ -302,17 +278,22 @@ class _Trainer:
         for thread in self._threads:
             thread.start()
 
+    def model(self) -> SkipGram:
+        """The model of the tables (the compiled loop's are adopted once it is done)."""
+        return SkipGram.adopt(*self.tables) if self._reference is None else self._reference[0]
+
     def block(self, job: _Job) -> tuple[float, int]:
         """Train on one block: its summed loss and its pairs."""
-        raise NotImplementedError
-
-    def arrays(self) -> Tables:
-        """The two tables' values, the input table first."""
-        raise NotImplementedError
-
-    def model(self) -> SkipGram:
-        """The trained model."""
-        raise NotImplementedError
+        if self._reference is not None:
+            pairs = block_pairs(job.tokens, *self._samples, job.state, job.words_before)
+            return reference_block(*self._reference, pairs, self._words_total, RATES)
+        keep, noise, window, negatives = self._samples
+        found = np.zeros(2)
+        train_block(
+            job.tokens, keep, noise.accept, noise.alias, *self.tables, window, negatives,
+            job.state, RATES, job.words_before, self._words_total, found,
+        )  # fmt: skip
+        return float(found[0]), int(found[1])
 
     def submit(self, job: _Job) -> None:
         """Hand ``job`` to a thread (or train it now); raise what a thread raised before."""
@@ -361,61 +342,6 @@ class _Trainer:
         self._jobs.task_done()
 
 
-class _Compiled(_Trainer):
-    """Threads that train the shared arrays with the compiled loop."""
-
-    def __init__(self, tables: Tables, samples: _Samples, count: int) -> None:
-        self._tables = tables
-        super().__init__(samples, count)
-
-    def block(self, job: _Job) -> tuple[float, int]:
-        s, found = self.samples, np.zeros(2)
-        inputs, contexts = self._tables
-        train_block(
-            job.tokens,
-            s.keep,
-            s.noise.accept,
-            s.noise.alias,
-            inputs,
-            contexts,
-            s.window,
-            s.negatives,
-            job.state,
-            RATES,
-            job.words_before,
-            s.words_total,
-            found,
-        )
-        return float(found[0]), int(found[1])
-
-    def arrays(self) -> Tables:
-        return self._tables
-
-    def model(self) -> SkipGram:
-        return SkipGram.adopt(*self._tables)
-
-
-class _Reference(_Trainer):
-    """Each block on the tape, one pair at a time, in the calling thread."""
-
-    def __init__(self, model: SkipGram, samples: _Samples) -> None:
-        self._model, self._optimizer = model, SGD(model.parameters, RATES[0])
-        super().__init__(samples, 0)
-
-    def block(self, job: _Job) -> tuple[float, int]:
-        s = self.samples
-        pairs = block_pairs(
-            job.tokens, s.keep, s.noise, s.window, s.negatives, job.state, job.words_before
-        )
-        return reference_block(self._model, self._optimizer, pairs, s.words_total, RATES)
-
-    def arrays(self) -> Tables:
-        return self._model.arrays()
-
-    def model(self) -> SkipGram:
-        return self._model
-
-
 class _Clock:
     """When to write a checkpoint within an epoch, and when to report progress."""
 
@@ -448,6 +374,5 @@ class _Clock:
         corpus = 1.0 if epoch_done else position.words / max(words, 1)
         loss = totals.loss / totals.pairs if totals.pairs else math.nan
         left = (total - read) / speed if speed > 0 else math.nan
-        memory = peak_memory_bytes()
         state = (epoch + 1, self._epochs, corpus, read / total, speed, loss, seconds, left)
-        self._progress(ProgressState(*state, memory, epoch_done))
+        self._progress(ProgressState(*state, peak_memory_bytes(), epoch_done))

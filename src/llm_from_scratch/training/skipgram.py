@@ -18,12 +18,11 @@ row that occurs several times (a negative drawn twice, a centre of several pairs
 row, and an SGD step moves every row it touched.
 
 **One pair at a time.** A run steps after every pair, as word2vec does: each pair's gradients
-are computed from the values the pair before left. Summing many pairs' gradients before one step
-lets a frequent row (``the``, or a common negative) take hundreds of updates computed from the
-same stale values at once, and a run can then diverge; one pair at a time it cannot overshoot so.
+are computed from the values the pair before left (summed over many pairs, a frequent row would
+take hundreds of updates computed from the same stale values at once, and a run could diverge).
 :func:`reference_block` runs a block this way on the tape; the compiled
-:func:`~llm_from_scratch.training.kernels.train_block` runs the same arithmetic, pair after pair,
-fused into one loop, and is what a run uses.
+:func:`~llm_from_scratch.training.kernels.train_block`, what a run uses, fuses the same
+arithmetic into one loop.
 
 **The samples** follow word2vec and come from the course's :class:`~llm_from_scratch.nn.
 SplitMix64`, one stream per block of the corpus (:func:`block_state`), drawn in this order
@@ -60,22 +59,6 @@ from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 from llm_from_scratch.training.kernels import SENTENCE_END
 
-__all__ = [
-    "CONTEXT_TABLE",
-    "INPUT_TABLE",
-    "NOISE_POWER",
-    "SAMPLE",
-    "NoiseTable",
-    "Pair",
-    "PairBatch",
-    "SkipGram",
-    "block_pairs",
-    "block_state",
-    "keep_probabilities",
-    "learning_rate",
-    "reference_block",
-]
-
 INPUT_TABLE: Final = "token_embedding.weight"
 """The name of the input table, the vectors a run keeps."""
 CONTEXT_TABLE: Final = "context_embedding.weight"
@@ -89,8 +72,7 @@ IdArray = npt.NDArray[np.intp]
 
 
 def keep_probabilities(counts: npt.NDArray[Any], sample: float = SAMPLE) -> npt.NDArray[np.float64]:
-    """Each word's probability of being kept at an occurrence: ``(sqrt(c / (s T)) + 1) (s T) /
-    c``, at most 1 (``T`` is the sum of ``counts``; a word of count 0 is never kept).
+    """Each word's probability of being kept at an occurrence (a word of count 0: never).
 
     Example:
         >>> keep_probabilities(np.array([1000, 10, 0]), sample=1e-3).round(4).tolist()
@@ -105,10 +87,9 @@ def keep_probabilities(counts: npt.NDArray[Any], sample: float = SAMPLE) -> npt.
 
 @dataclass(frozen=True, eq=False)
 class NoiseTable:
-    """The noise distribution ``P(w) ~ count(w) ** 0.75`` as Walker's alias table.
-
-    A draw takes one uniform number ``x`` in ``[0, V)``: its integer part is a slot ``i``, kept
-    when the fraction is below ``accept[i]``, else ``alias[i]`` is drawn (53 bits hold both).
+    """The noise distribution ``P(w) ~ count(w) ** 0.75`` as Walker's alias table: a uniform
+    ``x`` in ``[0, V)`` draws its slot ``int(x)`` when the fraction is below ``accept[slot]``,
+    else ``alias[slot]``.
 
     Example:
         >>> table = NoiseTable.of(np.array([16, 1, 0]))

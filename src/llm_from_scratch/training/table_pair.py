@@ -17,8 +17,6 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-__all__ = ["FINGERPRINT_KEY", "VOCABULARY_SIZE_KEY", "tokenizer_metadata", "vocabulary_fingerprint"]
-
 VOCABULARY_SIZE_KEY: Final = "tokenizer_vocabulary_size"
 FINGERPRINT_KEY: Final = "tokenizer_fingerprint"
 

@@ -43,15 +43,6 @@ from llm_from_scratch.training.words import (
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = [
-    "DEFAULT_MIN_COUNT",
-    "SENTENCE_END",
-    "UNKNOWN_TOKEN",
-    "UNKNOWN_WORD",
-    "Vocabulary",
-    "checked_min_count",
-]
-
 UNKNOWN_TOKEN: Final = "[UNK]"
 """The unknown token: the last ID, for a word outside the vocabulary."""
 DEFAULT_MIN_COUNT: Final = 5
@@ -118,7 +109,7 @@ class Vocabulary:
 
     @cached_property
     def word_ids(self) -> Mapping[str, int]:
-        """Each word's ID, the unknown token's included (a new dict, built once)."""
+        """Each word's ID, the unknown token's included (built once)."""
         return {word: token_id for token_id, word in enumerate(self.words)}
 
     @cached_property
@@ -141,10 +132,9 @@ class Vocabulary:
         return np.fromiter(map(get, found, repeat(UNKNOWN_WORD)), np.int32, len(found))
 
     def tokenizer_json(self) -> str:
-        """A Hugging Face ``tokenizers`` file of this vocabulary, as text (written without the
-        package): a ``WordLevel`` model with the normalizer and pre-tokenizer of
-        :mod:`~llm_from_scratch.training.words`. ``[UNK]`` is no added token: typed in a text,
-        it is the word ``unk``, as for the trainer."""
+        """A Hugging Face ``tokenizers`` file of this vocabulary, written without the package: a
+        ``WordLevel`` model with the normalizer and pre-tokenizer of
+        :mod:`~llm_from_scratch.training.words` (``[UNK]`` typed in a text is the word ``unk``)."""
         document: dict[str, object] = {
             "version": "1.0",
             "truncation": None,

@@ -1,24 +1,15 @@
-"""What a word of a corpus is: one grammar for the trainer and for the tokenizer file it writes.
+"""What a word of a corpus is: one grammar for the trainer and for the tokenizer file it writes
+(``docs/training.md``, "Words").
 
-A text is case-folded (``str.casefold``: ``Straße`` is ``strasse``, ``ΛΌΓΟΣ`` is ``λόγοσ``), then
-NFC-normalized (an ``e`` followed by a combining acute accent is one ``é``). Its words are the
-matches of :data:`WORD_PATTERN`: runs of letters, with at most one apostrophe inside a run
-followed by more letters (``don't`` is one word, ``'tis`` is ``tis``). A *letter* is what
-Python's regular expressions call a word character but a decimal digit or the underscore: the
-Unicode letters (categories ``L*``, every script) and the non-decimal numerals (``Nl``, ``No``:
-``Ⅻ``, ``²``, ``½``). Digits, punctuation, spaces and combining marks that do not compose with
-a letter (the vowel signs of Devanagari, for example) separate words.
-
-A run of more than :data:`LONGEST_WORD` letters is no word a vocabulary counts (a file of
-random letters would otherwise fill the counts with unique runs as long as a piece).
-
-A *line* ends at ``\\n``, ``\\r\\n`` or ``\\r``; :data:`TOKEN_PATTERN` finds the words and the
-line ends of a text in one pass.
-
-The tokenizer file (:func:`tokenizer_normalizer`, :func:`tokenizer_pre_tokenizer`) says the same
-in the ``tokenizers`` package's terms: NFC, lower case, then the characters whose case folding
-is not their lower case replaced by their folding, then NFC again, and a split that keeps the
-matches of the same pattern written with Unicode properties.
+A text is case-folded (``str.casefold``), then NFC-normalized. Its words are the matches of
+:data:`WORD_PATTERN`: runs of letters, with at most one apostrophe inside a run followed by more
+letters. A *letter* is what Python's regular expressions call a word character but a decimal
+digit or the underscore: the Unicode letters (``L*``, every script) and the non-decimal numerals
+(``Nl``, ``No``). A run of more than :data:`LONGEST_WORD` letters is no word a vocabulary counts
+(a file of random letters would otherwise fill the counts). A *line* ends at ``\\n``,
+``\\r\\n`` or ``\\r``. The tokenizer file says the same in the ``tokenizers`` package's terms:
+NFC, lower case, the characters whose case folding is not their lower case replaced by their
+folding, NFC again, and a split that keeps the matches of the same pattern.
 
     >>> line_words("Th' ARE! don't rock'n'roll, café 2B Straße ОТЕЦ")
     ['th', 'are', "don't", "rock'n", 'roll', 'café', 'b', 'strasse', 'отец']
@@ -31,17 +22,6 @@ import re
 import sys
 import unicodedata
 from typing import Final
-
-__all__ = [
-    "LINE_ENDS",
-    "LONGEST_WORD",
-    "TOKEN_PATTERN",
-    "WORD_PATTERN",
-    "line_words",
-    "normalized",
-    "tokenizer_normalizer",
-    "tokenizer_pre_tokenizer",
-]
 
 WORD_PATTERN: Final = r"[^\W\d_]+(?:'[^\W\d_]+)?"
 """A word of a normalized text (Python's ``re`` syntax)."""

@@ -1,18 +1,12 @@
 """``llm-from-scratch ch18 train``: learn a token table from a corpus, and report what it learned.
 
-:func:`train` starts a run of :mod:`llm_from_scratch.training` (skip-gram with negative
-sampling; the input table is the chapter's ``Embedding`` named ``token_embedding.weight``),
-measures the random table, trains, measures the trained table the same way, writes
-``table.safetensors`` and ``tokenizer.json`` as one (:func:`llm_from_scratch.files.replace_files`:
-the folder holds the files it held before or both new ones), and returns a :class:`TrainReport`,
-which the command's text (:mod:`~llm_from_scratch.demos.ch18_token_embeddings.train_text`) and
-its figure format.
-
-A table is measured (:class:`TableView`) with the neighbours module: the neighbours of a few words
-(:data:`REPORT_WORDS`), the mean cosines inside and between word groups (:data:`REPORT_GROUPS`)
-and the groups' projection; words outside the vocabulary are left out (a group keeps at least
-two). The words are Russian (:data:`REPORT_WORDS_RU`, :data:`REPORT_GROUPS_RU`) when the
-vocabulary holds more of them (:func:`report_words`).
+:func:`train` starts a run of :mod:`llm_from_scratch.training`, measures the random table,
+trains, measures the trained table the same way, writes ``table.safetensors`` and
+``tokenizer.json`` as one (:func:`llm_from_scratch.files.replace_files`), and returns a
+:class:`TrainReport` for the command's text and figure to format. A table is measured
+(:class:`TableView`) with the neighbours module: the neighbours of :data:`REPORT_WORDS`, the mean
+cosines inside and between :data:`REPORT_GROUPS` (their words in the vocabulary, at least two a
+group) and the groups' projection; the Russian words when the vocabulary holds more of them.
 """
 
 from __future__ import annotations
@@ -43,20 +37,6 @@ from llm_from_scratch.training.skipgram import SkipGram
 from llm_from_scratch.training.table_pair import tokenizer_metadata
 from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.training.words import line_words
-
-__all__ = [
-    "NEIGHBOUR_COUNT",
-    "REPORT_GROUPS",
-    "REPORT_GROUPS_RU",
-    "REPORT_WORDS",
-    "REPORT_WORDS_RU",
-    "TableView",
-    "TrainReport",
-    "VocabularyPieces",
-    "report_words",
-    "table_view",
-    "train",
-]
 
 NEIGHBOUR_COUNT: Final = 4
 """Vector neighbours per report word."""
@@ -196,10 +176,10 @@ def train(
     result = run.train(progress)
     after = table_view(result.model, pieces, *chosen) if result.epochs else before
     options = run.options
+    names = ("dim", "window", "negatives", "epochs", "min_count", "seed")
     metadata = {
         "model": "skip-gram with negative sampling",
-        **{name: str(getattr(options, name)) for name in ("dim", "window", "negatives")},
-        **{name: str(getattr(options, name)) for name in ("epochs", "min_count", "seed")},
+        **{name: str(getattr(options, name)) for name in names},
         "optimizer": "SGD",
         "vocabulary_size": str(vocabulary.vocabulary_size),
         **tokenizer_metadata(vocabulary.words),
@@ -207,22 +187,22 @@ def train(
     interrupted = write_outputs(options.output, result.model, vocabulary, metadata)
     run.discard_checkpoint()
     return TrainReport(
-        options=options,
-        corpus_files=len(run.files),
-        words_read=run.corpus_words,
-        words_kept=int(np.sum(vocabulary.counts)),
-        vocabulary_size=vocabulary.vocabulary_size,
-        learning_rates=RATES,
-        epochs=result.epochs,
-        training_seconds=result.training_seconds,
-        peak_memory=result.peak_memory,
-        largest_row_norm=result.largest_row_norm,
-        before=before,
-        after=after,
-        table_path=options.output / TABLE_FILE,
-        tokenizer_path=options.output / TOKENIZER_FILE,
-        resumed=resume,
-        interrupted=interrupted,
+        options,
+        len(run.files),
+        run.corpus_words,
+        int(np.sum(vocabulary.counts)),
+        vocabulary.vocabulary_size,
+        RATES,
+        result.epochs,
+        result.training_seconds,
+        result.peak_memory,
+        result.largest_row_norm,
+        before,
+        after,
+        options.output / TABLE_FILE,
+        options.output / TOKENIZER_FILE,
+        resume,
+        interrupted,
     )
 
 

@@ -1,13 +1,9 @@
 """The command ``llm-from-scratch ch18 train``: options in, a trained table and a report out.
 
-Progress goes to standard error while the run lasts (on a terminal one line rewritten in place,
-otherwise one line per epoch); the report goes to standard output at the end. A bad option or
-corpus (a ``--figure`` file whose folder is missing, or that names a folder, included) is one line
-on standard error with exit status 2, before any file is written; a file that cannot be written
-is one line with status 1; Ctrl-C is one line with status 130 and leaves the output folder with
-the files it held before and the run's last checkpoint (or, when it came while the files were
-being written, both new ones). ``--resume DIR`` goes on from the checkpoint in ``DIR`` with the
-options it was made with (an option given again must have the same value).
+Progress goes to standard error, the report to standard output (``docs/training.md``). A bad
+option, corpus or ``--figure`` path is one line with exit status 2 before any file is written; a
+file that cannot be written, status 1; Ctrl-C, status 130, the output folder holding the files
+it held before and the last checkpoint (or both new files, when it came while they were written).
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, TextIO
 
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
@@ -27,19 +23,14 @@ from llm_from_scratch.training.checkpoint import saved_options
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.run import ProgressState
 
-__all__ = ["DEFAULT_OUTPUT", "TrainRequest", "processor_count", "run_train"]
-
-#: Where the files go without ``--output``: a folder in the current one.
-DEFAULT_OUTPUT: Final = Path("ch18-train")
-#: Exit statuses: a refused request, a failed write, an interrupted run.
 REFUSED, FAILED, INTERRUPTED = 2, 1, 130
+"""Exit statuses: a refused request, a failed write, an interrupted run."""
 
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """The command's arguments: the options given (by name; the others take their defaults,
-    or with ``resume`` the checkpoint's), the report's language, a file for the report's
-    figure (or None), and a folder to resume from (or None)."""
+    """The command's arguments: the options given by name (the others take their defaults, or
+    the checkpoint's), the report's language, the figure's file and the folder to resume from."""
 
     given: dict[str, Any] = field(default_factory=dict)
     lang: str = "en"
@@ -65,7 +56,7 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
         except OSError as error:
             return _fail(err, _write_problem(request.figure, error), REFUSED)
     printer = ProgressPrinter(err, labels)
-    output = DEFAULT_OUTPUT
+    output = TrainOptions.output  # the default, until the options are read
     try:
         options = _options(request)
         output = options.output

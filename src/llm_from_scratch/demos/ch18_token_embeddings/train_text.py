@@ -13,8 +13,6 @@ from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainR
 from llm_from_scratch.labels import Labels, aligned_rows, label
 from llm_from_scratch.training.run import ProgressState
 
-__all__ = ["format_report", "progress_line"]
-
 
 def format_report(report: TrainReport, labels: Labels) -> str:
     """The report as text: the corpus, the model, the training (one line per epoch), the
@@ -87,16 +85,10 @@ def _training(report: TrainReport, labels: Labels) -> list[str]:
     if report.resumed:
         lines.append(label(labels, "resumed"))
     header = [label(labels, "epoch_header", key) for key in ("epoch", "pairs", "loss", "seconds")]
-    table = [header]
-    for epoch in report.epochs:
-        table.append(
-            [
-                str(epoch.epoch),
-                _count(epoch.pairs),
-                _decimal(epoch.mean_loss),
-                f"{epoch.seconds:.1f}",
-            ]
-        )
+    table = [header] + [
+        [str(epoch.epoch), _count(epoch.pairs), _decimal(epoch.mean_loss), f"{epoch.seconds:.1f}"]
+        for epoch in report.epochs
+    ]
     return lines + ["  " + line for line in aligned_rows(table, numeric=(0, 1, 2, 3))]
 
 
@@ -118,50 +110,36 @@ def _neighbours(report: TrainReport, labels: Labels) -> list[str]:
 def _groups(before: TableView, after: TableView, labels: Labels) -> list[str]:
     if not before.groups:
         return [label(labels, "no_groups")]
-    before_name, after_name = label(labels, "before"), label(labels, "after")
-    inside = label(labels, "group_header", "inside")
-    between = label(labels, "group_header", "between")
+    names = (label(labels, "before"), label(labels, "after"))
     header = [
         label(labels, "group_header", "group"),
-        f"{inside} ({before_name})",
-        f"{between} ({before_name})",
-        f"{inside} ({after_name})",
-        f"{between} ({after_name})",
+        *(
+            f"{label(labels, 'group_header', kind)} ({name})"
+            for name in names
+            for kind in ("inside", "between")
+        ),
         label(labels, "group_header", "words"),
     ]
     table = [header]
     for old, new in zip(before.groups, after.groups, strict=True):
-        name = label(labels, "group_names", old.group)
-        table.append(
-            [
-                name,
-                _decimal(old.within),
-                _decimal(old.between),
-                _decimal(new.within),
-                _decimal(new.between),
-                ", ".join(old.words),
-            ]
-        )
-    table.append(
-        [
-            label(labels, "all_groups"),
-            _decimal(before.within),
-            _decimal(before.between),
-            _decimal(after.within),
-            _decimal(after.between),
-            "",
-        ]
-    )
+        cosines = _decimals(old.within, old.between, new.within, new.between)
+        table.append([label(labels, "group_names", old.group), *cosines, ", ".join(old.words)])
+    cosines = _decimals(before.within, before.between, after.within, after.between)
+    table.append([label(labels, "all_groups"), *cosines, ""])
     separation = label(labels, "group_header", "separation")
     summary = (
-        f"{separation}: {before_name} {_decimal(before.separation)}, "
-        f"{after_name} {_decimal(after.separation)}"
+        f"{separation}: {names[0]} {_decimal(before.separation)}, "
+        f"{names[1]} {_decimal(after.separation)}"
     )
     return [
         label(labels, "groups"),
         *("  " + line for line in aligned_rows(table, (1, 2, 3, 4))),
         summary,
     ]
+
+
+def _decimals(*values: float) -> list[str]:
+    return [_decimal(value) for value in values]
 
 
 def _megabytes(value: int) -> str:

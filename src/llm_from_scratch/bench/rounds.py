@@ -1,0 +1,159 @@
+"""What every benchmark shares: actions taking turns in rounds (so that a slow spell of the
+machine falls on all of them alike), their medians, the check of ``--repeats``, PyTorch when it
+is installed, fresh processes and workers, and the rows of the reports."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+Sample = TypeVar("Sample")
+
+DEMO_COMMAND: Final = (sys.executable, "-m", "llm_from_scratch", "ch18")
+"""The chapter demo, as a fresh process of this interpreter."""
+NUMPY_COMMAND: Final = (sys.executable, "-c", "import numpy")
+"""Importing NumPy alone, the floor every process benchmark compares with."""
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One measured action, and an untimed preparation run before each repetition."""
+
+    action: Callable[[], object]
+    prepare: Callable[[], object] | None = None
+
+    def seconds(self) -> float:
+        """Prepare, then time one run of the action (its result is freed after the timing)."""
+        if self.prepare is not None:
+            self.prepare()
+        start = time.perf_counter()
+        result = self.action()
+        elapsed = time.perf_counter() - start
+        del result
+        return elapsed
+
+
+def process(command: Sequence[str]) -> Timed:
+    """One run of ``command`` as a fresh process, its output discarded."""
+    return Timed(lambda: subprocess.run(command, stdout=subprocess.DEVNULL, check=True))
+
+
+def in_turns(
+    actions: Mapping[str, Callable[[], Sample]], rounds: int, progress: bool = False
+) -> dict[str, list[Sample]]:
+    """What each action returns in each of ``rounds`` rounds that run every action once, in
+    order (with ``progress``, a line on standard error before each)."""
+    samples: dict[str, list[Sample]] = {name: [] for name in actions}
+    for index in range(rounds):
+        for name, action in actions.items():
+            if progress:
+                print(f"round {index + 1}/{rounds}: {name}", file=sys.stderr, flush=True)
+            samples[name].append(action())
+    return samples
+
+
+def round_robin_medians(actions: Mapping[str, Timed], repeats: int) -> dict[str, float]:
+    """Median wall seconds of each action over ``repeats`` rounds, after one untimed warm-up
+    round."""
+    samples = in_turns({name: timed.seconds for name, timed in actions.items()}, repeats + 1)
+    return {name: statistics.median(found[1:]) for name, found in samples.items()}
+
+
+def checked_count(count: int | None, default: int) -> int | None:
+    """``--repeats`` (None: ``default``), or None with an error line when it is below 1."""
+    found = default if count is None else count
+    if found < 1:
+        print("error: --repeats must be at least 1", file=sys.stderr)
+        return None
+    return found
+
+
+def imported_torch(notes: list[str]) -> Any:
+    """PyTorch, its version and threads noted; None, noted, when it is not installed."""
+    try:
+        import torch
+    except ImportError:
+        notes.append("PyTorch is not installed: pip install 'llm-from-scratch[torch]'")
+        return None
+    notes.append(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads")
+    return torch
+
+
+def then_step(backward: Callable[[], object], optimizer: Any) -> None:
+    """``backward()``, then ``optimizer.step()`` (ours or PyTorch's)."""
+    backward()
+    optimizer.step()
+
+
+def backward_step(forward: Callable[[], Any], seed: Any, optimizer: Any) -> None:
+    """``optimizer.backward_step(forward(), seed)``: our fused step."""
+    optimizer.backward_step(forward(), seed)
+
+
+def worker_json(command: Sequence[str], environment: Mapping[str, str] | None = None) -> Any:
+    """The last line a worker process prints, read as JSON (raises if it fails)."""
+    output = subprocess.run(
+        command, env=environment, capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def median_rows(medians: Mapping[str, float], unit: str, baseline: str | None = None) -> list[str]:
+    """``name  1.234 ms  2.00x copy`` for each median (``us`` or ``ms``; a ratio with a
+    ``baseline``)."""
+    scale = 1e6 if unit == "us" else 1e3
+    rows = []
+    for name, seconds in medians.items():
+        row = f"  {name:<22}{seconds * scale:>11.3f} {unit}"
+        if baseline is not None:
+            row += f"  {seconds / medians[baseline]:>7.2f}x {baseline}"
+        rows.append(row)
+    return rows
+
+
+def ratio_rows(medians: Mapping[str, float], pairs: Iterable[tuple[str, str]]) -> list[str]:
+    """``theirs / our ours = 2.50 (above 1: ours is faster)`` for each pair both measured."""
+    return [
+        f"  {theirs} / our {ours} = {medians[theirs] / medians[ours]:.2f} (above 1: ours is faster)"
+        for theirs, ours in pairs
+        if theirs in medians and ours in medians
+    ]
+
+
+def lines(rows: Iterable[str]) -> str:
+    """The rows of a report, each ended by a line feed."""
+    return "".join(f"{row}\n" for row in rows)
+
+
+def process_report(medians: Mapping[str, float], ratios: Mapping[str, float], runs: int) -> str:
+    """The medians of fresh processes in milliseconds (the first with the number of runs),
+    then the ratios, in aligned columns."""
+    width = max(map(len, [*medians, *ratios])) + 2
+    rows = [f"{name:<{width}}{seconds * 1e3:8.1f} ms" for name, seconds in medians.items()]
+    rows[0] += f" (median of {runs})"
+    return lines([*rows, *(f"{name:<{width}}{ratio:8.2f}" for name, ratio in ratios.items())])
+
+
+def run_processes(
+    commands: Mapping[str, Sequence[str]],
+    runs: int | None,
+    default_runs: int,
+    report: Callable[[list[float], int], str],
+    ready: Callable[[], bool] = lambda: True,
+) -> int:
+    """A process benchmark: check ``--repeats`` (status 2 below one), then that it is
+    ``ready`` (2 if not; it says why), then time the commands taking turns and print the
+    ``report`` of their medians (0)."""
+    count = checked_count(runs, default_runs)
+    if count is None or not ready():
+        return 2
+    print(f"timing {count} runs of each process...", file=sys.stderr, flush=True)
+    medians = round_robin_medians({name: process(c) for name, c in commands.items()}, count)
+    sys.stdout.write(report(list(medians.values()), count))
+    return 0
