@@ -236,6 +236,9 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
     positions = gradient._summed
     if positions is not None and positions.size == 0:
         return None
+    few = gradient._values
+    if few.size <= _FEW_VALUES and all(map(math.isfinite, few.ravel().tolist())):
+        return None  # a glance at every row beats picking out the summed ones
     candidates = gradient._values if positions is None else gradient._values[positions]
     found = _first_non_finite_value(candidates)
     if found is None:
