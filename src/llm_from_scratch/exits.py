@@ -6,11 +6,11 @@ line, in its own language); what it raises is written as one line ``error: ...``
 :func:`llm_from_scratch.files.one_line`) with the status :func:`status_of` gives:
 
 - ``KeyboardInterrupt`` (Ctrl-C): ``interrupted``, status 130 (:data:`INTERRUPTED`);
-- an error of ours (:data:`OURS`) that is a ``ValueError``, ``TypeError``, ``LookupError`` or
-  ``ImportError``, a refused input: its message, status 2 (:data:`REFUSED`); but one that is
-  also an ``OSError``, a ``MemoryError`` (a read, a write or an allocation the system refused) or
-  an ``ArithmeticError`` (a run that diverged), or of any other kind, failed: status 1
-  (:data:`FAILED`);
+- an error of ours (a :class:`~llm_from_scratch.errors.LlmError`) that is a ``ValueError``,
+  ``TypeError``, ``LookupError`` or ``ImportError``, a refused input: its message, status 2
+  (:data:`REFUSED`); but one that is also an ``OSError``, a ``MemoryError`` (a read, a write
+  or an allocation the system refused) or an ``ArithmeticError`` (a run that diverged), or of
+  any other kind, failed: status 1 (:data:`FAILED`);
 - an ``OSError`` of the system: the file and the reason, status 1; a ``MemoryError``: ``out of
   memory`` and what NumPy says of it, status 1;
 - anything else, a fault of the program: its class and message, and the log file (in the
@@ -37,17 +37,15 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Final, TextIO
 
-from llm_from_scratch.errors import LlmError, StructuredError
+from llm_from_scratch.errors import LlmError
 from llm_from_scratch.files import one_line
 
-__all__ = ["FAILED", "INTERRUPTED", "OURS", "REFUSED", "run_command", "status_of"]
+__all__ = ["FAILED", "INTERRUPTED", "REFUSED", "run_command", "status_of"]
 
 #: Exit statuses: a refused input, a failed run, an interrupted one (128 + SIGINT).
 REFUSED: Final = 2
 FAILED: Final = 1
 INTERRUPTED: Final = 130
-#: The errors of the package: its families (and the classes not yet moved onto them).
-OURS: Final = (LlmError, StructuredError)
 #: The built-in classes whose errors of ours are a refused input, unless also one of FAILING.
 REFUSING: Final = (ValueError, TypeError, LookupError, ImportError)
 FAILING: Final = (OSError, MemoryError, ArithmeticError)
@@ -71,7 +69,7 @@ def status_of(error: BaseException) -> int:
     """
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
-    if isinstance(error, OURS) and isinstance(error, REFUSING):
+    if isinstance(error, LlmError) and isinstance(error, REFUSING):
         return FAILED if isinstance(error, FAILING) else REFUSED
     return FAILED
 
@@ -177,7 +175,7 @@ def _message(error: BaseException, debug: bool, words: Sequence[str]) -> str:
     """The line that reports ``error`` (after ``error:``)."""
     if isinstance(error, KeyboardInterrupt):
         return "interrupted"
-    if isinstance(error, OURS):
+    if isinstance(error, LlmError):
         return str(error)
     if isinstance(error, OSError):
         reason = error.strerror or str(error) or type(error).__name__

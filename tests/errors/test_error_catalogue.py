@@ -8,10 +8,7 @@ fields, and it must rebuild from its rule and fields and survive pickling. A rul
 raises fails here, so a new rule that nothing raises is caught.
 
 The calls are in :data:`RULE_TRIGGERS`, and in the ``*_TRIGGERS`` dictionaries of the support
-files keyed by rule code (``tests/neighbours_support.py``). Until every room raises the families,
-a call may raise the class its rule replaces (a ``StructuredError``): then the error must be
-worded by the rule's template, and the old classes keep their own checks (each raised, each
-rebuilt from its fields, each wording of a keyed template raised).
+files keyed by rule code (``tests/neighbours_support.py``).
 """
 
 from __future__ import annotations
@@ -36,8 +33,8 @@ import llm_from_scratch.autograd.ops as ops_module
 from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.leaf_state import restore_node
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import verified_archive
-from llm_from_scratch.error_catalogue import BEGIN, END, families, old_classes, rewrite
-from llm_from_scratch.errors import RULES, IdError, LlmError, StructuredError
+from llm_from_scratch.error_catalogue import BEGIN, END, families, rewrite
+from llm_from_scratch.errors import RULES, IdError, LlmError
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
 from llm_from_scratch.labels import load_labels
@@ -70,11 +67,6 @@ from conftest import KNOWN_TABLE
 CATALOGUE = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 
 Trigger = Callable[[], object]
-
-OLD_CLASSES: dict[str, type[StructuredError]] = {
-    cls.__name__: cls for listed in old_classes().values() for cls in listed
-}
-"""Transitional: the classes of the rooms not yet moved onto the families, by name."""
 
 
 # The calls ----------------------------------------------------------------------------------------
@@ -431,21 +423,15 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
 
 """One or more public calls per rule, by its code (the support files' calls come on top)."""
 
-UNRAISED = {"gather.nesting"}
-"""Rules no public call can raise: ``gather_rows`` reads flat IDs, so lists nested too deep are
-an ``ids.nesting`` of the layers only. The rooms that declare them remove them."""
-
 
 def support_triggers() -> dict[str, list[Trigger]]:
-    """The calls of the support files' ``*_TRIGGERS`` dictionaries, by rule code (keys that are
-    no rule code, the old class names of a room not yet moved onto the families, are left out)."""
+    """The calls of the support files' ``*_TRIGGERS`` dictionaries, by rule code."""
     found: dict[str, list[Trigger]] = {}
     for module in (checkpoint_support, neighbours_support):
         for name, value in sorted(vars(module).items()):
             if name.endswith("_TRIGGERS") and isinstance(value, Mapping):
                 for key, trigger in value.items():
-                    if key in RULES:
-                        found.setdefault(key, []).append(trigger)
+                    found.setdefault(key, []).append(trigger)
     return found
 
 
@@ -476,14 +462,6 @@ def raised_by(trigger: Trigger) -> Exception:
 def raised(rule: str, index: int) -> Exception:
     """What the ``index``-th call of ``rule`` raises, called once per test session."""
     return raised_by(TRIGGERED[rule][index])
-
-
-def every_raised() -> list[Exception]:
-    return [
-        raised(rule, index)
-        for rule, triggers in TRIGGERED.items()
-        for index in range(len(triggers))
-    ]
 
 
 # The catalogue is the generated one -------------------------------------------------------------
@@ -517,7 +495,7 @@ THIRD_PARTY_ERRORS = frozenset({"NumbaTypeError"})  # named in a record of a clo
 def test_the_hand_written_text_names_only_errors_that_exist() -> None:
     named = set(re.findall(r"`(\w+Error)`", hand_written_text()))
     builtin = {name for name in named if isinstance(getattr(builtins, name, None), type)}
-    ours = {family.__name__ for family in families()} | set(OLD_CLASSES) | {"LlmError"}
+    ours = {family.__name__ for family in families()} | {"LlmError"}
     assert sorted(named - ours - builtin - THIRD_PARTY_ERRORS) == []
 
 
@@ -531,12 +509,9 @@ def test_every_family_is_declared_in_the_errors_module_and_has_rules() -> None:
 
 
 def test_every_rule_has_a_public_trigger() -> None:
-    missing = sorted(set(RULES) - set(TRIGGERED) - UNRAISED)
+    missing = sorted(set(RULES) - set(TRIGGERED))
     assert missing == [], "no public call raises these rules: add one to RULE_TRIGGERS"
     assert sorted(set(TRIGGERED) - set(RULES)) == [], "triggers of rules that do not exist"
-    assert sorted(UNRAISED & set(TRIGGERED)) == [], (
-        "a rule raised after all: take it out of UNRAISED"
-    )
 
 
 class MessageFormatter(string.Formatter):
@@ -557,9 +532,6 @@ def test_each_trigger_raises_exactly_its_family_and_rule_worded_by_its_template(
 ) -> None:
     error = raised(rule, index)
     declared = RULES[rule]
-    if isinstance(error, StructuredError):  # transitional: the class this rule replaces
-        assert str(error) == MessageFormatter().vformat(declared.template, (), vars(error))
-        return
     assert type(error) is declared.family, f"{rule}: {error!r}"
     assert isinstance(error, LlmError) and error.rule == rule
     assert tuple(error.fields) == declared.fields
@@ -572,48 +544,15 @@ def test_each_raised_error_rebuilds_from_its_rule_and_fields_and_survives_pickli
     rule: str, index: int
 ) -> None:
     error = raised(rule, index)
-    if isinstance(error, StructuredError):  # transitional
-        fields = {name: getattr(error, name) for name in error.field_names}
-        cls = type(error)
-        rebuilt_ones = [cls(*fields.values()), cls(**fields)]
-    else:
-        assert isinstance(error, LlmError)
-        fields = error.fields
-        rebuilt_ones = [type(error)(error.rule, **fields)]
-    for rebuilt in (*rebuilt_ones, pickle.loads(pickle.dumps(error)), copy.copy(error)):
+    assert isinstance(error, LlmError)
+    fields = error.fields
+    by_rule = type(error)(error.rule, **fields)
+    for rebuilt in (by_rule, pickle.loads(pickle.dumps(error)), copy.copy(error)):
         assert type(rebuilt) is type(error)
         assert rebuilt.args == error.args == (str(error),)
         assert repr([getattr(rebuilt, name) for name in fields]) == repr([*fields.values()])
     if "cause" in fields:
         assert fields["cause"] is error.__cause__
-
-
-# Transitional: the classes not yet moved onto the families ---------------------------------------
-
-
-def test_every_old_class_that_is_not_a_base_class_is_raised_by_a_rule_trigger() -> None:
-    raised_classes = {type(error) for error in every_raised()}
-    missing = [name for name, cls in OLD_CLASSES.items() if cls.template is not None]
-    assert sorted(name for name in missing if OLD_CLASSES[name] not in raised_classes) == []
-
-
-def test_every_old_base_class_is_the_base_of_a_raised_class() -> None:
-    raised_classes = {type(error) for error in every_raised()}
-    for cls in OLD_CLASSES.values():
-        if cls.template is None:
-            assert any(issubclass(raised, cls) for raised in raised_classes), cls.__name__
-
-
-MOVED_WORDINGS = {("TableRankError", "embedding")}
-"""Wordings of an old class that a family's rule now reports (``table.rank``)."""
-
-
-def test_every_wording_of_a_keyed_old_template_is_raised() -> None:
-    for cls in OLD_CLASSES.values():
-        if isinstance(vars(cls).get("template"), Mapping) and cls.template_key is not None:
-            keys = {getattr(e, cls.template_key) for e in every_raised() if type(e) is cls}
-            wordings = {key for key in cls.template if (cls.__name__, key) not in MOVED_WORDINGS}
-            assert sorted(keys) == sorted(wordings), cls.__name__
 
 
 # Built-in errors raised on purpose ---------------------------------------------------------------

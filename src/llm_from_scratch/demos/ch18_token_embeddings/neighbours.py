@@ -229,7 +229,7 @@ def word_neighbours(
     Raises:
         OptionError: ``neighbours.count``, ``count`` is outside ``1..V-1`` (checked first).
         WordError: from :func:`word_piece`; ``word.zero-vector``, the word's row is all zeros.
-        TokenIdOutOfBoundsError: the tokenizer gives an ID the table does not have.
+        IdError: ``ids.out-of-range``, the tokenizer gives an ID the table does not have.
     """
     checked_count(count, table.vocabulary_size)
     piece = word_piece(pieces, word)

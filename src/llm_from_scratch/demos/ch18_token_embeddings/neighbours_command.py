@@ -26,7 +26,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
     open_table,
     packaged_files,
 )
-from llm_from_scratch.errors import LlmError, StructuredError
+from llm_from_scratch.errors import LlmError
 from llm_from_scratch.files import one_line, write_file
 from llm_from_scratch.labels import (
     NEIGHBOUR_ERROR_RULES,
@@ -68,7 +68,7 @@ def run_neighbours(request: NeighboursRequest, out: TextIO, err: TextIO) -> int:
         return _fail(err, label(labels, "usage", "no_words"))
     try:
         text = _computed(request, labels)
-    except (LlmError, StructuredError) as error:
+    except LlmError as error:
         return _fail(err, error_message(error, labels))
     if request.figure is None or str(request.figure) == "-":
         out.write(text)
