@@ -10,10 +10,7 @@ import pytest
 
 from llm_from_scratch.errors import TableError
 from llm_from_scratch.nn import SplitMix64, XavierScale, xavier_scale
-from llm_from_scratch.nn.init import (
-    xavier_limit,
-    xavier_uniform_array,
-)
+from llm_from_scratch.nn.init import xavier_uniform_array
 
 from checks import raises_rule
 
@@ -43,7 +40,6 @@ def test_the_initializer_draws_within_the_scale_limit_with_the_same_formula() ->
     draws = SplitMix64.from_seed(18).peek_unit_f64_block(64 * 32)
     table = xavier_uniform_array(64, 32, rng)
     assert np.array_equal(table.reshape(-1), scale.uniform_limit * (2.0 * draws - 1.0))
-    assert xavier_limit(64, 32) == scale.uniform_limit
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
-"""Checkpoints: named parameters in safetensors files. The ``safetensors`` package checks each
-file before it is read; this module adds atomic saves, loads that check all before they change
-a parameter, finiteness, the parameter-name rules and F16/BF16 conversion on request (the
-``checkpoint.*`` rules). Bytes go straight between the file and each array's memory.
+"""Checkpoints: named parameters in safetensors files, which the ``safetensors`` package checks
+before they are read. This module adds atomic saves, loads that check all before they change a
+parameter, finiteness, the parameter-name rules and F16/BF16 conversion on request. Bytes go
+straight between the file and each array's memory (``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -65,9 +65,9 @@ def save_parameters(
     metadata: Mapping[str, str] | None = None,
 ) -> None:
     """Save named parameters as one safetensors file (float64 tensors first, then float32 ones,
-    each in the order given), written beside ``path``, flushed and renamed over it: on failure
-    an earlier file is as it was. The path (``checkpoint.argument``), the parameters (as
-    :class:`NamedParameters`) and the metadata are checked, then as :func:`write_arrays`."""
+    each in the order given), replaced atomically: on failure an earlier file is as it was. The
+    path (``checkpoint.argument``), the parameters (as :class:`NamedParameters`) and the
+    metadata are checked, then as :func:`write_arrays`."""
     file_name, collection = checked_path(path), NamedParameters(parameters)
     rule = "a mapping of str to str"
     if metadata is not None and not isinstance(metadata, Mapping):
@@ -87,9 +87,8 @@ def write_arrays(
     Checked before anything is created: ``checkpoint.reserved-name``, ``checkpoint.argument`` (a
     name or metadata that is not text), ``checkpoint.write`` (the path),
     ``checkpoint.non-finite``, ``checkpoint.invalid`` (a header over the limit)."""
-    # Our own header, not safetensors.numpy.save_file: both stream from the arrays (measured in
-    # docs/performance.md), but the package writes by path, reports a failed write as text, not
-    # as the OSError (ENOSPC) our error carries, and sorts by name. Same bytes else.
+    # Not safetensors.numpy.save_file: it writes by path, sorts by name and reports a failed
+    # write as text, not as the OSError (ENOSPC) our error carries (docs/performance.md).
     _check_header_text(path, [name for name, _ in arrays], metadata)
     try:
         writable_path(path)
@@ -113,7 +112,7 @@ def write_arrays(
         raise FormatError("checkpoint.invalid", path=path, cause=ValueError(detail))
     data = [np.ascontiguousarray(a, a.dtype.newbyteorder("<")).reshape(-1) for _, a in ordered]
     parts: list[Any] = [len(text).to_bytes(8, "little") + text, *(a.view(np.uint8) for a in data)]
-    try:  # to a temporary file beside path, flushed and renamed over it (files.replace_file)
+    try:
         replace_file(path, [memoryview(part) for part in parts], IO_CHUNK)
     except OSError as error:
         raise FileAccessError("checkpoint.write", path=path, cause=error) from error
@@ -244,11 +243,10 @@ def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[st
 
 
 def check_sizes(path: str, file: io.FileIO) -> None:
-    """Check from the header, before the package does (its error names neither the tensor nor
-    the counts), that each tensor's bytes are what its shape and dtype need
-    (``checkpoint.tensor-size``, the first in offset order) and that the tensors cover the data
-    exactly (``checkpoint.data-size``). Other faults, or entries that are not plain, are left to
-    the package."""
+    """Check before the package does (its error names neither the tensor nor the counts) that
+    each tensor's bytes are what its shape and dtype need (``checkpoint.tensor-size``, the first
+    in offset order) and that the tensors cover the data exactly (``checkpoint.data-size``);
+    other faults are left to the package."""
     read = _plain_entries(file)
     if read is None:
         return
@@ -270,8 +268,7 @@ _Entry = tuple[str, str, tuple[int, ...], tuple[int, ...]]  # name, dtype, shape
 
 
 def _plain_entries(file: io.FileIO) -> tuple[int, list[_Entry]] | None:
-    """The bytes after the header and its tensor entries, or None when the header cannot be read
-    or an entry is not plain."""
+    """The data's size and the header's tensor entries, or None if any is not plain."""
     try:
         size = os.fstat(file.fileno()).st_size
         length = int.from_bytes(os.pread(file.fileno(), 8, 0), "little")
@@ -298,7 +295,6 @@ def _plain_entries(file: io.FileIO) -> tuple[int, list[_Entry]] | None:
 
 
 def _counts(value: object) -> TypeGuard[list[int]]:
-    """A JSON list of integers of at least zero."""
     return isinstance(value, list) and all(type(item) is int and item >= 0 for item in value)
 
 
@@ -306,7 +302,7 @@ def read_tensor(
     path: str, file: io.FileIO, tensor: StoredTensor, loaded: np.dtype[Any], finite: bool
 ) -> np.ndarray[Any, Any]:
     """The tensor's values in a new array of dtype ``loaded`` (checked to be ``finite`` if
-    asked): read straight into it, or converted through a buffer of :data:`CHUNK` elements."""
+    asked), read straight into it or converted through a buffer of :data:`CHUNK` elements."""
     try:
         array = np.empty(tensor.shape, dtype=loaded)
     except MemoryError as error:
@@ -388,8 +384,7 @@ def _loaded_dtype(path: str, tensor: StoredTensor, target: np.dtype[Any] | None)
 def _check_receivers(
     path: str, plan: list[tuple[StoredTensor, np.dtype[Any]]], receivers: NamedParameters
 ) -> None:
-    """Every parameter has its tensor and every tensor its parameter, of one shape and dtype;
-    else one ``checkpoint.into`` that lists every difference."""
+    """One ``checkpoint.into`` listing every difference between the tensors and ``receivers``."""
     loaded = {tensor.name for tensor, _ in plan}
     missing = tuple(name for name in receivers.names() if name not in loaded)
     unexpected = tuple(

@@ -1,7 +1,6 @@
 """The token embedding layer (course chapter 18): one named ``[V, d]`` table and PyTorch's
-options, checked once when it is built; every call reads the IDs once
-(:func:`~llm_from_scratch.autograd.gather.plan_of_ids`) and runs :func:`lookup`, the one lookup
-``nn.functional.embedding`` runs too.
+options, checked once when it is built; every call reads the IDs once and runs :func:`lookup`,
+the one lookup ``nn.functional.embedding`` runs too.
 """
 
 from __future__ import annotations
@@ -40,13 +39,12 @@ from llm_from_scratch.tensor.storage import Shape
 __all__ = ["Embedding"]
 
 
-PYTORCH_KEYWORDS: Final = {
+PYTORCH_KEYWORDS: Final = {  # PyTorch's keywords the constructors refuse, pointing to ours
     "num_embeddings": "vocabulary_size",
     "embedding_dim": "embedding_width",
     "sparse": "every table's gradient is row-sparse already (table.tensor.sparse_gradient)",
     "_weight": "Embedding.from_pretrained(table, freeze=False)",
 }
-"""PyTorch's keywords of ``nn.Embedding``, refused by the constructors with a pointer to ours."""
 
 
 @dataclass(frozen=True, eq=False, repr=False, init=False)
@@ -55,8 +53,7 @@ class Embedding(TableLayer):
     adds the gradients of repeated IDs into one shared row.
 
     Built as ``nn.Embedding`` is, ``Embedding(V, d)``, or with :meth:`new` (the course's: a
-    name, a generator, float64), :meth:`from_parameter` or :meth:`from_pretrained`; the class
-    called with its two fields (``table``, ``options``) checks them as the constructors do.
+    name, a generator, float64), :meth:`from_parameter` or :meth:`from_pretrained`.
 
     Attributes:
         table: the named table (PyTorch's ``weight``): a :class:`NamedParameter` (``table.tensor``
@@ -108,9 +105,9 @@ class Embedding(TableLayer):
         rng: Seed = 0,
         name: str = TABLE_NAME,
     ) -> None:
-        """A new layer, as ``nn.Embedding(V, d)``: ``Embedding.new(name, V, d, rng, dtype, ...)``
-        with float32 and the seed 0, so two layers built alike are equal (PyTorch draws from
-        ``N(0, 1)``; this is the course's Xavier-uniform table). The errors of :meth:`new`.
+        """A new layer, as ``nn.Embedding(V, d)``: :meth:`new` with float32 and the seed 0, so two
+        layers built alike are equal (PyTorch draws from ``N(0, 1)``, the course Xavier-uniform).
+        The class called with its two fields (``table``, ``options``) checks them likewise.
 
         Example:
             >>> layer = Embedding(1000, 64)
@@ -143,8 +140,8 @@ class Embedding(TableLayer):
         norm_type: float = 2.0,
         scale_grad_by_freq: bool = False,
     ) -> Embedding:
-        """Wrap an existing named parameter (the same leaf, its values kept): ``TypeError`` for
-        anything else, then the table's shape and the options checked."""
+        """Wrap an existing named parameter (the same leaf): ``TypeError`` for anything else, then
+        the table's shape and the options checked."""
         rows, _ = checked_parameter_size(table)
         options = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)(rows)
         return layer_of(cls, table, options)
@@ -170,10 +167,9 @@ class Embedding(TableLayer):
         zeroed. ``rng`` advances only on success.
 
         Raises:
-            TableError: ``table.initialization`` (a bad name or fan: ``cause``),
+            In this order: TableError ``table.initialization`` (a bad name or fan: ``cause``),
                 ``table.empty-vocabulary``, ``table.zero-width``; OptionError: the options;
-                TableError: ``table.initialization`` (the generator, the dtype, no memory).
-                PyTorchNameError: ``num_embeddings``, ``embedding_dim``, ``sparse``, ``_weight``.
+                TableError ``table.initialization`` (the generator, the dtype, no memory).
 
         Example:
             >>> from llm_from_scratch.nn import SplitMix64
@@ -210,16 +206,15 @@ class Embedding(TableLayer):
 
         Args:
             table: a 2-D NumPy array (float32 and float64 keep their dtype, integers become
-                float64), a ``Tensor`` or a :class:`NamedParameter`; its values are kept.
+                float64; read through its plain data), a ``Tensor`` or a :class:`NamedParameter`.
             name: the name of the layer's table.
             freeze: True (PyTorch's default): a constant copy, a :class:`FrozenTable`, whose
                 lookups carry no gradient (with ``max_norm`` they return the renormalized rows
-                and the table stays as it is). False: a new trainable leaf, or the
+                and the table stays as it is). False: a new trainable leaf (a copy), or the
                 NamedParameter's own.
-            padding_idx, max_norm, norm_type, scale_grad_by_freq: as in :meth:`new`.
 
         Raises:
-            TableError: ``table.pretrained-type``, the shape, a bad name
+            In this order: TableError ``table.pretrained-type``, the shape, a bad name
                 (``table.initialization``); OptionError: the options, then ``freeze``;
                 AllocationError: ``output.allocation``; NonFiniteError: a NaN or infinity.
 

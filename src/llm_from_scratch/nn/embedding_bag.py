@@ -1,10 +1,9 @@
 """The embedding-bag layer: one row per bag of token IDs, their sum, mean or max.
 
-``EmbeddingBag`` owns a named ``[V, d]`` table like ``Embedding`` and PyTorch's ``nn.EmbeddingBag``
-options, checked once when it is built. :func:`bag_of_ids` is the one bag of a call (the layer's
-and ``functional.embedding_bag``'s): 2-D IDs ``[B, L]`` are ``B`` bags; 1-D IDs ``[N]`` are cut
-by offsets ``[B]``, each bag up to the next offset (``B + 1`` boundaries, the last ``N``, with
-``include_last_offset``). Offsets are read like IDs, each once into an owned buffer.
+:func:`bag_of_ids` is the one bag of a call (the layer's and ``functional.embedding_bag``'s):
+2-D IDs ``[B, L]`` are ``B`` bags; 1-D IDs ``[N]`` are cut by offsets ``[B]``, each bag up to the
+next offset (``B + 1`` boundaries, the last ``N``, with ``include_last_offset``). Offsets are read
+like IDs, each once into an owned buffer.
 """
 
 from __future__ import annotations
@@ -39,27 +38,20 @@ from llm_from_scratch.nn.tables import (
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import IndexArray, Shape, Tensor, is_masked_array, plain_view
 
-BAG_PYTORCH_KEYWORDS: Final = {
+BAG_PYTORCH_KEYWORDS: Final = {  # PyTorch's keywords the constructors refuse, pointing to ours
     **PYTORCH_KEYWORDS,
     "_weight": "EmbeddingBag.from_pretrained(table, freeze=False)",
     "include_last_offset": "an argument of each call: bags(ids, offsets, include_last_offset=True)",
 }
-"""PyTorch's keywords of ``nn.EmbeddingBag``, refused by the constructors with a pointer to ours."""
 
 
 @dataclass(frozen=True, eq=False, repr=False, init=False)
 class EmbeddingBag(TableLayer):
     """A ``[V, d]`` token table that reduces each bag of IDs to one row.
 
-    Built as an :class:`~llm_from_scratch.nn.Embedding` is (``EmbeddingBag(V, d, mode="sum")``,
-    :meth:`new`, :meth:`from_parameter`, :meth:`from_pretrained`, or the class called with its
-    two fields); called with 2-D IDs ``[B, L]`` (each row a bag) or 1-D IDs and ``offsets``.
-    See :func:`~llm_from_scratch.nn.functional.embedding_bag` for the reductions.
-
-    Attributes:
-        table: a :class:`NamedParameter` or a :class:`FrozenTable`.
-        options: the checked :class:`BagOptions`, whose fields are also the layer's.
-        vocabulary_size, embedding_width: ``V`` and ``d``.
+    Built and held as an :class:`~llm_from_scratch.nn.Embedding` is (its ``options`` are
+    :class:`BagOptions`, ``mode`` first); called with 2-D IDs ``[B, L]`` (each row a bag) or 1-D
+    IDs and ``offsets``, reduced as :func:`~llm_from_scratch.nn.functional.embedding_bag` says.
 
     Shape:
         ``token_ids``: ``[B, L]``, or ``[N]`` with ``offsets`` ``[B]`` (``[B + 1]`` with
@@ -98,8 +90,7 @@ class EmbeddingBag(TableLayer):
         rng: Seed = 0,
         name: str = TABLE_NAME,
     ) -> None:
-        """A new bag layer, as ``nn.EmbeddingBag(V, d)``: ``EmbeddingBag.new(name, V, d, rng,
-        dtype, ...)`` with float32 and the seed 0, as ``Embedding(V, d)``; PyTorch's
+        """A new bag layer, as ``nn.EmbeddingBag(V, d)`` and ``Embedding(V, d)``; PyTorch's
         ``include_last_offset`` is an argument of each call here.
 
         Example:
@@ -131,7 +122,7 @@ class EmbeddingBag(TableLayer):
         max_norm: float | None = None,
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
-        """Wrap an existing named parameter (the same leaf), as ``Embedding.from_parameter``."""
+        """Wrap an existing named parameter, as ``Embedding.from_parameter``."""
         rows, _ = checked_parameter_size(table)
         return layer_of(cls, table, _options(mode, padding_idx, max_norm, norm_type)(rows))
 
@@ -150,8 +141,7 @@ class EmbeddingBag(TableLayer):
         max_norm: float | None = None,
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
-        """A Xavier-uniform table, drawn and checked as ``Embedding.new`` draws it (``mode``
-        first among the options)."""
+        """A Xavier-uniform table, as ``Embedding.new``."""
         options_for = _options(mode, padding_idx, max_norm, norm_type)
         table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
         return layer_of(cls, table, options)
@@ -169,8 +159,7 @@ class EmbeddingBag(TableLayer):
         max_norm: float | None = None,
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
-        """A bag layer over a table you already have, as ``Embedding.from_pretrained`` (``mode``
-        first among the options)."""
+        """A bag layer over a table you already have, as ``Embedding.from_pretrained``."""
         options_for = _options(mode, padding_idx, max_norm, norm_type)
         layer_table, options = pretrained_table(table, name, freeze, options_for)
         return layer_of(cls, layer_table, options)
@@ -182,8 +171,7 @@ class EmbeddingBag(TableLayer):
         per_sample_weights: TensorValue | Tensor | np.ndarray[Any, Any] | None = None,
         include_last_offset: bool = False,
     ) -> TensorValue:
-        """Reduce each bag of ``token_ids`` to one row: ``include_last_offset``, the weights'
-        mode, then the IDs, bags, offsets and weights are checked as by
+        """Reduce each bag of ``token_ids`` to one row, checked as by
         ``functional.embedding_bag``."""
         call = (token_ids, offsets, per_sample_weights, include_last_offset)
         return bag_of_ids(self.table.tensor, self.options, *call)
@@ -196,9 +184,6 @@ def _options(
     return lambda rows: BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
 
 
-# One bag of a call ------------------------------------------------------------------------------
-
-
 def bag_of_ids(
     table: TensorValue,
     options: BagOptions,
@@ -207,9 +192,9 @@ def bag_of_ids(
     weights: object,
     include_last_offset: object,
 ) -> TensorValue:
-    """The bag of a call with checked options (the layer's and ``functional.embedding_bag``'s):
-    its arguments checked in their order, then the bag; with ``max_norm`` a parameter's rows are
-    renormalized in place, a constant's into a new array that the bag reads."""
+    """The bag of a call with checked options: its arguments checked in their order, then the
+    bag; with ``max_norm`` a parameter's rows are renormalized in place, a constant's into a new
+    array that the bag reads."""
     last_offset = checked_flag("include_last_offset", include_last_offset)
     if weights is not None and options.mode != "sum":
         raise IdError("weights.mode", value=options.mode)
@@ -233,9 +218,8 @@ def bag_of_ids(
 
 
 def _checked_weights(given: object, index_shape: Shape, dtype: np.dtype[Any]) -> TensorValue | None:
-    """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape: their
-    type, then their shape checked (``weights.type``, ``weights.shape``) before a ``Tensor`` or
-    an array (read through its plain data) becomes a constant copy."""
+    """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape, checked
+    (``weights.type``, ``weights.shape``) before a ``Tensor`` or an array becomes a constant."""
     weights: Any = given
     if isinstance(weights, TensorValue | Tensor):
         fits, described = (
@@ -262,16 +246,8 @@ def _checked_weights(given: object, index_shape: Shape, dtype: np.dtype[Any]) ->
 
 
 def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -> IndexArray:
-    """Where each bag starts, and, last, the number of IDs: ``[B + 1]`` positions.
-
-    ``include_last_offset`` describes the offsets; 2-D IDs take none, so it does not apply to
-    them.
-
-    Raises:
-        IdError: ``bag.layout`` (IDs that are not 2-D without offsets or 1-D with offsets), then
-            the offsets' rules in the order of the module docstring.
-        AllocationError: ``ids.allocation`` (``operation`` ``offsets conversion``).
-    """
+    """Where each bag starts, and, last, the number of IDs: ``[B + 1]`` positions
+    (``bag.layout``, then the offsets' rules; ``include_last_offset`` does not apply to 2-D IDs)."""
     given = offsets is not None
     if len(index_shape) == 2 and not given:
         bags, length = index_shape
@@ -282,8 +258,7 @@ def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -
 
 
 def checked_offsets(offsets: object, id_count: int, include_last_offset: bool) -> IndexArray:
-    """The bag boundaries ``[B + 1]`` that offsets describe for ``id_count`` IDs (the errors of
-    :func:`bag_starts`, in its order)."""
+    """The bag boundaries ``[B + 1]`` that offsets describe for ``id_count`` IDs."""
     try:
         source, count = flat_source(offsets, "embedding")
     except IdError as container:

@@ -1,11 +1,7 @@
 """The embedding lookups as functions of a table (any rank-two ``TensorValue``), as PyTorch's
-``torch.nn.functional`` has them: every argument checked once, in the order the docstrings
-list, then the layers' own lookup or bag.
-
-Differences from PyTorch: ``max_norm`` writes a parameter table through the package's in-place
-update (a graph recorded before refuses to run backward, ``tape.stale-value``), never writes a
-constant table (its rows are renormalized into a new array the lookup reads) and is refused for
-an operation result; gradients are always row-sparse; offsets are checked.
+``torch.nn.functional`` has them: every argument checked once, then the layers' own lookup or
+bag. Unlike PyTorch's, ``max_norm`` never writes a constant table and refuses an operation
+result (:mod:`~llm_from_scratch.nn.renorm`); gradients are always row-sparse; offsets are checked.
 """
 
 from __future__ import annotations
@@ -46,8 +42,7 @@ def embedding(
         padding_idx: a row in ``[-V, V)`` that receives no gradient (negative counts from the
             end); its lookups still return its values.
         max_norm: before the lookup, each distinct row the IDs name whose ``norm_type``-norm
-            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)``
-            (:mod:`~llm_from_scratch.nn.renorm`); an operation result takes no ``max_norm``.
+            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)``.
         norm_type: the ``p`` of that norm.
         scale_grad_by_freq: divide each row's gradient by the number of times its ID occurs
             in ``token_ids``.

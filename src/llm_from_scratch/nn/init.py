@@ -1,6 +1,5 @@
 """Parameter initialization (course chapter 17): ``SplitMix64``, names, Xavier tables and named
-parameters. A caller's generator advances only when the whole construction succeeds. Every error
-here is a ``TableError``, but ``parameters[name]``'s for a name it lacks (``MismatchError``).
+parameters. A caller's generator advances only when the whole construction succeeds.
 """
 
 from __future__ import annotations
@@ -95,8 +94,8 @@ class SplitMix64:
         return f"SplitMix64(state={self._state:#018x})"
 
     def peek_unit_f64_block(self, count: int, skip: int = 0) -> npt.NDArray[np.float64]:
-        """The ``count`` values :meth:`next_unit_f64` would return after ``skip`` draws,
-        computed vectorized; the state does not change (see :meth:`advance`)."""
+        """The ``count`` values :meth:`next_unit_f64` would return after ``skip`` draws; the
+        state does not change."""
         steps = np.arange(skip + 1, skip + count + 1, dtype=np.uint64)
         with np.errstate(over="ignore"):
             z = np.uint64(self._state) + steps * np.uint64(self.GOLDEN_GAMMA)
@@ -106,8 +105,7 @@ class SplitMix64:
         return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
     def advance(self, draws: int) -> None:
-        """Move the state forward as ``draws`` calls of :meth:`next_u64` would, so that an
-        initializer can draw ahead and commit only once the whole construction succeeded."""
+        """Move the state forward as ``draws`` calls of :meth:`next_u64` would."""
         self._state = (self._state + draws * self.GOLDEN_GAMMA) & _MASK64
 
 
@@ -153,7 +151,7 @@ def _seed_error(seed: object) -> TableError:
 
 def read_integer(value: object, refused: Callable[[object], Exception]) -> int:
     """``value`` read once (``operator.index``) if it is an integer, not a bool; else
-    ``refused(value)``, a failed conversion as its cause."""
+    ``refused(value)``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise refused(value)
     try:
@@ -210,7 +208,7 @@ class XavierScale:
     @property
     def uniform_limit(self) -> float:
         """``sqrt(6 / (fan_in + fan_out))``: a uniform draw on ``[-limit, limit)`` has the target
-        variance (:func:`xavier_uniform_array` uses exactly this value)."""
+        variance (:func:`xavier_uniform_array` draws so)."""
         return math.sqrt(6.0 / (self.fan_in + self.fan_out))
 
 
@@ -228,11 +226,6 @@ def _fan_error(which: str, value: object) -> TableError:
 def xavier_scale(fan_in: int, fan_out: int) -> XavierScale:
     """The Xavier scale of a ``[fan_in, fan_out]`` matrix: ``XavierScale(fan_in, fan_out)``."""
     return XavierScale(fan_in, fan_out)
-
-
-def xavier_limit(fan_in: int, fan_out: int) -> float:
-    """``sqrt(6 / (fan_in + fan_out))``, the Glorot uniform bound (see :class:`XavierScale`)."""
-    return XavierScale(fan_in, fan_out).uniform_limit
 
 
 Seed: TypeAlias = "SplitMix64 | np.random.Generator | int"
@@ -292,7 +285,7 @@ def xavier_uniform_array(
 def _fill(
     flat: FloatArray, limit: float, draws: Callable[[int, int], npt.NDArray[np.float64]]
 ) -> None:
-    """``flat[i] = limit * (2 * u[i] - 1)``, ``u`` drawn in blocks: ``draws(start, size)``."""
+    """``flat[i] = limit * (2 * u[i] - 1)``, ``u`` drawn in blocks by ``draws(start, size)``."""
     for start in range(0, flat.size, _CHUNK):
         stop = min(start + _CHUNK, flat.size)
         flat[start:stop] = limit * (2.0 * draws(start, stop - start) - 1.0)
@@ -331,8 +324,7 @@ class NamedParameter:
 
     @classmethod
     def from_tensor(cls, name: str, tensor: Tensor) -> NamedParameter:
-        """A new parameter leaf holding a copy of ``tensor`` (as :meth:`TensorValue.parameter`
-        checks it), named ``name`` (checked first)."""
+        """A new parameter leaf holding a copy of ``tensor``, named ``name`` (checked first)."""
         return cls(validate_parameter_name(name), TensorValue.parameter(tensor))
 
     @classmethod
@@ -357,14 +349,12 @@ class NamedParameter:
         return NamedParameter, (self.name, self.tensor)
 
 
+# What every error a frozen table causes says: why it is no parameter, and what makes it one.
 FREEZE_FALSE: Final = "build the layer with freeze=False to train it or load values into it"
-"""What makes a frozen table a parameter, in every error a frozen table causes."""
-
 FROZEN_DETAIL: Final = (
     "is frozen, a constant (from_pretrained(..., freeze=True) is PyTorch's default): "
     + FREEZE_FALSE
 )
-"""Why a frozen table is no parameter, and what makes it one."""
 
 
 @dataclass(frozen=True, init=False, eq=False, repr=False)
@@ -443,13 +433,12 @@ class NamedParameters:
     def __repr__(self) -> str:
         return f"NamedParameters({list(self.names())!r})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle and copy through the constructor, which checks the items again."""
+    def __reduce__(self) -> tuple[Any, ...]:  # through the constructor, which checks again
         return partial(NamedParameters, frozen=self._frozen), (self._parameters,)
 
 
 def _checked_parameters(parameters: object, index: dict[str, int]) -> tuple[NamedParameter, ...]:
-    """The items of ``parameters``, each name's position put in ``index``."""
+    """The checked items of ``parameters``, each name's position put in ``index``."""
     container_type = type(parameters).__name__
     if isinstance(parameters, NamedParameter | str | bytes):
         raise TableError("parameters.type", container_type=container_type)

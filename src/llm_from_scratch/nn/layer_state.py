@@ -1,8 +1,6 @@
 """What the embedding layers share: their self-check, parameters, state dicts, copies and pickles.
-
-A layer is a frozen dataclass of its ``table`` and its checked ``options``, checked whenever it
-is built (:func:`hold_fields`); constructors, clones, copies and pickles all build it through
-:func:`layer_of`, so a crafted pickle meets exactly the checks a new layer meets.
+Constructors, clones, copies and pickles all build a layer through :func:`layer_of`, so a crafted
+pickle meets exactly the checks a new layer meets.
 """
 
 from __future__ import annotations
@@ -26,9 +24,6 @@ from llm_from_scratch.nn.tables import FrozenTable, Table, check_finite, checked
 from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import FloatArray, is_masked_array, plain_view
 
-__all__ = ["TableLayer", "hold_fields", "is_table", "layer_of"]
-
-
 _L = TypeVar("_L", bound="TableLayer")
 
 
@@ -37,9 +32,8 @@ def _pickle_error(layer: str, field: str, detail: str) -> TableError:
 
 
 def hold_fields(layer: TableLayer, table: object, options: object) -> None:
-    """Set ``table``, ``options``, ``vocabulary_size`` and ``embedding_width`` on ``layer``
-    once they make one of its class: a ``NamedParameter`` or ``FrozenTable`` of rank two with
-    ``V, d > 0``, and the class's options checked for ``V`` (else ``layer.pickle-state``)."""
+    """Set ``table``, ``options``, ``vocabulary_size`` and ``embedding_width`` on ``layer`` once
+    they make one of its class (else ``layer.pickle-state``)."""
     kind = type(layer)
     if not is_table(table):
         detail = f"must be a NamedParameter or a FrozenTable, got {type(table).__name__}"
@@ -54,8 +48,8 @@ def hold_fields(layer: TableLayer, table: object, options: object) -> None:
 
 
 def layer_of(kind: type[_L], table: object, options: object) -> _L:
-    """The layer of class ``kind`` (else ``layer.pickle-state``) holding ``table`` and
-    ``options``, checked by :func:`hold_fields`: what constructors build and pickles rebuild."""
+    """The layer of class ``kind`` holding ``table`` and ``options``, checked (else
+    ``layer.pickle-state``)."""
     if not (isinstance(kind, type) and issubclass(kind, TableLayer) and kind is not TableLayer):
         layer = getattr(kind, "__name__", "layer")
         raise _pickle_error(layer, "class", f"must be Embedding or EmbeddingBag, got {kind!r}")
@@ -65,8 +59,8 @@ def layer_of(kind: type[_L], table: object, options: object) -> _L:
 
 
 def is_table(value: object) -> bool:
-    """True for a layer's table: the class called with it and its options rebuilds a layer (as
-    pickles written before :func:`layer_of` do)."""
+    """True for a layer's table (the class called with it and its options, as older pickles do,
+    rebuilds a layer)."""
     return isinstance(value, NamedParameter | FrozenTable)
 
 
@@ -126,7 +120,7 @@ class TableLayer:
 
     def state_dict(self) -> dict[str, FloatArray]:
         """A new writeable copy of the table's numbers, of one value revision, under the table's
-        full name (a checkpoint's key; PyTorch's is ``weight``), a frozen table's too.
+        full name (a checkpoint's key; PyTorch's is ``weight``).
 
         Example:
             >>> from llm_from_scratch.nn import Embedding
@@ -139,27 +133,22 @@ class TableLayer:
 
     def load_state_dict(self, state: Mapping[str, npt.NDArray[Any]]) -> None:
         """Write ``state``'s table into the layer's in place, as PyTorch's strict
-        ``load_state_dict`` (the value revision bumped, the stored gradient kept), once all is
-        checked: a mapping whose one key is the table's name, of a real NumPy array (read
-        through its plain data, not masked) of the table's shape and dtype, of finite values.
+        ``load_state_dict`` (the stored gradient kept), once all is checked: a mapping whose one
+        key is the table's name, of a NumPy array (not masked) of its shape, dtype, finite.
 
         Raises:
             TableError: ``layer.state-dict``: a frozen layer (``field`` ``table``), then the
                 first failing check (``state``, ``key``, ``value``).
             NonFiniteError: ``parameter.non-finite``, the first in flat order.
         """
-        table, refused = (
-            self.table,
-            partial(TableError, "layer.state-dict", layer=type(self).__name__),
-        )
+        table = self.table
+        refused = partial(TableError, "layer.state-dict", layer=type(self).__name__)
         if isinstance(table, FrozenTable):
             raise refused(field="table", detail=FROZEN_DETAIL)
         name, leaf = table.name, table.tensor
         if not isinstance(state, Mapping):
-            detail = (
-                f"must be a mapping of the table's name to an array, got {type(state).__name__}"
-            )
-            raise refused(field="state", detail=detail)
+            detail = "must be a mapping of the table's name to an array, got "
+            raise refused(field="state", detail=detail + type(state).__name__)
         for key in state:
             if key != name:
                 raise refused(field="key", detail=f"{key!r} is not the table's name {name!r}")
@@ -167,9 +156,8 @@ class TableLayer:
             raise refused(field="key", detail=f"{name!r}, the table's name, is missing")
         value = state[name]
         if not isinstance(value, np.ndarray) or is_masked_array(value):
-            raise refused(
-                field="value", detail=f"must be a NumPy array, got {type(value).__name__}"
-            )
+            detail = f"must be a NumPy array, got {type(value).__name__}"
+            raise refused(field="value", detail=detail)
         array = plain_view(value)
         if array.shape != tuple(leaf.shape) or array.dtype != leaf.dtype:
             rule = f"must have the table's shape {list(leaf.shape)} and dtype {leaf.dtype}"

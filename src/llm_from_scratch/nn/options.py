@@ -1,8 +1,6 @@
-"""The options of the embedding layers (PyTorch's keyword arguments), each read once and checked.
-
-:class:`LookupOptions` (``Embedding``, ``functional.embedding``) and :class:`BagOptions`
-(``EmbeddingBag``, ``functional.embedding_bag``) are frozen records that check themselves for a
-table of ``vocabulary_size`` rows, in the order of their fields, also when unpickled.
+"""The options of the embedding layers (PyTorch's keyword arguments): frozen records that check
+themselves for a table of ``vocabulary_size`` rows, in the order of their fields, also when
+unpickled, each value read once.
 
 Example:
     >>> options = LookupOptions(4, padding_idx=-1, max_norm=1)
@@ -62,13 +60,10 @@ class LookupOptions:
 
     def __post_init__(self) -> None:
         _set(self, "vocabulary_size", checked_rows(self.vocabulary_size))
-        padding_idx = checked_padding_idx(self.padding_idx, self.vocabulary_size)
-        _set(self, "padding_idx", padding_idx)
-        _set(self, "max_norm", _positive_finite("max_norm", self.max_norm, none=True))
-        _set(self, "norm_type", _positive_finite("norm_type", self.norm_type))
+        _check_rows_and_norm(self)
         scale = checked_flag("scale_grad_by_freq", self.scale_grad_by_freq)
         _set(self, "scale_grad_by_freq", scale)
-        _set(self, "gradient_rule", RowGradientRule(padding_idx, scale))
+        _set(self, "gradient_rule", RowGradientRule(self.padding_idx, scale))
 
     def __reduce__(self) -> tuple[object, ...]:
         fields = (self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq)
@@ -78,8 +73,8 @@ class LookupOptions:
 @dataclass(frozen=True, slots=True)
 class BagOptions:
     """The options of an embedding bag over a table of ``vocabulary_size`` rows: ``mode`` is
-    ``"sum"``, ``"mean"`` or ``"max"`` (a ``str`` subclass is read as its plain text), the others
-    as in :class:`LookupOptions`; ``option.value`` for each, in the order of the fields."""
+    ``"sum"``, ``"mean"`` or ``"max"``, the others as in :class:`LookupOptions`; ``option.value``
+    for each, in the order of the fields."""
 
     vocabulary_size: int
     mode: BagMode = "mean"
@@ -90,9 +85,7 @@ class BagOptions:
     def __post_init__(self) -> None:
         _set(self, "vocabulary_size", checked_rows(self.vocabulary_size))
         _set(self, "mode", checked_mode(self.mode))
-        _set(self, "padding_idx", checked_padding_idx(self.padding_idx, self.vocabulary_size))
-        _set(self, "max_norm", _positive_finite("max_norm", self.max_norm, none=True))
-        _set(self, "norm_type", _positive_finite("norm_type", self.norm_type))
+        _check_rows_and_norm(self)
 
     def __reduce__(self) -> tuple[object, ...]:
         fields = (self.mode, self.padding_idx, self.max_norm, self.norm_type)
@@ -101,6 +94,13 @@ class BagOptions:
 
 def _set(options: object, name: str, value: object) -> None:
     object.__setattr__(options, name, value)  # the checked value replaces the caller's
+
+
+def _check_rows_and_norm(options: LookupOptions | BagOptions) -> None:
+    """Check and set ``padding_idx``, ``max_norm`` and ``norm_type``, in this order."""
+    _set(options, "padding_idx", checked_padding_idx(options.padding_idx, options.vocabulary_size))
+    _set(options, "max_norm", _positive_finite("max_norm", options.max_norm, none=True))
+    _set(options, "norm_type", _positive_finite("norm_type", options.norm_type))
 
 
 def _refused(name: str, requirement: str, value: object) -> OptionError:

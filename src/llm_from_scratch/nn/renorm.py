@@ -1,16 +1,12 @@
 """``max_norm``: the in-place renormalization of looked-up rows, PyTorch's ``embedding_renorm_``.
 
-Before a lookup with ``max_norm``, each distinct row the IDs name whose ``norm_type``-norm
-exceeds ``max_norm`` is multiplied by ``max_norm / (norm + 1e-7)``, outside the tape, with
-PyTorch's CPU arithmetic: the norm in the table's dtype, its terms added left to right (its
-2-norm kernel adds in SIMD lanes, so a 2-norm may differ in the last bit), the scale computed in
-float64 and rounded to the table's dtype.
-
-A parameter table is written by an in-place update that holds its lock, bumps its value
-revision when a row changes (a graph recorded before raises ``tape.stale-value``) and runs the
-lookup before the lock is released. A constant (frozen) table is never written:
-:func:`renormalized_rows` computes the same rows, bit for bit, into a new array the lookup reads,
-which is what PyTorch's first lookup of each row returns (renormalizing is idempotent).
+Each distinct looked-up row whose ``norm_type``-norm exceeds ``max_norm`` is multiplied by
+``max_norm / (norm + 1e-7)``, outside the tape, with PyTorch's CPU arithmetic: the norm in the
+table's dtype, its terms added left to right (PyTorch's 2-norm adds in SIMD lanes, so it may
+differ in the last bit), the scale computed in float64 and rounded to the table's dtype. A
+parameter table is written in place, its lock held through the lookup (a graph recorded before
+raises ``tape.stale-value``); a frozen table is never written: :func:`renormalized_rows`
+computes the same rows into a new array, what PyTorch's first lookup of each row returns.
 """
 
 from __future__ import annotations
@@ -28,20 +24,15 @@ from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 _T = TypeVar("_T")
 
-NORM_OFFSET = 1e-7
-"""Added to a norm before dividing by it (PyTorch's constant)."""
-
-OPERATION_TABLE_MAX_NORM = (
-    "None when the table is an operation result (renormalize a parameter or a constant table)"
-)
-"""The requirement of ``max_norm`` with an operation-result table."""
+NORM_OFFSET = 1e-7  # added to a norm before dividing by it (PyTorch's constant)
 
 
 def check_renormalizable(table: TensorValue, max_norm: float | None) -> None:
     """Refuse ``max_norm`` on an operation result, whose rows can be neither written nor
     replaced outside the tape (``option.value``)."""
     if max_norm is not None and table.kind == "operation":
-        requirement = OPERATION_TABLE_MAX_NORM
+        requirement = "None when the table is an operation result (renormalize a parameter or a"
+        requirement += " constant table)"
         raise OptionError("option.value", name="max_norm", requirement=requirement, value=max_norm)
 
 
@@ -65,7 +56,7 @@ def renormalizing_write(
     values: FloatArray, indices: IndexArray, max_norm: float, norm_type: float
 ) -> Write | None:
     """The write that scales each distinct row of ``indices`` whose norm exceeds ``max_norm``,
-    or None when no row does (then the table and its revision stay as they are)."""
+    or None when no row does (the revision then stays)."""
     if indices.size == 0:
         return None
     rows = np.unique(indices)
@@ -104,9 +95,8 @@ def renormalized_rows(
 def _scaled(
     selected: FloatArray, max_norm: float, norm_type: float
 ) -> tuple[np.ndarray[Any, np.dtype[np.bool_]] | None, FloatArray]:
-    """Which of ``selected``'s rows exceed ``max_norm`` (None if none does) and those rows
-    scaled by ``max_norm / (norm + 1e-7)``: the scale computed in float64, rounded to the
-    rows' dtype, then multiplied in it."""
+    """Which of ``selected``'s rows exceed ``max_norm`` (None if none does), and those rows
+    scaled as the module docstring says."""
     norms = row_norms(selected, norm_type).astype(np.float64)
     exceeding = norms > max_norm
     if not bool(exceeding.any()):
@@ -116,13 +106,7 @@ def _scaled(
 
 
 def row_norms(rows: FloatArray, norm_type: float) -> FloatArray:
-    """The ``norm_type``-norm of each row, computed in the rows' dtype, each row's terms added
-    left to right (the order of PyTorch's general norm reduction).
-
-    Example:
-        >>> row_norms(np.array([[3.0, -4.0], [1.0, 1.0]]), 2.0).tolist()
-        [5.0, 1.4142135623730951]
-    """
+    """The ``norm_type``-norm of each row, in the rows' dtype, its terms added left to right."""
     # Expected and handled, as PyTorch's kernel computes them: a power that overflows (a huge
     # p) gives an infinite norm, and a p below the dtype's smallest subnormal (1e-50 in float32)
     # rounds to 0, so 1/p is infinite (NumPy's "divide by zero") and the norm is 0, 1 or inf.

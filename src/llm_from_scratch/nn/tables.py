@@ -1,9 +1,6 @@
-"""The tables the embedding layers own, and how ``new`` and ``from_pretrained`` build them.
-
-A layer holds a :class:`~llm_from_scratch.nn.init.NamedParameter` (a trainable table) or a
-:class:`FrozenTable` (a named constant, which never changes). :func:`new_table` and
-:func:`pretrained_table` check in the order both layers promise, building the layer's options
-(``options_for(V)``) in between.
+"""The tables the embedding layers own: a :class:`~llm_from_scratch.nn.init.NamedParameter` (a
+trainable table) or a :class:`FrozenTable` (a named constant), and how ``new`` and
+``from_pretrained`` build them, checked in the order both layers promise.
 """
 
 from __future__ import annotations
@@ -31,8 +28,7 @@ from llm_from_scratch.nn.init import (
 from llm_from_scratch.nn.options import checked_flag
 from llm_from_scratch.tensor.storage import FloatArray, Tensor, is_masked_array, plain_view
 
-TABLE_NAME: Final = "token_embedding.weight"
-"""The name a layer's table gets unless it is given one (the course's)."""
+TABLE_NAME: Final = "token_embedding.weight"  # a layer's table's name unless given one
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -88,8 +84,7 @@ def check_finite(values: FloatArray) -> None:
 
 
 def checked_sizes(shape: tuple[int, ...]) -> tuple[int, int]:
-    """``(V, d)`` of a table shape; else ``table.rank``, ``table.empty-vocabulary`` or
-    ``table.zero-width``, in this order."""
+    """``(V, d)`` of a table shape (``table.rank``, ``.empty-vocabulary``, ``.zero-width``)."""
     if len(shape) != 2:
         raise TableError("table.rank", rank=len(shape))
     if shape[0] == 0:
@@ -107,9 +102,8 @@ def checked_parameter_size(table: object) -> tuple[int, int]:
 
 
 def checked_name_and_sizes(name: object, rows: object, width: object) -> tuple[str, int, int]:
-    """The name, then ``V`` and ``d`` of a table, read once each: ``V == 0`` and ``d == 0`` are
-    ``table.empty-vocabulary`` and ``table.zero-width``, any other failure
-    ``table.initialization`` (``cause`` is the name's or the fan's error)."""
+    """The name, then ``V`` and ``d`` of a table, read once each: ``table.empty-vocabulary``,
+    ``table.zero-width``, or ``table.initialization`` (the name's or the fan's error as cause)."""
     try:
         checked = validate_parameter_name(name)
         scale = XavierScale(rows, width)  # type: ignore[arg-type]
@@ -130,9 +124,7 @@ def new_table(
     dtype: npt.DTypeLike,
     options_for: Callable[[int], _O],
 ) -> tuple[NamedParameter, _O]:
-    """The table and options of a layer's ``new``: the name and sizes, then the options are
-    checked, then the table is drawn (``table.initialization`` for the generator, the dtype or
-    no memory) and its padding row zeroed. ``rng`` advances only on success."""
+    """The table and options of a layer's ``new``, checked and drawn as ``Embedding.new`` says."""
     checked, rows, width = checked_name_and_sizes(name, vocabulary_size, embedding_width)
     options = options_for(rows)
     try:
@@ -147,10 +139,8 @@ def new_table(
 def pretrained_table(
     table: object, name: str, freeze: bool, options_for: Callable[[int], _O]
 ) -> tuple[Table, _O]:
-    """The table and options of a layer's ``from_pretrained``, checked in this order: the
-    table's type, dtype and shape, the name, the options, ``freeze``, last the values. A
-    NamedParameter's own leaf is kept (``freeze=False``) or its values frozen; an array (read
-    through its plain data) or a ``Tensor`` is copied (``output.allocation`` if it cannot be)."""
+    """The table and options of a layer's ``from_pretrained``, checked in the order
+    ``Embedding.from_pretrained`` says (the values last)."""
     source = table if isinstance(table, NamedParameter) else _pretrained_array(table)
     rows, width = checked_sizes(
         source.tensor.shape if isinstance(source, NamedParameter) else source.shape
@@ -171,8 +161,7 @@ def pretrained_table(
 
 
 def _pretrained_array(table: object) -> np.ndarray[Any, Any]:
-    """The plain values of a ``Tensor`` or a NumPy array of float32, float64 or integers, not
-    yet copied."""
+    """The plain values of a ``Tensor`` or a NumPy array of float32, float64 or integers."""
     if isinstance(table, Tensor):
         return table.numpy()
     if not isinstance(table, np.ndarray) or is_masked_array(table):
@@ -198,7 +187,7 @@ def _copy(array: np.ndarray[Any, Any]) -> FloatArray:
 
 def qualified_type_name(value: object) -> str:
     """``list`` for a built-in type, ``numpy.ndarray`` or ``torch.Tensor`` for another
-    library's (its top module's name and its own), so that no ``Tensor`` is mistaken for ours."""
+    library's, so that no ``Tensor`` is mistaken for ours."""
     kind = type(value)
     if kind.__module__ == "builtins":
         return kind.__qualname__

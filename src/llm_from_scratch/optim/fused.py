@@ -1,12 +1,9 @@
 """The fused step: one backward pass whose table gradients go straight into an optimizer update.
 
-``Optimizer.backward_step`` runs the tape's one backward with a :class:`FusedStep` taking part.
 A parameter reached only through one :func:`deferrable` operation (a plain row gather, or a
 ``sum``/``mean`` bag without weights), whose stored gradient is empty, does not get that VJP run:
 the optimizer gets the IDs and the upstream rows (a :class:`DeferredRowGradient`) and sums and
-updates each row in one pass. The commit, holding every parameter's lock, runs the VJP of a store
-a concurrent pass filled meanwhile, the optimizer's writes, and stores zero gradients for the
-parameters and the pass's for the others: to other threads, one backward, step and ``zero_grad``.
+updates each row in one pass. To other threads the commit is one backward, step and ``zero_grad``.
 """
 
 from __future__ import annotations
@@ -41,10 +38,10 @@ from llm_from_scratch.autograd.value import (
 from llm_from_scratch.errors import TapeError
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
-StepGradient: TypeAlias = "FloatArray | RowSparseGradient | DeferredRowGradient"
+RowGradient: TypeAlias = "RowSparseGradient | DeferredRowGradient"
+StepGradient: TypeAlias = "FloatArray | RowGradient"
 Finish: TypeAlias = Callable[[list["StepGradient | None"]], Sequence[Write]]
-"""What a fused step hands its gradients to (one per parameter, None when not reached): the
-optimizer's planner, which returns one write per parameter."""
+"""The optimizer's planner: one gradient per parameter (None when not reached), one write each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,28 +61,6 @@ class DeferredRowGradient:
     upstream: FloatArray
     shape: tuple[int, int]
     sources: IndexArray | None = None
-
-    @property
-    def runs_compiled(self) -> bool:
-        """True when summing this gradient runs a compiled kernel (many terms)."""
-        return runs_compiled(self.indices.size * self.shape[1])
-
-    @property
-    def sums_by_position(self) -> bool:
-        """True when the row sums are better formed first, front to back (:meth:`position_sums`):
-        a row gather on one kernel thread, a third faster (``docs/performance.md``)."""
-        return self.sources is None and runs_on_one_thread()
-
-    def position_sums(self) -> tuple[IndexArray, FloatArray]:
-        """Sorted unique rows and their summed upstream rows: the sums of :meth:`row_groups`."""
-        return position_sums(self.indices, self.upstream, self.shape[0])
-
-    def row_groups(self) -> tuple[IndexArray, IndexArray, IndexArray]:
-        """Sorted unique rows, group starts and the upstream rows each group sums, in order."""
-        rows, starts, order = row_groups(self.indices, self.shape[0])
-        if self.sources is not None:
-            order = self.sources[order]
-        return rows, starts, order
 
     def materialized(self) -> RowSparseGradient:
         """The row-sparse gradient the VJP would have stored, checked as the tape checks it."""
@@ -228,6 +203,55 @@ class FusedStep:
                 given[at] = gradient
         write_parameters(self.leaves, self._finish(given))
         return [*((leaf, zero_gradient(leaf.array)) for leaf in self.leaves), *others]
+
+
+@dataclass(frozen=True, slots=True)
+class RowGroups:
+    """What a compiled row update reads: row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e``
+    in ``starts[slot]:starts[slot + 1]``, from ``+0.0``, in the tape's scatter order.
+
+    Shape:
+        ``rows``: ``[k]``; ``upstream``: ``[n, d]`` (C-contiguous); ``starts``: ``[k + 1]``;
+        ``order``: ``[n]``.
+    """
+
+    rows: IndexArray
+    upstream: FloatArray
+    starts: IndexArray
+    order: IndexArray
+
+
+def runs_compiled_rows(gradient: RowGradient) -> bool:
+    """True when the row update of ``gradient`` runs a compiled kernel (many terms)."""
+    if isinstance(gradient, DeferredRowGradient):
+        return runs_compiled(gradient.indices.size * gradient.shape[1])
+    return runs_compiled(gradient.values.size)
+
+
+def row_groups_of(gradient: RowGradient) -> RowGroups:
+    """The rows and their upstream groups, for a compiled kernel. A stored gradient is one
+    upstream vector per row, never ``-0.0``, so adding it to ``+0.0`` gives it back bit for bit;
+    a deferred gather on one kernel thread is summed first, front to back, a third faster
+    (``docs/performance.md``)."""
+    if isinstance(gradient, DeferredRowGradient):
+        if gradient.sources is not None or not runs_on_one_thread():
+            rows, starts, order = row_groups(gradient.indices, gradient.shape[0])
+            if gradient.sources is not None:
+                order = gradient.sources[order]
+            return RowGroups(rows, gradient.upstream, starts, order)
+        rows, values = position_sums(gradient.indices, gradient.upstream, gradient.shape[0])
+    else:
+        rows, values = gradient.rows, np.ascontiguousarray(gradient.values)
+    slots = np.arange(rows.size + 1, dtype=np.intp)
+    return RowGroups(rows, values, slots, slots[:-1])
+
+
+def summed_rows(gradient: RowGradient) -> tuple[IndexArray, FloatArray]:
+    """Sorted unique rows and their summed gradients (a deferred gradient is summed now,
+    raising the tape's error for a sum that is not finite)."""
+    if isinstance(gradient, DeferredRowGradient):
+        gradient = gradient.materialized()
+    return gradient.rows, gradient.values
 
 
 def _added(stored: Gradient, gradient: Gradient) -> Gradient:

@@ -1,19 +1,12 @@
 """The optimizers' compiled row updates: SGD, Adagrad and the lazy (row-sparse) Adam.
 
-Each kernel reads a row-sparse gradient as groups (see :mod:`llm_from_scratch.optim.rows`):
-row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e`` in ``starts[slot]:starts[slot + 1]``
-into a scratch row with the tape's own scatter-sum
-(:func:`~llm_from_scratch.autograd.kernels.scatter_sum`). Then, feature
-by feature, it computes the new value and states, copies the old ones into ``undo[slot]`` (the
-table's row, then each state's), stores the new ones, and counts the gradient values and the
-new values or states that are not finite (``x - x`` is NaN exactly for NaN and infinities, a
-test the compiler vectorizes). One pass reads the gradient and the rows once; the caller puts
-the old rows back from ``undo`` if any count is not zero.
-
-Compiled on first call through :mod:`~llm_from_scratch.autograd.dispatch`, without fast-math:
-every value rounds like the NumPy expression its optimizer uses below the compiled-kernel
-threshold. Rows are split into blocks that threads take in turn; a row's result does not
-depend on the split, and the counts are integer sums.
+Each kernel sums a row's gradient group (:class:`~llm_from_scratch.optim.fused.RowGroups`) into a
+scratch row with the tape's own scatter-sum, then, feature by feature, computes the new value and
+states, copies the old ones into ``undo[slot]``, stores the new ones, and counts the gradient
+values and the new values or states that are not finite (``x - x`` is NaN exactly for NaN and
+infinities). The caller puts the old rows back if a count is not zero. Compiled without
+fast-math, every value rounds like its optimizer's NumPy expression; threads take blocks of rows
+in turn, and no result depends on the split.
 """
 
 from __future__ import annotations
@@ -25,11 +18,10 @@ import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, prange
 from llm_from_scratch.autograd.kernels import scatter_sum
-from llm_from_scratch.optim.rows import RowGroups
+from llm_from_scratch.optim.fused import RowGroups
 from llm_from_scratch.tensor.storage import FloatArray
 
-BLOCKS: Final = 256
-"""At most this many blocks of rows per kernel run (threads take blocks in turn)."""
+BLOCKS: Final = 256  # at most this many blocks of rows per kernel run
 
 
 @compiled_kernel(parallel=True)
@@ -172,14 +164,9 @@ def update_rows(
     groups: RowGroups,
     constants: Sequence[Any],
 ) -> tuple[int, int]:
-    """Run the compiled row update ``rule`` on each row, keeping the old rows in ``undo``; how
-    many gradient values and how many new values or states are not finite.
-
-    ``sgd``: ``table[row] - rate * g`` (``constants``: the rate). ``adagrad``: ``sum + g * g``,
-    then ``value + (-rate * g) / (sqrt(sum) + eps)`` (``-rate``, ``eps``). ``adam``:
-    ``torch.optim.SparseAdam``'s update (``exp_avg``, ``exp_avg_sq``), with weight decay
-    (the array ``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, ``weight_decay``,
-    ``1 - lr * weight_decay`` or ``1``; then whether the gradient adds ``weight_decay * value``).
+    """Run the compiled row update ``rule`` (``sgd``, ``adagrad``, ``adam``) with its
+    optimizer's ``row_constants``, keeping the old rows in ``undo``; how many gradient values
+    and how many new values or states are not finite.
 
     Shape:
         ``table``: ``[V, d]`` (C-contiguous, writeable), each state alike; ``undo``:

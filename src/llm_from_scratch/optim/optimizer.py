@@ -1,12 +1,10 @@
 """What every optimizer shares: named parameters, settings, state arrays, a step count, and
 steps that change everything or nothing.
 
-A step holds every parameter's update lock while it reads the gradients, plans and writes. With
-NumPy it plans every new value and state, refuses the step if any is not finite, then writes
-them all and counts the step. A large row-sparse update (a compiled kernel) writes at once,
-copying the old rows into an undo log (``[k, 1 + states, d]``, kept between steps) that it puts
-back before it raises (``docs/performance.md``). The optimizer's own lock orders its steps,
-state dicts and state files.
+A step holds every parameter's update lock while it plans and writes. With NumPy it plans every
+new value and state and refuses the step if any is not finite; a large row-sparse update (a
+compiled kernel) writes at once, keeping the old rows in an undo log that it puts back before it
+raises (``docs/performance.md``). The optimizer's own lock orders its steps and state reads.
 """
 
 from __future__ import annotations
@@ -25,9 +23,16 @@ from llm_from_scratch.autograd.value import update_leaves_in_place
 from llm_from_scratch.errors import NonFiniteError, OptionError
 from llm_from_scratch.nn.init import FREEZE_FALSE, FROZEN_DETAIL, NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable
-from llm_from_scratch.optim.fused import DeferredRowGradient, StepGradient, fused_backward_step
+from llm_from_scratch.optim.fused import (
+    DeferredRowGradient,
+    RowGradient,
+    StepGradient,
+    fused_backward_step,
+    row_groups_of,
+    runs_compiled_rows,
+    summed_rows,
+)
 from llm_from_scratch.optim.kernels import update_rows
-from llm_from_scratch.optim.rows import RowGradient
 from llm_from_scratch.optim.state import (
     STEP_KEY,
     STEP_LIMIT,
@@ -42,12 +47,9 @@ from llm_from_scratch.optim.validation import checked_learning_rate
 from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Tensor
 
-Write: TypeAlias = Callable[[FloatArray], None]
-"""An in-place update of one parameter's writeable values (and of its state arrays)."""
-States: TypeAlias = Mapping[str, FloatArray]
-"""One parameter's state arrays by state name (all of them, or the listed rows)."""
-NewArrays: TypeAlias = list[tuple[str, FloatArray]]
-"""Planned new arrays of one parameter: ``("value", values)`` first, then each state by name."""
+Write: TypeAlias = Callable[[FloatArray], None]  # updates one parameter's values and states
+States: TypeAlias = Mapping[str, FloatArray]  # one parameter's state arrays (or rows) by name
+NewArrays: TypeAlias = list[tuple[str, FloatArray]]  # ("value", values) first, then each state
 
 
 class Setting:
@@ -94,16 +96,14 @@ class Optimizer:
         self._lock = threading.Lock()
 
     def __reduce__(self) -> NoReturn:
-        """Refuse ``pickle`` and ``copy`` (``TypeError``): an optimizer updates the very leaves
-        it was built on; save :meth:`state_dict` (or ``save_state``) and load it into a new one."""
+        """Refuse ``pickle`` and ``copy`` (``TypeError``, saying why and what to do instead)."""
         raise TypeError(
             f"cannot pickle or copy an optimizer ({self._kind}): it updates the leaves it was "
             "built on; save state_dict() (or save_state) and load it into a new optimizer"
         )
 
     def __repr__(self) -> str:
-        """The kind, the parameters' names, every setting as the constructor takes it and the
-        step count.
+        """The kind, the parameters' names, every setting and the step count.
 
         Example:
             >>> from llm_from_scratch.nn import Embedding
@@ -129,11 +129,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
     @learning_rate.setter
     def learning_rate(self, learning_rate: float) -> None:
-        """Set the step size of the steps that follow, checked as the constructor checks it; it
-        takes effect between two steps, never during one.
-
-        Raises:
-            OptionError: as the constructor; the step size is then unchanged.
+        """Set the step size of the steps that follow (between two steps, never during one),
+        checked as the constructor checks it (``OptionError``; the step size is then unchanged).
 
         Example:
             >>> from llm_from_scratch.nn import Embedding
@@ -170,8 +167,7 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         return self._steps
 
     def step(self) -> None:
-        """Apply one update to every parameter from its stored gradient, atomic to other threads;
-        if any new value or state would not be finite, change nothing.
+        """Apply one update to every parameter from its stored gradient, atomic to other threads.
 
         Raises:
             FormatError: ``optimizer.state``, the step count is already ``2**63 - 1``.
@@ -189,9 +185,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         seed: Tensor | np.ndarray[Any, Any] | None = None,
         retention: GraphRetention = GraphRetention.RETAIN,
     ) -> None:
-        """Run reverse mode from ``output`` and apply one step, fusing row updates into it (see
-        :mod:`~llm_from_scratch.optim.fused`): bit for bit ``output.backward_with_seed(seed,
-        retention)``, ``step()`` and ``zero_grad()``, all or nothing.
+        """Run reverse mode from ``output`` and apply one step, fusing row updates into it: bit
+        for bit ``output.backward_with_seed(seed, retention)``, ``step()`` and ``zero_grad()``.
 
         Args:
             output: the value to differentiate.
@@ -246,10 +241,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
     def _check_step_count(self) -> None:
         if self._steps >= STEP_LIMIT:
-            requirement = (
-                "be below 2**63 - 1 for another step to be counted (a state dict holds it as an "
-                "int64)"
-            )
+            requirement = "be below 2**63 - 1 for another step to be counted (a state dict holds"
+            requirement += " it as an int64)"
             raise state_error(self._kind, STEP_KEY, requirement, self._steps)
 
     # What a subclass defines ------------------------------------------------------------------
@@ -261,8 +254,7 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
     def updated(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
-        """The new values and states (in :attr:`state_names` order) from a dense gradient,
-        computed with NumPy; may hold NaN or infinities."""
+        """The new values and states from a dense gradient, with NumPy (may be non-finite)."""
         raise NotImplementedError
 
     def updated_rows(
@@ -272,8 +264,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         return self.updated(values, states, gradient, step)
 
     def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
-        """The constants the compiled update :attr:`row_rule` reads after the row groups
-        (:func:`~llm_from_scratch.optim.kernels.update_rows`), in the table's dtype."""
+        """The constants :func:`~llm_from_scratch.optim.kernels.update_rows` reads, in the
+        table's dtype."""
         raise NotImplementedError
 
     # Planning and committing ------------------------------------------------------------------
@@ -305,9 +297,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             )
 
     def _planned(self, given: Sequence[StepGradient | None]) -> list[Write]:
-        """Plan the step from each parameter's given gradient (its stored one where None): one
-        write per parameter for the tape's in-place update; each hands its writeable values
-        over, and the last one commits all of them."""
+        """One write per parameter, planned from its given gradient (its stored one where None);
+        each hands its writeable values over, and the last one commits all of them."""
         step = self._steps + 1
         plans = [
             self._planned_one(position, stored_gradient(leaf) if item is None else item, step)
@@ -328,15 +319,14 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             new = self.updated(values, states, gradient, step)
             self.raise_non_finite(position, new)
             return Planned(_writing(new, states, None))
-        rows = RowGradient(gradient)
-        if rows.compiled:
-            return self._one_pass(position, rows, step)
-        return Planned(self._numpy_rows(position, values, rows, step))
+        if runs_compiled_rows(gradient):
+            return self._one_pass(position, gradient, step)
+        return Planned(self._numpy_rows(position, values, gradient, step))
 
     def _numpy_rows(
         self, position: int, values: FloatArray, gradient: RowGradient, step: int
     ) -> Write:
-        rows, summed = gradient.summed()
+        rows, summed = summed_rows(gradient)
         states = self._states[position]
         old_states = {name: array[rows] for name, array in states.items()}
         new = self.updated_rows(values[rows], old_states, summed, step)
@@ -346,7 +336,7 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
     def _one_pass(self, position: int, gradient: RowGradient, step: int) -> Planned:
         """The compiled update, checked as it writes: if anything came out non-finite, the old
         rows go back and the NumPy path raises its error."""
-        states, groups = self._states[position], gradient.groups()
+        states, groups = self._states[position], row_groups_of(gradient)
         values = self._leaves[position].numpy()
         size = groups.rows.size * (1 + len(states)) * values.shape[1]
         log = self._undo_logs.get(position)
@@ -361,10 +351,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
         def write(array: FloatArray) -> None:
             constants = self.row_constants(array.dtype, step)
-            if update_rows(self.row_rule, array, [*states.values()], undo, groups, constants) == (
-                0,
-                0,
-            ):
+            counts = update_rows(self.row_rule, array, [*states.values()], undo, groups, constants)
+            if counts == (0, 0):
                 return
             restore(array)
             self._numpy_rows(position, array, gradient, step)  # raises
@@ -381,16 +369,14 @@ def in_dtype(dtype: np.dtype[Any], *values: float) -> tuple[Any, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """A checked update of one parameter, or (with ``undo``) a compiled one that checks as it
-    writes and can be undone."""
+    """A checked update of one parameter, or (with ``undo``) a compiled one that can be undone."""
 
     write: Write
     undo: Write | None = None
 
 
 def _commit(plans: Sequence[Planned], arrays: Sequence[FloatArray]) -> None:
-    """The compiled updates first, each of which may still raise (undoing those written before
-    it); then the others."""
+    """The compiled updates first (one that raises undoes those before it), then the others."""
     order = sorted(range(len(plans)), key=lambda position: plans[position].undo is None)
     written: list[int] = []
     try:
@@ -417,7 +403,7 @@ def _writing(new: NewArrays, states: States, rows: IndexArray | None) -> Write:
 
 
 def stored_gradient(leaf: TensorValue) -> FloatArray | RowSparseGradient:
-    """A parameter's stored gradient: row-sparse when it is stored so, else dense."""
+    """A parameter's stored gradient, row-sparse or dense."""
     sparse = leaf.sparse_gradient
     if sparse is not None:
         return sparse
@@ -430,7 +416,7 @@ def stored_gradient(leaf: TensorValue) -> FloatArray | RowSparseGradient:
 
 
 def state_layout(optimizer: Optimizer) -> dict[str, ExpectedArray]:
-    """Every key of the optimizer's state dict, in order, with its array's shape and dtype."""
+    """Every key of the optimizer's state dict, in order, with its expected array."""
     return expected_arrays(optimizer._names, optimizer._states)
 
 
@@ -442,8 +428,7 @@ def held_state(optimizer: Optimizer) -> Iterator[list[tuple[str, np.ndarray[Any,
 
 
 def load_owned_state(optimizer: Optimizer, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
-    """:meth:`Optimizer.load_state_dict` of arrays no one else holds (just read from a file),
-    without a copy."""
+    """:meth:`Optimizer.load_state_dict` of arrays just read from a file, without a copy."""
     optimizer._load(state, copy=False)
 
 
@@ -453,14 +438,9 @@ def load_owned_state(optimizer: Optimizer, state: Mapping[str, np.ndarray[Any, A
 def named_leaves(
     kind: str, parameters: Iterable[NamedParameter | TensorValue]
 ) -> tuple[tuple[str, ...], tuple[TensorValue, ...]]:
-    """Check the parameter list; name each bare leaf by its position.
-
-    Raises:
-        OptionError: ``optimizer.parameters-type`` (no iterable of parameters, a single
-            parameter included), ``optimizer.parameter-type``, ``optimizer.duplicate-parameter``
-            (one leaf twice, or two parameters of one name), ``optimizer.no-parameters`` (such
-            as a frozen layer's ``parameters()``: the message says so).
-    """
+    """The checked parameter list's names and leaves, each bare leaf named by its position
+    (``optimizer.parameters-type``, ``.parameter-type``, ``.duplicate-parameter``,
+    ``.no-parameters``)."""
     if isinstance(parameters, NamedParameter | TensorValue | str | bytes) or not isinstance(
         parameters, Iterable
     ):
@@ -496,7 +476,6 @@ def named_leaves(
 
 
 def _entry_type(entry: object) -> str:
-    """What a parameter entry that is none is."""
     if isinstance(entry, FrozenTable):
         return f"a FrozenTable: the table {entry.name!r} {FROZEN_DETAIL}"
     if isinstance(entry, TensorValue) and entry.kind == "constant":

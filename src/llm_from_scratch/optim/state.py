@@ -1,13 +1,11 @@
-"""Optimizer state as a flat mapping of names to arrays, and its checks on loading.
-
-Keys are ``<parameter name>.<state name>`` (``token_embedding.weight.exp_avg``) for each state
-array, plus ``step``, the step count (a 0-d ``int64`` array). A parameter given as a bare leaf is
-named by its position in the parameter list (``0``, ``1``, ...), as PyTorch numbers them.
+"""Optimizer state as a flat mapping, and its checks on loading: ``<parameter name>.<state
+name>`` (``token_embedding.weight.exp_avg``) for each state array (a bare leaf is named by its
+position, as PyTorch numbers them), and ``step``, the step count (a 0-d ``int64`` array).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -24,10 +22,8 @@ from llm_from_scratch.tensor.storage import (
 
 STEP_KEY: Final = "step"
 STEP_DTYPE: Final = np.dtype(np.int64)
-STEP_LIMIT: Final = int(np.iinfo(STEP_DTYPE).max)
-"""The largest step count: ``2**63 - 1``, the largest ``step`` a state dict holds."""
-NON_NEGATIVE: Final = frozenset({"exp_avg_sq", "sum"})
-"""States that are sums of squares: never negative."""
+STEP_LIMIT: Final = int(np.iinfo(STEP_DTYPE).max)  # 2**63 - 1, the largest step a state holds
+NON_NEGATIVE: Final = frozenset({"exp_avg_sq", "sum"})  # sums of squares
 
 
 def state_key(parameter: str, state: str) -> str:
@@ -35,8 +31,16 @@ def state_key(parameter: str, state: str) -> str:
     return f"{parameter}.{state}"
 
 
+def _keyed(
+    names: Sequence[str], states: Sequence[Mapping[str, FloatArray]]
+) -> Iterator[tuple[str, str, FloatArray]]:
+    for name, arrays in zip(names, states, strict=True):
+        for state, array in arrays.items():
+            yield state_key(name, state), state, array
+
+
 def state_error(optimizer: str, key: object, requirement: str, actual: object) -> FormatError:
-    """The ``optimizer.state`` error: ``key`` must ``requirement``, but holds ``actual``."""
+    """``optimizer.state``: ``key`` must ``requirement``, but holds ``actual``."""
     return FormatError(
         "optimizer.state", optimizer=optimizer, key=key, requirement=requirement, actual=actual
     )
@@ -63,9 +67,8 @@ def expected_arrays(
 ) -> dict[str, ExpectedArray]:
     """Every key of an optimizer's state dict, in order, with its expected array."""
     expected = {
-        state_key(name, state): ExpectedArray(array.shape, array.dtype, state in NON_NEGATIVE)
-        for name, arrays in zip(names, states, strict=True)
-        for state, array in arrays.items()
+        key: ExpectedArray(array.shape, array.dtype, state in NON_NEGATIVE)
+        for key, state, array in _keyed(names, states)
     }
     return expected | {STEP_KEY: ExpectedArray((), STEP_DTYPE, non_negative=True)}
 
@@ -74,24 +77,17 @@ def viewed(
     names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
 ) -> list[tuple[str, np.ndarray[Any, Any]]]:
     """Read-only views of every state array (no copy), then the step count."""
-    found = [
-        (state_key(name, state), read_only_view(array))
-        for name, arrays in zip(names, states, strict=True)
-        for state, array in arrays.items()
-    ]
+    found = [(key, read_only_view(array)) for key, _, array in _keyed(names, states)]
     return [*found, (STEP_KEY, np.array(steps, dtype=STEP_DTYPE))]
 
 
 def checked_state(
     optimizer: str, expected: Mapping[str, ExpectedArray], state: object, *, copy: bool = True
 ) -> dict[str, np.ndarray[Any, Any]]:
-    """``state`` after every check, in order: the mapping; missing keys (in the optimizer's
-    order), then unknown ones; then each key's array type, shape, dtype and values. Each array is
-    copied once and the copy checked, unless ``copy`` is false (arrays just read from a file).
-
-    Raises:
-        FormatError: ``optimizer.state-type``, then ``optimizer.state``: the first failing check.
-    """
+    """``state`` after every check, in order: the mapping (``optimizer.state-type``); missing
+    keys, then unknown ones; then each key's array type, shape, dtype and values (each the first
+    failing ``optimizer.state``). Each array is copied once and the copy checked, unless
+    ``copy`` is false (arrays just read from a file)."""
     if not isinstance(state, Mapping):
         value_type = type(state).__name__
         raise FormatError("optimizer.state-type", optimizer=optimizer, value_type=value_type)
@@ -117,8 +113,7 @@ def check_keys(
 def check_layout(
     optimizer: str, key: str, want: ExpectedArray, shape: Shape, dtype: np.dtype[Any] | str
 ) -> None:
-    """Refuse an array of another shape, then of another dtype (a NumPy dtype, or the code of
-    one NumPy cannot hold, such as a file's ``BF16``)."""
+    """Refuse another shape, then another dtype (or the code of one NumPy lacks: ``BF16``)."""
     if shape != want.shape:
         raise state_error(optimizer, key, f"have shape {list(want.shape)}", shape)
     if not isinstance(dtype, np.dtype) or dtype != want.dtype:
@@ -128,8 +123,7 @@ def check_layout(
 def _checked_array(
     optimizer: str, key: str, want: ExpectedArray, value: object, copy: bool
 ) -> np.ndarray[Any, Any]:
-    """The array, copied once so that the values checked are those loaded; an ndarray subclass
-    is read through its plain data, a masked one refused (its mask marks missing values)."""
+    """The array (its plain data; not masked), copied once so that what is checked is loaded."""
     if not isinstance(value, np.ndarray) or is_masked_array(value):
         raise state_error(optimizer, key, "be a NumPy array", type(value).__name__)
     plain = plain_view(value)

@@ -1,7 +1,6 @@
-"""Optimizer state in a safetensors file: the arrays of ``optimizer.state_dict()`` under their
-keys (``step`` a 0-d ``I64`` tensor) and, in ``__metadata__``, the optimizer's kind and each
-setting as text that reads back as the same float; written and read by
-:mod:`llm_from_scratch.nn.checkpoint` (replaced atomically, checked whole before it is read)."""
+"""Optimizer state in a safetensors file: the arrays of ``optimizer.state_dict()`` and, in
+``__metadata__``, the optimizer's kind and each setting as text that reads back as the same
+float; written and read by :mod:`llm_from_scratch.nn.checkpoint`."""
 
 from __future__ import annotations
 
@@ -20,20 +19,15 @@ from llm_from_scratch.nn.checkpoint import (
     read_tensor,
     write_arrays,
 )
-from llm_from_scratch.optim.optimizer import (
-    Optimizer,
-    held_state,
-    load_owned_state,
-    state_layout,
-)
+from llm_from_scratch.optim.optimizer import Optimizer, held_state, load_owned_state, state_layout
 from llm_from_scratch.optim.state import ExpectedArray, check_keys, check_layout
 
 KIND_KEY: Final = "optimizer"
 
 
 def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
-    """Save an optimizer's state (not the parameters' values) as one safetensors file, replaced
-    atomically, from its arrays under its lock: the state of one step count.
+    """Save an optimizer's state (not the parameters' values) of one step count as one
+    safetensors file, replaced atomically.
 
     Args:
         path: the file (a ``str`` or ``os.PathLike``); its folder must exist.
@@ -41,9 +35,8 @@ def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
 
     Raises:
         OptionError: ``checkpoint.argument`` (``path`` is no path), ``optimizer.type``.
-        FileAccessError: ``checkpoint.write``, a path the system cannot take (checked before
-            anything is created), or a file that cannot be written; an earlier file is unchanged.
-        FormatError: the header would exceed the format's limit.
+        FileAccessError: ``checkpoint.write`` (checked before anything is created, or a failed
+            write: an earlier file is unchanged). FormatError: a header over the format's limit.
 
     Example:
         >>> import pathlib, tempfile
@@ -68,9 +61,9 @@ def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
 
 def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
     """Replace an optimizer's state with a :func:`save_state` file's, all or nothing. Checked in
-    order: the format; the metadata (this kind, each setting with the same value; other entries
-    ignored); the tensors' keys, shapes and dtypes before any data is read; then the data, as
-    ``load_state_dict`` checks it (which takes arrays saved with other settings).
+    order: the format; the metadata (this kind, the same settings; other entries ignored); the
+    tensors' keys, shapes and dtypes before any data is read; then the data, as
+    ``load_state_dict`` checks it.
 
     Args:
         path: the file (a ``str`` or ``os.PathLike``).
@@ -111,8 +104,7 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
 
 
 def state_metadata(optimizer: Optimizer) -> dict[str, str]:
-    """What :func:`save_state` writes in ``__metadata__``: the kind, then each setting's
-    ``repr``.
+    """What :func:`save_state` writes in ``__metadata__``: the kind, then each setting's ``repr``.
 
     Example:
         >>> from llm_from_scratch.nn import Embedding
@@ -135,7 +127,6 @@ def _checked_optimizer(function: str, optimizer: object) -> Optimizer:
 def _check_tensors(
     optimizer: Optimizer, expected: Mapping[str, ExpectedArray], tensors: Sequence[StoredTensor]
 ) -> None:
-    """Refuse tensors of other keys, shapes or dtypes, before any of their data is read."""
     stored = {tensor.name: tensor for tensor in tensors}
     check_keys(optimizer.kind, expected, stored)
     for key, want in expected.items():
@@ -147,7 +138,6 @@ def _check_tensors(
 
 
 def _check_metadata(optimizer: Optimizer, path: str, metadata: Mapping[str, str]) -> None:
-    """Refuse a file saved from another kind of optimizer or with other hyperparameters."""
     for key, expected in state_metadata(optimizer).items():
         if metadata.get(key) != expected:
             raise FormatError(

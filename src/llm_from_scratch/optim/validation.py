@@ -1,7 +1,5 @@
-"""The checks of an optimizer's settings, each read once at construction.
-
-A real number is any ``numbers.Real`` but a ``bool`` (a NumPy scalar and a ``Fraction`` are
-real numbers); it is converted once, by ``float()``, and that float is what the optimizer uses.
+"""The checks of an optimizer's settings: a real number is any ``numbers.Real`` but a ``bool``,
+read once by ``float()``, and that float is what the optimizer uses.
 """
 
 from __future__ import annotations
@@ -16,21 +14,9 @@ from llm_from_scratch.errors import OptionError
 
 
 def checked_learning_rate(learning_rate: object, *, optimizer: str = "optimizer") -> float:
-    """``learning_rate`` as a float, if it is a finite positive real number.
-
-    Raises:
-        OptionError: ``optimizer.setting-type`` for a ``bool`` or a value that is no real
-            number; ``optimizer.setting-value`` for one ``float()`` cannot convert
-            (``10**400``) or that is not finite and positive.
-
-    Example:
-        >>> checked_learning_rate(np.float32(0.5))
-        0.5
-        >>> checked_learning_rate(0, optimizer="SGD")
-        Traceback (most recent call last):
-        ...
-        llm_from_scratch.errors.OptionError: SGD learning_rate must be finite and positive, got 0
-    """
+    """``learning_rate`` as a float, if it is a finite positive real number:
+    ``optimizer.setting-type`` for a ``bool`` or no real number, ``optimizer.setting-value`` for
+    one ``float()`` cannot convert (``10**400``) or that is not finite and positive."""
     return _checked_real(optimizer, "learning_rate", learning_rate, "finite and positive")
 
 
