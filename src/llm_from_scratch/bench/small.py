@@ -1,7 +1,5 @@
 """``llm-from-scratch bench small``: the chapter's lookup (4x2 table, IDs ``[[2, 1, 2]]``, one
-thread) against PyTorch's: ``copy`` (``table[ids]``), ``forward`` and ``forward list`` (an
-array, nested lists), ``fwd+bwd`` (``zero_grad``, the call, ``backward_with_seed``) and PyTorch's
-``nn.Embedding`` call and step, taking turns, each ``CALLS`` times a sample.
+thread) against NumPy's ``table[ids]`` and PyTorch's, taking turns, each ``CALLS`` times a sample.
 """
 
 from __future__ import annotations
