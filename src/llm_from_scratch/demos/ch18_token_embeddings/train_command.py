@@ -1,9 +1,5 @@
-"""The command ``llm-from-scratch ch18 train``: options in, a trained table and a report out.
-
-Progress goes to standard error, the report to standard output (``docs/training.md``). A bad
-option, corpus or ``--figure`` path is one line with exit status 2 before any file is written; a
-file that cannot be written, status 1; Ctrl-C, status 130, the output folder holding the files
-it held before and the last checkpoint (or both new files, when it came while they were written).
+"""The command ``llm-from-scratch ch18 train``: options in, a trained table and a report out
+(exit statuses and files left: ``docs/training.md``).
 """
 
 from __future__ import annotations
@@ -17,14 +13,12 @@ from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_cor
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
 from llm_from_scratch.errors import CorpusError, MismatchError, NonFiniteError, OptionError
+from llm_from_scratch.exits import FAILED, INTERRUPTED, REFUSED
 from llm_from_scratch.files import one_line, replace_file, writable_path
 from llm_from_scratch.labels import TRAIN_LABELS, Labels, label, load_labels
 from llm_from_scratch.training.checkpoint import saved_options
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.run import ProgressState
-
-REFUSED, FAILED, INTERRUPTED = 2, 1, 130
-"""Exit statuses: a refused request, a failed write, an interrupted run."""
 
 
 @dataclass(frozen=True)
