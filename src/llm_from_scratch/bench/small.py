@@ -4,7 +4,6 @@ thread) against NumPy's ``table[ids]`` and PyTorch's, taking turns, each ``CALLS
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -12,11 +11,11 @@ import numpy as np
 
 from llm_from_scratch.bench.rounds import (
     Timed,
-    checked_count,
     imported_torch,
     lines,
     median_rows,
     round_robin_medians,
+    run_cases,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE
 from llm_from_scratch.nn import Embedding, NamedParameter
@@ -104,9 +103,5 @@ def format_result(medians: dict[str, float]) -> str:
 
 def run(repeats: int | None = None) -> int:
     """Measure and print; ``repeats`` (rounds) defaults to 41."""
-    count = checked_count(repeats, 41)
-    if count is None:
-        return 2
-    print(f"measuring the small lookup ({count} rounds)...", file=sys.stderr, flush=True)
-    sys.stdout.write(format_result(measure(count)))
-    return 0
+    cases = [("measuring the small lookup ({count} rounds)...", measure)]
+    return run_cases(repeats, 41, cases, lambda found: format_result(found[0]))
