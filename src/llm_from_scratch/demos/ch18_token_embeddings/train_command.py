@@ -13,12 +13,14 @@ from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_cor
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
 from llm_from_scratch.errors import CorpusError, MismatchError, NonFiniteError, OptionError
-from llm_from_scratch.exits import FAILED, INTERRUPTED, REFUSED
 from llm_from_scratch.files import one_line, replace_file, writable_path
 from llm_from_scratch.labels import TRAIN_LABELS, Labels, label, load_labels
 from llm_from_scratch.training.checkpoint import saved_options
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.run import ProgressState
+
+REFUSED, FAILED, INTERRUPTED = 2, 1, 130
+"""Exit statuses: a refused request, a failed write, an interrupted run."""
 
 
 @dataclass(frozen=True)
