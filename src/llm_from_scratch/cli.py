@@ -1,11 +1,8 @@
-"""The ``llm-from-scratch`` command line.
+"""The ``llm-from-scratch`` command line (the process around it: ``llm_from_scratch.__main__``).
 
-Every subcommand imports its chapter lazily, so that ``--help`` and the demo start quickly. A
-word of the command line that is not text (bytes that are not UTF-8, which Python hands over as
-lone surrogates) is refused on one line with status 2 before anything else runs. Every error is
-one line on standard error, its values escaped by :func:`llm_from_scratch.files.one_line`; what a
-command raises is reported by :func:`llm_from_scratch.exits.run_command`. The process around
-:func:`main` is ``llm_from_scratch.__main__``.
+Every subcommand imports its chapter lazily, so that ``--help`` and the demo start quickly. A word
+of the command line that is not text is refused with status 2 before anything runs; whatever a
+command raises is reported on one line by :func:`llm_from_scratch.exits.run_command`.
 """
 
 from __future__ import annotations
@@ -277,16 +274,8 @@ def _run(words: list[str]) -> int:
     import importlib  # a benchmark's module, imported only when it runs
 
     bench = importlib.import_module(f"llm_from_scratch.bench.{BENCH_MODULES[args.target]}")
-    if args.target == "checkpoint":
-        status: int = bench.run(quick=args.quick, directory=args.directory)
-    elif args.target == "train":
-        rounds = (args.epochs, args.repeats, args.trainers, args.threads, args.copies)
-        status = bench.run(args.corpus, *rounds)
-    elif args.target == "embedding":
-        cases = {"only": args.only, "optimizers": args.optimizers}
-        status = bench.run(quick=args.quick, repeats=args.repeats, **cases)
-    else:
-        status = bench.run(args.repeats)
+    options = {k: v for k, v in vars(args).items() if k not in ("debug", "command", "target")}
+    status: int = bench.run(**options)
     return status
 
 
@@ -303,13 +292,15 @@ def _word_problem(words: Sequence[object]) -> str | None:
     return None
 
 
-def _name_list(*known: str) -> Callable[[str], tuple[str, ...]]:
+def _name_list(*known: str, every: str | None = None) -> Callable[[str], tuple[str, ...]]:
+    """A parser of comma-separated names from ``known`` (or ``every``, which means them all)."""
+
     def parse(text: str) -> tuple[str, ...]:
-        names = tuple(name.strip() for name in text.split(","))
-        unknown = [name for name in names if name not in known]
-        if unknown or not names:
+        names = known if text == every else tuple(name.strip() for name in text.split(","))
+        if any(name not in known for name in names):
+            choices = "names" if every is None else f"{every!r} or names"
             raise argparse.ArgumentTypeError(
-                f"expected names from {', '.join(known)}, got {text!r}"
+                f"expected {choices} from {', '.join(known)}, got {text!r}"
             )
         return tuple(dict.fromkeys(names))
 
@@ -324,15 +315,6 @@ def _count_list(text: str) -> tuple[int, ...]:
     if not counts or min(counts) < 1:
         raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
     return tuple(dict.fromkeys(counts))
-
-
-def _optimizer_list(text: str) -> tuple[str, ...]:
-    known = ("sgd", "adagrad", "adam")
-    names = known if text == "all" else tuple(name.strip() for name in text.split(","))
-    if not names or any(name not in known for name in names):
-        message = f"expected 'all' or names from {', '.join(known)}, got {text!r}"
-        raise argparse.ArgumentTypeError(message)
-    return tuple(dict.fromkeys(names))
 
 
 def _repeats(what: str, default: int) -> tuple[str, dict[str, Any]]:
@@ -355,7 +337,8 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
             ("--quick", {"action": "store_true", "help": "run one small shape in a few seconds"}),
             ("--repeats", {"type": int, "default": None,
                            "help": "timed repetitions per measurement"}),
-            ("--optimizers", {"type": _optimizer_list, "default": ("sgd",), "metavar": "LIST",
+            ("--optimizers", {"type": _name_list("sgd", "adagrad", "adam", every="all"),
+                              "default": ("sgd",), "metavar": "LIST",
                               "help": "full training steps to time, comma-separated from sgd, "
                               "adagrad, adam, or 'all' (default: sgd); each against PyTorch's "
                               "dense and sparse steps"}),
@@ -458,11 +441,11 @@ def _run_learner_view(args: argparse.Namespace) -> int:
         from llm_from_scratch.training.options import option_fields
 
         given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
-        return run_train(TrainRequest(given, args.lang, args.figure, args.resume), *_streams()[1:])
+        return run_train(TrainRequest(given, args.lang, args.figure, args.resume), *_streams())
     if args.view == "exercises":
         from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
 
-        return run_exercises(args.lang, args.answers, args.reveal, *_streams())
+        return run_exercises(args.lang, args.answers, args.reveal, sys.stdin, *_streams())
     from llm_from_scratch.demos.ch18_token_embeddings.neighbours_command import (
         NeighboursRequest,
         run_neighbours,
@@ -471,11 +454,11 @@ def _run_learner_view(args: argparse.Namespace) -> int:
     files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
     words = tuple(args.words)
     request = NeighboursRequest(words, args.count, args.lang, tensor=args.tensor, **files)
-    return run_neighbours(request, *_streams()[1:])
+    return run_neighbours(request, *_streams())
 
 
-def _streams() -> tuple[TextIO, TextIO, TextIO]:
-    return sys.stdin, sys.stdout, sys.stderr
+def _streams() -> tuple[TextIO, TextIO]:
+    return sys.stdout, sys.stderr
 
 
 def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:

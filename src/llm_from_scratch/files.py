@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from importlib.resources.abc import Traversable
 from types import FrameType
-from typing import Final, Protocol
+from typing import IO, Final
 
 FILE_BYTE_LIMIT: Final = 1 << 20
 """The most bytes of a text or JSON file read whole, and of a line typed in a session."""
@@ -39,14 +39,6 @@ TOO_LARGE: Final = errno.EFBIG
 """The ``errno`` of the ``OSError`` for a file or line over its limit."""
 
 _SEPARATORS: Final = tuple(sep for sep in (os.sep, os.altsep) if sep)
-
-
-class _Readable(Protocol):
-    def read(self, size: int = ..., /) -> bytes: ...
-
-
-class _LineReadable(Protocol):
-    def readline(self, size: int = ..., /) -> str: ...
 
 
 # Paths ------------------------------------------------------------------------------------------
@@ -182,7 +174,7 @@ def open_file(path: str, *, regular: bool = False) -> io.FileIO:
         raise
 
 
-def read_stream(stream: _Readable, limit: int) -> bytes:
+def read_stream(stream: IO[bytes], limit: int) -> bytes:
     """All the bytes of ``stream``, at most ``limit`` (reads at most ``limit + 1``, so that
     ``/dev/zero`` fails at once).
 
@@ -219,7 +211,7 @@ def read_file(source: str | os.PathLike[str] | Traversable, limit: int) -> bytes
         return read_stream(stream, limit)
 
 
-def read_line(stream: _LineReadable, limit: int = FILE_BYTE_LIMIT) -> str:
+def read_line(stream: IO[str], limit: int = FILE_BYTE_LIMIT) -> str:
     """One line of a text stream (``""`` at its end), of at most ``limit`` characters.
 
     Raises:
@@ -324,8 +316,7 @@ def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> boo
 
 
 def _second_name(path: str, made: list[str]) -> str | None:
-    """A second name (a hard link, or a copy) for the file at ``path``, noted in ``made``; None
-    when there is no file."""
+    """A second name (a hard link, or a copy) for the file at ``path``, noted in ``made``."""
     if not os.path.isfile(path):
         return None
     made.append(temporary_path(path))
@@ -338,8 +329,7 @@ def _second_name(path: str, made: list[str]) -> str | None:
 
 @contextlib.contextmanager
 def _interrupts_held() -> Iterator[list[int]]:
-    """Hold Ctrl-C (SIGINT) back inside the block (in the main thread, the one that receives
-    signals); the list holds the signals that came."""
+    """Hold Ctrl-C back inside the block (in the main thread); the list holds those that came."""
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received

@@ -1,12 +1,7 @@
-"""``llm-from-scratch bench checkpoint``: the memory and time of saving and loading a table.
-
-Each action runs in a fresh worker process (``python -m llm_from_scratch.bench.checkpoint worker
-...``), so that its peak memory is its own: ``save_parameters``, ``load_parameters`` (also with
-``into=``, which reads the whole file before it writes a value) and, for comparison,
-``safetensors.numpy``'s ``save_file`` and ``load_file``. A save worker builds its table first; a
-load worker reads the file the ``save_parameters`` worker wrote. Each reports its wall time, the
-peak of the allocations Python traces (``tracemalloc``: not memory maps) and the process's peak
-resident set (:func:`~llm_from_scratch.training.run.peak_memory_bytes`).
+"""``llm-from-scratch bench checkpoint``: the memory and time of saving and loading a table,
+ours and ``safetensors.numpy``'s, each action in a fresh worker process (``python -m
+llm_from_scratch.bench.checkpoint worker ...``) so that its peak memory is its own
+(``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -90,7 +85,7 @@ def _action(name: str, path: str, rows: int, columns: int) -> Callable[[], objec
     return lambda: save_parameters(path, [parameter])
 
 
-def _current_rss_bytes() -> int:
+def _current_rss_bytes() -> int:  # the peak where /proc is missing
     try:
         with open("/proc/self/statm", encoding="ascii") as statm:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

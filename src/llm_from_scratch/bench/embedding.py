@@ -1,17 +1,11 @@
 """``llm-from-scratch bench embedding``: the embedding layer and full training steps against
-the copy-once limit and PyTorch.
-
-For each shape ``(V, d, N)`` and dtype, with the same IDs and upstream gradient, the actions of
-``docs/performance.md`` take turns (:func:`~llm_from_scratch.bench.rounds.round_robin_medians`):
-``copy``, ``forward``, ``fwd+bwd``, ``<optimizer> step`` and ``<optimizer> fused``, then with
-PyTorch its forward, forward+backward and full steps, dense and sparse; a dense step that would
-not fit in half of the machine's memory is left out with a note.
+the copy-once limit and PyTorch, the actions of ``docs/performance.md`` taking turns; a dense
+PyTorch step that would not fit in half of the machine's memory is left out with a note.
 """
 
 from __future__ import annotations
 
 import gc
-import sys
 import tracemalloc
 import warnings
 from collections.abc import Callable, Sequence
@@ -25,12 +19,12 @@ from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.bench.rounds import (
     Timed,
     backward_step,
-    checked_count,
     imported_torch,
     lines,
     median_rows,
     ratio_rows,
     round_robin_medians,
+    run_cases,
     then_step,
 )
 from llm_from_scratch.nn import Embedding, NamedParameter
@@ -104,7 +98,7 @@ def measure_case(
 
 
 def _normal(shape: tuple[int, int], dtype: str) -> np.ndarray[Any, Any]:
-    # random normals: Xavier sampling of a 128256x4096 table takes longer than the measurement
+    # not Xavier: sampling a 128256x4096 table that way takes longer than the measurement
     return np.random.default_rng(1).standard_normal(shape, dtype=cast(Any, dtype))
 
 
@@ -234,19 +228,13 @@ def run(
     quick: bool = False, repeats: int | None = None, optimizers: Sequence[str] = ("sgd",)
 ) -> int:
     """Measure every shape and dtype, print progress to stderr and the table to stdout."""
-    count = checked_count(repeats, 5 if quick else 15)
-    if count is None:
-        return 2
-    results = []
-    for vocabulary_size, width, token_count in QUICK_SHAPES if quick else FULL_SHAPES:
-        for dtype in DTYPES:
-            print(
-                f"measuring V={vocabulary_size} d={width} N={token_count} {dtype} "
-                f"({count} repeats; {', '.join(optimizers) or 'no optimizer'})...",
-                file=sys.stderr,
-                flush=True,
-            )
-            case = measure_case(vocabulary_size, width, token_count, dtype, count, optimizers)
-            results.append(case)
-    sys.stdout.write(format_results(results))
-    return 0
+    chosen = ", ".join(optimizers) or "no optimizer"
+    cases = [
+        (
+            f"measuring V={rows} d={width} N={count} {dtype} ({{count}} repeats; {chosen})...",
+            partial(measure_case, rows, width, count, dtype, optimizers=optimizers),
+        )
+        for rows, width, count in (QUICK_SHAPES if quick else FULL_SHAPES)
+        for dtype in DTYPES
+    ]
+    return run_cases(repeats, 5 if quick else 15, cases, format_results)

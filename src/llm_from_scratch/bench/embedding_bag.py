@@ -1,17 +1,11 @@
 """``llm-from-scratch bench embedding``, second part: ``EmbeddingBag(mode="sum")`` against
-PyTorch's ``nn.EmbeddingBag``, dense and sparse.
-
-For each shape ``(V, d, N, B)`` and dtype (random normals, ``N`` random IDs in ``B`` bags, one
-upstream ``[B, d]``), ours take turns: ``bag forward``, ``bag fwd+bwd``, ``bag step`` (with an
-``SGD`` step) and ``bag fused step`` (``SGD.backward_step``); then PyTorch's dense actions, then
-its sparse ones, each group on its own (a dense step's ``[V, d]`` gradient slows whatever runs
-after it): ``torch bag fwd+bwd`` and ``torch bag step``.
+PyTorch's ``nn.EmbeddingBag``; PyTorch's dense actions and its sparse ones each run as a group
+of their own (a dense step's ``[V, d]`` gradient slows whatever runs after it).
 """
 
 from __future__ import annotations
 
 import gc
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,12 +19,12 @@ from llm_from_scratch.bench.embedding import run as run_lookups
 from llm_from_scratch.bench.rounds import (
     Timed,
     backward_step,
-    checked_count,
     imported_torch,
     lines,
     median_rows,
     ratio_rows,
     round_robin_medians,
+    run_cases,
     then_step,
 )
 from llm_from_scratch.nn import EmbeddingBag, NamedParameter
@@ -155,19 +149,13 @@ def run(
         status = run_lookups(quick=quick, repeats=repeats, optimizers=optimizers)
         if status != 0 or only == "lookup":
             return status
-    count = checked_count(repeats, 5 if quick else 15)
-    if count is None:
-        return 2
-    results = []
-    for vocabulary_size, width, token_count, bags in QUICK_BAG_SHAPES if quick else FULL_BAG_SHAPES:
-        for dtype in DTYPES:
-            print(
-                f"measuring EmbeddingBag V={vocabulary_size} d={width} N={token_count} "
-                f"B={bags} {dtype} ({count} repeats)...",
-                file=sys.stderr,
-                flush=True,
-            )
-            case = measure_bag_case(vocabulary_size, width, token_count, bags, dtype, count)
-            results.append(case)
-    sys.stdout.write(format_bag_results(results))
-    return 0
+    cases = [
+        (
+            f"measuring EmbeddingBag V={rows} d={width} N={count} B={bags} {dtype} "
+            "({count} repeats)...",
+            partial(measure_bag_case, rows, width, count, bags, dtype),
+        )
+        for rows, width, count, bags in (QUICK_BAG_SHAPES if quick else FULL_BAG_SHAPES)
+        for dtype in DTYPES
+    ]
+    return run_cases(repeats, 5 if quick else 15, cases, format_bag_results)

@@ -1,6 +1,5 @@
 """``llm-from-scratch bench neighbours``: one ``ch18 neighbours king`` query as a fresh process
-(imports, the tokenizer, the 30522x384 MiniLM table through ``load_parameters``, the cosines to
-every row) against the 2-second budget, the chapter demo and importing NumPy, taking turns."""
+(load included) against the 2-second budget, the chapter demo and importing NumPy, in turns."""
 
 from __future__ import annotations
 
@@ -42,15 +41,9 @@ def format_result(result: NeighboursResult) -> str:
     return process_report(medians, ratios, result.runs)
 
 
-def run(runs: int | None = None) -> int:
-    """Measure and print; ``runs`` defaults to 11. Needs ``make pretrained``."""
-    return run_processes(
-        COMMANDS,
-        runs,
-        11,
-        _report,
-        _query_runs,
-    )
+def run(repeats: int | None = None) -> int:
+    """Measure and print; ``repeats`` (runs) defaults to 11. Needs ``make pretrained``."""
+    return run_processes(COMMANDS, repeats, 11, _report, _query_runs)
 
 
 def _report(medians: Sequence[float], runs: int) -> str:

@@ -1,6 +1,5 @@
-"""What every benchmark shares: actions taking turns in rounds (so that a slow spell of the
-machine falls on all of them alike), their medians, the check of ``--repeats``, PyTorch when it
-is installed, fresh processes and workers, and the rows of the reports."""
+"""What every benchmark shares: actions taking turns in rounds (a slow spell of the machine falls
+on all of them alike), their medians, PyTorch when installed, fresh processes, report rows."""
 
 from __future__ import annotations
 
@@ -92,7 +91,7 @@ def then_step(backward: Callable[[], object], optimizer: Any) -> None:
 
 
 def backward_step(forward: Callable[[], Any], seed: Any, optimizer: Any) -> None:
-    """``optimizer.backward_step(forward(), seed)``: our fused step."""
+    """Our fused step: ``optimizer.backward_step(forward(), seed)``."""
     optimizer.backward_step(forward(), seed)
 
 
@@ -140,6 +139,25 @@ def process_report(medians: Mapping[str, float], ratios: Mapping[str, float], ru
     return lines([*rows, *(f"{name:<{width}}{ratio:8.2f}" for name, ratio in ratios.items())])
 
 
+def run_cases(
+    repeats: int | None,
+    default: int,
+    cases: Iterable[tuple[str, Callable[[int], Sample]]],
+    report: Callable[[list[Sample]], str],
+) -> int:
+    """Check ``--repeats`` (status 2 below one), then measure each case with that count after
+    its progress line on standard error, and print the ``report`` of the results (0)."""
+    count = checked_count(repeats, default)
+    if count is None:
+        return 2
+    results = []
+    for progress, measure in cases:
+        print(progress.format(count=count), file=sys.stderr, flush=True)
+        results.append(measure(count))
+    sys.stdout.write(report(results))
+    return 0
+
+
 def run_processes(
     commands: Mapping[str, Sequence[str]],
     runs: int | None,
@@ -147,9 +165,8 @@ def run_processes(
     report: Callable[[list[float], int], str],
     ready: Callable[[], bool] = lambda: True,
 ) -> int:
-    """A process benchmark: check ``--repeats`` (status 2 below one), then that it is
-    ``ready`` (2 if not; it says why), then time the commands taking turns and print the
-    ``report`` of their medians (0)."""
+    """A process benchmark: check ``--repeats`` (status 2 below one) and that it is ``ready``
+    (2 if not; it says why), time the commands taking turns, print the ``report`` (0)."""
     count = checked_count(runs, default_runs)
     if count is None or not ready():
         return 2

@@ -1,12 +1,9 @@
 """``llm-from-scratch bench small``: the chapter's lookup (4x2 table, IDs ``[[2, 1, 2]]``, one
-thread) against PyTorch's: ``copy`` (``table[ids]``), ``forward`` and ``forward list`` (an
-array, nested lists), ``fwd+bwd`` (``zero_grad``, the call, ``backward_with_seed``) and PyTorch's
-``nn.Embedding`` call and step, taking turns, each ``CALLS`` times a sample.
+thread) against NumPy's ``table[ids]`` and PyTorch's, taking turns, each ``CALLS`` times a sample.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -14,11 +11,11 @@ import numpy as np
 
 from llm_from_scratch.bench.rounds import (
     Timed,
-    checked_count,
     imported_torch,
     lines,
     median_rows,
     round_robin_medians,
+    run_cases,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE
 from llm_from_scratch.nn import Embedding, NamedParameter
@@ -106,9 +103,5 @@ def format_result(medians: dict[str, float]) -> str:
 
 def run(repeats: int | None = None) -> int:
     """Measure and print; ``repeats`` (rounds) defaults to 41."""
-    count = checked_count(repeats, 41)
-    if count is None:
-        return 2
-    print(f"measuring the small lookup ({count} rounds)...", file=sys.stderr, flush=True)
-    sys.stdout.write(format_result(measure(count)))
-    return 0
+    cases = [("measuring the small lookup ({count} rounds)...", measure)]
+    return run_cases(repeats, 41, cases, lambda found: format_result(found[0]))

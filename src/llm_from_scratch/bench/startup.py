@@ -20,6 +20,6 @@ def format_result(medians: Sequence[float], runs: int) -> str:
     )
 
 
-def run(runs: int | None = None) -> int:
-    """Measure and print; ``runs`` defaults to 21."""
-    return run_processes(COMMANDS, runs, 21, format_result)
+def run(repeats: int | None = None) -> int:
+    """Measure and print; ``repeats`` (runs) defaults to 21."""
+    return run_processes(COMMANDS, repeats, 21, format_result)

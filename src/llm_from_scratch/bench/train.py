@@ -1,10 +1,6 @@
-"""``llm-from-scratch bench train``: ``ch18 train`` against gensim's word2vec and PyTorch.
-
-Each trainer (``ours``: the whole ``ch18 train`` command; ``gensim`` and ``torch``:
-:mod:`~llm_from_scratch.bench.train_runners`) runs on one corpus and settings as a fresh
-process, taking turns in every round; the report gives each one's median wall time, peak memory
-and words per second, the group measure of its last table (mean cosines inside and between
-:data:`~llm_from_scratch.demos.ch18_token_embeddings.train.REPORT_GROUPS`), and the ratios.
+"""``llm-from-scratch bench train``: ``ch18 train`` against gensim's word2vec and PyTorch
+(:mod:`~llm_from_scratch.bench.train_runners`), each a fresh process on one corpus and settings,
+taking turns in every round (the report: ``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -43,8 +39,8 @@ THREADS: Final = (1, 2)
 
 @dataclass(frozen=True)
 class Measured:
-    """One trainer on one thread count: its runs' wall times and peak memory, and its table's
-    group measure (from its last run)."""
+    """One trainer on one thread count: its runs' wall times and peak memory, and the group
+    measure of its last run's table."""
 
     trainer: str
     threads: int
@@ -87,10 +83,8 @@ class TrainBenchResult:
 
     def find(self, trainer: str, threads: int) -> Measured | None:
         """The measurement of ``trainer`` on ``threads``, if it ran."""
-        found = [
-            item for item in self.measured if (item.trainer, item.threads) == (trainer, threads)
-        ]
-        return found[0] if found else None
+        case = (trainer, threads)
+        return next((item for item in self.measured if (item.trainer, item.threads) == case), None)
 
 
 def group_measure(vectors: np.ndarray, words: Sequence[str]) -> tuple[float, float]:
@@ -112,8 +106,8 @@ def word_list(tokenizer: Path) -> list[str]:
 
 
 def timed_process(command: Sequence[str]) -> tuple[float, int]:
-    """Run ``command`` as a fresh process: its wall time and its peak resident set in bytes
-    (the child's own, from ``wait4``). Its output is discarded.
+    """Run ``command`` as a fresh process, its output discarded: its wall time and its own peak
+    resident set in bytes (from ``wait4``).
 
     Raises:
         RuntimeError: it exited with a status other than 0 (its standard error is printed).
@@ -132,8 +126,7 @@ def timed_process(command: Sequence[str]) -> tuple[float, int]:
 
 
 def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:
-    """``corpus`` ``copies`` times over: ``folder/copy-1/...`` to ``folder/copy-N/...``, each a
-    symbolic link to every text of the corpus (read as the texts themselves)."""
+    """``corpus`` ``copies`` times over: ``folder/copy-N/`` holds a symbolic link to each text."""
     files = [file.path for file in corpus_files(corpus)]
     for copy in range(1, copies + 1):
         target = folder / f"copy-{copy}"
@@ -235,15 +228,15 @@ def format_result(result: TrainBenchResult) -> str:
 def run(
     corpus: Path | None = None,
     epochs: int = 5,
-    rounds: int = 3,
+    repeats: int = 3,
     trainers: Sequence[str] = TRAINERS,
     threads: Sequence[int] = THREADS,
     copies: int = 1,
 ) -> int:
-    """Measure and print (``corpus`` None: the fetched Shakespeare texts)."""
+    """Measure and print, ``repeats`` rounds (``corpus`` None: the fetched Shakespeare texts)."""
     from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 
-    if rounds < 1 or epochs < 1 or copies < 1:
+    if repeats < 1 or epochs < 1 or copies < 1:
         print("error: --repeats, --epochs and --copies must be at least 1", file=sys.stderr)
         return 2
     path = corpus if corpus is not None else default_corpus_folder()
@@ -251,7 +244,7 @@ def run(
         print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
         return 2
     try:
-        result = measure(path, epochs, rounds, trainers, threads, copies)
+        result = measure(path, epochs, repeats, trainers, threads, copies)
     except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -1,10 +1,8 @@
-"""The other two trainers of ``llm-from-scratch bench train``, each a fresh process that imports
-gensim or PyTorch: ``python -m llm_from_scratch.bench.train_runners gensim|torch --corpus PATH
---output DIR --epochs E --threads T --seed S`` trains on the corpus as ``ch18 train`` reads it,
-writes ``DIR/vectors.npy`` and ``DIR/words.json`` (the word of each row) and prints its seconds.
-gensim's ``Word2Vec(sg=1)`` runs with the same settings on sentences streamed anew each pass;
-the PyTorch model is ``ch18 train``'s with sparse ``nn.Embedding`` tables, ``torch.bmm``,
-``F.logsigmoid`` and ``SGD``, in batches of :data:`BATCH_PAIRS` pairs drawn with NumPy.
+"""The other two trainers of ``llm-from-scratch bench train``, each a fresh process:
+``python -m llm_from_scratch.bench.train_runners gensim|torch --corpus PATH --output DIR ...``
+trains on the corpus as ``ch18 train`` reads it, writes ``DIR/vectors.npy`` and
+``DIR/words.json`` (the word of each row) and prints its seconds. gensim runs ``Word2Vec(sg=1)``;
+the PyTorch model is ``ch18 train``'s with sparse ``nn.Embedding`` tables and ``SGD``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Compare the lookup timings of this source tree with another one, side by side in one run.
-
-``python -m llm_from_scratch.bench.versions BASELINE_SRC`` times the actions of
-:func:`~llm_from_scratch.bench.embedding.measure_case` (no PyTorch) in fresh workers of each
-tree, the trees taking turns, and prints each action's median over the rounds and this tree's
-over the baseline's (the ``copy`` row, the same code in both, shows the machine's drift).
+"""``python -m llm_from_scratch.bench.versions BASELINE_SRC``: the lookup timings of
+:func:`~llm_from_scratch.bench.embedding.measure_case` (no PyTorch) in fresh workers of this
+source tree and another, taking turns, and this tree's medians over the baseline's (the ``copy``
+row, the same code in both, shows the machine's drift).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 """Training a token table on a corpus: skip-gram with negative sampling, streamed in blocks
-(``docs/training.md``).
-
-The pieces, in the order a run uses them: :mod:`~llm_from_scratch.training.words` (what a word
-is), :mod:`~llm_from_scratch.training.corpus` (the corpus read as a stream),
-:mod:`~llm_from_scratch.training.vocabulary`, :mod:`~llm_from_scratch.training.skipgram` (the
-samples, the model and its loss on the tape), :mod:`~llm_from_scratch.training.kernels` (the same
-steps compiled), :mod:`~llm_from_scratch.training.run` (threads, progress and checkpoints).
+(``docs/training.md``); each name below loads its module on first use.
 
     >>> from pathlib import Path
     >>> from llm_from_scratch.training import TrainOptions

@@ -1,10 +1,6 @@
-"""A training run's checkpoint: everything it needs to go on where it stopped, in one file.
-
-``checkpoint.safetensors`` in the output folder, replaced atomically, holds the two tables, the
-vocabulary (its counts, and its words as UTF-8 lines) and, in its metadata, the options, the
-corpus (each file's path relative to the corpus, size and encoding), its word count and the
-:class:`Position` (``docs/training.md``). The generator needs no state: every block's draws
-start from :func:`~llm_from_scratch.training.skipgram.block_state`.
+"""A training run's checkpoint, ``checkpoint.safetensors`` in the output folder: the two tables,
+the vocabulary, and in its metadata the options, the corpus and the :class:`Position`
+(``docs/training.md``, "Checkpoints and resuming").
 """
 
 from __future__ import annotations

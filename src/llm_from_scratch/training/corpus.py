@@ -1,12 +1,5 @@
-"""A training corpus read as a stream: its files, their pieces of text, and their words.
-
-A corpus is one text file, or a folder whose ``.txt`` files (any case of the suffix) are found
-recursively, hidden files and folders left out and links to folders not followed, sorted by
-their path relative to the folder. A file is read :data:`PIECE_BYTES` at a time, up to the size
-it had when it was listed, into *pieces* of whole lines of less than twice that (a longer line
-is cut after a space, or else between two characters); it is UTF-8 (a leading byte-order mark
-dropped), or Latin-1 when :func:`count_words` finds it is not (``docs/training.md``). A
-*sentence* is a line with a word (:mod:`~llm_from_scratch.training.words`).
+"""A training corpus read as a stream: its files, their pieces of whole lines (a longer line cut),
+and their words (``docs/training.md``, "Reading the corpus").
 """
 
 from __future__ import annotations

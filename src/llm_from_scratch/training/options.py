@@ -126,8 +126,7 @@ class TrainOptions:
         checked_options = replace(self, threads=threads, memory_budget=budget)
         for name, spec, kind in option_fields():
             if spec.minimum is not None:
-                maximum = thread_limit if name == "threads" else spec.maximum
-                bounded = OptionSpec(spec.help, spec.minimum, maximum)
+                bounded = replace(spec, maximum=thread_limit) if name == "threads" else spec
                 _check_number(name, getattr(checked_options, name), bounded, kind)
         _check_output(self.output)
         return checked_options

@@ -1,14 +1,6 @@
-"""A training run: the corpus streamed block by block to threads that train the shared tables.
-
-:meth:`Run.start` checks the options and counts the corpus (the vocabulary), or reads the
-checkpoint it resumes. :meth:`Run.train` makes the epochs' passes: the main thread reads the
-corpus in pieces and turns each into a block of tokens; the training threads take the blocks in
-turn and run :func:`~llm_from_scratch.training.kernels.train_block` on the shared tables without
-locks (``reference``: the calling thread runs
-:func:`~llm_from_scratch.training.skipgram.reference_block` on the tape). A block's samples depend
-only on the seed, the epoch and the block's number; after each epoch, and every
-``checkpoint_minutes`` within one, the run waits for the blocks handed out and writes its
-:mod:`~llm_from_scratch.training.checkpoint` (threads and reproducibility: ``docs/training.md``).
+"""A training run: the corpus streamed block by block to threads that train the shared tables
+without locks, a checkpoint after each epoch and every ``checkpoint_minutes`` within one (threads,
+checkpoints and reproducibility: ``docs/training.md``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""A table and its tokenizer belong together: what a table file records of its tokenizer.
-
-A table file written for a tokenizer records in its safetensors metadata (text values) the
-tokenizer's vocabulary size (:data:`VOCABULARY_SIZE_KEY`, decimal) and its
-:func:`vocabulary_fingerprint` (:data:`FINGERPRINT_KEY`), so that ``ch18 neighbours`` can refuse a
-table beside another tokenizer. Standard library only: the trainer writes it, the neighbours
-read it.
+"""What a table file records of its tokenizer, so that ``ch18 neighbours`` can refuse a table
+beside another tokenizer: in its safetensors metadata, the vocabulary size and the
+:func:`vocabulary_fingerprint` (standard library only).
 
     >>> tokenizer_metadata(["to", "be", "[UNK]"])
     {'tokenizer_vocabulary_size': '3', \

@@ -1,11 +1,6 @@
-"""The vocabulary of a corpus: word IDs by falling frequency, their counts, and a tokenizer file.
-
-:meth:`Vocabulary.from_counts` keeps the words seen at least ``min_count`` times (5, as gensim).
-IDs go by falling count, ties by the word in code-point order; the unknown token ``[UNK]`` takes
-the last ID, with a count of 0. :meth:`Vocabulary.tokens` turns a text into the trainer's tokens:
-each word's ID, :data:`UNKNOWN_WORD` for a word outside (read, then dropped, as gensim drops it)
-and :data:`SENTENCE_END` at each line end. :meth:`Vocabulary.save_tokenizer` writes a Hugging
-Face ``tokenizer.json`` (``WordLevel``) that maps a line to the same IDs.
+"""The vocabulary of a corpus: word IDs by falling count (ties by the word), the unknown token
+``[UNK]`` last with a count of 0; the trainer's tokens of a text (:data:`UNKNOWN_WORD` for a word
+outside, :data:`SENTENCE_END` at each line end); a ``tokenizer.json`` mapping a line to the IDs.
 
     >>> vocabulary = Vocabulary.build([["to", "be"], ["or", "not", "to", "be"], ["to"]], 2)
     >>> vocabulary.words, vocabulary.counts.tolist()

@@ -1,15 +1,7 @@
-"""What a word of a corpus is: one grammar for the trainer and for the tokenizer file it writes
-(``docs/training.md``, "Words").
-
-A text is case-folded (``str.casefold``), then NFC-normalized. Its words are the matches of
-:data:`WORD_PATTERN`: runs of letters, with at most one apostrophe inside a run followed by more
-letters. A *letter* is what Python's regular expressions call a word character but a decimal
-digit or the underscore: the Unicode letters (``L*``, every script) and the non-decimal numerals
-(``Nl``, ``No``). A run of more than :data:`LONGEST_WORD` letters is no word a vocabulary counts
-(a file of random letters would otherwise fill the counts). A *line* ends at ``\\n``,
-``\\r\\n`` or ``\\r``. The tokenizer file says the same in the ``tokenizers`` package's terms:
-NFC, lower case, the characters whose case folding is not their lower case replaced by their
-folding, NFC again, and a split that keeps the matches of the same pattern.
+"""What a word of a corpus is, one grammar for the trainer and the tokenizer file it writes
+(``docs/training.md``, "Words"): a text case-folded, then NFC-normalized; its words the matches
+of :data:`WORD_PATTERN`, at most :data:`LONGEST_WORD` letters counted; a line ends at ``\\n``,
+``\\r\\n`` or ``\\r``.
 
     >>> line_words("Th' ARE! don't rock'n'roll, café 2B Straße ОТЕЦ")
     ['th', 'are', "don't", "rock'n", 'roll', 'café', 'b', 'strasse', 'отец']

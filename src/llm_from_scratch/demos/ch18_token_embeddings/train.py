@@ -1,12 +1,6 @@
-"""``llm-from-scratch ch18 train``: learn a token table from a corpus, and report what it learned.
-
-:func:`train` starts a run of :mod:`llm_from_scratch.training`, measures the random table,
-trains, measures the trained table the same way, writes ``table.safetensors`` and
-``tokenizer.json`` as one (:func:`llm_from_scratch.files.replace_files`), and returns a
-:class:`TrainReport` for the command's text and figure to format. A table is measured
-(:class:`TableView`) with the neighbours module: the neighbours of :data:`REPORT_WORDS`, the mean
-cosines inside and between :data:`REPORT_GROUPS` (their words in the vocabulary, at least two a
-group) and the groups' projection; the Russian words when the vocabulary holds more of them.
+"""``llm-from-scratch ch18 train``: learn a token table from a corpus, and report what it learned
+(:func:`train`): the random table and the trained one measured alike (:class:`TableView`), the
+table and its tokenizer written as one.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The command ``llm-from-scratch ch18 train``: options in, a trained table and a report out.
-
-Progress goes to standard error, the report to standard output (``docs/training.md``). A bad
-option, corpus or ``--figure`` path is one line with exit status 2 before any file is written; a
-file that cannot be written, status 1; Ctrl-C, status 130, the output folder holding the files
-it held before and the last checkpoint (or both new files, when it came while they were written).
+"""The command ``llm-from-scratch ch18 train``: options in, a trained table and a report out
+(exit statuses and files left: ``docs/training.md``).
 """
 
 from __future__ import annotations
