@@ -1,10 +1,7 @@
 """Differentiable element-wise and shape operations, each forward next to its VJP.
 
-What a scalar loss on an embedding output needs: ``add``, ``sub``, ``mul``, ``sum``,
-``reshape`` and ``log_sigmoid`` (the skip-gram loss). Operands have one shape and one dtype: no
-broadcasting, so every VJP stays as small as its forward. A real number is no operand: ``add``,
-``sub``, ``mul`` and ``div`` by a number record it, in the value's dtype, as a constant of the
-operation, and only the value receives a gradient.
+Operands have one shape and one dtype (no broadcasting: every VJP stays as small as its
+forward); a real number is recorded, in the value's dtype, as a constant of the operation.
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ def _element_wise(
     saved: object,
     vjp: Vjp,
 ) -> Node:
-    """Check two operands of one shape and dtype, then record ``function(left, right)``."""
     if left.array.shape != right.array.shape:
         left_shape, right_shape = left.array.shape, right.array.shape
         raise ShapeError("operand.shape", operation=operation, left=left_shape, right=right_shape)
@@ -78,8 +74,7 @@ def sub_vjp(saved: None, upstream: FloatArray) -> Sequence[Gradient]:
 
 @dataclass(frozen=True, slots=True)
 class MulSaved:
-    """The two operand values (read-only; a later change of a parameter is caught by its
-    revision)."""
+    """The two operand values."""
 
     left: FloatArray
     right: FloatArray
@@ -117,7 +112,6 @@ def _by_number(
     number: np.floating[Any],
     vjp: Vjp,
 ) -> Node:
-    """Record ``function(source, number)``; the number is a constant of the operation."""
 
     def compute() -> tuple[FloatArray, ScalarSaved]:
         try:
