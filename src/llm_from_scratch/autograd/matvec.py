@@ -151,11 +151,7 @@ def _matvec_into(out: Any, matrices: Any, vectors: Any, zero: Any) -> None:  # p
 
 @compiled_kernel(parallel=True)
 def _matvec_vjp_into(
-    matrix_gradient: Any,
-    vector_gradient: Any,
-    upstream: Any,
-    matrices: Any,
-    vectors: Any,
+    matrix_gradient: Any, vector_gradient: Any, upstream: Any, matrices: Any, vectors: Any
 ) -> int:  # pragma: no cover - JIT
     count, rows, width = matrices.shape
     blocks = min(count, BLOCKS)

@@ -361,9 +361,7 @@ class TensorValue:
     # Reverse mode -----------------------------------------------------------------------------
 
     def backward_with_seed(
-        self,
-        seed: Tensor | npt.NDArray[Any],
-        retention: GraphRetention = GraphRetention.RETAIN,
+        self, seed: Tensor | npt.NDArray[Any], retention: GraphRetention = GraphRetention.RETAIN
     ) -> None:
         """Run reverse mode from this value and add each parameter's gradient to its store.
 
