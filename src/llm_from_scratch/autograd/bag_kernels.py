@@ -113,9 +113,8 @@ def bag_sums_into(
 ) -> None:
     """``out[b] = 0.0 + (weights[e] *) table[rows[e]] + ...`` over bag ``b``'s entries ``e``
     in order (``starts``: ``[B + 1]``)."""
-    _bag_sums_into(
-        out, np.ascontiguousarray(table), rows, starts, _weights_or_empty(weights, out.dtype)
-    )
+    listed = np.empty(0, dtype=out.dtype) if weights is None else np.ascontiguousarray(weights)
+    _bag_sums_into(out, np.ascontiguousarray(table), rows, starts, listed)
 
 
 def bag_maxima_into(
@@ -169,7 +168,3 @@ def weight_gradients_into(
     _weight_gradients_into(
         out, np.ascontiguousarray(upstream), np.ascontiguousarray(table), rows, bags
     )
-
-
-def _weights_or_empty(weights: FloatArray | None, dtype: np.dtype[Any]) -> FloatArray:
-    return np.empty(0, dtype=dtype) if weights is None else np.ascontiguousarray(weights)
