@@ -126,9 +126,8 @@ def kernel_thread_limit() -> int:
 
 
 def set_kernel_threads(count: int) -> int:
-    """Run compiled kernels' ``prange`` loops on ``count`` threads (1 to
-    :func:`kernel_thread_limit`, checked by the caller) in the calling thread; return the count
-    it had. Imports Numba."""
+    """Run the calling thread's compiled ``prange`` loops on ``count`` threads (checked by the
+    caller); return the count it had. Imports Numba."""
     numba = _numba()
     previous = int(numba.get_num_threads())
     numba.set_num_threads(count)

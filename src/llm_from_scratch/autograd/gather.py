@@ -99,8 +99,8 @@ def plan_from_validated_indices(
     table_shape: tuple[int, int],
     rule: RowGradientRule = PLAIN_GRADIENT,
 ) -> RowGatherPlan:
-    """The trusted constructor (package-internal): the caller checked every index and the
-    output layout; nothing is checked again. Takes ``indices`` over (it becomes read-only)."""
+    """The trusted constructor: the caller checked every index and the output layout; takes
+    ``indices`` over (it becomes read-only)."""
     indices.flags.writeable = False
     plan = object.__new__(RowGatherPlan)  # the fields set as the dataclass sets them
     object.__setattr__(plan, "indices", indices)
@@ -213,8 +213,7 @@ _EXACT_AS_INDEX: Final = frozenset(
 )  # every native integer dtype whose values all fit an index (all but uint64 on 64 bits)
 _END: Final = object()
 
-Source: TypeAlias = "Sequence[object] | np.ndarray[Any, Any]"
-"""IDs as they are read: a sequence of items, or a plain (non-subclass, unmasked) array."""
+Source: TypeAlias = "Sequence[object] | np.ndarray[Any, Any]"  # items, or a plain array
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,9 +252,8 @@ def plain_array(ids: np.ndarray[Any, Any], checker: Checker) -> np.ndarray[Any, 
 
 
 def read_ids(source: Source, count: int, bound: int) -> IndexArray | IdProblem:
-    """Convert ``count`` values into a new index buffer, each read once, and check the bounds
-    on that buffer: the buffer, or the first problem in flat order (nothing after it is read);
-    MemoryError when the buffer cannot be reserved."""
+    """Convert ``count`` values, each read once, into a new index buffer and check its bounds:
+    the buffer, or the first problem in flat order (MemoryError: no room for the buffer)."""
     buffer: np.ndarray[Any, Any] | None = None
     if isinstance(source, np.ndarray) and source.dtype.kind != "O":
         read = _array_buffer(source)

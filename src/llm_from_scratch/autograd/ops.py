@@ -175,8 +175,7 @@ def divided_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
 
 
 def sum_forward(source: Node) -> Node:
-    """The sum of every element. Shape: input ``[*]``, output ``[]``; the VJP's fact is the
-    input's shape."""
+    """The sum of every element (``[*]`` to ``[]``); the VJP's fact is the input's shape."""
 
     def compute() -> tuple[FloatArray, Shape]:
         with np.errstate(over="ignore", invalid="ignore"):  # an infinite sum is its value
@@ -192,14 +191,9 @@ def sum_vjp(input_shape: Shape, upstream: FloatArray) -> Sequence[Gradient]:
 
 
 def reshape_forward(source: Node, shape: object) -> Node:
-    """The same values in row-major order under ``shape`` (the same element count); the VJP's
-    fact is the input's shape.
-
-    Raises:
-        ShapeError: ``shape.invalid``, the target's layout fails (too many axes included) or it
-            has no elements and NumPy cannot describe it (``shape.overflow``); then
-            ``reshape.count``, another element count.
-    """
+    """The same values in row-major order under ``shape`` (the VJP's fact is the input's shape):
+    ``shape.invalid`` for a target whose layout fails, then ``reshape.count`` for another count,
+    then ``shape.invalid`` (``shape.overflow``) for an empty one NumPy cannot describe."""
     what = "reshape target shape"
     try:
         target, count = checked_shape_and_count(shape)

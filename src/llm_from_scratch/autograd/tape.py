@@ -145,9 +145,8 @@ def record(
     vjp: Vjp,
 ) -> Node:
     """Wrap what ``compute`` returns (a new array, never a view of a parameter's values, and
-    the facts the VJP needs) in an operation node that records the revisions it read, or in a
-    constant when nothing needs a gradient or under ``no_grad()``; an operand that reaches a
-    released tape is ``tape.released-operand``."""
+    the VJP's facts) in an operation node, or a constant when nothing needs a gradient or under
+    ``no_grad()``; an operand that reaches a released tape is ``tape.released-operand``."""
     recording = getattr(_recording, "enabled", True)
     tracked = False
     for name, node in operands:

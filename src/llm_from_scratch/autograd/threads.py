@@ -79,13 +79,9 @@ def update_parameters(
     planned: Callable[[], Sequence[Write | None]],
     read: Callable[[], _T] | None = None,
 ) -> _T | None:
-    """Plan and write in-place updates of parameters as one atomic step, then ``read()`` before
-    the locks are released, and return what it returns.
-
-    Holding every lock, ``planned()`` returns one write per node (None: left as it is), or
-    raises and nothing is written; the writes run as :func:`write_parameters` runs them. A node
-    that is no parameter is a ``TapeError`` first.
-    """
+    """Under every node's lock: ``planned()`` returns one write per node (None: left as it is)
+    or raises, writing nothing; the writes run (:func:`write_parameters`); then ``read()``, whose
+    result is returned. A node that is no parameter is a ``TapeError`` first."""
     for node in nodes:
         if node.kind != "parameter":
             raise not_a_parameter("an in-place update", node.kind)
