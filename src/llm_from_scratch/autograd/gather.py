@@ -110,9 +110,6 @@ def plan_from_validated_indices(
     return plan
 
 
-# The one ID reader ---------------------------------------------------------------------------
-
-
 def plan_of_ids(
     ids: object,
     table_shape: tuple[int, int],
@@ -346,8 +343,6 @@ def _converted_block(
         out[position] = as_int
     return None
 
-
-# Nested lists ----------------------------------------------------------------------------------
 
 _NESTS: Final = (list, tuple)
 

@@ -205,11 +205,6 @@ def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:
         return np.asarray(np.add(earlier, later))
 
 
-def as_dense(gradient: Gradient) -> FloatArray:
-    """The dense array of ``gradient`` (row-sparse gradients are materialized)."""
-    return gradient.to_dense() if isinstance(gradient, RowSparseGradient) else gradient
-
-
 def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
     """The dense flat index and value of the first NaN or infinity, or None (a row-sparse
     gradient is checked on its summed rows when it knows them)."""

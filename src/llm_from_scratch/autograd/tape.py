@@ -135,9 +135,6 @@ def no_grad() -> Iterator[None]:
         _recording.enabled = previous
 
 
-# Recording ---------------------------------------------------------------------------------------
-
-
 def record(
     operation: str,
     operands: Sequence[tuple[str, Node]],

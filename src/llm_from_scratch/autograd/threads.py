@@ -45,7 +45,7 @@ Write: TypeAlias = "Callable[[FloatArray], None]"  # one planned in-place write 
 def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_T, tuple[int, ...]]:
     """``compute()``, which reads ``nodes``, run on one revision of each (again under their
     locks if an update was or started writing meanwhile), and the revisions it read."""
-    ended = tuple(map(_WRITES_ENDED, nodes))  # first: any write after it makes `begun` differ
+    ended = tuple(map(_WRITES_ENDED, nodes))  # first: a write under way or begun later shows
     revisions = tuple(map(_REVISION, nodes))
     result = compute()
     if tuple(map(_WRITES_BEGUN, nodes)) == ended:

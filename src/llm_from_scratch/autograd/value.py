@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd.gather import gather_rows_forward, plan_of_ids
-from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
+from llm_from_scratch.autograd.gradient import RowSparseGradient, first_non_finite
 from llm_from_scratch.autograd.matvec import matvec_forward
 from llm_from_scratch.autograd.ops import (
     add_forward,
@@ -614,8 +614,10 @@ def _copied(array: FloatArray, what: str) -> FloatArray:
 
 
 def _dense(what: str, gradient: RowSparseGradient | FloatArray) -> FloatArray:
+    if not isinstance(gradient, RowSparseGradient):
+        return gradient
     try:
-        return as_dense(gradient)
+        return gradient.to_dense()
     except MemoryError as error:
         raise output_allocation_error(what, math.prod(gradient.shape)) from error
 

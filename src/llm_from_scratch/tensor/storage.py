@@ -244,7 +244,7 @@ class Tensor:
         else:
             _fill_from_items(array.reshape(-1), source.items)
         array.flags.writeable = False
-        _hold(self, array)
+        object.__setattr__(self, "_array", array)  # frozen: set as a dataclass sets it
 
     @classmethod
     def from_numpy(cls, array: npt.NDArray[Any]) -> Tensor:
@@ -398,12 +398,8 @@ def tensor_without_copy(array: FloatArray) -> Tensor:
     """The trusted constructor: a Tensor viewing ``array`` read-only, neither checked nor copied
     (a later write by the package, an optimizer step, shows through)."""
     tensor = object.__new__(Tensor)
-    _hold(tensor, read_only_view(array))
+    object.__setattr__(tensor, "_array", read_only_view(array))
     return tensor
-
-
-def _hold(tensor: Tensor, array: FloatArray) -> None:
-    object.__setattr__(tensor, "_array", array)  # the one write into a frozen Tensor
 
 
 def _allocation_error(extents: Shape, count: int) -> ShapeError | AllocationError:
