@@ -1,8 +1,5 @@
-"""The central-difference gradient probe (contract section 5), for any function of one parameter.
-
-The probe never touches the caller's parameter: it evaluates the loss on fresh leaves holding
-perturbed copies of the values, and reads the analytic gradient from another fresh leaf.
-"""
+"""The central-difference gradient probe (contract section 5), for any function of one parameter:
+the loss runs on fresh leaves holding copies of the values, never on the caller's parameter."""
 
 from __future__ import annotations
 
@@ -98,7 +95,6 @@ def check_gradient(
 
 
 def _numeric(loss: Loss, values: FloatArray, h: float) -> FloatArray:
-    """The central difference of each coordinate, on fresh leaves."""
     numeric = np.zeros(values.shape, dtype=np.float64)
     flat_values, flat_numeric = values.reshape(-1), numeric.reshape(-1)
     for index in range(flat_values.size):

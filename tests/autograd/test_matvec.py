@@ -13,7 +13,7 @@ from llm_from_scratch.autograd import (
     TensorValue,
 )
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
-from llm_from_scratch.autograd.matvec_kernels import lane_dot_numpy, matvec_into, matvec_vjp_into
+from llm_from_scratch.autograd.matvec import lane_dot_numpy, matvec_into, matvec_vjp_into
 from llm_from_scratch.errors import NonFiniteError, ShapeError, TapeError
 from llm_from_scratch.gradcheck import check_gradient
 from llm_from_scratch.tensor import Tensor

@@ -1,19 +1,7 @@
-"""The embedding bag: one tape operation that looks up the rows of each bag of IDs and reduces
-them to one row per bag by ``sum``, ``mean`` or ``max`` (PyTorch's ``embedding_bag``).
-
-``nn.functional.embedding_bag`` checks the IDs, bags and options once and builds a
-:class:`BagPlan` through :func:`bag_plan_from_validated`; :func:`bag_forward` and its VJP
-:func:`bag_vjp` sit below. Entries whose ID is the padding row are skipped: they add nothing,
-count for nothing in a mean and receive no gradient. For bag ``b``, over its positions ``p``:
-
-- ``sum``: ``out[b] = 0.0 + w[p] * table[ids[p]] + ...`` in flat order (no ``w`` without
-  per-sample weights); ``mean``: that sum over the bag's entry count (an empty bag gives zeros);
-- ``max``: coordinate-wise, the first largest entry in flat order wins and its row receives that
-  coordinate's gradient; an empty bag gives zeros.
-
-The table gradient is row-sparse and, for ``sum`` and ``mean``, bit-identical to the loop
-``g[ids[p]] += w[p] * upstream[b]`` (``mean``: ``upstream[b] / size[b]``) in flat order. Large
-bags run compiled kernels (:mod:`~llm_from_scratch.autograd.bag_kernels`) with the same sums.
+"""The embedding bag: one tape operation that reduces the rows of each bag of IDs to one row by
+``sum``, ``mean`` or ``max`` (PyTorch's ``embedding_bag``; the sums and their order are the
+contract's section 9.6). Entries whose ID is the padding row are skipped. Large bags run
+compiled kernels (:mod:`~llm_from_scratch.autograd.bag_kernels`) with the same sums.
 """
 
 from __future__ import annotations
@@ -43,8 +31,8 @@ BAG_MODES: Final[tuple[BagMode, ...]] = ("sum", "mean", "max")
 
 @dataclass(frozen=True, slots=True, eq=False, init=False)
 class BagPlan:
-    """Checked facts of one embedding bag, built only by :func:`bag_plan_from_validated`, and its
-    entries: the positions whose ID is not the padding row, which the reductions and VJP read.
+    """Checked facts of one embedding bag (built only by :func:`bag_plan_from_validated`) and
+    its entries: the positions whose ID is not the padding row.
 
     Shape:
         ``indices``: ``[N]``; ``bag_starts``: ``[B + 1]``, from ``0`` to ``N``, never
@@ -85,9 +73,8 @@ def bag_plan_from_validated(
     mode: BagMode,
     padding_row: int | None,
 ) -> BagPlan:
-    """The trusted constructor (package-internal): every index is a row of the table,
-    ``bag_starts`` runs from ``0`` to ``N`` without decreasing, ``mode`` is one of
-    :data:`BAG_MODES`, ``padding_row`` a row or None; nothing is checked. Takes the arrays over."""
+    """The trusted constructor: the caller checked every field (see :class:`BagPlan`); takes
+    the arrays over."""
     entry_rows, entry_starts, entry_positions = indices, bag_starts, None
     if padding_row is not None:
         kept = indices != padding_row
@@ -116,11 +103,9 @@ def bag_plan_from_validated(
 
 @dataclass(frozen=True, slots=True)
 class BagSaved:
-    """What the bag's VJP needs: the plan; ``sizes``, each bag's entry count (``mean``);
-    ``max_rows``, the row of each output coordinate, ``-1`` in an empty bag (``max``); the
-    entries' ``weights``, or None; the ``table`` values when the weights need a gradient (a
-    later change of a parameter is caught by its revision); whether the table needs a
-    gradient; and the weights' own shape when they need one."""
+    """What the bag's VJP needs: ``sizes`` (``mean``), ``max_rows``, the row of each output
+    coordinate, ``-1`` in an empty bag (``max``), the entries' weights, and the table and the
+    weights' shape when the weights need a gradient."""
 
     plan: BagPlan
     sizes: IndexArray | None
@@ -132,14 +117,7 @@ class BagSaved:
 
 
 def bag_forward(table: Node, plan: BagPlan, weights: Node | None) -> Node:
-    """Reduce each bag's rows of ``table`` to one output row (see the module docstring).
-
-    Shape:
-        ``table``: ``[V, d]``; ``weights``: the IDs' shape; output: ``[B, d]``.
-
-    Raises:
-        TapeError, AllocationError: ``tape.released-operand``, ``output.allocation``.
-    """
+    """Reduce each bag's rows of ``table`` (``[V, d]``) to one output row (``[B, d]``)."""
     operands = [("table", table)]
     if weights is not None:
         operands.append(("per_sample_weights", weights))
@@ -166,15 +144,13 @@ def bag_forward(table: Node, plan: BagPlan, weights: Node | None) -> Node:
 def embedding_bag_with_plan(
     table: TensorValue, plan: BagPlan, weights: TensorValue | None
 ) -> TensorValue:
-    """The embedding bag of ``table`` by a checked plan (package-internal); ``weights``, when
-    given, has the IDs' shape and the table's dtype."""
+    """The embedding bag of ``table`` by a checked plan (``weights``: the IDs' shape)."""
     weights_node = None if weights is None else node_of(weights)
     return value_of(bag_forward(node_of(table), plan, weights_node))
 
 
 def bag_vjp(saved: BagSaved, upstream: FloatArray) -> Sequence[Gradient | None]:
-    """The table's row-sparse gradient and, with per-sample weights, theirs:
-    ``dw[p] = upstream[bag(p)] . table[ids[p]]`` (zero for a padding entry)."""
+    """The table's row-sparse gradient and, with weights, theirs (zero for a padding entry)."""
     table = _table_gradient(saved, upstream) if saved.table_gradient else None
     if saved.weights is None:
         return (table,)
@@ -221,8 +197,7 @@ def _reduced_into(
 
 
 def _maxima_by_rounds(output: FloatArray, table: FloatArray, plan: BagPlan) -> IndexArray:
-    """Round ``k`` compares the ``k``-th entry of every bag at once, so each bag sees its entries
-    in flat order, as the plain loop does."""
+    """Round ``k`` compares the ``k``-th entry of every bag: each bag sees them in flat order."""
     output[...] = 0.0
     max_rows = np.full(output.shape, -1, dtype=np.intp)
     starts = plan.entry_starts[:-1]
@@ -243,8 +218,8 @@ def _maxima_by_rounds(output: FloatArray, table: FloatArray, plan: BagPlan) -> I
 
 
 def entry_upstream(saved: BagSaved, upstream: FloatArray) -> FloatArray:
-    """What each entry of bag ``b`` receives from the ``[B, d]`` upstream before any weight:
-    ``upstream[b]``, in ``mean`` mode ``upstream[b] / size[b]``."""
+    """What each entry of bag ``b`` receives before any weight: ``upstream[b]`` (``mean``:
+    ``/ size[b]``)."""
     if saved.sizes is None:
         return upstream
     return upstream / np.maximum(saved.sizes, 1).reshape(-1, 1).astype(upstream.dtype)

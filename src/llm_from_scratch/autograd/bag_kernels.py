@@ -1,10 +1,8 @@
 """The compiled kernels of the embedding bag: its reductions and the sums of its VJP.
 
-Compiled on first call, like the gather's kernels (see :mod:`~llm_from_scratch.autograd.dispatch`),
-without fast-math: every sum starts from ``0.0`` and adds its terms in the order the NumPy path
-of :mod:`~llm_from_scratch.autograd.bag` adds them, in the arrays' own dtype, so both paths give
-the same bits. They read only a bag's entries (its positions whose ID is not the padding row);
-absent per-sample weights are passed as an empty array.
+Every sum starts from ``0.0`` and adds its terms in the order the NumPy path of
+:mod:`~llm_from_scratch.autograd.bag` adds them, so both paths give the same bits. They read
+only a bag's entries; absent per-sample weights are passed as an empty array.
 """
 
 from __future__ import annotations
@@ -113,27 +111,17 @@ def bag_sums_into(
     starts: IndexArray,
     weights: FloatArray | None,
 ) -> None:
-    """``out[b] = 0.0 + (weights[e] *) table[rows[e]] + ...`` over bag ``b``'s entries ``e`` in
-    order (four rows per pass over the features without weights; the same order of additions).
-
-    Shape:
-        ``out``: ``[B, d]``; ``table``: ``[V, d]``; ``rows``: ``[M]``; ``starts``: ``[B + 1]``;
-        ``weights``: ``[M]``.
-    """
-    _bag_sums_into(
-        out, np.ascontiguousarray(table), rows, starts, _weights_or_empty(weights, out.dtype)
-    )
+    """``out[b] = 0.0 + (weights[e] *) table[rows[e]] + ...`` over bag ``b``'s entries ``e``
+    in order (``starts``: ``[B + 1]``)."""
+    listed = np.empty(0, dtype=out.dtype) if weights is None else np.ascontiguousarray(weights)
+    _bag_sums_into(out, np.ascontiguousarray(table), rows, starts, listed)
 
 
 def bag_maxima_into(
     out: FloatArray, table: FloatArray, rows: IndexArray, starts: IndexArray
 ) -> IndexArray:
-    """Each bag's coordinate-wise maximum over its entries (the first wins a tie) into ``out``;
-    returns the row that produced each coordinate (``-1``: an empty bag).
-
-    Shape:
-        ``out``: ``[B, d]``; returns ``[B, d]``.
-    """
+    """Each bag's coordinate-wise maximum (the first wins a tie) into ``out`` (``[B, d]``);
+    returns the row that produced each coordinate (``-1``: an empty bag)."""
     max_rows = np.empty(out.shape, dtype=np.intp)
     _bag_maxima_into(out, max_rows, np.ascontiguousarray(table), rows, starts)
     return max_rows
@@ -146,12 +134,8 @@ def bag_row_sums(
     weights: FloatArray | None,
     rows_in_table: int,
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """Sorted unique rows, and for each the sum of ``(weights[p] *) upstream[bag_of[p]]`` over
-    its positions in flat order; also the use counts.
-
-    Shape:
-        ``indices``, ``bag_of``, ``weights``: ``[N]``; ``upstream``: ``[B, d]``.
-    """
+    """Sorted unique rows, each one's sum of ``(weights[p] *) upstream[bag_of[p]]`` over its
+    positions in flat order, and the use counts."""
     rows, starts, order = row_groups(indices, rows_in_table)
     sources = bag_of[order]  # the upstream row of each entry, grouped by row
     if weights is None:
@@ -165,12 +149,8 @@ def bag_row_sums(
 def max_row_sums(
     max_rows: IndexArray, upstream: FloatArray, rows_in_table: int
 ) -> tuple[IndexArray, FloatArray]:
-    """Sorted unique rows that produced a maximum, and for each the sum, in bag order, of the
-    upstream coordinates it produced.
-
-    Shape:
-        ``max_rows`` and ``upstream``: ``[B, d]``.
-    """
+    """Sorted unique rows that produced a maximum, each one's sum, in bag order, of the
+    upstream coordinates it produced."""
     flat_rows = max_rows.reshape(-1)
     coordinates = np.flatnonzero(flat_rows >= 0).astype(np.intp, copy=False)
     rows, starts, order = row_groups(flat_rows[coordinates], rows_in_table)
@@ -184,15 +164,7 @@ def max_row_sums(
 def weight_gradients_into(
     out: FloatArray, upstream: FloatArray, table: FloatArray, rows: IndexArray, bags: IndexArray
 ) -> None:
-    """``out[e] = upstream[bags[e]] . table[rows[e]]``, features left to right.
-
-    Shape:
-        ``out``, ``rows``, ``bags``: ``[M]``; ``upstream``: ``[B, d]``; ``table``: ``[V, d]``.
-    """
+    """``out[e] = upstream[bags[e]] . table[rows[e]]``, features left to right."""
     _weight_gradients_into(
         out, np.ascontiguousarray(upstream), np.ascontiguousarray(table), rows, bags
     )
-
-
-def _weights_or_empty(weights: FloatArray | None, dtype: np.dtype[Any]) -> FloatArray:
-    return np.empty(0, dtype=dtype) if weights is None else np.ascontiguousarray(weights)

@@ -1,10 +1,8 @@
 """The one choice between NumPy and a compiled kernel, and the one place that imports Numba.
 
-Below :data:`COMPILED_KERNEL_MIN_VALUES` array values NumPy alone is faster than loading compiled
-code, so every caller asks :func:`runs_compiled`. Kernel modules write their loops in plain
-Python with :data:`prange` and mark them with :func:`compiled_kernel` (and the small functions
-they call with :func:`kernel_helper`); Numba is imported, and a loop compiled or loaded from its
-cache, on that loop's first call, so small work and the chapter demo never load it.
+Kernel loops are plain Python with :data:`prange`, marked by :func:`compiled_kernel` (and their
+helpers by :func:`kernel_helper`); Numba compiles or loads a loop on its first call, so small
+work and the chapter demo never load it.
 """
 
 from __future__ import annotations
@@ -16,11 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16
-"""Array sizes from which gathers, scatters, finiteness checks and row updates run compiled."""
-
-prange = range
-"""The parallel range of kernel loops: Python's ``range``, Numba's ``prange`` once compiled."""
+COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16  # below this many values NumPy alone is faster
+prange = range  # Numba's prange once compiled
 
 
 def runs_compiled(values: int) -> bool:
@@ -39,12 +34,10 @@ class CompiledKernel:
 
     Args:
         loop: a module-level function of NumPy arrays and numbers, written with :data:`prange`.
-        parallel: compile its ``prange`` loops for several threads; after
-            :func:`set_kernel_threads` set one thread for the calling thread, a serial
-            compilation runs instead (the same results, without starting a parallel region).
-        pack_lanes: also run LLVM's superword-level vectorizer (Numba leaves it off) for this
-            loop's compilations, so explicitly independent sums become vector instructions; it
-            changes no operation and no order, so the results are the same bits.
+        parallel: compile ``prange`` loops for several threads (serial after
+            :func:`set_kernel_threads` set one thread for the calling thread).
+        pack_lanes: also run LLVM's superword-level vectorizer on this loop (independent sums
+            become vector instructions; no operation or order changes).
     """
 
     __slots__ = ("_compiled", "_loop", "_pack_lanes", "_packed_types", "_parallel")
@@ -73,8 +66,7 @@ class CompiledKernel:
 
 
 def runs_on_one_thread() -> bool:
-    """True after :func:`set_kernel_threads` set one thread for the calling thread: a kernel may
-    then take another order of work that pays on one thread (with the same results)."""
+    """True after :func:`set_kernel_threads` set one thread for the calling thread."""
     return getattr(_threads, "count", 0) == 1
 
 
@@ -93,8 +85,8 @@ _COMPILED_HELPERS: dict[str, Callable[..., Any]] = {}
 
 
 def kernel_helper(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a small module-level function that kernel loops call (names unique across the
-    package): Python runs it as it is, a compiled kernel that names it a compiled copy."""
+    """Mark a function kernel loops call (names unique in the package); compiled kernels call
+    a compiled copy."""
     if not isinstance(function, types.FunctionType):
         raise TypeError(f"a kernel helper is a plain function, got {type(function).__name__}")
     _HELPERS[function.__name__] = function
@@ -129,15 +121,13 @@ def _lanes_packed() -> Iterator[None]:
 
 
 def kernel_thread_limit() -> int:
-    """How many threads compiled kernels may use (Numba's pool: one per processor unless
-    ``NUMBA_NUM_THREADS`` says otherwise). Imports Numba."""
+    """How many threads compiled kernels may use (``NUMBA_NUM_THREADS``). Imports Numba."""
     return int(_numba().config.NUMBA_NUM_THREADS)
 
 
 def set_kernel_threads(count: int) -> int:
-    """Run compiled kernels' ``prange`` loops on ``count`` threads (1 to
-    :func:`kernel_thread_limit`, checked by the caller) in the calling thread; return the count
-    it had. Imports Numba."""
+    """Run the calling thread's compiled ``prange`` loops on ``count`` threads (checked by the
+    caller); return the count it had. Imports Numba."""
     numba = _numba()
     previous = int(numba.get_num_threads())
     numba.set_num_threads(count)
@@ -146,14 +136,12 @@ def set_kernel_threads(count: int) -> int:
 
 
 def sleep_between_kernels() -> None:
-    """Ask Numba's OpenMP threads to sleep as soon as a parallel region ends
-    (``OMP_WAIT_POLICY=PASSIVE``), unless the environment chose a wait already
-    (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``); OpenMP reads it once, when Numba loads it.
+    """Set ``OMP_WAIT_POLICY=PASSIVE`` unless ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` is set
+    (OpenMP reads it once, when Numba loads it): threads sleep once a parallel region ends.
 
-    For a long run interleaving Python work with many short kernels on a shared machine
-    (``ch18 train``): there, OpenMP's default spin made two two-thread epochs side by side take
-    2.7 times as long, while a library call keeps the default, under which back-to-back kernels
-    on a small table run up to 1.3 times faster (``docs/performance.md``).
+    For a long run sharing the machine (``ch18 train``): OpenMP's default spin made two
+    two-thread epochs side by side take 2.7 times as long; a library call keeps the default,
+    under which back-to-back kernels on a small table run up to 1.3 times faster.
     """
     if not any(name in os.environ for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -176,8 +164,7 @@ def _compiled_helper(helper: types.FunctionType) -> Callable[..., Any]:
 def _with_compiled_helpers(
     function: types.FunctionType, names: dict[str, Any]
 ) -> types.FunctionType:
-    """A copy of ``function`` whose globals also hold ``names`` and compiled copies of the
-    helpers it calls."""
+    """A copy of ``function`` whose globals also hold ``names`` and its compiled helpers."""
     helpers = {
         name: _compiled_helper(helper)
         for name, helper in _HELPERS.items()

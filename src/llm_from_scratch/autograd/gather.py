@@ -1,18 +1,9 @@
 """The row gather (course chapter 16): one ID reader, one trusted plan, one kernel, one VJP.
 
-Every row lookup reads its IDs once, in :func:`plan_of_ids`: the layer call and
-``Embedding.forward``, ``nn.functional.embedding``, the bags and ``TensorValue.gather_rows``.
-It normalizes the IDs (flat IDs and their shape, an array, or nested lists), checks them in the
-contract's order, converts them once into a new index buffer (:func:`read_ids`) and checks the
-bounds on that very buffer, which the :class:`RowGatherPlan` then owns: what was checked is what
-the kernel gathers, whatever the caller's objects do later. Errors are worded for the boundary
-that checked (``checker``: ``embedding`` gives the ``ids.*`` rules, ``gather`` the
-``gather.*`` ones).
-
-The kernel :func:`gather_rows_forward` copies one table row per index; its VJP
-:func:`gather_rows_vjp` scatter-adds the upstream rows into a row-sparse table gradient, by the
-plan's :class:`RowGradientRule` (a padding row that receives nothing, or sums divided by
-frequency).
+Every row lookup reads its IDs once, in :func:`plan_of_ids`, into a new index buffer whose
+bounds are checked on that very buffer, which the :class:`RowGatherPlan` then owns: what was
+checked is what the kernel :func:`gather_rows_forward` gathers. Its VJP
+:func:`gather_rows_vjp` scatter-adds the upstream rows into a row-sparse table gradient.
 """
 
 from __future__ import annotations
@@ -47,10 +38,7 @@ from llm_from_scratch.tensor.storage import (
     plain_view,
 )
 
-Checker: TypeAlias = Literal["embedding", "gather"]
-"""Who reads the IDs, which words the errors: the embedding layers (``ids.*``) or
-``TensorValue.gather_rows`` (``gather.*``)."""
-
+Checker: TypeAlias = Literal["embedding", "gather"]  # who reads the IDs words the errors
 _PREFIX: Final = {"embedding": "ids", "gather": "gather"}
 
 
@@ -66,11 +54,6 @@ class RowGradientRule:
 
     padding_row: int | None = None
     scale_by_frequency: bool = False
-
-    @property
-    def is_plain(self) -> bool:
-        """True when the gradient is the plain sum (no padding row, no scaling)."""
-        return self.padding_row is None and not self.scale_by_frequency
 
 
 PLAIN_GRADIENT: Final = RowGradientRule()
@@ -107,7 +90,7 @@ class RowGatherPlan:
     @property
     def has_plain_gradient(self) -> bool:
         """True when the table gradient is the plain scatter-add of the upstream rows."""
-        return self.gradient_rule.is_plain
+        return self.gradient_rule == PLAIN_GRADIENT
 
 
 def plan_from_validated_indices(
@@ -116,8 +99,8 @@ def plan_from_validated_indices(
     table_shape: tuple[int, int],
     rule: RowGradientRule = PLAIN_GRADIENT,
 ) -> RowGatherPlan:
-    """The trusted constructor (package-internal): the caller checked every index and the
-    output layout; nothing is checked again. Takes ``indices`` over (it becomes read-only)."""
+    """The trusted constructor: the caller checked every index and the output layout; takes
+    ``indices`` over (it becomes read-only)."""
     indices.flags.writeable = False
     plan = object.__new__(RowGatherPlan)  # the fields set as the dataclass sets them
     object.__setattr__(plan, "indices", indices)
@@ -125,9 +108,6 @@ def plan_from_validated_indices(
     object.__setattr__(plan, "table_shape", table_shape)
     object.__setattr__(plan, "gradient_rule", rule)
     return plan
-
-
-# The one ID reader ---------------------------------------------------------------------------
 
 
 def plan_of_ids(
@@ -139,21 +119,11 @@ def plan_of_ids(
     shape: object = None,
     checker: Checker = "embedding",
 ) -> RowGatherPlan:
-    """Read a lookup's IDs once: normalize them, check them in the contract's order, convert.
+    """Read a lookup's IDs once: normalize them, check them in the contract's order (its
+    sections 4 and 9.7: the ``ids.*`` rules, or ``gather.*`` for ``checker="gather"``), convert.
 
     ``ids`` is an integer array or nested lists whose own shape is the token shape; or, given
     ``shape``, flat IDs in row-major order (a sequence or a 1-D array) and the shape they form.
-
-    Raises, in this order (each the first failure):
-        IdError or ShapeError: the layout of ``shape`` (``ids.shape``; ``shape.invalid`` for
-            ``gather``).
-        IdError: the container (``ids.container``: a masked array, not a flat sequence;
-            ``ids.nesting``); the count of flat IDs (``ids.count``).
-        IdError or ShapeError: the output shape ``shape + (d,)`` does not fit.
-        AllocationError: no room for a nest's IDs or the index buffer (``ids.allocation``).
-        IdError: a ragged nest (``ids.container``); an empty array of a non-integer dtype
-            (``ids.dtype``); the first ID in flat order that is no integer (``ids.type``) or
-            lies outside ``[0, V)`` (``ids.out-of-range``).
     """
     prefix, (rows, width) = _PREFIX[checker], table_shape
     source: Source | None
@@ -192,9 +162,7 @@ def _check_output_shape(
     given: object, shape: Shape, width: int, itemsize: int, checker: Checker
 ) -> None:
     """The output ``shape + (d,)`` has at most ``MAX_AXES`` axes, a layout that fits and, with
-    no elements, a shape NumPy can describe (an output too large to allocate is no layout
-    error); the reader calls it only when a quick look (no suffix product exceeds a non-zero
-    total that fits) cannot tell."""
+    no elements, a shape NumPy can describe (too large to allocate is no layout error)."""
     output_shape = (*shape, width)
     try:
         _, elements = checked_row_major_layout(output_shape)
@@ -230,16 +198,9 @@ def _id_error(prefix: str, problem: IdProblem, count: int, rows: int) -> IdError
     )
 
 
-# Reading IDs once ------------------------------------------------------------------------------
-#
-# A NumPy array of any subclass is read through ``plain_view``, never through an overridden
-# method; a masked array is refused. An array of a non-integer dtype is refused before anything
-# is converted (a non-empty one names position 0 and its first value, an empty one its dtype);
-# an object array is read like a sequence. A sequence's ``len()`` is read once, before any
-# item, and its items once each, at most one past that length; a Python ``int`` is taken as it
-# is, any other ``numbers.Integral`` through one ``operator.index``. Nested lists and tuples
-# claim their shape by their first items, at most ``MAX_AXES`` levels deep; a list or tuple
-# subclass is read as the items the base class holds.
+# Reading IDs once: an array through ``plain_view`` (never an overridden method), a sequence's
+# ``len()`` once and its items once each (at most one past that length), a list or tuple
+# subclass as the items its base class holds.
 
 _CHUNK: Final = 1 << 16  # items converted per block (bounds temporary memory)
 _FEW_IDS: Final = 64
@@ -249,16 +210,14 @@ _EXACT_AS_INDEX: Final = frozenset(
 )  # every native integer dtype whose values all fit an index (all but uint64 on 64 bits)
 _END: Final = object()
 
-Source: TypeAlias = "Sequence[object] | np.ndarray[Any, Any]"
-"""IDs as they are read: a sequence of items, or a plain (non-subclass, unmasked) array."""
+Source: TypeAlias = "Sequence[object] | np.ndarray[Any, Any]"  # items, or a plain array
 
 
 @dataclass(frozen=True, slots=True)
 class IdProblem:
-    """The first fault found while reading, in flat order: ``type`` (``value`` is the
-    non-integer), ``bounds`` (outside ``[0, bound)``: the integer), ``count`` (a sequence that
-    yielded another number of items than its length: how many, ``count + 1`` when more) or
-    ``dtype`` (an empty array of a non-integer dtype: the dtype)."""
+    """The first fault found while reading, in flat order, and the ``value`` it names: a
+    non-integer, an integer out of bounds, the count a sequence yielded against its length
+    (``count + 1`` when more), or the dtype of an empty non-integer array."""
 
     kind: Literal["type", "bounds", "count", "dtype"]
     position: int
@@ -266,8 +225,7 @@ class IdProblem:
 
 
 def flat_source(ids: object, checker: Checker) -> tuple[Source, int]:
-    """A flat sequence or 1-D array and its ``len()`` (read once), without reading a value;
-    anything else, a masked array included, is ``ids.container``."""
+    """A flat sequence or 1-D array and its ``len()`` (read once), else ``ids.container``."""
     rule = f"{_PREFIX[checker]}.container"
     if isinstance(ids, np.ndarray):
         plain = plain_array(ids, checker)
@@ -291,13 +249,8 @@ def plain_array(ids: np.ndarray[Any, Any], checker: Checker) -> np.ndarray[Any, 
 
 
 def read_ids(source: Source, count: int, bound: int) -> IndexArray | IdProblem:
-    """Convert ``count`` values into a new index buffer, each read once, and check the bounds
-    on that buffer: the buffer if every value is an integer in ``[0, bound)``, else the first
-    problem in flat order (no value after it is read).
-
-    Raises:
-        MemoryError: the index buffer cannot be reserved.
-    """
+    """Convert ``count`` values, each read once, into a new index buffer and check its bounds:
+    the buffer, or the first problem in flat order (MemoryError: no room for the buffer)."""
     buffer: np.ndarray[Any, Any] | None = None
     if isinstance(source, np.ndarray) and source.dtype.kind != "O":
         read = _array_buffer(source)
@@ -329,9 +282,8 @@ def read_ids(source: Source, count: int, bound: int) -> IndexArray | IdProblem:
 
 
 def _array_buffer(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | IdProblem:
-    """One read of an integer array (any rank, any layout) into a new flat buffer in row-major
-    order, as indices (uint64 as itself, to be checked before it is converted); another dtype
-    is the problem at position 0 (its dtype, when the array is empty)."""
+    """One read of an integer array into a new flat row-major buffer (uint64 kept, checked
+    before it is converted); another dtype is the problem at position 0."""
     if array.dtype.kind not in "iu":
         if array.size == 0:
             return IdProblem("dtype", 0, array.dtype)
@@ -353,9 +305,8 @@ def _empty_indices(count: int) -> IndexArray:
 def _converted_blocks(
     items: Iterator[object], buffer: IndexArray, bound: int
 ) -> Iterator[tuple[int, int, IdProblem | None]]:
-    """Convert the items into ``buffer`` a block at a time, each item read once; yield each
-    block's positions and the problem that ended it (a non-integer, an integer outside
-    ``[0, bound)`` read one by one, or a count other than the buffer's)."""
+    """Convert the items into ``buffer`` a block at a time, each read once; yield each block's
+    positions and the problem that ended it, if any."""
     count = buffer.size
     for start in range(0, count, _CHUNK):
         wanted = min(_CHUNK, count - start)
@@ -374,8 +325,8 @@ def _converted_blocks(
 def _converted_block(
     block: list[object], out: IndexArray, offset: int, bound: int
 ) -> IdProblem | None:
-    """Convert ``block`` into ``out``, each item read once: Python ints at once (checked by the
-    reader), any other integer through one ``operator.index``, checked here."""
+    """Convert ``block`` into ``out``: Python ints at once, any other through one
+    ``operator.index``."""
     if set(map(type, block)) <= {int}:  # Python ints cannot change: NumPy may read them itself
         with suppress(OverflowError):  # an int beyond 64 bits: the pass below names it
             out[:] = cast("list[int]", block)
@@ -393,15 +344,12 @@ def _converted_block(
     return None
 
 
-# Nested lists ----------------------------------------------------------------------------------
-
 _NESTS: Final = (list, tuple)
 
 
 def nest_shape(ids: object) -> Shape:
-    """The shape nested lists and tuples claim, following first items, at most ``MAX_AXES``
-    levels deep (one ID is shape ``()``); no ID is read. Deeper is ``ids.nesting`` (a list that
-    contains itself, for example)."""
+    """The shape nested lists claim by their first items (no ID read); deeper than
+    ``MAX_AXES`` is ``ids.nesting``."""
     shape: list[int] = []
     probe = ids
     while isinstance(probe, _NESTS):
@@ -417,12 +365,8 @@ def nest_shape(ids: object) -> Shape:
 
 
 def nest_leaves(ids: object, shape: Shape, count: int) -> list[object]:
-    """The ``count`` leaves of a nest of exactly ``shape``, in row-major order.
-
-    Raises:
-        AllocationError: ``ids.allocation``, no room for the leaves.
-        IdError: ``ids.container``, a ragged nest (the first irregular place in row-major order).
-    """
+    """The ``count`` leaves of a nest of exactly ``shape``, in row-major order; no room is
+    ``ids.allocation``, a ragged nest ``ids.container``."""
     level: list[object] = [ids]
     try:
         if count > _CHUNK:
@@ -444,8 +388,8 @@ def nest_leaves(ids: object, shape: Shape, count: int) -> list[object]:
 
 
 def _reserve_room(count: int) -> None:
-    """``ids.allocation`` unless ``count`` references fit in memory: an object array (which may
-    be a stride-0 view of any logical size) is about to become lists."""
+    """``ids.allocation`` unless ``count`` references fit in memory (an object array, maybe a
+    stride-0 view of any size, is about to become lists)."""
     if count <= _CHUNK:
         return
     try:
@@ -484,15 +428,8 @@ def _ragged(ids: object, shape: Shape) -> str:
 
 
 def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
-    """Copy table row ``indices[p]`` to output position ``p``: the one forward kernel.
-
-    Shape:
-        ``table``: ``[V, d]``; output: ``index_shape + (d,)``.
-
-    Raises:
-        TapeError: ``tape.released-operand``.
-        AllocationError: ``output.allocation`` (nothing is recorded).
-    """
+    """Copy table row ``indices[p]`` to output position ``p`` (``[V, d]`` to
+    ``index_shape + (d,)``); no memory is ``output.allocation``, nothing recorded."""
 
     def gathered() -> tuple[FloatArray, RowGatherPlan]:
         indices, width = plan.indices, plan.table_shape[1]
@@ -511,9 +448,8 @@ def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
 
 
 def gather_rows_vjp(plan: RowGatherPlan, upstream: FloatArray) -> Sequence[RowSparseGradient]:
-    """Scatter-add upstream rows into a row-sparse ``[V, d]`` table gradient: rows no position
-    selects are absent (exactly zero); repeated indices sum in flat order from ``+0.0``, then,
-    with ``scale_by_frequency``, are divided by their count; a padding row is left out."""
+    """Scatter-add upstream rows into a row-sparse ``[V, d]`` table gradient, by the plan's
+    :class:`RowGradientRule`."""
     rule = plan.gradient_rule
     flat_upstream = upstream.reshape(plan.indices.size, plan.table_shape[1])
     gradient = RowSparseGradient.from_scatter(

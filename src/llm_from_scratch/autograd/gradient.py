@@ -1,9 +1,5 @@
-"""Gradient values on the tape: dense arrays, and row-sparse tables a row gather leaves.
-
-A row gather's VJP touches only the rows its indices select, so its table gradient is stored as
-sorted unique ``rows`` and one summed vector per row; dense and row-sparse gradients combine by
-:func:`add_gradients`, and the dense view is made only on demand.
-"""
+"""Gradient values on the tape: dense arrays, and the row-sparse tables a row gather leaves
+(sorted unique ``rows``, one summed vector each; made dense only on demand)."""
 
 from __future__ import annotations
 
@@ -23,17 +19,14 @@ _FEW_VALUES: Final = 64
 
 @dataclass(frozen=True, slots=True, repr=False)
 class RowSparseGradient:
-    """A ``[V, d]`` gradient that is zero outside a few rows.
-
-    It takes its arrays over without a copy (the package's constructors build new ones).
+    """A ``[V, d]`` gradient that is zero outside a few rows (it takes its arrays over).
 
     Attributes:
-        rows: the sorted unique row indices ``[k]`` (a new read-only view on each access).
-        values: the gradient of each listed row ``[k, d]`` (likewise).
+        rows: the sorted unique row indices ``[k]`` (a read-only view).
+        values: the gradient of each listed row ``[k, d]`` (a read-only view).
         shape: the dense shape ``(V, d)``.
         summed: positions in :attr:`rows` whose values add two or more upstream rows, or None
-            when unknown. The others copy one upstream row each, so they are finite whenever
-            the upstream is: only summed rows need a finiteness check.
+            when unknown; only those need a finiteness check (the others copy one finite row).
 
     Example:
         >>> import numpy as np
@@ -58,17 +51,14 @@ class RowSparseGradient:
 
     @property
     def rows(self) -> IndexArray:
-        """The sorted unique row indices, shape ``[k]`` (a read-only view)."""
         return read_only_view(self._rows)
 
     @property
     def values(self) -> FloatArray:
-        """The gradient of each listed row, shape ``[k, d]`` (a read-only view)."""
         return read_only_view(self._values)
 
     @property
     def summed(self) -> IndexArray | None:
-        """Positions in :attr:`rows` whose values sum several upstream rows, or None."""
         return None if self._summed is None else read_only_view(self._summed)
 
     @property
@@ -78,8 +68,7 @@ class RowSparseGradient:
 
     @classmethod
     def empty(cls, shape: Shape, dtype: np.dtype[Any]) -> RowSparseGradient:
-        """The all-zero gradient of a ``shape`` table: no rows (one shared object per shape and
-        dtype: it never changes)."""
+        """The all-zero gradient of a ``shape`` table: no rows (one shared object per shape)."""
         empty = _EMPTY.get((shape, dtype))
         if empty is None:
             rows, values = np.empty(0, dtype=np.intp), np.empty((0, shape[1]), dtype=dtype)
@@ -96,13 +85,9 @@ class RowSparseGradient:
         *,
         divide_by_counts: bool = False,
     ) -> RowSparseGradient:
-        """Sum the upstream rows that share an index: each row's sum starts from ``0.0`` and adds
-        its positions left to right, bit for bit the loop ``g[indices[p]] += upstream[p]``; with
-        ``divide_by_counts`` each sum is then divided by its number of positions.
-
-        Shape:
-            ``indices``: ``[N]``; ``upstream``: ``[N, d]``; ``shape``: ``(V, d)``.
-        """
+        """Sum the upstream rows (``[N, d]``) that share an index, bit for bit the loop
+        ``g[indices[p]] += upstream[p]`` from ``0.0``; ``divide_by_counts`` then divides each
+        sum by its number of positions."""
         if indices.size == 0:
             return cls.empty(shape, upstream.dtype)
         if upstream.size <= _FEW_VALUES and upstream.dtype == np.float64 and not divide_by_counts:
@@ -150,8 +135,8 @@ class RowSparseGradient:
         return RowSparseGradient(rows, values, self.shape)
 
     def added_to_dense(self, dense: FloatArray, *, dense_first: bool = True) -> FloatArray:
-        """A new dense array ``dense + self`` (``self + dense`` unless ``dense_first``: the
-        first operand's NaN is the one kept); ``dense`` is not changed."""
+        """A new array ``dense + self`` (``self + dense`` unless ``dense_first``: the first
+        operand's NaN is kept)."""
         result = np.array(dense, copy=True)
         with np.errstate(over="ignore", invalid="ignore"):
             if dense_first:
@@ -164,9 +149,8 @@ class RowSparseGradient:
 def scatter_sums(
     indices: IndexArray, upstream: FloatArray
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """Sorted unique rows, each one's sum of its upstream rows and its use count, with NumPy's
-    unbuffered ``add.at``: each sum starts from ``+0.0`` and adds its positions left to right,
-    as :func:`~llm_from_scratch.autograd.kernels.scatter_rows` adds them for large scatters."""
+    """Sorted unique rows, each one's sum of its upstream rows (from ``+0.0``, left to right,
+    as :func:`~llm_from_scratch.autograd.kernels.scatter_rows` adds) and its use count."""
     inverse: Any
     if indices.size <= _FEW_POSITIONS:  # Python's set and sort beat np.unique's overhead
         ids = indices.tolist()
@@ -186,8 +170,8 @@ def scatter_sums(
 def _scatter_floats(
     indices: IndexArray, upstream: FloatArray
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """:func:`scatter_sums` of a few float64 values in Python floats (the same IEEE double
-    arithmetic, without NumPy's call overhead), with the summed positions for the counts."""
+    """:func:`scatter_sums` of a few float64 values in Python floats (the same arithmetic,
+    without NumPy's overhead), with the summed positions for the counts."""
     sums: dict[int, list[float]] = {}
     counts: dict[int, int] = {}
     for row, term in zip(indices.tolist(), upstream.tolist(), strict=True):
@@ -221,15 +205,9 @@ def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:
         return np.asarray(np.add(earlier, later))
 
 
-def as_dense(gradient: Gradient) -> FloatArray:
-    """The dense array of ``gradient`` (row-sparse gradients are materialized)."""
-    return gradient.to_dense() if isinstance(gradient, RowSparseGradient) else gradient
-
-
 def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
-    """The dense flat index and value of the first NaN or infinity, or None if all are finite
-    (a row-sparse gradient that knows its summed rows is checked on those only: the tape only
-    ever passes finite upstream gradients)."""
+    """The dense flat index and value of the first NaN or infinity, or None (a row-sparse
+    gradient is checked on its summed rows when it knows them)."""
     if not isinstance(gradient, RowSparseGradient):
         found = _first_non_finite_value(gradient)
         return None if found is None else (found, float(gradient.reshape(-1)[found]))
@@ -250,7 +228,6 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
 
 
 def _first_non_finite_value(values: FloatArray) -> int | None:
-    """The flat index of the first NaN or infinity of ``values``, or None."""
     if values.size >= COMPILED_KERNEL_MIN_VALUES:  # a compiled count, with no temporary mask
         finite = all_finite(values)
     elif values.size <= _FEW_VALUES:  # Python's floats beat NumPy's call overhead here

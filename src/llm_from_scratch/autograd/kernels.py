@@ -1,10 +1,5 @@
-"""The tape's compiled kernels: large row gathers, scatters and finiteness checks.
-
-Each loop is compiled by Numba on its first call (:mod:`~llm_from_scratch.autograd.dispatch`
-decides when a kernel runs). Every kernel writes into arrays NumPy allocated, and none uses
-fast-math, so sums keep their left-to-right order and match the plain loop bit for bit.
-:func:`scatter_sum` is the one sum of grouped upstream rows: the tape's scatter, the bag's VJP
-and the optimizers' row updates (:mod:`llm_from_scratch.optim.kernels`) all call it.
+"""The tape's compiled kernels (see :mod:`~llm_from_scratch.autograd.dispatch`): large row
+gathers, scatters and finiteness checks; sums keep their left-to-right order, bit for bit.
 """
 
 from __future__ import annotations
@@ -19,8 +14,8 @@ from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 @kernel_helper
 def scatter_sum(out: Any, upstream: Any, sources: Any, start: int, stop: int) -> None:
-    """``out = 0.0 + upstream[sources[start]] + ... + upstream[sources[stop - 1]]``, each
-    feature added left to right (``stop > start``)."""
+    """``out = 0.0 + upstream[sources[start]] + ... + upstream[sources[stop - 1]]``: the one
+    sum of grouped upstream rows (the scatter, the bag's VJP, the optimizers' row updates)."""
     first = sources[start]
     for feature in range(out.shape[0]):
         out[feature] = 0.0 + upstream[first, feature]
@@ -41,8 +36,6 @@ def _gather_rows_into(out: Any, table: Any, indices: Any) -> None:  # pragma: no
 
 @compiled_kernel(parallel=False)
 def _counting_plan(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover - JIT
-    """A stable counting sort: sorted unique rows, where each row's positions start, and the
-    positions grouped by row in increasing order."""
     cursor = np.zeros(rows_in_table, np.int64)
     for position in range(indices.shape[0]):
         cursor[indices[position]] += 1
@@ -102,17 +95,15 @@ def _count_non_finite(flat: Any) -> int:  # pragma: no cover - JIT
 
 
 def gather_rows_into(out: FloatArray, table: FloatArray, indices: IndexArray) -> None:
-    """``out[p, :] = table[indices[p], :]`` for valid ``indices`` (``[N, d]``, ``[V, d]``,
-    ``[N]``)."""
+    """``out[p, :] = table[indices[p], :]`` for valid ``indices``."""
     _gather_rows_into(out, np.ascontiguousarray(table), indices)
 
 
 def row_groups(
     indices: IndexArray, rows_in_table: int
 ) -> tuple[IndexArray, IndexArray, IndexArray]:
-    """The positions of each used row, by a stable counting sort: the sorted unique rows
-    ``[k]``, where each row's group starts in ``order`` (``[k + 1]``, the last ``N``) and
-    ``order`` (``[N]``), each row's positions in increasing order."""
+    """A stable counting sort: the sorted unique rows, where each row's group starts in
+    ``order`` (``[k + 1]``, the last ``N``) and ``order``, each row's positions in order."""
     rows, starts, order = _counting_plan(indices, rows_in_table)
     return rows, starts, order
 
@@ -127,11 +118,7 @@ def grouped_sums(upstream: FloatArray, starts: IndexArray, order: IndexArray) ->
 def scatter_rows(
     indices: IndexArray, upstream: FloatArray, rows_in_table: int
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """Sorted unique rows, each row's sum of upstream rows in flat order, and the use counts.
-
-    Shape:
-        ``indices``: ``[N]``, rows of a ``rows_in_table``-row table; ``upstream``: ``[N, d]``.
-    """
+    """Sorted unique rows, each row's sum of upstream rows in flat order, and the use counts."""
     rows, starts, order = row_groups(indices, rows_in_table)
     return rows, grouped_sums(upstream, starts, order), np.diff(starts)
 
@@ -139,9 +126,8 @@ def scatter_rows(
 def position_sums(
     indices: IndexArray, upstream: FloatArray, rows_in_table: int
 ) -> tuple[IndexArray, FloatArray]:
-    """The rows and sums of :func:`scatter_rows`, bit for bit, but reading a C-contiguous
-    ``upstream`` front to back on one thread (a large upstream that has left the cache streams
-    in rather than being fetched row by row)."""
+    """The rows and sums of :func:`scatter_rows`, bit for bit, reading a C-contiguous
+    ``upstream`` front to back on one thread (it streams in rather than row by row)."""
     used = np.bincount(indices, minlength=rows_in_table) > 0
     rows = np.flatnonzero(used).astype(np.intp, copy=False)
     slot_of_row = np.cumsum(used, dtype=np.intp) - 1

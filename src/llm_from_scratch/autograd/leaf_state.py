@@ -1,16 +1,9 @@
 """Pickling and deep-copying tape leaves: the state a leaf carries, checked when it is rebuilt.
 
-A leaf pickles as its kind, its values and, for a parameter, its stored gradient in the form it
-has: dense, or row-sparse as its sorted unique ``rows``, their ``values`` and the ``summed``
-positions (or None). A parameter's values are copied at one value revision. Neither the revision
-nor the lock is carried: a rebuilt or deep-copied leaf is a new node at revision 0. ``pickle``
-writes each node once (:func:`reduce_node` is registered with :mod:`copyreg`), so handles on one
-node come back on one new node; an operation result refuses (``tape.unpicklable``).
-
-A pickle can be crafted, so :func:`restore_node` checks what it receives as a public boundary
-does (``tape.leaf-state``) and builds the node from its own native-order copies: finite float32
-or float64 values, and a gradient of the values' dtype and shape (dense) or with sorted unique
-rows in range, one finite row of values each, sorted unique summed positions (row-sparse).
+A leaf pickles as its kind, its values (at one revision) and, for a parameter, its stored
+gradient, dense or row-sparse; a rebuilt or deep-copied leaf is a new node at revision 0, and
+handles on one node come back on one new node. A pickle can be crafted, so
+:func:`restore_node` checks what it receives as a public boundary does (``tape.leaf-state``).
 """
 
 from __future__ import annotations
@@ -50,15 +43,8 @@ def refuse_operation(node: Node, action: str) -> None:
     raise TapeError("tape.unpicklable", action=action, operation=name or "unknown")
 
 
-# Pickling --------------------------------------------------------------------------------------
-
-
 def reduce_node(node: Node) -> tuple[Callable[[object], Node], tuple[dict[str, object]]]:
-    """How ``pickle`` writes a node: :func:`restore_node` and the leaf's state.
-
-    Raises:
-        TapeError: ``tape.unpicklable``; AllocationError: ``output.allocation`` (``leaf copy``).
-    """
+    """How ``pickle`` writes a node: :func:`restore_node` and the leaf's state."""
     refuse_operation(node, "pickle")
     if node.kind == "constant":  # a constant's values never change: no copy needed
         return restore_node, ({"kind": "constant", "values": node.array},)
@@ -86,14 +72,9 @@ def _gradient_state(gradient: Gradient | None) -> dict[str, object]:
 
 
 def restore_node(state: object) -> Node:
-    """Rebuild a pickled leaf: the unpickler's entry point (see :func:`reduce_node`).
-
-    Raises:
-        TapeError: ``tape.leaf-state``: the state, its kind, the values array, the gradient's
-            form, its rows, values or summed positions, checked in that order.
-        NonFiniteError: ``parameter.non-finite``; ``gradient.non-finite`` (``restored``).
-        AllocationError: ``output.allocation`` (``leaf copy``).
-    """
+    """Rebuild a pickled leaf from its own native-order copies, checking, in order, the state,
+    its kind, the values, the gradient's form, its rows, values and summed positions
+    (``tape.leaf-state``) and finiteness (``parameter.non-finite``, ``gradient.non-finite``)."""
     kind, fields = _checked_state("state", state, "kind", _STATE_KEYS)
     values = _owned(_float_view("values", fields["values"]))
     if kind == "constant":
@@ -134,14 +115,10 @@ def _restored_row_sparse(fields: dict[str, object], values: FloatArray) -> RowSp
     return RowSparseGradient(rows, owned, shape, positions)
 
 
-# Checks ----------------------------------------------------------------------------------------
-
-
 def _checked_state(
     part: str, state: object, key: str, choices: dict[str, tuple[str, ...]]
 ) -> tuple[str, dict[str, object]]:
-    """``state[key]`` and ``state``, when ``state`` is a dict whose ``key`` names one of
-    ``choices`` and whose keys are exactly the ones that choice lists."""
+    """``state[key]`` and ``state``, a dict with exactly the keys its choice lists."""
     if type(state) is not dict:
         raise _state_error(part, f"must be a dict, got {type(state).__name__}")
     choice = state.get(key)
@@ -178,9 +155,8 @@ def _check_layout(part: str, array: FloatArray, shape: Shape, dtype: np.dtype[An
 
 
 def _checked_positions(part: str, array: object, bound: int) -> IndexArray:
-    """A new intp copy of a 1-D integer array whose entries are sorted, unique and in
-    ``[0, bound)``: at most ``bound`` of them, which is checked before any entry is read (a
-    stride-0 view of any logical size is refused at once)."""
+    """A new intp copy of a 1-D integer array of at most ``bound`` (checked before any entry is
+    read) sorted unique entries in ``[0, bound)``."""
     plain = _plain_array(part, array)
     if plain.dtype.kind not in "iu" or plain.ndim != 1:
         raise _state_error(part, f"must be a 1-D integer array, got {plain.ndim}-D {plain.dtype}")
@@ -202,16 +178,8 @@ def _state_error(part: str, detail: str) -> TapeError:
     return TapeError("tape.leaf-state", part=part, detail=detail)
 
 
-# Copies ----------------------------------------------------------------------------------------
-
-
 def deep_copied_node(node: Node) -> Node:
-    """A new leaf node with copies of ``node``'s values and, for a parameter, of its stored
-    gradient in the same form; revision 0 and a new update lock.
-
-    Raises:
-        TapeError: ``tape.unpicklable`` (``deep-copy``); AllocationError: ``output.allocation``.
-    """
+    """A new leaf node (revision 0, a new lock) with copies of the values and gradient."""
     refuse_operation(node, "deep-copy")
     if node.kind == "constant":
         return Node(_owned(node.array), "constant", None)
@@ -243,8 +211,7 @@ _ArrayT = TypeVar("_ArrayT", bound="np.ndarray[Any, Any]")
 
 
 def _owned(array: _ArrayT) -> _ArrayT:
-    """A new C-contiguous array in native byte order owning a copy of ``array`` (a float or
-    an index array)."""
+    """A new C-contiguous copy of ``array`` in native byte order."""
     try:
         copy = np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
     except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow

@@ -1,19 +1,12 @@
-"""``matvec``: the row-wise dot products of a stack of matrices with a stack of vectors.
+"""``matvec``: ``y[..., m] = A[..., m, :] . x[..., :]`` for matrices ``A`` ``[..., M, d]`` and
+vectors ``x`` ``[..., d]`` (NumPy's ``np.matvec``), as skip-gram scores a centre word against
+its context word and negatives; the forward beside its VJP, then their compiled kernels.
 
-For matrices ``A`` of shape ``[..., M, d]`` and vectors ``x`` of shape ``[..., d]`` (the same
-leading axes), ``y[..., m] = A[..., m, :] . x[..., :]``, shape ``[..., M]`` (NumPy's
-``np.matvec``). Skip-gram scores one centre word against its context word and its negatives
-this way: ``A`` holds the ``M`` output rows of each pair, ``x`` the pair's input row.
-
-VJP, for an upstream ``g`` of shape ``[..., M]``:
-
-- ``dA[..., m, :] = g[..., m] * x[..., :]`` (one product per value);
-- ``dx[..., :] = sum over m of g[..., m] * A[..., m, :]``, the rows added in order from
-  ``+0.0``.
-
-Each dot product adds its ``d`` products in a fixed order of eight interleaved lanes (see
-:mod:`~llm_from_scratch.autograd.matvec_kernels`). Below the compiled-kernel threshold the sums
-run on NumPy in that very order, from it on compiled kernels: both give the same bits.
+A dot product sums its products in :data:`LANES` interleaved lanes (lane ``k`` adds features
+``k``, ``k + 8``, ... from ``+0.0``), then the lanes pairwise:
+``((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))``, on NumPy or compiled: the same bits.
+Eight independent sums keep the adders busy, and the fixed order makes the bits independent of
+the machine's vector width.
 """
 
 from __future__ import annotations
@@ -21,13 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Final
 
 import numpy as np
 
-from llm_from_scratch.autograd.dispatch import runs_compiled
+from llm_from_scratch.autograd.dispatch import compiled_kernel, prange, runs_compiled
 from llm_from_scratch.autograd.gradient import Gradient
-from llm_from_scratch.autograd.matvec_kernels import lane_dot_numpy, matvec_into, matvec_vjp_into
 from llm_from_scratch.autograd.tape import (
     Node,
     output_allocation_error,
@@ -37,30 +29,23 @@ from llm_from_scratch.autograd.tape import (
 from llm_from_scratch.errors import ShapeError
 from llm_from_scratch.tensor.storage import FloatArray
 
+LANES: Final = 8
+BLOCKS: Final = 64  # at most this many blocks of rows (taken by threads) per VJP run
+
 
 @dataclass(frozen=True, slots=True)
 class MatvecSaved:
-    """The two operand values (read-only; a later in-place change of a parameter operand is
-    caught by its revision)."""
+    """The two operand values; the VJP checks its gradients' finiteness itself."""
 
     vjp_checks_finiteness: ClassVar[bool] = True
-    """The VJP checks its gradients itself (the compiled one counts while it writes them), so
-    the backward pass does not read them again."""
 
     matrices: FloatArray
     vectors: FloatArray
 
 
 def matvec_forward(matrices: Node, vectors: Node) -> Node:
-    """``y[..., m] = matrices[..., m, :] . vectors[..., :]``.
-
-    Shape:
-        ``matrices``: ``[..., M, d]``; ``vectors``: ``[..., d]``; output ``[..., M]``.
-
-    Raises:
-        ShapeError: ``operand.matvec-shape``, then ``operand.dtype``.
-        TapeError, AllocationError: from the tape.
-    """
+    """``y[..., m] = matrices[..., m, :] . vectors[..., :]``; ``operand.matvec-shape``, then
+    ``operand.dtype``."""
     left, right = matrices.array, vectors.array
     if left.ndim < 2 or left.shape[:-2] + left.shape[-1:] != right.shape:
         raise ShapeError("operand.matvec-shape", left=left.shape, right=right.shape)
@@ -79,8 +64,8 @@ def matvec_forward(matrices: Node, vectors: Node) -> Node:
 
 
 def matvec_vjp(saved: MatvecSaved, upstream: FloatArray) -> Sequence[Gradient]:
-    """``(upstream[..., m, None] * vectors[..., None, :], sum over m of upstream[..., m, None] *
-    matrices[..., m, :])``."""
+    """``(upstream[..., m, None] * vectors[..., None, :], sum over m, in order from +0.0, of
+    upstream[..., m, None] * matrices[..., m, :])``."""
     left, right = saved.matrices, saved.vectors
     count, rows, width = _flat_shape(left)
     flat_left = left.reshape(count, rows, width)
@@ -122,3 +107,111 @@ def _flat_shape(matrices: FloatArray) -> tuple[int, int, int]:
     """``(R, M, d)``: the leading axes flattened into ``R``."""
     rows, width = int(matrices.shape[-2]), int(matrices.shape[-1])
     return math.prod(matrices.shape[:-2]), rows, width
+
+
+# The compiled kernels, adding in exactly the order of the NumPy path -------------------------
+
+
+@compiled_kernel(parallel=False, pack_lanes=True)
+def _matvec_into(out: Any, matrices: Any, vectors: Any, zero: Any) -> None:  # pragma: no cover
+    count, rows, width = matrices.shape
+    full = width - width % 8
+    padded_row = np.zeros(8, matrices.dtype)  # the last features, zeros after them
+    padded_vector = np.zeros(8, matrices.dtype)
+    for r in range(count):
+        vector = vectors[r]
+        for k in range(width - full):
+            padded_vector[k] = vector[full + k]
+        for m in range(rows):
+            row = matrices[r, m]
+            l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = zero
+            for f in range(0, full, 8):
+                l0 += row[f] * vector[f]
+                l1 += row[f + 1] * vector[f + 1]
+                l2 += row[f + 2] * vector[f + 2]
+                l3 += row[f + 3] * vector[f + 3]
+                l4 += row[f + 4] * vector[f + 4]
+                l5 += row[f + 5] * vector[f + 5]
+                l6 += row[f + 6] * vector[f + 6]
+                l7 += row[f + 7] * vector[f + 7]
+            for k in range(width - full):
+                padded_row[k] = row[full + k]
+            # Adding 0 * 0 = +0.0 to a lane leaves it exactly as it is (a lane starts at +0.0,
+            # so it is never -0.0).
+            l0 += padded_row[0] * padded_vector[0]
+            l1 += padded_row[1] * padded_vector[1]
+            l2 += padded_row[2] * padded_vector[2]
+            l3 += padded_row[3] * padded_vector[3]
+            l4 += padded_row[4] * padded_vector[4]
+            l5 += padded_row[5] * padded_vector[5]
+            l6 += padded_row[6] * padded_vector[6]
+            l7 += padded_row[7] * padded_vector[7]
+            out[r, m] = ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+
+
+@compiled_kernel(parallel=True)
+def _matvec_vjp_into(
+    matrix_gradient: Any, vector_gradient: Any, upstream: Any, matrices: Any, vectors: Any
+) -> int:  # pragma: no cover - JIT
+    count, rows, width = matrices.shape
+    blocks = min(count, BLOCKS)
+    bad = 0
+    for block in prange(blocks):
+        block_bad = 0
+        for r in range(block * count // blocks, (block + 1) * count // blocks):
+            vector = vectors[r]
+            total = vector_gradient[r]
+            for f in range(width):
+                total[f] = 0.0
+            for m in range(rows):
+                scale = upstream[r, m]
+                matrix_row = matrices[r, m]
+                gradient_row = matrix_gradient[r, m]
+                for f in range(width):
+                    value = scale * vector[f]
+                    gradient_row[f] = value
+                    block_bad += (value - value) != 0
+                for f in range(width):
+                    total[f] += scale * matrix_row[f]
+            for f in range(width):
+                block_bad += (total[f] - total[f]) != 0
+        bad += block_bad
+    return bad
+
+
+def matvec_into(out: FloatArray, matrices: FloatArray, vectors: FloatArray) -> None:
+    """``out[r, m] = matrices[r, m, :] . vectors[r, :]`` in the lane order (C-contiguous)."""
+    _matvec_into(out, matrices, vectors, matrices.dtype.type(0))
+
+
+def matvec_vjp_into(
+    matrix_gradient: FloatArray,
+    vector_gradient: FloatArray,
+    upstream: FloatArray,
+    matrices: FloatArray,
+    vectors: FloatArray,
+) -> int:
+    """Both gradients of :func:`matvec_into` (``m`` in order); returns how many values written
+    are NaN or infinite (``x - x`` is not exactly 0 for those)."""
+    return int(_matvec_vjp_into(matrix_gradient, vector_gradient, upstream, matrices, vectors))
+
+
+def lane_dot_numpy(products: FloatArray) -> FloatArray:
+    """The lane-order sum over the last axis of ``products`` with NumPy (any leading shape).
+
+    Example:
+        >>> import numpy as np
+        >>> float(lane_dot_numpy(np.arange(10.0)))
+        45.0
+    """
+    width = products.shape[-1]
+    padded_width = -(-width // LANES) * LANES
+    padded = np.zeros((*products.shape[:-1], padded_width), dtype=products.dtype)
+    padded[..., :width] = products
+    chunks = padded.reshape(*products.shape[:-1], padded_width // LANES, LANES)
+    lanes = np.zeros((*products.shape[:-1], LANES), dtype=products.dtype)
+    for chunk in range(padded_width // LANES):
+        lanes += chunks[..., chunk, :]
+    l0, l1, l2, l3, l4, l5, l6, l7 = (lanes[..., k] for k in range(LANES))
+    result: FloatArray = ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+    return result

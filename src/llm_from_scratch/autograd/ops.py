@@ -1,10 +1,7 @@
 """Differentiable element-wise and shape operations, each forward next to its VJP.
 
-What a scalar loss on an embedding output needs: ``add``, ``sub``, ``mul``, ``sum``,
-``reshape`` and ``log_sigmoid`` (the skip-gram loss). Operands have one shape and one dtype: no
-broadcasting, so every VJP stays as small as its forward. A real number is no operand: ``add``,
-``sub``, ``mul`` and ``div`` by a number record it, in the value's dtype, as a constant of the
-operation, and only the value receives a gradient.
+Operands have one shape and one dtype (no broadcasting: every VJP stays as small as its
+forward); a real number is recorded, in the value's dtype, as a constant of the operation.
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ def _element_wise(
     saved: object,
     vjp: Vjp,
 ) -> Node:
-    """Check two operands of one shape and dtype, then record ``function(left, right)``."""
     if left.array.shape != right.array.shape:
         left_shape, right_shape = left.array.shape, right.array.shape
         raise ShapeError("operand.shape", operation=operation, left=left_shape, right=right_shape)
@@ -78,8 +74,7 @@ def sub_vjp(saved: None, upstream: FloatArray) -> Sequence[Gradient]:
 
 @dataclass(frozen=True, slots=True)
 class MulSaved:
-    """The two operand values (read-only; a later change of a parameter is caught by its
-    revision)."""
+    """The two operand values."""
 
     left: FloatArray
     right: FloatArray
@@ -117,7 +112,6 @@ def _by_number(
     number: np.floating[Any],
     vjp: Vjp,
 ) -> Node:
-    """Record ``function(source, number)``; the number is a constant of the operation."""
 
     def compute() -> tuple[FloatArray, ScalarSaved]:
         try:
@@ -181,8 +175,7 @@ def divided_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
 
 
 def sum_forward(source: Node) -> Node:
-    """The sum of every element. Shape: input ``[*]``, output ``[]``; the VJP's fact is the
-    input's shape."""
+    """The sum of every element (``[*]`` to ``[]``); the VJP's fact is the input's shape."""
 
     def compute() -> tuple[FloatArray, Shape]:
         with np.errstate(over="ignore", invalid="ignore"):  # an infinite sum is its value
@@ -198,14 +191,9 @@ def sum_vjp(input_shape: Shape, upstream: FloatArray) -> Sequence[Gradient]:
 
 
 def reshape_forward(source: Node, shape: object) -> Node:
-    """The same values in row-major order under ``shape`` (the same element count); the VJP's
-    fact is the input's shape.
-
-    Raises:
-        ShapeError: ``shape.invalid``, the target's layout fails (too many axes included) or it
-            has no elements and NumPy cannot describe it (``shape.overflow``); then
-            ``reshape.count``, another element count.
-    """
+    """The same values in row-major order under ``shape`` (the VJP's fact is the input's shape):
+    ``shape.invalid`` for a target whose layout fails, then ``reshape.count`` for another count,
+    then ``shape.invalid`` (``shape.overflow``) for an empty one NumPy cannot describe."""
     what = "reshape target shape"
     try:
         target, count = checked_shape_and_count(shape)

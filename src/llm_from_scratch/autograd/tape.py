@@ -1,16 +1,10 @@
 """The tape (course chapters 15-16): nodes, recorded operations, ``no_grad()`` and reverse mode.
 
 A node is a parameter leaf (it stores a gradient), a constant leaf, or an operation result that
-records its operation: the parents, each parent's value revision at recording time, a small
-frozen record of the facts its VJP needs, and the VJP itself, which sits next to its forward
-(:mod:`~llm_from_scratch.autograd.ops`, :mod:`~llm_from_scratch.autograd.gather`,
-:mod:`~llm_from_scratch.autograd.bag`).
-
-Only a parameter's values ever change, and only by an in-place update
-(:func:`~llm_from_scratch.autograd.threads.update_parameters`: an optimizer step, a checkpoint
-load, a ``max_norm`` lookup), which bumps its value revision; a backward pass through an
-operation that read an older revision raises ``tape.stale-value``. How the tape stays exact on
-several threads is the business of :mod:`~llm_from_scratch.autograd.threads`.
+records its parents, the value revision it read of each, the facts its VJP needs and the VJP
+(beside its forward in ``ops``, ``gather``, ``bag``, ``matvec``). Only an in-place update of a
+parameter (:mod:`~llm_from_scratch.autograd.threads`) changes values; it bumps the revision, and
+a backward pass through an operation that read an older one raises ``tape.stale-value``.
 """
 
 from __future__ import annotations
@@ -62,11 +56,10 @@ _creation_order = itertools.count()
 
 
 class Node:
-    """One value on the tape (package-private: users hold a ``TensorValue``).
+    """One value on the tape (users hold a ``TensorValue``); ``array`` is never handed out.
 
-    ``array`` is never handed out. A parameter also has an update ``lock`` and counts its
-    in-place writes (:mod:`~llm_from_scratch.autograd.threads`); ``revision`` counts the
-    updates that succeeded.
+    A parameter also has an update ``lock`` and counts its in-place writes and updates
+    (:mod:`~llm_from_scratch.autograd.threads`).
     """
 
     __slots__ = (
@@ -142,23 +135,15 @@ def no_grad() -> Iterator[None]:
         _recording.enabled = previous
 
 
-# Recording ---------------------------------------------------------------------------------------
-
-
 def record(
     operation: str,
     operands: Sequence[tuple[str, Node]],
     compute: Callable[[], tuple[FloatArray, object]],
     vjp: Vjp,
 ) -> Node:
-    """Compute an operation's value and the facts its VJP needs (``compute`` reads the operands
-    and returns a new array, never a view of a parameter's values, and the saved record), and
-    wrap them: an operation node that records the revisions it read, or a constant when nothing
-    needs a gradient or under ``no_grad()``.
-
-    Raises:
-        TapeError: ``tape.released-operand``, an operand reaches a released tape.
-    """
+    """Wrap what ``compute`` returns (a new array, never a view of a parameter's values, and
+    the VJP's facts) in an operation node, or a constant when nothing needs a gradient or under
+    ``no_grad()``; an operand that reaches a released tape is ``tape.released-operand``."""
     recording = getattr(_recording, "enabled", True)
     tracked = False
     for name, node in operands:
@@ -194,9 +179,7 @@ def _reaches_released(start: Node) -> bool:
 # Reverse mode ----------------------------------------------------------------------------------
 
 Step: TypeAlias = "tuple[Node, Operation]"
-Reads: TypeAlias = "list[tuple[Operation, str, Node, int]]"
-"""Each recorded parameter operand: the operation, its name for it, the parameter and the
-revision it read (only a parameter's revision ever changes)."""
+Reads: TypeAlias = "list[tuple[Operation, str, Node, int]]"  # operand name, parameter, revision
 
 
 class PassConsumer(Protocol):
@@ -222,13 +205,9 @@ class PassConsumer(Protocol):
 def backward(
     root: Node, seed: FloatArray, retention: GraphRetention, consumer: PassConsumer | None = None
 ) -> None:
-    """Propagate ``seed`` (checked by the caller) from ``root`` and add each parameter's pass
-    gradient to its store, all or nothing.
-
-    The pass runs without a lock; the commit holds the update locks of every parameter involved,
-    checks the recorded revisions again, then adds, checks and stores every gradient, so
-    concurrent passes into shared parameters sum exactly and an update during the pass makes it
-    raise ``tape.stale-value`` with nothing stored.
+    """Propagate ``seed`` (checked by the caller) from ``root`` without a lock, then, holding
+    every involved parameter's lock, check the revisions again and add each parameter's pass
+    gradient to its store: all or nothing, and concurrent passes sum exactly.
 
     Raises:
         TapeError: ``tape.not-recorded``, ``tape.released``, ``tape.stale-value``.
@@ -263,9 +242,8 @@ def backward(
 
 
 def _topological_order(root: Node) -> list[Step]:
-    """The operation nodes reachable from ``root`` with their operations, each before its
-    parents (each operation read once, so a concurrent release cannot change the pass);
-    a released one is ``tape.released``."""
+    """The operation nodes reachable from ``root``, each before its parents and read once (a
+    concurrent release cannot change the pass); a released one is ``tape.released``."""
     operation = root.operation
     if operation is not None:  # one operation of leaves (a lookup): nothing more to order
         for parent in operation.parents:
@@ -299,10 +277,9 @@ def _topological_order(root: Node) -> list[Step]:
 def _propagate(
     root: Node, seed: FloatArray, steps: Sequence[Step], deferred: dict[int, FloatArray | None]
 ) -> list[tuple[Node, Gradient]]:
-    """Run each VJP in order and return every leaf's pass gradient; a node listed in
-    ``deferred`` gets its upstream recorded there instead. Every gradient is checked for NaN
-    and infinities as it is handed on, by the VJP itself when its saved record says
-    ``vjp_checks_finiteness`` (a compiled VJP counts them as it writes)."""
+    """Run each VJP in order and return every leaf's pass gradient, each gradient checked for
+    NaN and infinities as it is handed on (by the VJP when its record says
+    ``vjp_checks_finiteness``); a node in ``deferred`` gets its upstream recorded there."""
     pending: dict[int, tuple[Node, Gradient]] = {id(root): (root, seed)}
     for node, operation in steps:
         entry = pending.pop(id(node), None)
@@ -336,8 +313,7 @@ def _commit(
     consumer: PassConsumer | None,
     deferred: dict[int, FloatArray | None],
 ) -> None:
-    """Holding the update locks of every parameter involved, check the recorded revisions
-    again, then add, check and store every gradient (or let the consumer commit)."""
+    """Under the parameters' locks: check the revisions, then add, check and store."""
     locked = [*consumer.leaves] if consumer is not None else []
     for _, _, parameter, _ in reads:
         locked.append(parameter)

@@ -1,17 +1,10 @@
-"""Threads on the tape: consistent reads, locked commits and in-place updates of parameters.
+"""Threads on the tape (a reader of the tape can skip this room).
 
-A reader of the tape can skip this room; what it guarantees:
-
-- Each parameter has an update lock (``Node.lock``). Holding it, a backward pass commits its
-  gradients, ``zero_grad`` resets, and an update (an optimizer step, a checkpoint load, a
-  ``max_norm`` lookup) plans and writes the values and bumps the value revision. Several
-  parameters' locks are always taken in their creation order (:func:`parameter_locks`), so two
-  threads never wait for each other in a cycle.
-- A forward takes no lock: :func:`consistent_read` reads its parameter operands optimistically
-  and runs again under their locks only if an update started meanwhile, so every value and
-  recorded revision belong to one revision of each parameter. ``writes_begun`` counts the
-  updates that started writing a parameter and ``writes_ended`` those that stopped; the two
-  differ exactly while an update is writing.
+Each parameter has an update lock (``Node.lock``), taken in creation order when there are
+several: holding it, a backward pass commits, ``zero_grad`` resets, and an update (an optimizer
+step, a checkpoint load, a ``max_norm`` lookup) writes the values and bumps the revision. A
+forward takes no lock: :func:`consistent_read` runs again under the locks only if an update
+started meanwhile (``writes_begun`` and ``writes_ended`` differ exactly while one writes).
 """
 
 from __future__ import annotations
@@ -46,18 +39,13 @@ _WRITES_ENDED: Final = operator.attrgetter("writes_ended")
 _REVISION: Final = operator.attrgetter("revision")
 _CREATION_RANK: Final = operator.attrgetter("creation_rank")
 
-Write: TypeAlias = "Callable[[FloatArray], None]"
-"""One planned in-place write of a parameter's values."""
+Write: TypeAlias = "Callable[[FloatArray], None]"  # one planned in-place write of the values
 
 
 def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_T, tuple[int, ...]]:
-    """Run ``compute``, which reads the values of ``nodes``, on one revision of each of them.
-
-    Returns ``compute()`` and the revision of each node it read. ``compute`` first runs without
-    a lock; if an in-place update of a parameter among ``nodes`` was writing when it started, or
-    started before it finished, it runs once more holding those parameters' update locks.
-    """
-    ended = tuple(map(_WRITES_ENDED, nodes))  # before the revisions: see the docstring
+    """``compute()``, which reads ``nodes``, run on one revision of each (again under their
+    locks if an update was or started writing meanwhile), and the revisions it read."""
+    ended = tuple(map(_WRITES_ENDED, nodes))  # first: a write under way or begun later shows
     revisions = tuple(map(_REVISION, nodes))
     result = compute()
     if tuple(map(_WRITES_BEGUN, nodes)) == ended:
@@ -67,9 +55,8 @@ def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_
 
 
 def parameter_locks(nodes: Iterable[Node]) -> AbstractContextManager[object]:
-    """A ``with`` block that holds the update lock of every parameter among ``nodes``, each
-    once, taken in the parameters' creation order. Not reentrant: code holding a lock takes no
-    other."""
+    """Hold the lock of every parameter among ``nodes`` once, in creation order (not
+    reentrant: code holding a lock takes no other)."""
     parameters = {}
     for node in nodes:
         if node.lock is not None:
@@ -92,17 +79,9 @@ def update_parameters(
     planned: Callable[[], Sequence[Write | None]],
     read: Callable[[], _T] | None = None,
 ) -> _T | None:
-    """Plan and write in-place updates of parameters' values as one atomic step, then ``read()``
-    (a forward of these parameters) before the locks are released; return what it returns.
-
-    Holding every node's update lock, ``planned()`` reads values and gradients and returns one
-    write per node (or None: that node is left as it is); it may raise, and then nothing is
-    written. The writes run as :func:`write_parameters` runs them. No backward commit,
-    ``zero_grad`` or other update of these parameters runs in between.
-
-    Raises:
-        TapeError: a node is a constant or an operation result (checked first).
-    """
+    """Under every node's lock: ``planned()`` returns one write per node (None: left as it is)
+    or raises, writing nothing; the writes run (:func:`write_parameters`); then ``read()``, whose
+    result is returned. A node that is no parameter is a ``TapeError`` first."""
     for node in nodes:
         if node.kind != "parameter":
             raise not_a_parameter("an in-place update", node.kind)
@@ -112,12 +91,9 @@ def update_parameters(
 
 
 def write_parameters(nodes: Sequence[Node], writes: Sequence[Write | None]) -> None:
-    """Run one write per parameter on its values, in order; the caller holds their locks.
-
-    Every written node's array is writeable from the first write until the last one returns, so
-    a write may also use the arrays handed to the writes before it. When all return, each
-    written node's value revision goes up by one. A write that raises must leave every array as
-    it found it, and the writes before it must have been undone by then: no revision changes.
+    """Run one write per parameter, in order, under the caller's locks; when all return, each
+    written node's revision goes up by one. The arrays stay writeable until the last write
+    returns; a write that raises must leave every array as it found it (earlier ones undone).
     """
     chosen = [(node, write) for node, write in zip(nodes, writes, strict=True) if write is not None]
     for node, _ in chosen:
@@ -135,8 +111,7 @@ def write_parameters(nodes: Sequence[Node], writes: Sequence[Write | None]) -> N
 
 
 def not_a_parameter(action: str, kind: str) -> TapeError:
-    """The error of ``action`` on a node of ``kind`` that is no parameter: a constant (the
-    message names ``freeze=False``) or an operation result."""
+    """The error of ``action`` on a constant or an operation result."""
     if kind == "constant":
         return TapeError("tape.constant-not-parameter", action=action)
     return TapeError("tape.result-not-parameter", action=action)

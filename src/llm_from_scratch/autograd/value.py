@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd.gather import gather_rows_forward, plan_of_ids
-from llm_from_scratch.autograd.gradient import RowSparseGradient, as_dense, first_non_finite
+from llm_from_scratch.autograd.gradient import RowSparseGradient, first_non_finite
 from llm_from_scratch.autograd.matvec import matvec_forward
 from llm_from_scratch.autograd.ops import (
     add_forward,
@@ -58,8 +58,6 @@ from llm_from_scratch.tensor.storage import (
 _T = TypeVar("_T")
 
 Operand: TypeAlias = "TensorValue | Tensor | npt.NDArray[Any] | float | np.number[Any]"
-"""What ``add`` and ``mul`` take besides the value: another value, a constant of its shape and
-dtype, or a real number."""
 
 
 @dataclass(frozen=True, init=False, eq=False, repr=False)
@@ -153,8 +151,7 @@ class TensorValue:
         return tensor_without_copy(copied_values(self))
 
     def numpy(self) -> FloatArray:
-        """The forward values as a read-only array (no copy; its writeability cannot be
-        restored, and an optimizer step on a parameter shows through)."""
+        """The forward values as a read-only array (no copy; see :attr:`value`)."""
         return read_only_view(self._node.array)
 
     @property
@@ -174,8 +171,7 @@ class TensorValue:
 
     @property
     def sparse_gradient(self) -> RowSparseGradient | None:
-        """The stored gradient in row-sparse form, or None when it is stored dense (a rank-two
-        parameter fed only by row gathers keeps it row-sparse)."""
+        """The stored gradient if it is row-sparse (a table fed only by row gathers), else None."""
         stored = self._node.gradient
         return stored if isinstance(stored, RowSparseGradient) else None
 
@@ -195,16 +191,14 @@ class TensorValue:
 
         Args:
             other: a TensorValue, a Tensor or a real NumPy array (a constant copy; integers
-                become float64) of this value's shape and dtype: no broadcasting, nothing
-                upcast. Or a real number (not a bool), which takes this value's dtype and
-                receives no gradient, as a Python number in PyTorch.
+                become float64) of this value's shape and dtype (no broadcasting), or a real
+                number (not a bool) in this value's dtype, which receives no gradient.
 
         Raises:
             TapeError: ``operand.type``, ``other`` is none of these.
             ShapeError: ``operand.shape``, ``operand.dtype``.
 
         Example:
-            >>> from llm_from_scratch.tensor import Tensor
             >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
             >>> (w + 0.5).numpy().tolist(), (1 + w).numpy().tolist()
             ([1.5, 2.5], [2.0, 3.0])
@@ -215,7 +209,6 @@ class TensorValue:
         """Element-wise product, ``self * other`` (also ``other * self``), as :meth:`add`.
 
         Example:
-            >>> from llm_from_scratch.tensor import Tensor
             >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
             >>> loss = (w * w * 0.5).sum()
             >>> loss.backward()
@@ -254,8 +247,7 @@ class TensorValue:
         return self.mul(-1)
 
     def __truediv__(self, number: float | np.number[Any]) -> TensorValue:
-        """``self / number`` by a real number, which receives no gradient (the tape divides by
-        no value); anything else is ``operand.divisor-type``."""
+        """``self / number`` by a real number (no gradient); else ``operand.divisor-type``."""
         divisor = None if isinstance(number, TensorValue) else number_of("div", number, self.dtype)
         if divisor is None:
             raise _operand_error("div", type(number).__name__)
@@ -269,7 +261,6 @@ class TensorValue:
         """The scalar mean, ``sum() / count`` as PyTorch's ``mean()`` (NaN for no element).
 
         Example:
-            >>> from llm_from_scratch.tensor import Tensor
             >>> w = TensorValue.parameter(Tensor((2, 2), [1.0, 2.0, 3.0, 6.0]))
             >>> loss = w.mean()
             >>> loss.backward()
@@ -290,12 +281,10 @@ class TensorValue:
             dtype); output ``[..., M]``.
 
         Raises:
-            TapeError: ``operand.matvec-type``, ``vectors`` is not a TensorValue, a Tensor or a
-                real NumPy array (a constant copy).
+            TapeError: ``operand.matvec-type``, ``vectors`` is no operand as in :meth:`add`.
             ShapeError: ``operand.matvec-shape``, ``operand.dtype``.
 
         Example:
-            >>> from llm_from_scratch.tensor import Tensor
             >>> rows = TensorValue.parameter(Tensor((1, 2, 3), [1, 2, 3, 0, 1, 0]))
             >>> rows.matvec(Tensor((1, 3), [1, 1, 2])).numpy().tolist()
             [[9.0, 1.0]]
@@ -309,15 +298,14 @@ class TensorValue:
     # Numbers ----------------------------------------------------------------------------------
 
     def item(self) -> float:
-        """The number of a one-element value (of any shape) as a Python float, as PyTorch's
-        ``item()``; ``float(value)`` is the same, ``int(value)`` truncates it toward zero.
+        """The number of a one-element value (any shape) as a Python float, as PyTorch's
+        ``item()``; ``float(value)`` is the same, ``int(value)`` truncates toward zero.
 
         Raises:
             ShapeError: ``value.not-one-element``, more or fewer elements than one (``action``
                 is ``item()``, ``float()``, ``int()``, ``bool()`` or ``format()``).
 
         Example:
-            >>> from llm_from_scratch.tensor import Tensor
             >>> loss = TensorValue.parameter(Tensor((1, 1), [2.75]))
             >>> loss.item(), float(loss), int(loss), f"{loss:.1f}"
             (2.75, 2.75, 2, '2.8')
@@ -358,10 +346,8 @@ class TensorValue:
 
         Raises:
             TableError: ``gather.table-rank``, the table is not rank two (checked first).
-            ShapeError, IdError, AllocationError: as the layer's ``forward`` reads IDs, in its
-                order, worded ``gather.*`` (``shape.invalid`` for the shapes,
-                ``output.allocation`` for the index buffer).
-            TapeError, AllocationError: from the tape.
+            ShapeError, IdError, AllocationError: as the layer's ``forward`` reads IDs, worded
+                ``gather.*`` (``shape.invalid``, ``output.allocation``); then the tape's.
         """
         shape = self._node.array.shape
         if len(shape) != 2:
@@ -375,15 +361,13 @@ class TensorValue:
     # Reverse mode -----------------------------------------------------------------------------
 
     def backward_with_seed(
-        self,
-        seed: Tensor | npt.NDArray[Any],
-        retention: GraphRetention = GraphRetention.RETAIN,
+        self, seed: Tensor | npt.NDArray[Any], retention: GraphRetention = GraphRetention.RETAIN
     ) -> None:
         """Run reverse mode from this value and add each parameter's gradient to its store.
 
         Args:
             seed: the gradient of the loss with respect to this value, of its shape (another
-                float dtype is converted to this value's).
+                dtype is converted to this value's).
             retention: keep the recorded operations (``RETAIN``) or free them (``RELEASE``).
 
         Raises:
@@ -414,11 +398,10 @@ class TensorValue:
     # NumPy ------------------------------------------------------------------------------------
 
     def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> FloatArray:
-        """``np.asarray(value)``: the numbers as :meth:`numpy` gives them (unless a copy or
-        another dtype is asked for), PyTorch's ``.detach().numpy()``.
+        """``np.asarray(value)``: :meth:`numpy` (or a copy, another dtype), PyTorch's
+        ``.detach().numpy()``.
 
         Example:
-            >>> from llm_from_scratch.tensor import Tensor
             >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
             >>> np.asarray(w).tolist(), np.array(w, dtype=np.float32).dtype
             ([1.0, 2.0], dtype('float32'))
@@ -433,7 +416,6 @@ class TensorValue:
         gradient); any other ufunc, method or keyword is ``numpy.function``.
 
         Example:
-            >>> from llm_from_scratch.tensor import Tensor
             >>> w = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))
             >>> (np.array([3.0, 4.0]) * w).kind
             'operation'
@@ -465,9 +447,7 @@ drop the gradient; call it on value.numpy() for the numbers
     # Pickle and copy ----------------------------------------------------------------------------
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle a leaf by its node (:mod:`~llm_from_scratch.autograd.leaf_state`): a new node
-        at value revision 0; handles on one node rebuild on one node. An operation result is
-        ``tape.unpicklable``."""
+        """Pickle a leaf by its node (see :mod:`~llm_from_scratch.autograd.leaf_state`)."""
         from llm_from_scratch.autograd import leaf_state  # registers how a node pickles
 
         leaf_state.refuse_operation(self._node, "pickle")
@@ -478,13 +458,9 @@ drop the gradient; call it on value.numpy() for the numbers
         return value_of(self._node)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TensorValue:
-        """A new leaf with copies of the values and of a parameter's stored gradient (as
-        PyTorch's ``deepcopy`` keeps ``.grad``); handles on one node copy to one new node.
-
-        Raises:
-            TapeError: ``tape.unpicklable``, an operation result.
-            AllocationError: ``output.allocation``, a copy cannot be allocated.
-        """
+        """A new leaf with copies of the values and stored gradient (as PyTorch's ``deepcopy``
+        keeps ``.grad``); handles on one node copy to one new node; an operation result is
+        ``tape.unpicklable``."""
         node = self._node
         copied = memo.get(id(node))
         if copied is None:
@@ -512,17 +488,14 @@ def node_of(value: TensorValue) -> Node:
 
 
 def copied_values(value: TensorValue) -> FloatArray:
-    """A new, writeable copy of the value's numbers, all of one value revision (snapshots and
-    a layer's state dict); no memory is ``output.allocation`` (``value snapshot``)."""
+    """A new, writeable copy of the value's numbers, all of one value revision."""
     node = value._node
     copy, _ = consistent_read((node,), lambda: _copied(node.array, "value snapshot"))
     return copy
 
 
 def restore_value(node: object) -> TensorValue:
-    """Rebuild a pickled ``TensorValue`` on the leaf node
-    :func:`~llm_from_scratch.autograd.leaf_state.restore_node` rebuilt; anything else is
-    ``tape.leaf-state``."""
+    """Rebuild a pickled ``TensorValue`` on a rebuilt leaf node, else ``tape.leaf-state``."""
     if not isinstance(node, Node) or node.kind == "operation":
         detail = f"must be a rebuilt leaf node, got {type(node).__name__}"
         raise TapeError("tape.leaf-state", part="node", detail=detail)
@@ -530,8 +503,7 @@ def restore_value(node: object) -> TensorValue:
 
 
 def parameter_from_owned_array(array: FloatArray) -> TensorValue:
-    """A parameter leaf that takes over a float64 or float32 ``array`` its caller made and keeps
-    no writeable view of (no copy; it becomes read-only)."""
+    """A parameter leaf that takes over ``array`` (no copy; the caller keeps no writeable view)."""
     return value_of(Node(array, "parameter", None))
 
 
@@ -545,30 +517,20 @@ def update_leaves_in_place(
     planned: Callable[[], Sequence[Write | None]],
     read: Callable[[], _T] | None = None,
 ) -> _T | None:
-    """Plan and write in-place updates of parameter leaves as one atomic step, then ``read()``
-    while no other update can start (optimizers, checkpoint loads, ``max_norm``): see
-    :func:`~llm_from_scratch.autograd.threads.update_parameters`. Each write bumps its leaf's
-    value revision, so operations recorded before refuse to run backward (``tape.stale-value``).
-    """
+    """:func:`~llm_from_scratch.autograd.threads.update_parameters` on the leaves' nodes."""
     return update_parameters([leaf._node for leaf in leaves], planned, read)
 
 
 def unit_seed(output: TensorValue) -> FloatArray:
-    """The seed ``1.0`` of :meth:`TensorValue.backward`; a non-scalar output is
-    ``value.not-scalar-output``."""
+    """The seed ``1.0`` of :meth:`TensorValue.backward`, else ``value.not-scalar-output``."""
     if output._node.array.ndim != 0:
         raise ShapeError("value.not-scalar-output", shape=output.shape)
     return np.ones((), dtype=output.dtype)
 
 
 def converted_seed(output: TensorValue, seed: object) -> FloatArray:
-    """A backward seed read as plain data in ``output``'s dtype, checked for its type and shape
-    (not yet finiteness). A seed of the output's dtype is used as it is; another is converted.
-
-    Raises:
-        ShapeError: ``seed.type`` (a masked or non-real array included), then ``seed.shape``.
-        AllocationError: ``output.allocation`` (``backward``), the conversion.
-    """
+    """A backward seed as plain data in ``output``'s dtype (no copy when it has it), its type
+    and shape checked (``seed.type``, then ``seed.shape``), not yet its finiteness."""
     node = output._node
     if type(seed) is np.ndarray and seed.dtype.kind in "biuf":
         array = seed  # a plain array: no subclass method can run, no mask can hide a value
@@ -602,11 +564,8 @@ def raise_if_non_finite_seed(seed: FloatArray) -> None:
 
 
 def number_of(operation: str, other: object, dtype: np.dtype[Any]) -> np.floating[Any] | None:
-    """``other`` in ``dtype`` when it is a real number (read once by ``float()``), else None.
-
-    Raises:
-        TapeError: ``operand.type``: a bool, or a number beyond float64 (``10**400``).
-    """
+    """``other`` in ``dtype`` when it is a real number (read once by ``float()``), else None;
+    a bool or a number beyond float64 is ``operand.type``."""
     if isinstance(other, bool | np.bool_):
         raise _operand_error(operation, type(other).__name__)
     if not isinstance(other, numbers.Real):
@@ -655,21 +614,21 @@ def _copied(array: FloatArray, what: str) -> FloatArray:
 
 
 def _dense(what: str, gradient: RowSparseGradient | FloatArray) -> FloatArray:
+    if not isinstance(gradient, RowSparseGradient):
+        return gradient
     try:
-        return as_dense(gradient)
+        return gradient.to_dense()
     except MemoryError as error:
         raise output_allocation_error(what, math.prod(gradient.shape)) from error
 
 
-_TAPE_UFUNCS: Final = {
+_TAPE_UFUNCS: Final = {  # the method with the value as first operand, then as second
     "add": ("__add__", "__radd__"),
     "subtract": ("__sub__", "__rsub__"),
     "multiply": ("__mul__", "__rmul__"),
     "divide": ("__truediv__", ""),
     "negative": ("__neg__",),
 }
-"""The ufuncs that run on the tape: the method that runs each with the value as its first
-operand, then as its second ("" where the tape has none)."""
 
 _ON_THE_TAPE: Final = {
     "add": "value + other",
@@ -683,8 +642,7 @@ _ON_THE_TAPE: Final = {
     "shape": "value.shape",
     "ndim": "len(value.shape)",
     "copy": "value.value_snapshot()",
-}
-"""What a NumPy function's caller can use instead on a value, where the package has it."""
+}  # what a NumPy function's caller can use instead
 
 
 def _use_instead(name: str) -> str:

@@ -36,9 +36,7 @@ MAX_AXES: Final = 64 if NumpyVersion(np.__version__) >= "2.0.0" else 32
 
 SUPPORTED_DTYPES: Final = (np.dtype(np.float64), np.dtype(np.float32))
 
-CONVERSION_ERRORS: Final = (TypeError, ValueError, ArithmeticError)
-"""What Python raises when a caller's value cannot be converted (``operator.index``,
-``float``): such a value is rejected with the boundary's typed error, the original as cause."""
+CONVERSION_ERRORS: Final = (TypeError, ValueError, ArithmeticError)  # a failed int() or float()
 
 _CHUNK: Final = 1 << 16  # caller values converted per block (bounds temporary memory)
 _END: Final = object()
@@ -51,16 +49,14 @@ def is_masked_array(value: object) -> bool:
 
 
 def plain_view(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The data of ``array`` (any ndarray subclass) as a base-class view: what is checked and
-    used is the memory, not what overridden methods show (check :func:`is_masked_array` first)."""
+    """The memory of ``array`` (any subclass) as a base-class view: no overridden method runs."""
     return np.ndarray.view(array, np.ndarray)
 
 
 def checked_shape(shape: object) -> Shape:
-    """``shape`` as a tuple of Python ints, each extent read once (``operator.index``), at most
-    ``MAX_AXES + 1`` of them (an endless iterable fails at once); an array is read through
-    :func:`plain_view` and must be 1-D. Else ``shape.type``, ``shape.too-many-axes``,
-    ``shape.extent-type`` (a ``bool`` is no integer here) or ``shape.negative-extent``."""
+    """``shape`` as a tuple of Python ints, each extent read once, at most ``MAX_AXES + 1`` read;
+    else ``shape.type``, ``shape.too-many-axes``, ``shape.extent-type`` (a bool included) or
+    ``shape.negative-extent``."""
     if (
         type(shape) is tuple
         and len(shape) <= MAX_AXES
@@ -87,7 +83,6 @@ def checked_shape(shape: object) -> Shape:
 
 
 def _checked_extent(axis: int, extent: object) -> int:
-    """One extent, read once, as a non-negative Python int."""
     if isinstance(extent, bool | np.bool_) or not isinstance(extent, numbers.Integral):
         raise ShapeError("shape.extent-type", axis=axis, extent=extent)
     try:
@@ -151,7 +146,7 @@ def numpy_can_describe(extents: Shape, itemsize: int) -> bool:
 
 
 def checked_dtype(dtype: npt.DTypeLike) -> np.dtype[Any]:
-    """``dtype`` as a NumPy dtype if it is float64 or float32, else ``tensor.value-type``."""
+    """``dtype`` if it is float64 or float32, else ``tensor.value-type``."""
     try:
         resolved = np.dtype(dtype)
     except TypeError as error:
@@ -169,11 +164,8 @@ _ArrayT = TypeVar("_ArrayT", bound="np.ndarray[Any, Any]")
 
 
 def read_only_view(array: _ArrayT) -> _ArrayT:
-    """A new read-only array of ``array``'s values whose writeability cannot be restored.
-
-    Every array the package hands out comes from here: read through a read-only buffer,
-    ``flags.writeable = True`` raises on it and its whole ``base`` chain. A C-contiguous array
-    is viewed without a copy (the package's own later writes show through); any other is copied.
+    """A read-only array of ``array``'s values (over a read-only buffer: its writeability cannot
+    be restored), a view of a C-contiguous array (later writes show through), else a copy.
 
     Example:
         >>> owner = np.arange(4.0)
@@ -199,10 +191,9 @@ class Tensor:
 
     Args:
         shape: the extents, e.g. ``(4, 2)``; ``()`` is a scalar.
-        values: a flat iterable of real numbers, or a NumPy array with that many elements (read
-            in row-major order through :func:`plain_view`; not a masked array). Each value is
-            read once and copied; a sized input's ``len()`` is compared with the count before
-            any value is read, and an iterator is read at most one value past it.
+        values: a flat iterable of real numbers, or a NumPy array with that many elements (in
+            row-major order; not a masked array), each read once and copied (an iterator at
+            most one value past the count, a ``len()`` compared before any value is read).
         dtype: ``numpy.float64`` or ``numpy.float32``; when None, a float32 or float64 array
             keeps its dtype and anything else becomes float64.
 
@@ -253,7 +244,7 @@ class Tensor:
         else:
             _fill_from_items(array.reshape(-1), source.items)
         array.flags.writeable = False
-        _hold(self, array)
+        object.__setattr__(self, "_array", array)  # frozen: set as a dataclass sets it
 
     @classmethod
     def from_numpy(cls, array: npt.NDArray[Any]) -> Tensor:
@@ -261,16 +252,13 @@ class Tensor:
         changes), with its shape and dtype.
 
         Args:
-            array: a NumPy array (read through :func:`plain_view`; not a masked one). Float32
-                and float64 keep their dtype (in native byte order); any integer dtype becomes
-                float64 (rounded to nearest beyond ``2**53``). NaN and infinities are kept.
-
-        Shape:
-            ``array``: ``[*]``; the tensor: the same.
+            array: a NumPy array, not a masked one. Float32 and float64 keep their dtype (in
+                native byte order); any integer dtype becomes float64 (rounded to nearest
+                beyond ``2**53``). NaN and infinities are kept.
 
         Raises:
-            ShapeError: ``tensor.value-type``: not a NumPy array (a NumPy scalar, a list), a
-                masked one, or another dtype (bool, float16, longdouble, complex, object, ...).
+            ShapeError: ``tensor.value-type``: not a NumPy array, a masked one, or another
+                dtype (bool, float16, longdouble, complex, object, ...).
             AllocationError: ``tensor.allocation``, the copy cannot be allocated.
 
         Example:
@@ -326,8 +314,8 @@ class Tensor:
         return read_only_view(self._array)
 
     def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> FloatArray:
-        """``np.asarray(tensor)``: the values as :meth:`numpy` gives them (unless a copy or
-        another dtype is asked for); a tensor is a constant, so every NumPy function runs.
+        """``np.asarray(tensor)``: the values as :meth:`numpy` gives them (or a copy, another
+        dtype); a tensor is a constant, so every NumPy function runs.
 
         Example:
             >>> np.dot(Tensor((2,), [1, 2]), Tensor((2,), [3, 4]))
@@ -368,13 +356,8 @@ class Tensor:
 
 
 def restore_tensor(array: object) -> Tensor:
-    """Rebuild a pickled :class:`Tensor` from its own copy of ``array``, checked as any caller's
-    input: a float32 or float64 NumPy array (either byte order; not a masked one).
-
-    Raises:
-        ShapeError: ``tensor.value-type``, any other ``array``.
-        AllocationError: ``tensor.allocation``, the copy cannot be allocated.
-    """
+    """Rebuild a pickled :class:`Tensor` from its own copy of ``array``, a float32 or float64
+    NumPy array (else ``tensor.value-type``)."""
     plain = _numpy_array_source(array, "a pickled Tensor")
     dtype = kept_float_dtype(plain.dtype)
     if dtype is None:
@@ -397,8 +380,7 @@ def kept_float_dtype(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
 
 
 def _numpy_array_source(array: object, what: str) -> np.ndarray[Any, Any]:
-    """The plain data of a NumPy array given to ``what``; anything else, or a masked array, is
-    a ``tensor.value-type``."""
+    """The plain data of a NumPy array given to ``what``, else ``tensor.value-type``."""
     if not isinstance(array, np.ndarray):
         detail = f"{what} needs a NumPy array, got {type(array).__name__}"
         raise _value_type(detail)
@@ -413,21 +395,16 @@ def _inferred_dtype(source: np.ndarray[Any, Any] | _Items) -> np.dtype[Any]:
 
 
 def tensor_without_copy(array: FloatArray) -> Tensor:
-    """The trusted constructor (package-internal): a Tensor viewing ``array`` read-only, neither
-    checked nor copied; only the package writes ``array`` (an optimizer step shows through)."""
+    """The trusted constructor: a Tensor viewing ``array`` read-only, neither checked nor copied
+    (a later write by the package, an optimizer step, shows through)."""
     tensor = object.__new__(Tensor)
-    _hold(tensor, read_only_view(array))
+    object.__setattr__(tensor, "_array", read_only_view(array))
     return tensor
 
 
-def _hold(tensor: Tensor, array: FloatArray) -> None:
-    # The one write into a frozen Tensor, by its two constructors.
-    object.__setattr__(tensor, "_array", array)
-
-
 def _allocation_error(extents: Shape, count: int) -> ShapeError | AllocationError:
-    """A zero-element shape that NumPy cannot describe (``(2**62, 0)``) is ``shape.overflow``;
-    any other failure to make the array is ``tensor.allocation``."""
+    """``shape.overflow`` for a zero-element shape NumPy cannot describe, else
+    ``tensor.allocation``."""
     if count == 0:
         return ShapeError("shape.overflow", shape=extents)
     return AllocationError("tensor.allocation", elements=count)
@@ -435,21 +412,18 @@ def _allocation_error(extents: Shape, count: int) -> ShapeError | AllocationErro
 
 @dataclass(frozen=True, slots=True)
 class _Items:
-    """Values to read one by one: the iterator, and the length a sized input reported."""
+    """Values to read one by one, and the length a sized input reported."""
 
     items: Iterator[object]
     count: int | None
 
 
 def _value_source(values: object) -> np.ndarray[Any, Any] | _Items:
-    """The caller's values as a plain real array or an iterator (``len()`` read once here),
-    without reading a value."""
+    """The caller's values as a plain real array or an iterator (``len()`` read once here)."""
     if isinstance(values, str | bytes):
         raise _value_type(f"got {type(values).__name__}")
     if isinstance(values, np.ndarray):
-        if is_masked_array(values):
-            raise _value_type("a masked array has missing values")
-        plain = plain_view(values)
+        plain = _numpy_array_source(values, "Tensor")
         if plain.dtype.kind not in "biuf":
             raise _value_type(f"array dtype {plain.dtype} is not real")
         return plain
@@ -476,8 +450,8 @@ def _fill_from_array(out: FloatArray, plain: np.ndarray[Any, Any]) -> None:
 
 
 def _fill_from_items(flat: FloatArray, items: Iterator[object]) -> None:
-    """Convert each value once, in flat order and in blocks, into ``flat``; an iterable that
-    ends early or has more values is ``tensor.data-length`` (``actual`` ``expected + 1``)."""
+    """Convert each value once, in flat order and in blocks, into ``flat``; another count is
+    ``tensor.data-length`` (``actual`` ``expected + 1`` for more)."""
     expected = flat.size
     for start in range(0, expected, _CHUNK):
         wanted = min(_CHUNK, expected - start)
@@ -542,8 +516,8 @@ def _store(
     offset: int,
     originals: list[object] | None,
 ) -> None:
-    """Cast ``wide`` into ``out``; a finite value that becomes infinite is ``tensor.overflow``,
-    reported with the caller's own value (``originals``) or the wide one."""
+    """Cast ``wide`` into ``out``; a finite value that becomes infinite is ``tensor.overflow``
+    (naming the caller's own value when ``originals`` is given)."""
     if out.dtype.itemsize >= wide.dtype.itemsize:
         np.copyto(out, wide, casting="unsafe")  # widening or the same: exact
         return
