@@ -1,10 +1,5 @@
-"""The command ``llm-from-scratch ch18 train``: options in, a trained table and a report out.
-
-Progress goes to standard error, the report to standard output (``docs/training.md``). A bad
-option, corpus or ``--figure`` path is one line with exit status 2 before any file is written; a
-file that cannot be written, status 1; Ctrl-C, status 130, the output folder holding the files
-it held before and the last checkpoint (or both new files, when it came while they were written).
-"""
+"""The command ``llm-from-scratch ch18 train``: options in, progress on standard error, a trained
+table and a report out, statuses as ``docs/training.md`` says."""
 
 from __future__ import annotations
 
@@ -29,8 +24,8 @@ REFUSED, FAILED, INTERRUPTED = 2, 1, 130
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """The command's arguments: the options given by name (the others take their defaults, or
-    the checkpoint's), the report's language, the figure's file and the folder to resume from."""
+    """The options given by name (the others: defaults, or the checkpoint's), the language, the
+    figure's file and the folder to resume from."""
 
     given: dict[str, Any] = field(default_factory=dict)
     lang: str = "en"
@@ -47,8 +42,7 @@ def processor_count() -> int:
 
 
 def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
-    """Train, printing progress to ``err`` and the report to ``out``, then write the figure
-    (when asked); the exit status."""
+    """Train, print progress to ``err`` and the report to ``out``, write the figure; the status."""
     labels = load_labels(request.lang, TRAIN_LABELS)
     if request.figure is not None:
         try:
@@ -84,7 +78,6 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
 
 
 def _options(request: TrainRequest) -> TrainOptions:
-    """The run's options: those given, then the checkpoint's (resuming) or the defaults."""
     given = dict(request.given)
     if request.resume is not None:
         given["output"] = request.resume
