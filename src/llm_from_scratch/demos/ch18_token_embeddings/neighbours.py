@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 
     from llm_from_scratch.nn import Embedding
 
+#: Word groups: each group's name and its words.
+Groups = Sequence[tuple[str, Sequence[str]]]
 #: The groups of the figure and of the group comparison: each word one piece of MiniLM's table.
-DEFAULT_GROUPS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+DEFAULT_GROUPS: Final[Groups] = (
     ("royalty", ("king", "queen", "prince", "princess")),
     ("numbers", ("one", "two", "three", "four")),
     ("weekdays", ("monday", "tuesday", "wednesday", "friday")),
@@ -217,7 +219,7 @@ def word_neighbours(
 def group_cosines(
     table: CosineTable,
     pieces: WordPieces,
-    groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
+    groups: Groups = DEFAULT_GROUPS,
 ) -> tuple[GroupCosines, ...]:
     """Each group's mean cosine over its pairs of words, and over the pairs that join one of its
     words to another group's (``WordError`` for the first word not one piece)."""
@@ -234,9 +236,7 @@ def group_cosines(
     return tuple(found)
 
 
-def present_groups(
-    pieces: WordPieces, groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS
-) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def present_groups(pieces: WordPieces, groups: Groups = DEFAULT_GROUPS) -> Groups:
     """Each group's words that are one word piece, the groups left with two or more."""
     kept = []
     for group, words in groups:
@@ -257,7 +257,7 @@ def _is_one_piece(pieces: WordPieces, word: str) -> bool:
 def project_groups(
     table: CosineTable,
     pieces: WordPieces,
-    groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
+    groups: Groups = DEFAULT_GROUPS,
 ) -> Projection:
     """The groups' words on the first two principal components of their centred unit vectors
     (each component's largest coordinate positive); ``WordError`` as :func:`group_cosines`."""
@@ -292,9 +292,7 @@ def mean_or_nan(values: Sequence[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def _group_ids(
-    pieces: WordPieces, groups: Sequence[tuple[str, Sequence[str]]]
-) -> tuple[list[str], list[int]]:
+def _group_ids(pieces: WordPieces, groups: Groups) -> tuple[list[str], list[int]]:
     labels = [group for group, words in groups for _ in words]
     ids = [word_piece(pieces, word).id for _, words in groups for word in words]
     return labels, ids
@@ -356,7 +354,7 @@ def neighbours_figure(
     words: Sequence[str],
     count: int,
     table_path: str,
-    groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
+    groups: Groups = DEFAULT_GROUPS,
 ) -> NeighboursFigure:
     """The ``groups`` as :func:`present_groups` keeps them, and the neighbours of ``words``."""
     report = neighbours_report(table, pieces, words, count, table_path)

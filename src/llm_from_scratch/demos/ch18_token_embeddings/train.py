@@ -15,6 +15,7 @@ import numpy as np
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
     GroupCosines,
+    Groups,
     WordNeighbours,
     group_cosines,
     mean_or_nan,
@@ -34,8 +35,6 @@ from llm_from_scratch.training.words import line_words
 
 NEIGHBOUR_COUNT: Final = 4
 """Vector neighbours per report word."""
-
-Groups = tuple[tuple[str, tuple[str, ...]], ...]
 
 REPORT_WORDS: Final = ("father", "three", "night", "king")
 """The words whose neighbours the report lists (those in the vocabulary)."""
@@ -213,7 +212,7 @@ def table_view(
     model: SkipGram,
     pieces: VocabularyPieces,
     words: Sequence[str] = REPORT_WORDS,
-    groups: Sequence[tuple[str, Sequence[str]]] = REPORT_GROUPS,
+    groups: Groups = REPORT_GROUPS,
 ) -> TableView:
     """Measure the input table now: neighbours of the ``words`` in the vocabulary (the most
     frequent words when none is), and the ``groups`` with at least two words in it."""
