@@ -50,8 +50,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
-    """Draw ``args.trace`` (else ``fresh_trace``) to ``args.output`` (else standard output); 0, or
-    2 with one line on standard error."""
+    """Draw ``args.trace`` (else ``fresh_trace``) to ``args.output``: 0, or 2 and an error line."""
     from llm_from_scratch.errors import FormatError
     from llm_from_scratch.figures.render import render_figure
     from llm_from_scratch.figures.trace_parser import parse_trace

@@ -86,8 +86,7 @@ KNOWN_FIXTURE: Final = Ch18Fixture(
 
 
 def _seed(upstream: object, output_shape: Shape) -> Tensor:
-    """The upstream as a tensor: ``1, 2, 3, ...`` when absent, else a flat list in the output's
-    shape or nested lists in their own."""
+    """The upstream as a tensor: ``1, 2, 3, ...`` when absent, else flat or nested values."""
     if upstream is None:
         count = int(np.prod(output_shape))
         return Tensor(output_shape, range(1, count + 1))

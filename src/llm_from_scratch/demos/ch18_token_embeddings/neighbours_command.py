@@ -108,8 +108,7 @@ def error_message(error: Exception, labels: Labels) -> str:
 
 
 def format_neighbours(report: NeighboursReport, labels: Labels) -> str:
-    """The report as text: the table, the two rules, then per word a table of ID and vector
-    neighbours side by side with their mean cosines."""
+    """The report as text: the table, the two rules, then each word's two lists side by side."""
     rows, width = report.table_shape
     lines = [
         f"{label(labels, 'table')} {report.table_name}: {rows} {label(labels, 'rows')}, "

@@ -33,8 +33,7 @@ class Lookup:
 
 @dataclass(frozen=True)
 class TableRow:
-    """One table row: its values, the positions that selected it, their upstream vectors, and
-    its gradient after backward."""
+    """One table row: its values, the positions that select it, their upstreams, its gradient."""
 
     row: int
     values: tuple[float, ...]

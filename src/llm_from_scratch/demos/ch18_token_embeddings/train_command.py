@@ -24,8 +24,7 @@ REFUSED, FAILED, INTERRUPTED = 2, 1, 130
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """The options given by name (the others: defaults, or the checkpoint's), the language, the
-    figure's file and the folder to resume from."""
+    """The options given by name, the language, the figure's file and the folder to resume."""
 
     given: dict[str, Any] = field(default_factory=dict)
     lang: str = "en"
