@@ -1,10 +1,5 @@
-"""The command ``llm-from-scratch ch18 figure``: draw a trace as the token-embedding figure.
-
-The parser imports this module while it is built, so the parser and renderer are imported
-inside :func:`run`. A fresh trace is computed by the caller (the chapter demo) and handed in as
-text; a saved one is read by the bounded reader of :mod:`llm_from_scratch.files`. Every error is
-one line on standard error with exit status 2.
-"""
+"""The command ``llm-from-scratch ch18 figure``: draw a trace as the token-embedding figure (the
+parser and renderer are imported inside :func:`run`, as the command line imports this module)."""
 
 from __future__ import annotations
 
@@ -21,8 +16,6 @@ from llm_from_scratch.files import (
     read_stream,
     write_file,
 )
-
-__all__ = ["TRACE_BYTE_LIMIT", "add_language", "configure_parser", "run"]
 
 TRACE_BYTE_LIMIT: Final = FILE_BYTE_LIMIT
 """The most bytes read from a saved trace (1 MiB; the chapter's is about 2 KB)."""
@@ -57,9 +50,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
-    """Draw ``args.trace`` (else ``fresh_trace``) in ``args.lang`` to ``args.output`` (else
-    standard output); 0, or 2 with one line on standard error when there is no trace, it cannot
-    be read or is no valid trace, or the page cannot be written."""
+    """Draw ``args.trace`` (else ``fresh_trace``) to ``args.output``: 0, or 2 and an error line."""
     from llm_from_scratch.errors import FormatError
     from llm_from_scratch.figures.render import render_figure
     from llm_from_scratch.figures.trace_parser import parse_trace
@@ -86,8 +77,7 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
 
 
 def _read_trace(source: str) -> str:
-    """The trace text (``-``: standard input), at most :data:`TRACE_BYTE_LIMIT` bytes of UTF-8
-    (else ``trace.format`` at ``TRACE size``), line endings untouched."""
+    """The trace text (``-``: standard input), at most :data:`TRACE_BYTE_LIMIT` bytes of UTF-8."""
     from llm_from_scratch.traces.token_embeddings_v1 import trace_error
 
     try:

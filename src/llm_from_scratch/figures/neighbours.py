@@ -1,10 +1,5 @@
 """The neighbours figure: the word groups on two principal components, their cosines, and ID
-neighbours against vector neighbours, as one self-contained HTML page in English or Russian.
-
-The numbers come from a computed ``NeighboursFigure`` (``ch18 neighbours``); this module lays
-them out with the figures' shared scatter (:mod:`llm_from_scratch.figures.scatter`), every word
-from the neighbours label table.
-"""
+neighbours against vector neighbours, laid out from a computed ``NeighboursFigure``."""
 
 from __future__ import annotations
 
@@ -21,8 +16,6 @@ from llm_from_scratch.labels import (
     pieces_text,
 )
 
-__all__ = ["TEMPLATE_NAME", "NeighboursPage", "render_neighbours_figure"]
-
 TEMPLATE_NAME: Final = "neighbours.html.j2"
 _WIDTH: Final = 640
 _HEIGHT: Final = 440
@@ -36,7 +29,7 @@ class NeighboursPage(Protocol):
 
 
 def render_neighbours_figure(figure: NeighboursPage, lang: str) -> str:
-    """One HTML document (inline CSS and SVG, no script, no external reference) in ``lang``.
+    """One self-contained HTML document in ``lang``.
 
     Raises:
         FormatError: ``labels.table``, the language has no table, or a label is missing or blank.

@@ -1,10 +1,5 @@
-"""Render a parsed token-embedding trace as one self-contained HTML document.
-
-The renderer only arranges the trace's lexemes: it pairs each table row with its row
-gradient and each contributing position with its vector, and picks a label for each state,
-sharing and rule word. It computes no number; the empty coordinate of a scalar ID shows as
-the trace's ``none``. Jinja2 is imported on first use so that the command line starts quickly.
-"""
+"""Render a parsed token-embedding trace as one self-contained HTML document: the trace's lexemes
+arranged, no number computed (Jinja2 imported on first use, for a quick start)."""
 
 from __future__ import annotations
 
@@ -19,14 +14,11 @@ from llm_from_scratch.traces.token_embeddings_v1 import NONE, RULE_STATES, SHARI
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["TEMPLATE_NAME", "environment", "render_figure", "render_page"]
-
 TEMPLATE_NAME: Final = "token_embeddings.html.j2"
 
 
 def render_figure(trace: Trace, lang: str) -> str:
-    """The figure of a parsed trace in ``lang``: one HTML document with inline CSS, no script
-    and no external reference.
+    """The figure of a parsed trace in ``lang``: inline CSS, no script, no external reference.
 
     Raises:
         FormatError: ``labels.table``, the language has no table or a label is missing or blank.
@@ -52,8 +44,7 @@ def render_figure(trace: Trace, lang: str) -> str:
 
 
 def render_page(template_name: str, lang: str, labels: Labels, **context: object) -> str:
-    """One of the figures' templates rendered in ``lang`` with its ``labels`` and ``context``
-    (and ``zip`` and :func:`~llm_from_scratch.figures.scatter.marker_path`)."""
+    """A template rendered in ``lang`` with ``labels``, ``context``, ``zip`` and ``marker_path``."""
     template = environment().get_template(template_name)
     return template.render(lang=lang, labels=labels, zip=zip, marker_path=marker_path, **context)
 

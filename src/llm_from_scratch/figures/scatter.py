@@ -1,9 +1,4 @@
-"""The scatter the figures share: words of groups on two principal components.
-
-:func:`layout_points` scales a :class:`Projection` into a drawing of a given size, gives each word
-its group's marker shape (:func:`marker_path`) and moves a word's label down or up, a line at a
-time, until it covers no earlier one. Up is positive, as in the projection.
-"""
+"""The scatter the figures share: words of groups on two principal components, up positive."""
 
 from __future__ import annotations
 
@@ -11,8 +6,6 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
-
-__all__ = ["MARKER_SHAPES", "Point", "ProjectedWord", "Projection", "layout_points", "marker_path"]
 
 #: One marker shape per group, in the order of the groups.
 MARKER_SHAPES: Final = ("circle", "square", "triangle", "diamond", "cross")
@@ -37,8 +30,7 @@ class ProjectedWord:
 
 @dataclass(frozen=True)
 class Projection:
-    """Words on the first two principal components, and the share of the variance each
-    component explains."""
+    """Words on the first two principal components, and each component's share of the variance."""
 
     words: tuple[ProjectedWord, ...]
     explained: tuple[float, float]
@@ -79,9 +71,8 @@ def marker_path(shape: str, x: float, y: float, r: float = _RADIUS) -> str:
 def layout_points(
     projection: Projection, shapes: Mapping[str, str], width: int, height: int
 ) -> list[Point]:
-    """One point per word of ``projection``, in its order, laid out in a ``width`` x ``height``
-    drawing (the rightmost marker leaves room for its word), with its group's marker of
-    ``shapes`` (each one of :data:`MARKER_SHAPES`)."""
+    """One point per word, scaled into a ``width`` x ``height`` drawing with its group's marker
+    of ``shapes``, its label moved a line down or up until it covers no earlier one."""
     xs = [word.x for word in projection.words]
     ys = [word.y for word in projection.words]
     scale_x = _scale(min(xs), max(xs), _MARGIN, width - _MARGIN - _LABEL_ROOM)
@@ -112,8 +103,7 @@ def _linear(low: float, high: float, start: float, end: float, value: float) -> 
 def _free_place(
     x: float, y: float, characters: int, taken: list[tuple[float, float, float]], height: int
 ) -> tuple[float, float]:
-    """The nearest place to ``(x, y)``, one label line at a time below, then above, and so on,
-    inside the drawing, where a label does not cover an earlier one (else ``(x, y)`` itself)."""
+    """The nearest free label place to ``(x, y)``, a line below, above, and so on."""
     width = characters * _CHARACTER
     place = y
     for step in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6):

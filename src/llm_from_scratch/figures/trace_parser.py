@@ -1,14 +1,11 @@
 """A strict parser for the trace ``token-embeddings-v1``, into frozen records whose numbers stay
 lexemes.
 
-It reads each record's fields in the order of the grammar
-(:mod:`llm_from_scratch.traces.token_embeddings_v1`) and takes as facts only what cannot be
-derived (names, vocabulary, width, ID shape, IDs, table values, upstream vectors); every other
-field must equal the lexeme the grammar's formatters derive from them. Each field is checked one
-way (:func:`_expect`), so an error names the record, the field and the item (``LOOKUP 1 output
-0``). When a contribution disagrees with its LOOKUP's upstream, the row decides which is wrong:
-the LOOKUP if the contributions still add up to the accumulated gradient, else the contribution.
-Sums are exact integer counts of 1e-12.
+Only what cannot be derived is taken as a fact (names, sizes, ID shape, IDs, table values,
+upstream vectors); every other field must equal the lexeme the grammar derives from them, and an
+error names the record, the field and the item (``LOOKUP 1 output 0``). When a contribution and
+its LOOKUP's upstream disagree, the LOOKUP is blamed if the contributions still add up to the
+accumulated gradient (sums are exact integer counts of 1e-12).
 
 >>> parse_trace("TRACE token-embeddings-v2 BEGIN\\n")
 Traceback (most recent call last):
@@ -27,8 +24,6 @@ from typing import Final, TypeAlias
 
 from llm_from_scratch.traces import token_embeddings_v1 as v1
 from llm_from_scratch.traces.token_embeddings_v1 import TRACE_VERSION, trace_error
-
-__all__ = ["Fixture", "IdRecord", "Lookup", "RowGradient", "TableRow", "Trace", "parse_trace"]
 
 # The records: numbers stay lexemes --------------------------------------------------------
 
@@ -155,7 +150,7 @@ class _Lexeme:
 
 @dataclass(frozen=True)
 class _Each:
-    """A list of ``count`` items that each meet ``item``, never built out however long."""
+    """``count`` items that each meet ``item``, never built out however long."""
 
     item: _Expected
     count: int
@@ -197,11 +192,7 @@ def _expect_fields(
 
 
 def _expect(record: str, field: str, found: str, expected: _Expected, why: str = "") -> None:
-    """Check one field's text, or one item of it, against what it must hold.
-
-    A list is split at ``|`` for the vectors of ``contributions`` and at ``,`` otherwise; a
-    wrong count names the field, a wrong item ``field index``.
-    """
+    """Check one field's text, or one item of it (``field index``), against what it must hold."""
     because = f" {why}" if why else ""
     if isinstance(expected, _Lexeme):
         if not expected.accepts(found):

@@ -1,10 +1,5 @@
-"""The figure of a ``ch18 train`` report: the word groups projected before training and after
-it, side by side, with their mean cosines, as one self-contained HTML page in English or Russian.
-
-The numbers come from the report; this module lays each table out with the figures' shared
-scatter (:mod:`llm_from_scratch.figures.scatter`), each group with one marker shape in both
-panels, every word from the train label table.
-"""
+"""The figure of a ``ch18 train`` report: the word groups projected before and after training,
+side by side (one marker shape per group in both), with their mean cosines."""
 
 from __future__ import annotations
 
@@ -16,16 +11,6 @@ from llm_from_scratch.figures.render import render_page
 from llm_from_scratch.figures.scatter import MARKER_SHAPES, Point, Projection, layout_points
 from llm_from_scratch.labels import TRAIN_GROUP_NAMES, TRAIN_LABELS, cosine_text, load_labels
 
-__all__ = [
-    "GROUP_SHAPES",
-    "TEMPLATE_NAME",
-    "MeasuredTable",
-    "Panel",
-    "TrainPage",
-    "panel",
-    "render_train_figure",
-]
-
 TEMPLATE_NAME: Final = "train.html.j2"
 #: Each report group's marker shape, the same in both panels.
 GROUP_SHAPES: Final = dict(zip(TRAIN_GROUP_NAMES, MARKER_SHAPES, strict=True))
@@ -35,9 +20,7 @@ _HEIGHT: Final = 380
 
 
 class MeasuredTable(Protocol):
-    """One table the report measured (its ``TableView``): its groups' mean cosines (none
-    without a group of two words), their projection (or None), the mean cosine inside a group
-    and to the other groups' words, and the difference."""
+    """One table the report measured (its ``TableView``)."""
 
     @property
     def groups(self) -> Sequence[object]: ...
@@ -56,8 +39,7 @@ class MeasuredTable(Protocol):
 
 
 class TrainPage(Protocol):
-    """What the page draws here: the random table before training and the trained one (the
-    rest of the report in its template)."""
+    """The report as the page draws it here (the rest in its template)."""
 
     @property
     def before(self) -> MeasuredTable: ...
@@ -68,9 +50,8 @@ class TrainPage(Protocol):
 
 @dataclass(frozen=True)
 class Panel:
-    """One table's side of the figure: ``key`` (``before`` or ``after``), its points (None
-    without a projection), the shares of its components, and its mean cosines by label key
-    (``inside``, ``between``, ``separation``; none without groups)."""
+    """One table's side: ``before`` or ``after``, its points (None without a projection), its
+    components' shares, and its mean cosines by label key (none without groups)."""
 
     key: str
     points: tuple[Point, ...] | None
@@ -79,7 +60,7 @@ class Panel:
 
 
 def render_train_figure(report: TrainPage, lang: str) -> str:
-    """One HTML document (inline CSS and SVG, no script, no external reference) in ``lang``.
+    """One self-contained HTML document in ``lang``.
 
     Raises:
         FormatError: ``labels.table``, the language has no table, or a label is missing or blank.
@@ -98,7 +79,7 @@ def render_train_figure(report: TrainPage, lang: str) -> str:
 
 
 def panel(key: str, view: MeasuredTable) -> Panel:
-    """The panel of one measured table: its points laid out, its shares and mean cosines."""
+    """The panel of one measured table."""
     named = (("inside", view.within), ("between", view.between), ("separation", view.separation))
     cosines = tuple((name, cosine_text(value)) for name, value in named if view.groups)
     if view.projection is None:

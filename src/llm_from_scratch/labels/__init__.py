@@ -1,10 +1,7 @@
-"""Every word the lesson shows, in English and Russian, and the number formats its texts share;
-the figures and the demos both read it, and it reads neither.
+"""Every word the lesson shows, in English and Russian, and the number formats its texts share.
 
-A :class:`LabelTable` describes a JSON file per language in this package: the token-embedding
-figure's (``<lang>.json``), ``ch18 neighbours``'s (``neighbours/<lang>.json``: its text, figure
-and messages, by rule code) and ``ch18 train``'s (``train/<lang>.json``). A table holds exactly
-its keys, each a non-blank string, else a ``FormatError`` (``labels.table``) names the key path.
+A :class:`LabelTable` describes a JSON file per language in this package, which holds exactly its
+keys, each a non-blank string, else a ``FormatError`` (``labels.table``) names the key path.
 
 >>> load_labels("en")["reverse"]["title"]
 '4. Reverse rail: gradients gathered per row'
@@ -111,8 +108,7 @@ TRAIN_LABELS: Final = LabelTable(
 
 
 def label_error(lang: str, key_path: str, problem: str, table: str) -> FormatError:
-    """The ``labels.table`` error at ``lang: key_path``, after the table's name unless it is the
-    token-embedding figure's (errors is imported here only: a good figure loads nothing else)."""
+    """The ``labels.table`` error at ``lang: key_path`` (errors is imported only here)."""
     from llm_from_scratch.errors import FormatError
 
     place = lang if table == TOKEN_EMBEDDING_LABELS.name else f"{table} {lang}"
@@ -122,8 +118,7 @@ def label_error(lang: str, key_path: str, problem: str, table: str) -> FormatErr
 
 
 def load_labels(lang: str, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels:
-    """Load and check one language's table (the token-embedding figure's by default): a
-    ``labels.table`` error for an unknown language, unreadable JSON or a bad label."""
+    """Load and check one language's table (the token-embedding figure's by default)."""
     if lang not in LANGUAGES:
         expected = ", ".join(LANGUAGES)
         raise label_error(lang, "", f"no label table; expected one of {expected}", table.name)
@@ -137,8 +132,7 @@ def load_labels(lang: str, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels
 
 
 def check_labels(lang: str, raw: object, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels:
-    """``raw``, a decoded table, typed, once it holds exactly the table's labels (else
-    ``labels.table`` names the first missing, blank, non-text or unknown key)."""
+    """``raw``, a decoded table, typed, once it holds exactly the table's labels."""
     if not isinstance(raw, Mapping):
         raise label_error(lang, "", "expected a JSON object of labels", table.name)
     for path in table.keys:
@@ -175,8 +169,7 @@ def _typed(node: Mapping[object, object]) -> Labels:
 
 
 def label(labels: Labels, *path: str) -> str:
-    """The label at a key path of a checked table (``KeyError`` where there is none):
-    ``label(labels, "errors", "word", "empty")``."""
+    """The label at a key path: ``label(labels, "errors", "word", "empty")``."""
     node: str | Labels = labels
     for key in path:
         if not isinstance(node, dict):
@@ -203,8 +196,7 @@ def pieces_text(pieces: Iterable[tuple[str, int]], labels: Labels) -> str:
 
 
 def aligned_rows(table: Sequence[Sequence[str]], numeric: Sequence[int]) -> list[str]:
-    """The rows of ``table`` as lines: columns padded to their widest cell, the ``numeric`` ones
-    aligned right, two spaces between columns."""
+    """The rows as lines, columns padded to their widest cell (``numeric`` ones to the right)."""
     widths = [max(len(row[column]) for row in table) for column in range(len(table[0]))]
     return [
         "  ".join(

@@ -19,8 +19,6 @@ zero); a float is a canonical ``%.12f`` lexeme (``-0.000000000000`` is not canon
 joins its items by ``,`` and is ``none`` when empty; contribution vectors are joined by ``|``; a
 shape is its extents joined by ``x``, ``none`` for rank zero. v1 names at most one repeated ID.
 
-The chapter demo writes traces with this module and the figure reads them with it.
-
 >>> shape_text(()), shape_text((1, 3, 2)), ints_text(()), floats_text((4.0, -0.5))
 ('none', '1x3x2', 'none', '4.000000000000,-0.500000000000')
 >>> record_line(TABLE, {"row": "1", "uses": "1", "state": state_for(1), "values": "20.0"})
@@ -78,9 +76,8 @@ PARAMETER_NAME: Final = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
 
 
 def trace_error(record: str, field: str, detail: str) -> FormatError:
-    """The ``FormatError`` (``trace.format``) of a trace that breaks the grammar at ``record``
-    (``TABLE 2``) and ``field`` (``output 0``); errors is imported here only, so that a good
-    trace loads nothing else of the package."""
+    """``trace.format`` at ``record`` (``TABLE 2``) and ``field`` (``output 0``); errors is
+    imported only here, so that a good trace loads nothing else of the package."""
     from llm_from_scratch.errors import FormatError
 
     return FormatError("trace.format", record=record, field=field, detail=detail)
@@ -124,14 +121,9 @@ def ints_text(values: Iterable[int]) -> str:
     return list_text(values)
 
 
-def float_text(value: float) -> str:
-    """One float with twelve decimals (``%.12f``)."""
-    return f"{value:.12f}"
-
-
 def floats_text(values: Iterable[float]) -> str:
-    """Floats with twelve decimals joined by ``,``; ``none`` for an empty list."""
-    return list_text(float_text(value) for value in values)
+    """Floats with twelve decimals (``%.12f``) joined by ``,``; ``none`` for an empty list."""
+    return list_text(f"{value:.12f}" for value in values)
 
 
 def vectors_text(vectors: Iterable[Iterable[float]]) -> str:

@@ -23,11 +23,7 @@ def render_demo(fixture: Ch18Fixture = KNOWN_FIXTURE) -> str:
 
 
 def render_trace(fixture: Ch18Fixture = KNOWN_FIXTURE) -> str:
-    """Run the fixture and return its trace ``token-embeddings-v1``.
-
-    Raises:
-        FormatError: ``trace.format``, when more than one ID repeats, which v1 cannot express.
-    """
+    """Run the fixture and return its trace ``token-embeddings-v1`` (raises as ``format_trace``)."""
     return format_trace(build_report(fixture))
 
 

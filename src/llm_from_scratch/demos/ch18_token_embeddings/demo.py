@@ -1,5 +1,4 @@
-"""Format the chapter report as the demo's text (thirteen lines for the known fixture), its
-numbers as the trace prints them."""
+"""Format the chapter report as the demo's text, its numbers as the trace prints them."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The chapter's eleven exercises as data, ``exercises/<lang>.json`` (format
-``ch18-exercises-v1``): the session's words (``ui``), then each exercise's ``number``, ``kind``,
-``prompt``, ``explanation`` and ``evidence`` (a ``str.format`` template over the exercise's
-computed facts, :data:`EVIDENCE_FIELDS`), and what ``true_means`` for a yes/no one. The loader
-checks all of it, so a broken file fails with the language and the key at fault.
+"""The chapter's eleven exercises as data, ``exercises/<lang>.json`` (``ch18-exercises-v1``): the
+session's words (``ui``), each exercise's texts (``evidence`` a template over
+:data:`EVIDENCE_FIELDS`), all checked on loading.
 
 >>> exercises = load_exercises("en")
 >>> [exercise.number for exercise in exercises.exercises if exercise.checked]
@@ -20,18 +18,6 @@ from typing import Final
 from llm_from_scratch.errors import FormatError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, read_file
 from llm_from_scratch.labels import Labels, LabelTable, check_labels
-
-__all__ = [
-    "ANSWER_FORMATS",
-    "EVIDENCE_FIELDS",
-    "EXERCISE_FORMAT",
-    "KINDS",
-    "UI_LABELS",
-    "Exercise",
-    "ExerciseSet",
-    "check_exercises",
-    "load_exercises",
-]
 
 EXERCISE_FORMAT: Final = "ch18-exercises-v1"
 #: Each exercise's kind, by number: what its answer is (``explanation``: none).
@@ -108,8 +94,8 @@ def load_exercises(lang: str) -> ExerciseSet:
     """Load and check the exercises of one language (``"en"`` or ``"ru"``).
 
     Raises:
-        FormatError: ``exercises.data``, no such language, an unreadable file, a broken
-            exercise; ``labels.table``, a missing, blank or unknown word of ``ui``.
+        FormatError: ``exercises.data`` (also for no such language or an unreadable file), then
+            ``labels.table``, as :func:`check_exercises`.
     """
     if lang not in ("en", "ru"):
         raise _data_error(lang, "", "no exercise file; expected en or ru")

@@ -1,13 +1,6 @@
-"""The command ``llm-from-scratch ch18 exercises``: ask, check or reveal the eleven exercises,
-in the chosen language, against values computed when it runs.
-
-Interactively, each exercise's prompt and answer format, a line of input (asked again when it
-cannot be read; the end of the input, or a line over ``FILE_BYTE_LIMIT`` characters, leaves the
-rest missing), then right or wrong with the computed value, the explanation and the evidence;
-``--answers FILE`` checks a file, one line per checked exercise; ``--reveal`` shows every answer.
-A check ends with the score and the wrong numbers: status 0 only when every checked answer is
-right, 1 otherwise, 2 for an answers file that cannot be read (one line on standard error).
-"""
+"""The command ``llm-from-scratch ch18 exercises``: ask, check (``--answers``) or reveal the eleven
+exercises against values computed when it runs; status 0 only when every checked answer is right,
+1 otherwise, 2 for an answers file that cannot be read."""
 
 from __future__ import annotations
 
@@ -35,8 +28,6 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
 from llm_from_scratch.errors import FileAccessError, FormatError, MismatchError, MissingPackageError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, one_line, read_line
 from llm_from_scratch.labels import Labels, cosine_text, label
-
-__all__ = ["COMPARED_WORDS", "Verdict", "check_answers", "run_exercises"]
 
 #: The words whose neighbours exercise 9 compares, and how many of each kind.
 COMPARED_WORDS: Final = ("king", "monday")
@@ -73,7 +64,7 @@ def run_exercises(
     stdout: TextIO,
     stderr: TextIO,
 ) -> int:
-    """Run the exercises as the options say; returns the exit status."""
+    """Run the exercises as the options say; the exit status."""
     data = load_exercises(lang)
     facts = chapter_facts()
     expected = expected_answers(facts)
@@ -98,7 +89,7 @@ def run_exercises(
 
 
 def _line(stdin: TextIO) -> str:
-    """One line of the session's input; ``""`` at its end or for an endless line."""
+    """One line of input; ``""`` at its end or for a line over the limit."""
     try:
         return read_line(stdin, FILE_BYTE_LIMIT)
     except OSError:  # a line over the limit: the rest of the input is not read
@@ -261,8 +252,7 @@ class _Session:
             "parameters": ", ".join(facts.parameters),
         }
 
-    def comparison(self) -> str:
-        """Exercise 9's evidence: ID neighbours against vector neighbours in the trained table."""
+    def comparison(self) -> str:  # exercise 9's evidence
         from llm_from_scratch.demos.ch18_token_embeddings.neighbours import neighbours_report
         from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
             open_table,

@@ -1,11 +1,6 @@
-"""The exercises' answers and evidence, computed by the library when they are asked for.
-
-:func:`chapter_facts` runs the chapter fixture (:func:`build_report`) and the layer: the lookup
-of ``[[2,1,2]]``, the one-hot row of ID 2 times the table, the table gradient, the output shapes
-for the ID shapes ``[2,3]``, ``[]`` and ``[0]``, the order in which one layer reports three
-faults (triggered, then removed one by one), the first invalid ID of ``[1,4,9]`` from the raised
-error, a clone's identity and the parameters a repeated ID uses. :func:`expected_answers` makes
-them the answers, in the answers file's JSON form; :func:`same_answer` compares one.
+"""The exercises' answers and evidence, computed by the library when they are asked for:
+:func:`chapter_facts` runs the fixture and the layer, :func:`expected_answers` makes the facts
+the answers (the answers file's JSON form), :func:`same_answer` compares one.
 
 >>> expected_answers(chapter_facts())[6]
 {'order': ['shape', 'count', 'id'], 'first': {'id': 4, 'position': 1}}
@@ -31,19 +26,6 @@ from llm_from_scratch.demos.ch18_token_embeddings.report import (
 from llm_from_scratch.errors import FormatError, IdError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, is_too_large, load_json, read_file
 from llm_from_scratch.nn import Embedding
-
-__all__ = [
-    "ERROR_KINDS",
-    "ONE_HOT_ID",
-    "OUTPUT_SHAPE_CASES",
-    "SCANNED_IDS",
-    "ChapterFacts",
-    "answer_text",
-    "chapter_facts",
-    "expected_answers",
-    "read_answers",
-    "same_answer",
-]
 
 #: The exercises' own inputs: the ID of exercise 2, the ID shapes of exercise 5, the IDs of 6.
 ONE_HOT_ID: Final = 2
@@ -133,9 +115,8 @@ def expected_answers(facts: ChapterFacts) -> dict[int, Json]:
 
 
 def same_answer(answer: object, expected: Json) -> bool:
-    """Whether an answer equals the expected one: the same nesting, lists and keys, numbers
-    equal in value, exactly (``30`` is ``30.0``; ``10**310`` is simply not ``30``; a float only
-    when finite), booleans only booleans."""
+    """Whether an answer equals the expected one: the same nesting and keys, numbers exactly
+    equal in value (``30`` is ``30.0``; a float only when finite), booleans only booleans."""
     if isinstance(expected, bool) or isinstance(answer, bool):
         return isinstance(answer, bool) and answer is expected
     if isinstance(expected, int | float):
@@ -167,11 +148,8 @@ def read_answers(path: Path) -> dict[int, object]:
     exercise numbers ``"1"`` to ``"11"`` to answers, none for the explanations (4, 7, 9).
 
     Raises:
-        FormatError: ``answers.file``, with the ``problem``: the file cannot be read or is not
-            UTF-8 (``unreadable``), holds more than ``FILE_BYTE_LIMIT`` bytes (``too_large``), is
-            not strict JSON (``not_json``: also ``NaN``, a key twice, a lone surrogate), not an
-            object (``not_object``), has a key that is no exercise number ``"1"`` to ``"11"``
-            (``unknown_exercise``), or answers exercise 4, 7 or 9 (``explanation_exercise``).
+        FormatError: ``answers.file``, its ``problem`` one of ``unreadable``, ``too_large``,
+            ``not_json``, ``not_object``, ``unknown_exercise``, ``explanation_exercise``.
     """
     try:
         text = read_file(path, FILE_BYTE_LIMIT).decode("utf-8")
@@ -215,7 +193,6 @@ def _output_shape(layer: Embedding, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _error_order(layer: Embedding) -> tuple[str, ...]:
-    """Call the layer with all three faults, remove the one it reports, and again."""
     faults = {"shape", "count", "id"}
     order: list[str] = []
     while faults:
@@ -245,7 +222,7 @@ def _nested(shape: Sequence[int], values: Sequence[float]) -> Json:
 
 
 def _plain(value: object) -> Json:
-    """JSON-like data with whole floats as ints (``30.0`` becomes ``30``)."""
+    """JSON-like data with whole floats as ints."""
     if isinstance(value, bool | str) or value is None:
         return value
     if isinstance(value, float) and value.is_integer():

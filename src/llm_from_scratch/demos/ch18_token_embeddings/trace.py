@@ -1,21 +1,17 @@
-"""Format the chapter report as the trace ``token-embeddings-v1``: every lexeme, record and
-field order comes from :mod:`llm_from_scratch.traces.token_embeddings_v1`; this module only picks
-the report's facts for each field."""
+"""Format the chapter report as the trace ``token-embeddings-v1``, whose grammar
+(:mod:`llm_from_scratch.traces.token_embeddings_v1`) gives every lexeme and field order."""
 
 from __future__ import annotations
 
 from llm_from_scratch.demos.ch18_token_embeddings.report import Ch18Report, Lookup, TableRow
 from llm_from_scratch.traces import token_embeddings_v1 as v1
 
-__all__ = ["format_trace"]
-
 
 def format_trace(report: Ch18Report) -> str:
     """The trace text: LF line endings and one final LF.
 
     Raises:
-        FormatError: ``trace.format``, when more than one ID repeats (at ``IDS repeated-id``),
-            since v1 names at most one repeated ID.
+        FormatError: ``trace.format``, at ``IDS repeated-id`` when more than one ID repeats.
     """
     lines = [
         v1.marker_line(v1.BEGIN),

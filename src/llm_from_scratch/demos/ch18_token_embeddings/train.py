@@ -6,7 +6,7 @@ table and its tokenizer written as one.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -16,13 +16,15 @@ import numpy as np
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
     GroupCosines,
-    Projection,
+    Groups,
     WordNeighbours,
     group_cosines,
+    mean_or_nan,
     present_groups,
     project_groups,
     word_neighbours,
 )
+from llm_from_scratch.figures.scatter import Projection
 from llm_from_scratch.files import replace_files, write_new_file
 from llm_from_scratch.nn import save_parameters
 from llm_from_scratch.training.options import RATES, TABLE_FILE, TOKENIZER_FILE, TrainOptions
@@ -34,8 +36,6 @@ from llm_from_scratch.training.words import line_words
 
 NEIGHBOUR_COUNT: Final = 4
 """Vector neighbours per report word."""
-
-Groups = tuple[tuple[str, tuple[str, ...]], ...]
 
 REPORT_WORDS: Final = ("father", "three", "night", "king")
 """The words whose neighbours the report lists (those in the vocabulary)."""
@@ -61,8 +61,8 @@ REPORT_GROUPS_RU: Final[Groups] = (
 
 @dataclass(frozen=True)
 class TableView:
-    """One table measured: the report words' vector neighbours, the groups' mean cosines and
-    their projection (None without a group of two words in the vocabulary)."""
+    """One table measured: the report words' neighbours, the groups' mean cosines and their
+    projection (None without a group of two words in the vocabulary)."""
 
     neighbours: tuple[WordNeighbours, ...]
     groups: tuple[GroupCosines, ...]
@@ -71,23 +71,22 @@ class TableView:
     @property
     def within(self) -> float:
         """The mean over the groups of the mean cosine inside a group (NaN without groups)."""
-        return _mean(group.within for group in self.groups)
+        return mean_or_nan([group.within for group in self.groups])
 
     @property
     def between(self) -> float:
         """The mean over the groups of the mean cosine to the other groups' words."""
-        return _mean(group.between for group in self.groups)
+        return mean_or_nan([group.between for group in self.groups])
 
     @property
     def separation(self) -> float:
-        """:attr:`within` minus :attr:`between`: how much closer a group's words are to each
-        other than to the other groups' words."""
+        """:attr:`within` minus :attr:`between`."""
         return self.within - self.between
 
 
 @dataclass(frozen=True)
 class TrainReport:
-    """What a run did and what it learned (see the module docstring)."""
+    """What a run did and what it learned."""
 
     options: TrainOptions
     corpus_files: int
@@ -118,18 +117,16 @@ class TrainReport:
 
 @dataclass(frozen=True)
 class VocabularyPieces:
-    """A :class:`Vocabulary` seen as the neighbours' ``WordPieces``: a word is one piece, its
-    ID; a word outside the vocabulary is the unknown token."""
+    """A :class:`Vocabulary` seen as ``WordPieces``: the words of ``word`` (normalized as the
+    corpus is) are its pieces, a word outside the vocabulary the unknown token ``[UNK]``."""
 
     vocabulary: Vocabulary
 
     @property
     def unknown_token(self) -> str | None:
-        """``[UNK]``."""
         return self.vocabulary.unknown_token
 
     def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
-        """The words of ``word`` (normalized as the corpus is), each with its ID."""
         known = self.vocabulary.word_ids
         unknown = self.vocabulary.unknown_id
         found = ((piece, known.get(piece, unknown)) for piece in line_words(word))
@@ -139,7 +136,6 @@ class VocabularyPieces:
         )
 
     def token(self, token_id: int) -> str | None:
-        """The word of an ID, or None outside the vocabulary."""
         found = self.vocabulary.words
         return found[token_id] if 0 <= token_id < len(found) else None
 
@@ -151,9 +147,8 @@ def train(
     lang: str = "en",
     resume: bool = False,
 ) -> TrainReport:
-    """Train a table as the module docstring says; write the two files; return the report.
-    ``progress`` gets a :class:`~llm_from_scratch.training.ProgressState` at most twice a
-    second and after each epoch.
+    """Train a table, write the two files and return the report; ``progress`` gets a
+    ``ProgressState`` at most twice a second and after each epoch.
 
     Raises:
         OptionError, CorpusError, MismatchError: as :meth:`~llm_from_scratch.training.Run.start`,
@@ -218,7 +213,7 @@ def table_view(
     model: SkipGram,
     pieces: VocabularyPieces,
     words: Sequence[str] = REPORT_WORDS,
-    groups: Sequence[tuple[str, Sequence[str]]] = REPORT_GROUPS,
+    groups: Groups = REPORT_GROUPS,
 ) -> TableView:
     """Measure the input table now: neighbours of the ``words`` in the vocabulary (the most
     frequent words when none is), and the ``groups`` with at least two words in it."""
@@ -239,17 +234,11 @@ def table_view(
     )
 
 
-def _mean(values: Iterable[float]) -> float:
-    found = list(values)
-    return float(np.mean(found)) if found else math.nan
-
-
 def write_outputs(
     folder: Path, model: SkipGram, vocabulary: Vocabulary, metadata: dict[str, str]
 ) -> bool:
-    """Write ``table.safetensors`` (the input table) and ``tokenizer.json`` into ``folder`` (made
-    if missing) as one (:func:`~llm_from_scratch.files.replace_files`); True when a Ctrl-C came
-    meanwhile (both new files are in place).
+    """Write ``table.safetensors`` and ``tokenizer.json`` into ``folder`` (made if missing) as one;
+    True when a Ctrl-C came meanwhile (both new files are in place).
 
     Raises:
         FileAccessError, OSError: a file cannot be written; the targets are as they were.

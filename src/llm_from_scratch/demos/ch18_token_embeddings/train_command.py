@@ -25,8 +25,7 @@ REFUSED, FAILED, INTERRUPTED = 2, 1, 130
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """The command's arguments: the options given by name (the others take their defaults, or
-    the checkpoint's), the report's language, the figure's file and the folder to resume from."""
+    """The options given by name, the language, the figure's file and the folder to resume."""
 
     given: dict[str, Any] = field(default_factory=dict)
     lang: str = "en"
@@ -43,8 +42,7 @@ def processor_count() -> int:
 
 
 def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
-    """Train, printing progress to ``err`` and the report to ``out``, then write the figure
-    (when asked); the exit status."""
+    """Train, print progress to ``err`` and the report to ``out``, write the figure; the status."""
     labels = load_labels(request.lang, TRAIN_LABELS)
     if request.figure is not None:
         try:
@@ -80,7 +78,6 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
 
 
 def _options(request: TrainRequest) -> TrainOptions:
-    """The run's options: those given, then the checkpoint's (resuming) or the defaults."""
     given = dict(request.given)
     if request.resume is not None:
         given["output"] = request.resume

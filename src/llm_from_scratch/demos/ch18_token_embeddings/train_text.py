@@ -1,9 +1,4 @@
-"""Format a training report, and the progress line, in one language.
-
-Every word comes from the train label table (``labels/train/<lang>.json``), every number
-from the :class:`~llm_from_scratch.demos.ch18_token_embeddings.train.TrainReport`: cosines and
-losses with four decimals, speeds and counts as integers with thousands separators.
-"""
+"""Format a training report, and the progress line, with the words of the train label table."""
 
 from __future__ import annotations
 
@@ -15,8 +10,7 @@ from llm_from_scratch.training.run import ProgressState
 
 
 def format_report(report: TrainReport, labels: Labels) -> str:
-    """The report as text: the corpus, the model, the training (one line per epoch), the
-    neighbours before and after, the word groups before and after, and the files written."""
+    """The report as text: corpus, model, training, neighbours, groups, files written."""
     options = report.options
     lines = [
         label(labels, "corpus").format(
