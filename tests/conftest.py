@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import os
 import re
+import signal
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +36,12 @@ settings.register_profile(
 )
 settings.register_profile("long", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# A shell without job control starts background jobs with Ctrl-C ignored, and a child process
+# inherits that; the commands keep an ignored Ctrl-C ignored, as documented. The tests that press
+# Ctrl-C need the usual setting, so the test run and the processes it starts get it back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 KNOWN_TABLE = (10.0, 11.0, 20.0, 21.0, 30.0, 31.0, 40.0, 41.0)
 KNOWN_UPSTREAM = (1.0, 0.0, 0.0, 2.0, 3.0, 4.0)  # the seed of the lookup of [[2, 1, 2]]
