@@ -426,6 +426,10 @@ def _ragged(ids: object, shape: Shape) -> str:
 
 # The kernel and its VJP ------------------------------------------------------------------------
 
+take_rows: Final = np.ndarray.take
+"""NumPy's row copy for small gathers, called as the array method (``np.take`` adds a Python
+wrapper, a third of a small lookup's kernel time)."""
+
 
 def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
     """Copy table row ``indices[p]`` to output position ``p`` (``[V, d]`` to
@@ -436,7 +440,7 @@ def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
         try:
             if indices.size * width < COMPILED_KERNEL_MIN_VALUES:
                 # mode="clip" skips NumPy's own bounds pass: the plan's indices were checked.
-                output = np.take(table.array, indices, axis=0, mode="clip")
+                output = take_rows(table.array, indices, axis=0, mode="clip")
             else:
                 output = np.empty((indices.size, width), dtype=table.array.dtype)
                 gather_rows_into(output, table.array, indices)
