@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Final
 
 import numpy as np
 
-from llm_from_scratch.autograd.dispatch import compiled_kernel, prange, runs_compiled
+from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper, prange, runs_compiled
 from llm_from_scratch.autograd.gradient import Gradient
 from llm_from_scratch.autograd.tape import (
     Node,
@@ -112,41 +112,49 @@ def _flat_shape(matrices: FloatArray) -> tuple[int, int, int]:
 # The compiled kernels, adding in exactly the order of the NumPy path -------------------------
 
 
-@compiled_kernel(parallel=False, pack_lanes=True)
-def _matvec_into(out: Any, matrices: Any, vectors: Any, zero: Any) -> None:  # pragma: no cover
-    count, rows, width = matrices.shape
+@kernel_helper
+def lane_dot(row: Any, vector: Any) -> Any:  # pragma: no cover - JIT
+    """``row . vector`` in :data:`LANES` lanes, as :func:`lane_dot_numpy` adds: feature ``f``
+    into lane ``f % 8``, each lane from ``+0.0``, the lanes summed pairwise. A lane the last
+    features do not reach is left as it is (NumPy adds ``0 * 0 = +0.0`` to it, which changes
+    nothing: a lane starting at ``+0.0`` is never ``-0.0``)."""
+    width = vector.shape[0]
     full = width - width % 8
-    padded_row = np.zeros(8, matrices.dtype)  # the last features, zeros after them
-    padded_vector = np.zeros(8, matrices.dtype)
+    zero = vector.dtype.type(0)
+    l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = zero
+    for f in range(0, full, 8):
+        l0 += row[f] * vector[f]
+        l1 += row[f + 1] * vector[f + 1]
+        l2 += row[f + 2] * vector[f + 2]
+        l3 += row[f + 3] * vector[f + 3]
+        l4 += row[f + 4] * vector[f + 4]
+        l5 += row[f + 5] * vector[f + 5]
+        l6 += row[f + 6] * vector[f + 6]
+        l7 += row[f + 7] * vector[f + 7]
+    tail = width - full
+    if tail > 0:
+        l0 += row[full] * vector[full]
+    if tail > 1:
+        l1 += row[full + 1] * vector[full + 1]
+    if tail > 2:
+        l2 += row[full + 2] * vector[full + 2]
+    if tail > 3:
+        l3 += row[full + 3] * vector[full + 3]
+    if tail > 4:
+        l4 += row[full + 4] * vector[full + 4]
+    if tail > 5:
+        l5 += row[full + 5] * vector[full + 5]
+    if tail > 6:
+        l6 += row[full + 6] * vector[full + 6]
+    return ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+
+
+@compiled_kernel(parallel=False, pack_lanes=True)
+def _matvec_into(out: Any, matrices: Any, vectors: Any) -> None:  # pragma: no cover - JIT
+    count, rows, _ = matrices.shape
     for r in range(count):
-        vector = vectors[r]
-        for k in range(width - full):
-            padded_vector[k] = vector[full + k]
         for m in range(rows):
-            row = matrices[r, m]
-            l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = zero
-            for f in range(0, full, 8):
-                l0 += row[f] * vector[f]
-                l1 += row[f + 1] * vector[f + 1]
-                l2 += row[f + 2] * vector[f + 2]
-                l3 += row[f + 3] * vector[f + 3]
-                l4 += row[f + 4] * vector[f + 4]
-                l5 += row[f + 5] * vector[f + 5]
-                l6 += row[f + 6] * vector[f + 6]
-                l7 += row[f + 7] * vector[f + 7]
-            for k in range(width - full):
-                padded_row[k] = row[full + k]
-            # Adding 0 * 0 = +0.0 to a lane leaves it exactly as it is (a lane starts at +0.0,
-            # so it is never -0.0).
-            l0 += padded_row[0] * padded_vector[0]
-            l1 += padded_row[1] * padded_vector[1]
-            l2 += padded_row[2] * padded_vector[2]
-            l3 += padded_row[3] * padded_vector[3]
-            l4 += padded_row[4] * padded_vector[4]
-            l5 += padded_row[5] * padded_vector[5]
-            l6 += padded_row[6] * padded_vector[6]
-            l7 += padded_row[7] * padded_vector[7]
-            out[r, m] = ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+            out[r, m] = lane_dot(matrices[r, m], vectors[r])
 
 
 @compiled_kernel(parallel=True)
@@ -181,7 +189,7 @@ def _matvec_vjp_into(
 
 def matvec_into(out: FloatArray, matrices: FloatArray, vectors: FloatArray) -> None:
     """``out[r, m] = matrices[r, m, :] . vectors[r, :]`` in the lane order (C-contiguous)."""
-    _matvec_into(out, matrices, vectors, matrices.dtype.type(0))
+    _matvec_into(out, matrices, vectors)
 
 
 def matvec_vjp_into(

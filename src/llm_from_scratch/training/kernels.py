@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper
+from llm_from_scratch.autograd.matvec import lane_dot
 
 GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -59,27 +60,6 @@ def draw_negatives(
         slot = min(np.int64(drawn), size - 1)
         targets[k] = slot if drawn - slot < accept[slot] else alias[slot]
     return state
-
-
-@kernel_helper
-def lane_dot(row: Any, vector: Any) -> Any:  # pragma: no cover - JIT
-    """``row . vector`` in eight interleaved lanes, as the tape's ``matvec`` adds."""
-    width = vector.shape[0]
-    full = width - width % 8
-    zero = vector.dtype.type(0)
-    l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = zero
-    for f in range(0, full, 8):
-        l0 += row[f] * vector[f]
-        l1 += row[f + 1] * vector[f + 1]
-        l2 += row[f + 2] * vector[f + 2]
-        l3 += row[f + 3] * vector[f + 3]
-        l4 += row[f + 4] * vector[f + 4]
-        l5 += row[f + 5] * vector[f + 5]
-        l6 += row[f + 6] * vector[f + 6]
-        l7 += row[f + 7] * vector[f + 7]
-    for f in range(full, width):
-        l0 += row[f] * vector[f]
-    return ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
 
 
 @kernel_helper
