@@ -4,6 +4,7 @@ was, injected allocation failures, time limits and crafted pickles."""
 from __future__ import annotations
 
 import pickle
+import string
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -19,6 +20,19 @@ from hypothesis.errors import InvalidArgument
 from llm_from_scratch.autograd import TensorValue
 
 from reference import Outcome, Raises, Returns
+
+
+class MessageFormatter(string.Formatter):
+    """The template language of the error rules, written again for the tests: ``str.format``
+    with ``!t`` for a type name, and a tuple printed as a list unless converted."""
+
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        if conversion == "t":
+            return type(value).__name__
+        if conversion is None and isinstance(value, tuple):
+            return list(value)
+        return super().convert_field(value, conversion)
+
 
 # Outcomes ------------------------------------------------------------------------------------
 

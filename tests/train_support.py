@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
+
+from llm_from_scratch.training.vocabulary import Vocabulary
 
 from cli_support import run_main
 
@@ -46,3 +50,17 @@ def run_train(corpus: Path, output: Path, *options: str) -> tuple[int, str, str]
 def folder_bytes(folder: Path) -> dict[str, bytes]:
     """Every file in ``folder`` (hidden ones too) by name, with its bytes."""
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def interrupt_at_piece(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
+    """Ctrl-C in the main thread when it reads the ``number``-th piece of the corpus."""
+    calls = []
+    real_tokens = Vocabulary.tokens
+
+    def interrupted(self: Vocabulary, text: str) -> Any:
+        calls.append(1)
+        if len(calls) == number:
+            raise KeyboardInterrupt
+        return real_tokens(self, text)
+
+    monkeypatch.setattr(Vocabulary, "tokens", interrupted)

@@ -18,7 +18,6 @@ import copy
 import difflib
 import pickle
 import re
-import string
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -61,7 +60,7 @@ from llm_from_scratch.training.vocabulary import Vocabulary
 import checkpoint_support
 import neighbours_support
 from checkpoint_support import entry, file_with_header
-from checks import NumpyWithFailing, PicklePayload, unpickled
+from checks import MessageFormatter, NumpyWithFailing, PicklePayload, unpickled
 from conftest import KNOWN_TABLE
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
@@ -512,18 +511,6 @@ def test_every_rule_has_a_public_trigger() -> None:
     missing = sorted(set(RULES) - set(TRIGGERED))
     assert missing == [], "no public call raises these rules: add one to RULE_TRIGGERS"
     assert sorted(set(TRIGGERED) - set(RULES)) == [], "triggers of rules that do not exist"
-
-
-class MessageFormatter(string.Formatter):
-    """The template language of docs/errors.md: ``str.format`` with ``!t`` for a type name, and
-    a tuple printed as a list unless converted."""
-
-    def convert_field(self, value: Any, conversion: str | None) -> Any:
-        if conversion == "t":
-            return type(value).__name__
-        if conversion is None and isinstance(value, tuple):
-            return list(value)
-        return super().convert_field(value, conversion)
 
 
 @pytest.mark.parametrize(("rule", "index"), CASES)

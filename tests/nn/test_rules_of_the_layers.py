@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import copy
 import pickle
-import string
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import pytest
@@ -28,7 +26,7 @@ from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
 from checkpoint_support import CHECKPOINT_TRIGGERS
-from checks import PicklePayload, unpickled
+from checks import MessageFormatter, PicklePayload, unpickled
 from conftest import KNOWN_TABLE
 
 
@@ -112,17 +110,6 @@ OWN_RULES = {
 """The rules of the errors the layers, their checkpoints and PyTorch's names raise."""
 
 
-class Formatter(string.Formatter):
-    """The template language of the rules: ``!t`` for a type name, a tuple printed as a list."""
-
-    def convert_field(self, value: Any, conversion: str | None) -> Any:
-        if conversion == "t":
-            return type(value).__name__
-        if conversion is None and isinstance(value, tuple):
-            return list(value)
-        return super().convert_field(value, conversion)
-
-
 def test_every_rule_the_layers_own_has_a_public_call() -> None:
     assert sorted(OWN_RULES - set(TRIGGERS)) == []
 
@@ -133,7 +120,7 @@ def test_each_call_raises_exactly_its_family_and_rule_worded_by_its_template(cod
         TRIGGERS[code]()
     error, rule = caught.value, RULES[code]
     assert (type(error), error.rule) == (rule.family, code)
-    assert str(error) == Formatter().format(rule.template, **error.fields)
+    assert str(error) == MessageFormatter().format(rule.template, **error.fields)
     assert error.args == (str(error),) and "\n" not in str(error)
     if "cause" in error.fields:
         assert error.cause is error.__cause__

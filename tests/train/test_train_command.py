@@ -22,10 +22,9 @@ from llm_from_scratch.nn import Embedding, SplitMix64, load_metadata
 from llm_from_scratch.training.options import TrainOptions
 from llm_from_scratch.training.skipgram import SkipGram
 from llm_from_scratch.training.table_pair import vocabulary_fingerprint
-from llm_from_scratch.training.vocabulary import Vocabulary
 
 from conftest import require_tokenizers
-from train_support import folder_bytes, run_train, write_corpus
+from train_support import folder_bytes, interrupt_at_piece, run_train, write_corpus
 
 
 @pytest.fixture(scope="module")
@@ -280,20 +279,6 @@ def earlier(corpus: Path, tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
     output = tmp_path / "out"
     assert run_train(corpus, output, "--epochs", "0", "--seed", "1")[0] == 0
     return output, folder_bytes(output)
-
-
-def interrupt_at_piece(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
-    """Ctrl-C in the main thread when it reads the ``number``-th piece of the corpus."""
-    calls = []
-    real_tokens = Vocabulary.tokens
-
-    def interrupted(self: Vocabulary, text: str) -> Any:
-        calls.append(1)
-        if len(calls) == number:
-            raise KeyboardInterrupt
-        return real_tokens(self, text)
-
-    monkeypatch.setattr(Vocabulary, "tokens", interrupted)
 
 
 def test_ctrl_c_while_training_leaves_the_earlier_files(

@@ -23,10 +23,9 @@ import llm_from_scratch.training.corpus as corpus_module
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS_RU, train
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.run import ProgressState, Run
-from llm_from_scratch.training.vocabulary import Vocabulary
 
 from conftest import import_optional
-from train_support import folder_bytes, run_train, write_corpus
+from train_support import folder_bytes, interrupt_at_piece, run_train, write_corpus
 
 
 def lee_corpus(folder: Path) -> Path:
@@ -99,19 +98,6 @@ def test_a_tiny_corpus_trained_for_15_epochs_ends_with_a_finite_table(tmp_path: 
 
 
 # Resuming -------------------------------------------------------------------------------------
-
-
-def interrupt_at_piece(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
-    calls = []
-    real_tokens = Vocabulary.tokens
-
-    def interrupted(self: Vocabulary, text: str) -> Any:
-        calls.append(1)
-        if len(calls) == number:
-            raise KeyboardInterrupt
-        return real_tokens(self, text)
-
-    monkeypatch.setattr(Vocabulary, "tokens", interrupted)
 
 
 RUN = ("--seed", "5", "--threads", "1", "--epochs", "3", "--checkpoint-minutes", "0.000001")
