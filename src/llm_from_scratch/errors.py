@@ -771,8 +771,8 @@ declare(
         "pair.rows": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "has {table_value} rows, the tokenizer {tokenizer_value} tokens",
-            "A table whose rows are not as many as its tokenizer's tokens (checked first, for any"
-            " table).",
+            "A table with fewer rows than its tokenizer has tokens (checked first, for any "
+            "table; more rows are padding, rows without a token, as GPT-2's 50,304 for 50,257).",
         ),
         "pair.vocabulary-size": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "

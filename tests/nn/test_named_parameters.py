@@ -154,9 +154,14 @@ def test_a_named_parameters_gradient_is_its_own_the_same_as_its_tensors() -> Non
 
 
 def test_pytorchs_grad_on_a_named_parameter_is_answered_in_one_line_naming_gradient() -> None:
-    (parameter,) = Embedding.from_pretrained(np.reshape(KNOWN_TABLE, (4, 2)), freeze=False).parameters()
+    (parameter,) = Embedding.from_pretrained(
+        np.reshape(KNOWN_TABLE, (4, 2)), freeze=False
+    ).parameters()
     with raises_rule(
-        PyTorchNameError, "pytorch.name", owner="NamedParameter", kind="attribute",
+        PyTorchNameError,
+        "pytorch.name",
+        owner="NamedParameter",
+        kind="attribute",
         pytorch_name="grad",
     ) as caught:
         parameter.grad  # noqa: B018

@@ -194,28 +194,30 @@ def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
 
 
 def check_pair(files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces) -> None:
-    """Check that a table of ``rows`` rows goes with the tokenizer: as many rows as tokens, and
-    the vocabulary size and fingerprint its metadata records.
+    """Check that a table of ``rows`` rows goes with the tokenizer: a row for every token (more
+    rows are padding, as GPT-2's 50,304 rows for 50,257 tokens: rows without a token), and the
+    vocabulary size and fingerprint its metadata records.
 
     Raises:
-        MismatchError: ``pair.rows``, ``pair.vocabulary-size``, then ``pair.fingerprint`` (the
-            values as text, as the metadata holds them).
+        MismatchError: ``pair.rows`` (fewer rows than tokens), ``pair.vocabulary-size``, then
+            ``pair.fingerprint`` (the values as text, as the metadata holds them).
     """
-    for rule, table_value, tokenizer_value in _compared(files, rows, pieces):
-        if table_value != tokenizer_value:
-            paths = {"table": str(files.table), "tokenizer": str(files.tokenizer)}
-            values = {"table_value": table_value, "tokenizer_value": tokenizer_value}
-            raise MismatchError(rule, **paths, **values)
+    for rule, table_value, tokenizer_value in _mismatches(files, rows, pieces):
+        paths = {"table": str(files.table), "tokenizer": str(files.tokenizer)}
+        values = {"table_value": table_value, "tokenizer_value": tokenizer_value}
+        raise MismatchError(rule, **paths, **values)
 
 
-def _compared(
+def _mismatches(
     files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces
 ) -> Iterator[tuple[str, str, str]]:
-    size = str(pieces.vocabulary_size)
-    yield "pair.rows", str(rows), size
+    size = pieces.vocabulary_size
+    if rows < size:
+        yield "pair.rows", str(rows), str(size)
     recorded = load_metadata(files.table)
-    if VOCABULARY_SIZE_KEY in recorded:
-        yield "pair.vocabulary-size", recorded[VOCABULARY_SIZE_KEY], size
+    if recorded.get(VOCABULARY_SIZE_KEY, str(size)) != str(size):
+        yield "pair.vocabulary-size", recorded[VOCABULARY_SIZE_KEY], str(size)
     if FINGERPRINT_KEY in recorded:
         fingerprint = vocabulary_fingerprint(pieces.tokens())
-        yield "pair.fingerprint", recorded[FINGERPRINT_KEY], fingerprint
+        if recorded[FINGERPRINT_KEY] != fingerprint:
+            yield "pair.fingerprint", recorded[FINGERPRINT_KEY], fingerprint
