@@ -13,6 +13,7 @@ import errno
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -33,6 +34,8 @@ PATH_BYTE_LIMIT: Final = 4095
 """The most bytes of a whole path, once encoded (Linux's ``PATH_MAX`` less the final NUL)."""
 TEMPORARY_STEM_BYTES: Final = 64
 """The most bytes of the target's name that a temporary file's name keeps (whole characters)."""
+TEMPORARY_MARK: Final = "llm-from-scratch"
+"""What every temporary file's name holds before its writer's process ID (``temporary_path``)."""
 JSON_INTEGER_DIGITS: Final = 4300
 """The most digits of an integer in JSON (Python's own limit for converting text to ``int``)."""
 TOO_LARGE: Final = errno.EFBIG
@@ -124,20 +127,69 @@ def writable_path(path: str) -> str:
 
 def temporary_path(path: str) -> str:
     """A new name beside ``path``: ``.``, the first :data:`TEMPORARY_STEM_BYTES` bytes of its
-    name (whole characters), ``.``, twelve random hex digits and ``.tmp``: at most 82 bytes.
+    name (whole characters), ``.``, :data:`TEMPORARY_MARK`, ``-``, this process's ID, ``-``,
+    twelve random hex digits and ``.tmp``: at most 110 bytes. A later writer of ``path``
+    recognizes it by that name and removes it once its process is gone
+    (:func:`remove_stale_temporaries`).
 
     >>> name = temporary_path("out/" + "😀" * 60)
-    >>> name.startswith("out/." + "😀" * 16 + "."), len(os.fsencode(os.path.basename(name)))
-    (True, 82)
+    >>> name.startswith("out/." + "😀" * 16 + ".llm-from-scratch-"), name.endswith(".tmp")
+    (True, True)
     """
     folder, name = os.path.split(path)
+    mark = f"{_temporary_prefix(name)}{os.getpid()}-{os.urandom(6).hex()}.tmp"
+    return os.path.join(folder, mark)
+
+
+def _temporary_prefix(name: str) -> str:
+    """What every temporary name of the target ``name`` starts with, up to the process ID."""
     stem, size = [], 0
     for character in name:
         size += len(os.fsencode(character))
         if size > TEMPORARY_STEM_BYTES:
             break
         stem.append(character)
-    return os.path.join(folder, f".{''.join(stem)}.{os.urandom(6).hex()}.tmp")
+    return f".{''.join(stem)}.{TEMPORARY_MARK}-"
+
+
+_TEMPORARY_TAIL: Final = re.compile(r"(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{12}\.tmp")
+
+
+def remove_stale_temporaries(path: str) -> None:
+    """Remove the temporary files of ``path`` (named by :func:`temporary_path`) that a writer
+    left beside it when it was killed (SIGKILL, a power cut): regular files of exactly that
+    name whose process is gone. Nothing else is touched: not another name, not the temporary of
+    a process still running (another run writing into the same folder), nothing where process
+    IDs cannot be checked (outside POSIX systems). A folder that cannot be listed is left so."""
+    if os.name != "posix":
+        return
+    folder, name = os.path.split(path)
+    prefix = _temporary_prefix(name)
+    with contextlib.suppress(OSError), os.scandir(folder or os.curdir) as entries:
+        for entry in entries:
+            found = _TEMPORARY_TAIL.fullmatch(entry.name[len(prefix) :])
+            if not entry.name.startswith(prefix) or found is None:
+                continue
+            if entry.is_file(follow_symlinks=False) and _process_gone(int(found["pid"])):
+                _remove(entry.path)
+
+
+def _process_gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs: none has it, or it has ended and waits to be reaped."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # another user's process, or no process ID at all
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2][1:2]
+    except OSError:  # no /proc: a process that answers runs
+        return False
+    return state in (b"Z", b"X")  # a zombie, or one being removed
 
 
 def _names(path: str) -> list[str]:
@@ -256,13 +308,20 @@ def write_new_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26)
 def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -> None:
     """Write these bytes to a new file beside ``path`` (:func:`write_new_file` at a
     :func:`temporary_path`), rename it over ``path`` and ``fsync`` the folder: a reader sees the
-    earlier file or the whole new one. ``path`` is checked by :func:`writable_path` first.
+    earlier file or the whole new one. ``path`` is checked by :func:`writable_path` first, and
+    the temporaries of killed writers of ``path`` are removed (:func:`remove_stale_temporaries`).
+    A ``path`` that is itself a temporary name of this process (a file :func:`replace_files`
+    stages) is written directly: it is in no one's sight until it is renamed.
 
     Raises:
         OSError: as :func:`writable_path` and :func:`write_new_file`, or from the rename; an
             earlier file at ``path`` is as it was.
     """
     writable_path(path)
+    if _own_temporary(path):  # staged by replace_files, which renames it into place
+        write_new_file(path, parts, chunk)
+        return
+    remove_stale_temporaries(path)
     temporary = temporary_path(path)
     write_new_file(temporary, parts, chunk)
     try:
@@ -273,10 +332,20 @@ def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -
     sync_folder(os.path.dirname(path) or os.curdir)
 
 
+def _own_temporary(path: str) -> bool:
+    """Whether ``path`` is a temporary name (:func:`temporary_path`) of this process."""
+    name = os.path.basename(path)
+    marked = name.rpartition(f".{TEMPORARY_MARK}-")[2]
+    found = _TEMPORARY_TAIL.fullmatch(marked) if name.startswith(".") else None
+    return found is not None and int(found["pid"]) == os.getpid()
+
+
 def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> bool:
     """Replace several files as one: each ``write(staged)`` makes its new file at a
     :func:`temporary_path` beside its target, then each is renamed over its target; when a
     rename fails, the targets renamed before it get their earlier files back (or none). The
+    temporaries of killed writers of the targets are removed first
+    (:func:`remove_stale_temporaries`). The
     folders hold every earlier file or every new one, never a mix, never a temporary file, and
     Ctrl-C (SIGINT, in the main thread) is held back from the first write to the last rename.
 
@@ -288,6 +357,8 @@ def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> boo
         targets are as they were.
     """
     staged: list[str] = []
+    for target, _ in writers:
+        remove_stale_temporaries(target)
     try:
         with _interrupts_held() as held:
             for target, write in writers:

@@ -25,9 +25,15 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     word_neighbours,
 )
 from llm_from_scratch.figures.scatter import Projection
-from llm_from_scratch.files import replace_files, write_new_file
+from llm_from_scratch.files import remove_stale_temporaries, replace_files, write_new_file
 from llm_from_scratch.nn import save_parameters
-from llm_from_scratch.training.options import RATES, TABLE_FILE, TOKENIZER_FILE, TrainOptions
+from llm_from_scratch.training.options import (
+    CHECKPOINT_FILE,
+    RATES,
+    TABLE_FILE,
+    TOKENIZER_FILE,
+    TrainOptions,
+)
 from llm_from_scratch.training.run import EpochSummary, Progress, Run
 from llm_from_scratch.training.skipgram import SkipGram
 from llm_from_scratch.training.table_pair import tokenizer_metadata
@@ -158,6 +164,8 @@ def train(
             checkpoint); a Ctrl-C while the files are written waits for them (``interrupted``).
     """
     run = Run.start(options, thread_limit, resume)
+    for name in (TABLE_FILE, TOKENIZER_FILE, CHECKPOINT_FILE):  # of a run killed as it wrote
+        remove_stale_temporaries(str(run.options.output / name))
     vocabulary = run.vocabulary
     pieces = VocabularyPieces(vocabulary)
     chosen = report_words(vocabulary, lang)
