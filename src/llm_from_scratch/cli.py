@@ -1,8 +1,9 @@
 """The ``llm-from-scratch`` command line (the process around it: ``llm_from_scratch.__main__``).
 
 Every subcommand imports its chapter lazily, so that ``--help`` and the demo start quickly. A word
-of the command line that is not text is refused with status 2 before anything runs; whatever a
-command raises is reported on one line by :func:`llm_from_scratch.exits.run_command`.
+of the command line that is not text is refused (status 2) before anything runs; a command
+prints no error itself: what it raises is reported on one line by
+:func:`llm_from_scratch.exits.run_command`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TextIO
 
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.exits import run_command
 from llm_from_scratch.files import check_text, one_line
 
@@ -251,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     usage error) passes through.
     """
     words = sys.argv[1:] if argv is None else list(argv)
-    return run_command(lambda: _run(words), debug=_debug_asked(words), words=words)
+    return run_command(lambda: run(words), debug=_debug_asked(words), words=words)
 
 
 def _debug_asked(words: Sequence[object]) -> bool:
@@ -264,11 +266,16 @@ def _debug_asked(words: Sequence[object]) -> bool:
     return False
 
 
-def _run(words: list[str]) -> int:
-    problem = _word_problem(words)
-    if problem is not None:
-        return _fail(problem)
-    args = build_parser().parse_args(words)
+def run(words: Sequence[object]) -> int:
+    """Run the command line ``words`` and return its status; what a command raises is raised,
+    for :func:`main` to report (argparse's ``SystemExit`` too).
+
+    Raises:
+        OptionError: ``command.word-type``, ``command.word-text`` (before anything runs),
+            ``command.json``, ``command.values-elsewhere``, ``command.values-with-trace``; and
+            whatever the command raises.
+    """
+    args = build_parser().parse_args(_text_words(words))
     if args.command == "ch18":
         return _run_ch18(args)
     import importlib  # a benchmark's module, imported only when it runs
@@ -279,17 +286,21 @@ def _run(words: list[str]) -> int:
     return status
 
 
-def _word_problem(words: Sequence[object]) -> str | None:
-    """Why a word of the command line is not text (files.check_text), or None."""
+def _text_words(words: Sequence[object]) -> list[str]:
+    """The words, once each is text (:func:`files.check_text`).
+
+    Raises:
+        OptionError: ``command.word-type``, ``command.word-text``.
+    """
     for number, word in enumerate(words, start=1):
         if not isinstance(word, str):
-            return f"command-line word {number} is not text: {type(word).__name__} {word!r}"
+            raise OptionError("command.word-type", number=number, word=word)
         try:
             check_text(word)
         except ValueError as error:
-            detail = "a byte that is not UTF-8 arrives as one"
-            return f"command-line word {number}, {word!r}, is not text: {error} ({detail})"
-    return None
+            fields = {"number": number, "word": word, "detail": str(error)}
+            raise OptionError("command.word-text", **fields) from error
+    return [str(word) for word in words]
 
 
 def _name_list(*known: str, every: str | None = None) -> Callable[[str], tuple[str, ...]]:
@@ -409,18 +420,16 @@ BENCH_MODULES: Final = {name: name for name in BENCHES} | {"embedding": "embeddi
 
 
 def _run_ch18(args: argparse.Namespace) -> int:
-    given, problem = _learner_input(args)
-    if problem is not None:
-        return _fail(problem)
+    given = _learner_input(args)
     if args.view in ("neighbours", "exercises", "train"):
         if given:
-            return _fail("--ids and --upstream apply to the demo, the trace and the figure")
+            raise OptionError("command.values-elsewhere")
         return _run_learner_view(args)
     from llm_from_scratch.figures.cli import run as draw
 
     if args.view == "figure" and args.trace is not None:
         if given:
-            return _fail("--ids and --upstream compute a fresh trace; leave them out with --trace")
+            raise OptionError("command.values-with-trace")
         return draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
@@ -454,15 +463,19 @@ def _run_learner_view(args: argparse.Namespace) -> int:
     files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
     words = tuple(args.words)
     request = NeighboursRequest(words, args.count, args.lang, tensor=args.tensor, **files)
-    return run_neighbours(request, *_streams())
+    return run_neighbours(request, sys.stdout)
 
 
 def _streams() -> tuple[TextIO, TextIO]:
     return sys.stdout, sys.stderr
 
 
-def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:
-    """The ``--ids`` and ``--upstream`` a learner gave, decoded, or why one is not JSON."""
+def _learner_input(args: argparse.Namespace) -> dict[str, object]:
+    """The ``--ids`` and ``--upstream`` a learner gave, decoded.
+
+    Raises:
+        OptionError: ``command.json``, one is not JSON.
+    """
     given: dict[str, object] = {}
     for name in ("ids", "upstream"):
         text = getattr(args, name, None)
@@ -473,8 +486,8 @@ def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | N
         try:
             given[name] = json.loads(text)
         except (ValueError, RecursionError) as error:
-            return given, f"--{name} is not valid JSON: {error}"
-    return given, None
+            raise OptionError("command.json", option=name, detail=str(error)) from error
+    return given
 
 
 def _fixture(known: Ch18Fixture, given: dict[str, object]) -> Ch18Fixture:
@@ -484,9 +497,3 @@ def _fixture(known: Ch18Fixture, given: dict[str, object]) -> Ch18Fixture:
     if "upstream" in given:
         return known.with_upstream(given["upstream"])
     return known
-
-
-def _fail(message: str) -> int:
-    """Report bad input as one line on standard error; exit status 2, as for a usage error."""
-    print(f"error: {one_line(message)}", file=sys.stderr)
-    return 2

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
+    "REFUSING_RULES",
     "RULES",
     "AllocationError",
     "CorpusError",
@@ -49,6 +50,7 @@ __all__ = [
     "TableError",
     "TapeError",
     "WordError",
+    "WordedError",
 ]
 
 
@@ -177,6 +179,27 @@ class MissingPackageError(LlmError, ImportError):
 
 class PyTorchNameError(LlmError, AttributeError, TypeError):
     """A name PyTorch uses for something the package calls otherwise: the message names ours."""
+
+
+class WordedError(Exception):
+    """An error a command words in its own language (``ch18 neighbours --lang ru``): its message
+    is the line the command line prints, and :attr:`error` (also ``__cause__``) is the error it
+    words, which decides the exit status.
+
+    Example:
+        >>> error = OptionError("neighbours.no-words")
+        >>> worded = WordedError("дайте хотя бы одно слово или --figure", error)
+        >>> str(worded), worded.error.rule
+        ('дайте хотя бы одно слово или --figure', 'neighbours.no-words')
+    """
+
+    def __init__(self, text: str, error: BaseException) -> None:
+        super().__init__(text)
+        self.error = error
+        self.__cause__ = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.error))
 
 
 @dataclass(frozen=True)
@@ -734,6 +757,41 @@ declare(
             "A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any "
             "word.",
         ),
+        "neighbours.table-and-tokenizer": (
+            "--table and --tokenizer go together: give both or neither",
+            "``ch18 neighbours`` with one of ``--table`` and ``--tokenizer`` but not the other.",
+        ),
+        "neighbours.no-words": (
+            "give at least one word, or --figure",
+            "``ch18 neighbours`` with no word to look up and no ``--figure`` to draw.",
+        ),
+        "command.word-type": (
+            "command-line word {number} is not text: {word!t} {word!r}",
+            "``main(argv)`` given a word that is not a ``str``, checked before anything runs.",
+        ),
+        "command.word-text": (
+            "command-line word {number}, {word!r}, is not text: {detail} (a byte that is not "
+            "UTF-8 arrives as one)",
+            "A command-line word that UTF-8 cannot encode (a lone surrogate, as Python hands "
+            "over a byte that is not UTF-8), checked before anything runs.",
+        ),
+        "command.json": (
+            "--{option} is not valid JSON: {detail}",
+            "``--ids`` or ``--upstream`` that Python's ``json`` cannot read (or nested too "
+            "deeply).",
+        ),
+        "command.values-elsewhere": (
+            "--ids and --upstream apply to the demo, the trace and the figure",
+            "``--ids`` or ``--upstream`` given to ``ch18 neighbours``, ``exercises`` or ``train``.",
+        ),
+        "command.values-with-trace": (
+            "--ids and --upstream compute a fresh trace; leave them out with --trace",
+            "``ch18 figure --trace FILE`` given ``--ids`` or ``--upstream`` too.",
+        ),
+        "figure.no-trace": (
+            "no trace to draw: pass --trace FILE",
+            "The figure's ``run`` called with neither ``--trace`` nor a fresh trace.",
+        ),
         "gradcheck.argument": (
             "{detail}",
             "A bad argument of ``check_gradient``, or a loss that is not a scalar TensorValue.",
@@ -806,6 +864,12 @@ declare(
             "cannot resume from {folder}: the checkpoint was made with {detail}",
             "``--resume`` with an option other than the checkpoint's (``--threads`` and "
             "``--checkpoint-minutes`` may change); ``detail`` names every difference.",
+        ),
+        "resume.output": (
+            "cannot resume from {folder} into {output}: --output must name the folder --resume "
+            "names, or be left out",
+            "``--resume DIR`` with an ``--output`` that is not DIR (compared once both are "
+            "resolved: links followed, ``..`` removed), before anything is read or written.",
         ),
         "resume.corpus": (
             "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
@@ -1032,3 +1096,10 @@ declare(
         ),
     },
 )
+
+REFUSING_RULES: Final = frozenset({"tensor.overflow", "seed.non-finite", "pretrained.missing-file"})
+"""The rules of a failing family (:class:`NonFiniteError` an ``ArithmeticError``,
+:class:`FileAccessError` an ``OSError``) raised on what a caller gave before anything was done:
+a number that overflows its dtype, a seed that is not finite, a file named that is not there.
+The command line refuses such input (status 2), where a NaN a run computed or a file the system
+would not read or write is a failed run (status 1)."""

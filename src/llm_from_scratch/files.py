@@ -251,7 +251,7 @@ def read_file(source: str | os.PathLike[str] | Traversable, limit: int) -> bytes
 
     Raises:
         TypeError: ``source`` is not a path or a resource.
-        OSError: as :func:`open_file` and :func:`read_stream`.
+        OSError: as :func:`open_file` and :func:`read_stream`, about the path (:func:`about`).
     """
     if not isinstance(source, str | os.PathLike) and isinstance(source, Traversable):
         with source.open("rb") as stream:
@@ -259,8 +259,11 @@ def read_file(source: str | os.PathLike[str] | Traversable, limit: int) -> bytes
     path = path_text(source)
     if path is None:
         raise TypeError(f"a path must be a str or an os.PathLike of str, got {type(source)}")
-    with open_file(path) as stream:
-        return read_stream(stream, limit)
+    try:
+        with open_file(path) as stream:
+            return read_stream(stream, limit)
+    except OSError as error:
+        raise about(path, error) from error
 
 
 def read_line(stream: IO[str], limit: int = FILE_BYTE_LIMIT) -> str:
@@ -314,8 +317,8 @@ def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -
     stages) is written directly: it is in no one's sight until it is renamed.
 
     Raises:
-        OSError: as :func:`writable_path` and :func:`write_new_file`, or from the rename; an
-            earlier file at ``path`` is as it was.
+        OSError: as :func:`writable_path`; from writing or renaming, about ``path``
+            (:func:`about`: never the temporary's name); an earlier file at ``path`` is as it was.
     """
     writable_path(path)
     if _own_temporary(path):  # staged by replace_files, which renames it into place
@@ -323,12 +326,15 @@ def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -
         return
     remove_stale_temporaries(path)
     temporary = temporary_path(path)
-    write_new_file(temporary, parts, chunk)
     try:
-        os.replace(temporary, path)
-    except BaseException:
-        _remove(temporary)
-        raise
+        write_new_file(temporary, parts, chunk)
+        try:
+            os.replace(temporary, path)
+        except BaseException:
+            _remove(temporary)
+            raise
+    except OSError as error:
+        raise about(path, error) from error
     sync_folder(os.path.dirname(path) or os.curdir)
 
 
@@ -353,37 +359,60 @@ def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> boo
         Whether a Ctrl-C came meanwhile (every new file is in place).
 
     Raises:
-        What a ``write`` or a rename raises (a ``KeyboardInterrupt`` raised inside, too): the
-        targets are as they were.
+        What a ``write`` or a rename raises (a ``KeyboardInterrupt`` raised inside, too), an
+        ``OSError`` about the target it failed for (:func:`about`: never a temporary's name):
+        the targets are as they were.
     """
     staged: list[str] = []
     for target, _ in writers:
         remove_stale_temporaries(target)
+    failing = writers[0][0] if writers else ""
     try:
         with _interrupts_held() as held:
             for target, write in writers:
+                failing = target
                 staged.append(temporary_path(target))
                 write(staged[-1])
-            renamed: list[tuple[str, str | None]] = []
-            try:
-                for index, (target, _) in enumerate(writers):
-                    last = index == len(writers) - 1
-                    earlier = None if last else _second_name(target, staged)
-                    os.replace(staged[index], target)
-                    renamed.append((target, earlier))
-            except BaseException:
-                for target, earlier in reversed(renamed):
-                    if earlier is None:
-                        os.unlink(target)
-                    else:
-                        os.replace(earlier, target)
-                raise
+            failing = _renamed_into_place(writers, staged)
             for folder in dict.fromkeys(os.path.dirname(target) for target, _ in writers):
                 sync_folder(folder or os.curdir)
+    except OSError as error:
+        raise about(failing, error) from error
     finally:
         for path in staged:
             _remove(path)
     return bool(held)
+
+
+def _renamed_into_place(
+    writers: Sequence[tuple[str, Callable[[str], object]]], staged: list[str]
+) -> str:
+    """Rename each staged file over its target, the earlier files of all but the last kept under
+    a second name; when a rename fails, put back what was renamed before it. The last target."""
+    renamed: list[tuple[str, str | None]] = []
+    target = ""
+    try:
+        for index, (target, _) in enumerate(writers):
+            last = index == len(writers) - 1
+            earlier = None if last else _second_name(target, staged)
+            os.replace(staged[index], target)
+            renamed.append((target, earlier))
+    except OSError as error:
+        _put_back(renamed)
+        raise about(target, error) from error
+    except BaseException:
+        _put_back(renamed)
+        raise
+    return target
+
+
+def _put_back(renamed: list[tuple[str, str | None]]) -> None:
+    """Give each renamed target its earlier file back (or none), the last renamed first."""
+    for target, earlier in reversed(renamed):
+        if earlier is None:
+            os.unlink(target)
+        else:
+            os.replace(earlier, target)
 
 
 def _second_name(path: str, made: list[str]) -> str | None:
@@ -433,10 +462,33 @@ def _remove(path: str) -> None:
 
 def write_file(path: str, data: bytes) -> None:
     """Write ``data`` to the file at ``path`` (checked by :func:`writable_path`) in place, so
-    that ``/dev/stdout`` works (raises as :func:`writable_path` or ``open``)."""
-    writable_path(path)
-    with open(path, "wb") as stream:
-        stream.write(data)
+    that ``/dev/stdout`` works (raises as :func:`writable_path` or ``open``, about the path:
+    :func:`about`)."""
+    try:
+        writable_path(path)
+        with open(path, "wb") as stream:
+            stream.write(data)
+    except OSError as error:
+        raise about(path, error) from error
+
+
+def about(path: str, error: OSError) -> OSError:
+    """A new error about the file ``path`` for the system's ``error`` (or for the first
+    ``OSError`` with an ``errno`` among its causes): that ``errno`` and reason, ``path`` as its
+    file name, of the class the ``errno`` gives (``FileNotFoundError``, ``PermissionError``,
+    ...). A failure of a temporary file, or one the system names no file for (a full disk), is
+    so said of the file it stands for; raise it ``from error``.
+
+    >>> error = about("out/table.safetensors", OSError(28, "No space left on device"))
+    >>> print(error)
+    [Errno 28] No space left on device: 'out/table.safetensors'
+    """
+    found: BaseException | None = error
+    while isinstance(found, OSError) and found.errno is None and found.__cause__ is not None:
+        found = found.__cause__
+    if not isinstance(found, OSError) or found.errno is None:
+        return OSError(None, str(error) or type(error).__name__, path)
+    return OSError(found.errno, found.strerror or os.strerror(found.errno), path)
 
 
 # Text -------------------------------------------------------------------------------------------

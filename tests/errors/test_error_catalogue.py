@@ -13,6 +13,7 @@ files keyed by rule code (``tests/neighbours_support.py``).
 
 from __future__ import annotations
 
+import argparse
 import builtins
 import copy
 import difflib
@@ -31,9 +32,11 @@ import pytest
 import llm_from_scratch.autograd.ops as ops_module
 from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.leaf_state import restore_node
+from llm_from_scratch.cli import run as command_line
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import verified_archive
 from llm_from_scratch.error_catalogue import BEGIN, END, families, rewrite
 from llm_from_scratch.errors import RULES, IdError, LlmError
+from llm_from_scratch.figures.cli import run as draw_figure
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
 from llm_from_scratch.labels import load_labels
@@ -333,6 +336,20 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: SGD(Embedding.from_pretrained(np.ones((2, 2))).parameters(), 0.1),
     ),
     "gradcheck.argument": (lambda: check_gradient(lambda p: p, parameter((2,))),),
+    "neighbours.table-and-tokenizer": (
+        lambda: command_line(["ch18", "neighbours", "king", "--table", "t.safetensors"]),
+    ),
+    "neighbours.no-words": (lambda: command_line(["ch18", "neighbours"]),),
+    "command.word-type": (lambda: command_line(["ch18", 7]),),
+    "command.word-text": (lambda: command_line(["ch18", "--ids", "\udcff"]),),
+    "command.json": (lambda: command_line(["ch18", "--ids", "[1,"]),),
+    "command.values-elsewhere": (lambda: command_line(["ch18", "--ids", "[1]", "exercises"]),),
+    "command.values-with-trace": (
+        lambda: command_line(["ch18", "figure", "--trace", "t.txt", "--upstream", "[1]"]),
+    ),
+    "figure.no-trace": (
+        lambda: draw_figure(argparse.Namespace(trace=None, output=None, lang="en")),
+    ),
     "train.option": (
         lambda: TrainOptions(Path("corpus"), Path("out"), dim=0).checked(2),
         lambda: TrainOptions(Path("corpus"), Path("out"), threads=10**6).checked(2),
@@ -350,6 +367,7 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         ),
     ),
     "resume.missing": (lambda: saved_options(Path("no-such-folder")),),
+    "resume.output": (lambda: command_line(["ch18", "train", "--resume", "a", "--output", "b"]),),
     "resume.unreadable": (
         in_new_folder(saved_options, {"checkpoint.safetensors": b"not a checkpoint"}),
     ),

@@ -64,8 +64,9 @@ GROUP_NAMES: Final = ("royalty", "numbers", "weekdays", "colours", "animals")
 #: The rules whose messages ``ch18 neighbours`` prints in the chosen language.
 NEIGHBOUR_ERROR_RULES: Final = (
     "pretrained.package", "tokenizers.package", "pretrained.missing-file", "tokenizer.file",
-    "table.unknown-tensor", "neighbours.count", "word.empty", "word.unknown", "word.pieces",
-    "word.zero-vector", "pair.rows", "pair.vocabulary-size", "pair.fingerprint",
+    "table.unknown-tensor", "neighbours.count", "neighbours.table-and-tokenizer",
+    "neighbours.no-words", "word.empty", "word.unknown", "word.pieces", "word.zero-vector",
+    "pair.rows", "pair.vocabulary-size", "pair.fingerprint",
 )  # fmt: skip
 NEIGHBOUR_LABELS: Final = LabelTable(
     "neighbours",
@@ -78,7 +79,6 @@ NEIGHBOUR_LABELS: Final = LabelTable(
         "legend.title", *_keys("groups", *GROUP_NAMES),
         *_keys("group_table", "title", "intro", "region", "group", "words", "within", "between"),
         *_keys("neighbour_table", "title", "intro", "region"),
-        *_keys("usage", "no_words", "table_and_tokenizer"),
         *_keys("errors", *NEIGHBOUR_ERROR_RULES),
     ),
 )  # fmt: skip

@@ -1,5 +1,6 @@
 """The command ``llm-from-scratch ch18 neighbours``: load a table, print or draw neighbours; an
-error is one line with status 2, in the chosen language when the label table words its rule."""
+error of ours is raised worded in the chosen language when the label table words its rule
+(:class:`~llm_from_scratch.errors.WordedError`), for the command line to report."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
     open_table,
     packaged_files,
 )
-from llm_from_scratch.errors import LlmError
-from llm_from_scratch.files import one_line, write_file
+from llm_from_scratch.errors import LlmError, OptionError, WordedError
+from llm_from_scratch.files import write_file
 from llm_from_scratch.labels import (
     NEIGHBOUR_ERROR_RULES,
     NEIGHBOUR_LABELS,
@@ -34,9 +35,6 @@ from llm_from_scratch.labels import (
     neighbour_text,
     pieces_text,
 )
-
-#: The exit status of every refused request.
-FAILED = 2
 
 
 @dataclass(frozen=True)
@@ -52,25 +50,36 @@ class NeighboursRequest:
     figure: Path | None = None
 
 
-def run_neighbours(request: NeighboursRequest, out: TextIO, err: TextIO) -> int:
-    """Print the words' neighbours, or write the figure; 0 on success, 2 on any error."""
+def run_neighbours(request: NeighboursRequest, out: TextIO) -> int:
+    """Print the words' neighbours, or write the figure: 0.
+
+    Raises:
+        OptionError: ``neighbours.table-and-tokenizer``, ``neighbours.no-words``, and the errors
+            of the table, the tokenizer and the words, as they are in English.
+        WordedError: such an error worded otherwise in ``request.lang`` (:func:`error_message`);
+            its status is the error's.
+        OSError: the figure's file cannot be written, about that file.
+    """
     labels = load_labels(request.lang, NEIGHBOUR_LABELS)
-    if (request.table is None) != (request.tokenizer is None):
-        return _fail(err, label(labels, "usage", "table_and_tokenizer"))
-    if not request.words and request.figure is None:
-        return _fail(err, label(labels, "usage", "no_words"))
     try:
         text = _computed(request, labels)
     except LlmError as error:
-        return _fail(err, error_message(error, labels))
+        worded = error_message(error, labels)
+        if worded == str(error):
+            raise
+        raise WordedError(worded, error) from error
     if request.figure is None or str(request.figure) == "-":
         out.write(text)
-        return 0
-    try:
+    else:
         write_file(str(request.figure), text.encode("utf-8"))
-    except OSError as error:
-        return _fail(err, f"{request.figure}: {error.strerror or error}")
     return 0
+
+
+def _checked(request: NeighboursRequest) -> None:
+    if (request.table is None) != (request.tokenizer is None):
+        raise OptionError("neighbours.table-and-tokenizer")
+    if not request.words and request.figure is None:
+        raise OptionError("neighbours.no-words")
 
 
 def _files(request: NeighboursRequest) -> PretrainedFiles:
@@ -82,6 +91,7 @@ def _files(request: NeighboursRequest) -> PretrainedFiles:
 
 
 def _computed(request: NeighboursRequest, labels: Labels) -> str:
+    _checked(request)
     files = _files(request)
     table, pieces = open_table(files)
     if request.figure is None:
@@ -93,11 +103,6 @@ def _computed(request: NeighboursRequest, labels: Labels) -> str:
     words = request.words or shown or DEFAULT_WORDS
     figure = neighbours_figure(table, pieces, words, request.count, files.shown)
     return render_neighbours_figure(figure, request.lang)
-
-
-def _fail(err: TextIO, message: str) -> int:
-    err.write(f"error: {one_line(message)}\n")
-    return FAILED
 
 
 def error_message(error: Exception, labels: Labels) -> str:
