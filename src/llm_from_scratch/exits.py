@@ -98,12 +98,13 @@ def status_of(error: BaseException) -> int:
 
 
 def _errno_of(error: OSError) -> int | None:
-    """The ``errno`` of ``error``, or of the first ``OSError`` among its causes that has one."""
-    found: BaseException | None = error
+    """The ``errno`` of ``error``, or of the first ``OSError`` among its causes (``__cause__``,
+    or the ``cause`` field of an error of ours) that has one."""
+    found: object = error
     while isinstance(found, OSError):
         if found.errno is not None:
             return found.errno
-        found = found.__cause__
+        found = found.__cause__ or getattr(found, "cause", None)
     return None
 
 
