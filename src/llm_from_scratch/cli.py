@@ -58,7 +58,8 @@ NEIGHBOURS_DESCRIPTION = (
     "groups (royalty, numbers, weekdays, colours, animals) on their first two principal "
     "components, their mean cosines "
     "inside and between groups, and the neighbours of the WORDs (default: king, one, monday, "
-    "red, dog). Errors are one line with exit status 2."
+    "red, dog). Errors are one line with exit status 2 (1 for a figure the system fails to "
+    "write)."
 )
 EXERCISES_DESCRIPTION = (
     "The chapter's eleven predict-then-check exercises, each checked against values the "
