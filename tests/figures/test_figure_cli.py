@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.cli import main
-from llm_from_scratch.figures.cli import configure_parser, run
+from llm_from_scratch.figures.cli import configure_parser, language, run
 
 from conftest import GOLDEN
 
@@ -130,7 +130,8 @@ def test_the_options_are_documented_and_the_language_is_checked(
     help_text = parser.format_help()
     for option in ("--lang {en,ru}", "--output PATH", "--trace FILE"):
         assert option in help_text
-    assert parser.parse_args([]).lang == "en"
+    assert language(parser.parse_args([])) == "en"
+    assert language(parser.parse_args(["--lang", "ru"])) == "ru"
     with pytest.raises(SystemExit):
         parser.parse_args(["--lang", "de"])
     assert "invalid choice: 'de'" in capsys.readouterr().err

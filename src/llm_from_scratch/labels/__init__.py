@@ -83,6 +83,16 @@ NEIGHBOUR_LABELS: Final = LabelTable(
     ),
 )  # fmt: skip
 
+#: The demo's lines (``llm-from-scratch ch18``), each a template over the values it shows.
+DEMO_LABELS: Final = LabelTable(
+    "demo",
+    ("demo",),
+    (
+        "table", "ids", "output", "one_hot", "upstream", "gradient", "repeated_row",
+        "unused_zero", "initialized", "identity", "empty", "bounds", "handoff", "true", "false",
+    ),
+)  # fmt: skip
+
 #: The word groups of the ``ch18 train`` report.
 TRAIN_GROUP_NAMES: Final = ("family", "numbers", "royalty", "time_of_day", "body")
 #: The words of the ``ch18 train`` report's figure, under ``figure``.
