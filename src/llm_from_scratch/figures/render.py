@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Final
 
+from llm_from_scratch.figures.links import WIDTH as LINKS_WIDTH
+from llm_from_scratch.figures.links import lay_out_links
 from llm_from_scratch.figures.scatter import marker_path
 from llm_from_scratch.figures.trace_parser import Trace
 from llm_from_scratch.labels import Labels, load_labels
@@ -31,6 +33,9 @@ def render_figure(trace: Trace, lang: str) -> str:
         states=STATES,
         repeated_sharing=SHARINGS[-1],
         none=NONE,
+        links={"forward": lay_out_links(trace, to_row=False),
+               "reverse": lay_out_links(trace, to_row=True)},
+        links_width=LINKS_WIDTH,
         rows=list(zip(trace.table_rows, trace.row_gradients, strict=True)),
         reverse_rows=[
             (
@@ -49,12 +54,25 @@ def render_page(template_name: str, lang: str, labels: Labels, **context: object
     return template.render(lang=lang, labels=labels, zip=zip, marker_path=marker_path, **context)
 
 
+def number_text(lexeme: str) -> str:
+    """A number of the trace as a figure shows it: a float lexeme without its trailing zeros,
+    an integral value as an integer (the text of the lexeme, shortened; nothing is computed).
+
+    >>> number_text("4.000000000000"), number_text("-0.250000000000"), number_text("12")
+    ('4', '-0.25', '12')
+    """
+    whole, point, fraction = lexeme.partition(".")
+    fraction = fraction.rstrip("0")
+    return f"{whole}.{fraction}" if point and fraction else whole
+
+
 @functools.cache
 def environment() -> jinja2.Environment:
-    """The figures' Jinja2 environment: the package's templates, autoescaped, strict."""
+    """The figures' Jinja2 environment: the package's templates, autoescaped, strict, with the
+    filter ``number`` (:func:`number_text`)."""
     import jinja2
 
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("llm_from_scratch.figures", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -62,3 +80,5 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    environment.filters["number"] = number_text
+    return environment

@@ -43,7 +43,7 @@ def _keys(prefix: str, *names: str) -> tuple[str, ...]:
 
 #: Every label the token-embedding figure uses; one per word of the trace vocabularies.
 LABEL_KEYS: Final = (
-    "title", "description", "source",
+    "title", "description", "source", "numbers",
     *_keys("fixture", "title", "parameter", "table_shape", "id_shape", "output_shape",
            "accumulation"),
     "legend.title", *_keys("states", *STATES), *_keys("symbols", *STATES, "plus", "equals"),
@@ -51,10 +51,12 @@ LABEL_KEYS: Final = (
            "repeated_positions", "no_repeat"),
     *_keys("table", "title", "intro", "region", "row", "state", "uses", "values", "gradient"),
     *_keys("forward", "title", "intro", "region", "position", "coordinate", "id", "sharing",
-           "one_hot", "selected_row", "output", "upstream"),
+           "one_hot", "product", "selected_row", "output"),
+    *_keys("links", "forward_title", "forward_description", "reverse_title",
+           "reverse_description", "position", "row"),
     *_keys("sharing", *SHARINGS),
-    *_keys("reverse", "title", "intro", "row", "rule", "from_position", "no_contributions",
-           "accumulated"),
+    *_keys("reverse", "title", "intro", "upstream_region", "position", "upstream", "to_row",
+           "row", "rule", "from_position", "no_contributions", "accumulated"),
     *_keys("rules", *RULES),
 )  # fmt: skip
 TOKEN_EMBEDDING_LABELS: Final = LabelTable("token-embeddings", (), LABEL_KEYS)
