@@ -76,7 +76,8 @@ NEIGHBOUR_LABELS: Final = LabelTable(
         "title", "description", "source", "table", "table_file", "rows", "width", "id_rule",
         "vector_rule", "word", "pieces", "rank", "id", "cosine", "id_neighbours",
         "vector_neighbours", "mean_cosine", "no_token",
-        *_keys("projection", "title", "intro", "region", "image", "component", "explains"),
+        *_keys("projection", "title", "intro", "region", "image", "component", "explains",
+               "together", "rest"),
         "legend.title", *_keys("groups", *GROUP_NAMES),
         *_keys("group_table", "title", "intro", "region", "group", "words", "within", "between"),
         *_keys("neighbour_table", "title", "intro", "region"),
@@ -102,7 +103,9 @@ FIGURE_KEYS: Final = (
     "title", "description", "source", "corpus", "table", "rows", "width", "epochs", "intro",
     "legend", "before.title", "before.region", "after.title", "after.region", "image",
     "component", "explains", "inside", "between", "separation", "no_projection",
-    "group_table.title", "group_table.intro", "group_table.region",
+    "group_table.title", "group_table.intro", "group_table.region", "together", "rest",
+    "separate", "loss.title", "loss.intro", "loss.region", "loss.image", "loss.epoch",
+    "loss.loss",
 )  # fmt: skip
 TRAIN_LABELS: Final = LabelTable(
     "train",
