@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-_LEFT: Final = 64  # room for the value axis' tick labels
+_LEFT: Final = 72  # room for the value axis' tick labels
 _RIGHT: Final = 24
-_TOP: Final = 24
+_TOP: Final = 40
 _BOTTOM: Final = 40  # room for the step axis' tick labels
 
 
@@ -49,7 +49,7 @@ def lay_out_curve(
 
     >>> curve = lay_out_curve(["1", "2"], [2.0, 1.0], lambda v: f"{v:.1f}")
     >>> [(point.x, point.y, point.value) for point in curve.points], curve.line
-    ([(64.0, 24.0, '2.0'), (456.0, 200.0, '1.0')], 'M64.0 24.0L456.0 200.0')
+    ([(72.0, 40.0, '2.0'), (456.0, 200.0, '1.0')], 'M72.0 40.0L456.0 200.0')
     """
     low, high = min(values), max(values)
     right, bottom = width - _RIGHT, height - _BOTTOM
