@@ -4,6 +4,8 @@ arranged, no number computed (Jinja2 imported on first use, for a quick start)."
 from __future__ import annotations
 
 import functools
+import html
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from llm_from_scratch.figures.links import WIDTH as LINKS_WIDTH
@@ -17,6 +19,27 @@ if TYPE_CHECKING:
     import jinja2
 
 TEMPLATE_NAME: Final = "token_embeddings.html.j2"
+
+
+@dataclass(frozen=True)
+class HtmlFigure:
+    """A figure's page that a notebook shows inline (Jupyter and Colab call ``_repr_html_``),
+    in a frame of its own so that its style stays inside it; ``str()`` is the page.
+
+    >>> HtmlFigure("<p>E</p>", height=120)._repr_html_()[:40]
+    '<iframe srcdoc="&lt;p&gt;E&lt;/p&gt;" st'
+    """
+
+    page: str
+    height: int = 640
+
+    def _repr_html_(self) -> str:
+        source = html.escape(self.page, quote=True)
+        style = f"width: 100%; height: {self.height}px; border: 0"
+        return f'<iframe srcdoc="{source}" style="{style}"></iframe>'
+
+    def __str__(self) -> str:
+        return self.page
 
 
 def render_figure(trace: Trace, lang: str) -> str:
