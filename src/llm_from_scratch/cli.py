@@ -31,7 +31,8 @@ class _Subcommands(Protocol):
 CH18_DESCRIPTION = (
     "Chapter 18, token embeddings. Without a subcommand, prints the chapter demo: a 4x2 table, "
     "IDs [[2,1,2]], the lookup, and the repeated row's summed gradient. --ids runs the same "
-    "table on your own IDs; errors exit with status 2."
+    "table on your own IDs (and prints only lines about them); --lang ru prints it in Russian, "
+    "and every ch18 command takes --lang; errors exit with status 2."
 )
 TRACE_DESCRIPTION = (
     "Print the machine-readable trace token-embeddings-v1 of the chapter fixture, or of your "
