@@ -117,7 +117,10 @@ def _write_figure(path: Path, report: TrainReport, lang: str) -> None:
     from llm_from_scratch.figures.train import render_train_figure
 
     page = render_train_figure(report, lang).encode("utf-8")
-    replace_file(str(path), [memoryview(page)])
+    try:
+        replace_file(str(path), [memoryview(page)])
+    except OSError as error:  # said of the figure, not of its temporary
+        raise about(str(path), error) from error
 
 
 class ProgressPrinter:
