@@ -167,10 +167,10 @@ def remove_stale_temporaries(path: str) -> None:
     prefix = _temporary_prefix(name)
     with contextlib.suppress(OSError), os.scandir(folder or os.curdir) as entries:
         for entry in entries:
-            found = _TEMPORARY_TAIL.fullmatch(entry.name[len(prefix) :])
-            if not entry.name.startswith(prefix) or found is None:
+            if not entry.name.startswith(prefix):
                 continue
-            if entry.is_file(follow_symlinks=False) and _process_gone(int(found["pid"])):
+            found = _TEMPORARY_TAIL.fullmatch(entry.name[len(prefix) :])
+            if found and entry.is_file(follow_symlinks=False) and _process_gone(int(found["pid"])):
                 _remove(entry.path)
 
 
