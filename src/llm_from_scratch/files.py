@@ -317,9 +317,9 @@ def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -
     stages) is written directly: it is in no one's sight until it is renamed.
 
     Raises:
-        OSError: as :func:`writable_path` and :func:`write_new_file`, or from the rename (the
-            system's own error, which its callers wrap); an earlier file at ``path`` is as it
-            was.
+        OSError: as :func:`writable_path` and :func:`write_new_file` (a temporary the folder
+            refuses is said of ``path``, :func:`about`), or from the rename; an earlier file at
+            ``path`` is as it was.
     """
     writable_path(path)
     if _own_temporary(path):  # staged by replace_files, which renames it into place
@@ -327,7 +327,12 @@ def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -
         return
     remove_stale_temporaries(path)
     temporary = temporary_path(path)
-    write_new_file(temporary, parts, chunk)
+    try:
+        write_new_file(temporary, parts, chunk)
+    except OSError as error:
+        if error.filename != temporary:  # a full disk, say: the system's error as it is
+            raise
+        raise about(path, error) from error  # the folder refused the file: said of the file
     try:
         os.replace(temporary, path)
     except BaseException:

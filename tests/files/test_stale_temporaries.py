@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import llm_from_scratch.files as files_module
 from llm_from_scratch.files import (
     TEMPORARY_MARK,
     remove_stale_temporaries,
@@ -134,3 +135,18 @@ def test_only_the_targets_temporaries_are_removed_never_a_users_file(tmp_path: P
 def test_a_folder_that_cannot_be_listed_is_left_as_it_is(tmp_path: Path) -> None:
     remove_stale_temporaries(str(tmp_path / "missing" / "table.safetensors"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_that_refuses_the_temporary_is_said_of_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refusing(path: str, *args: object) -> int:
+        raise PermissionError(13, "Permission denied", path)  # as a read-only folder does
+
+    target = tmp_path / "checkpoint.safetensors"
+    monkeypatch.setattr(files_module.os, "open", refusing)
+    with pytest.raises(PermissionError) as caught:
+        replace_file(str(target), [memoryview(b"whole")])
+    monkeypatch.undo()
+    assert (caught.value.errno, caught.value.filename) == (13, str(target))
+    assert TEMPORARY_MARK not in str(caught.value) and os.listdir(tmp_path) == []
