@@ -4,8 +4,8 @@ process of its own under ``NUMBA_BOUNDSCHECK=1`` (a compiled loop indexing outsi
 raises there instead of writing memory):
 
 - a training checkpoint, by ``load_checkpoint`` and ``ch18 train --resume``;
-- a table, by ``load_parameters`` (as ``load_pretrained_embedding`` calls it) and
-  ``ch18 neighbours --table``;
+- a table, by ``load_parameters`` (of every tensor, and as ``load_pretrained_embedding`` calls
+  it) and ``ch18 neighbours --table``;
 - an optimizer state, by ``load_state`` and a step of the compiled row kernels after it.
 
 Never a crash (a signal), a traceback, an escaped warning or an error of another family: the
@@ -37,7 +37,7 @@ from state_runner import STATE_FILE, new_optimizer, state_arrays
 
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_pretrained_embedding
 from llm_from_scratch.errors import LlmError
-from llm_from_scratch.nn import Embedding
+from llm_from_scratch.nn import Embedding, NamedParameter, load_parameters
 from llm_from_scratch.optim import load_state
 from llm_from_scratch.training.checkpoint import (
     DIGEST_KEY,
@@ -243,6 +243,11 @@ def check_tables(run: Run, tmp_path: Path, quick: bool) -> None:
         for embedding in loaded:  # accepted: as the file holds it, as float32
             held = mutation.stored.tensors[embedding.table.name].astype(np.float32)
             assert np.array_equal(embedding.table.tensor.numpy(), held), mutation.label
+        parameters: list[NamedParameter] = []
+        read_quietly(lambda: parameters.extend(load_parameters(path)))  # noqa: B023
+        for parameter in parameters:  # every tensor, as the file holds it
+            held = mutation.stored.tensors[parameter.name]
+            assert np.array_equal(parameter.tensor.numpy(), held), mutation.label
         ending = command(
             "-m", "llm_from_scratch", "ch18", "neighbours", "--table", str(path),
             "--tokenizer", str(tokenizer), "father", cwd=tmp_path,
