@@ -85,9 +85,11 @@ class Ending:
     err: str
 
     def check_one_way(self) -> None:
-        """A status of ours, no traceback, and on failure one ``error:`` line, the last."""
+        """A status of ours, no traceback or warning, and on failure one ``error:`` line, the
+        last."""
         assert self.status in (0, 1, 2), (self.status, self.err[-2000:])
-        assert "Traceback" not in self.err and "unexpected" not in self.err, self.err[-2000:]
+        for sign in ("Traceback", "unexpected", "Warning"):
+            assert sign not in self.err, self.err[-2000:]
         if self.status:
             lines = self.err.splitlines()
             errors = [line for line in lines if line.startswith("error: ")]
