@@ -858,7 +858,9 @@ declare(
         ),
         "resume.unreadable": (
             "cannot resume from {folder}: its checkpoint is not readable ({detail})",
-            "``--resume`` of a checkpoint that cannot be read, or is of another format.",
+            "``--resume`` of a checkpoint that cannot be read, is of another format, or holds "
+            "what its run could not have written: ``detail`` names the field (``position.epoch``) "
+            "or tensor of the wrong type, range, dtype or shape, or the digest of an edited file.",
         ),
         "resume.options": (
             "cannot resume from {folder}: the checkpoint was made with {detail}",
@@ -874,7 +876,7 @@ declare(
         "resume.corpus": (
             "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
             "``--resume`` on a corpus whose files are not the checkpoint's: one missing, of "
-            "another size, or new.",
+            "another size, of other bytes (the same size, another SHA-256), or new.",
         ),
     },
 )

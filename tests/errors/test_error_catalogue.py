@@ -157,19 +157,26 @@ def in_new_folder(call: Callable[[Path], object], files: Mapping[str, bytes] = {
     return run
 
 
-def interrupted_run(folder: Path) -> TrainOptions:
+def interrupted_run(folder: Path, epoch: int = 1) -> TrainOptions:
     """The options of a one-epoch run of two on ``folder/corpus.txt`` whose checkpoint is in
-    ``folder/out`` (as a run stopped after its first epoch leaves it)."""
+    ``folder/out`` (as a run stopped after its first epoch leaves it; after ``epoch`` epochs,
+    one that it could not have written)."""
     from llm_from_scratch.training.run import Run
 
     options = TrainOptions(folder / "corpus.txt", folder / "out", dim=4, epochs=2, min_count=1)
     run = Run.start(options, 1)
     run.train()  # the checkpoint goes when a run ends: write it again, as after epoch one
-    from llm_from_scratch.training.checkpoint import Checkpoint, Position, save_checkpoint
+    from llm_from_scratch.training.checkpoint import (
+        Checkpoint,
+        EpochTotals,
+        Position,
+        save_checkpoint,
+    )
 
     inputs, contexts = run.initial_model().arrays()
+    position = Position(epoch, done=(EpochTotals(),) * epoch)
     checkpoint = Checkpoint(
-        run.options, run.files, run.vocabulary, run.corpus_words, inputs, contexts, Position(1)
+        run.options, run.files, run.vocabulary, run.corpus_words, inputs, contexts, position
     )
     save_checkpoint(checkpoint)
     return run.options
@@ -183,6 +190,18 @@ def resumed_with_other_options(folder: Path) -> object:
 def resumed_on_another_corpus(folder: Path) -> object:
     options = interrupted_run(folder)
     (folder / "corpus.txt").write_bytes(b"to be\n")
+    return load_checkpoint(folder / "out", options, corpus_files(folder / "corpus.txt"))
+
+
+def resumed_on_a_corpus_edited_in_place(folder: Path) -> object:
+    options = interrupted_run(folder)
+    text = (folder / "corpus.txt").read_bytes()
+    (folder / "corpus.txt").write_bytes(text.replace(b"to be", b"be to", 1))
+    return load_checkpoint(folder / "out", options, corpus_files(folder / "corpus.txt"))
+
+
+def resumed_past_the_last_epoch(folder: Path) -> object:
+    options = interrupted_run(folder, epoch=3)
     return load_checkpoint(folder / "out", options, corpus_files(folder / "corpus.txt"))
 
 
@@ -370,12 +389,16 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
     "resume.output": (lambda: command_line(["ch18", "train", "--resume", "a", "--output", "b"]),),
     "resume.unreadable": (
         in_new_folder(saved_options, {"checkpoint.safetensors": b"not a checkpoint"}),
+        in_new_folder(resumed_past_the_last_epoch, {"corpus.txt": b"to be or not to be\n" * 5}),
     ),
     "resume.options": (
         in_new_folder(resumed_with_other_options, {"corpus.txt": b"to be or not to be\n" * 5}),
     ),
     "resume.corpus": (
         in_new_folder(resumed_on_another_corpus, {"corpus.txt": b"to be or not to be\n" * 5}),
+        in_new_folder(
+            resumed_on_a_corpus_edited_in_place, {"corpus.txt": b"to be or not to be\n" * 5}
+        ),
     ),
     "checkpoint.invalid": (checkpoint_support.load_from(b""),),
     "checkpoint.tensor-size": (

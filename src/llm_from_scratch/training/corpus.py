@@ -4,6 +4,7 @@ and their words (``docs/training.md``, "Reading the corpus").
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
@@ -19,6 +20,8 @@ from llm_from_scratch.training.words import LONGEST_WORD, WORD_PATTERN, normaliz
 
 PIECE_BYTES: Final = 1 << 18
 """The bytes read at a time; a piece of text holds at most twice as many."""
+DIGEST_BYTES: Final = 1 << 20
+"""The bytes :func:`file_digest` reads at a time."""
 
 _WORDS: Final = re.compile(WORD_PATTERN)
 _LINE_END: Final = re.compile(r"\r\n?|\n")
@@ -28,12 +31,14 @@ _SPACES: Final = (b" ", b"\t", b"\f", b"\v")
 
 @dataclass(frozen=True)
 class CorpusFile:
-    """One file of a corpus: its path, its size when it was listed, and its text encoding
-    (``utf-8`` until :func:`count_words` finds it is not)."""
+    """One file of a corpus: its path, its size when it was listed, its text encoding
+    (``utf-8`` until :func:`count_words` finds it is not) and the SHA-256 of its ``size``
+    first bytes (:func:`file_digest`; empty until :func:`count_words` reads the file)."""
 
     path: Path
     size: int
     encoding: str = "utf-8"
+    digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -149,9 +154,10 @@ def _cut(data: bytes, encoding: str) -> int:
 
 
 def count_words(files: Sequence[CorpusFile]) -> tuple[list[CorpusFile], Counter[str]]:
-    """One pass over the corpus: the files with the encoding each is read in, and how often
-    each word of at most :data:`~llm_from_scratch.training.words.LONGEST_WORD` letters occurs
-    (memory follows the number of different words).
+    """One pass over the corpus: the files with the encoding each is read in and their
+    :func:`file_digest`, and how often each word of at most
+    :data:`~llm_from_scratch.training.words.LONGEST_WORD` letters occurs (memory follows the
+    number of different words).
 
     Raises:
         CorpusError: ``corpus.unreadable``, as :func:`pieces`.
@@ -164,9 +170,33 @@ def count_words(files: Sequence[CorpusFile]) -> tuple[list[CorpusFile], Counter[
         except UnicodeDecodeError:
             file = replace(file, encoding="latin-1")
             counts = _file_counts(file)
-        counted.append(file)
+        counted.append(replace(file, digest=file_digest(file)))
         total.update(counts)
     return counted, total
+
+
+def file_digest(file: CorpusFile) -> str:
+    """The SHA-256 (hexadecimal) of the ``file.size`` first bytes of the file: what a run
+    reads of it, so that a checkpoint knows its corpus by content (about 1.2 s a GB,
+    ``docs/training.md``).
+
+    Raises:
+        CorpusError: ``corpus.unreadable``, as :func:`pieces` (a file now shorter, too).
+    """
+    digest, left = hashlib.sha256(), file.size
+    try:
+        with open_file(str(file.path), regular=True) as stream:
+            while left > 0:
+                chunk = stream.read(min(DIGEST_BYTES, left))
+                if not chunk:
+                    raise EOFError(f"the file ends {left} bytes before its {file.size}")
+                digest.update(chunk)
+                left -= len(chunk)
+    except OSError as error:
+        raise _unreadable(file.path, error) from error
+    except EOFError as error:
+        raise CorpusError("corpus.unreadable", path=str(file.path), detail=str(error)) from None
+    return digest.hexdigest()
 
 
 def _file_counts(file: CorpusFile) -> Counter[str]:
