@@ -167,8 +167,13 @@ class CorpusError(LlmError, ValueError):
     """A training corpus that cannot make a vocabulary, or cannot be read or fetched."""
 
 
-class WordError(LlmError, ValueError, LookupError):
-    """A word a neighbours query cannot look up in a table."""
+class WordError(LlmError, ValueError, KeyError):
+    """A word a neighbours query cannot look up in a table, or a word that is not in the
+    vocabulary of a :class:`~llm_from_scratch.vectors.WordVectors` (a ``KeyError`` too, as
+    ``wv["word"]`` raises in gensim and in a ``dict``; its message reads as text, unquoted)."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
 
 
 class MissingPackageError(LlmError, ImportError):
@@ -598,6 +603,11 @@ declare(
             "A ``from_pretrained`` table that is not a NumPy array of a supported dtype, a "
             "``Tensor`` or a ``NamedParameter``.",
         ),
+        "vectors.table": (
+            "word vectors must be {requirement}, got {detail}",
+            "Vectors given to ``WordVectors`` that are not a two-dimensional array of finite real "
+            "numbers with one row per word and at least one column.",
+        ),
         "table.type": (
             "the embedding table must be a TensorValue, got {table_type}",
             "A functional lookup's table that is not a ``TensorValue``.",
@@ -974,6 +984,16 @@ declare(
             "the row {id} of the word {word!r} is all zeros: it has no direction to compare",
             "A word whose row is all zeros: its cosine with any row is undefined (other rows of "
             "zeros have cosine 0).",
+        ),
+        "word.not-in-vocabulary": (
+            "the word {word!r} is not in the vocabulary of these {count} word vectors",
+            "A word a ``WordVectors`` query, ``wv[word]`` or ``get_vector`` is given that has no "
+            "row (never the ``[UNK]`` row); ``count`` is the vocabulary size.",
+        ),
+        "vectors.word": (
+            "word {position} of the vectors must be {requirement}, got {value!r}",
+            "A word given to ``WordVectors`` that is not a non-empty ``str`` without spaces or "
+            "line breaks, or one given twice.",
         ),
     },
 )
