@@ -24,4 +24,5 @@ VECTORS_TRIGGERS: dict[str, Callable[[], object]] = {
     "word.not-in-vocabulary": lambda: small_vectors()["kng"],
     "vectors.word": lambda: WordVectors(["a", "a"], np.zeros((2, 2))),
     "vectors.table": lambda: WordVectors(["a", "b"], np.zeros((3, 2))),
+    "vectors.argument": lambda: small_vectors().most_similar(positive=[], negative=[]),
 }

@@ -739,6 +739,12 @@ declare(
             "``parameters`` that hold no parameter (a frozen layer's ``parameters()``: ``detail`` "
             "names the table and ``freeze=False``).",
         ),
+        "vectors.argument": (
+            "{function} needs {requirement}, got {value!r}",
+            "An argument of a ``WordVectors`` query out of its range or of the wrong type: a "
+            "``topn`` or ``restrict_vocab`` that is no integer of at least 1, no word to "
+            "compute with, a vector of another width.",
+        ),
         "neighbours.count": (
             "the neighbour count must be from 1 to {maximum}, got {count}",
             "A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any "

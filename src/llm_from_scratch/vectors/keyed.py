@@ -1,15 +1,16 @@
 """``WordVectors``: words and their vectors, with gensim 4's ``KeyedVectors`` names and answers.
 
-    >>> import numpy as np
-    >>> wv = WordVectors(["king", "queen", "man"], np.eye(3, dtype=np.float32))
-    >>> len(wv), wv.vector_size, "queen" in wv, wv.index_to_key
-    (3, 3, True, ['king', 'queen', 'man'])
-    >>> wv["man"].tolist(), wv.key_to_index["queen"]
-    ([0.0, 0.0, 1.0], 1)
+>>> import numpy as np
+>>> wv = WordVectors(["king", "queen", "man"], np.eye(3, dtype=np.float32))
+>>> len(wv), wv.vector_size, "queen" in wv, wv.index_to_key
+(3, 3, True, ['king', 'queen', 'man'])
+>>> wv["man"].tolist(), wv.key_to_index["queen"]
+([0.0, 0.0, 1.0], 1)
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from types import MappingProxyType
@@ -18,8 +19,17 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from llm_from_scratch.errors import TableError, WordError
+from llm_from_scratch.errors import OptionError, TableError, WordError
 from llm_from_scratch.tensor.storage import read_only_view
+from llm_from_scratch.vectors.similarity import (
+    COSMUL_EPSILON,
+    as_list,
+    best_rows,
+    checked_count,
+    checked_vector,
+    unit_of,
+    weighted,
+)
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -123,9 +133,9 @@ class WordVectors:
         """Whether ``key`` is a word of the vocabulary, or a row number (as gensim)."""
         if isinstance(key, str):
             return key in self._index
-        return _is_row_number(key) and 0 <= int(key) < len(self)  # type: ignore[call-overload]
+        return _is_row_number(key) and 0 <= operator.index(key) < len(self)  # type: ignore[arg-type]
 
-    def get_index(self, key: str | int, default: int | None = None) -> int:
+    def get_index(self, key: object, default: int | None = None) -> int:
         """The row of a word (a row number is its own row).
 
         Raises:
@@ -135,13 +145,13 @@ class WordVectors:
             found = self._index.get(key)
             if found is not None:
                 return found
-        elif _is_row_number(key) and 0 <= int(key) < len(self):
-            return int(key)
+        elif _is_row_number(key) and 0 <= operator.index(key) < len(self):  # type: ignore[arg-type]
+            return operator.index(key)  # type: ignore[arg-type]
         if default is not None:
             return default
         raise WordError("word.not-in-vocabulary", word=key, count=len(self))
 
-    def get_vector(self, key: str | int, norm: bool = False) -> FloatArray:
+    def get_vector(self, key: object, norm: bool = False) -> FloatArray:
         """The word's vector, read-only; with ``norm``, at unit length.
 
         Raises:
@@ -159,11 +169,105 @@ class WordVectors:
             WordError: ``word.not-in-vocabulary`` for the first word not in the vocabulary.
         """
         if isinstance(keys, str) or _is_row_number(keys):
-            return self.get_vector(keys)  # type: ignore[arg-type]
+            return self.get_vector(keys)
         rows = [self.get_index(key) for key in keys]  # type: ignore[union-attr]
         return np.array(self._vectors[rows], dtype=np.float32)
 
     # Queries --------------------------------------------------------------------------------
+
+    def most_similar(
+        self,
+        positive: object = None,
+        negative: object = None,
+        topn: int | None = 10,
+        restrict_vocab: int | None = None,
+    ) -> list[tuple[str, float]] | FloatArray:
+        """The ``topn`` words whose vectors have the highest cosine with the mean of the unit
+        vectors of ``positive`` less those of ``negative`` (gensim's ``most_similar``, the
+        analogy ``king - man + woman`` as ``positive=["king", "woman"], negative=["man"]``).
+
+        Args:
+            positive: words, row numbers or vectors (or ``(item, weight)`` pairs), or one.
+            negative: the same, weighted -1 unless a pair says otherwise.
+            topn: how many; ``None`` returns every word's cosine (an array), below 1 nothing.
+            restrict_vocab: search only the first so many words (``None`` or 0: all).
+
+        Returns:
+            ``(word, cosine)`` pairs, highest first; the input words are left out.
+
+        Raises:
+            WordError: ``word.not-in-vocabulary``, for the first input word not in it.
+            OptionError: ``vectors.argument``: no input, a vector of another width, a bad
+                ``topn`` or ``restrict_vocab``.
+        """
+        count = checked_count(topn, "topn", "most_similar", none=True)
+        if count is not None and count < 1:
+            return []
+        end = self._end(restrict_vocab, "most_similar")
+        keys, weights = weighted(positive, negative, "most_similar")
+        mean = self._mean(keys, weights, "most_similar")
+        scores: FloatArray = self._unit[:end] @ mean
+        if count is None:
+            return scores
+        excluded = {self.get_index(key) for key in keys if not isinstance(key, np.ndarray)}
+        return [
+            (self._words[row], float(scores[row])) for row in best_rows(scores, count, excluded)
+        ]
+
+    def similar_by_vector(
+        self, vector: npt.ArrayLike, topn: int | None = 10, restrict_vocab: int | None = None
+    ) -> list[tuple[str, float]] | FloatArray:
+        """The words nearest ``vector`` by cosine (:meth:`most_similar` of the vector)."""
+        return self.most_similar(
+            positive=[np.asarray(vector)], topn=topn, restrict_vocab=restrict_vocab
+        )
+
+    def similar_by_key(
+        self, key: str, topn: int | None = 10, restrict_vocab: int | None = None
+    ) -> list[tuple[str, float]] | FloatArray:
+        """The words nearest the word ``key`` (:meth:`most_similar` of the word)."""
+        return self.most_similar(positive=[key], topn=topn, restrict_vocab=restrict_vocab)
+
+    similar_by_word = similar_by_key
+
+    def most_similar_cosmul(
+        self,
+        positive: object = None,
+        negative: object = None,
+        topn: int | None = 10,
+        restrict_vocab: int | None = None,
+    ) -> list[tuple[str, float]] | npt.NDArray[np.floating]:
+        """The ``topn`` words by Levy and Goldberg's 3CosMul: the product of the positive words'
+        cosines, each shifted to ``[0, 1]``, over the negative words' (plus ``1e-6``).
+
+        Raises:
+            WordError: ``word.not-in-vocabulary``.
+            OptionError: ``vectors.argument``: no positive input, a bad ``topn``.
+        """
+        count = checked_count(topn, "topn", "most_similar_cosmul", none=True)
+        if count is not None and count < 1:
+            return []
+        end = self._end(restrict_vocab, "most_similar_cosmul")
+        ups, downs = as_list(positive), as_list(negative)
+        if not ups:
+            raise OptionError(
+                "vectors.argument",
+                function="most_similar_cosmul",
+                requirement="a positive word or vector",
+                value=[],
+            )
+        excluded = {
+            self.get_index(item) for item in ups + downs if not isinstance(item, np.ndarray)
+        }
+        shifted = [(1 + self._unit[:end] @ self._term(item)) / 2 for item in ups + downs]
+        scores: npt.NDArray[np.floating] = np.prod(shifted[: len(ups)], axis=0) / (
+            np.prod(shifted[len(ups) :], axis=0) + COSMUL_EPSILON
+        )
+        if count is None:
+            return scores
+        return [
+            (self._words[row], float(scores[row])) for row in best_rows(scores, count, excluded)
+        ]
 
     def similarity(self, w1: str | int, w2: str | int) -> np.float32:
         """The cosine of two words' vectors.
@@ -171,11 +275,118 @@ class WordVectors:
         Raises:
             WordError: ``word.not-in-vocabulary``.
         """
-        return np.float32(np.dot(self._unit[self.get_index(w1)], self._unit[self.get_index(w2)]))
+        return np.float32(np.dot(unit_of(self[w1]), unit_of(self[w2])))
 
     def distance(self, w1: str | int, w2: str | int) -> np.float32:
         """One less the cosine of two words' vectors (gensim's cosine distance)."""
         return np.float32(1 - self.similarity(w1, w2))
+
+    def n_similarity(self, ws1: Sequence[str], ws2: Sequence[str]) -> np.float32:
+        """The cosine of the means of two lists of words' vectors.
+
+        Raises:
+            WordError: ``word.not-in-vocabulary``.
+            OptionError: ``vectors.argument``, an empty list or a single ``str``.
+        """
+        first, second = self._plain_mean(ws1, "n_similarity"), self._plain_mean(ws2, "n_similarity")
+        return np.float32(np.dot(unit_of(first), unit_of(second)))
+
+    def doesnt_match(self, words: Sequence[str]) -> str:
+        """The word farthest from the mean of the words' unit vectors.
+
+        Raises:
+            WordError: ``word.not-in-vocabulary``, a word outside the vocabulary (named).
+            OptionError: ``vectors.argument``, no word.
+        """
+        rows = self._rows(words, "doesnt_match")
+        units = np.array(self._unit[rows], dtype=np.float32)
+        mean = _float32_mean(units)
+        cosines = units @ unit_of(mean)
+        return min(zip(cosines.tolist(), list(words), strict=True))[1]
+
+    def distances(
+        self, word_or_vector: str | int | npt.ArrayLike, other_words: Sequence[str] = ()
+    ) -> FloatArray:
+        """Cosine distances from a word or vector to ``other_words`` (none given: every word).
+
+        Raises:
+            WordError: ``word.not-in-vocabulary``.
+        """
+        if isinstance(word_or_vector, str) or _is_row_number(word_or_vector):
+            vector = self.get_vector(word_or_vector)
+        else:
+            vector = checked_vector(np.asarray(word_or_vector), self.vector_size, "distances")
+        if other_words:
+            others = self._vectors[self._rows(other_words, "distances")]
+            lengths = np.linalg.norm(others, axis=1)
+        else:
+            others, lengths = self._vectors, self.norms
+        distances: FloatArray = 1 - (others @ vector) / (np.linalg.norm(vector) * lengths)
+        return distances
+
+    def closer_than(self, key1: str | int, key2: str | int) -> list[str]:
+        """Every word closer to ``key1`` than ``key2`` is (``key1`` itself left out)."""
+        distances = self.distances(key1)
+        first, second = self.get_index(key1), self.get_index(key2)
+        closer = np.flatnonzero(distances < distances[second])
+        return [self._words[row] for row in closer.tolist() if row != first]
+
+    def rank(self, key1: str | int, key2: str | int) -> int:
+        """1 plus how many words are closer to ``key1`` than ``key2`` is.
+
+        Raises:
+            WordError: ``word.not-in-vocabulary``.
+        """
+        return len(self.closer_than(key1, key2)) + 1
+
+    # Helpers of the queries -----------------------------------------------------------------
+
+    def _end(self, restrict_vocab: object, function: str) -> int:
+        end = checked_count(restrict_vocab, "restrict_vocab", function, none=True)
+        return len(self) if not end else min(end, len(self))
+
+    def _term(self, item: object) -> np.ndarray:
+        if isinstance(item, np.ndarray):
+            return checked_vector(item, self.vector_size, "most_similar_cosmul")
+        unit: FloatArray = self._unit[self.get_index(item)]
+        return unit
+
+    def _mean(
+        self, keys: list[object], weights: npt.NDArray[np.float64], function: str
+    ) -> FloatArray:
+        """gensim's ``get_mean_vector(keys, weights, pre_normalize=True, post_normalize=True)``."""
+        mean = np.zeros(self.vector_size, dtype=np.float32)
+        total = 0.0
+        for key, weight in zip(keys, weights, strict=True):
+            if isinstance(key, np.ndarray):
+                vector = checked_vector(key, self.vector_size, function)
+            else:
+                vector = self._unit[self.get_index(key)]
+            mean += weight * vector
+            total += abs(weight)
+        return unit_of(mean / total if total > 0 else mean)
+
+    def _rows(self, words: Sequence[str], function: str) -> list[int]:
+        if isinstance(words, str) or not words:
+            raise OptionError(
+                "vectors.argument",
+                function=function,
+                requirement="a non-empty list of words",
+                value=words,
+            )
+        return [self.get_index(word) for word in words]
+
+    def _plain_mean(self, words: Sequence[str], function: str) -> FloatArray:
+        return _float32_mean(self._vectors[self._rows(words, function)])
+
+
+def _float32_mean(rows: FloatArray) -> FloatArray:
+    """The mean of rows added one by one in float32, as gensim's ``get_mean_vector`` adds."""
+    mean = np.zeros(rows.shape[1], dtype=np.float32)
+    for row in rows:
+        mean += row
+    total: FloatArray = mean / np.float32(rows.shape[0])
+    return total
 
 
 def _is_row_number(key: object) -> bool:
