@@ -834,6 +834,12 @@ declare(
 declare(
     FormatError,
     {
+        "vectors.file": (
+            "{path} is not a word2vec {kind} file: {detail}",
+            "A word2vec file (``load_word2vec_format``) whose header is not two positive "
+            "integers, that ends before the vectors its header counts, whose words are not UTF-8, "
+            "or whose line holds another number of values than the header's width.",
+        ),
         "checkpoint.invalid": (
             "checkpoint {path} is not a valid safetensors file: {cause}",
             "A file the ``safetensors`` package refuses (``cause`` is its ``SafetensorError``), "
@@ -939,6 +945,16 @@ declare(
             "unchanged. Also a path the system cannot take (a NUL character, a lone surrogate, a "
             "name of more than 255 bytes), that names a folder or whose folder is missing, found "
             "before anything is created.",
+        ),
+        "vectors.read": (
+            "cannot read {path}: {detail}",
+            "A word2vec or evaluation file that cannot be opened or read (missing, a folder, no "
+            "permission, a path the system cannot take); ``detail`` is the system's reason.",
+        ),
+        "vectors.write": (
+            "cannot write {path}: {detail}; any earlier file there is unchanged",
+            "A word2vec or projector file that cannot be written (no folder, a full disk, no "
+            "permission); the temporary file is removed and any earlier file is unchanged.",
         ),
         "pretrained.missing-file": (
             "no {role} file at {path}; give an existing file, or leave out --table and "

@@ -11,15 +11,17 @@
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
+from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from llm_from_scratch.errors import OptionError, TableError, WordError
+from llm_from_scratch.errors import FormatError, OptionError, TableError, WordError
 from llm_from_scratch.tensor.storage import read_only_view
 from llm_from_scratch.vectors.similarity import (
     COSMUL_EPSILON,
@@ -29,6 +31,14 @@ from llm_from_scratch.vectors.similarity import (
     checked_vector,
     unit_of,
     weighted,
+)
+from llm_from_scratch.vectors.word2vec_format import (
+    path_of,
+    projector_bytes,
+    read_word2vec,
+    word2vec_bytes,
+    write_projector,
+    write_word2vec,
 )
 
 FloatArray = npt.NDArray[np.float32]
@@ -75,6 +85,57 @@ class WordVectors:
         made._index = {word: row for row, word in enumerate(words)}
         made._vectors = read_only_view(table)
         return made
+
+    # Files ----------------------------------------------------------------------------------
+
+    @classmethod
+    def load_word2vec_format(
+        cls, path: str | os.PathLike[str], binary: bool = False, limit: int | None = None
+    ) -> WordVectors:
+        """Read a word2vec file, text or binary, as gensim's ``load_word2vec_format`` reads it:
+        the first ``limit`` vectors (None or 0: all), a repeated word kept at its first place.
+
+        Raises:
+            FileAccessError: ``vectors.read``, a file the system will not read.
+            FormatError: ``vectors.file``: no ``COUNT WIDTH`` header, fewer vectors than it
+                counts, a line of another width, a word not UTF-8, a NaN or an infinity.
+            OptionError: ``vectors.argument``, a path or ``limit`` of the wrong type.
+        """
+        text = path_of(path, "load_word2vec_format")
+        checked_count(limit, "limit", "load_word2vec_format", none=True)
+        words, table = read_word2vec(text, binary, limit)
+        kind = "binary" if binary else "text"
+        try:
+            checked_words(words)
+            if not np.isfinite(table).all():
+                detail = "a NaN or an infinity"
+                raise TableError("vectors.table", requirement="finite numbers", detail=detail)
+        except (WordError, TableError) as error:
+            raise FormatError("vectors.file", path=text, kind=kind, detail=str(error)) from error
+        return cls._trusted(tuple(words), table)
+
+    def save_word2vec_format(self, path: str | os.PathLike[str], binary: bool = False) -> None:
+        """Write the words and vectors as gensim's ``save_word2vec_format`` writes them, byte for
+        byte (text: each number as NumPy prints a float32), replacing any file atomically.
+
+        Raises:
+            FileAccessError: ``vectors.write``; an earlier file at ``path`` is unchanged.
+        """
+        text = path_of(path, "save_word2vec_format")
+        write_word2vec(text, word2vec_bytes(self._words, self._vectors, binary))
+
+    def save_projector(self, folder: str | os.PathLike[str]) -> tuple[Path, Path]:
+        """Write ``vectors.tsv`` and ``metadata.tsv`` into ``folder`` (made if missing) for the
+        TensorBoard Embedding Projector (projector.tensorflow.org, "Load").
+
+        Returns:
+            The two paths written.
+
+        Raises:
+            FileAccessError: ``vectors.write``; both files are written, or neither changes.
+        """
+        text = path_of(folder, "save_projector")
+        return write_projector(text, projector_bytes(self._words, self._vectors))
 
     # The table ------------------------------------------------------------------------------
 
