@@ -34,6 +34,9 @@ VECTORS_TRIGGERS: dict[str, Callable[[], object]] = {
     "vectors.table": lambda: WordVectors(["a", "b"], np.zeros((3, 2))),
     "vectors.argument": lambda: small_vectors().most_similar(positive=[], negative=[]),
     "vectors.file": lambda: WordVectors.load_word2vec_format(file_with(b"two words\n")),
+    "vectors.evaluation-file": lambda: small_vectors().evaluate_word_analogies(
+        file_with(b"king queen man woman\n", "questions.txt")
+    ),
     "vectors.read": lambda: WordVectors.load_word2vec_format(Path("no-such-folder", "v.vec")),
     "vectors.write": lambda: small_vectors().save_word2vec_format(Path("no-such-folder", "v.vec")),
 }
