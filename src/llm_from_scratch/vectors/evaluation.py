@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -27,8 +27,23 @@ from llm_from_scratch.vectors.correlation import (
 )
 from llm_from_scratch.vectors.similarity import best_rows
 
-if TYPE_CHECKING:
-    from llm_from_scratch.vectors.keyed import WordVectors
+
+class WordVectors(Protocol):
+    """What the evaluations read of a :class:`~llm_from_scratch.vectors.WordVectors`."""
+
+    @property
+    def index_to_key(self) -> list[str]: ...
+
+    @property
+    def vectors(self) -> npt.NDArray[np.float32]: ...
+
+    @property
+    def norms(self) -> npt.NDArray[np.float32]: ...
+
+    def get_normed_vectors(self) -> npt.NDArray[np.float32]: ...
+
+    def similarity(self, w1: str | int, w2: str | int) -> np.float32: ...
+
 
 EVALUATION_BYTE_LIMIT: Final = 64 << 20
 """The most bytes of an evaluation file (the Google analogies take 0.6 MB)."""

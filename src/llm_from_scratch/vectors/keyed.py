@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -26,6 +27,7 @@ from llm_from_scratch.tensor.storage import read_only_view
 from llm_from_scratch.vectors.correlation import PearsonRResult, SignificanceResult
 from llm_from_scratch.vectors.evaluation import analogies as evaluate_analogies
 from llm_from_scratch.vectors.evaluation import word_pairs
+from llm_from_scratch.vectors.pair import check_pair, load_word_pieces, read_table
 from llm_from_scratch.vectors.similarity import (
     COSMUL_EPSILON,
     as_list,
@@ -90,6 +92,42 @@ class WordVectors:
         return made
 
     # Files ----------------------------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls,
+        table: str | os.PathLike[str],
+        tokenizer: str | os.PathLike[str],
+        tensor: str | None = None,
+    ) -> WordVectors:
+        """The words of a ``tokenizer.json`` and their rows of a safetensors table: a pair
+        ``ch18 train`` writes, or the MiniLM pair (``make pretrained``). The unknown token's
+        row (``[UNK]``) and rows without a token that can be a word are left out.
+
+        Args:
+            table: the safetensors file.
+            tokenizer: its ``tokenizer.json``.
+            tensor: the table's tensor (None: the MiniLM name, then ``ch18 train``'s).
+
+        Raises:
+            FormatError, MissingPackageError: the tokenizer's (``tokenizer.file``,
+                ``tokenizers.package``).
+            MismatchError: ``table.unknown-tensor``; ``pair.rows``, ``pair.vocabulary-size``,
+                ``pair.fingerprint``: a table and a tokenizer that do not belong together.
+            The checkpoint's errors for the table file; TableError ``vectors.table`` for a
+            tensor that is not a table.
+        """
+        paths = TablePair(Path(path_of(table, "load")), Path(path_of(tokenizer, "load")))
+        pieces = load_word_pieces(paths.tokenizer)
+        _, array = read_table(paths.table, tensor)
+        check_pair(paths, int(array.shape[0]) if array.ndim else 0, pieces)
+        tokens = {row: token for token, row in pieces.tokenizer.get_vocab(True).items()}
+        rows = [
+            row
+            for row in range(array.shape[0])
+            if row != pieces.unknown_id and not _broken_word_rule(tokens.get(row), set())
+        ]
+        return cls([tokens[row] for row in rows], array[rows])
 
     @classmethod
     def load_word2vec_format(
@@ -515,6 +553,14 @@ def _float32_mean(rows: FloatArray) -> FloatArray:
         mean += row
     total: FloatArray = mean / np.float32(rows.shape[0])
     return total
+
+
+@dataclass(frozen=True)
+class TablePair:
+    """The two files of a pair."""
+
+    table: Path
+    tokenizer: Path
 
 
 def _is_row_number(key: object) -> bool:
