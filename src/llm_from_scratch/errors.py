@@ -739,6 +739,15 @@ declare(
             "``parameters`` that hold no parameter (a frozen layer's ``parameters()``: ``detail`` "
             "names the table and ``freeze=False``).",
         ),
+        "vectors.source": (
+            "ch18 {command} reads --table with --tokenizer, or --vectors FILE; {detail}",
+            "``ch18 evaluate`` or ``ch18 export`` given ``--table`` without ``--tokenizer`` (or "
+            "the reverse), or both a pair and ``--vectors``.",
+        ),
+        "vectors.no-evaluation": (
+            "ch18 evaluate needs --pairs FILE, --analogies FILE or both",
+            "``ch18 evaluate`` with nothing to evaluate.",
+        ),
         "vectors.argument": (
             "{function} needs {requirement}, got {value!r}",
             "An argument of a ``WordVectors`` query out of its range or of the wrong type: a "
@@ -1011,6 +1020,12 @@ declare(
             "the row {id} of the word {word!r} is all zeros: it has no direction to compare",
             "A word whose row is all zeros: its cosine with any row is undefined (other rows of "
             "zeros have cosine 0).",
+        ),
+        "word.several": (
+            "{count} of the words are not single word pieces of the table: {words}",
+            "Several words of one ``ch18 neighbours`` request that are not a single word piece "
+            "(each refused by ``word.empty``, ``word.unknown`` or ``word.pieces`` alone): every "
+            "one named in one line.",
         ),
         "word.not-in-vocabulary": (
             "the word {word!r} is not in the vocabulary of these {count} word vectors",

@@ -63,6 +63,30 @@ def read_table(table_path: Path, tensor_name: str | None) -> tuple[str, npt.NDAr
         raise MismatchError("table.unknown-tensor", **fields) from error
 
 
+class TokenNames(Protocol):
+    """What :func:`pair_words` reads of a tokenizer: each ID's token, and the unknown token."""
+
+    @property
+    def unknown_token(self) -> str | None: ...
+
+    def token(self, token_id: int) -> str | None: ...
+
+
+def pair_words(rows: int, pieces: TokenNames) -> tuple[list[str], list[int]]:
+    """The tokens of a table's rows that are words, and their rows: the unknown token's row
+    (``[UNK]``), rows without a token and tokens that are empty or hold a space or a line break
+    are left out."""
+    unknown = pieces.unknown_token
+    words: list[str] = []
+    kept: list[int] = []
+    for row in range(rows):
+        token = pieces.token(row)
+        if token and token != unknown and " " not in token and "\n" not in token:
+            words.append(token)
+            kept.append(row)
+    return words, kept
+
+
 def _tensor(table_path: Path, name: str) -> npt.NDArray[np.float32]:
     loaded = load_parameters(table_path, names=[name], dtype=np.float32)
     array: npt.NDArray[np.float32] = loaded[name].tensor.numpy()
