@@ -123,8 +123,9 @@ def word_pairs(
             continue
         people.append(score)
         model.append(float(wv.similarity(known[first], known[second])))
-    if not people:
-        detail = "no line holds two words of the vocabulary and a score"
+    if len(people) < 2:
+        found = len(people)
+        detail = f"{found} lines hold two words of the vocabulary and a score, not two or more"
         raise FormatError("vectors.evaluation-file", path=path, detail=detail)
     scored = len(people) if dummy4unknown else len(people) + unknown
     return pearsonr(people, model), spearmanr(people, model), unknown / scored * 100
