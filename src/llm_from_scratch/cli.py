@@ -449,6 +449,21 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                            "help": "comma-separated thread counts (default: 1,2)"}),
         ],
     ),
+    "vectors": (
+        "WordVectors against gensim's KeyedVectors: most_similar and the Google analogies",
+        "On the same float32 vectors, taking turns in every round: most_similar (20 analogy "
+        "queries, top 10) on a 400000x300 table, and evaluate_word_analogies on the Google "
+        "analogies (gensim's questions-words.txt) with a 20000x300 table of their words and "
+        "random ones; print each median, gensim's over ours, and whether the answers agree. "
+        "Needs gensim (the test extra) and about 3 GB of memory.",
+        [
+            _repeats("rounds", 5),
+            ("--quick", {"action": "store_true",
+                         "help": "a 20000x100 table and a 2000-word analogy table"}),
+            ("--analogies", {"metavar": "FILE", "type": Path, "default": None,
+                             "help": "the analogies (default: gensim's questions-words.txt)"}),
+        ],
+    ),
     "checkpoint": (
         "peak memory and time of saving and loading a table, against the safetensors package",
         "Save and load a 128256x4096 float32 table (2.1 GB) with save_parameters and "
