@@ -462,6 +462,8 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                          "help": "a 20000x100 table and a 2000-word analogy table"}),
             ("--analogies", {"metavar": "FILE", "type": Path, "default": None,
                              "help": "the analogies (default: gensim's questions-words.txt)"}),
+            ("--only", {"choices": ("most_similar", "analogies"), "default": None,
+                        "help": "run one of the two cases"}),
         ],
     ),
     "checkpoint": (

@@ -121,8 +121,14 @@ def report(results: list[Measured], repeats: int, versions: str) -> str:
     return lines(rows)
 
 
-def run(repeats: int | None = None, quick: bool = False, analogies: Path | None = None) -> int:
-    """Measure and print; ``repeats`` (rounds) defaults to 5. Needs gensim (the test extra)."""
+def run(
+    repeats: int | None = None,
+    quick: bool = False,
+    analogies: Path | None = None,
+    only: str | None = None,
+) -> int:
+    """Measure and print (``only``: one case, ``most_similar`` or ``analogies``); ``repeats``
+    (rounds) defaults to 5. Needs gensim (the test extra)."""
     count = checked_count(repeats, 5)
     if count is None:
         return 2
@@ -136,9 +142,12 @@ def run(repeats: int | None = None, quick: bool = False, analogies: Path | None 
     path = analogies or Path(gensim.__file__).parent / "test" / "test_data" / "questions-words.txt"
     rows, width, analogy_rows = SIZES[quick]
     versions = f"numpy {np.__version__}, gensim {gensim.__version__}"
-    print(f"most_similar on {rows} x {width} ({count} rounds)...", file=sys.stderr, flush=True)
-    results = [most_similar_case(rows, width, count)]
-    print(f"evaluate_word_analogies ({count} rounds)...", file=sys.stderr, flush=True)
-    results.append(analogies_case(path, analogy_rows, width, count))
+    results = []
+    if only in (None, "most_similar"):
+        print(f"most_similar on {rows} x {width} ({count} rounds)...", file=sys.stderr, flush=True)
+        results.append(most_similar_case(rows, width, count))
+    if only in (None, "analogies"):
+        print(f"evaluate_word_analogies ({count} rounds)...", file=sys.stderr, flush=True)
+        results.append(analogies_case(path, analogy_rows, width, count))
     sys.stdout.write(report(results, count, versions))
     return 0

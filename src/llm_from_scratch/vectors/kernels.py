@@ -9,37 +9,53 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from llm_from_scratch.autograd.dispatch import compiled_kernel, prange, runs_compiled
+from llm_from_scratch.autograd.dispatch import (
+    compiled_kernel,
+    kernel_helper,
+    prange,
+    runs_compiled,
+)
 
-PIECES: Final = 16
-"""The pieces one long row of scores is cut in, so that threads scan it side by side."""
-LONG_ROW: Final = 1 << 18
-"""From this many scores on, one row is scanned by the compiled kernel (below, waking its
-threads costs more than NumPy's ``argpartition``)."""
+LONG_ROW: Final = 1 << 16
+"""From this many scores on, one row is scanned by the compiled kernel, else NumPy's
+``argpartition``."""
+
+
+@kernel_helper
+def select_top_columns(scores: Any, row: int, count: int, out: Any) -> None:  # pragma: no cover
+    """The ``count`` best columns of one row into ``out[row]``, in one pass (JIT)."""
+    values = np.empty(count, dtype=scores.dtype)
+    filled = 0
+    for column in range(scores.shape[1]):
+        value = scores[row, column]
+        if filled == count and not value > values[count - 1]:
+            continue
+        place = filled if filled < count else count - 1
+        while place > 0 and value > values[place - 1]:
+            values[place] = values[place - 1]
+            out[row, place] = out[row, place - 1]
+            place -= 1
+        values[place] = value
+        out[row, place] = column
+        filled = min(filled + 1, count)
 
 
 @compiled_kernel(parallel=True)
 def _top_columns(scores: Any, count: int, out: Any) -> None:  # pragma: no cover - JIT
     for row in prange(scores.shape[0]):
-        values = np.empty(count, dtype=scores.dtype)
-        filled = 0
-        for column in range(scores.shape[1]):
-            value = scores[row, column]
-            if filled == count and not value > values[count - 1]:
-                continue
-            place = filled if filled < count else count - 1
-            while place > 0 and value > values[place - 1]:
-                values[place] = values[place - 1]
-                out[row, place] = out[row, place - 1]
-                place -= 1
-            values[place] = value
-            out[row, place] = column
-            filled = min(filled + 1, count)
+        select_top_columns(scores, row, count, out)
+
+
+@compiled_kernel(parallel=False)
+def _top_columns_one_thread(scores: Any, count: int, out: Any) -> None:  # pragma: no cover - JIT
+    """One thread: no thread pool woken, none left spinning beside the next matrix product."""
+    for row in range(scores.shape[0]):
+        select_top_columns(scores, row, count, out)
 
 
 def top_columns(scores: npt.NDArray[np.floating], count: int) -> npt.NDArray[np.intp]:
     """Each row's ``count`` highest columns (at most its width), highest first, the lower
-    column first on a tie. One long row is cut in :data:`PIECES` pieces scanned side by side.
+    column first on a tie (one row: on the calling thread alone).
 
     Example:
         >>> top_columns(np.array([[0.1, 0.9, 0.5, 0.9]], dtype=np.float32), 3).tolist()
@@ -67,11 +83,7 @@ def _partitioned(row: npt.NDArray[np.floating], count: int) -> npt.NDArray[np.in
 
 
 def _top_of_one_row(row: npt.NDArray[np.floating], count: int) -> npt.NDArray[np.intp]:
-    width = row.shape[0] // PIECES
-    pieces = np.ascontiguousarray(row[: width * PIECES]).reshape(PIECES, width)
-    found = np.zeros((PIECES, min(count, width)), dtype=np.intp)
-    _top_columns(pieces, found.shape[1], found)
-    columns = (found + (np.arange(PIECES) * width)[:, np.newaxis]).ravel()
-    columns = np.concatenate((columns, np.arange(width * PIECES, row.shape[0])))
-    order = np.lexsort((columns, -row[columns]))
-    return columns[order[:count]]
+    out = np.zeros((1, count), dtype=np.intp)
+    _top_columns_one_thread(np.ascontiguousarray(row)[np.newaxis, :], count, out)
+    found: npt.NDArray[np.intp] = out[0]
+    return found
