@@ -88,6 +88,24 @@ TRAIN_DESCRIPTION = (
     "be written, status 1; Ctrl-C stops within seconds (status 130), leaving the folder's "
     "earlier files and the last checkpoint. Everything about it: docs/training.md."
 )
+EVALUATE_DESCRIPTION = (
+    "Score a table's word vectors as gensim's KeyedVectors does: --pairs FILE (WordSim-353, "
+    "SimLex-999: two words and a score per line, tab-separated, # for comments) prints "
+    "Pearson's and Spearman's correlations of the cosines with the scores and the share of "
+    "pairs with unknown words; --analogies FILE (the Google questions-words.txt) prints the "
+    "share of analogies a b c d answered d by 3CosAdd, by section. The words and vectors come "
+    "from --table and --tokenizer (default: the MiniLM pair of `make pretrained`; [UNK] left "
+    "out) or --vectors FILE (word2vec, binary when it ends in .bin). The first 300000 words "
+    "count, compared upper-cased. Errors are one line with exit status 2 (1 for a file that "
+    "cannot be read)."
+)
+EXPORT_DESCRIPTION = (
+    "Write a table's words and vectors (--table and --tokenizer; default: the MiniLM pair; "
+    "[UNK] left out; or --vectors FILE) as word2vec text (--format word2vec, gensim's and "
+    "fastText's .vec), word2vec binary (word2vec-binary) or the TensorBoard Embedding "
+    "Projector's vectors.tsv and metadata.tsv (projector: --output is their folder). Files are "
+    "replaced whole or not at all."
+)
 UPSTREAM_HELP = (
     "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
     "list of its values in row-major order. Default with --ids: 1, 2, 3, ... in row-major order "
@@ -159,6 +177,27 @@ def _add_ch18(commands: _Subcommands) -> None:
     )
     summary = "learn a token table from a corpus (skip-gram with negative sampling)"
     _add_train(views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION))
+    summary = "score a table's vectors on word pairs and analogies, as gensim does"
+    evaluate = views.add_parser("evaluate", help=summary, description=EVALUATE_DESCRIPTION)
+    _add_vectors_source(evaluate)
+    _add_file_option(evaluate, "--pairs", "word pairs scored by people (WordSim-353, SimLex-999)")
+    _add_file_option(evaluate, "--analogies", "analogies a b c d (questions-words.txt)")
+    summary = "write a table's vectors as word2vec or Embedding Projector files"
+    export = views.add_parser("export", help=summary, description=EXPORT_DESCRIPTION)
+    _add_vectors_source(export)
+    export.add_argument(
+        "--format",
+        choices=("word2vec", "word2vec-binary", "projector"),
+        required=True,
+        help="word2vec text, word2vec binary, or the projector's two TSV files",
+    )
+    export.add_argument(
+        "--output",
+        metavar="PATH",
+        type=Path,
+        required=True,
+        help="the file to write (projector: the folder of vectors.tsv and metadata.tsv)",
+    )
     for view in (neighbours, exercises):
         add_language(view)
 
@@ -174,6 +213,22 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
         default=5,
         help="neighbours in each list, from 1 to V-1 (default: 5)",
     )
+    _add_table_options(parser)
+    text = "write the HTML figure to FILE instead of the text ('-': standard output)"
+    _add_file_option(parser, "--figure", text)
+    parser.add_argument(
+        "--analogy",
+        nargs=3,
+        metavar=("A", "B", "C"),
+        default=None,
+        help=(
+            "A is to B as C is to ?: the K words of highest cosine to B - A + C (gensim's "
+            "most_similar), the three left out; with no WORD and no --figure"
+        ),
+    )
+
+
+def _add_table_options(parser: argparse.ArgumentParser) -> None:
     _add_file_option(
         parser, "--table", "a safetensors file holding a [V, d] table (with --tokenizer)"
     )
@@ -188,8 +243,13 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
             "of the first name)"
         ),
     )
-    text = "write the HTML figure to FILE instead of the text ('-': standard output)"
-    _add_file_option(parser, "--figure", text)
+
+
+def _add_vectors_source(parser: argparse.ArgumentParser) -> None:
+    _add_table_options(parser)
+    _add_file_option(
+        parser, "--vectors", "a word2vec file instead of a table (binary when it ends in .bin)"
+    )
 
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
@@ -406,6 +466,23 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                            "help": "comma-separated thread counts (default: 1,2)"}),
         ],
     ),
+    "vectors": (
+        "WordVectors against gensim's KeyedVectors: most_similar and the Google analogies",
+        "On the same float32 vectors, taking turns in every round: most_similar (20 analogy "
+        "queries, top 10) on a 400000x300 table, and evaluate_word_analogies on the Google "
+        "analogies (gensim's questions-words.txt) with a 20000x300 table of their words and "
+        "random ones; print each median, gensim's over ours, and whether the answers agree. "
+        "Needs gensim (the test extra) and about 3 GB of memory.",
+        [
+            _repeats("rounds", 5),
+            ("--quick", {"action": "store_true",
+                         "help": "a 20000x100 table and a 2000-word analogy table"}),
+            ("--analogies", {"metavar": "FILE", "type": Path, "default": None,
+                             "help": "the analogies (default: gensim's questions-words.txt)"}),
+            ("--only", {"choices": ("most_similar", "analogies"), "default": None,
+                        "help": "run one of the two cases"}),
+        ],
+    ),
     "checkpoint": (
         "peak memory and time of saving and loading a table, against the safetensors package",
         "Save and load a 128256x4096 float32 table (2.1 GB) with save_parameters and "
@@ -427,7 +504,7 @@ BENCH_MODULES: Final = {name: name for name in BENCHES} | {"embedding": "embeddi
 
 def _run_ch18(args: argparse.Namespace) -> int:
     given = _learner_input(args)
-    if args.view in ("neighbours", "exercises", "train"):
+    if args.view in ("neighbours", "exercises", "train", "evaluate", "export"):
         if given:
             raise OptionError("command.values-elsewhere")
         return _run_learner_view(args)
@@ -461,6 +538,8 @@ def _run_learner_view(args: argparse.Namespace) -> int:
         given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
         train_request = TrainRequest(given, language(args), args.figure, args.resume)
         return run_train(train_request, *_streams())
+    if args.view in ("evaluate", "export"):
+        return _run_vectors_view(args)
     if args.view == "exercises":
         from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
 
@@ -472,8 +551,24 @@ def _run_learner_view(args: argparse.Namespace) -> int:
 
     files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
     words = tuple(args.words)
-    request = NeighboursRequest(words, args.count, language(args), tensor=args.tensor, **files)
+    analogy = None if args.analogy is None else tuple(args.analogy)
+    request = NeighboursRequest(
+        words, args.count, language(args), tensor=args.tensor, analogy=analogy, **files
+    )
     return run_neighbours(request, sys.stdout)
+
+
+def _run_vectors_view(args: argparse.Namespace) -> int:
+    from llm_from_scratch.demos.ch18_token_embeddings.vectors_command import (
+        VectorsSource,
+        run_evaluate,
+        run_export,
+    )
+
+    source = VectorsSource(args.table, args.tokenizer, args.tensor, args.vectors)
+    if args.view == "evaluate":
+        return run_evaluate(source, args.pairs, args.analogies, sys.stdout)
+    return run_export(source, args.format, args.output, sys.stdout)
 
 
 def _streams() -> tuple[TextIO, TextIO]:

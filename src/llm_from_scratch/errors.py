@@ -169,8 +169,13 @@ class CorpusError(LlmError, ValueError):
     """A training corpus that cannot make a vocabulary, or cannot be read or fetched."""
 
 
-class WordError(LlmError, ValueError, LookupError):
-    """A word a neighbours query cannot look up in a table."""
+class WordError(LlmError, ValueError, KeyError):
+    """A word a neighbours query cannot look up in a table, or a word that is not in the
+    vocabulary of a :class:`~llm_from_scratch.vectors.WordVectors` (a ``KeyError`` too, as
+    ``wv["word"]`` raises in gensim and in a ``dict``; its message reads as text, unquoted)."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
 
 
 class MissingPackageError(LlmError, ImportError):
@@ -621,6 +626,11 @@ declare(
             "A ``from_pretrained`` table that is not a NumPy array of a supported dtype, a "
             "``Tensor`` or a ``NamedParameter``.",
         ),
+        "vectors.table": (
+            "word vectors must be {requirement}, got {detail}",
+            "Vectors given to ``WordVectors`` that are not a two-dimensional array of finite real "
+            "numbers with one row per word and at least one column.",
+        ),
         "table.type": (
             "the embedding table must be a TensorValue, got {table_type}",
             "A functional lookup's table that is not a ``TensorValue``.",
@@ -752,6 +762,21 @@ declare(
             "``parameters`` that hold no parameter (a frozen layer's ``parameters()``: ``detail`` "
             "names the table and ``freeze=False``).",
         ),
+        "vectors.source": (
+            "ch18 {command} reads --table with --tokenizer, or --vectors FILE; {detail}",
+            "``ch18 evaluate`` or ``ch18 export`` given ``--table`` without ``--tokenizer`` (or "
+            "the reverse), or both a pair and ``--vectors``.",
+        ),
+        "vectors.no-evaluation": (
+            "ch18 evaluate needs --pairs FILE, --analogies FILE or both",
+            "``ch18 evaluate`` with nothing to evaluate.",
+        ),
+        "vectors.argument": (
+            "{function} needs {requirement}, got {value!r}",
+            "An argument of a ``WordVectors`` query out of its range or of the wrong type: a "
+            "``topn`` or ``restrict_vocab`` that is no integer of at least 1, no word to "
+            "compute with, a vector of another width.",
+        ),
         "neighbours.count": (
             "the neighbour count must be from 1 to {maximum}, got {count}",
             "A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any "
@@ -764,6 +789,10 @@ declare(
         "neighbours.no-words": (
             "give at least one word, or --figure",
             "``ch18 neighbours`` with no word to look up and no ``--figure`` to draw.",
+        ),
+        "neighbours.analogy-alone": (
+            "--analogy A B C takes no WORD and no --figure",
+            "``ch18 neighbours --analogy`` with words or ``--figure`` besides.",
         ),
         "command.word-type": (
             "command-line word {number} is not text: {word!t} {word!r}",
@@ -884,6 +913,17 @@ declare(
 declare(
     FormatError,
     {
+        "vectors.file": (
+            "{path} is not a word2vec {kind} file: {detail}",
+            "A word2vec file (``load_word2vec_format``) whose header is not two positive "
+            "integers, that ends before the vectors its header counts, whose words are not UTF-8, "
+            "or whose line holds another number of values than the header's width.",
+        ),
+        "vectors.evaluation-file": (
+            "{path}: {detail}",
+            "An evaluation file (``evaluate_word_pairs``, ``evaluate_word_analogies``) that is not "
+            "UTF-8, has an analogy before its first ``: section`` line, or no line to score.",
+        ),
         "checkpoint.invalid": (
             "checkpoint {path} is not a valid safetensors file: {cause}",
             "A file the ``safetensors`` package refuses (``cause`` is its ``SafetensorError``), "
@@ -990,6 +1030,16 @@ declare(
             "name of more than 255 bytes), that names a folder or whose folder is missing, found "
             "before anything is created.",
         ),
+        "vectors.read": (
+            "cannot read {path}: {detail}",
+            "A word2vec or evaluation file that cannot be opened or read (missing, a folder, no "
+            "permission, a path the system cannot take); ``detail`` is the system's reason.",
+        ),
+        "vectors.write": (
+            "cannot write {path}: {detail}; any earlier file there is unchanged",
+            "A word2vec or projector file that cannot be written (no folder, a full disk, no "
+            "permission); the temporary file is removed and any earlier file is unchanged.",
+        ),
         "pretrained.missing-file": (
             "no {role} file at {path}; give an existing file, or leave out --table and "
             "--tokenizer to use the packaged table ({install} installs it)",
@@ -1041,6 +1091,22 @@ declare(
             "A word whose row is all zeros: its cosine with any row is undefined (other rows of "
             "zeros have cosine 0).",
         ),
+        "word.several": (
+            "{count} of the words are not single word pieces of the table: {words}",
+            "Several words of one ``ch18 neighbours`` request that are not a single word piece "
+            "(each refused by ``word.empty``, ``word.unknown`` or ``word.pieces`` alone): every "
+            "one named in one line.",
+        ),
+        "word.not-in-vocabulary": (
+            "the word {word!r} is not in the vocabulary of these {count} word vectors",
+            "A word a ``WordVectors`` query, ``wv[word]`` or ``get_vector`` is given that has no "
+            "row (never the ``[UNK]`` row); ``count`` is the vocabulary size.",
+        ),
+        "vectors.word": (
+            "word {position} of the vectors must be {requirement}, got {value!r}",
+            "A word given to ``WordVectors`` that is not a non-empty ``str`` without spaces or "
+            "line breaks, or one given twice.",
+        ),
     },
 )
 
@@ -1056,6 +1122,11 @@ declare(
             "the tokenizers package is not installed; install it with {install}",
             "The ``tokenizers`` package, which reads ``tokenizer.json``, is not installed: "
             "``load_word_pieces(path)`` needs it.",
+        ),
+        "bench.package": (
+            "bench {bench} compares with {package}, which is not installed; install it with "
+            "{install}",
+            "A benchmark whose other side (gensim, for ``bench vectors``) is not installed.",
         ),
     },
 )

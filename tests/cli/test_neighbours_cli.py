@@ -224,7 +224,7 @@ def test_the_minilm_table_answers_a_query_and_refuses_words_it_cannot_place(
     text = labels(lang)
     assert (status, err) == (0, "")
     assert out.splitlines()[4] == f"{text['word']} King: {text['pieces']} king ({text['id']} 2332)"
-    assert len(out.splitlines()) == 4 + 2 + 5 + 1
+    assert len(out.splitlines()) == 4 + 2 + 5 + 1 + 2  # then a blank line and the baseline
 
     status, out, err = run_cli(capsys, "ch18", "neighbours", "король", "--lang", lang)
     pieces = "к 1189, ##о 14150, ##р 16856, ##о 14150, ##л 29436, ##ь 23742"  # noqa: RUF001
@@ -241,6 +241,7 @@ def test_the_english_error_messages_are_the_errors_own() -> None:
         neighbours_command,
         pretrained,
     )
+    from llm_from_scratch.vectors import pair
 
     def worded(lang: str) -> dict[str, str]:
         errors = labels(lang)["errors"]
@@ -249,7 +250,7 @@ def test_the_english_error_messages_are_the_errors_own() -> None:
 
     english = worded("en")
     assert english == {rule: RULES[rule].template for rule in english}
-    modules = (neighbours, neighbours_command, pretrained)
+    modules = (neighbours, neighbours_command, pretrained, pair)
     sources = [inspect.getsource(module) for module in modules]
     raised = {rule for rule in RULES if any(f'"{rule}"' in source for source in sources)}
     assert raised == set(english)

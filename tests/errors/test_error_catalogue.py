@@ -19,6 +19,7 @@ import copy
 import difflib
 import pickle
 import re
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -62,6 +63,7 @@ from llm_from_scratch.training.vocabulary import Vocabulary
 
 import checkpoint_support
 import neighbours_support
+import vectors_support
 from checkpoint_support import entry, file_with_header
 from checks import MessageFormatter, NumpyWithFailing, PicklePayload, unpickled
 from conftest import KNOWN_TABLE
@@ -207,6 +209,19 @@ def resumed_past_the_last_epoch(folder: Path) -> object:
 
 def sgd() -> SGD:
     return SGD(layer().parameters(), 0.1)
+
+
+def _without_gensim(call: Trigger) -> object:
+    """``call`` while ``import gensim`` fails, as it does where the test extra is not installed."""
+    saved = sys.modules.get("gensim")
+    sys.modules["gensim"] = None  # type: ignore[assignment]
+    try:
+        return call()
+    finally:
+        if saved is None:
+            del sys.modules["gensim"]
+        else:
+            sys.modules["gensim"] = saved
 
 
 RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
@@ -359,6 +374,10 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: command_line(["ch18", "neighbours", "king", "--table", "t.safetensors"]),
     ),
     "neighbours.no-words": (lambda: command_line(["ch18", "neighbours"]),),
+    "bench.package": (lambda: _without_gensim(lambda: command_line(["bench", "vectors"])),),
+    "neighbours.analogy-alone": (
+        lambda: command_line(["ch18", "neighbours", "queen", "--analogy", "man", "woman", "king"]),
+    ),
     "command.word-type": (lambda: command_line(["ch18", 7]),),
     "command.word-text": (lambda: command_line(["ch18", "--ids", "\udcff"]),),
     "command.json": (lambda: command_line(["ch18", "--ids", "[1,"]),),
@@ -467,7 +486,7 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
 def support_triggers() -> dict[str, list[Trigger]]:
     """The calls of the support files' ``*_TRIGGERS`` dictionaries, by rule code."""
     found: dict[str, list[Trigger]] = {}
-    for module in (checkpoint_support, neighbours_support):
+    for module in (checkpoint_support, neighbours_support, vectors_support):
         for name, value in sorted(vars(module).items()):
             if name.endswith("_TRIGGERS") and isinstance(value, Mapping):
                 for key, trigger in value.items():

@@ -67,8 +67,9 @@ GROUP_NAMES: Final = ("royalty", "numbers", "weekdays", "colours", "animals")
 NEIGHBOUR_ERROR_RULES: Final = (
     "pretrained.package", "tokenizers.package", "pretrained.missing-file", "tokenizer.file",
     "table.unknown-tensor", "neighbours.count", "neighbours.table-and-tokenizer",
-    "neighbours.no-words", "word.empty", "word.unknown", "word.pieces", "word.zero-vector",
-    "pair.rows", "pair.vocabulary-size", "pair.fingerprint",
+    "neighbours.no-words", "neighbours.analogy-alone", "word.empty", "word.unknown",
+    "word.pieces", "word.zero-vector", "pair.rows", "pair.vocabulary-size", "pair.fingerprint",
+    "word.several",
 )  # fmt: skip
 NEIGHBOUR_LABELS: Final = LabelTable(
     "neighbours",
@@ -76,7 +77,8 @@ NEIGHBOUR_LABELS: Final = LabelTable(
     (
         "title", "description", "source", "table", "table_file", "rows", "width", "id_rule",
         "vector_rule", "word", "pieces", "rank", "id", "cosine", "id_neighbours",
-        "vector_neighbours", "mean_cosine", "no_token",
+        "vector_neighbours", "mean_cosine", "no_token", "baseline_short",
+        *_keys("text", "baseline", "analogy_rule", "answer"),
         *_keys("projection", "title", "intro", "region", "image", "component", "explains",
                "together", "rest"),
         "legend.title", *_keys("groups", *GROUP_NAMES),

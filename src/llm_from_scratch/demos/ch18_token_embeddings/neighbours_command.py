@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from llm_from_scratch.demos.ch18_token_embeddings.analogy import AnalogyReport
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     DEFAULT_WORDS,
     NeighboursReport,
@@ -48,6 +49,7 @@ class NeighboursRequest:
     tokenizer: Path | None = None
     tensor: str | None = None
     figure: Path | None = None
+    analogy: tuple[str, ...] | None = None
 
 
 def run_neighbours(request: NeighboursRequest, out: TextIO) -> int:
@@ -78,7 +80,9 @@ def run_neighbours(request: NeighboursRequest, out: TextIO) -> int:
 def _checked(request: NeighboursRequest) -> None:
     if (request.table is None) != (request.tokenizer is None):
         raise OptionError("neighbours.table-and-tokenizer")
-    if not request.words and request.figure is None:
+    if request.analogy is not None and (request.words or request.figure is not None):
+        raise OptionError("neighbours.analogy-alone")
+    if not request.words and request.figure is None and request.analogy is None:
         raise OptionError("neighbours.no-words")
 
 
@@ -94,6 +98,11 @@ def _computed(request: NeighboursRequest, labels: Labels) -> str:
     _checked(request)
     files = _files(request)
     table, pieces = open_table(files)
+    if request.analogy is not None:
+        from llm_from_scratch.demos.ch18_token_embeddings.analogy import analogy_report
+
+        analogy = analogy_report(table, pieces, request.analogy, request.count, files.shown)
+        return format_analogy(analogy, labels)
     if request.figure is None:
         report = neighbours_report(table, pieces, request.words, request.count, files.shown)
         return format_neighbours(report, labels)
@@ -124,7 +133,30 @@ def format_neighbours(report: NeighboursReport, labels: Labels) -> str:
     ]
     for word in report.words:
         lines += ["", *_word_block(word, labels)]
+    lines += ["", baseline_text(report.baseline_pairs, report.baseline_cosine, labels)]
     return "".join(f"{line}\n" for line in lines)
+
+
+def format_analogy(report: AnalogyReport, labels: Labels) -> str:
+    """The analogy as text: the table, the rule, the answers and the random-pair baseline."""
+    rows, width = report.table_shape
+    first, second, third = report.words
+    table = [[label(labels, "rank"), label(labels, "text", "answer"), label(labels, "cosine")]]
+    for rank, (word, cosine) in enumerate(report.answers, start=1):
+        table.append([str(rank), word, cosine_text(cosine)])
+    lines = [
+        f"{label(labels, 'table')} {report.table_name}: {rows} {label(labels, 'rows')}, "
+        f"{label(labels, 'width')} {width}; {label(labels, 'table_file')} {report.table_path}",
+        label(labels, "text", "analogy_rule").format(a=first, b=second, c=third),
+        *aligned_rows(table, numeric=(0, 2)),
+        baseline_text(report.baseline_pairs, report.baseline_cosine, labels),
+    ]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def baseline_text(pairs: int, cosine: float, labels: Labels) -> str:
+    """The random-pair baseline's line."""
+    return label(labels, "text", "baseline").format(pairs=pairs, cosine=cosine_text(cosine))
 
 
 def _word_block(word: WordNeighbours, labels: Labels) -> list[str]:
