@@ -36,6 +36,7 @@ from llm_from_scratch.training.skipgram import (
     SkipGram,
     block_pairs,
     block_state,
+    initial_tables,
     keep_probabilities,
     learning_rate,
     reference_block,
@@ -145,8 +146,12 @@ class Run:
         return cls(options, tuple(files), vocabulary, sum(counts.values()), None)
 
     def initial_model(self) -> SkipGram:
-        """The model before training: the input table drawn from the seed, contexts zero."""
-        return SkipGram.new(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
+        """The model before training: the input table drawn from the seed, contexts zero (a new
+        draw on each call; :meth:`train` draws its own)."""
+        return SkipGram.adopt(*self._initial_tables())
+
+    def _initial_tables(self) -> Tables:
+        return initial_tables(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
 
     def train(self, progress: Progress | None = None) -> TrainResult:
         """Train every epoch left, writing checkpoints; the last stays until
@@ -160,7 +165,7 @@ class Run:
         made = _made_folder(self.options.output)
         found = self.checkpoint
         position = Position() if found is None else found.position
-        tables = self.initial_model().arrays() if found is None else (found.inputs, found.contexts)
+        tables = self._initial_tables() if found is None else (found.inputs, found.contexts)
         trainer = _Trainer(tables, self)
         try:
             epochs = self._epochs(trainer, position, progress)

@@ -5,8 +5,7 @@ the embedding layer and its cosines computed in float64 (a row of zeros has cosi
 four-row table whose rows 0 and 3 point the same way:
 
     >>> from llm_from_scratch.nn import Embedding, NamedParameter
-    >>> from llm_from_scratch.tensor import Tensor
-    >>> rows = [1.0, 0.0, 0.0, 1.0, -1.0, 0.0, 2.0, 0.1]
+    >>>     >>> rows = [1.0, 0.0, 0.0, 1.0, -1.0, 0.0, 2.0, 0.1]
     >>> layer = Embedding.from_parameter(
     ...     NamedParameter.from_tensor("token_embedding.weight", Tensor((4, 2), rows)))
     >>> table = CosineTable.of(layer)
@@ -17,15 +16,14 @@ four-row table whose rows 0 and 3 point the same way:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol, cast
+from typing import TYPE_CHECKING, Final, Protocol
 
 import numpy as np
 
 from llm_from_scratch.errors import OptionError, WordError
 from llm_from_scratch.figures.scatter import ProjectedWord, Projection
-from llm_from_scratch.tensor import Tensor
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -46,6 +44,9 @@ DEFAULT_GROUPS: Final[Groups] = (
 DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
 #: Neighbours per list unless ``--count`` says otherwise.
 DEFAULT_COUNT: Final = 5
+#: The table values a cosine to every row reads at a time (at least one row): its float64
+#: copies of them take 2 x 8 bytes a value.
+CHUNK_VALUES: Final = 1 << 17
 
 
 class WordPieces(Protocol):
@@ -101,17 +102,22 @@ class GroupCosines:
 
 @dataclass(frozen=True, eq=False)
 class CosineTable:
-    """An embedding layer with its rows scaled to unit length (read-only), for cosines."""
+    """An embedding layer measured by cosines: each row's Euclidean norm in float64 (read-only);
+    a cosine to every row reads the table in chunks of :data:`CHUNK_VALUES` values, never copying
+    it whole."""
 
     embedding: Embedding
-    unit_rows: npt.NDArray[np.float64]
+    norms: npt.NDArray[np.float64]
 
     @classmethod
     def of(cls, embedding: Embedding) -> CosineTable:
-        """Scale the layer's table rows to unit length (rows of zeros stay zero)."""
-        rows = embedding.table.tensor.numpy().astype(np.float64)
-        unit_rows = Tensor.from_numpy(_unit(rows)).numpy()  # float64, read-only for good
-        return cls(embedding, cast("npt.NDArray[np.float64]", unit_rows))
+        """The layer and its rows' norms."""
+        rows = embedding.table.tensor.numpy()
+        norms = np.empty(rows.shape[0], dtype=np.float64)
+        for chunk in _chunks(rows):
+            norms[chunk] = np.linalg.norm(rows[chunk].astype(np.float64), axis=1)
+        norms.flags.writeable = False
+        return cls(embedding, norms)
 
     @property
     def vocabulary_size(self) -> int:
@@ -123,10 +129,22 @@ class CosineTable:
         return self.embedding.forward(list(token_ids), (len(token_ids),)).numpy().astype(np.float64)
 
     def cosines_to_row(self, token_id: int) -> npt.NDArray[np.float64]:
-        """The cosine of every row to the looked-up vector of ``token_id``: ``[V]``."""
+        """The cosine of every row to the looked-up vector of ``token_id``: ``[V]`` (each row
+        scaled to unit length in float64, a row of zeros left zero, then its dot product)."""
         vector = self.vectors([token_id])[0]
-        cosines: npt.NDArray[np.float64] = self.unit_rows @ (vector / np.linalg.norm(vector))
+        direction = vector / np.linalg.norm(vector)
+        rows = self.embedding.table.tensor.numpy()
+        cosines = np.empty(rows.shape[0], dtype=np.float64)
+        for chunk in _chunks(rows):
+            unit = _unit(rows[chunk].astype(np.float64), self.norms[chunk, None])
+            cosines[chunk] = unit @ direction
         return cosines
+
+
+def _chunks(rows: npt.NDArray[np.floating]) -> Iterator[slice]:
+    """The row ranges of ``rows``, :data:`CHUNK_VALUES` values each (at least one row)."""
+    step = max(1, CHUNK_VALUES // max(1, rows.shape[1]))
+    return (slice(start, start + step) for start in range(0, rows.shape[0], step))
 
 
 def word_piece(pieces: WordPieces, word: str) -> Piece:
@@ -298,8 +316,13 @@ def _group_ids(pieces: WordPieces, groups: Groups) -> tuple[list[str], list[int]
     return labels, ids
 
 
-def _unit(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+def _unit(
+    vectors: npt.NDArray[np.float64], norms: npt.NDArray[np.float64] | None = None
+) -> npt.NDArray[np.float64]:
+    """``vectors`` scaled to unit length by their ``norms`` (computed when None), a row of zeros
+    left zero."""
+    if norms is None:
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit: npt.NDArray[np.float64] = np.divide(
         vectors, norms, out=np.zeros_like(vectors), where=norms > 0
     )
