@@ -240,7 +240,9 @@ def test_a_table_over_the_memory_budget_is_refused_before_any_file(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     budget = str(planned_megabytes(47, 10000) - 1)
-    status, _, err = run_train(corpus, tmp_path / "out", "--dim", "10000", "--memory-budget", budget)
+    status, _, err = run_train(
+        corpus, tmp_path / "out", "--dim", "10000", "--memory-budget", budget
+    )
     assert status == 2 and err.count("\n") == 1
     assert f"--memory-budget must be at least {int(budget) + 1} MB for a 47x10000 table" in err
     assert err.rstrip().endswith(f"got {budget} MB") and not (tmp_path / "out").exists()

@@ -137,12 +137,12 @@ def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:
 
 
 def _trained(
-    trainer: str, threads: int, corpus: Path, epochs: int, output: Path
+    trainer: str, threads: int, corpus: Path, epochs: int, output: Path, dim: int = 100
 ) -> tuple[float, int, float, float]:
     """One run of ``trainer``: its wall time, peak memory and the group measure of its table."""
     output = output / f"{trainer}-{threads}"
     given = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
-    given += ["--threads", str(threads), "--seed", "1"]
+    given += ["--threads", str(threads), "--seed", "1", "--dim", str(dim)]
     if trainer == "ours":
         command = [sys.executable, "-m", "llm_from_scratch", "ch18", "train", *given]
     else:
@@ -164,9 +164,10 @@ def measure(
     trainers: Sequence[str] = TRAINERS,
     threads: Sequence[int] = THREADS,
     copies: int = 1,
+    dim: int = 100,
 ) -> TrainBenchResult:
     """Run every trainer on every thread count ``rounds`` times, taking turns in each round,
-    on ``copies`` copies of ``corpus``."""
+    on ``copies`` copies of ``corpus``, with tables ``dim`` wide."""
     cases = {
         f"{trainer}, {count} threads": (trainer, count) for count in threads for trainer in trainers
     }
@@ -174,7 +175,7 @@ def measure(
         source = corpus if copies == 1 else copied_corpus(corpus, copies, Path(scratch) / "c")
         words = sum(count_words(corpus_files(source))[1].values()) * epochs
         runs = {
-            name: partial(_trained, *case, source, epochs, Path(scratch))
+            name: partial(_trained, *case, source, epochs, Path(scratch), dim)
             for name, case in cases.items()
         }
         found = in_turns(runs, rounds, progress=True)
@@ -232,20 +233,32 @@ def run(
     trainers: Sequence[str] = TRAINERS,
     threads: Sequence[int] = THREADS,
     copies: int = 1,
+    memory: bool = False,
+    first_block: bool = False,
+    words: int = 200_000,
 ) -> int:
-    """Measure and print, ``repeats`` rounds (``corpus`` None: the fetched Shakespeare texts)."""
+    """Measure and print, ``repeats`` rounds (``corpus`` None: the fetched Shakespeare texts);
+    ``memory`` or ``first_block``: those measures instead
+    (:mod:`~llm_from_scratch.bench.train_setup`)."""
     from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 
-    if repeats < 1 or epochs < 1 or copies < 1:
-        print("error: --repeats, --epochs and --copies must be at least 1", file=sys.stderr)
+    if repeats < 1 or epochs < 1 or copies < 1 or words < 1:
+        print(
+            "error: --repeats, --epochs, --copies and --words must be at least 1", file=sys.stderr
+        )
         return 2
     path = corpus if corpus is not None else default_corpus_folder()
     if not path.exists():
         print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
         return 2
     try:
+        if memory or first_block:
+            from llm_from_scratch.bench.train_setup import run_setup
+
+            sys.stdout.write(run_setup(path, repeats, threads, memory, words))
+            return 0
         result = measure(path, epochs, repeats, trainers, threads, copies)
-    except RuntimeError as error:
+    except (RuntimeError, subprocess.CalledProcessError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     sys.stdout.write(format_result(result))
