@@ -175,14 +175,14 @@ class Run:
             KeyboardInterrupt: Ctrl-C; the threads stop after their block, and a folder the
                 run made is removed if it is still empty.
         """
-        if self.loading is not None:
-            self.loading.join()
         made = _made_folder(self.options.output)
         found = self.checkpoint
         position = Position() if found is None else found.position
         tables = self._initial_tables() if found is None else (found.inputs, found.contexts)
         trainer = _Trainer(tables, self)
         try:
+            if self.loading is not None:  # the tables were drawn meanwhile
+                self.loading.join()
             epochs = self._epochs(trainer, position, progress)
         except BaseException:
             _remove_empty(self.options.output, made)
