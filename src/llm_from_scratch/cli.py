@@ -415,7 +415,10 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
     ),
 }  # fmt: skip
 #: The module of ``llm_from_scratch.bench`` each benchmark runs.
-BENCH_MODULES: Final = {name: name for name in BENCHES} | {"embedding": "embedding_bag"}
+BENCH_MODULES: Final = {name: name for name in BENCHES} | {
+    "embedding": "embedding_bag",
+    "train": "train_setup",
+}
 
 
 def _run_ch18(args: argparse.Namespace) -> int:

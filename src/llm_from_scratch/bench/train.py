@@ -247,33 +247,32 @@ def run(
     trainers: Sequence[str] = TRAINERS,
     threads: Sequence[int] = THREADS,
     copies: int = 1,
-    memory: bool = False,
-    first_block: bool = False,
-    words: int = 200_000,
 ) -> int:
-    """Measure and print, ``repeats`` rounds (``corpus`` None: the fetched Shakespeare texts);
-    ``memory`` or ``first_block``: those measures instead
-    (:mod:`~llm_from_scratch.bench.train_setup`)."""
-    from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
-
-    if repeats < 1 or epochs < 1 or copies < 1 or words < 1:
-        print(
-            "error: --repeats, --epochs, --copies and --words must be at least 1", file=sys.stderr
-        )
-        return 2
-    path = corpus if corpus is not None else default_corpus_folder()
-    if not path.exists():
-        print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
+    """Measure and print, ``repeats`` rounds (``corpus`` None: the fetched Shakespeare texts)."""
+    path = checked_corpus(corpus, repeats, epochs, copies)
+    if path is None:
         return 2
     try:
-        if memory or first_block:
-            from llm_from_scratch.bench.train_setup import run_setup
-
-            sys.stdout.write(run_setup(path, repeats, threads, memory, words))
-            return 0
         result = measure(path, epochs, repeats, trainers, threads, copies)
-    except (RuntimeError, subprocess.CalledProcessError) as error:
+    except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     sys.stdout.write(format_result(result))
     return 0
+
+
+def checked_corpus(corpus: Path | None, *counts: int) -> Path | None:
+    """The corpus to measure (None: the fetched Shakespeare texts), or None with an error line
+    when it is missing or one of ``counts`` (``--repeats``, ``--epochs``, ...) is below 1."""
+    from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
+
+    if any(count < 1 for count in counts):
+        print(
+            "error: --repeats, --epochs, --copies and --words must be at least 1", file=sys.stderr
+        )
+        return None
+    path = corpus if corpus is not None else default_corpus_folder()
+    if not path.exists():
+        print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
+        return None
+    return path

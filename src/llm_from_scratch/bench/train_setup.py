@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Final
 
 from llm_from_scratch.bench.rounds import in_turns, lines
-from llm_from_scratch.bench.train import TrainBenchResult, measure
+from llm_from_scratch.bench.train import (
+    THREADS,
+    TRAINERS,
+    TrainBenchResult,
+    checked_corpus,
+    measure,
+)
+from llm_from_scratch.bench.train import run as train_bench
 
 SYNTHETIC_REPEATS: Final = 6
 """How often each word of a synthetic corpus occurs (above the default ``--min-count`` 5)."""
@@ -163,14 +170,35 @@ def format_first_block(samples: Sequence[dict[str, float]], corpus: Path) -> str
     )
 
 
-def run_setup(corpus: Path, repeats: int, threads: Sequence[int], memory: bool, words: int) -> str:
-    """The memory cases (``memory``) or the first-block runs, as text."""
+def run(
+    corpus: Path | None = None,
+    epochs: int = 5,
+    repeats: int = 3,
+    trainers: Sequence[str] = TRAINERS,
+    threads: Sequence[int] = THREADS,
+    copies: int = 1,
+    memory: bool = False,
+    first_block: bool = False,
+    words: int = 200_000,
+) -> int:
+    """``bench train``: with ``memory`` or ``first_block`` those measures (``repeats`` rounds),
+    else :func:`llm_from_scratch.bench.train.run`."""
+    if not (memory or first_block):
+        return train_bench(corpus, epochs, repeats, trainers, threads, copies)
+    path = checked_corpus(corpus, repeats, words)
+    if path is None:
+        return 2
     with tempfile.TemporaryDirectory(prefix="bench-train-setup-") as scratch:
-        if memory:
-            return format_memory(
-                measure_memory(corpus, words, repeats, max(threads), Path(scratch))
-            )
-        output = Path(scratch) / "out"
-        first_block_seconds(corpus, max(threads), output)  # fills the cache
-        runs = {"first block": lambda: first_block_seconds(corpus, max(threads), output)}
-        return format_first_block(in_turns(runs, repeats)["first block"], corpus)
+        try:
+            if memory:
+                found = measure_memory(path, words, repeats, max(threads), Path(scratch))
+                sys.stdout.write(format_memory(found))
+                return 0
+            output = Path(scratch) / "out"
+            first_block_seconds(path, max(threads), output)  # fills the cache
+            runs = {"first block": lambda: first_block_seconds(path, max(threads), output)}
+            sys.stdout.write(format_first_block(in_turns(runs, repeats)["first block"], path))
+        except (RuntimeError, subprocess.CalledProcessError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+    return 0

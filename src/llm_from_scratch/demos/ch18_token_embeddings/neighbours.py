@@ -5,7 +5,8 @@ the embedding layer and its cosines computed in float64 (a row of zeros has cosi
 four-row table whose rows 0 and 3 point the same way:
 
     >>> from llm_from_scratch.nn import Embedding, NamedParameter
-    >>>     >>> rows = [1.0, 0.0, 0.0, 1.0, -1.0, 0.0, 2.0, 0.1]
+    >>> from llm_from_scratch.tensor import Tensor
+    >>> rows = [1.0, 0.0, 0.0, 1.0, -1.0, 0.0, 2.0, 0.1]
     >>> layer = Embedding.from_parameter(
     ...     NamedParameter.from_tensor("token_embedding.weight", Tensor((4, 2), rows)))
     >>> table = CosineTable.of(layer)
