@@ -171,7 +171,10 @@ def count_words(files: Sequence[CorpusFile]) -> tuple[list[CorpusFile], Counter[
             file = replace(file, encoding="latin-1")
             counts = _file_counts(file)
         counted.append(replace(file, digest=file_digest(file)))
-        total.update(counts)
+        if total:
+            total.update(counts)
+        else:  # the first file's counts are the total: no second dictionary of its words
+            total = counts
     return counted, total
 
 

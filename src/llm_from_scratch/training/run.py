@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,6 +36,7 @@ from llm_from_scratch.training.skipgram import (
     SkipGram,
     block_pairs,
     block_state,
+    initial_tables,
     keep_probabilities,
     learning_rate,
     reference_block,
@@ -119,11 +120,15 @@ class Run:
     vocabulary: Vocabulary
     corpus_words: int
     checkpoint: Checkpoint | None
+    loading: threading.Thread | None = field(default=None, repr=False)
+    """The thread that loads the compiled loop (:func:`load_compiled_loop`) while the corpus is
+    read; None when the run trains on the tape."""
 
     @classmethod
     def start(cls, options: TrainOptions, thread_limit: int, resume: bool = False) -> Run:
-        """Check ``options``, then read the corpus (or the checkpoint in ``options.output``),
-        and ask Numba's threads to sleep between the run's many short kernels.
+        """Check ``options``, then read the corpus (or the checkpoint in ``options.output``)
+        while another thread loads the compiled loop, and ask Numba's threads to sleep between
+        the run's many short kernels.
 
         Raises:
             OptionError: ``train.option``, before anything is read; or a table over the
@@ -135,18 +140,31 @@ class Run:
         assert options.corpus is not None
         sleep_between_kernels()
         listed = corpus_files(options.corpus)
-        if resume:
-            found = load_checkpoint(options.output, options, listed)
-            options.check_memory(found.vocabulary.vocabulary_size)
-            return cls(options, found.files, found.vocabulary, found.corpus_words, found)
-        files, counts = count_words(listed)
-        vocabulary = Vocabulary.from_counts(counts, options.min_count)
-        options.check_memory(vocabulary.vocabulary_size)
-        return cls(options, tuple(files), vocabulary, sum(counts.values()), None)
+        loading = None if options.reference else threading.Thread(target=load_compiled_loop)
+        if loading is not None:
+            loading.start()
+        try:
+            if resume:
+                found = load_checkpoint(options.output, options, listed)
+                options.check_memory(found.vocabulary.vocabulary_size)
+                read = (found.files, found.vocabulary, found.corpus_words, found)
+                return cls(options, *read, loading)
+            files, counts = count_words(listed)
+            vocabulary = Vocabulary.from_counts(counts, options.min_count)
+            options.check_memory(vocabulary.vocabulary_size)
+            return cls(options, tuple(files), vocabulary, sum(counts.values()), None, loading)
+        except BaseException:
+            if loading is not None:
+                loading.join()  # not left importing Numba while the interpreter exits
+            raise
 
     def initial_model(self) -> SkipGram:
-        """The model before training: the input table drawn from the seed, contexts zero."""
-        return SkipGram.new(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
+        """The model before training: the input table drawn from the seed, contexts zero (a new
+        draw on each call; :meth:`train` draws its own)."""
+        return SkipGram.adopt(*self._initial_tables())
+
+    def _initial_tables(self) -> Tables:
+        return initial_tables(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
 
     def train(self, progress: Progress | None = None) -> TrainResult:
         """Train every epoch left, writing checkpoints; the last stays until
@@ -160,9 +178,11 @@ class Run:
         made = _made_folder(self.options.output)
         found = self.checkpoint
         position = Position() if found is None else found.position
-        tables = self.initial_model().arrays() if found is None else (found.inputs, found.contexts)
+        tables = self._initial_tables() if found is None else (found.inputs, found.contexts)
         trainer = _Trainer(tables, self)
         try:
+            if self.loading is not None:  # the tables were drawn meanwhile
+                self.loading.join()
             epochs = self._epochs(trainer, position, progress)
         except BaseException:
             _remove_empty(self.options.output, made)
@@ -221,6 +241,17 @@ class Run:
         trainer.wait()
         found = (self.options, self.files, self.vocabulary, self.corpus_words)
         save_checkpoint(Checkpoint(*found, *trainer.tables, position))
+
+
+def load_compiled_loop() -> None:
+    """Load the compiled loop (Numba and the kernel, compiled or read from its cache) by
+    training an empty block on one-row tables of a run's types; an error is left for the first
+    real block to raise."""
+    tables = np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32)
+    noise = np.ones(1), np.zeros(1, np.intp)
+    with contextlib.suppress(Exception):
+        tokens = np.empty(0, np.int32)
+        train_block(tokens, np.zeros(1), *noise, *tables, 1, 1, 0, RATES, 0, 1, np.zeros(2))
 
 
 def _made_folder(folder: Path) -> Path | None:
