@@ -456,6 +456,8 @@ def gather_rows_vjp(plan: RowGatherPlan, upstream: FloatArray) -> Sequence[RowSp
     :class:`RowGradientRule`."""
     rule = plan.gradient_rule
     flat_upstream = upstream.reshape(plan.indices.size, plan.table_shape[1])
+    if rule == PLAIN_GRADIENT and flat_upstream.size >= COMPILED_KERNEL_MIN_VALUES:
+        return (RowSparseGradient.summed_when_read(plan.indices, flat_upstream, plan.table_shape),)
     gradient = RowSparseGradient.from_scatter(
         plan.indices, flat_upstream, plan.table_shape, divide_by_counts=rule.scale_by_frequency
     )

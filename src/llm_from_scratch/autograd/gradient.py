@@ -1,23 +1,44 @@
 """Gradient values on the tape: dense arrays, and the row-sparse tables a row gather leaves
-(sorted unique ``rows``, one summed vector each; made dense only on demand)."""
+(sorted unique ``rows``, one summed vector each; made dense only on demand). A large gather's
+gradient keeps its own copy of the upstream rows and sums them when first read, or hands them
+to an optimizer step that sums and updates each row in one pass."""
 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
-from llm_from_scratch.autograd.kernels import all_finite, scatter_rows
+from llm_from_scratch.autograd.kernels import all_finite, copy_with_bound, scatter_rows
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Shape, read_only_view
 
 _FEW_POSITIONS: Final = 16
 _FEW_VALUES: Final = 64
+_SUMMING: Final = threading.Lock()  # one first read sums a pending gradient; the others wait
+
+Parts: TypeAlias = "tuple[IndexArray, FloatArray, IndexArray | None]"  # rows, values, summed
 
 
-@dataclass(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True)
+class PendingRows:
+    """Upstream rows not summed yet: row ``indices[p]`` of the gradient adds ``upstream[p]``.
+
+    ``upstream`` is the gradient's own copy (no caller holds it, so a later change of the
+    caller's array cannot reach it), every value finite, and no row sum can overflow.
+
+    Shape:
+        ``indices``: ``[N]`` (validated, read-only); ``upstream``: ``[N, d]`` (C-contiguous).
+    """
+
+    indices: IndexArray
+    upstream: FloatArray
+
+
+@dataclass(frozen=True, slots=True, repr=False, eq=False, init=False)
 class RowSparseGradient:
     """A ``[V, d]`` gradient that is zero outside a few rows (it takes its arrays over).
 
@@ -38,10 +59,42 @@ class RowSparseGradient:
         [[0.0, 0.0], [0.0, 2.0], [4.0, 4.0], [0.0, 0.0]]
     """
 
-    _rows: IndexArray
-    _values: FloatArray
     shape: Shape
-    _summed: IndexArray | None = None
+    _parts: list[Parts]  # empty until a pending gradient is summed
+    _pending: list[PendingRows]  # emptied once summed
+
+    def __init__(
+        self,
+        rows: IndexArray,
+        values: FloatArray,
+        shape: Shape,
+        summed: IndexArray | None = None,
+    ) -> None:
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "_parts", [(rows, values, summed)])
+        object.__setattr__(self, "_pending", [])
+
+    def _summed_parts(self) -> Parts:
+        parts = self._parts
+        if not parts:
+            with _SUMMING:
+                if not parts:
+                    (pending,) = self._pending
+                    parts.append(_scattered(pending.indices, pending.upstream, self.shape[0]))
+                    self._pending.clear()
+        return parts[0]
+
+    @property
+    def _rows(self) -> IndexArray:
+        return self._summed_parts()[0]
+
+    @property
+    def _values(self) -> FloatArray:
+        return self._summed_parts()[1]
+
+    @property
+    def _summed(self) -> IndexArray | None:
+        return self._summed_parts()[2]
 
     def __repr__(self) -> str:
         return (
@@ -64,7 +117,8 @@ class RowSparseGradient:
     @property
     def dtype(self) -> np.dtype[Any]:
         """The dtype of :attr:`values`."""
-        return self._values.dtype
+        pending = self.pending_rows()
+        return self._values.dtype if pending is None else pending.upstream.dtype
 
     @classmethod
     def empty(cls, shape: Shape, dtype: np.dtype[Any]) -> RowSparseGradient:
@@ -75,6 +129,36 @@ class RowSparseGradient:
             rows.flags.writeable = values.flags.writeable = False
             empty = _EMPTY[shape, dtype] = cls(rows, values, shape)
         return empty
+
+    @classmethod
+    def summed_when_read(
+        cls, indices: IndexArray, upstream: FloatArray, shape: Shape
+    ) -> RowSparseGradient:
+        """:meth:`from_scatter` of a large gather, bit for bit, summed when first read: a copy
+        of ``upstream`` is kept (read once, checked finite and bounded as it is copied). When a
+        value is not finite, or ``N`` times the largest magnitude could overflow a row sum, it
+        is summed now, so that the tape's finiteness check sees the sums."""
+        copy = np.empty(upstream.shape, dtype=upstream.dtype)
+        bad, largest = copy_with_bound(copy, upstream)
+        count, precision = indices.size, float(np.finfo(upstream.dtype).eps)
+        # each partial sum of count terms is at most count * largest * (1 + eps) ** count
+        bound = count * largest * math.exp(count * precision)
+        if bad or not bound < float(np.finfo(upstream.dtype).max):
+            return cls.from_scatter(indices, copy, shape)
+        gradient = object.__new__(cls)
+        object.__setattr__(gradient, "shape", shape)
+        object.__setattr__(gradient, "_parts", [])
+        object.__setattr__(gradient, "_pending", [PendingRows(indices, copy)])
+        return gradient
+
+    def pending_rows(self) -> PendingRows | None:
+        """The upstream rows not yet summed, or None once the gradient was read (summed)."""
+        found = self._pending[:1]  # one read: a concurrent first read may empty the list
+        return found[0] if found else None
+
+    def lists_no_rows(self) -> bool:
+        """True for the all-zero gradient (a pending one always lists rows; not summed here)."""
+        return not self._pending and self._parts[0][0].size == 0
 
     @classmethod
     def from_scatter(
@@ -123,9 +207,9 @@ class RowSparseGradient:
 
     def merged_with(self, later: RowSparseGradient) -> RowSparseGradient:
         """``self + later`` row by row (``self`` first), rows sorted and unique."""
-        if later._rows.size == 0:
+        if later.lists_no_rows():
             return self
-        if self._rows.size == 0:
+        if self.lists_no_rows():
             return later
         rows = np.union1d(self._rows, later._rows).astype(np.intp, copy=False)
         values = np.zeros((rows.size, self.shape[1]), dtype=self._values.dtype)
@@ -144,6 +228,12 @@ class RowSparseGradient:
             else:
                 result[self._rows] = self._values + dense[self._rows]
         return result
+
+
+def _scattered(indices: IndexArray, upstream: FloatArray, rows_in_table: int) -> Parts:
+    """The rows, sums and summed positions of :meth:`RowSparseGradient.from_scatter`."""
+    rows, values, counts = scatter_rows(indices, upstream, rows_in_table)
+    return rows, values, np.flatnonzero(counts > 1).astype(np.intp, copy=False)
 
 
 def scatter_sums(
@@ -211,6 +301,8 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
     if not isinstance(gradient, RowSparseGradient):
         found = _first_non_finite_value(gradient)
         return None if found is None else (found, float(gradient.reshape(-1)[found]))
+    if gradient.pending_rows() is not None:
+        return None  # checked finite, and no sum can overflow
     positions = gradient._summed
     if positions is not None and positions.size == 0:
         return None

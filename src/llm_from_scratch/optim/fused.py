@@ -262,4 +262,4 @@ def _added(stored: Gradient, gradient: Gradient) -> Gradient:
 
 def _holds_no_rows(leaf: Node) -> bool:
     stored = leaf.gradient
-    return isinstance(stored, RowSparseGradient) and stored.rows.size == 0
+    return isinstance(stored, RowSparseGradient) and stored.lists_no_rows()
