@@ -135,16 +135,18 @@ class RowSparseGradient:
         cls, indices: IndexArray, upstream: FloatArray, shape: Shape
     ) -> RowSparseGradient:
         """:meth:`from_scatter` of a large gather, bit for bit, summed when first read: a copy
-        of ``upstream`` is kept (read once, checked finite and bounded as it is copied). When a
-        value is not finite, or ``N`` times the largest magnitude could overflow a row sum, it
-        is summed now, so that the tape's finiteness check sees the sums."""
+        of ``upstream`` is kept (read once, counted finite and bounded as it is copied). When
+        ``N`` times the largest magnitude could overflow a row sum, it is summed now, so that
+        the tape's finiteness check sees the sums; with a value that is not finite, every row
+        is checked (the upstream of a pass's root is its seed, not checked before)."""
         copy = np.empty(upstream.shape, dtype=upstream.dtype)
         bad, largest = copy_with_bound(copy, upstream)
         count, precision = indices.size, float(np.finfo(upstream.dtype).eps)
         # each partial sum of count terms is at most count * largest * (1 + eps) ** count
         bound = count * largest * math.exp(count * precision)
         if bad or not bound < float(np.finfo(upstream.dtype).max):
-            return cls.from_scatter(indices, copy, shape)
+            rows, values, summed = _scattered(indices, copy, shape[0])
+            return cls(rows, values, shape, None if bad else summed)
         gradient = object.__new__(cls)
         object.__setattr__(gradient, "shape", shape)
         object.__setattr__(gradient, "_parts", [])
