@@ -11,13 +11,15 @@ import argparse
 import sys
 from argparse import SUPPRESS
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TextIO
 
 from llm_from_scratch.exits import run_command
 from llm_from_scratch.files import check_text, one_line
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from llm_from_scratch.demos.ch18_token_embeddings import Ch18Fixture
 
 
@@ -92,7 +94,32 @@ UPSTREAM_HELP = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, whose error line escapes what it echoes (:func:`one_line`)."""
+    """argparse's parser, whose error line escapes what it echoes (:func:`one_line`), and whose
+    ``options`` are added when it first parses or prints help: a command's own modules (the
+    trainer's options, the figure's) load only when it runs, not with the demo."""
+
+    def __init__(
+        self, *args: Any, options: Callable[[_Parser], None] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._options = options
+
+    def _add_options(self) -> None:
+        options, self._options = self._options, None
+        if options is not None:
+            options(self)
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        self._add_options()
+        return super().parse_known_args(*args, **kwargs)
+
+    def format_usage(self) -> str:
+        self._add_options()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._add_options()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -120,8 +147,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_ch18(commands: _Subcommands) -> None:
-    from llm_from_scratch.figures.cli import add_language, configure_parser
-
     summary = (
         "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises, "
         "training a table"
@@ -133,29 +158,43 @@ def _add_ch18(commands: _Subcommands) -> None:
     add_fixture_options(views.add_parser("trace", help=summary, description=TRACE_DESCRIPTION))
     summary = "write the static HTML figure of the trace"
     description = "Write a self-contained HTML figure of the token-embedding trace."
-    figure = views.add_parser("figure", help=summary, description=description)
-    configure_parser(figure)
-    add_fixture_options(figure)
+    views.add_parser("figure", help=summary, description=description, options=_add_figure)
     summary = "ID neighbours against vector neighbours in a trained table"
-    neighbours = views.add_parser("neighbours", help=summary, description=NEIGHBOURS_DESCRIPTION)
-    _add_neighbours(neighbours)
+    views.add_parser(
+        "neighbours", help=summary, description=NEIGHBOURS_DESCRIPTION, options=_add_neighbours
+    )
     summary = "the chapter's eleven exercises: predict, then check against computed values"
-    exercises = views.add_parser("exercises", help=summary, description=EXERCISES_DESCRIPTION)
+    views.add_parser(
+        "exercises", help=summary, description=EXERCISES_DESCRIPTION, options=_add_exercises
+    )
+    summary = "learn a token table from a corpus (skip-gram with negative sampling)"
+    views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION, options=_add_train)
+
+
+def _add_figure(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import configure_parser
+
+    configure_parser(parser)
+    add_fixture_options(parser)
+
+
+def _add_exercises(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import add_language
+
     _add_file_option(
-        exercises,
+        parser,
         "--answers",
         'check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
     )
-    exercises.add_argument(
+    parser.add_argument(
         "--reveal", action="store_true", help="print every answer with its evidence"
     )
-    summary = "learn a token table from a corpus (skip-gram with negative sampling)"
-    _add_train(views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION))
-    for view in (neighbours, exercises):
-        add_language(view)
+    add_language(parser)
 
 
 def _add_neighbours(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import add_language
+
     parser.add_argument(
         "words", nargs="*", metavar="WORD", help="words, each a single word piece of the table"
     )
@@ -182,13 +221,14 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
     )
     text = "write the HTML figure to FILE instead of the text ('-': standard output)"
     _add_file_option(parser, "--figure", text)
+    add_language(parser)
 
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
     from llm_from_scratch.figures.cli import add_language
     from llm_from_scratch.training.options import TrainOptions, flag, option_fields
 
-    defaults = TrainOptions(corpus=Path("data/corpus/shakespeare"))
+    defaults = TrainOptions(corpus=_path_argument("data/corpus/shakespeare"))
     shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
     for name, spec, kind in option_fields():
         facts = [spec.requirement(kind)] if spec.minimum is not None else []
@@ -204,7 +244,7 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resume",
         metavar="DIR",
-        type=Path,
+        type=_path_argument,
         default=None,
         help=(
             "go on from the checkpoint in DIR (the --output of an interrupted run), with the "
@@ -221,8 +261,15 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _path_argument(text: str) -> Path:
+    """A command-line path (``pathlib`` loads only for a command that takes one)."""
+    from pathlib import Path
+
+    return Path(text)
+
+
 def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
-    parser.add_argument(flag, metavar="FILE", type=Path, default=None, help=text)
+    parser.add_argument(flag, metavar="FILE", type=_path_argument, default=None, help=text)
 
 
 def _add_bench(commands: _Subcommands) -> None:
@@ -231,9 +278,13 @@ def _add_bench(commands: _Subcommands) -> None:
     bench = commands.add_parser("bench", help=summary, description=description)
     targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
     for name, (summary, description, options) in BENCHES.items():
-        target = targets.add_parser(name, help=summary, description=description)
-        for option, settings in options:
-            target.add_argument(option, **settings)
+        added = partial(_add_options, options)
+        targets.add_parser(name, help=summary, description=description, options=added)
+
+
+def _add_options(options: list[tuple[str, dict[str, Any]]], parser: _Parser) -> None:
+    for option, settings in options:
+        parser.add_argument(option, **settings)
 
 
 def add_fixture_options(parser: argparse.ArgumentParser) -> None:
@@ -376,7 +427,7 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
         "inside and between the report's word groups, then the ratios. Needs `make corpus` "
         "and the test extra (gensim, torch).",
         [
-            ("--corpus", {"metavar": "FILE", "type": Path, "default": None,
+            ("--corpus", {"metavar": "FILE", "type": _path_argument, "default": None,
                           "help": "the corpus (default: the fetched Shakespeare texts)"}),
             ("--epochs", {"type": int, "default": 5, "help": "passes over the corpus (default 5)"}),
             ("--repeats", {"type": int, "default": 3, "help": "rounds (default 3)"}),
@@ -416,20 +467,24 @@ def _run_ch18(args: argparse.Namespace) -> int:
         if given:
             return _fail("--ids and --upstream apply to the demo, the trace and the figure")
         return _run_learner_view(args)
-    from llm_from_scratch.figures.cli import run as draw
-
     if args.view == "figure" and args.trace is not None:
         if given:
             return _fail("--ids and --upstream compute a fresh trace; leave them out with --trace")
-        return draw(args)
+        return _draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
     fixture = _fixture(chapter.KNOWN_FIXTURE, given)  # the layer and the tape refuse bad input
     text = (chapter.render_demo if args.view is None else chapter.render_trace)(fixture)
     if args.view == "figure":
-        return draw(args, text)
+        return _draw(args, text)
     sys.stdout.write(text)
     return 0
+
+
+def _draw(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
+    from llm_from_scratch.figures.cli import run
+
+    return run(args, fresh_trace)
 
 
 def _run_learner_view(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ _FEW_VALUES: Final = 64
 _SUMMING: Final = threading.Lock()  # one first read sums a pending gradient; the others wait
 
 Parts: TypeAlias = "tuple[IndexArray, FloatArray, IndexArray | None]"  # rows, values, summed
+_SUMMED_PARTS: Final = ("_rows", "_values", "_summed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class PendingRows:
     upstream: FloatArray
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False, init=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class RowSparseGradient:
     """A ``[V, d]`` gradient that is zero outside a few rows (it takes its arrays over).
 
@@ -48,6 +49,8 @@ class RowSparseGradient:
         shape: the dense shape ``(V, d)``.
         summed: positions in :attr:`rows` whose values add two or more upstream rows, or None
             when unknown; only those need a finiteness check (the others copy one finite row).
+        pending: a large gather's upstream rows, not summed yet (rows, values and summed are
+            computed on first read), or None.
 
     Example:
         >>> import numpy as np
@@ -59,42 +62,24 @@ class RowSparseGradient:
         [[0.0, 0.0], [0.0, 2.0], [4.0, 4.0], [0.0, 0.0]]
     """
 
+    _rows: IndexArray
+    _values: FloatArray
     shape: Shape
-    _parts: list[Parts]  # empty until a pending gradient is summed
-    _pending: list[PendingRows]  # emptied once summed
+    _summed: IndexArray | None = None
+    pending: PendingRows | None = None
 
-    def __init__(
-        self,
-        rows: IndexArray,
-        values: FloatArray,
-        shape: Shape,
-        summed: IndexArray | None = None,
-    ) -> None:
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "_parts", [(rows, values, summed)])
-        object.__setattr__(self, "_pending", [])
-
-    def _summed_parts(self) -> Parts:
-        parts = self._parts
-        if not parts:
+    def __getattr__(self, name: str) -> Any:
+        """Sum a pending gradient on the first read of its rows, values or summed positions
+        (reached only while they are unset slots: a summed gradient reads them directly)."""
+        if name in _SUMMED_PARTS:
             with _SUMMING:
-                if not parts:
-                    (pending,) = self._pending
-                    parts.append(_scattered(pending.indices, pending.upstream, self.shape[0]))
-                    self._pending.clear()
-        return parts[0]
-
-    @property
-    def _rows(self) -> IndexArray:
-        return self._summed_parts()[0]
-
-    @property
-    def _values(self) -> FloatArray:
-        return self._summed_parts()[1]
-
-    @property
-    def _summed(self) -> IndexArray | None:
-        return self._summed_parts()[2]
+                pending = self.pending
+                if pending is not None:
+                    parts = _scattered(pending.indices, pending.upstream, self.shape[0])
+                    for part, value in zip(_SUMMED_PARTS, parts, strict=True):
+                        object.__setattr__(self, part, value)
+                    object.__setattr__(self, "pending", None)
+        return object.__getattribute__(self, name)
 
     def __repr__(self) -> str:
         return (
@@ -117,7 +102,7 @@ class RowSparseGradient:
     @property
     def dtype(self) -> np.dtype[Any]:
         """The dtype of :attr:`values`."""
-        pending = self.pending_rows()
+        pending = self.pending
         return self._values.dtype if pending is None else pending.upstream.dtype
 
     @classmethod
@@ -149,18 +134,12 @@ class RowSparseGradient:
             return cls(rows, values, shape, None if bad else summed)
         gradient = object.__new__(cls)
         object.__setattr__(gradient, "shape", shape)
-        object.__setattr__(gradient, "_parts", [])
-        object.__setattr__(gradient, "_pending", [PendingRows(indices, copy)])
+        object.__setattr__(gradient, "pending", PendingRows(indices, copy))
         return gradient
-
-    def pending_rows(self) -> PendingRows | None:
-        """The upstream rows not yet summed, or None once the gradient was read (summed)."""
-        found = self._pending[:1]  # one read: a concurrent first read may empty the list
-        return found[0] if found else None
 
     def lists_no_rows(self) -> bool:
         """True for the all-zero gradient (a pending one always lists rows; not summed here)."""
-        return not self._pending and self._parts[0][0].size == 0
+        return self.pending is None and self._rows.size == 0
 
     @classmethod
     def from_scatter(
@@ -209,9 +188,9 @@ class RowSparseGradient:
 
     def merged_with(self, later: RowSparseGradient) -> RowSparseGradient:
         """``self + later`` row by row (``self`` first), rows sorted and unique."""
-        if later.lists_no_rows():
+        if later.pending is None and later._rows.size == 0:  # a pending one lists rows
             return self
-        if self.lists_no_rows():
+        if self.pending is None and self._rows.size == 0:
             return later
         rows = np.union1d(self._rows, later._rows).astype(np.intp, copy=False)
         values = np.zeros((rows.size, self.shape[1]), dtype=self._values.dtype)
@@ -303,7 +282,7 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
     if not isinstance(gradient, RowSparseGradient):
         found = _first_non_finite_value(gradient)
         return None if found is None else (found, float(gradient.reshape(-1)[found]))
-    if gradient.pending_rows() is not None:
+    if gradient.pending is not None:
         return None  # checked finite, and no sum can overflow
     positions = gradient._summed
     if positions is not None and positions.size == 0:

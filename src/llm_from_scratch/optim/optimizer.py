@@ -407,7 +407,7 @@ def stored_gradient(leaf: TensorValue) -> StepGradient:
     (the step sums them as the fused step does: the same kernel, the same bits)."""
     sparse = leaf.sparse_gradient
     if sparse is not None:
-        pending = sparse.pending_rows()
+        pending = sparse.pending
         if pending is not None:
             shape = (sparse.shape[0], sparse.shape[1])
             return DeferredRowGradient("gather_rows", pending.indices, pending.upstream, shape)
