@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 
 import numpy as np
 
@@ -461,7 +461,7 @@ def _checked_parameters(parameters: object, index: dict[str, int]) -> tuple[Name
     return tuple(checked)
 
 
-def _is_numpy_generator(rng: object) -> bool:
+def _is_numpy_generator(rng: object) -> TypeGuard[np.random.Generator]:
     """True for a ``numpy.random.Generator`` (its module is not imported to ask: the demo never
     loads it, and a generator exists only once it is loaded)."""
     random = sys.modules.get("numpy.random")
