@@ -141,3 +141,19 @@ def test_a_row_sum_that_overflows_is_refused_at_backward_as_before() -> None:
         layer.forward(ids, (TOKENS,)).backward_with_seed(seed)
     stored = layer.table.tensor.sparse_gradient
     assert stored is not None and stored.rows.size == 0
+
+
+def test_a_gradient_the_caller_keeps_is_not_overwritten_by_the_next_backward() -> None:
+    (ids, first), (_, second), *_ = steps("float64")
+    layer, _ = fresh("float64", FACTORIES["sgd"])
+    layer.forward(ids, (TOKENS,)).backward_with_seed(first)
+    kept = layer.table.tensor.sparse_gradient
+    assert kept is not None and kept.pending is not None
+    layer.table.tensor.zero_grad()
+    layer.forward(ids, (TOKENS,)).backward_with_seed(second)  # needs a copy buffer of its own
+    later = layer.table.tensor.sparse_gradient
+    assert later is not None
+    expected = RowSparseGradient.from_scatter(ids, first, (ROWS, WIDTH))
+    assert kept.values.tobytes() == expected.values.tobytes()
+    expected = RowSparseGradient.from_scatter(ids, second, (ROWS, WIDTH))
+    assert later.values.tobytes() == expected.values.tobytes()

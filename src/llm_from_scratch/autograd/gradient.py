@@ -6,6 +6,7 @@ to an optimizer step that sums and updates each row in one pass."""
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
@@ -124,7 +125,7 @@ class RowSparseGradient:
         ``N`` times the largest magnitude could overflow a row sum, it is summed now, so that
         the tape's finiteness check sees the sums; with a value that is not finite, every row
         is checked (the upstream of a pass's root is its seed, not checked before)."""
-        copy = np.empty(upstream.shape, dtype=upstream.dtype)
+        copy = _copy_buffer(upstream.shape, upstream.dtype)
         bad, largest = copy_with_bound(copy, upstream)
         count, precision = indices.size, float(np.finfo(upstream.dtype).eps)
         # each partial sum of count terms is at most count * largest * (1 + eps) ** count
@@ -209,6 +210,25 @@ class RowSparseGradient:
             else:
                 result[self._rows] = self._values + dense[self._rows]
         return result
+
+
+_spare: list[FloatArray] = []  # the last copy buffer, reused once nothing holds it
+_SPARE_LOCK: Final = threading.Lock()
+_UNHELD: Final = 3  # references to a free spare: the list's, the loop's name, getrefcount's
+
+
+def _copy_buffer(shape: Shape, dtype: np.dtype[Any]) -> FloatArray:
+    """A C-contiguous buffer for a pending gradient's copy: the last one, when it has this shape
+    and dtype and nothing holds it any more (no gradient, no view: CPython's reference count
+    says so), else a new one, kept for the next pass. Fresh pages of a large array cost about
+    as much as the copy into them (``docs/performance.md``)."""
+    with _SPARE_LOCK:
+        for spare in _spare:
+            if spare.shape == shape and spare.dtype == dtype and sys.getrefcount(spare) == _UNHELD:
+                return spare
+        fresh = np.empty(shape, dtype=dtype)
+        _spare[:] = [fresh]
+        return fresh
 
 
 def _scattered(indices: IndexArray, upstream: FloatArray, rows_in_table: int) -> Parts:
