@@ -59,6 +59,15 @@ COMPARISONS: Final = (
 )
 """Which PyTorch measurement is compared with which of ours (PyTorch time / our time)."""
 
+TARGETS: Final = {
+    ("torch sgd sparse", "sgd step"): 1.3,
+    ("torch sgd sparse", "sgd fused"): 1.3,
+    ("torch adagrad sparse", "adagrad step"): 1.3,
+    ("torch adagrad sparse", "adagrad fused"): 1.3,
+}
+"""PyTorch's sparse step over ours, at least (the plain loop, ``backward`` then ``step()``, and
+the fused ``backward_step``, each against ``sparse=True`` and PyTorch's optimizer)."""
+
 
 @dataclass(frozen=True)
 class CaseResult:
@@ -221,7 +230,22 @@ def format_results(results: list[CaseResult]) -> str:
             f"= {share:.2%} of the {case.table_bytes / 2**20:.0f} MiB table",
             *(f"  note: {note}" for note in case.notes),
         ]
-    return lines(rows)
+    return lines([*rows, *target_rows(results)])
+
+
+def target_rows(results: list[CaseResult]) -> list[str]:
+    """Each :data:`TARGETS` ratio measured, per case, and whether it is met."""
+    rows = []
+    for case in results:
+        shape = f"{case.vocabulary_size}x{case.embedding_width} {case.dtype}"
+        for (theirs, ours), least in TARGETS.items():
+            if theirs in case.medians and ours in case.medians:
+                ratio = case.medians[theirs] / case.medians[ours]
+                verdict = "met" if ratio >= least else "not met"
+                rows.append(
+                    f"  {shape}: {theirs} / our {ours} = {ratio:.2f} (>= {least}: {verdict})"
+                )
+    return ["targets (PyTorch's time over ours, side by side above):", *rows] if rows else []
 
 
 def run(
