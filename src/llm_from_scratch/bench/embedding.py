@@ -151,7 +151,11 @@ def _measure_ours(
 
 
 def _backward_peak_bytes(leaf: Any, forward: Callable[[], Any], upstream: Any) -> int:
-    """Peak bytes NumPy allocates during one backward, beyond what existed before it."""
+    """Peak bytes NumPy allocates during one backward, beyond what existed before it (the
+    gradient of an earlier backward is held, so that a large one's copy of the upstream cannot
+    go into a buffer kept from before and is counted)."""
+    forward().backward_with_seed(upstream)
+    held = leaf.sparse_gradient
     leaf.zero_grad()
     out = forward()
     gc.collect()
@@ -162,6 +166,7 @@ def _backward_peak_bytes(leaf: Any, forward: Callable[[], Any], upstream: Any) -
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+    del held
     return peak - before
 
 
