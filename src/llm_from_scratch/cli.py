@@ -12,7 +12,7 @@ import argparse
 import sys
 from argparse import SUPPRESS
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TextIO
 
 from llm_from_scratch.errors import OptionError
@@ -21,6 +21,8 @@ from llm_from_scratch.figures.cli import language
 from llm_from_scratch.files import check_text, one_line
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from llm_from_scratch.demos.ch18_token_embeddings import Ch18Fixture
 
 
@@ -115,7 +117,32 @@ UPSTREAM_HELP = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, whose error line escapes what it echoes (:func:`one_line`)."""
+    """argparse's parser, whose error line escapes what it echoes (:func:`one_line`), and whose
+    ``options`` are added when it first parses or prints help: a command's own modules (the
+    trainer's options, the figure's) load only when it runs, not with the demo."""
+
+    def __init__(
+        self, *args: Any, options: Callable[[_Parser], None] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._options = options
+
+    def _add_options(self) -> None:
+        options, self._options = self._options, None
+        if options is not None:
+            options(self)
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        self._add_options()
+        return super().parse_known_args(*args, **kwargs)
+
+    def format_usage(self) -> str:
+        self._add_options()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._add_options()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -143,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_ch18(commands: _Subcommands) -> None:
-    from llm_from_scratch.figures.cli import add_language, configure_parser
+    from llm_from_scratch.figures.cli import add_language
 
     summary = (
         "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises, "
@@ -159,50 +186,72 @@ def _add_ch18(commands: _Subcommands) -> None:
     add_language(trace)
     summary = "write the static HTML figure of the trace"
     description = "Write a self-contained HTML figure of the token-embedding trace."
-    figure = views.add_parser("figure", help=summary, description=description)
-    configure_parser(figure)
-    add_fixture_options(figure)
+    views.add_parser("figure", help=summary, description=description, options=_add_figure)
     summary = "ID neighbours against vector neighbours in a trained table"
-    neighbours = views.add_parser("neighbours", help=summary, description=NEIGHBOURS_DESCRIPTION)
-    _add_neighbours(neighbours)
+    views.add_parser(
+        "neighbours", help=summary, description=NEIGHBOURS_DESCRIPTION, options=_add_neighbours
+    )
     summary = "the chapter's eleven exercises: predict, then check against computed values"
-    exercises = views.add_parser("exercises", help=summary, description=EXERCISES_DESCRIPTION)
+    views.add_parser(
+        "exercises", help=summary, description=EXERCISES_DESCRIPTION, options=_add_exercises
+    )
+    summary = "learn a token table from a corpus (skip-gram with negative sampling)"
+    views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION, options=_add_train)
+    summary = "score a table's vectors on word pairs and analogies, as gensim does"
+    views.add_parser(
+        "evaluate", help=summary, description=EVALUATE_DESCRIPTION, options=_add_evaluate
+    )
+    summary = "write a table's vectors as word2vec or Embedding Projector files"
+    views.add_parser("export", help=summary, description=EXPORT_DESCRIPTION, options=_add_export)
+
+
+def _add_figure(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import configure_parser
+
+    configure_parser(parser)
+    add_fixture_options(parser)
+
+
+def _add_exercises(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import add_language
+
     _add_file_option(
-        exercises,
+        parser,
         "--answers",
         'check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
     )
-    exercises.add_argument(
+    parser.add_argument(
         "--reveal", action="store_true", help="print every answer with its evidence"
     )
-    summary = "learn a token table from a corpus (skip-gram with negative sampling)"
-    _add_train(views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION))
-    summary = "score a table's vectors on word pairs and analogies, as gensim does"
-    evaluate = views.add_parser("evaluate", help=summary, description=EVALUATE_DESCRIPTION)
-    _add_vectors_source(evaluate)
-    _add_file_option(evaluate, "--pairs", "word pairs scored by people (WordSim-353, SimLex-999)")
-    _add_file_option(evaluate, "--analogies", "analogies a b c d (questions-words.txt)")
-    summary = "write a table's vectors as word2vec or Embedding Projector files"
-    export = views.add_parser("export", help=summary, description=EXPORT_DESCRIPTION)
-    _add_vectors_source(export)
-    export.add_argument(
+    add_language(parser)
+
+
+def _add_evaluate(parser: argparse.ArgumentParser) -> None:
+    _add_vectors_source(parser)
+    _add_file_option(parser, "--pairs", "word pairs scored by people (WordSim-353, SimLex-999)")
+    _add_file_option(parser, "--analogies", "analogies a b c d (questions-words.txt)")
+
+
+def _add_export(parser: argparse.ArgumentParser) -> None:
+    _add_vectors_source(parser)
+    parser.add_argument(
         "--format",
         choices=("word2vec", "word2vec-binary", "projector"),
         required=True,
         help="word2vec text, word2vec binary, or the projector's two TSV files",
     )
-    export.add_argument(
+    parser.add_argument(
         "--output",
         metavar="PATH",
-        type=Path,
+        type=_path_argument,
         required=True,
         help="the file to write (projector: the folder of vectors.tsv and metadata.tsv)",
     )
-    for view in (neighbours, exercises):
-        add_language(view)
 
 
 def _add_neighbours(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import add_language
+
     parser.add_argument(
         "words", nargs="*", metavar="WORD", help="words, each a single word piece of the table"
     )
@@ -226,6 +275,7 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
             "most_similar), the three left out; with no WORD and no --figure"
         ),
     )
+    add_language(parser)
 
 
 def _add_table_options(parser: argparse.ArgumentParser) -> None:
@@ -256,7 +306,7 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
     from llm_from_scratch.figures.cli import add_language
     from llm_from_scratch.training.options import TrainOptions, flag, option_fields
 
-    defaults = TrainOptions(corpus=Path("data/corpus/shakespeare"))
+    defaults = TrainOptions(corpus=_path_argument("data/corpus/shakespeare"))
     shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
     for name, spec, kind in option_fields():
         facts = [spec.requirement(kind)] if spec.minimum is not None else []
@@ -272,7 +322,7 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resume",
         metavar="DIR",
-        type=Path,
+        type=_path_argument,
         default=None,
         help=(
             "go on from the checkpoint in DIR (the --output of an interrupted run), with the "
@@ -289,8 +339,15 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _path_argument(text: str) -> Path:
+    """A command-line path (``pathlib`` loads only for a command that takes one)."""
+    from pathlib import Path
+
+    return Path(text)
+
+
 def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
-    parser.add_argument(flag, metavar="FILE", type=Path, default=None, help=text)
+    parser.add_argument(flag, metavar="FILE", type=_path_argument, default=None, help=text)
 
 
 def _add_bench(commands: _Subcommands) -> None:
@@ -299,9 +356,13 @@ def _add_bench(commands: _Subcommands) -> None:
     bench = commands.add_parser("bench", help=summary, description=description)
     targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
     for name, (summary, description, options) in BENCHES.items():
-        target = targets.add_parser(name, help=summary, description=description)
-        for option, settings in options:
-            target.add_argument(option, **settings)
+        added = partial(_add_options, options)
+        targets.add_parser(name, help=summary, description=description, options=added)
+
+
+def _add_options(options: list[tuple[str, dict[str, Any]]], parser: _Parser) -> None:
+    for option, settings in options:
+        parser.add_argument(option, **settings)
 
 
 def add_fixture_options(parser: argparse.ArgumentParser) -> None:
@@ -453,7 +514,7 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
         "inside and between the report's word groups, then the ratios. Needs `make corpus` "
         "and the test extra (gensim, torch).",
         [
-            ("--corpus", {"metavar": "FILE", "type": Path, "default": None,
+            ("--corpus", {"metavar": "FILE", "type": _path_argument, "default": None,
                           "help": "the corpus (default: the fetched Shakespeare texts)"}),
             ("--epochs", {"type": int, "default": 5, "help": "passes over the corpus (default 5)"}),
             ("--repeats", {"type": int, "default": 3, "help": "rounds (default 3)"}),
@@ -487,7 +548,7 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
             _repeats("rounds", 5),
             ("--quick", {"action": "store_true",
                          "help": "a 20000x100 table and a 2000-word analogy table"}),
-            ("--analogies", {"metavar": "FILE", "type": Path, "default": None,
+            ("--analogies", {"metavar": "FILE", "type": _path_argument, "default": None,
                              "help": "the analogies (default: gensim's questions-words.txt)"}),
             ("--only", {"choices": ("most_similar", "analogies"), "default": None,
                         "help": "run one of the two cases"}),
@@ -521,12 +582,10 @@ def _run_ch18(args: argparse.Namespace) -> int:
         if given:
             raise OptionError("command.values-elsewhere")
         return _run_learner_view(args)
-    from llm_from_scratch.figures.cli import run as draw
-
     if args.view == "figure" and args.trace is not None:
         if given:
             raise OptionError("command.values-with-trace")
-        return draw(args)
+        return _draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
     fixture = _fixture(chapter.KNOWN_FIXTURE, given)  # the layer and the tape refuse bad input
@@ -535,9 +594,15 @@ def _run_ch18(args: argparse.Namespace) -> int:
     else:  # the trace's grammar is one in every language: its records are read by programs
         text = chapter.render_trace(fixture)
     if args.view == "figure":
-        return draw(args, text)
+        return _draw(args, text)
     sys.stdout.write(text)
     return 0
+
+
+def _draw(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
+    from llm_from_scratch.figures.cli import run
+
+    return run(args, fresh_trace)
 
 
 def _run_learner_view(args: argparse.Namespace) -> int:

@@ -38,7 +38,6 @@ import os
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Final, TextIO
@@ -209,7 +208,7 @@ def _report(
 ) -> int:
     """Write the line of ``reported`` (with ``debug``, ``raised``'s traceback above); its status."""
     if debug:
-        _write(sys.stderr, "".join(traceback.format_exception(raised)))
+        _write(sys.stderr, _traceback(raised))
     _write(sys.stderr, f"error: {one_line(_message(reported, debug, words))}\n")
     return status_of(reported)
 
@@ -260,7 +259,7 @@ def _write_log(error: BaseException, words: Sequence[str]) -> str:
         log.write(f"llm-from-scratch {__version__}, Python {sys.version.split()[0]}\n")
         shown = " ".join(["llm-from-scratch", *map(str, words)])
         log.write(f"command line: {shown}\n\n")
-        log.write("".join(traceback.format_exception(error)))
+        log.write(_traceback(error))
     return path
 
 
@@ -269,3 +268,9 @@ def _write(stream: TextIO, text: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         stream.write(text)
         stream.flush()
+
+
+def _traceback(error: BaseException) -> str:
+    import traceback  # only an unexpected error shows one: not loaded before
+
+    return "".join(traceback.format_exception(error))

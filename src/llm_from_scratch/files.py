@@ -11,18 +11,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import json
 import os
 import re
-import shutil
 import signal
 import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from importlib.resources.abc import Traversable
 from types import FrameType
-from typing import IO, Final
+from typing import IO, TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 FILE_BYTE_LIMIT: Final = 1 << 20
 """The most bytes of a text or JSON file read whole, and of a line typed in a session."""
@@ -253,9 +253,12 @@ def read_file(source: str | os.PathLike[str] | Traversable, limit: int) -> bytes
         TypeError: ``source`` is not a path or a resource.
         OSError: as :func:`open_file` and :func:`read_stream`, about the path (:func:`about`).
     """
-    if not isinstance(source, str | os.PathLike) and isinstance(source, Traversable):
-        with source.open("rb") as stream:
-            return read_stream(stream, limit)
+    if not isinstance(source, str | os.PathLike):
+        from importlib.resources.abc import Traversable  # not loaded for a path
+
+        if isinstance(source, Traversable):
+            with source.open("rb") as stream:
+                return read_stream(stream, limit)
     path = path_text(source)
     if path is None:
         raise TypeError(f"a path must be a str or an os.PathLike of str, got {type(source)}")
@@ -426,6 +429,8 @@ def _second_name(path: str, made: list[str]) -> str | None:
     try:
         os.link(path, made[-1])
     except OSError:
+        import shutil  # rarely needed: loaded then
+
         shutil.copy2(path, made[-1])
     return made[-1]
 
@@ -544,6 +549,8 @@ def load_json(text: str) -> object:
     >>> load_json('{"1": [30, 31.5], "8": false}')
     {'1': [30, 31.5], '8': False}
     """
+    import json  # the demo reads no JSON: loaded on first use
+
     try:
         value = json.loads(
             text, parse_int=_integer, parse_constant=_constant, object_pairs_hook=_object

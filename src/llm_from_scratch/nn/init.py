@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 
 import numpy as np
 
@@ -256,7 +257,7 @@ def xavier_uniform_array(
     fan_in, fan_out = scale.fan_in, scale.fan_out
     if isinstance(rng, numbers.Integral | np.bool_):
         rng = SplitMix64.from_seed(rng)  # type: ignore[arg-type]
-    if not isinstance(rng, SplitMix64 | np.random.Generator):
+    if not (isinstance(rng, SplitMix64) or _is_numpy_generator(rng)):
         raise TableError("init.generator-type", rng_type=type(rng).__name__)
     source = rng
     try:
@@ -469,3 +470,10 @@ def _checked_parameters(parameters: object, index: dict[str, int]) -> tuple[Name
             )
         checked.append(item)
     return tuple(checked)
+
+
+def _is_numpy_generator(rng: object) -> TypeGuard[np.random.Generator]:
+    """True for a ``numpy.random.Generator`` (its module is not imported to ask: the demo never
+    loads it, and a generator exists only once it is loaded)."""
+    random = sys.modules.get("numpy.random")
+    return random is not None and isinstance(rng, random.Generator)
