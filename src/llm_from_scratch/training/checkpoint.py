@@ -20,11 +20,16 @@ from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.vocabulary import Vocabulary
 
 FORMAT: Final = "llm-from-scratch train checkpoint 1"
-IDENTITY: Final = ("dim", "window", "negatives", "epochs", "min_count", "seed", "reference")
-"""The options a resumed run must share with the checkpoint (``--threads`` and
-``--checkpoint-minutes`` may change, and ``--corpus`` may name a copy of the same files)."""
-SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes")
-"""The options a checkpoint records: what a resumed run takes when it is not given them."""
+IDENTITY: Final = (
+    "dim", "window", "negatives", "epochs", "min_count", "seed", "reference", "tokenized",
+    "sample", "alpha", "min_alpha", "ns_exponent", "max_vocab_size", "max_final_vocab",
+)  # fmt: skip
+"""The options a resumed run must share with the checkpoint (``--threads``,
+``--checkpoint-minutes`` and ``--keep-model`` may change, and ``--corpus`` may name a copy of
+the same files)."""
+SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes", "keep_model")
+"""The options a checkpoint records: what a resumed run takes when it is not given them (a
+checkpoint written before an option existed resumes with its default)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,19 @@ class Position:
     done: tuple[EpochTotals, ...] = ()
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a run's tables started: drawn from the seed, or (a continued run, ``--continue``)
+    the tables of a kept model in ``folder`` trained ``first_epoch`` epochs, with the words of
+    the new corpus outside its vocabulary (``outside_words`` read, ``outside_distinct``
+    different ones)."""
+
+    first_epoch: int = 0
+    outside_words: int = 0
+    outside_distinct: int = 0
+    folder: str | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class Checkpoint:
     """A run's state (see the module docstring)."""
@@ -61,6 +79,7 @@ class Checkpoint:
     inputs: npt.NDArray[Any]
     contexts: npt.NDArray[Any]
     position: Position
+    origin: Origin = Origin()
 
 
 def save_checkpoint(checkpoint: Checkpoint) -> None:
@@ -70,7 +89,7 @@ def save_checkpoint(checkpoint: Checkpoint) -> None:
         FileAccessError: ``checkpoint.write``; an earlier checkpoint is unchanged.
     """
     options = checkpoint.options
-    assert options.corpus is not None
+    assert isinstance(options.corpus, Path), "a corpus of files"
     words = "\n".join(checkpoint.vocabulary.words).encode("utf-8")
     arrays = [
         ("token_embedding.weight", checkpoint.inputs),
@@ -90,6 +109,7 @@ def save_checkpoint(checkpoint: Checkpoint) -> None:
         ),
         "corpus_words": str(checkpoint.corpus_words),
         "position": json.dumps(asdict(checkpoint.position)),
+        "origin": json.dumps(asdict(checkpoint.origin)),
     }
     write_arrays(str(options.output / CHECKPOINT_FILE), arrays, metadata)
 
@@ -104,7 +124,7 @@ def saved_options(folder: Path) -> dict[str, Any]:
     try:
         saved = json.loads(metadata["options"])
         saved["corpus"] = Path(saved["corpus"])
-        return {name: saved[name] for name in SAVED}
+        return {name: saved[name] for name in SAVED if name in saved}
     except (ValueError, KeyError, TypeError) as error:
         raise _resume_error("unreadable", folder, str(error)) from error
 
@@ -125,15 +145,17 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
     try:
         corpus = json.loads(metadata["corpus"])
         position = _position(json.loads(metadata["position"]))
+        origin = Origin(**json.loads(metadata.get("origin", "{}")))
         corpus_words = int(metadata["corpus_words"])
         words = bytes(tensors["vocabulary.words"]).decode("utf-8").split("\n")
         vocabulary = Vocabulary(tuple(words), tensors["vocabulary.counts"])
         inputs, contexts = tensors["token_embedding.weight"], tensors["context_embedding.weight"]
     except (ValueError, KeyError, TypeError) as error:
         raise _resume_error("unreadable", folder, str(error)) from error
-    assert options.corpus is not None
+    assert isinstance(options.corpus, Path), "a corpus of files"
     checked = _corpus_files(folder, options.corpus, corpus, files)
-    return Checkpoint(options, checked, vocabulary, corpus_words, inputs, contexts, position)
+    found = (vocabulary, corpus_words, inputs, contexts, position, origin)
+    return Checkpoint(options, checked, *found)
 
 
 def _read(folder: Path, with_tensors: bool) -> tuple[dict[str, npt.NDArray[Any]], dict[str, str]]:

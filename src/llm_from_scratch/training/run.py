@@ -6,31 +6,36 @@ checkpoints and reproducibility: ``docs/training.md``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import os
 import queue
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.autograd.dispatch import sleep_between_kernels
+from llm_from_scratch.errors import CorpusError, OptionError
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.training.checkpoint import (
     Checkpoint,
     EpochTotals,
+    Origin,
     Position,
     load_checkpoint,
     save_checkpoint,
 )
-from llm_from_scratch.training.corpus import CorpusFile, corpus_files, count_words, pieces
+from llm_from_scratch.training.corpus import CorpusFile, Counted, corpus_files
 from llm_from_scratch.training.kernels import SENTENCE_END, train_block
-from llm_from_scratch.training.options import CHECKPOINT_FILE, RATES, TrainOptions
+from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions, processor_count
+from llm_from_scratch.training.saved import FILES_WRITTEN, KeptModel, load_kept_model, write_run
 from llm_from_scratch.training.skipgram import (
     NoiseTable,
     SkipGram,
@@ -40,7 +45,12 @@ from llm_from_scratch.training.skipgram import (
     learning_rate,
     reference_block,
 )
+from llm_from_scratch.training.sources import FileSource, SentenceSource
 from llm_from_scratch.training.vocabulary import Vocabulary
+from llm_from_scratch.training.words import TOKENS, WORDS, Reading
+
+if TYPE_CHECKING:
+    from llm_from_scratch.vectors import WordVectors
 
 PROGRESS_SECONDS: Final = 0.5
 """The least time between two progress states within an epoch."""
@@ -74,11 +84,15 @@ class ProgressState:
     seconds_left: float
     peak_memory: int
     epoch_done: bool = False
+    vectors: WordVectors | None = None
+    """At an epoch's end, the input table as it is then: a copy, as
+    :class:`~llm_from_scratch.vectors.WordVectors` (gensim's callbacks get the model)."""
 
 
 @dataclass(frozen=True, eq=False)
 class TrainResult:
-    """A trained model, what it was trained on, and what the run took."""
+    """A trained model, what it was trained on, and what the run took; :attr:`vectors` to query
+    it, :meth:`save` to write it."""
 
     model: SkipGram
     vocabulary: Vocabulary
@@ -87,12 +101,50 @@ class TrainResult:
     epochs: tuple[EpochSummary, ...]
     training_seconds: float
     peak_memory: int
+    options: TrainOptions
+    origin: Origin = field(default_factory=Origin)
 
     @property
     def largest_row_norm(self) -> float:
         """The largest Euclidean norm of a row of the input table."""
         values = self.model.parameters[0].tensor.numpy()
         return float(np.sqrt(np.max(np.einsum("ij,ij->i", values, values), initial=0.0)))
+
+    @property
+    def epochs_trained(self) -> int:
+        """The epochs the tables have trained, those of the runs it continues included."""
+        return self.origin.first_epoch + self.options.epochs
+
+    @functools.cached_property
+    def vectors(self) -> WordVectors:
+        """The input table's rows of the vocabulary's words (the unknown token's row left out),
+        as :class:`~llm_from_scratch.vectors.WordVectors`: gensim's ``model.wv``."""
+        return word_vectors(self.vocabulary, self.model.parameters[0].tensor.numpy(), copy=False)
+
+    def save(self, folder: str | os.PathLike[str]) -> None:
+        """Write ``table.safetensors`` and ``tokenizer.json`` into ``folder`` (made if missing)
+        as one, with ``model.safetensors`` if the run keeps its model, then remove the run's
+        checkpoint.
+
+        Raises:
+            FileAccessError, OSError: a file cannot be written; the folder is as it was.
+            KeyboardInterrupt: a Ctrl-C came while the files were written: they are in place
+                (its message is :data:`~llm_from_scratch.training.saved.FILES_WRITTEN`).
+        """
+        model, vocabulary, options = self.model, self.vocabulary, self.options
+        interrupted = write_run(Path(folder), model, vocabulary, options, self.epochs_trained)
+        if options.reads_files:
+            (options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
+        if interrupted:
+            raise KeyboardInterrupt(FILES_WRITTEN)
+
+
+def word_vectors(vocabulary: Vocabulary, table: npt.NDArray[Any], copy: bool) -> WordVectors:
+    """The rows of the vocabulary's words as ``WordVectors`` (a copy of them, with ``copy``)."""
+    from llm_from_scratch.vectors import WordVectors
+
+    rows = table[: vocabulary.unknown_id]
+    return WordVectors(vocabulary.words[:-1], np.array(rows, copy=True) if copy else rows)
 
 
 Progress = Callable[[ProgressState], None]
@@ -112,52 +164,132 @@ def peak_memory_bytes(usage: Any = None) -> int:
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """A run ready to train (made by :meth:`start`)."""
+    """A run ready to train (made by :meth:`start` or :meth:`continue_from`); it trains once."""
 
     options: TrainOptions
     files: tuple[CorpusFile, ...]
     vocabulary: Vocabulary
     corpus_words: int
     checkpoint: Checkpoint | None
+    source: FileSource | SentenceSource
+    origin: Origin = field(default_factory=Origin)
+    tables: Tables | None = None
+    """The tables a continued run starts from (None: drawn from the seed)."""
+    _trained: list[bool] = field(default_factory=list, repr=False)
 
     @classmethod
-    def start(cls, options: TrainOptions, thread_limit: int, resume: bool = False) -> Run:
+    def start(
+        cls,
+        options: TrainOptions,
+        thread_limit: int | None = None,
+        resume: bool = False,
+        kept: KeptModel | None = None,
+    ) -> Run:
         """Check ``options``, then read the corpus (or the checkpoint in ``options.output``),
-        and ask Numba's threads to sleep between the run's many short kernels.
+        and ask Numba's threads to sleep between the run's many short kernels; ``thread_limit``
+        is the most threads (default: one per processor). With ``kept`` (see
+        :meth:`continue_from`) the run trains its tables further.
 
         Raises:
-            OptionError: ``train.option``, before anything is read; or a table over the
-                memory budget, once the vocabulary is counted.
-            CorpusError: the corpus cannot be read or makes no vocabulary.
-            MismatchError: ``resume.*``, no checkpoint of these options and this corpus.
+            OptionError: ``train.option``, ``train.one-shot-corpus``, before anything is read;
+                or a table over the memory budget, once the vocabulary is counted.
+            CorpusError: the corpus cannot be read or makes no vocabulary; ``corpus.sentence``,
+                ``corpus.token``: an iterable corpus that does not give token lists.
+            MismatchError: ``resume.*``, no checkpoint of these options and this corpus;
+                ``continue.options``, options the kept model does not share.
         """
-        options = options.checked(thread_limit)
-        assert options.corpus is not None
+        options = options.checked(thread_limit or processor_count())
         sleep_between_kernels()
-        listed = corpus_files(options.corpus)
+        if kept is not None:
+            kept.check(options)
+        source = _source(options, kept)
         if resume:
-            found = load_checkpoint(options.output, options, listed)
-            options.check_memory(found.vocabulary.vocabulary_size)
-            return cls(options, found.files, found.vocabulary, found.corpus_words, found)
-        files, counts = count_words(listed)
-        vocabulary = Vocabulary.from_counts(counts, options.min_count)
+            return cls._resumed(options, source)
+        counted = source.count(None if kept is not None else options.max_vocab_size)
+        if kept is not None:
+            return cls._continued(options, source, counted, kept)
+        vocabulary = Vocabulary.from_counts(
+            counted.counts, options.min_count, options.max_final_vocab, _reading(source, options)
+        )
         options.check_memory(vocabulary.vocabulary_size)
-        return cls(options, tuple(files), vocabulary, sum(counts.values()), None)
+        files = tuple(counted.files)
+        return cls(options, files, vocabulary, counted.words, None, _with_files(source, files))
+
+    @classmethod
+    def continue_from(
+        cls, folder: str | os.PathLike[str], thread_limit: int | None = None, **given: Any
+    ) -> Run:
+        """A run that trains further the tables a run with ``keep_model`` left in ``folder``, on
+        ``given["corpus"]``, with the vocabulary fixed (words outside it are read, counted and
+        left out). The model's options are the defaults of ``given`` (``output`` is ``folder``,
+        ``keep_model`` True); ``dim`` and ``tokenized`` must stay. The epochs go on from the
+        model's: the samples of a continued epoch are those of that epoch of one longer run.
+
+        Raises:
+            As :meth:`start`; MismatchError ``continue.missing``, ``continue.unreadable`` (no
+            model to continue), ``continue.options``; CorpusError ``corpus.no-known-words``.
+        """
+        kept = load_kept_model(Path(folder))
+        defaults = {**kept.options, "output": Path(folder)}
+        options = TrainOptions(**{**defaults, "keep_model": True, **given})
+        return cls.start(options, thread_limit, kept=kept)
+
+    @classmethod
+    def _resumed(cls, options: TrainOptions, source: FileSource | SentenceSource) -> Run:
+        assert isinstance(source, FileSource), "an iterable corpus writes no checkpoint"
+        found = load_checkpoint(options.output, options, list(source.files))
+        options.check_memory(found.vocabulary.vocabulary_size)
+        words, counts = found.vocabulary.words, found.vocabulary.counts
+        vocabulary = Vocabulary(words, counts, reading=source.reading)
+        read = _with_files(source, found.files)
+        return cls(options, found.files, vocabulary, found.corpus_words, found, read, found.origin)
+
+    @classmethod
+    def _continued(
+        cls,
+        options: TrainOptions,
+        source: FileSource | SentenceSource,
+        counted: Counted,
+        kept: KeptModel,
+    ) -> Run:
+        vocabulary = kept.vocabulary(counted.counts)
+        outside = sum(counted.counts.values()) - int(vocabulary.counts.sum())
+        distinct = sum(1 for word in counted.counts if word not in vocabulary.word_ids)
+        if not vocabulary.counts.any():
+            raise CorpusError("corpus.no-known-words", folder=str(kept.folder), outside=outside)
+        options.check_memory(vocabulary.vocabulary_size)
+        files = tuple(counted.files)
+        origin = Origin(kept.epochs, outside, distinct, str(kept.folder))
+        return cls(
+            options, files, vocabulary, counted.words, None, _with_files(source, files), origin,
+            (kept.inputs, kept.contexts),
+        )  # fmt: skip
 
     def initial_model(self) -> SkipGram:
-        """The model before training: the input table drawn from the seed, contexts zero."""
+        """The model before training: the input table drawn from the seed, contexts zero (a
+        continued run: copies of the tables it continues)."""
+        if self.tables is not None:
+            return SkipGram.from_arrays(*self.tables)
         return SkipGram.new(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
 
     def train(self, progress: Progress | None = None) -> TrainResult:
-        """Train every epoch left, writing checkpoints; the last stays until
-        :meth:`discard_checkpoint` (once the caller has written the table).
+        """Train every epoch left, writing checkpoints (a corpus of files); the last stays
+        until the result is saved (:meth:`TrainResult.save`) or :meth:`discard_checkpoint`.
+        ``progress`` gets a :class:`ProgressState` at most twice a second and at each epoch's
+        end, with the table's vectors then.
 
         Raises:
+            OptionError: ``train.finished``, the run has trained already.
+            CorpusError: ``corpus.changed``, an iterable corpus gave other words on a pass.
             FileAccessError: ``checkpoint.write``, a checkpoint cannot be written.
             KeyboardInterrupt: Ctrl-C; the threads stop after their block, and a folder the
                 run made is removed if it is still empty.
         """
-        made = _made_folder(self.options.output)
+        if self._trained:
+            raise OptionError("train.finished", epochs=self.options.epochs)
+        self._trained.append(True)
+        writes = self.options.reads_files
+        made = _made_folder(self.options.output) if writes else None
         found = self.checkpoint
         position = Position() if found is None else found.position
         tables = self.initial_model().arrays() if found is None else (found.inputs, found.contexts)
@@ -170,12 +302,13 @@ class Run:
         finally:
             trainer.close()
         seconds = sum(epoch.seconds for epoch in epochs)
-        data = self.vocabulary, self.files, self.corpus_words
-        return TrainResult(trainer.model(), *data, epochs, seconds, peak_memory_bytes())
+        data = self.vocabulary, self.files, self.corpus_words, epochs, seconds
+        return TrainResult(trainer.model(), *data, peak_memory_bytes(), self.options, self.origin)
 
     def discard_checkpoint(self) -> None:
         """Remove the run's checkpoint from its output folder (if there is one)."""
-        (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
+        if self.options.reads_files:
+            (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
     def _epochs(
         self, trainer: _Trainer, position: Position, progress: Progress | None
@@ -194,33 +327,65 @@ class Run:
             position = Position(epoch + 1, done=(*position.done, totals))
             summaries.append(self._summary(epoch, totals))
             self._save(trainer, position)
-            clock.report(position, totals, epoch_done=True)
+            vectors = (
+                word_vectors(self.vocabulary, trainer.tables[0], copy=True) if progress else None
+            )
+            clock.report(position, totals, epoch_done=True, vectors=vectors)
         return tuple(summaries)
 
     def _jobs(self, epoch: int, position: Position) -> Iterator[tuple[_Job, Position]]:
         """Each block of the epoch from ``position`` on, and the position after it."""
         block, words = position.block, position.words
-        for index in range(position.file, len(self.files)):
-            start = position.offset if index == position.file else 0
-            for piece in pieces(self.files[index], start):
-                tokens = self.vocabulary.tokens(piece.text)
-                state = block_state(self.options.seed, epoch, block)
-                job = _Job(tokens, state, epoch * self.corpus_words + words)
-                block += 1
-                words += tokens.size - int(np.count_nonzero(tokens == SENTENCE_END))
-                yield job, replace(position, block=block, file=index, offset=piece.end, words=words)
+        for found in self.source.blocks(self.vocabulary, position.file, position.offset):
+            tokens = found.tokens
+            state = block_state(self.options.seed, self.origin.first_epoch + epoch, block)
+            job = _Job(tokens, state, epoch * self.corpus_words + words)
+            block += 1
+            words += tokens.size - int(np.count_nonzero(tokens == SENTENCE_END))
+            if words > self.corpus_words:
+                break
+            yield (
+                job,
+                replace(position, block=block, file=found.file, offset=found.end, words=words),
+            )
+        if words != self.corpus_words:
+            raise CorpusError(
+                "corpus.changed", found=words, epoch=epoch + 1, counted=self.corpus_words
+            )
 
     def _summary(self, epoch: int, totals: EpochTotals) -> EpochSummary:
         end = (epoch + 1) * self.corpus_words
-        rate = learning_rate(end, self.corpus_words * self.options.epochs, RATES)
+        rate = learning_rate(end, self.corpus_words * self.options.epochs, self.options.rates)
         mean = totals.loss / totals.pairs if totals.pairs else math.nan
         return EpochSummary(epoch + 1, totals.pairs, mean, totals.seconds, rate)
 
     def _save(self, trainer: _Trainer, position: Position) -> None:
-        """Wait for the blocks handed out, then write the checkpoint."""
+        """Wait for the blocks handed out, then write the checkpoint (a corpus of files)."""
         trainer.wait()
+        if not self.options.reads_files:
+            return
         found = (self.options, self.files, self.vocabulary, self.corpus_words)
-        save_checkpoint(Checkpoint(*found, *trainer.tables, position))
+        save_checkpoint(Checkpoint(*found, *trainer.tables, position, self.origin))
+
+
+def _source(options: TrainOptions, kept: KeptModel | None) -> FileSource | SentenceSource:
+    """The corpus of ``options`` (read as the kept model's vocabulary was, when continuing)."""
+    if not isinstance(options.corpus, Path):
+        assert options.corpus is not None
+        return SentenceSource(options.corpus)
+    verbatim = options.tokenized if kept is None else kept.tokenized
+    return FileSource(tuple(corpus_files(options.corpus)), TOKENS if verbatim else WORDS)
+
+
+def _reading(source: FileSource | SentenceSource, options: TrainOptions) -> Reading:
+    return source.reading if isinstance(source, FileSource) else TOKENS
+
+
+def _with_files(
+    source: FileSource | SentenceSource, files: tuple[CorpusFile, ...]
+) -> FileSource | SentenceSource:
+    """``source`` with its files as counted (their encodings found)."""
+    return replace(source, files=files) if isinstance(source, FileSource) else source
 
 
 def _made_folder(folder: Path) -> Path | None:
@@ -256,11 +421,13 @@ class _Trainer:
     def __init__(self, tables: Tables, run: Run) -> None:
         options, counts = run.options, np.asarray(run.vocabulary.counts)
         self.tables, self.totals = tables, EpochTotals()
-        noise = NoiseTable.of(counts)
-        self._samples = (keep_probabilities(counts), noise, options.window, options.negatives)
+        noise = NoiseTable.of(counts, options.ns_exponent)
+        keep = keep_probabilities(counts, options.sample)
+        self._samples = (keep, noise, options.window, options.negatives)
+        self._rates = options.rates
         self._words_total = run.corpus_words * options.epochs
         model = SkipGram.adopt(*tables) if options.reference else None
-        self._reference = None if model is None else (model, SGD(model.parameters, RATES[0]))
+        self._reference = None if model is None else (model, SGD(model.parameters, 1.0))
         count = 0 if options.reference else options.threads or 1
         self._jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=2 * count)
         self._lock = threading.Lock()
@@ -278,12 +445,12 @@ class _Trainer:
         """Train on one block: its summed loss and its pairs."""
         if self._reference is not None:
             pairs = block_pairs(job.tokens, *self._samples, job.state, job.words_before)
-            return reference_block(*self._reference, pairs, self._words_total, RATES)
+            return reference_block(*self._reference, pairs, self._words_total, self._rates)
         keep, noise, window, negatives = self._samples
         found = np.zeros(2)
         train_block(
             job.tokens, keep, noise.accept, noise.alias, *self.tables, window, negatives,
-            job.state, RATES, job.words_before, self._words_total, found,
+            job.state, self._rates, job.words_before, self._words_total, found,
         )  # fmt: skip
         return float(found[0]), int(found[1])
 
@@ -352,7 +519,13 @@ class _Clock:
         self._last_checkpoint = now
         return True
 
-    def report(self, position: Position, totals: EpochTotals, epoch_done: bool = False) -> None:
+    def report(
+        self,
+        position: Position,
+        totals: EpochTotals,
+        epoch_done: bool = False,
+        vectors: WordVectors | None = None,
+    ) -> None:
         now = time.perf_counter()
         if self._progress is None or (
             not epoch_done and now - self._last_report < PROGRESS_SECONDS
@@ -367,4 +540,4 @@ class _Clock:
         loss = totals.loss / totals.pairs if totals.pairs else math.nan
         left = (total - read) / speed if speed > 0 else math.nan
         state = (epoch + 1, self._epochs, corpus, read / total, speed, loss, seconds, left)
-        self._progress(ProgressState(*state, peak_memory_bytes(), epoch_done))
+        self._progress(ProgressState(*state, peak_memory_bytes(), epoch_done, vectors))
