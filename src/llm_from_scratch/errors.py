@@ -167,8 +167,13 @@ class CorpusError(LlmError, ValueError):
     """A training corpus that cannot make a vocabulary, or cannot be read or fetched."""
 
 
-class WordError(LlmError, ValueError, LookupError):
-    """A word a neighbours query cannot look up in a table."""
+class WordError(LlmError, ValueError, KeyError):
+    """A word a neighbours query cannot look up in a table, or a word that is not in the
+    vocabulary of a :class:`~llm_from_scratch.vectors.WordVectors` (a ``KeyError`` too, as
+    ``wv["word"]`` raises in gensim and in a ``dict``; its message reads as text, unquoted)."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
 
 
 class MissingPackageError(LlmError, ImportError):
@@ -599,6 +604,11 @@ declare(
             "A ``from_pretrained`` table that is not a NumPy array of a supported dtype, a "
             "``Tensor`` or a ``NamedParameter``.",
         ),
+        "vectors.table": (
+            "word vectors must be {requirement}, got {detail}",
+            "Vectors given to ``WordVectors`` that are not a two-dimensional array of finite real "
+            "numbers with one row per word and at least one column.",
+        ),
         "table.type": (
             "the embedding table must be a TensorValue, got {table_type}",
             "A functional lookup's table that is not a ``TensorValue``.",
@@ -730,6 +740,12 @@ declare(
             "``parameters`` that hold no parameter (a frozen layer's ``parameters()``: ``detail`` "
             "names the table and ``freeze=False``).",
         ),
+        "vectors.argument": (
+            "{function} needs {requirement}, got {value!r}",
+            "An argument of a ``WordVectors`` query out of its range or of the wrong type: a "
+            "``topn`` or ``restrict_vocab`` that is no integer of at least 1, no word to "
+            "compute with, a vector of another width.",
+        ),
         "neighbours.count": (
             "the neighbour count must be from 1 to {maximum}, got {count}",
             "A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any "
@@ -847,6 +863,12 @@ declare(
 declare(
     FormatError,
     {
+        "vectors.file": (
+            "{path} is not a word2vec {kind} file: {detail}",
+            "A word2vec file (``load_word2vec_format``) whose header is not two positive "
+            "integers, that ends before the vectors its header counts, whose words are not UTF-8, "
+            "or whose line holds another number of values than the header's width.",
+        ),
         "checkpoint.invalid": (
             "checkpoint {path} is not a valid safetensors file: {cause}",
             "A file the ``safetensors`` package refuses (``cause`` is its ``SafetensorError``), "
@@ -953,6 +975,16 @@ declare(
             "name of more than 255 bytes), that names a folder or whose folder is missing, found "
             "before anything is created.",
         ),
+        "vectors.read": (
+            "cannot read {path}: {detail}",
+            "A word2vec or evaluation file that cannot be opened or read (missing, a folder, no "
+            "permission, a path the system cannot take); ``detail`` is the system's reason.",
+        ),
+        "vectors.write": (
+            "cannot write {path}: {detail}; any earlier file there is unchanged",
+            "A word2vec or projector file that cannot be written (no folder, a full disk, no "
+            "permission); the temporary file is removed and any earlier file is unchanged.",
+        ),
         "pretrained.missing-file": (
             "no {role} file at {path}; give an existing file, or leave out --table and "
             "--tokenizer to use the packaged table ({install} installs it)",
@@ -1008,6 +1040,16 @@ declare(
             "the row {id} of the word {word!r} is all zeros: it has no direction to compare",
             "A word whose row is all zeros: its cosine with any row is undefined (other rows of "
             "zeros have cosine 0).",
+        ),
+        "word.not-in-vocabulary": (
+            "the word {word!r} is not in the vocabulary of these {count} word vectors",
+            "A word a ``WordVectors`` query, ``wv[word]`` or ``get_vector`` is given that has no "
+            "row (never the ``[UNK]`` row); ``count`` is the vocabulary size.",
+        ),
+        "vectors.word": (
+            "word {position} of the vectors must be {requirement}, got {value!r}",
+            "A word given to ``WordVectors`` that is not a non-empty ``str`` without spaces or "
+            "line breaks, or one given twice.",
         ),
     },
 )

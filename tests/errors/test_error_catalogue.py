@@ -59,6 +59,7 @@ from llm_from_scratch.training.vocabulary import Vocabulary
 
 import checkpoint_support
 import neighbours_support
+import vectors_support
 from checkpoint_support import entry, file_with_header
 from checks import MessageFormatter, NumpyWithFailing, PicklePayload, unpickled
 from conftest import KNOWN_TABLE
@@ -426,7 +427,7 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
 def support_triggers() -> dict[str, list[Trigger]]:
     """The calls of the support files' ``*_TRIGGERS`` dictionaries, by rule code."""
     found: dict[str, list[Trigger]] = {}
-    for module in (checkpoint_support, neighbours_support):
+    for module in (checkpoint_support, neighbours_support, vectors_support):
         for name, value in sorted(vars(module).items()):
             if name.endswith("_TRIGGERS") and isinstance(value, Mapping):
                 for key, trigger in value.items():
