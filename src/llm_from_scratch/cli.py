@@ -186,14 +186,20 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
     from llm_from_scratch.figures.cli import add_language
-    from llm_from_scratch.training.options import TrainOptions, flag, option_fields
+    from llm_from_scratch.training.options import (
+        GENSIM_OPTIONS,
+        TrainOptions,
+        flag,
+        option_fields,
+    )
 
     defaults = TrainOptions(corpus=Path("data/corpus/shakespeare"))
     shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
     for name, spec, kind in option_fields():
         facts = [spec.requirement(kind)] if spec.minimum is not None else []
         if kind is not bool:
-            facts.append(f"default: {shown.get(name, getattr(defaults, name))}")
+            default = spec.shown or shown.get(name, getattr(defaults, name))
+            facts.append(f"default: {default}")
         text = f"{spec.help} ({'; '.join(facts)})" if facts else spec.help
         if kind is bool:
             parser.add_argument(f"--{flag(name)}", action="store_true", default=SUPPRESS, help=text)
@@ -201,7 +207,8 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(
                 f"--{flag(name)}", metavar=spec.metavar, type=kind, default=SUPPRESS, help=text
             )
-    parser.add_argument(
+    origins = parser.add_mutually_exclusive_group()
+    origins.add_argument(
         "--resume",
         metavar="DIR",
         type=Path,
@@ -209,9 +216,24 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
         help=(
             "go on from the checkpoint in DIR (the --output of an interrupted run), with the "
             "options it was started with; an option given again must have the same value, but "
-            "--threads and --checkpoint-minutes may change"
+            "--threads, --checkpoint-minutes and --keep-model may change"
         ),
     )
+    origins.add_argument(
+        "--continue",
+        dest="continue_from",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help=(
+            "train further the table and the context table a run with --keep-model wrote to "
+            "DIR, on --corpus for --epochs, with their vocabulary fixed (words outside it are "
+            "counted, reported and left out); the options are DIR's unless given (--dim and "
+            "--tokenized must stay), --output is DIR, and the model is kept again"
+        ),
+    )
+    for gensim_flag, ours in GENSIM_OPTIONS.items():
+        parser.add_argument(gensim_flag, nargs="?", action=_GensimName, ours=ours, help=SUPPRESS)
     add_language(parser)
     _add_file_option(
         parser,
@@ -219,6 +241,19 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
         "after the run, also write the report's figure to FILE: one HTML page, in --lang, of the "
         "word groups projected before and after training (its folder must exist)",
     )
+
+
+class _GensimName(argparse.Action):
+    """An option under gensim's name: refused in one line naming ours (``gensim.name``)."""
+
+    def __init__(self, *args: Any, ours: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ours = ours
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        from llm_from_scratch.training.options import gensim_name
+
+        raise gensim_name("ch18 train", "option", str(option), self.ours)
 
 
 def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
@@ -441,7 +476,8 @@ def _run_learner_view(args: argparse.Namespace) -> int:
         from llm_from_scratch.training.options import option_fields
 
         given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
-        return run_train(TrainRequest(given, args.lang, args.figure, args.resume), *_streams())
+        asked = TrainRequest(given, args.lang, args.figure, args.resume, args.continue_from)
+        return run_train(asked, *_streams())
     if args.view == "exercises":
         from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
 

@@ -46,8 +46,20 @@ GENSIM_NAMES: Final = {
     "compute_loss": "none: the loss is always computed (EpochSummary.mean_loss)",
 }
 """gensim's ``Word2Vec`` keywords this package names otherwise, each with ours: passed to
-:class:`TrainOptions` or given on the command line (``--vector-size``), each is refused in one
-line naming ours (``gensim.name``)."""
+:class:`TrainOptions`, each is refused in one line naming ours (``gensim.name``)."""
+GENSIM_OPTIONS: Final = {
+    "--vector-size": "--dim",
+    "--size": "--dim",
+    "--workers": "--threads",
+    "--negative": "--negatives",
+    "--iter": "--epochs",
+    "--corpus-file": "--corpus, with --tokenized for gensim's LineSentence format",
+    "--sg": "none: ch18 train is always skip-gram (sg=1)",
+    "--hs": "none: the loss is always negative sampling (hs=0); --negatives sets how many",
+    "--compute-loss": "none: the loss is always computed and reported",
+}
+"""The same names on the command line of ``ch18 train`` (``--negative`` is not taken as an
+abbreviation of ``--negatives``)."""
 MEMORY_BUDGET_VARIABLE: Final = "LLM_FROM_SCRATCH_MEMORY_BUDGET"
 """The memory budget (MB) when ``--memory-budget`` is not given."""
 RUNTIME_BYTES: Final = 1 << 30

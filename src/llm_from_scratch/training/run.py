@@ -230,9 +230,7 @@ class Run:
             model to continue), ``continue.options``; CorpusError ``corpus.no-known-words``.
         """
         kept = load_kept_model(Path(folder))
-        defaults = {**kept.options, "output": Path(folder)}
-        options = TrainOptions(**{**defaults, "keep_model": True, **given})
-        return cls.start(options, thread_limit, kept=kept)
+        return cls.start(continued_options(kept, given), thread_limit, kept=kept)
 
     @classmethod
     def _resumed(cls, options: TrainOptions, source: FileSource | SentenceSource) -> Run:
@@ -366,6 +364,17 @@ class Run:
             return
         found = (self.options, self.files, self.vocabulary, self.corpus_words)
         save_checkpoint(Checkpoint(*found, *trainer.tables, position, self.origin))
+
+
+def continued_options(kept: KeptModel, given: dict[str, Any]) -> TrainOptions:
+    """The options of a run that continues ``kept``: its options, ``output`` its folder and
+    ``keep_model`` True, under those ``given``.
+
+    Raises:
+        PyTorchNameError: ``gensim.name``, a name of gensim's among ``given``.
+    """
+    defaults = {**kept.options, "output": kept.folder, "keep_model": True}
+    return TrainOptions(**{**defaults, **given})
 
 
 def _source(options: TrainOptions, kept: KeptModel | None) -> FileSource | SentenceSource:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -16,8 +15,9 @@ from llm_from_scratch.errors import CorpusError, MismatchError, NonFiniteError, 
 from llm_from_scratch.files import one_line, replace_file, writable_path
 from llm_from_scratch.labels import TRAIN_LABELS, Labels, label, load_labels
 from llm_from_scratch.training.checkpoint import saved_options
-from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
-from llm_from_scratch.training.run import ProgressState
+from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions, processor_count
+from llm_from_scratch.training.run import ProgressState, continued_options
+from llm_from_scratch.training.saved import KeptModel, load_kept_model
 
 REFUSED, FAILED, INTERRUPTED = 2, 1, 130
 """Exit statuses: a refused request, a failed write, an interrupted run."""
@@ -25,20 +25,14 @@ REFUSED, FAILED, INTERRUPTED = 2, 1, 130
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """The options given by name, the language, the figure's file and the folder to resume."""
+    """The options given by name, the language, the figure's file, the folder to resume, and
+    the folder whose kept model to train further."""
 
     given: dict[str, Any] = field(default_factory=dict)
     lang: str = "en"
     figure: Path | None = None
     resume: Path | None = None
-
-
-def processor_count() -> int:
-    """The processors this process may run on: the most training threads."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    continue_from: Path | None = None
 
 
 def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
@@ -52,10 +46,11 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
     printer = ProgressPrinter(err, labels)
     output = TrainOptions.output  # the default, until the options are read
     try:
-        options = _options(request)
+        kept = None if request.continue_from is None else load_kept_model(request.continue_from)
+        options = _options(request, kept)
         output = options.output
         resume = request.resume is not None
-        report = train(options, processor_count(), printer, request.lang, resume)
+        report = train(options, processor_count(), printer, request.lang, resume, kept)
     except (OptionError, CorpusError, MismatchError) as error:
         printer.finish()
         return _fail(err, _refusal(error, request), REFUSED)
@@ -77,8 +72,10 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
     return _write_figure(request.figure, report, request.lang, err)
 
 
-def _options(request: TrainRequest) -> TrainOptions:
+def _options(request: TrainRequest, kept: KeptModel | None) -> TrainOptions:
     given = dict(request.given)
+    if kept is not None:
+        return continued_options(kept, given)
     if request.resume is not None:
         given["output"] = request.resume
         return TrainOptions(**{**saved_options(request.resume), **given})
@@ -88,6 +85,7 @@ def _options(request: TrainRequest) -> TrainOptions:
 
 def _refusal(error: Exception, request: TrainRequest) -> str:
     default_corpus = "corpus" not in request.given and request.resume is None
+    default_corpus = default_corpus and request.continue_from is None
     if default_corpus and isinstance(error, CorpusError) and error.rule == "corpus.missing":
         return f"{error}; `make corpus` fetches the Shakespeare texts there"
     return str(error)
