@@ -771,8 +771,9 @@ declare(
         ),
         "train.finished": (
             "this run has trained its {epochs} epochs already, and Run.train trains a run once: "
-            "to train the table further, save it with keep_model=True and continue from that "
-            "folder (Run.start(options, continue_from=folder)), or start a new run",
+            "to train the table further, save the result of a run with keep_model=True and "
+            "continue it with Run.continue_from(folder, corpus=..., epochs=...), or start a new "
+            "run",
             "``Run.train`` called again on a run that has trained (it does not start over).",
         ),
     },

@@ -40,10 +40,10 @@ GENSIM_NAMES: Final = {
     "sentences": "corpus (a path, or a restartable iterable of token lists)",
     "corpus_iterable": "corpus (a path, or a restartable iterable of token lists)",
     "corpus_file": "corpus, with tokenized=True for gensim's LineSentence format",
-    "sg": "none: the model is always skip-gram (sg=1)",
-    "hs": "none: the loss is always negative sampling (hs=0); negatives sets how many",
-    "callbacks": "Run.train(progress=...), called with each epoch's vectors",
-    "compute_loss": "none: the loss is always computed (EpochSummary.mean_loss)",
+    "sg": "no such option, the model is always skip-gram (sg=1): leave it out",
+    "hs": "no such option, the loss is always negative sampling (hs=0): negatives",
+    "callbacks": "Run.train(progress=...), called with the vectors at each epoch's end",
+    "compute_loss": "no such option, the loss is always computed (EpochSummary.mean_loss)",
 }
 """gensim's ``Word2Vec`` keywords this package names otherwise, each with ours: passed to
 :class:`TrainOptions`, each is refused in one line naming ours (``gensim.name``)."""
@@ -54,9 +54,9 @@ GENSIM_OPTIONS: Final = {
     "--negative": "--negatives",
     "--iter": "--epochs",
     "--corpus-file": "--corpus, with --tokenized for gensim's LineSentence format",
-    "--sg": "none: ch18 train is always skip-gram (sg=1)",
-    "--hs": "none: the loss is always negative sampling (hs=0); --negatives sets how many",
-    "--compute-loss": "none: the loss is always computed and reported",
+    "--sg": "no such option, ch18 train is always skip-gram (sg=1): leave it out",
+    "--hs": "no such option, the loss is always negative sampling (hs=0): --negatives",
+    "--compute-loss": "no such option, the loss is always computed and reported",
 }
 """The same names on the command line of ``ch18 train`` (``--negative`` is not taken as an
 abbreviation of ``--negatives``)."""
