@@ -6,13 +6,33 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from llm_from_scratch.vectors import WordVectors
 
-#: gensim's test data, installed with it (the word2vec files, WordSim-353, SimLex-999, analogies).
-GENSIM_DATA = Path(__import__("gensim").__file__).parent / "test" / "test_data"
+from conftest import import_optional
+
+
+def gensim_data(name: str) -> Path:
+    """A file of gensim's test data, installed with it (its word2vec files, WordSim-353,
+    SimLex-999, the Google analogies); skip without gensim."""
+    gensim = import_optional("gensim")
+    return Path(gensim.__file__).parent / "test" / "test_data" / name
+
+
+def gensim_pair(name: str, binary: bool) -> tuple[Any, WordVectors]:
+    """gensim's ``KeyedVectors`` and our ``WordVectors`` of one of gensim's word2vec files."""
+    keyed_vectors = import_optional("gensim.models.keyedvectors", "gensim").KeyedVectors
+    path = gensim_data(name)
+    return keyed_vectors.load_word2vec_format(
+        path, binary=binary
+    ), WordVectors.load_word2vec_format(path, binary=binary)
+
+
+#: gensim's word2vec files: the C tool's text output and a binary file.
+GENSIM_FILES = [("word2vec_pre_kv_c", False), ("euclidean_vectors.bin", True)]
 
 
 def small_vectors() -> WordVectors:
@@ -34,6 +54,9 @@ VECTORS_TRIGGERS: dict[str, Callable[[], object]] = {
     "vectors.table": lambda: WordVectors(["a", "b"], np.zeros((3, 2))),
     "vectors.argument": lambda: small_vectors().most_similar(positive=[], negative=[]),
     "vectors.file": lambda: WordVectors.load_word2vec_format(file_with(b"two words\n")),
+    "vectors.evaluation-file": lambda: small_vectors().evaluate_word_analogies(
+        file_with(b"king queen man woman\n", "questions.txt")
+    ),
     "vectors.read": lambda: WordVectors.load_word2vec_format(Path("no-such-folder", "v.vec")),
     "vectors.write": lambda: small_vectors().save_word2vec_format(Path("no-such-folder", "v.vec")),
 }

@@ -870,6 +870,11 @@ declare(
             "integers, that ends before the vectors its header counts, whose words are not UTF-8, "
             "or whose line holds another number of values than the header's width.",
         ),
+        "vectors.evaluation-file": (
+            "{path}: {detail}",
+            "An evaluation file (``evaluate_word_pairs``, ``evaluate_word_analogies``) that is not "
+            "UTF-8, has an analogy before its first ``: section`` line, or no line to score.",
+        ),
         "checkpoint.invalid": (
             "checkpoint {path} is not a valid safetensors file: {cause}",
             "A file the ``safetensors`` package refuses (``cause`` is its ``SafetensorError``), "

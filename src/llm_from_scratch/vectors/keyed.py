@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -23,6 +24,10 @@ import numpy.typing as npt
 
 from llm_from_scratch.errors import FormatError, OptionError, TableError, WordError
 from llm_from_scratch.tensor.storage import read_only_view
+from llm_from_scratch.vectors.correlation import PearsonRResult, SignificanceResult
+from llm_from_scratch.vectors.evaluation import analogies as evaluate_analogies
+from llm_from_scratch.vectors.evaluation import word_pairs
+from llm_from_scratch.vectors.pair import check_pair, load_word_pieces, read_table
 from llm_from_scratch.vectors.similarity import (
     COSMUL_EPSILON,
     as_list,
@@ -87,6 +92,42 @@ class WordVectors:
         return made
 
     # Files ----------------------------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls,
+        table: str | os.PathLike[str],
+        tokenizer: str | os.PathLike[str],
+        tensor: str | None = None,
+    ) -> WordVectors:
+        """The words of a ``tokenizer.json`` and their rows of a safetensors table: a pair
+        ``ch18 train`` writes, or the MiniLM pair (``make pretrained``). The unknown token's
+        row (``[UNK]``) and rows without a token that can be a word are left out.
+
+        Args:
+            table: the safetensors file.
+            tokenizer: its ``tokenizer.json``.
+            tensor: the table's tensor (None: the MiniLM name, then ``ch18 train``'s).
+
+        Raises:
+            FormatError, MissingPackageError: the tokenizer's (``tokenizer.file``,
+                ``tokenizers.package``).
+            MismatchError: ``table.unknown-tensor``; ``pair.rows``, ``pair.vocabulary-size``,
+                ``pair.fingerprint``: a table and a tokenizer that do not belong together.
+            The checkpoint's errors for the table file; TableError ``vectors.table`` for a
+            tensor that is not a table.
+        """
+        paths = TablePair(Path(path_of(table, "load")), Path(path_of(tokenizer, "load")))
+        pieces = load_word_pieces(paths.tokenizer)
+        _, array = read_table(paths.table, tensor)
+        check_pair(paths, int(array.shape[0]) if array.ndim else 0, pieces)
+        tokens = {row: token for token, row in pieces.tokenizer.get_vocab(True).items()}
+        rows = [
+            row
+            for row in range(array.shape[0])
+            if row != pieces.unknown_id and not _broken_word_rule(tokens.get(row), set())
+        ]
+        return cls([tokens[row] for row in rows], array[rows])
 
     @classmethod
     def load_word2vec_format(
@@ -400,6 +441,70 @@ class WordVectors:
         """
         return len(self.closer_than(key1, key2)) + 1
 
+    # Evaluations ----------------------------------------------------------------------------
+
+    def evaluate_word_pairs(
+        self,
+        pairs: str | os.PathLike[str],
+        delimiter: str = "\t",
+        restrict_vocab: int | None = 300000,
+        case_insensitive: bool = True,
+        dummy4unknown: bool = False,
+    ) -> tuple[PearsonRResult, SignificanceResult, float]:
+        """Correlate the cosines of word pairs with people's scores, as gensim's
+        ``evaluate_word_pairs`` (a line: two words and a score, split at ``delimiter``; ``#``
+        starts a comment).
+
+        Args:
+            pairs: the file (WordSim-353, SimLex-999, ...), UTF-8.
+            delimiter: what separates the three fields of a line.
+            restrict_vocab: only the first so many words count as known (None: all).
+            case_insensitive: compare upper-cased (a word's first spelling in the table wins).
+            dummy4unknown: a pair with an unknown word scores 0 instead of being skipped.
+
+        Returns:
+            ``(pearson, spearman, oov_ratio)``: SciPy-like results that unpack as
+            ``(statistic, pvalue)``, and the percentage of pairs with an unknown word.
+
+        Raises:
+            FileAccessError: ``vectors.read``.
+            FormatError: ``vectors.evaluation-file``, no pair to score or not UTF-8.
+        """
+        path = path_of(pairs, "evaluate_word_pairs")
+        end = checked_count(restrict_vocab, "restrict_vocab", "evaluate_word_pairs", none=True)
+        if not isinstance(delimiter, str) or not delimiter:
+            raise OptionError(
+                "vectors.argument",
+                function="evaluate_word_pairs",
+                requirement="a non-empty str delimiter",
+                value=delimiter,
+            )
+        return word_pairs(self, path, delimiter, end, case_insensitive, dummy4unknown)
+
+    def evaluate_word_analogies(
+        self,
+        analogies: str | os.PathLike[str],
+        restrict_vocab: int | None = 300000,
+        case_insensitive: bool = True,
+        dummy4unknown: bool = False,
+    ) -> tuple[float, list[dict[str, object]]]:
+        """Solve the analogies of a file by 3CosAdd (``b - a + c``, the input words left out),
+        as gensim's ``evaluate_word_analogies`` (``: section`` lines, then ``a b c d`` lines).
+
+        Returns:
+            ``(score, sections)``: the share answered right, and per section (the last is
+            ``"Total accuracy"``) a dict of its name and its ``correct`` and ``incorrect``
+            quadruples.
+
+        Raises:
+            FileAccessError: ``vectors.read``.
+            FormatError: ``vectors.evaluation-file``: a line before the first section, no
+                analogy, not UTF-8.
+        """
+        path = path_of(analogies, "evaluate_word_analogies")
+        end = checked_count(restrict_vocab, "restrict_vocab", "evaluate_word_analogies", none=True)
+        return evaluate_analogies(self, path, end, case_insensitive, dummy4unknown)
+
     # Helpers of the queries -----------------------------------------------------------------
 
     def _end(self, restrict_vocab: object, function: str) -> int:
@@ -448,6 +553,14 @@ def _float32_mean(rows: FloatArray) -> FloatArray:
         mean += row
     total: FloatArray = mean / np.float32(rows.shape[0])
     return total
+
+
+@dataclass(frozen=True)
+class TablePair:
+    """The two files of a pair."""
+
+    table: Path
+    tokenizer: Path
 
 
 def _is_row_number(key: object) -> bool:
