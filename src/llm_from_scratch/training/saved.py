@@ -17,9 +17,6 @@ import numpy.typing as npt
 
 from llm_from_scratch.errors import LlmError, MismatchError
 from llm_from_scratch.files import (
-    TOKENIZER_BYTE_LIMIT,
-    load_json,
-    read_file,
     replace_files,
     write_new_file,
 )
@@ -32,9 +29,10 @@ from llm_from_scratch.training.options import (
     flag,
 )
 from llm_from_scratch.training.skipgram import CONTEXT_TABLE, INPUT_TABLE, SkipGram
-from llm_from_scratch.training.table_pair import FINGERPRINT_KEY, tokenizer_metadata
 from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.training.words import TOKENS, WORDS
+from llm_from_scratch.vectors.pair import load_word_pieces
+from llm_from_scratch.vectors.table_pair import FINGERPRINT_KEY, tokenizer_metadata
 
 FORMAT: Final = "llm-from-scratch kept model 1"
 TRAINING: Final = (
@@ -146,7 +144,7 @@ def load_kept_model(folder: Path) -> KeptModel:
             raise ValueError(f"{MODEL_FILE} is of the format {metadata.get('format')!r}")
         options = {name: json.loads(metadata[name]) for name in TRAINING}
         epochs = int(metadata["epochs"])
-        words = _tokenizer_words(folder / TOKENIZER_FILE)
+        words = tuple(load_word_pieces(folder / TOKENIZER_FILE).tokens())
         inputs = _table(folder / TABLE_FILE, INPUT_TABLE, metadata[FINGERPRINT_KEY])
         contexts = _table(folder / MODEL_FILE, CONTEXT_TABLE, metadata[FINGERPRINT_KEY])
     except (LlmError, ValueError, KeyError, TypeError, OSError) as error:
@@ -160,16 +158,6 @@ def load_kept_model(folder: Path) -> KeptModel:
         detail = f"the tables' shapes {inputs.shape} and {contexts.shape} differ"
         raise MismatchError("continue.unreadable", folder=str(folder), detail=detail)
     return KeptModel(folder, words, bool(options["tokenized"]), inputs, contexts, options, epochs)
-
-
-def _tokenizer_words(path: Path) -> tuple[str, ...]:
-    """The tokens of a tokenizer file this package wrote, in ID order."""
-    document = load_json(read_file(path, TOKENIZER_BYTE_LIMIT).decode("utf-8"))
-    vocab = document["model"]["vocab"]  # type: ignore[index]
-    words = sorted(vocab, key=vocab.__getitem__)
-    if [vocab[word] for word in words] != list(range(len(words))):
-        raise ValueError(f"the IDs of {path} are not 0 to {len(words) - 1}")
-    return tuple(words)
 
 
 def _table(path: Path, name: str, fingerprint: str) -> npt.NDArray[Any]:
