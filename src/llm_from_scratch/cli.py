@@ -229,7 +229,7 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
             "train further the table and the context table a run with --keep-model wrote to "
             "DIR, on --corpus for --epochs, with their vocabulary fixed (words outside it are "
             "counted, reported and left out); the options are DIR's unless given (--dim and "
-            "--tokenized must stay), --output is DIR, and the model is kept again"
+            "--tokenized must stay), --output is DIR unless given, and the model is kept again"
         ),
     )
     for gensim_flag, ours in GENSIM_OPTIONS.items():
