@@ -18,7 +18,7 @@ from safetensors.numpy import load_file
 from llm_from_scratch.errors import CorpusError, OptionError, PyTorchNameError
 from llm_from_scratch.training import Run, TrainOptions
 from llm_from_scratch.training.options import CHECKPOINT_FILE
-from llm_from_scratch.training.run import ProgressState
+from llm_from_scratch.training.run import EpochSummary, ProgressState
 from llm_from_scratch.training.skipgram import NoiseTable, keep_probabilities
 from llm_from_scratch.training.words import TOKENS
 from llm_from_scratch.vectors import WordVectors
@@ -179,15 +179,16 @@ def test_train_again_is_refused_and_the_table_stays_as_trained(tmp_path: Path) -
     np.testing.assert_array_equal(result.vectors.vectors, before)
 
 
-def test_the_progress_callback_gets_each_epochs_vectors_as_they_were_then(tmp_path: Path) -> None:
+def test_the_epoch_callback_gets_each_epochs_vectors_as_they_were_then(tmp_path: Path) -> None:
+    seen: list[tuple[EpochSummary, WordVectors]] = []
     states: list[ProgressState] = []
-    result = Run.start(small(city_sentences(), tmp_path / "out", epochs=3)).train(states.append)
-    ends = [state for state in states if state.epoch_done]
-    assert [state.epoch for state in ends] == [1, 2, 3]
-    assert all(isinstance(state.vectors, WordVectors) for state in ends)
-    assert all(state.vectors is None for state in states if not state.epoch_done)
-    first, last = ends[0].vectors, ends[-1].vectors
-    assert first is not None and last is not None
+    run = Run.start(small(city_sentences(), tmp_path / "out", epochs=3))
+    result = run.train(states.append, on_epoch=lambda epoch, wv: seen.append((epoch, wv)))
+    assert [epoch for epoch, _ in seen] == list(result.epochs)
+    assert [state.epoch for state in states if state.epoch_done] == [1, 2, 3]
+    assert all(isinstance(vectors, WordVectors) for _, vectors in seen)
+    (_, first), *_, (_, last) = seen
+    assert first.index_to_key == result.vectors.index_to_key
     np.testing.assert_array_equal(last.vectors, result.vectors.vectors)
     assert not np.array_equal(first.vectors, last.vectors)  # a copy, not the live table
 

@@ -15,7 +15,7 @@ _HOMES: Final = {
     "corpus": "PIECE_BYTES CorpusFile Piece corpus_files count_words pieces sentences",
     "options": "CHECKPOINT_FILE GENSIM_NAMES MODEL_FILE RATES TABLE_FILE TOKENIZER_FILE "
     "OptionSpec TrainOptions option_fields processor_count",
-    "run": "EpochSummary Progress ProgressState Run TrainResult continued_options "
+    "run": "EpochCallback EpochSummary Progress ProgressState Run TrainResult continued_options "
     "peak_memory_bytes word_vectors",
     "saved": "KeptModel load_kept_model",
     "sources": "FileSource SentenceSource",

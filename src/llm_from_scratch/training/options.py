@@ -42,7 +42,7 @@ GENSIM_NAMES: Final = {
     "corpus_file": "corpus, with tokenized=True for gensim's LineSentence format",
     "sg": "no such option, the model is always skip-gram (sg=1): leave it out",
     "hs": "no such option, the loss is always negative sampling (hs=0): negatives",
-    "callbacks": "Run.train(progress=...), called with the vectors at each epoch's end",
+    "callbacks": "Run.train(on_epoch=...), called with each epoch's summary and vectors",
     "compute_loss": "no such option, the loss is always computed (EpochSummary.mean_loss)",
 }
 """gensim's ``Word2Vec`` keywords this package names otherwise, each with ours: passed to

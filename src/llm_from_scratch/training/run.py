@@ -84,9 +84,6 @@ class ProgressState:
     seconds_left: float
     peak_memory: int
     epoch_done: bool = False
-    vectors: WordVectors | None = None
-    """At an epoch's end, the input table as it is then: a copy, as
-    :class:`~llm_from_scratch.vectors.WordVectors` (gensim's callbacks get the model)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,6 +145,8 @@ def word_vectors(vocabulary: Vocabulary, table: npt.NDArray[Any], copy: bool) ->
 
 
 Progress = Callable[[ProgressState], None]
+EpochCallback = Callable[[EpochSummary, "WordVectors"], None]
+"""Called at each epoch's end with its summary and a copy of the vectors then."""
 
 
 def peak_memory_bytes(usage: Any = None) -> int:
@@ -270,11 +269,15 @@ class Run:
             return SkipGram.from_arrays(*self.tables)
         return SkipGram.new(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
 
-    def train(self, progress: Progress | None = None) -> TrainResult:
+    def train(
+        self, progress: Progress | None = None, on_epoch: EpochCallback | None = None
+    ) -> TrainResult:
         """Train every epoch left, writing checkpoints (a corpus of files); the last stays
         until the result is saved (:meth:`TrainResult.save`) or :meth:`discard_checkpoint`.
         ``progress`` gets a :class:`ProgressState` at most twice a second and at each epoch's
-        end, with the table's vectors then.
+        end. ``on_epoch`` (gensim's ``callbacks``) is called at each epoch's end with the
+        epoch's summary and a copy of the vocabulary's vectors then, as
+        :class:`~llm_from_scratch.vectors.WordVectors`.
 
         Raises:
             OptionError: ``train.finished``, the run has trained already.
@@ -293,7 +296,7 @@ class Run:
         tables = self.initial_model().arrays() if found is None else (found.inputs, found.contexts)
         trainer = _Trainer(tables, self)
         try:
-            epochs = self._epochs(trainer, position, progress)
+            epochs = self._epochs(trainer, position, progress, on_epoch)
         except BaseException:
             _remove_empty(self.options.output, made)
             raise
@@ -309,7 +312,11 @@ class Run:
             (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
     def _epochs(
-        self, trainer: _Trainer, position: Position, progress: Progress | None
+        self,
+        trainer: _Trainer,
+        position: Position,
+        progress: Progress | None,
+        on_epoch: EpochCallback | None,
     ) -> tuple[EpochSummary, ...]:
         summaries = [self._summary(epoch, totals) for epoch, totals in enumerate(position.done)]
         clock = _Clock(self.options, self.corpus_words, position, progress)
@@ -325,10 +332,9 @@ class Run:
             position = Position(epoch + 1, done=(*position.done, totals))
             summaries.append(self._summary(epoch, totals))
             self._save(trainer, position)
-            vectors = (
-                word_vectors(self.vocabulary, trainer.tables[0], copy=True) if progress else None
-            )
-            clock.report(position, totals, epoch_done=True, vectors=vectors)
+            clock.report(position, totals, epoch_done=True)
+            if on_epoch is not None:
+                on_epoch(summaries[-1], word_vectors(self.vocabulary, trainer.tables[0], True))
         return tuple(summaries)
 
     def _jobs(self, epoch: int, position: Position) -> Iterator[tuple[_Job, Position]]:
@@ -528,13 +534,7 @@ class _Clock:
         self._last_checkpoint = now
         return True
 
-    def report(
-        self,
-        position: Position,
-        totals: EpochTotals,
-        epoch_done: bool = False,
-        vectors: WordVectors | None = None,
-    ) -> None:
+    def report(self, position: Position, totals: EpochTotals, epoch_done: bool = False) -> None:
         now = time.perf_counter()
         if self._progress is None or (
             not epoch_done and now - self._last_report < PROGRESS_SECONDS
@@ -549,4 +549,4 @@ class _Clock:
         loss = totals.loss / totals.pairs if totals.pairs else math.nan
         left = (total - read) / speed if speed > 0 else math.nan
         state = (epoch + 1, self._epochs, corpus, read / total, speed, loss, seconds, left)
-        self._progress(ProgressState(*state, peak_memory_bytes(), epoch_done, vectors))
+        self._progress(ProgressState(*state, peak_memory_bytes(), epoch_done))
