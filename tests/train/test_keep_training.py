@@ -156,3 +156,5 @@ def test_a_model_trained_from_token_lists_continues_from_a_list(tmp_path: Path) 
     assert result.epochs_trained == 3 and "grew" not in result.vectors
     result.save(tmp_path / "out")
     assert Run.continue_from(tmp_path / "out", corpus=more).origin.first_epoch == 3
+    given = TrainOptions(more, tmp_path / "o", dim=8, epochs=1, tokenized=True)
+    assert Run.start(given, continue_from=tmp_path / "out").origin.first_epoch == 3

@@ -140,6 +140,7 @@ def test_a_class_with_iter_trains_and_a_generator_is_refused_pointing_to_one(
         ([["a", 7]], "corpus.token", {"number": 0, "token": 7, "detail": "a int"}),
         ([["a"], ["new york"]], "corpus.token", {"token": "new york"}),
         ([["a", ""]], "corpus.token", {"detail": "empty"}),
+        ([["café", "\ud800"]], "corpus.token", {"token": "\ud800"}),
     ],
 )
 def test_an_item_that_is_no_token_list_is_refused_on_the_first_pass(

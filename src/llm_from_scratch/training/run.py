@@ -182,12 +182,13 @@ class Run:
         options: TrainOptions,
         thread_limit: int | None = None,
         resume: bool = False,
-        kept: KeptModel | None = None,
+        continue_from: str | os.PathLike[str] | KeptModel | None = None,
     ) -> Run:
         """Check ``options``, then read the corpus (or the checkpoint in ``options.output``),
         and ask Numba's threads to sleep between the run's many short kernels; ``thread_limit``
-        is the most threads (default: one per processor). With ``kept`` (see
-        :meth:`continue_from`) the run trains its tables further.
+        is the most threads (default: one per processor). With ``continue_from``, the folder of
+        a kept model (or the model read), the run trains its tables further with ``options``
+        as given (:meth:`continue_from` takes the model's options as the defaults).
 
         Raises:
             OptionError: ``train.option``, ``train.one-shot-corpus``, before anything is read;
@@ -197,6 +198,9 @@ class Run:
             MismatchError: ``resume.*``, no checkpoint of these options and this corpus;
                 ``continue.options``, options the kept model does not share.
         """
+        kept = continue_from
+        if kept is not None and not isinstance(kept, KeptModel):
+            kept = load_kept_model(Path(kept))
         options = options.checked(thread_limit or processor_count())
         sleep_between_kernels()
         if kept is not None:
@@ -229,7 +233,7 @@ class Run:
             model to continue), ``continue.options``; CorpusError ``corpus.no-known-words``.
         """
         kept = load_kept_model(Path(folder))
-        return cls.start(continued_options(kept, given), thread_limit, kept=kept)
+        return cls.start(continued_options(kept, given), thread_limit, continue_from=kept)
 
     @classmethod
     def _resumed(cls, options: TrainOptions, source: FileSource | SentenceSource) -> Run:

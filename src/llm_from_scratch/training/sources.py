@@ -106,7 +106,19 @@ def _checked_sentence(number: int, sentence: Any) -> list[str]:
         raise CorpusError("corpus.sentence", number=number, detail=detail) from None
     if not set(map(type, tokens)) <= {str} or "" in tokens or _holds_space(tokens):
         _refuse_token(number, tokens)
+    elif not "".join(tokens).isascii():
+        _refuse_unencodable(number, tokens)
     return tokens
+
+
+def _refuse_unencodable(number: int, tokens: list[str]) -> None:
+    """Refuse a token UTF-8 cannot encode (a lone surrogate): no file could hold it."""
+    for token in tokens:
+        try:
+            token.encode("utf-8")
+        except UnicodeEncodeError:
+            detail = "no UTF-8 text (it holds a lone surrogate)"
+            raise CorpusError("corpus.token", number=number, token=token, detail=detail) from None
 
 
 def _holds_space(tokens: list[str]) -> bool:

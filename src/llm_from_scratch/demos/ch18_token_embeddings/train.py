@@ -161,7 +161,7 @@ def train(
         KeyboardInterrupt: Ctrl-C; the folder holds the files it held before (and the last
             checkpoint); a Ctrl-C while the files are written waits for them (``interrupted``).
     """
-    run = Run.start(options, thread_limit, resume, kept)
+    run = Run.start(options, thread_limit, resume, continue_from=kept)
     vocabulary = run.vocabulary
     pieces = VocabularyPieces(vocabulary)
     chosen = report_words(vocabulary, lang)
