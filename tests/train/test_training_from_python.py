@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from llm_from_scratch.errors import CorpusError, OptionError, PyTorchNameError
+from llm_from_scratch.errors import CorpusError, MismatchError, OptionError, PyTorchNameError
 from llm_from_scratch.training import Run, TrainOptions
 from llm_from_scratch.training.options import CHECKPOINT_FILE
 from llm_from_scratch.training.run import EpochSummary, ProgressState
@@ -62,6 +62,8 @@ def test_a_list_of_token_lists_trains_with_every_token_kept_as_it_is(tmp_path: P
     table = result.model.parameters[0].tensor.numpy()
     np.testing.assert_array_equal(vectors["new_york"], table[run.vocabulary.word_ids["new_york"]])
     assert not (tmp_path / "unused").exists()  # an iterable corpus writes no checkpoint
+    with raises_rule(MismatchError, "resume.missing", match="iterable corpus"):
+        Run.start(small(city_sentences(), tmp_path / "unused"), resume=True)
 
 
 def test_save_writes_the_pair_and_leaves_no_checkpoint(tmp_path: Path) -> None:

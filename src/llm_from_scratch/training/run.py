@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.autograd.dispatch import sleep_between_kernels
-from llm_from_scratch.errors import CorpusError, OptionError
+from llm_from_scratch.errors import CorpusError, MismatchError, OptionError
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.training.checkpoint import (
     Checkpoint,
@@ -237,7 +237,9 @@ class Run:
 
     @classmethod
     def _resumed(cls, options: TrainOptions, source: FileSource | SentenceSource) -> Run:
-        assert isinstance(source, FileSource), "an iterable corpus writes no checkpoint"
+        if not isinstance(source, FileSource):
+            detail = "a run of an iterable corpus writes no checkpoint to resume"
+            raise MismatchError("resume.missing", folder=str(options.output), detail=detail)
         found = load_checkpoint(options.output, options, list(source.files))
         options.check_memory(found.vocabulary.vocabulary_size)
         words, counts = found.vocabulary.words, found.vocabulary.counts
