@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TextIO
 
 from llm_from_scratch.exits import run_command
+from llm_from_scratch.figures.cli import language
 from llm_from_scratch.files import check_text, one_line
 
 if TYPE_CHECKING:
@@ -30,7 +31,8 @@ class _Subcommands(Protocol):
 CH18_DESCRIPTION = (
     "Chapter 18, token embeddings. Without a subcommand, prints the chapter demo: a 4x2 table, "
     "IDs [[2,1,2]], the lookup, and the repeated row's summed gradient. --ids runs the same "
-    "table on your own IDs; errors exit with status 2."
+    "table on your own IDs (and prints only lines about them); --lang ru prints it in Russian, "
+    "and every ch18 command takes --lang; errors exit with status 2."
 )
 TRACE_DESCRIPTION = (
     "Print the machine-readable trace token-embeddings-v1 of the chapter fixture, or of your "
@@ -128,9 +130,12 @@ def _add_ch18(commands: _Subcommands) -> None:
     )
     ch18 = commands.add_parser("ch18", help=summary, description=CH18_DESCRIPTION)
     add_fixture_options(ch18)
+    add_language(ch18)
     views = ch18.add_subparsers(dest="view", metavar="VIEW")
     summary = "print the machine-readable trace token-embeddings-v1"
-    add_fixture_options(views.add_parser("trace", help=summary, description=TRACE_DESCRIPTION))
+    trace = views.add_parser("trace", help=summary, description=TRACE_DESCRIPTION)
+    add_fixture_options(trace)
+    add_language(trace)
     summary = "write the static HTML figure of the trace"
     description = "Write a self-contained HTML figure of the token-embedding trace."
     figure = views.add_parser("figure", help=summary, description=description)
@@ -460,7 +465,10 @@ def _run_ch18(args: argparse.Namespace) -> int:
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
     fixture = _fixture(chapter.KNOWN_FIXTURE, given)  # the layer and the tape refuse bad input
-    text = (chapter.render_demo if args.view is None else chapter.render_trace)(fixture)
+    if args.view is None:
+        text = chapter.render_demo(fixture, language(args))
+    else:  # the trace's grammar is one in every language: its records are read by programs
+        text = chapter.render_trace(fixture)
     if args.view == "figure":
         return draw(args, text)
     sys.stdout.write(text)
@@ -476,12 +484,14 @@ def _run_learner_view(args: argparse.Namespace) -> int:
         from llm_from_scratch.training.options import option_fields
 
         given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
-        asked = TrainRequest(given, args.lang, args.figure, args.resume, args.continue_from)
-        return run_train(asked, *_streams())
+        train_request = TrainRequest(
+            given, language(args), args.figure, args.resume, args.continue_from
+        )
+        return run_train(train_request, *_streams())
     if args.view == "exercises":
         from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
 
-        return run_exercises(args.lang, args.answers, args.reveal, sys.stdin, *_streams())
+        return run_exercises(language(args), args.answers, args.reveal, sys.stdin, *_streams())
     from llm_from_scratch.demos.ch18_token_embeddings.neighbours_command import (
         NeighboursRequest,
         run_neighbours,
@@ -489,7 +499,7 @@ def _run_learner_view(args: argparse.Namespace) -> int:
 
     files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
     words = tuple(args.words)
-    request = NeighboursRequest(words, args.count, args.lang, tensor=args.tensor, **files)
+    request = NeighboursRequest(words, args.count, language(args), tensor=args.tensor, **files)
     return run_neighbours(request, *_streams())
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from llm_from_scratch.cli import main
-from llm_from_scratch.figures.cli import configure_parser, run
+from llm_from_scratch.figures.cli import configure_parser, language, run
 
 from conftest import GOLDEN
 
@@ -130,7 +130,8 @@ def test_the_options_are_documented_and_the_language_is_checked(
     help_text = parser.format_help()
     for option in ("--lang {en,ru}", "--output PATH", "--trace FILE"):
         assert option in help_text
-    assert parser.parse_args([]).lang == "en"
+    assert language(parser.parse_args([])) == "en"
+    assert language(parser.parse_args(["--lang", "ru"])) == "ru"
     with pytest.raises(SystemExit):
         parser.parse_args(["--lang", "de"])
     assert "invalid choice: 'de'" in capsys.readouterr().err
@@ -154,7 +155,7 @@ def test_a_fresh_trace_from_the_chapter_demo_is_drawn(
 
     assert render_trace() == trace_text
     assert main(["ch18", "figure", "--lang", "ru"]) == 0
-    assert "[4.000000000000, 4.000000000000]" in capsys.readouterr().out
+    assert "[4, 4]" in capsys.readouterr().out
 
 
 def test_run_draws_a_trace_handed_in_as_text_and_needs_one(
@@ -166,6 +167,6 @@ def test_run_draws_a_trace_handed_in_as_text_and_needs_one(
     args = parser.parse_args(["--output", str(output)])
 
     assert run(args, trace_text) == 0
-    assert "[4.000000000000, 4.000000000000]" in output.read_text(encoding="utf-8")
+    assert "[4, 4]" in output.read_text(encoding="utf-8")
     assert run(args) == 2
     assert capsys.readouterr().err == "error: no trace to draw: pass --trace FILE\n"

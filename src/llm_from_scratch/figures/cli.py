@@ -22,10 +22,21 @@ TRACE_BYTE_LIMIT: Final = FILE_BYTE_LIMIT
 
 
 def add_language(parser: argparse.ArgumentParser) -> None:
-    """Add ``--lang``, the language of what a ``ch18`` command prints or draws."""
+    """Add ``--lang``, the language of what a ``ch18`` command prints or draws (absent unless
+    given, so that ``ch18 --lang ru VIEW`` and ``ch18 VIEW --lang ru`` both work: read it with
+    :func:`language`)."""
     parser.add_argument(
-        "--lang", choices=("en", "ru"), default="en", help="language of the text (default: en)"
+        "--lang",
+        choices=("en", "ru"),
+        default=argparse.SUPPRESS,
+        help="language of the text (default: en)",
     )
+
+
+def language(args: argparse.Namespace) -> str:
+    """The ``--lang`` of parsed arguments, ``en`` when not given."""
+    lang: str = getattr(args, "lang", "en")
+    return lang
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +76,7 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
         except (OSError, ValueError) as error:  # FormatError and UnicodeDecodeError too
             return _fail(f"cannot read trace file {args.trace}: {error}")
     try:
-        html = render_figure(parse_trace(text), args.lang)
+        html = render_figure(parse_trace(text), language(args))
     except FormatError as error:
         return _fail(str(error))
     try:

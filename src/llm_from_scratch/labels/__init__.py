@@ -43,7 +43,7 @@ def _keys(prefix: str, *names: str) -> tuple[str, ...]:
 
 #: Every label the token-embedding figure uses; one per word of the trace vocabularies.
 LABEL_KEYS: Final = (
-    "title", "description", "source",
+    "title", "description", "source", "numbers",
     *_keys("fixture", "title", "parameter", "table_shape", "id_shape", "output_shape",
            "accumulation"),
     "legend.title", *_keys("states", *STATES), *_keys("symbols", *STATES, "plus", "equals"),
@@ -51,10 +51,12 @@ LABEL_KEYS: Final = (
            "repeated_positions", "no_repeat"),
     *_keys("table", "title", "intro", "region", "row", "state", "uses", "values", "gradient"),
     *_keys("forward", "title", "intro", "region", "position", "coordinate", "id", "sharing",
-           "one_hot", "selected_row", "output", "upstream"),
+           "one_hot", "product", "selected_row", "output"),
+    *_keys("links", "forward_title", "forward_description", "reverse_title",
+           "reverse_description", "position", "row"),
     *_keys("sharing", *SHARINGS),
-    *_keys("reverse", "title", "intro", "row", "rule", "from_position", "no_contributions",
-           "accumulated"),
+    *_keys("reverse", "title", "intro", "upstream_region", "position", "upstream", "to_row",
+           "row", "rule", "from_position", "no_contributions", "accumulated"),
     *_keys("rules", *RULES),
 )  # fmt: skip
 TOKEN_EMBEDDING_LABELS: Final = LabelTable("token-embeddings", (), LABEL_KEYS)
@@ -74,12 +76,23 @@ NEIGHBOUR_LABELS: Final = LabelTable(
         "title", "description", "source", "table", "table_file", "rows", "width", "id_rule",
         "vector_rule", "word", "pieces", "rank", "id", "cosine", "id_neighbours",
         "vector_neighbours", "mean_cosine", "no_token",
-        *_keys("projection", "title", "intro", "region", "image", "component", "explains"),
+        *_keys("projection", "title", "intro", "region", "image", "component", "explains",
+               "together", "rest"),
         "legend.title", *_keys("groups", *GROUP_NAMES),
         *_keys("group_table", "title", "intro", "region", "group", "words", "within", "between"),
         *_keys("neighbour_table", "title", "intro", "region"),
         *_keys("usage", "no_words", "table_and_tokenizer"),
         *_keys("errors", *NEIGHBOUR_ERROR_RULES),
+    ),
+)  # fmt: skip
+
+#: The demo's lines (``llm-from-scratch ch18``), each a template over the values it shows.
+DEMO_LABELS: Final = LabelTable(
+    "demo",
+    ("demo",),
+    (
+        "table", "ids", "output", "one_hot", "upstream", "gradient", "repeated_row",
+        "unused_zero", "initialized", "identity", "empty", "bounds", "handoff", "true", "false",
     ),
 )  # fmt: skip
 
@@ -90,7 +103,9 @@ FIGURE_KEYS: Final = (
     "title", "description", "source", "corpus", "table", "rows", "width", "epochs", "intro",
     "legend", "before.title", "before.region", "after.title", "after.region", "image",
     "component", "explains", "inside", "between", "separation", "no_projection",
-    "group_table.title", "group_table.intro", "group_table.region",
+    "group_table.title", "group_table.intro", "group_table.region", "together", "rest",
+    "separate", "loss.title", "loss.intro", "loss.region", "loss.image", "loss.epoch",
+    "loss.loss",
 )  # fmt: skip
 TRAIN_LABELS: Final = LabelTable(
     "train",

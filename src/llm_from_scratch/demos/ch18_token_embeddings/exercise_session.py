@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import (
+    KINDS,
     Exercise,
     ExerciseSet,
     load_exercises,
@@ -19,11 +20,11 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
     ONE_HOT_ID,
     ChapterFacts,
     Json,
+    answer_matches,
     answer_text,
     chapter_facts,
     expected_answers,
     read_answers,
-    same_answer,
 )
 from llm_from_scratch.errors import FileAccessError, FormatError, MismatchError, MissingPackageError
 from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, one_line, read_line
@@ -37,7 +38,8 @@ _UNREADABLE: Final = object()
 
 @dataclass(frozen=True)
 class Verdict:
-    """One checked exercise: ``right``, ``wrong`` or ``missing``, and the computed answer."""
+    """One checked exercise: ``right``, ``wrong`` or ``missing`` (unanswered: skipped, left out
+    of the answers file or after the end of the input), and the computed answer."""
 
     number: int
     status: str
@@ -51,7 +53,7 @@ def check_answers(answers: Mapping[int, object], expected: Mapping[int, Json]) -
         if number not in answers:
             status = "missing"
         else:
-            status = "right" if same_answer(answers[number], value) else "wrong"
+            status = "right" if answer_matches(KINDS[number], answers[number], value) else "wrong"
         verdicts.append(Verdict(number, status, value))
     return verdicts
 
@@ -135,10 +137,11 @@ class _Session:
     def summary(self, verdicts: list[Verdict]) -> list[str]:
         right = sum(verdict.status == "right" for verdict in verdicts)
         lines = [f"{self.ui('score')}: {right} {self.ui('of')} {len(verdicts)}"]
-        wrong = [str(verdict.number) for verdict in verdicts if verdict.status != "right"]
-        if wrong:
-            lines.append(f"{self.ui('wrong_exercises')}: {', '.join(wrong)}")
-        else:
+        for status, key in (("wrong", "wrong_exercises"), ("missing", "unanswered_exercises")):
+            numbers = [str(verdict.number) for verdict in verdicts if verdict.status == status]
+            if numbers:
+                lines.append(f"{self.ui(key)}: {', '.join(numbers)}")
+        if right == len(verdicts):
             lines.append(self.ui("all_right"))
         return lines
 
@@ -191,7 +194,7 @@ class _Session:
         if not exercise.checked:
             self.say(self.ui("no_answer"), self.ui("continue"))
             return _line(stdin) != ""
-        self.say(self.ui("answer_formats", exercise.kind))
+        self.say(self.ui("answer_formats", exercise.kind), self.ui("skip"))
         if exercise.true_means is not None:
             self.say(f"{self.ui('true_means')}: {exercise.true_means}")
         while True:
@@ -201,6 +204,8 @@ class _Session:
             if line == "":
                 self.say("")
                 return False
+            if not line.strip():  # an empty line: the exercise stays unanswered
+                return True
             answer = self.parse(line, exercise.kind)
             if answer is not _UNREADABLE:
                 answers[exercise.number] = answer
