@@ -66,6 +66,14 @@ def test_a_list_of_token_lists_trains_with_every_token_kept_as_it_is(tmp_path: P
         Run.start(small(city_sentences(), tmp_path / "unused"), resume=True)
 
 
+def test_a_token_spelled_unk_stands_for_a_word_outside_the_vocabulary(tmp_path: Path) -> None:
+    sentences = [["[UNK]", "is", "here"], ["here", "[UNK]", "[UNK]"]] * 5
+    run = Run.start(small(sentences, tmp_path / "o"))
+    assert run.vocabulary.words == ("here", "is", "[UNK]")
+    assert run.vocabulary.counts.tolist() == [10, 5, 0] and run.corpus_words == 30
+    assert run.train().vectors.index_to_key == ["here", "is"]
+
+
 def test_save_writes_the_pair_and_leaves_no_checkpoint(tmp_path: Path) -> None:
     corpus = tmp_path / "cities.txt"
     corpus.write_text("\n".join(" ".join(s) for s in city_sentences()) + "\n", encoding="utf-8")
