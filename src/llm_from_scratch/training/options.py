@@ -159,6 +159,7 @@ class TrainOptions:
         "probability (sqrt(c/(sT)) + 1) sT/c; 0 keeps every word; 1 or more downsamples the "
         "words seen more than that many times",
         0,
+        maximum=10**15,
         metavar="S",
     )
     alpha: float = _option(
