@@ -256,8 +256,9 @@ class Run:
         kept: KeptModel,
     ) -> Run:
         vocabulary = kept.vocabulary(counted.counts)
-        outside = sum(counted.counts.values()) - int(vocabulary.counts.sum())
-        distinct = sum(1 for word in counted.counts if word not in vocabulary.word_ids)
+        outside = counted.words - int(vocabulary.counts.sum())
+        known = set(vocabulary.words[:-1])
+        distinct = sum(1 for word in counted.counts if word not in known)
         if not vocabulary.counts.any():
             raise CorpusError("corpus.no-known-words", folder=str(kept.folder), outside=outside)
         options.check_memory(vocabulary.vocabulary_size)
