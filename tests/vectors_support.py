@@ -3,6 +3,7 @@ and a public call for each rule the vectors raise (``VECTORS_TRIGGERS``)."""
 
 from __future__ import annotations
 
+import io
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -10,9 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from llm_from_scratch.demos.ch18_token_embeddings.neighbours import word_pieces
+from llm_from_scratch.demos.ch18_token_embeddings.vectors_command import (
+    VectorsSource,
+    run_evaluate,
+)
 from llm_from_scratch.vectors import WordVectors
 
 from conftest import import_optional
+from neighbours_support import WholeWords
 
 
 def gensim_data(name: str) -> Path:
@@ -57,6 +64,11 @@ VECTORS_TRIGGERS: dict[str, Callable[[], object]] = {
     "vectors.evaluation-file": lambda: small_vectors().evaluate_word_analogies(
         file_with(b"king queen man woman\n", "questions.txt")
     ),
+    "vectors.source": lambda: run_evaluate(
+        VectorsSource(table=Path("table.safetensors")), Path("pairs.tsv"), None, io.StringIO()
+    ),
+    "vectors.no-evaluation": lambda: run_evaluate(VectorsSource(), None, None, io.StringIO()),
+    "word.several": lambda: word_pieces(WholeWords(("[UNK]", "a")), ["b", "a", "c"]),
     "vectors.read": lambda: WordVectors.load_word2vec_format(Path("no-such-folder", "v.vec")),
     "vectors.write": lambda: small_vectors().save_word2vec_format(Path("no-such-folder", "v.vec")),
 }

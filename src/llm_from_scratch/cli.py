@@ -1,8 +1,9 @@
 """The ``llm-from-scratch`` command line (the process around it: ``llm_from_scratch.__main__``).
 
 Every subcommand imports its chapter lazily, so that ``--help`` and the demo start quickly. A word
-of the command line that is not text is refused with status 2 before anything runs; whatever a
-command raises is reported on one line by :func:`llm_from_scratch.exits.run_command`.
+of the command line that is not text is refused (status 2) before anything runs; a command
+prints no error itself: what it raises is reported on one line by
+:func:`llm_from_scratch.exits.run_command`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TextIO
 
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.exits import run_command
 from llm_from_scratch.figures.cli import language
 from llm_from_scratch.files import check_text, one_line
@@ -58,7 +60,8 @@ NEIGHBOURS_DESCRIPTION = (
     "groups (royalty, numbers, weekdays, colours, animals) on their first two principal "
     "components, their mean cosines "
     "inside and between groups, and the neighbours of the WORDs (default: king, one, monday, "
-    "red, dog). Errors are one line with exit status 2."
+    "red, dog). Errors are one line with exit status 2 (1 for a figure the system fails to "
+    "write)."
 )
 EXERCISES_DESCRIPTION = (
     "The chapter's eleven predict-then-check exercises, each checked against values the "
@@ -89,6 +92,24 @@ TRAIN_DESCRIPTION = (
     "options are one line with exit status 2, before any file is written; a file that cannot "
     "be written, status 1; Ctrl-C stops within seconds (status 130), leaving the folder's "
     "earlier files and the last checkpoint. Everything about it: docs/training.md."
+)
+EVALUATE_DESCRIPTION = (
+    "Score a table's word vectors as gensim's KeyedVectors does: --pairs FILE (WordSim-353, "
+    "SimLex-999: two words and a score per line, tab-separated, # for comments) prints "
+    "Pearson's and Spearman's correlations of the cosines with the scores and the share of "
+    "pairs with unknown words; --analogies FILE (the Google questions-words.txt) prints the "
+    "share of analogies a b c d answered d by 3CosAdd, by section. The words and vectors come "
+    "from --table and --tokenizer (default: the MiniLM pair of `make pretrained`; [UNK] left "
+    "out) or --vectors FILE (word2vec, binary when it ends in .bin). The first 300000 words "
+    "count, compared upper-cased. Errors are one line with exit status 2 (1 for a file that "
+    "cannot be read)."
+)
+EXPORT_DESCRIPTION = (
+    "Write a table's words and vectors (--table and --tokenizer; default: the MiniLM pair; "
+    "[UNK] left out; or --vectors FILE) as word2vec text (--format word2vec, gensim's and "
+    "fastText's .vec), word2vec binary (word2vec-binary) or the TensorBoard Embedding "
+    "Projector's vectors.tsv and metadata.tsv (projector: --output is their folder). Files are "
+    "replaced whole or not at all."
 )
 UPSTREAM_HELP = (
     "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
@@ -161,6 +182,27 @@ def _add_ch18(commands: _Subcommands) -> None:
     )
     summary = "learn a token table from a corpus (skip-gram with negative sampling)"
     _add_train(views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION))
+    summary = "score a table's vectors on word pairs and analogies, as gensim does"
+    evaluate = views.add_parser("evaluate", help=summary, description=EVALUATE_DESCRIPTION)
+    _add_vectors_source(evaluate)
+    _add_file_option(evaluate, "--pairs", "word pairs scored by people (WordSim-353, SimLex-999)")
+    _add_file_option(evaluate, "--analogies", "analogies a b c d (questions-words.txt)")
+    summary = "write a table's vectors as word2vec or Embedding Projector files"
+    export = views.add_parser("export", help=summary, description=EXPORT_DESCRIPTION)
+    _add_vectors_source(export)
+    export.add_argument(
+        "--format",
+        choices=("word2vec", "word2vec-binary", "projector"),
+        required=True,
+        help="word2vec text, word2vec binary, or the projector's two TSV files",
+    )
+    export.add_argument(
+        "--output",
+        metavar="PATH",
+        type=Path,
+        required=True,
+        help="the file to write (projector: the folder of vectors.tsv and metadata.tsv)",
+    )
     for view in (neighbours, exercises):
         add_language(view)
 
@@ -176,6 +218,22 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
         default=5,
         help="neighbours in each list, from 1 to V-1 (default: 5)",
     )
+    _add_table_options(parser)
+    text = "write the HTML figure to FILE instead of the text ('-': standard output)"
+    _add_file_option(parser, "--figure", text)
+    parser.add_argument(
+        "--analogy",
+        nargs=3,
+        metavar=("A", "B", "C"),
+        default=None,
+        help=(
+            "A is to B as C is to ?: the K words of highest cosine to B - A + C (gensim's "
+            "most_similar), the three left out; with no WORD and no --figure"
+        ),
+    )
+
+
+def _add_table_options(parser: argparse.ArgumentParser) -> None:
     _add_file_option(
         parser, "--table", "a safetensors file holding a [V, d] table (with --tokenizer)"
     )
@@ -190,8 +248,13 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
             "of the first name)"
         ),
     )
-    text = "write the HTML figure to FILE instead of the text ('-': standard output)"
-    _add_file_option(parser, "--figure", text)
+
+
+def _add_vectors_source(parser: argparse.ArgumentParser) -> None:
+    _add_table_options(parser)
+    _add_file_option(
+        parser, "--vectors", "a word2vec file instead of a table (binary when it ends in .bin)"
+    )
 
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
@@ -296,7 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     usage error) passes through.
     """
     words = sys.argv[1:] if argv is None else list(argv)
-    return run_command(lambda: _run(words), debug=_debug_asked(words), words=words)
+    return run_command(lambda: run(words), debug=_debug_asked(words), words=words)
 
 
 def _debug_asked(words: Sequence[object]) -> bool:
@@ -309,11 +372,16 @@ def _debug_asked(words: Sequence[object]) -> bool:
     return False
 
 
-def _run(words: list[str]) -> int:
-    problem = _word_problem(words)
-    if problem is not None:
-        return _fail(problem)
-    args = build_parser().parse_args(words)
+def run(words: Sequence[object]) -> int:
+    """Run the command line ``words`` and return its status; what a command raises is raised,
+    for :func:`main` to report (argparse's ``SystemExit`` too).
+
+    Raises:
+        OptionError: ``command.word-type``, ``command.word-text`` (before anything runs),
+            ``command.json``, ``command.values-elsewhere``, ``command.values-with-trace``; and
+            whatever the command raises.
+    """
+    args = build_parser().parse_args(_text_words(words))
     if args.command == "ch18":
         return _run_ch18(args)
     import importlib  # a benchmark's module, imported only when it runs
@@ -324,17 +392,21 @@ def _run(words: list[str]) -> int:
     return status
 
 
-def _word_problem(words: Sequence[object]) -> str | None:
-    """Why a word of the command line is not text (files.check_text), or None."""
+def _text_words(words: Sequence[object]) -> list[str]:
+    """The words, once each is text (:func:`files.check_text`).
+
+    Raises:
+        OptionError: ``command.word-type``, ``command.word-text``.
+    """
     for number, word in enumerate(words, start=1):
         if not isinstance(word, str):
-            return f"command-line word {number} is not text: {type(word).__name__} {word!r}"
+            raise OptionError("command.word-type", number=number, word=word)
         try:
             check_text(word)
         except ValueError as error:
-            detail = "a byte that is not UTF-8 arrives as one"
-            return f"command-line word {number}, {word!r}, is not text: {error} ({detail})"
-    return None
+            fields = {"number": number, "word": word, "detail": str(error)}
+            raise OptionError("command.word-text", **fields) from error
+    return [str(word) for word in words]
 
 
 def _name_list(*known: str, every: str | None = None) -> Callable[[str], tuple[str, ...]]:
@@ -434,6 +506,23 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                            "help": "comma-separated thread counts (default: 1,2)"}),
         ],
     ),
+    "vectors": (
+        "WordVectors against gensim's KeyedVectors: most_similar and the Google analogies",
+        "On the same float32 vectors, taking turns in every round: most_similar (20 analogy "
+        "queries, top 10) on a 400000x300 table, and evaluate_word_analogies on the Google "
+        "analogies (gensim's questions-words.txt) with a 20000x300 table of their words and "
+        "random ones; print each median, gensim's over ours, and whether the answers agree. "
+        "Needs gensim (the test extra) and about 3 GB of memory.",
+        [
+            _repeats("rounds", 5),
+            ("--quick", {"action": "store_true",
+                         "help": "a 20000x100 table and a 2000-word analogy table"}),
+            ("--analogies", {"metavar": "FILE", "type": Path, "default": None,
+                             "help": "the analogies (default: gensim's questions-words.txt)"}),
+            ("--only", {"choices": ("most_similar", "analogies"), "default": None,
+                        "help": "run one of the two cases"}),
+        ],
+    ),
     "checkpoint": (
         "peak memory and time of saving and loading a table, against the safetensors package",
         "Save and load a 128256x4096 float32 table (2.1 GB) with save_parameters and "
@@ -454,18 +543,16 @@ BENCH_MODULES: Final = {name: name for name in BENCHES} | {"embedding": "embeddi
 
 
 def _run_ch18(args: argparse.Namespace) -> int:
-    given, problem = _learner_input(args)
-    if problem is not None:
-        return _fail(problem)
-    if args.view in ("neighbours", "exercises", "train"):
+    given = _learner_input(args)
+    if args.view in ("neighbours", "exercises", "train", "evaluate", "export"):
         if given:
-            return _fail("--ids and --upstream apply to the demo, the trace and the figure")
+            raise OptionError("command.values-elsewhere")
         return _run_learner_view(args)
     from llm_from_scratch.figures.cli import run as draw
 
     if args.view == "figure" and args.trace is not None:
         if given:
-            return _fail("--ids and --upstream compute a fresh trace; leave them out with --trace")
+            raise OptionError("command.values-with-trace")
         return draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
@@ -493,6 +580,8 @@ def _run_learner_view(args: argparse.Namespace) -> int:
             given, language(args), args.figure, args.resume, args.continue_from
         )
         return run_train(train_request, *_streams())
+    if args.view in ("evaluate", "export"):
+        return _run_vectors_view(args)
     if args.view == "exercises":
         from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
 
@@ -504,16 +593,36 @@ def _run_learner_view(args: argparse.Namespace) -> int:
 
     files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
     words = tuple(args.words)
-    request = NeighboursRequest(words, args.count, language(args), tensor=args.tensor, **files)
-    return run_neighbours(request, *_streams())
+    analogy = None if args.analogy is None else tuple(args.analogy)
+    request = NeighboursRequest(
+        words, args.count, language(args), tensor=args.tensor, analogy=analogy, **files
+    )
+    return run_neighbours(request, sys.stdout)
+
+
+def _run_vectors_view(args: argparse.Namespace) -> int:
+    from llm_from_scratch.demos.ch18_token_embeddings.vectors_command import (
+        VectorsSource,
+        run_evaluate,
+        run_export,
+    )
+
+    source = VectorsSource(args.table, args.tokenizer, args.tensor, args.vectors)
+    if args.view == "evaluate":
+        return run_evaluate(source, args.pairs, args.analogies, sys.stdout)
+    return run_export(source, args.format, args.output, sys.stdout)
 
 
 def _streams() -> tuple[TextIO, TextIO]:
     return sys.stdout, sys.stderr
 
 
-def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:
-    """The ``--ids`` and ``--upstream`` a learner gave, decoded, or why one is not JSON."""
+def _learner_input(args: argparse.Namespace) -> dict[str, object]:
+    """The ``--ids`` and ``--upstream`` a learner gave, decoded.
+
+    Raises:
+        OptionError: ``command.json``, one is not JSON.
+    """
     given: dict[str, object] = {}
     for name in ("ids", "upstream"):
         text = getattr(args, name, None)
@@ -524,8 +633,8 @@ def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | N
         try:
             given[name] = json.loads(text)
         except (ValueError, RecursionError) as error:
-            return given, f"--{name} is not valid JSON: {error}"
-    return given, None
+            raise OptionError("command.json", option=name, detail=str(error)) from error
+    return given
 
 
 def _fixture(known: Ch18Fixture, given: dict[str, object]) -> Ch18Fixture:
@@ -535,9 +644,3 @@ def _fixture(known: Ch18Fixture, given: dict[str, object]) -> Ch18Fixture:
     if "upstream" in given:
         return known.with_upstream(given["upstream"])
     return known
-
-
-def _fail(message: str) -> int:
-    """Report bad input as one line on standard error; exit status 2, as for a usage error."""
-    print(f"error: {one_line(message)}", file=sys.stderr)
-    return 2

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
+    "REFUSING_RULES",
     "RULES",
     "AllocationError",
     "CorpusError",
@@ -49,6 +50,7 @@ __all__ = [
     "TableError",
     "TapeError",
     "WordError",
+    "WordedError",
 ]
 
 
@@ -183,6 +185,27 @@ class MissingPackageError(LlmError, ImportError):
 class PyTorchNameError(LlmError, AttributeError, TypeError):
     """A name PyTorch (or gensim) uses for something the package calls otherwise: the message
     names ours."""
+
+
+class WordedError(Exception):
+    """An error a command words in its own language (``ch18 neighbours --lang ru``): its message
+    is the line the command line prints, and :attr:`error` (also ``__cause__``) is the error it
+    words, which decides the exit status.
+
+    Example:
+        >>> error = OptionError("neighbours.no-words")
+        >>> worded = WordedError("дайте хотя бы одно слово или --figure", error)
+        >>> str(worded), worded.error.rule
+        ('дайте хотя бы одно слово или --figure', 'neighbours.no-words')
+    """
+
+    def __init__(self, text: str, error: BaseException) -> None:
+        super().__init__(text)
+        self.error = error
+        self.__cause__ = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.error))
 
 
 @dataclass(frozen=True)
@@ -740,6 +763,15 @@ declare(
             "``parameters`` that hold no parameter (a frozen layer's ``parameters()``: ``detail`` "
             "names the table and ``freeze=False``).",
         ),
+        "vectors.source": (
+            "ch18 {command} reads --table with --tokenizer, or --vectors FILE; {detail}",
+            "``ch18 evaluate`` or ``ch18 export`` given ``--table`` without ``--tokenizer`` (or "
+            "the reverse), or both a pair and ``--vectors``.",
+        ),
+        "vectors.no-evaluation": (
+            "ch18 evaluate needs --pairs FILE, --analogies FILE or both",
+            "``ch18 evaluate`` with nothing to evaluate.",
+        ),
         "vectors.argument": (
             "{function} needs {requirement}, got {value!r}",
             "An argument of a ``WordVectors`` query out of its range or of the wrong type: a "
@@ -750,6 +782,45 @@ declare(
             "the neighbour count must be from 1 to {maximum}, got {count}",
             "A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any "
             "word.",
+        ),
+        "neighbours.table-and-tokenizer": (
+            "--table and --tokenizer go together: give both or neither",
+            "``ch18 neighbours`` with one of ``--table`` and ``--tokenizer`` but not the other.",
+        ),
+        "neighbours.no-words": (
+            "give at least one word, or --figure",
+            "``ch18 neighbours`` with no word to look up and no ``--figure`` to draw.",
+        ),
+        "neighbours.analogy-alone": (
+            "--analogy A B C takes no WORD and no --figure",
+            "``ch18 neighbours --analogy`` with words or ``--figure`` besides.",
+        ),
+        "command.word-type": (
+            "command-line word {number} is not text: {word!t} {word!r}",
+            "``main(argv)`` given a word that is not a ``str``, checked before anything runs.",
+        ),
+        "command.word-text": (
+            "command-line word {number}, {word!r}, is not text: {detail} (a byte that is not "
+            "UTF-8 arrives as one)",
+            "A command-line word that UTF-8 cannot encode (a lone surrogate, as Python hands "
+            "over a byte that is not UTF-8), checked before anything runs.",
+        ),
+        "command.json": (
+            "--{option} is not valid JSON: {detail}",
+            "``--ids`` or ``--upstream`` that Python's ``json`` cannot read (or nested too "
+            "deeply).",
+        ),
+        "command.values-elsewhere": (
+            "--ids and --upstream apply to the demo, the trace and the figure",
+            "``--ids`` or ``--upstream`` given to ``ch18 neighbours``, ``exercises`` or ``train``.",
+        ),
+        "command.values-with-trace": (
+            "--ids and --upstream compute a fresh trace; leave them out with --trace",
+            "``ch18 figure --trace FILE`` given ``--ids`` or ``--upstream`` too.",
+        ),
+        "figure.no-trace": (
+            "no trace to draw: pass --trace FILE",
+            "The figure's ``run`` called with neither ``--trace`` nor a fresh trace.",
         ),
         "gradcheck.argument": (
             "{detail}",
@@ -802,8 +873,8 @@ declare(
         "pair.rows": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "has {table_value} rows, the tokenizer {tokenizer_value} tokens",
-            "A table whose rows are not as many as its tokenizer's tokens (checked first, for any"
-            " table).",
+            "A table with fewer rows than its tokenizer has tokens (checked first, for any "
+            "table; more rows are padding, rows without a token, as GPT-2's 50,304 for 50,257).",
         ),
         "pair.vocabulary-size": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
@@ -831,17 +902,25 @@ declare(
         ),
         "resume.unreadable": (
             "cannot resume from {folder}: its checkpoint is not readable ({detail})",
-            "``--resume`` of a checkpoint that cannot be read, or is of another format.",
+            "``--resume`` of a checkpoint that cannot be read, is of another format, or holds "
+            "what its run could not have written: ``detail`` names the field (``position.epoch``) "
+            "or tensor of the wrong type, range, dtype or shape, or the digest of an edited file.",
         ),
         "resume.options": (
             "cannot resume from {folder}: the checkpoint was made with {detail}",
             "``--resume`` with an option other than the checkpoint's (``--threads`` and "
             "``--checkpoint-minutes`` may change); ``detail`` names every difference.",
         ),
+        "resume.output": (
+            "cannot resume from {folder} into {output}: --output must name the folder --resume "
+            "names, or be left out",
+            "``--resume DIR`` with an ``--output`` that is not DIR (compared once both are "
+            "resolved: links followed, ``..`` removed), before anything is read or written.",
+        ),
         "resume.corpus": (
             "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
             "``--resume`` on a corpus whose files are not the checkpoint's: one missing, of "
-            "another size, or new.",
+            "another size, of other bytes (the same size, another SHA-256), or new.",
         ),
         "continue.missing": (
             "nothing to continue in {folder}: {detail}",
@@ -1047,6 +1126,12 @@ declare(
             "A word whose row is all zeros: its cosine with any row is undefined (other rows of "
             "zeros have cosine 0).",
         ),
+        "word.several": (
+            "{count} of the words are not single word pieces of the table: {words}",
+            "Several words of one ``ch18 neighbours`` request that are not a single word piece "
+            "(each refused by ``word.empty``, ``word.unknown`` or ``word.pieces`` alone): every "
+            "one named in one line.",
+        ),
         "word.not-in-vocabulary": (
             "the word {word!r} is not in the vocabulary of these {count} word vectors",
             "A word a ``WordVectors`` query, ``wv[word]`` or ``get_vector`` is given that has no "
@@ -1072,6 +1157,11 @@ declare(
             "the tokenizers package is not installed; install it with {install}",
             "The ``tokenizers`` package, which reads ``tokenizer.json``, is not installed: "
             "``load_word_pieces(path)`` needs it.",
+        ),
+        "bench.package": (
+            "bench {bench} compares with {package}, which is not installed; install it with "
+            "{install}",
+            "A benchmark whose other side (gensim, for ``bench vectors``) is not installed.",
         ),
     },
 )
@@ -1136,3 +1226,10 @@ declare(
         ),
     },
 )
+
+REFUSING_RULES: Final = frozenset({"tensor.overflow", "seed.non-finite", "pretrained.missing-file"})
+"""The rules of a failing family (:class:`NonFiniteError` an ``ArithmeticError``,
+:class:`FileAccessError` an ``OSError``) raised on what a caller gave before anything was done:
+a number that overflows its dtype, a seed that is not finite, a file named that is not there.
+The command line refuses such input (status 2), where a NaN a run computed or a file the system
+would not read or write is a failed run (status 1)."""

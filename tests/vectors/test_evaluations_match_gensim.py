@@ -88,4 +88,6 @@ def test_an_analogy_before_any_section_is_a_format_error() -> None:
 def test_a_pairs_file_with_nothing_to_score_is_a_format_error() -> None:
     with raises_rule(FormatError, "vectors.evaluation-file") as caught:
         small_vectors().evaluate_word_pairs(file_with(b"# only a comment\npear\tplum\t3.0\n"))
-    assert caught.value.detail == "no line holds two words of the vocabulary and a score"
+    assert caught.value.detail == (
+        "0 lines hold two words of the vocabulary and a score, not two or more"
+    )

@@ -10,8 +10,10 @@ import pytest
 
 from llm_from_scratch.errors import OptionError, WordError
 from llm_from_scratch.vectors import WordVectors
+from llm_from_scratch.vectors.kernels import top_columns
 
 from checks import raises_rule
+from conftest import import_optional
 from vectors_support import GENSIM_FILES, gensim_pair, small_vectors
 
 TOLERANCE = 1e-5
@@ -166,3 +168,22 @@ def test_the_table_handed_out_is_read_only() -> None:
         wv["king"][0] = 1.0
     with pytest.raises(TypeError):
         wv.key_to_index["pear"] = 9  # type: ignore[index]
+
+
+def test_a_long_table_scanned_by_the_compiled_kernel_answers_as_gensim() -> None:
+    keyed = import_optional("gensim.models.keyedvectors", "gensim").KeyedVectors
+    rows = 300_000  # above LONG_ROW: the row of cosines is scanned by the compiled kernel
+    table = np.random.default_rng(5).standard_normal((rows, 4), dtype=np.float32)
+    words = [f"w{index}" for index in range(rows)]
+    theirs = keyed(4)
+    theirs.add_vectors(words, table)
+    ours = WordVectors(words, table)
+    for query in ({"positive": ["w1"]}, {"positive": ["w7", "w9"], "negative": ["w2"], "topn": 30}):
+        same_answers(ours.most_similar(**query), theirs.most_similar(**query))
+
+
+@pytest.mark.parametrize("shape", [(1, 300_000), (40, 5_000), (3, 7)])
+def test_the_best_columns_are_those_of_a_stable_sort(shape: tuple[int, int]) -> None:
+    scores = np.round(np.random.default_rng(6).standard_normal(shape), 2).astype(np.float32)
+    expected = np.argsort(-scores, axis=1, kind="stable")[:, :9]
+    assert np.array_equal(top_columns(scores, 9), expected)

@@ -21,13 +21,14 @@ from typing import Final
 import numpy as np
 from safetensors.numpy import load_file
 
-from llm_from_scratch.bench.rounds import in_turns, lines
+from llm_from_scratch.bench.rounds import checked_count, in_turns, lines
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
     group_cosines,
     present_groups,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS, VocabularyPieces
+from llm_from_scratch.errors import CorpusError, WordedError
 from llm_from_scratch.nn import Embedding
 from llm_from_scratch.training.corpus import corpus_files, count_words
 from llm_from_scratch.training.run import peak_memory_bytes
@@ -110,7 +111,7 @@ def timed_process(command: Sequence[str]) -> tuple[float, int]:
     resident set in bytes (from ``wait4``).
 
     Raises:
-        RuntimeError: it exited with a status other than 0 (its standard error is printed).
+        ChildProcessError: it exited with a status other than 0 (its standard error is printed).
     """
     start = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
@@ -121,7 +122,7 @@ def timed_process(command: Sequence[str]) -> tuple[float, int]:
         if process.returncode != 0:
             errors.seek(0)
             sys.stderr.write(errors.read().decode("utf-8", "replace"))
-            raise RuntimeError(f"{' '.join(command)} exited with {process.returncode}")
+            raise ChildProcessError(f"{' '.join(command)} exited with {process.returncode}")
     return seconds, peak_memory_bytes(usage)
 
 
@@ -236,17 +237,12 @@ def run(
     """Measure and print, ``repeats`` rounds (``corpus`` None: the fetched Shakespeare texts)."""
     from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 
-    if repeats < 1 or epochs < 1 or copies < 1:
-        print("error: --repeats, --epochs and --copies must be at least 1", file=sys.stderr)
-        return 2
+    for name, count in (("--repeats", repeats), ("--epochs", epochs), ("--copies", copies)):
+        checked_count(count, 1, name)
     path = corpus if corpus is not None else default_corpus_folder()
     if not path.exists():
-        print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
-        return 2
-    try:
-        result = measure(path, epochs, repeats, trainers, threads, copies)
-    except RuntimeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        missing = CorpusError("corpus.missing", path=str(path))
+        raise WordedError(f"{missing}; `make corpus` fetches it", missing)
+    result = measure(path, epochs, repeats, trainers, threads, copies)
     sys.stdout.write(format_result(result))
     return 0

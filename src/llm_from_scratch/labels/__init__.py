@@ -66,8 +66,10 @@ GROUP_NAMES: Final = ("royalty", "numbers", "weekdays", "colours", "animals")
 #: The rules whose messages ``ch18 neighbours`` prints in the chosen language.
 NEIGHBOUR_ERROR_RULES: Final = (
     "pretrained.package", "tokenizers.package", "pretrained.missing-file", "tokenizer.file",
-    "table.unknown-tensor", "neighbours.count", "word.empty", "word.unknown", "word.pieces",
-    "word.zero-vector", "pair.rows", "pair.vocabulary-size", "pair.fingerprint",
+    "table.unknown-tensor", "neighbours.count", "neighbours.table-and-tokenizer",
+    "neighbours.no-words", "neighbours.analogy-alone", "word.empty", "word.unknown",
+    "word.pieces", "word.zero-vector", "pair.rows", "pair.vocabulary-size", "pair.fingerprint",
+    "word.several",
 )  # fmt: skip
 NEIGHBOUR_LABELS: Final = LabelTable(
     "neighbours",
@@ -75,13 +77,13 @@ NEIGHBOUR_LABELS: Final = LabelTable(
     (
         "title", "description", "source", "table", "table_file", "rows", "width", "id_rule",
         "vector_rule", "word", "pieces", "rank", "id", "cosine", "id_neighbours",
-        "vector_neighbours", "mean_cosine", "no_token",
+        "vector_neighbours", "mean_cosine", "no_token", "baseline_short",
+        *_keys("text", "baseline", "analogy_rule", "answer"),
         *_keys("projection", "title", "intro", "region", "image", "component", "explains",
                "together", "rest"),
         "legend.title", *_keys("groups", *GROUP_NAMES),
         *_keys("group_table", "title", "intro", "region", "group", "words", "within", "between"),
         *_keys("neighbour_table", "title", "intro", "region"),
-        *_keys("usage", "no_words", "table_and_tokenizer"),
         *_keys("errors", *NEIGHBOUR_ERROR_RULES),
     ),
 )  # fmt: skip

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.errors import MismatchError, ShapeError, TableError
+from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import (
     CONVERSION_ERRORS,
     FloatArray,
@@ -308,11 +309,15 @@ class NamedParameter:
         >>> p = NamedParameter.from_tensor("token_embedding.weight", Tensor((1, 2), [1, 2]))
         >>> p.name, p.tensor.kind, p.tensor.shape
         ('token_embedding.weight', 'parameter', (1, 2))
+        >>> p.gradient.numpy().tolist()
+        [[0.0, 0.0]]
     """
 
     __slots__ = ("name", "tensor")
     name: str
     tensor: TensorValue
+
+    grad = PyTorchName("gradient (the parameter's own, as tensor.gradient)")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", validate_parameter_name(self.name))
@@ -341,6 +346,12 @@ class NamedParameter:
         checked = validate_parameter_name(name)
         table = xavier_uniform_array(fan_in, fan_out, rng, dtype)
         return cls(checked, parameter_from_owned_array(table))
+
+    @property
+    def gradient(self) -> Tensor | None:
+        """The parameter's accumulated dense gradient: :attr:`tensor`'s
+        (:attr:`~llm_from_scratch.autograd.TensorValue.gradient`)."""
+        return self.tensor.gradient
 
     def __repr__(self) -> str:
         return f"NamedParameter(name={self.name!r}, shape={self.tensor.shape})"

@@ -346,6 +346,10 @@ def _check_output(folder: Path) -> None:
     should be), and none of the names the run writes in it is taken by a folder."""
     existing = folder
     while not existing.exists() and existing != existing.parent:
+        if existing.is_symlink():  # a link to nothing: no folder can be made there
+            link = f"{existing}, a symbolic link to {os.readlink(existing)}, which does not exist"
+            shown = link if existing == folder else f"{folder}, below {link}"
+            raise _refused("output", "a folder, or a path where one can be made", shown)
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
         shown = (

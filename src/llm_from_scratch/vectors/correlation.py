@@ -36,6 +36,9 @@ class PearsonRResult(NamedTuple):
         """The coefficient (SciPy's older name of ``statistic``)."""
         return self.statistic
 
+    def __repr__(self) -> str:
+        return f"PearsonRResult(statistic={self.statistic!r}, pvalue={self.pvalue!r})"
+
     def __len__(self) -> int:
         return 2
 

@@ -25,6 +25,7 @@ from llm_from_scratch.vectors.correlation import (
     pearsonr,
     spearmanr,
 )
+from llm_from_scratch.vectors.kernels import top_columns
 from llm_from_scratch.vectors.similarity import best_rows
 
 
@@ -123,8 +124,9 @@ def word_pairs(
             continue
         people.append(score)
         model.append(float(wv.similarity(known[first], known[second])))
-    if not people:
-        detail = "no line holds two words of the vocabulary and a score"
+    if len(people) < 2:
+        found = len(people)
+        detail = f"{found} lines hold two words of the vocabulary and a score, not two or more"
         raise FormatError("vectors.evaluation-file", path=path, detail=detail)
     scored = len(people) if dummy4unknown else len(people) + unknown
     return pearsonr(people, model), spearmanr(people, model), unknown / scored * 100
@@ -222,7 +224,7 @@ def _answers(
     answers: list[bool] = []
     for start in range(0, rows.shape[0], block):
         scores = means[start : start + block] @ unit[:end].T
-        best = _best_columns(scores, wanted)
+        best = top_columns(scores, wanted)
         for offset, row_best in enumerate(best):
             question = rows[start + offset]
             answers.append(
@@ -249,18 +251,6 @@ def _means(unit: npt.NDArray[np.float32], rows: npt.NDArray[np.intp]) -> npt.NDA
     lengths[lengths == 0] = 1.0
     means: npt.NDArray[np.float32] = (wide * (1.0 / lengths)[:, np.newaxis]).astype(np.float32)
     return means
-
-
-def _best_columns(scores: npt.NDArray[np.float32], wanted: int) -> npt.NDArray[np.intp]:
-    """Each row's ``wanted`` highest columns, highest first."""
-    width = scores.shape[1]
-    if wanted >= width:
-        part = np.broadcast_to(np.arange(width), scores.shape)
-    else:
-        part = np.argpartition(scores, width - wanted, axis=1)[:, width - wanted :]
-    picked = np.take_along_axis(scores, part, axis=1)
-    order = np.argsort(-picked, axis=1, kind="stable")
-    return np.take_along_axis(part, order, axis=1)
 
 
 def _answer(

@@ -27,7 +27,7 @@ from llm_from_scratch.tensor.storage import read_only_view
 from llm_from_scratch.vectors.correlation import PearsonRResult, SignificanceResult
 from llm_from_scratch.vectors.evaluation import analogies as evaluate_analogies
 from llm_from_scratch.vectors.evaluation import word_pairs
-from llm_from_scratch.vectors.pair import check_pair, load_word_pieces, read_table
+from llm_from_scratch.vectors.pair import check_pair, load_word_pieces, pair_words, read_table
 from llm_from_scratch.vectors.similarity import (
     COSMUL_EPSILON,
     as_list,
@@ -121,13 +121,8 @@ class WordVectors:
         pieces = load_word_pieces(paths.tokenizer)
         _, array = read_table(paths.table, tensor)
         check_pair(paths, int(array.shape[0]) if array.ndim else 0, pieces)
-        tokens = {row: token for token, row in pieces.tokenizer.get_vocab(True).items()}
-        rows = [
-            row
-            for row in range(array.shape[0])
-            if row != pieces.unknown_id and not _broken_word_rule(tokens.get(row), set())
-        ]
-        return cls([tokens[row] for row in rows], array[rows])
+        words, rows = pair_words(int(array.shape[0]), pieces)
+        return cls(words, array[rows])
 
     @classmethod
     def load_word2vec_format(

@@ -63,6 +63,30 @@ def read_table(table_path: Path, tensor_name: str | None) -> tuple[str, npt.NDAr
         raise MismatchError("table.unknown-tensor", **fields) from error
 
 
+class TokenNames(Protocol):
+    """What :func:`pair_words` reads of a tokenizer: each ID's token, and the unknown token."""
+
+    @property
+    def unknown_token(self) -> str | None: ...
+
+    def token(self, token_id: int) -> str | None: ...
+
+
+def pair_words(rows: int, pieces: TokenNames) -> tuple[list[str], list[int]]:
+    """The tokens of a table's rows that are words, and their rows: the unknown token's row
+    (``[UNK]``), rows without a token and tokens that are empty or hold a space or a line break
+    are left out."""
+    unknown = pieces.unknown_token
+    words: list[str] = []
+    kept: list[int] = []
+    for row in range(rows):
+        token = pieces.token(row)
+        if token and token != unknown and " " not in token and "\n" not in token:
+            words.append(token)
+            kept.append(row)
+    return words, kept
+
+
 def _tensor(table_path: Path, name: str) -> npt.NDArray[np.float32]:
     loaded = load_parameters(table_path, names=[name], dtype=np.float32)
     array: npt.NDArray[np.float32] = loaded[name].tensor.numpy()
@@ -140,28 +164,30 @@ class HubTokenizerPieces:
 
 
 def check_pair(files: PairPaths, rows: int, pieces: HubTokenizerPieces) -> None:
-    """Check that a table of ``rows`` rows goes with the tokenizer: as many rows as tokens, and
-    the vocabulary size and fingerprint its metadata records.
+    """Check that a table of ``rows`` rows goes with the tokenizer: a row for every token (more
+    rows are padding, as GPT-2's 50,304 rows for 50,257 tokens: rows without a token), and the
+    vocabulary size and fingerprint its metadata records.
 
     Raises:
-        MismatchError: ``pair.rows``, ``pair.vocabulary-size``, then ``pair.fingerprint`` (the
-            values as text, as the metadata holds them).
+        MismatchError: ``pair.rows`` (fewer rows than tokens), ``pair.vocabulary-size``, then
+            ``pair.fingerprint`` (the values as text, as the metadata holds them).
     """
-    for rule, table_value, tokenizer_value in _compared(files, rows, pieces):
-        if table_value != tokenizer_value:
-            paths = {"table": str(files.table), "tokenizer": str(files.tokenizer)}
-            values = {"table_value": table_value, "tokenizer_value": tokenizer_value}
-            raise MismatchError(rule, **paths, **values)
+    for rule, table_value, tokenizer_value in _mismatches(files, rows, pieces):
+        paths = {"table": str(files.table), "tokenizer": str(files.tokenizer)}
+        values = {"table_value": table_value, "tokenizer_value": tokenizer_value}
+        raise MismatchError(rule, **paths, **values)
 
 
-def _compared(
+def _mismatches(
     files: PairPaths, rows: int, pieces: HubTokenizerPieces
 ) -> Iterator[tuple[str, str, str]]:
-    size = str(pieces.vocabulary_size)
-    yield "pair.rows", str(rows), size
+    size = pieces.vocabulary_size
+    if rows < size:
+        yield "pair.rows", str(rows), str(size)
     recorded = load_metadata(files.table)
-    if VOCABULARY_SIZE_KEY in recorded:
-        yield "pair.vocabulary-size", recorded[VOCABULARY_SIZE_KEY], size
+    if recorded.get(VOCABULARY_SIZE_KEY, str(size)) != str(size):
+        yield "pair.vocabulary-size", recorded[VOCABULARY_SIZE_KEY], str(size)
     if FINGERPRINT_KEY in recorded:
         fingerprint = vocabulary_fingerprint(pieces.tokens())
-        yield "pair.fingerprint", recorded[FINGERPRINT_KEY], fingerprint
+        if recorded[FINGERPRINT_KEY] != fingerprint:
+            yield "pair.fingerprint", recorded[FINGERPRINT_KEY], fingerprint

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.errors import OptionError
+from llm_from_scratch.vectors.kernels import top_columns
 
 FloatArray = npt.NDArray[np.float32]
 Item = object
@@ -114,14 +115,10 @@ def checked_count(value: object, name: str, function: str, *, none: bool) -> int
 
 
 def best_rows(scores: npt.NDArray[np.floating], topn: int, excluded: set[int]) -> list[int]:
-    """The rows of the ``topn`` highest scores, highest first, leaving out ``excluded`` rows."""
+    """The rows of the ``topn`` highest scores, highest first (the lower row first on a tie),
+    leaving out ``excluded`` rows."""
     wanted = min(topn + len(excluded), scores.shape[0])
     if wanted <= 0:
         return []
-    if wanted >= scores.shape[0]:
-        order = np.argsort(-scores, kind="stable")
-    else:
-        cut = scores.shape[0] - wanted
-        part = np.argpartition(scores, cut)[cut:]
-        order = part[np.argsort(-scores[part], kind="stable")]
+    order = top_columns(scores[np.newaxis, :], wanted)[0]
     return [int(row) for row in order if int(row) not in excluded][:topn]

@@ -26,8 +26,14 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
     expected_answers,
     read_answers,
 )
-from llm_from_scratch.errors import FileAccessError, FormatError, MismatchError, MissingPackageError
-from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, one_line, read_line
+from llm_from_scratch.errors import (
+    FileAccessError,
+    FormatError,
+    MismatchError,
+    MissingPackageError,
+    WordedError,
+)
+from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, read_line
 from llm_from_scratch.labels import Labels, cosine_text, label
 
 #: The words whose neighbours exercise 9 compares, and how many of each kind.
@@ -66,7 +72,8 @@ def run_exercises(
     stdout: TextIO,
     stderr: TextIO,
 ) -> int:
-    """Run the exercises as the options say; the exit status."""
+    """Run the exercises as the options say; the exit status (``stderr`` takes nothing: an
+    answers file that cannot be read raises a :class:`WordedError` in ``lang``)."""
     data = load_exercises(lang)
     facts = chapter_facts()
     expected = expected_answers(facts)
@@ -75,9 +82,8 @@ def run_exercises(
     if answers_path is not None:
         try:
             answers = read_answers(answers_path)
-        except FormatError as error:
-            stderr.write(f"error: {one_line(_file_error(error, data.ui))}\n")
-            return 2
+        except FormatError as error:  # worded in the session's language
+            raise WordedError(_file_error(error, data.ui), error) from error
         verdicts = check_answers(answers, expected)
         session.say(*(session.verdict_line(verdict) for verdict in verdicts))
     elif not reveal:

@@ -46,6 +46,8 @@ DEFAULT_GROUPS: Final[Groups] = (
 DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
 #: Neighbours per list unless ``--count`` says otherwise.
 DEFAULT_COUNT: Final = 5
+#: The random pairs of rows whose mean cosine is the baseline a cosine is read against.
+BASELINE_PAIRS: Final = 10_000
 
 
 class WordPieces(Protocol):
@@ -146,6 +148,41 @@ def word_piece(pieces: WordPieces, word: str) -> Piece:
         raise WordError("word.pieces", word=word, count=len(found), pieces=listed)
     token, token_id = found[0]
     return Piece(token, token_id)
+
+
+def word_pieces(pieces: WordPieces, words: Sequence[str]) -> tuple[Piece, ...]:
+    """The one word piece of each word, every word checked before any is refused.
+
+    Raises:
+        WordError: the one word's rule (:func:`word_piece`) when one word is not a single
+            piece; ``word.several``, naming each, when more are not.
+    """
+    found: list[Piece] = []
+    refused: list[WordError] = []
+    for word in words:
+        try:
+            found.append(word_piece(pieces, word))
+        except WordError as error:
+            refused.append(error)
+    if len(refused) == 1:
+        raise refused[0]
+    if refused:
+        named = ", ".join(repr(error.fields["word"]) for error in refused)
+        raise WordError("word.several", count=len(refused), words=named)
+    return tuple(found)
+
+
+def random_pair_cosine(table: CosineTable, pairs: int = BASELINE_PAIRS, seed: int = 0) -> float:
+    """The mean cosine of ``pairs`` random pairs of distinct rows (seeded): what a cosine of two
+    unrelated words is near, to read the neighbours' cosines against."""
+    size = table.vocabulary_size
+    if size < 2:
+        return float("nan")
+    generator = np.random.default_rng(seed)
+    first = generator.integers(size, size=pairs)
+    second = (first + generator.integers(1, size, size=pairs)) % size
+    rows = table.unit_rows
+    return float(np.mean(np.einsum("ij,ij->i", rows[first], rows[second])))
 
 
 def checked_count(count: int, vocabulary_size: int) -> int:
@@ -321,13 +358,17 @@ class NeighboursReport:
     table_path: str
     count: int
     words: tuple[WordNeighbours, ...]
+    baseline_cosine: float = float("nan")
+    baseline_pairs: int = BASELINE_PAIRS
 
 
 def neighbours_report(
     table: CosineTable, pieces: WordPieces, words: Sequence[str], count: int, table_path: str
 ) -> NeighboursReport:
-    """Each word's neighbours (:func:`word_neighbours`), the count checked before any word."""
+    """Each word's neighbours (:func:`word_neighbours`), the count checked before any word and
+    every word before any neighbour (:func:`word_pieces`), and the random-pair baseline."""
     checked_count(count, table.vocabulary_size)
+    word_pieces(pieces, words)
     parameter = table.embedding.table
     return NeighboursReport(
         table_name=parameter.name,
@@ -336,6 +377,7 @@ def neighbours_report(
         table_path=table_path,
         count=count,
         words=tuple(word_neighbours(table, pieces, word, count) for word in words),
+        baseline_cosine=random_pair_cosine(table),
     )
 
 

@@ -25,8 +25,15 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     word_neighbours,
 )
 from llm_from_scratch.figures.scatter import Projection
+from llm_from_scratch.files import remove_stale_temporaries
 from llm_from_scratch.training.checkpoint import Origin
-from llm_from_scratch.training.options import TABLE_FILE, TOKENIZER_FILE, TrainOptions
+from llm_from_scratch.training.options import (
+    CHECKPOINT_FILE,
+    MODEL_FILE,
+    TABLE_FILE,
+    TOKENIZER_FILE,
+    TrainOptions,
+)
 from llm_from_scratch.training.run import EpochSummary, Progress, Run
 from llm_from_scratch.training.saved import FILES_WRITTEN, KeptModel
 from llm_from_scratch.training.skipgram import SkipGram
@@ -162,6 +169,8 @@ def train(
             checkpoint); a Ctrl-C while the files are written waits for them (``interrupted``).
     """
     run = Run.start(options, thread_limit, resume, continue_from=kept)
+    for name in (TABLE_FILE, TOKENIZER_FILE, MODEL_FILE, CHECKPOINT_FILE):  # of a killed run
+        remove_stale_temporaries(str(run.options.output / name))
     vocabulary = run.vocabulary
     pieces = VocabularyPieces(vocabulary)
     chosen = report_words(vocabulary, lang)
