@@ -38,7 +38,6 @@ from llm_from_scratch.training.run import EpochSummary, Progress, Run
 from llm_from_scratch.training.saved import FILES_WRITTEN, KeptModel
 from llm_from_scratch.training.skipgram import SkipGram
 from llm_from_scratch.training.vocabulary import Vocabulary
-from llm_from_scratch.training.words import line_words
 
 NEIGHBOUR_COUNT: Final = 4
 """Vector neighbours per report word."""
@@ -126,8 +125,9 @@ class TrainReport:
 
 @dataclass(frozen=True)
 class VocabularyPieces:
-    """A :class:`Vocabulary` seen as ``WordPieces``: the words of ``word`` (normalized as the
-    corpus is) are its pieces, a word outside the vocabulary the unknown token ``[UNK]``."""
+    """A :class:`Vocabulary` seen as ``WordPieces``: the words of ``word`` (read as the corpus
+    is: normalized, or the tokens of a pre-tokenized corpus) are its pieces, a word outside the
+    vocabulary the unknown token ``[UNK]``."""
 
     vocabulary: Vocabulary
 
@@ -138,7 +138,8 @@ class VocabularyPieces:
     def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
         known = self.vocabulary.word_ids
         unknown = self.vocabulary.unknown_id
-        found = ((piece, known.get(piece, unknown)) for piece in line_words(word))
+        read = self.vocabulary.reading.words(word)
+        found = ((piece, known.get(piece, unknown)) for piece in read)
         return tuple(
             (piece if token_id != unknown else self.vocabulary.unknown_token, token_id)
             for piece, token_id in found
