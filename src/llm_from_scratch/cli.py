@@ -504,6 +504,16 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                             "help": "comma-separated from ours, gensim, torch (default: all)"}),
             ("--threads", {"type": _count_list, "default": (1, 2), "metavar": "LIST",
                            "help": "comma-separated thread counts (default: 1,2)"}),
+            ("--memory", {"action": "store_true",
+                          "help": "instead: the peak memory of ours and gensim's, one epoch on "
+                          "the most threads listed, on --words different words (each 6 times) "
+                          "at --dim 300 and on 1 and 10 copies of the corpus, and the ratios"}),
+            ("--words", {"type": int, "default": 200_000,
+                         "help": "different words of --memory's synthetic corpus (default "
+                         "200000)"}),
+            ("--first-block", {"action": "store_true",
+                               "help": "instead: the seconds from Run.train() to its first "
+                               "block on the corpus, in fresh processes"}),
         ],
     ),
     "vectors": (
@@ -539,7 +549,10 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
     ),
 }  # fmt: skip
 #: The module of ``llm_from_scratch.bench`` each benchmark runs.
-BENCH_MODULES: Final = {name: name for name in BENCHES} | {"embedding": "embedding_bag"}
+BENCH_MODULES: Final = {name: name for name in BENCHES} | {
+    "embedding": "embedding_bag",
+    "train": "train_setup",
+}
 
 
 def _run_ch18(args: argparse.Namespace) -> int:

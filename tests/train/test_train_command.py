@@ -20,7 +20,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import DEFAULT_GROU
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
 from llm_from_scratch.demos.ch18_token_embeddings.train_command import processor_count
 from llm_from_scratch.nn import Embedding, SplitMix64, load_metadata
-from llm_from_scratch.training.options import TrainOptions
+from llm_from_scratch.training.options import TrainOptions, planned_megabytes
 from llm_from_scratch.training.skipgram import SkipGram
 from llm_from_scratch.training.table_pair import vocabulary_fingerprint
 
@@ -240,10 +240,13 @@ def test_a_folder_where_a_file_of_the_run_goes_is_refused_before_training(
 def test_a_table_over_the_memory_budget_is_refused_before_any_file(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    status, _, err = run_train(corpus, tmp_path / "out", "--dim", "10000", "--memory-budget", "260")
+    budget = str(planned_megabytes(47, 10000) - 1)
+    status, _, err = run_train(
+        corpus, tmp_path / "out", "--dim", "10000", "--memory-budget", budget
+    )
     assert status == 2 and err.count("\n") == 1
-    assert "--memory-budget must be at least " in err and "MB for a 47x10000 table" in err
-    assert err.rstrip().endswith("got 260 MB") and not (tmp_path / "out").exists()
+    assert f"--memory-budget must be at least {int(budget) + 1} MB for a 47x10000 table" in err
+    assert err.rstrip().endswith(f"got {budget} MB") and not (tmp_path / "out").exists()
     monkeypatch.setenv("LLM_FROM_SCRATCH_MEMORY_BUDGET", "1")
     status, _, err = run_train(corpus, tmp_path / "out")
     assert status == 2 and "got 1 MB" in err

@@ -198,7 +198,10 @@ def count_corpus(
             except UnicodeDecodeError:
                 file = replace(file, encoding="latin-1")
                 counts = _file_counts(file, reading, WordCounter())
-            total.counts.update(counts.counts)
+            if total.counts:
+                total.counts.update(counts.counts)
+            else:  # the first file's counts are the total: no second dictionary of its words
+                total.counts = counts.counts
             total.words += counts.words
         counted.append(replace(file, digest=file_digest(file)))
     return Counted(counted, total.counts, total.words)

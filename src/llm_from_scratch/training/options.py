@@ -64,11 +64,28 @@ MEMORY_BUDGET_VARIABLE: Final = "LLM_FROM_SCRATCH_MEMORY_BUDGET"
 """The memory budget (MB) when ``--memory-budget`` is not given."""
 RUNTIME_BYTES: Final = 1 << 30
 """What the interpreter, Numba and LLVM take of an address-space limit before any table."""
-BYTES_PER_VALUE: Final = 32
-"""The memory a run plans per value of its ``[V, d]`` table: the two tables, the random model a
-report measures and the measures' copies (24 measured, ``docs/performance.md``)."""
-RUNTIME_MB: Final = 256
-"""The memory a run plans besides its tables (about 190 MB measured)."""
+BYTES_PER_VALUE: Final = 8
+"""The memory a run plans per value of its ``[V, d]`` tables: the two float32 tables, drawn once
+and trained in place; nothing else of their size is allocated (the report's measures read the
+rows in chunks). Measured: ``docs/performance.md``, "Where the time and the memory go"."""
+BYTES_PER_WORD: Final = 512
+"""The memory a run plans per word of its vocabulary: the counted words, their IDs, the sampling
+and noise tables and the tokenizer file (about 500 measured at 200,000 words)."""
+RUNTIME_MB: Final = 240
+"""The memory a run plans besides its tables and vocabulary: the interpreter and NumPy (about 40
+MB), Numba, LLVM and the compiled loop (about 170 MB), with room for the report and its files."""
+
+
+def planned_megabytes(vocabulary_size: int, dim: int) -> int:
+    """The memory (MB) a run of a ``[vocabulary_size, dim]`` table plans: :data:`RUNTIME_MB`,
+    :data:`BYTES_PER_VALUE` a table value and :data:`BYTES_PER_WORD` a word.
+
+    Example:
+        >>> planned_megabytes(200_001, 300)
+        796
+    """
+    planned = vocabulary_size * (dim * BYTES_PER_VALUE + BYTES_PER_WORD)
+    return RUNTIME_MB + -(-planned // 2**20)
 
 
 @dataclass(frozen=True)
@@ -242,12 +259,12 @@ class TrainOptions:
 
     def check_memory(self, vocabulary_size: int) -> None:
         """Refuse a run whose ``[vocabulary_size, dim]`` tables would not fit the memory budget
-        (:data:`BYTES_PER_VALUE` a value and :data:`RUNTIME_MB`).
+        (:func:`planned_megabytes`).
 
         Raises:
             OptionError: ``train.option``, ``--memory-budget`` below what the run needs.
         """
-        needed = RUNTIME_MB + -(-vocabulary_size * self.dim * BYTES_PER_VALUE // 2**20)
+        needed = planned_megabytes(vocabulary_size, self.dim)
         if self.memory_budget is not None and needed > self.memory_budget:
             requirement = (
                 f"at least {needed} MB for a {vocabulary_size}x{self.dim} table (lower --dim or "

@@ -34,13 +34,19 @@ from llm_from_scratch.training.checkpoint import (
 )
 from llm_from_scratch.training.corpus import CorpusFile, Counted, corpus_files
 from llm_from_scratch.training.kernels import SENTENCE_END, train_block
-from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions, processor_count
+from llm_from_scratch.training.options import (
+    CHECKPOINT_FILE,
+    RATES,
+    TrainOptions,
+    processor_count,
+)
 from llm_from_scratch.training.saved import FILES_WRITTEN, KeptModel, load_kept_model, write_run
 from llm_from_scratch.training.skipgram import (
     NoiseTable,
     SkipGram,
     block_pairs,
     block_state,
+    initial_tables,
     keep_probabilities,
     learning_rate,
     reference_block,
@@ -174,6 +180,9 @@ class Run:
     origin: Origin = field(default_factory=Origin)
     tables: Tables | None = None
     """The tables a continued run starts from (None: drawn from the seed)."""
+    loading: threading.Thread | None = field(default=None, repr=False)
+    """The thread that loads the compiled loop (:func:`load_compiled_loop`) while the corpus is
+    read; None when the run trains on the tape."""
     _trained: list[bool] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -184,8 +193,9 @@ class Run:
         resume: bool = False,
         continue_from: str | os.PathLike[str] | KeptModel | None = None,
     ) -> Run:
-        """Check ``options``, then read the corpus (or the checkpoint in ``options.output``),
-        and ask Numba's threads to sleep between the run's many short kernels; ``thread_limit``
+        """Check ``options``, then read the corpus (or the checkpoint in ``options.output``)
+        while another thread loads the compiled loop, and ask Numba's threads to sleep between
+        the run's many short kernels; ``thread_limit``
         is the most threads (default: one per processor). With ``continue_from``, the folder of
         a kept model (or the model read), the run trains its tables further with ``options``
         as given (:meth:`continue_from` takes the model's options as the defaults).
@@ -203,6 +213,19 @@ class Run:
             kept = load_kept_model(Path(kept))
         options = options.checked(thread_limit or processor_count())
         sleep_between_kernels()
+        loading = None if options.reference else threading.Thread(target=load_compiled_loop)
+        if loading is not None:
+            loading.start()
+        try:
+            return replace(cls._read(options, resume, kept), loading=loading)
+        except BaseException:
+            if loading is not None:
+                loading.join()  # not left importing Numba while the interpreter exits
+            raise
+
+    @classmethod
+    def _read(cls, options: TrainOptions, resume: bool, kept: KeptModel | None) -> Run:
+        """The run of the checked ``options``: its corpus counted, or its checkpoint read."""
         if kept is not None:
             kept.check(options)
         source = _source(options, kept)
@@ -270,11 +293,15 @@ class Run:
         )  # fmt: skip
 
     def initial_model(self) -> SkipGram:
-        """The model before training: the input table drawn from the seed, contexts zero (a
-        continued run: copies of the tables it continues)."""
-        if self.tables is not None:
-            return SkipGram.from_arrays(*self.tables)
-        return SkipGram.new(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
+        """The model before training: the input table drawn from the seed, contexts zero (a new
+        draw on each call; :meth:`train` draws its own; a continued run: copies of the tables
+        it continues)."""
+        return SkipGram.adopt(*self._initial_tables())
+
+    def _initial_tables(self) -> Tables:
+        if self.tables is not None:  # copies: the run trains its tables in place
+            return self.tables[0].copy(), self.tables[1].copy()
+        return initial_tables(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
 
     def train(
         self, progress: Progress | None = None, on_epoch: EpochCallback | None = None
@@ -300,9 +327,11 @@ class Run:
         made = _made_folder(self.options.output) if writes else None
         found = self.checkpoint
         position = Position() if found is None else found.position
-        tables = self.initial_model().arrays() if found is None else (found.inputs, found.contexts)
+        tables = self._initial_tables() if found is None else (found.inputs, found.contexts)
         trainer = _Trainer(tables, self)
         try:
+            if self.loading is not None:  # the tables were drawn meanwhile
+                self.loading.join()
             epochs = self._epochs(trainer, position, progress, on_epoch)
         except BaseException:
             _remove_empty(self.options.output, made)
@@ -408,6 +437,17 @@ def _with_files(
 ) -> FileSource | SentenceSource:
     """``source`` with its files as counted (their encodings found)."""
     return replace(source, files=files) if isinstance(source, FileSource) else source
+
+
+def load_compiled_loop() -> None:
+    """Load the compiled loop (Numba and the kernel, compiled or read from its cache) by
+    training an empty block on one-row tables of a run's types; an error is left for the first
+    real block to raise."""
+    tables = np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32)
+    noise = np.ones(1), np.zeros(1, np.intp)
+    with contextlib.suppress(Exception):
+        tokens = np.empty(0, np.int32)
+        train_block(tokens, np.zeros(1), *noise, *tables, 1, 1, 0, RATES, 0, 1, np.zeros(2))
 
 
 def _made_folder(folder: Path) -> Path | None:

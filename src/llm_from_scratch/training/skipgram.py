@@ -57,6 +57,7 @@ import numpy.typing as npt
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
+from llm_from_scratch.nn.init import xavier_uniform_array
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 from llm_from_scratch.training.kernels import SENTENCE_END
@@ -150,6 +151,22 @@ def learning_rate(position: int, words_total: int, rates: tuple[float, float]) -
     linearly from ``rates[0]`` to ``rates[1]``."""
     first, last = rates
     return max(last, first - (first - last) / max(words_total, 1) * position)
+
+
+def initial_tables(
+    vocabulary_size: int, width: int, seed: int, dtype: Any = np.float32
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """New arrays of the two tables before training, the values of :meth:`SkipGram.new`: the
+    input table drawn Xavier-uniform from ``SplitMix64.from_seed(seed)``, the context table
+    zeros (pages the system maps only once training writes them).
+
+    Example:
+        >>> inputs, contexts = initial_tables(3, 2, seed=1)
+        >>> bool((inputs == SkipGram.new(3, 2, 1).arrays()[0]).all()), contexts.any()
+        (True, np.False_)
+    """
+    inputs = xavier_uniform_array(vocabulary_size, width, SplitMix64.from_seed(seed), dtype)
+    return inputs, np.zeros((vocabulary_size, width), dtype=dtype)
 
 
 @dataclass(frozen=True)

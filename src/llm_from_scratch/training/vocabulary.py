@@ -152,7 +152,7 @@ class Vocabulary:
             "decoder": None,
             "model": {
                 "type": "WordLevel",
-                "vocab": dict(self.word_ids),
+                "vocab": self.word_ids,  # a dict: JSON writes it without a copy
                 "unk_token": self.unknown_token,
             },
         }
