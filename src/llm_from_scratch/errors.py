@@ -183,7 +183,8 @@ class MissingPackageError(LlmError, ImportError):
 
 
 class PyTorchNameError(LlmError, AttributeError, TypeError):
-    """A name PyTorch uses for something the package calls otherwise: the message names ours."""
+    """A name PyTorch (or gensim) uses for something the package calls otherwise: the message
+    names ours."""
 
 
 class WordedError(Exception):
@@ -832,6 +833,20 @@ declare(
             "a ``--corpus`` or ``--output`` path the system cannot take, a memory budget that is "
             "no count; or, once the vocabulary is counted, tables over the memory budget.",
         ),
+        "train.one-shot-corpus": (
+            "the corpus is a {kind}, which can be read only once, but a run reads its corpus once "
+            "to count the words and again in every epoch: give a restartable iterable of token "
+            "lists, such as a list, or an object whose __iter__ method starts over each time",
+            "A corpus that is an iterator (its ``iter()`` is itself: a generator, a file object, "
+            "``map``), refused before it is read; ``kind`` is its type's name.",
+        ),
+        "train.finished": (
+            "this run has trained its {epochs} epochs already, and Run.train trains a run once: "
+            "to train the table further, save the result of a run with keep_model=True and "
+            "continue it with Run.continue_from(folder, corpus=..., epochs=...), or start a new "
+            "run",
+            "``Run.train`` called again on a run that has trained (it does not start over).",
+        ),
     },
 )
 
@@ -906,6 +921,21 @@ declare(
             "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
             "``--resume`` on a corpus whose files are not the checkpoint's: one missing, of "
             "another size, of other bytes (the same size, another SHA-256), or new.",
+        ),
+        "continue.missing": (
+            "nothing to continue in {folder}: {detail}",
+            "``--continue`` of a folder without the table, the tokenizer or the model "
+            "(``model.safetensors``, written by a run with ``--keep-model``).",
+        ),
+        "continue.unreadable": (
+            "cannot continue from {folder}: {detail}",
+            "``--continue`` of a model file that cannot be read or is of another format, or "
+            "whose table, tokenizer and model do not belong together.",
+        ),
+        "continue.options": (
+            "cannot continue from {folder}: its table was trained with {detail}",
+            "``--continue`` with an option the table fixes (``--dim``, ``--tokenized``, "
+            "``--min-count``, ``--max-vocab-size``, ``--max-final-vocab``) given another value.",
         ),
     },
 )
@@ -1067,6 +1097,11 @@ declare(
             "A name PyTorch gives something this package names differently; ``ours`` is what to "
             "use.",
         ),
+        "gensim.name": (
+            "{owner} has no {kind} {gensim_name!r} (gensim's name); here: {ours}",
+            "A name gensim's ``Word2Vec`` gives something this package names differently, passed "
+            "to ``TrainOptions`` or given to ``ch18 train``; ``ours`` is what to use.",
+        ),
     },
 )
 
@@ -1156,6 +1191,28 @@ declare(
             "{highest_count} times), so the vocabulary is empty: lower the minimum count",
             "A corpus in which no word occurs ``min_count`` times; ``highest_count`` is the most "
             "any word occurs.",
+        ),
+        "corpus.sentence": (
+            "sentence {number} of the corpus is {detail}, not a list of tokens",
+            "An item of an iterable corpus that is a ``str`` or ``bytes``, or not iterable; "
+            "``number`` counts from 0, as the iterable gives them.",
+        ),
+        "corpus.token": (
+            "sentence {number} of the corpus holds {token!r}, which is {detail}: a token is a "
+            "non-empty str without white space",
+            "A token of an iterable corpus that is not a ``str``, is empty, or holds white space "
+            "(it could not be saved in the tokenizer file), found as the words are counted.",
+        ),
+        "corpus.changed": (
+            "the corpus gave {found} words in epoch {epoch}, but {counted} when its words were "
+            "counted: an iterable corpus must give the same sentences every time it is read",
+            "An iterable corpus (or a file) that gives other words on a later pass; checked as "
+            "soon as it gives more, or when it ends.",
+        ),
+        "corpus.no-known-words": (
+            "no word of the corpus is in the vocabulary of the table in {folder} (all {outside} "
+            "words read are outside it): nothing to train",
+            "``--continue`` on a corpus none of whose words the table's vocabulary holds.",
         ),
         "corpus.min-count": (
             "the minimum count must be an integer of at least 1, got {detail}",

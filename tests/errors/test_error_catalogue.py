@@ -8,7 +8,7 @@ fields, and it must rebuild from its rule and fields and survive pickling. A rul
 raises fails here, so a new rule that nothing raises is caught.
 
 The calls are in :data:`RULE_TRIGGERS`, and in the ``*_TRIGGERS`` dictionaries of the support
-files keyed by rule code (``tests/neighbours_support.py``).
+files keyed by rule code (``tests/neighbours_support.py``, ``tests/train_support.py``).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from llm_from_scratch.training.vocabulary import Vocabulary
 
 import checkpoint_support
 import neighbours_support
+import train_support
 import vectors_support
 from checkpoint_support import entry, file_with_header
 from checks import MessageFormatter, NumpyWithFailing, PicklePayload, unpickled
@@ -486,7 +487,7 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
 def support_triggers() -> dict[str, list[Trigger]]:
     """The calls of the support files' ``*_TRIGGERS`` dictionaries, by rule code."""
     found: dict[str, list[Trigger]] = {}
-    for module in (checkpoint_support, neighbours_support, vectors_support):
+    for module in (checkpoint_support, neighbours_support, train_support, vectors_support):
         for name, value in sorted(vars(module).items()):
             if name.endswith("_TRIGGERS") and isinstance(value, Mapping):
                 for key, trigger in value.items():

@@ -149,7 +149,7 @@ def test_the_plot_has_axes_their_shares_and_the_share_both_explain(
 
     assert plot[0].count('<line class="axis"') == 2
     for number, share in enumerate(explained, start=1):
-        assert f'{labels["projection.component"]} {number} ({100 * share:.1f}%)' in plot[0]
+        assert f"{labels['projection.component']} {number} ({100 * share:.1f}%)" in plot[0]
     together = f"{100 * sum(explained):.1f}%"
     assert f'{labels["projection.together"]} <span class="num" dir="ltr">{together}</span>' in page
 

@@ -219,7 +219,7 @@ def test_the_upstream_sits_on_the_reverse_rail_and_not_the_forward_one(trace: Tr
     rows = re.findall(r'<table class="upstream">.*?</table>', reverse, re.S)
     assert len(rows) == 1
     for lookup in trace.lookups:
-        cells = f"<th scope=\"row\"><span class=\"num\" dir=\"ltr\">{lookup.flat}</span></th>"
+        cells = f'<th scope="row"><span class="num" dir="ltr">{lookup.flat}</span></th>'
         assert cells + f"<td>{shown_html(lookup.upstream)}</td>" in rows[0]
 
 
@@ -256,7 +256,7 @@ def test_the_forward_rail_shows_each_positions_one_hot_product(trace: Trace) -> 
         page,
     )
     assert products == [lookup.id for lookup in trace.lookups]
-    assert "<th scope=\"col\">One-hot product</th>" in page
+    assert '<th scope="col">One-hot product</th>' in page
 
 
 def test_only_a_sum_of_several_contributions_gets_the_double_rule(trace: Trace) -> None:

@@ -265,4 +265,4 @@ def test_the_page_says_the_panels_are_separate_projections_and_draws_their_axes(
     assert len(panels) == 2
     for panel in panels:
         assert panel.count('<line class="axis"') == 2
-        assert panel.count(f'{words["figure.component"]} 1 (') == 1
+        assert panel.count(f"{words['figure.component']} 1 (") == 1

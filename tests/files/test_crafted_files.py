@@ -20,6 +20,7 @@ command: its command runs the same checks).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -54,6 +55,9 @@ from train_support import interrupt_at_piece, run_train, write_corpus
 TESTS = Path(__file__).resolve().parents[1]
 SOURCE = TESTS.parent / "src"
 RUN = ("--seed", "5", "--threads", "1", "--epochs", "2", "--checkpoint-minutes", "0.000001")
+GENSIM = ("--sample", "0.01", "--alpha", "0.03", "--min-alpha", "0.001", "--ns-exponent", "0.5")
+GENSIM += ("--max-vocab-size", "100000", "--max-final-vocab", "5000", "--keep-model")
+"""gensim's options away from their defaults, so that each is a value of its type to edit."""
 SAMPLE = 8
 """The slow tier runs one in this many refused checkpoints as a command too."""
 QUICK = {
@@ -66,6 +70,20 @@ QUICK = {
         "position = 5",
         "corpus = null",
         "options.dim = 32",
+        "options.max_vocab_size = 1.5",
+        "options.sample = -1.0",
+        "options.keep_model = 1",
+        "origin = null",
+    ),
+    "continued": (
+        "origin.first_epoch = -1",
+        "origin.first_epoch = +1",
+        "origin.outside_words = 10**23",
+        "origin.outside_distinct = +1",
+        "origin.folder = null",
+        "origin.folder = 5",
+        "vocabulary.counts one value 0",
+        "options.ns_exponent = 1e308",
     ),
     "table": ("token_embedding.weight one row fewer", "token_embedding.weight one value NaN"),
     "state": (
@@ -140,6 +158,17 @@ class Run:
     checkpoint: Stored
 
 
+def cut_run(corpus: Path, root: Path, *options: str) -> Run:
+    """A run of ``options`` whole in ``root/whole``, and cut in its second epoch in
+    ``root/cut``."""
+    assert run_train(corpus, root / "whole", *options)[0] == 0
+    with pytest.MonkeyPatch.context() as patch:
+        interrupt_at_piece(patch, 5)  # the second file of the second epoch
+        assert run_train(corpus, root / "cut", *options)[0] == 130
+    table = (root / "whole" / "table.safetensors").read_bytes()
+    return Run(corpus, root / "whole", table, Stored.read(root / "cut" / CHECKPOINT_FILE))
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     root = tmp_path_factory.mktemp("run")
@@ -147,12 +176,21 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     corpus.mkdir()
     for index in range(3):
         write_corpus(root, lines=200, seed=index).rename(corpus / f"part{index}.txt")
-    assert run_train(corpus, root / "whole", *RUN)[0] == 0
-    with pytest.MonkeyPatch.context() as patch:
-        interrupt_at_piece(patch, 5)  # the second file of the second epoch
-        assert run_train(corpus, root / "cut", *RUN)[0] == 130
-    table = (root / "whole" / "table.safetensors").read_bytes()
-    return Run(corpus, root / "whole", table, Stored.read(root / "cut" / CHECKPOINT_FILE))
+    return cut_run(corpus, root, *RUN, *GENSIM)
+
+
+@pytest.fixture(scope="module")
+def continued(run: Run, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """A run that continues ``run``'s kept model (``--continue``) on a corpus of other words
+    (some outside the model's vocabulary), whole and cut: its checkpoint records its origin."""
+    root = tmp_path_factory.mktemp("continued")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    for index in range(3):
+        write_corpus(root, lines=150, seed=10 + index).rename(corpus / f"part{index}.txt")
+    with (corpus / "part1.txt").open("a", encoding="utf-8") as extra:
+        extra.write("Zebras graze beside quiet quagga herds.\n" * 3)
+    return cut_run(corpus, root, "--continue", str(run.whole), *RUN)
 
 
 def forged(stored: Stored) -> Stored:
@@ -194,9 +232,9 @@ def resume(run: Run, stored: Stored, folder: Path, edited: bool, always: bool) -
     shutil.rmtree(folder)
 
 
-def check_checkpoints(run: Run, tmp_path: Path, quick: bool) -> None:
+def check_checkpoints(run: Run, tmp_path: Path, quick: bool, kind: str = "checkpoint") -> None:
     every = mutations(run.checkpoint)
-    for index, mutation in enumerate(chosen("checkpoint", every, quick)):
+    for index, mutation in enumerate(chosen(kind, every, quick)):
         always = quick or index % SAMPLE == 0
         resume(run, mutation.stored, tmp_path / f"edited{index}", True, always)
         resume(run, forged(mutation.stored), tmp_path / f"forged{index}", False, always)
@@ -224,6 +262,31 @@ def test_every_crafted_checkpoint_is_refused_in_one_line_or_trains_the_runs_byte
     run: Run, tmp_path: Path
 ) -> None:
     check_checkpoints(run, tmp_path, quick=False)
+
+
+def test_a_continued_runs_checkpoint_resumes_to_the_uninterrupted_runs_bytes(
+    continued: Run, tmp_path: Path
+) -> None:
+    assert json.loads(continued.checkpoint.metadata["origin"])["folder"] is not None
+    folder = tmp_path / "as-saved"
+    folder.mkdir()
+    continued.checkpoint.write(folder / CHECKPOINT_FILE)
+    ending = command("-m", "llm_from_scratch", "ch18", "train", "--resume", str(folder), cwd=folder)
+    assert ending.status == 0, ending.err
+    assert (folder / "table.safetensors").read_bytes() == continued.table
+
+
+def test_a_few_crafted_checkpoints_of_a_continued_run_are_refused_or_train_the_runs_bytes(
+    continued: Run, tmp_path: Path
+) -> None:
+    check_checkpoints(continued, tmp_path, quick=True, kind="continued")
+
+
+@pytest.mark.slow
+def test_every_crafted_checkpoint_of_a_continued_run_is_refused_or_trains_the_runs_bytes(
+    continued: Run, tmp_path: Path
+) -> None:
+    check_checkpoints(continued, tmp_path, quick=False, kind="continued")
 
 
 # A table and its tokenizer ---------------------------------------------------------------------

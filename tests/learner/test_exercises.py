@@ -82,9 +82,7 @@ def test_each_wrong_answer_is_reported_by_number_with_the_computed_value(
         in out
     )
     assert f"{ui['score']}: 4 {ui['of']} 8\n" in out
-    assert out.endswith(
-        f"{ui['wrong_exercises']}: 3, 6, 8\n{ui['unanswered_exercises']}: 10\n"
-    )
+    assert out.endswith(f"{ui['wrong_exercises']}: 3, 6, 8\n{ui['unanswered_exercises']}: 10\n")
 
 
 def test_numbers_may_be_written_as_floats_but_booleans_must_be_booleans(tmp_path: Path) -> None:

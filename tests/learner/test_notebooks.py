@@ -39,7 +39,7 @@ def test_every_code_cell_after_the_install_asserts_what_it_shows(name: str) -> N
     cells = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))["cells"]
     code = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
 
-    assert "find_spec(\"llm_from_scratch\") is None" in code[0]
+    assert 'find_spec("llm_from_scratch") is None' in code[0]
     for source in code[1:]:
         assert "assert " in source, source[:80]
     assert all(not cell.get("outputs") for cell in cells if cell["cell_type"] == "code")

@@ -24,6 +24,7 @@ from llm_from_scratch.training.corpus import corpus_files
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 
 from checks import raises_rule
+from cli_support import run_main
 from train_support import interrupt_at_piece, run_train, write_corpus
 
 
@@ -89,6 +90,16 @@ EDITS = {
     "corpus_words": ("corpus_words", 10**23),
     "options.epochs": ("options", lambda o: {**o, "epochs": 0}),
     "options.seed": ("options", lambda o: {**o, "seed": "5"}),
+    "options.sample": ("options", lambda o: {**o, "sample": -1.0}),
+    "options.max_vocab_size": ("options", lambda o: {**o, "max_vocab_size": 1.5}),
+    "options.max_final_vocab": ("options", lambda o: {**o, "max_final_vocab": 0}),
+    "options.keep_model": ("options", lambda o: {**o, "keep_model": 1}),
+    "options.tokenized": ("options", lambda o: {**o, "tokenized": "yes"}),
+    "origin.first_epoch": ("origin", lambda o: {**o, "first_epoch": -1}),
+    "origin.outside_words": ("origin", lambda o: {**o, "outside_words": 10**23}),
+    "origin.outside_distinct": ("origin", lambda o: {**o, "outside_distinct": 1}),
+    "origin.folder": ("origin", lambda o: {**o, "folder": 5}),
+    "origin": ("origin", lambda o: {**o, "first_epoch": 3}),
 }
 
 
@@ -162,3 +173,23 @@ def test_a_corpus_file_edited_without_changing_its_size_is_refused_naming_it(
     with raises_rule(MismatchError, "resume.corpus") as caught:
         resumed(tmp_path / "out", stored)
     assert f"{edited} holds other bytes than the checkpoint's (the same size)" in str(caught.value)
+
+
+def test_a_pre_tokenized_runs_checkpoint_of_tokens_that_are_no_words_resumes_to_its_bytes(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(3)
+    tokens = ["new_york", "2024", "U.S.", "Café", "e=mc^2", "ОТЕЦ", "--", "rock'n'roll"]
+    lines = [" ".join(rng.choice(tokens, size=8)) for _ in range(300)]
+    corpus = tmp_path / "tokens.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    options = ("--tokenized", "--threads", "1", "--checkpoint-minutes", "0.000001")
+    assert run_train(corpus, tmp_path / "whole", *options)[0] == 0
+    with pytest.MonkeyPatch.context() as patch:
+        interrupt_at_piece(patch, 2)  # the second epoch's first piece
+        assert run_train(corpus, tmp_path / "cut", *options)[0] == 130
+    words = Stored.read(tmp_path / "cut" / CHECKPOINT_FILE).tensors["vocabulary.words"]
+    assert "e=mc^2" in words.tobytes().decode("utf-8").split("\n")
+    assert run_main(["ch18", "train", "--resume", str(tmp_path / "cut")])[0] == 0
+    table = (tmp_path / "cut" / "table.safetensors").read_bytes()
+    assert table == (tmp_path / "whole" / "table.safetensors").read_bytes()

@@ -14,6 +14,7 @@ import pytest
 from safetensors.numpy import load_file
 
 import llm_from_scratch.demos.ch18_token_embeddings.train as train_module
+import llm_from_scratch.training.saved as saved_module
 from llm_from_scratch.cli import main
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import DEFAULT_GROUPS, present_groups
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
@@ -320,7 +321,7 @@ def test_ctrl_c_while_writing_leaves_the_earlier_files_and_no_temporary_one(
 ) -> None:
     output, before = earlier
     target = {"table": "save_parameters", "tokenizer": "write_new_file", "rename": ""}
-    real = getattr(train_module, target[stage], None)
+    real = getattr(saved_module, target[stage], None)
     renames: list[object] = []
 
     def interrupted(*args: Any) -> None:
@@ -339,7 +340,7 @@ def test_ctrl_c_while_writing_leaves_the_earlier_files_and_no_temporary_one(
 
         monkeypatch.setattr(os, "replace", replace_once)
     else:
-        monkeypatch.setattr(train_module, target[stage], interrupted)
+        monkeypatch.setattr(saved_module, target[stage], interrupted)
     status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
     assert status == 130 and f"--resume {output} goes on from it" in err
     names = sorted(path.name for path in output.iterdir())
@@ -353,13 +354,13 @@ def test_a_signal_while_writing_waits_until_both_new_files_are_in_place(
     corpus: Path, earlier: tuple[Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     output, before = earlier
-    real = train_module.save_parameters
+    real = saved_module.save_parameters
 
     def signalled(*args: Any, **options: Any) -> None:
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, in the middle of the writes
         real(*args, **options)
 
-    monkeypatch.setattr(train_module, "save_parameters", signalled)
+    monkeypatch.setattr(saved_module, "save_parameters", signalled)
     status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
     assert status == 130
     assert err.splitlines()[-1] == f"error: interrupted: the new files were written to {output}"
@@ -377,7 +378,7 @@ def test_a_failed_write_is_one_line_and_leaves_the_earlier_files(
     def full_disk(path: Path, data: bytes) -> None:
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(train_module, "write_new_file", full_disk)
+    monkeypatch.setattr(saved_module, "write_new_file", full_disk)
     status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
     assert status == 1 and err.count("\n") == 2  # the progress line, then the error
     assert "No space left on device" in err.splitlines()[-1]

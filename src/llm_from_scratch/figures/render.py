@@ -56,8 +56,10 @@ def render_figure(trace: Trace, lang: str) -> str:
         states=STATES,
         repeated_sharing=SHARINGS[-1],
         none=NONE,
-        links={"forward": lay_out_links(trace, to_row=False),
-               "reverse": lay_out_links(trace, to_row=True)},
+        links={
+            "forward": lay_out_links(trace, to_row=False),
+            "reverse": lay_out_links(trace, to_row=True),
+        },
         links_width=LINKS_WIDTH,
         rows=list(zip(trace.table_rows, trace.row_gradients, strict=True)),
         reverse_rows=[

@@ -113,11 +113,11 @@ TRAIN_LABELS: Final = LabelTable(
     "train",
     ("train",),
     (
-        "corpus", "model", "training", "resumed", "no_training",
+        "corpus", "model", "training", "resumed", "continued", "no_training",
         *_keys("epoch_header", "epoch", "pairs", "loss", "seconds"),
         "neighbours", "before", "after", "groups", "no_groups",
         *_keys("group_header", "group", "words", "inside", "between", "separation"),
-        "all_groups", *_keys("group_names", *TRAIN_GROUP_NAMES), "wrote", "progress",
+        "all_groups", *_keys("group_names", *TRAIN_GROUP_NAMES), "wrote", "kept_model", "progress",
         "interrupted", "interrupted_resumable", "interrupted_after_writing",
         *_keys("figure", *FIGURE_KEYS),
     ),

@@ -53,18 +53,25 @@ from llm_from_scratch.training.checkpoint_fields import (
     record,
     saved_corpus,
     shown,
+    text,
 )
 from llm_from_scratch.training.checkpoint_fields import saved_options as checked_options
 from llm_from_scratch.training.corpus import CorpusFile, file_digest
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.table_pair import vocabulary_fingerprint
 from llm_from_scratch.training.vocabulary import Vocabulary
+from llm_from_scratch.training.words import TOKENS
+from llm_from_scratch.training.words import WORDS as WORD_READING
 
 FORMAT: Final = "llm-from-scratch train checkpoint 2"
-IDENTITY: Final = ("dim", "window", "negatives", "epochs", "min_count", "seed", "reference")
-"""The options a resumed run must share with the checkpoint (``--threads`` and
-``--checkpoint-minutes`` may change, and ``--corpus`` may name a copy of the same files)."""
-SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes")
+IDENTITY: Final = (
+    "dim", "window", "negatives", "epochs", "min_count", "seed", "reference", "tokenized",
+    "sample", "alpha", "min_alpha", "ns_exponent", "max_vocab_size", "max_final_vocab",
+)  # fmt: skip
+"""The options a resumed run must share with the checkpoint (``--threads``,
+``--checkpoint-minutes`` and ``--keep-model`` may change, and ``--corpus`` may name a copy of
+the same files)."""
+SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes", "keep_model")
 """The options a checkpoint records: what a resumed run takes when it is not given them."""
 FINGERPRINT_KEY: Final = "vocabulary_fingerprint"
 """The metadata entry of :func:`~llm_from_scratch.training.table_pair.vocabulary_fingerprint`."""
@@ -100,6 +107,19 @@ class Position:
     done: tuple[EpochTotals, ...] = ()
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a run's tables started: drawn from the seed, or (a continued run, ``--continue``)
+    the tables of a kept model in ``folder`` trained ``first_epoch`` epochs, with the words of
+    the new corpus outside its vocabulary (``outside_words`` read, ``outside_distinct``
+    different ones)."""
+
+    first_epoch: int = 0
+    outside_words: int = 0
+    outside_distinct: int = 0
+    folder: str | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class Checkpoint:
     """A run's state (see the module docstring)."""
@@ -111,6 +131,7 @@ class Checkpoint:
     inputs: npt.NDArray[Any]
     contexts: npt.NDArray[Any]
     position: Position
+    origin: Origin = Origin()
 
 
 def save_checkpoint(checkpoint: Checkpoint) -> None:
@@ -121,7 +142,7 @@ def save_checkpoint(checkpoint: Checkpoint) -> None:
         CorpusError: ``corpus.unreadable``, a corpus file without its digest cannot be read.
     """
     options = checkpoint.options
-    assert options.corpus is not None
+    assert isinstance(options.corpus, Path), "a corpus of files"
     words = checkpoint.vocabulary.words
     arrays = [
         (TABLES[0], checkpoint.inputs),
@@ -143,6 +164,7 @@ def save_checkpoint(checkpoint: Checkpoint) -> None:
         "corpus": json.dumps(corpus),
         "corpus_words": str(checkpoint.corpus_words),
         "position": json.dumps(asdict(checkpoint.position)),
+        "origin": json.dumps(asdict(checkpoint.origin)),
         FINGERPRINT_KEY: vocabulary_fingerprint(words),
     }
     metadata[DIGEST_KEY] = content_digest(metadata, arrays)
@@ -186,7 +208,7 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
             ``resume.options`` (other :data:`IDENTITY` options, each difference named),
             ``resume.corpus`` (a file missing, new, of another size or of other bytes).
     """
-    assert options.corpus is not None
+    assert isinstance(options.corpus, Path), "a corpus of files"
     with _opened(folder) as (file, tensors, metadata):
         differences = TrainOptions(**_options(metadata)).differences(options, IDENTITY)
         if differences:
@@ -194,7 +216,7 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
         state = _state(folder, file, tensors, metadata, options)
     checked = _corpus_files(folder, options.corpus, state.corpus, files)
     found = (state.vocabulary, state.corpus_words, state.inputs, state.contexts, state.position)
-    return Checkpoint(options, checked, *found)
+    return Checkpoint(options, checked, *found, state.origin)
 
 
 @dataclass(frozen=True, eq=False)
@@ -207,6 +229,7 @@ class _State:
     inputs: npt.NDArray[Any]
     contexts: npt.NDArray[Any]
     position: Position
+    origin: Origin
 
 
 @contextlib.contextmanager
@@ -249,14 +272,19 @@ def _state(
         name: read_tensor(path, file, stored[name], _native(name), name in TABLES)
         for name in DTYPES
     }
-    words = checked_words(WORDS, arrays[WORDS], len(arrays[COUNTS]), fingerprint)
-    counts = checked_counts(COUNTS, arrays[COUNTS], words, options.min_count, corpus_words)
+    origin = _origin(json_field(metadata, "origin"), corpus_words)
+    reading = TOKENS if options.tokenized else WORD_READING
+    words = checked_words(WORDS, arrays[WORDS], len(arrays[COUNTS]), fingerprint, reading)
+    if origin.folder is None:
+        counts = checked_counts(COUNTS, arrays[COUNTS], words, options.min_count, corpus_words)
+    else:  # a kept model's words, each counted in the new corpus (0 if absent), in its order
+        counts = checked_counts(COUNTS, arrays[COUNTS], words, 0, corpus_words, ordered=False)
     recorded = digest(metadata.get(DIGEST_KEY), DIGEST_KEY)
     if content_digest(metadata, list(arrays.items())) != recorded:
         raise FieldError(DIGEST_KEY, "differs from the content's (the file was edited)")
     vocabulary = Vocabulary(words, counts)
     inputs, contexts = (arrays[name] for name in TABLES)
-    return _State(corpus, vocabulary, corpus_words, inputs, contexts, position)
+    return _State(corpus, vocabulary, corpus_words, inputs, contexts, position, origin)
 
 
 def _native(name: str) -> np.dtype[Any]:
@@ -313,6 +341,20 @@ def _position(value: object, epochs: int, corpus: tuple[SavedFile, ...]) -> Posi
     if epoch == epochs and position != Position(epoch, done=position.done):
         raise FieldError("position", "the run is done, yet a block is recorded to go on from")
     return position
+
+
+def _origin(value: object, corpus_words: int) -> Origin:
+    """Where the run's tables started: from the seed (all zero, no folder), or a kept model's
+    epochs and folder, with at most ``corpus_words`` words outside its vocabulary."""
+    found = record(value, "origin", tuple(item.name for item in fields(Origin)))
+    first_epoch = integer(found["first_epoch"], "origin.first_epoch", 0, 2**63 - 1)
+    outside = integer(found["outside_words"], "origin.outside_words", 0, corpus_words)
+    distinct = integer(found["outside_distinct"], "origin.outside_distinct", 0, outside)
+    folder = None if found["folder"] is None else text(found["folder"], "origin.folder")
+    origin = Origin(first_epoch, outside, distinct, folder)
+    if folder is None and origin != Origin():
+        raise FieldError("origin", "a run drawn from the seed, yet it records a kept model's")
+    return origin
 
 
 def _totals(value: object, field: str) -> EpochTotals:

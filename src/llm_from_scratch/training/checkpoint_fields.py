@@ -15,6 +15,7 @@ or a string) within the bounds the options and the corpus set. A field that fail
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping
@@ -25,10 +26,10 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.files import load_json
-from llm_from_scratch.training.options import option_fields
+from llm_from_scratch.training.options import TrainOptions, option_fields
 from llm_from_scratch.training.table_pair import vocabulary_fingerprint
 from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN
-from llm_from_scratch.training.words import LONGEST_WORD, WORD_PATTERN
+from llm_from_scratch.training.words import WORDS, Reading, compiled
 
 ENCODINGS: Final = ("utf-8", "latin-1")
 """The encodings a corpus file is read in (``latin-1`` once UTF-8 fails)."""
@@ -36,7 +37,6 @@ HEX_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 """A SHA-256 digest as 64 lower-case hexadecimal digits."""
 SHOWN: Final = 40
 """The most characters of a refused value a message shows."""
-_WORD: Final = re.compile(WORD_PATTERN)
 
 
 class FieldError(ValueError):
@@ -130,14 +130,18 @@ def items(value: object, field: str, count: int | None = None) -> list[Any]:
 
 def saved_options(value: object, names: tuple[str, ...]) -> dict[str, Any]:
     """The options ``names`` of a checkpoint's ``options`` entry, each of its option's type and
-    range (``epochs`` at least 1: a run of 0 epochs writes no checkpoint; ``corpus`` a path)."""
+    range (``epochs`` at least 1: a run of 0 epochs writes no checkpoint; ``corpus`` a path;
+    ``null`` only for a number whose default is None, as ``max_vocab_size``'s)."""
     found = record(value, "options", names)
     checked: dict[str, Any] = {}
+    unset = {item.name for item in dataclasses.fields(TrainOptions) if item.default is None}
     for name, spec, kind in option_fields():
         if name not in names:
             continue
         field, item = f"options.{name}", found[name]
-        if kind is bool:
+        if item is None and name in unset and kind in (int, float):
+            checked[name] = None
+        elif kind is bool:
             if type(item) is not bool:
                 raise FieldError(field, f"{shown(item)} is not true or false")
             checked[name] = item
@@ -178,10 +182,14 @@ def saved_corpus(value: object) -> tuple[SavedFile, ...]:
 
 
 def checked_words(
-    field: str, data: npt.NDArray[np.uint8], rows: int, fingerprint: str
+    field: str,
+    data: npt.NDArray[np.uint8],
+    rows: int,
+    fingerprint: str,
+    reading: Reading = WORDS,
 ) -> tuple[str, ...]:
     """The words of a vocabulary's UTF-8 bytes (a line feed between two), if there are
-    ``rows`` of them, each a word of at most ``LONGEST_WORD`` letters seen once, then
+    ``rows`` of them, each a word of ``reading`` (no longer than it counts) seen once, then
     ``[UNK]``, with this :func:`vocabulary_fingerprint`."""
     try:
         words = tuple(data.tobytes().decode("utf-8").split("\n"))
@@ -192,8 +200,10 @@ def checked_words(
     if words[-1] != UNKNOWN_TOKEN:
         raise FieldError(field, f"ends with {shown(words[-1])}, not {UNKNOWN_TOKEN!r}")
     seen: set[str] = set()
+    pattern, longest = compiled(reading.word_pattern), reading.longest
     for word_id, word in enumerate(words[:-1]):
-        if len(word) > LONGEST_WORD or _WORD.fullmatch(word) is None:
+        too_long = longest is not None and len(word) > longest
+        if too_long or pattern.fullmatch(word) is None:
             raise FieldError(field, f"{shown(word)} (ID {word_id}) is not a word")
         if word in seen:
             raise FieldError(field, f"{shown(word)} (ID {word_id}) appears twice")
@@ -204,10 +214,17 @@ def checked_words(
 
 
 def checked_counts(
-    field: str, counts: npt.NDArray[np.int64], words: tuple[str, ...], least: int, total: int
+    field: str,
+    counts: npt.NDArray[np.int64],
+    words: tuple[str, ...],
+    least: int,
+    total: int,
+    *,
+    ordered: bool = True,
 ) -> npt.NDArray[np.int64]:
     """``counts`` if each word's is from ``least`` to ``total``, falling with the ID (ties by
-    the word), ``[UNK]``'s 0, and their sum at most ``total`` (the corpus's words)."""
+    the word) if ``ordered``, ``[UNK]``'s 0, and their sum at most ``total`` (the corpus's
+    words)."""
     kept = counts[:-1]
     if counts[-1] != 0:
         raise FieldError(field, f"[UNK]'s count is {counts[-1]}, not 0")
@@ -216,7 +233,7 @@ def checked_counts(
         word_id = int(np.argmin(kept)) if low < least else int(np.argmax(kept))
         detail = f"ID {word_id} has {kept[word_id]}, not from {least} (min_count) to {total}"
         raise FieldError(field, detail)
-    for word_id in np.flatnonzero(kept[1:] >= kept[:-1]).tolist():
+    for word_id in np.flatnonzero(kept[1:] >= kept[:-1]).tolist() if ordered else ():
         if kept[word_id + 1] > kept[word_id] or words[word_id + 1] < words[word_id]:
             raise FieldError(field, f"ID {word_id + 1} is out of order (falling, ties by word)")
     summed = sum(kept.tolist())

@@ -107,5 +107,3 @@ def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
     embedding = load_pretrained_embedding(files.table, files.tensor)
     check_pair(files, embedding.vocabulary_size, pieces)
     return CosineTable.of(embedding), pieces
-
-

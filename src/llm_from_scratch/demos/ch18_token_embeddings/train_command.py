@@ -16,26 +16,21 @@ from llm_from_scratch.errors import CorpusError, MismatchError, WordedError
 from llm_from_scratch.files import about, replace_file, writable_path
 from llm_from_scratch.labels import TRAIN_LABELS, Labels, label, load_labels
 from llm_from_scratch.training.checkpoint import saved_options
-from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
-from llm_from_scratch.training.run import ProgressState
+from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions, processor_count
+from llm_from_scratch.training.run import ProgressState, continued_options
+from llm_from_scratch.training.saved import KeptModel, load_kept_model
 
 
 @dataclass(frozen=True)
 class TrainRequest:
-    """The options given by name, the language, the figure's file and the folder to resume."""
+    """The options given by name, the language, the figure's file, the folder to resume, and
+    the folder whose kept model to train further."""
 
     given: dict[str, Any] = field(default_factory=dict)
     lang: str = "en"
     figure: Path | None = None
     resume: Path | None = None
-
-
-def processor_count() -> int:
-    """The processors this process may run on: the most training threads."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    continue_from: Path | None = None
 
 
 def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
@@ -59,16 +54,18 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
     printer = ProgressPrinter(err, labels)
     output = TrainOptions.output  # the default, until the options are read
     try:
-        options = _options(request)
+        kept = None if request.continue_from is None else load_kept_model(request.continue_from)
+        options = _options(request, kept)
         output = options.output
         resume = request.resume is not None
-        report = train(options, processor_count(), printer, request.lang, resume)
+        report = train(options, processor_count(), printer, request.lang, resume, kept)
     except KeyboardInterrupt as interruption:
         resumable = (output / CHECKPOINT_FILE).is_file()
         message = label(labels, "interrupted_resumable" if resumable else "interrupted")
         raise WordedError(message.format(folder=output), interruption) from interruption
     except CorpusError as error:
         default_corpus = "corpus" not in request.given and request.resume is None
+        default_corpus = default_corpus and request.continue_from is None
         if not default_corpus or error.rule != "corpus.missing":
             raise
         hint = f"{error}; `make corpus` fetches the Shakespeare texts there"
@@ -84,8 +81,10 @@ def run_train(request: TrainRequest, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _options(request: TrainRequest) -> TrainOptions:
+def _options(request: TrainRequest, kept: KeptModel | None) -> TrainOptions:
     given = dict(request.given)
+    if kept is not None:
+        return continued_options(kept, given)
     if request.resume is not None:
         if "output" in given and not _same_folder(given["output"], request.resume):
             folders = {"folder": str(request.resume), "output": str(given["output"])}
