@@ -110,10 +110,10 @@ def test_every_scroll_region_is_reached_with_tab_has_a_name_and_shows_its_focus(
             "width": min(box["width"] + 12, width - max(box["x"] - 6, 0)),
             "height": box["height"] + 12,
         }
-        regions.first.focus()
-        with_focus = page.screenshot(clip=clip)
+        regions.first.focus()  # full page: the region may start below the first screen (ru, 360px)
+        with_focus = page.screenshot(clip=clip, full_page=True)
         page.evaluate("document.activeElement.blur()")
-        without_focus = page.screenshot(clip=clip)
+        without_focus = page.screenshot(clip=clip, full_page=True)
         regions.first.focus()
         shoot(page, tmp_path, f"focus-{trace}-{lang}-{width}px")
 
