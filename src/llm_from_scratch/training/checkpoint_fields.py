@@ -223,7 +223,7 @@ def checked_counts(
     ordered: bool = True,
 ) -> npt.NDArray[np.int64]:
     """``counts`` if each word's is from ``least`` to ``total``, falling with the ID (ties by
-    the word) if ``ordered``, ``[UNK]``'s 0, and their sum at most ``total`` (the corpus's
+    the word) if ``ordered``, ``[UNK]``'s 0, and their sum from 1 to ``total`` (the corpus's
     words)."""
     kept = counts[:-1]
     if counts[-1] != 0:
@@ -239,4 +239,6 @@ def checked_counts(
     summed = sum(kept.tolist())
     if summed > total:
         raise FieldError(field, f"the counts sum to {summed}, more than corpus_words {total}")
+    if summed == 0:  # a run counts at least one word of its vocabulary (corpus.no-known-words)
+        raise FieldError(field, "every count is 0: the run would draw no noise word")
     return counts
