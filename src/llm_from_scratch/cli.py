@@ -191,7 +191,7 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
     defaults = TrainOptions(corpus=Path("data/corpus/shakespeare"))
     shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
     for name, spec, kind in option_fields():
-        facts = [spec.requirement(kind)] if spec.minimum is not None else []
+        facts = [spec.requirement(kind)] if spec.minimum is not None or spec.choices else []
         if kind is not bool:
             facts.append(f"default: {shown.get(name, getattr(defaults, name))}")
         text = f"{spec.help} ({'; '.join(facts)})" if facts else spec.help

@@ -20,7 +20,9 @@ from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
 from llm_from_scratch.training.vocabulary import Vocabulary
 
 FORMAT: Final = "llm-from-scratch train checkpoint 1"
-IDENTITY: Final = ("dim", "window", "negatives", "epochs", "min_count", "seed", "reference")
+IDENTITY: Final = (
+    "dim", "window", "negatives", "epochs", "min_count", "seed", "method", "reference",
+)  # fmt: skip
 """The options a resumed run must share with the checkpoint (``--threads`` and
 ``--checkpoint-minutes`` may change, and ``--corpus`` may name a copy of the same files)."""
 SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes")
@@ -104,6 +106,7 @@ def saved_options(folder: Path) -> dict[str, Any]:
     try:
         saved = json.loads(metadata["options"])
         saved["corpus"] = Path(saved["corpus"])
+        saved.setdefault("method", "pairs")  # a checkpoint from before methods trained pairs
         return {name: saved[name] for name in SAVED}
     except (ValueError, KeyError, TypeError) as error:
         raise _resume_error("unreadable", folder, str(error)) from error

@@ -27,6 +27,8 @@ RUNTIME_BYTES: Final = 1 << 30
 BYTES_PER_VALUE: Final = 32
 """The memory a run plans per value of its ``[V, d]`` table: the two tables, the random model a
 report measures and the measures' copies (24 measured, ``docs/performance.md``)."""
+METHODS: Final = ("hogbatch", "pairs")
+"""The training methods (``--method``), the default first."""
 RUNTIME_MB: Final = 256
 """The memory a run plans besides its tables (about 190 MB measured)."""
 
@@ -39,9 +41,12 @@ class OptionSpec:
     minimum: int | float | None = None
     maximum: int | float | None = None
     metavar: str = "N"
+    choices: tuple[str, ...] = ()
 
     def requirement(self, kind: type) -> str:
-        """The range in words: ``an integer from 1 to 10000``."""
+        """The range in words: ``an integer from 1 to 10000``, or ``one of pairs, hogbatch``."""
+        if self.choices:
+            return f"one of {', '.join(self.choices)}"
         noun = "an integer" if kind is int else "a number"
         if self.maximum is None:
             return f"{noun} of at least {self.minimum}"
@@ -96,6 +101,14 @@ class TrainOptions:
         maximum=2**40,
         metavar="MB",
     )
+    method: str = _option(
+        "hogbatch",
+        "how a window is trained: hogbatch, the window's words against one set of negatives as "
+        "small matrix products, each row written once per window (Ji et al., 2016); pairs, "
+        "word2vec's step after every (word, context) pair with negatives of its own",
+        choices=METHODS,
+        metavar="NAME",
+    )
     reference: bool = _option(
         False,
         "train with the tape's operations and the SGD optimizer, one pair at a time, instead of "
@@ -125,6 +138,9 @@ class TrainOptions:
         budget = default_memory_budget() if self.memory_budget is None else self.memory_budget
         checked_options = replace(self, threads=threads, memory_budget=budget)
         for name, spec, kind in option_fields():
+            if spec.choices and getattr(checked_options, name) not in spec.choices:
+                shown = repr(getattr(checked_options, name))
+                raise _refused(flag(name), spec.requirement(kind), shown)
             if spec.minimum is not None:
                 bounded = replace(spec, maximum=thread_limit) if name == "threads" else spec
                 _check_number(name, getattr(checked_options, name), bounded, kind)
@@ -199,8 +215,9 @@ def _check_output(folder: Path) -> None:
 
 
 def option_fields() -> list[tuple[str, OptionSpec, type]]:
-    """Each option's name, spec and type (``int``, ``float``, ``bool`` or ``Path``), in order."""
-    kinds = {"Path": Path, "int": int, "float": float, "bool": bool}
+    """Each option's name, spec and type (``int``, ``float``, ``bool``, ``str`` or ``Path``), in
+    order."""
+    kinds = {"Path": Path, "int": int, "float": float, "bool": bool, "str": str}
     return [
         (item.name, item.metadata["spec"], kinds[str(item.type).removesuffix(" | None")])
         for item in dataclasses.fields(TrainOptions)

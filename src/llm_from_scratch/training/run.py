@@ -29,6 +29,7 @@ from llm_from_scratch.training.checkpoint import (
     save_checkpoint,
 )
 from llm_from_scratch.training.corpus import CorpusFile, corpus_files, count_words, pieces
+from llm_from_scratch.training.hogbatch import train_block_hogbatch
 from llm_from_scratch.training.kernels import SENTENCE_END, train_block
 from llm_from_scratch.training.options import CHECKPOINT_FILE, RATES, TrainOptions
 from llm_from_scratch.training.skipgram import (
@@ -41,10 +42,17 @@ from llm_from_scratch.training.skipgram import (
     reference_block,
 )
 from llm_from_scratch.training.vocabulary import Vocabulary
+from llm_from_scratch.training.windows import block_windows
+from llm_from_scratch.training.windows import reference_block as reference_windows
 
 PROGRESS_SECONDS: Final = 0.5
 """The least time between two progress states within an epoch."""
 Tables = tuple[npt.NDArray[Any], npt.NDArray[Any]]
+METHOD_STEPS: Final[dict[str, tuple[Any, Any, Any]]] = {
+    "pairs": (train_block, block_pairs, reference_block),
+    "hogbatch": (train_block_hogbatch, block_windows, reference_windows),
+}
+"""Each ``--method``'s compiled block, and its samples and block on the tape (``--reference``)."""
 
 
 @dataclass(frozen=True)
@@ -259,6 +267,7 @@ class _Trainer:
         noise = NoiseTable.of(counts)
         self._samples = (keep_probabilities(counts), noise, options.window, options.negatives)
         self._words_total = run.corpus_words * options.epochs
+        self._steps = METHOD_STEPS[options.method]
         model = SkipGram.adopt(*tables) if options.reference else None
         self._reference = None if model is None else (model, SGD(model.parameters, RATES[0]))
         count = 0 if options.reference else options.threads or 1
@@ -276,12 +285,13 @@ class _Trainer:
 
     def block(self, job: _Job) -> tuple[float, int]:
         """Train on one block: its summed loss and its pairs."""
+        compiled, samples, reference = self._steps
         if self._reference is not None:
-            pairs = block_pairs(job.tokens, *self._samples, job.state, job.words_before)
-            return reference_block(*self._reference, pairs, self._words_total, RATES)
+            drawn = samples(job.tokens, *self._samples, job.state, job.words_before)
+            return reference(*self._reference, drawn, self._words_total, RATES)  # type: ignore[no-any-return]
         keep, noise, window, negatives = self._samples
         found = np.zeros(2)
-        train_block(
+        compiled(
             job.tokens, keep, noise.accept, noise.alias, *self.tables, window, negatives,
             job.state, RATES, job.words_before, self._words_total, found,
         )  # fmt: skip
