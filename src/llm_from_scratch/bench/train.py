@@ -1,6 +1,8 @@
-"""``llm-from-scratch bench train``: ``ch18 train`` against gensim's word2vec and PyTorch
+"""``llm-from-scratch bench train``: ``ch18 train`` (each ``--method``) against gensim's
+word2vec, streaming (``LineSentence``) and in its ``corpus_file`` mode, and PyTorch
 (:mod:`~llm_from_scratch.bench.train_runners`), each a fresh process on one corpus and settings,
-taking turns in every round (the report: ``docs/performance.md``).
+taking turns in every round (the report: ``docs/performance.md``). gensim reads the corpus as
+``ch18 train`` splits it into words, written once before the rounds, one sentence a line.
 """
 
 from __future__ import annotations
@@ -29,11 +31,15 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
 )
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS, VocabularyPieces
 from llm_from_scratch.nn import Embedding
-from llm_from_scratch.training.corpus import corpus_files, count_words
+from llm_from_scratch.training.corpus import corpus_files, count_words, sentences
 from llm_from_scratch.training.run import peak_memory_bytes
 from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN, Vocabulary
 
-TRAINERS: Final = ("ours", "gensim", "torch")
+OURS: Final = ("hogbatch", "pairs")
+"""Our trainers: ``ch18 train --method NAME``."""
+THEIRS: Final = ("gensim", "gensim-file", "torch")
+"""The others: gensim streaming a ``LineSentence``, gensim's ``corpus_file`` mode, PyTorch."""
+TRAINERS: Final = (*OURS, *THEIRS)
 THREADS: Final = (1, 2)
 
 
@@ -136,19 +142,32 @@ def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:
     return folder
 
 
+def tokenized_corpus(corpus: Path, path: Path) -> Path:
+    """Write ``corpus``'s sentences to ``path`` as ``ch18 train`` finds the words, one sentence
+    a line, the words separated by spaces (gensim's ``LineSentence`` format)."""
+    files = count_words(corpus_files(corpus))[0]
+    with path.open("w", encoding="utf-8") as out:
+        for sentence in sentences(files):
+            out.write(" ".join(sentence) + "\n")
+    return path
+
+
 def _trained(
-    trainer: str, threads: int, corpus: Path, epochs: int, output: Path
+    trainer: str, threads: int, corpora: tuple[Path, Path], epochs: int, output: Path
 ) -> tuple[float, int, float, float]:
-    """One run of ``trainer``: its wall time, peak memory and the group measure of its table."""
+    """One run of ``trainer`` (on the corpus, or for gensim on its words, one sentence a
+    line): its wall time, peak memory and the group measure of its table."""
     output = output / f"{trainer}-{threads}"
+    corpus = corpora[1] if trainer.startswith("gensim") else corpora[0]
     given = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
     given += ["--threads", str(threads), "--seed", "1"]
-    if trainer == "ours":
-        command = [sys.executable, "-m", "llm_from_scratch", "ch18", "train", *given]
+    if trainer in OURS:
+        ours = ["ch18", "train", "--method", trainer, *given]
+        command = [sys.executable, "-m", "llm_from_scratch", *ours]
     else:
         command = [sys.executable, "-m", "llm_from_scratch.bench.train_runners", trainer, *given]
     seconds, memory = timed_process(command)
-    if trainer == "ours":
+    if trainer in OURS:
         vectors = load_file(str(output / "table.safetensors"))["token_embedding.weight"]
         words = word_list(output / "tokenizer.json")
     else:
@@ -173,8 +192,9 @@ def measure(
     with tempfile.TemporaryDirectory(prefix="bench-train-") as scratch:
         source = corpus if copies == 1 else copied_corpus(corpus, copies, Path(scratch) / "c")
         words = sum(count_words(corpus_files(source))[1].values()) * epochs
+        lined = tokenized_corpus(source, Path(scratch) / "sentences.txt")
         runs = {
-            name: partial(_trained, *case, source, epochs, Path(scratch))
+            name: partial(_trained, *case, (source, lined), epochs, Path(scratch))
             for name, case in cases.items()
         }
         found = in_turns(runs, rounds, progress=True)
@@ -190,39 +210,42 @@ def format_result(result: TrainBenchResult) -> str:
     rows = [
         f"corpus {result.corpus} x{result.copies}, {result.epochs} epochs, median of "
         f"{result.rounds} rounds (whole processes, taking turns)",
-        f"{'trainer':<8} {'threads':>7} {'seconds':>8} {'words/s':>10} {'peak MB':>8} "
+        f"{'trainer':<11} {'threads':>7} {'seconds':>8} {'words/s':>10} {'peak MB':>8} "
         f"{'inside':>7} {'between':>7} {'separation':>10}",
         *(
-            f"{found.trainer:<8} {found.threads:>7} {found.median_seconds:>8.2f} "
+            f"{found.trainer:<11} {found.threads:>7} {found.median_seconds:>8.2f} "
             f"{found.words_per_second:>10,.0f} {found.median_peak_memory / 2**20:>8.0f} "
             f"{found.within:>7.4f} {found.between:>7.4f} {found.separation:>10.4f}"
             for found in result.measured
         ),
         "",
     ]
-    for threads in sorted({found.threads for found in result.measured}):
-        ours = result.find("ours", threads)
-        for other in ("gensim", "torch"):
-            theirs = result.find(other, threads)
-            if ours is not None and theirs is not None:
-                rows.append(
-                    f"ours / {other}, {threads} threads: words/s "
-                    f"{ours.words_per_second / theirs.words_per_second:.2f}x, peak memory "
-                    f"{ours.median_peak_memory / theirs.median_peak_memory:.2f}x, separation "
-                    f"{ours.separation / theirs.separation:.2f}x"
-                )
-    gensim_one, ours_one, ours_two = (
-        result.find(*case) for case in (("gensim", 1), ("ours", 1), ("ours", 2))
-    )
-    if gensim_one is not None and ours_one is not None:
-        speed = ours_one.words_per_second / gensim_one.words_per_second
-        rows.append(f"ours 1 thread / gensim 1 worker, words/s: {speed:.2f}x")
-    if ours_two is not None:
-        rows.append(f"ours on 2 threads: {ours_two.median_seconds:.1f} s")
-    if ours_one is not None and ours_two is not None:
-        speed = ours_two.words_per_second / ours_one.words_per_second
-        rows.append(f"ours, 2 threads over 1, words/s: {speed:.2f}x")
-    return lines(rows)
+    return lines([*rows, *_ratios(result)])
+
+
+def _ratios(result: TrainBenchResult) -> list[str]:
+    """Each of our methods against each other trainer on each thread count, then each trainer's
+    words/s on 2 threads over 1."""
+    rows = []
+    counts = sorted({found.threads for found in result.measured})
+    for threads in counts:
+        for method in OURS:
+            ours = result.find(method, threads)
+            for other in THEIRS:
+                theirs = result.find(other, threads)
+                if ours is not None and theirs is not None:
+                    rows.append(
+                        f"{method} / {other}, {threads} threads: words/s "
+                        f"{ours.words_per_second / theirs.words_per_second:.2f}x, peak memory "
+                        f"{ours.median_peak_memory / theirs.median_peak_memory:.2f}x, separation "
+                        f"{ours.separation / theirs.separation:.2f}x"
+                    )
+    for trainer in TRAINERS:
+        one, two = result.find(trainer, 1), result.find(trainer, 2)
+        if one is not None and two is not None:
+            speed = two.words_per_second / one.words_per_second
+            rows.append(f"{trainer}, 2 threads over 1, words/s: {speed:.2f}x")
+    return rows
 
 
 def run(
