@@ -394,6 +394,24 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                            "help": "comma-separated thread counts (default: 1,2)"}),
         ],
     ),
+    "contention": (
+        "row writes per 1,000 words on the hottest rows, per training method, and the scaling "
+        "they predict",
+        "Replay each training method's samples (pairs, hogbatch) on the first --words words of "
+        "a corpus, count each row's writes as the compiled loops make them, time each compiled "
+        "loop on one thread over the same blocks, and print the writes per 1,000 words (all, "
+        "and on the 100 most written rows of each table) and the speed-ups the contention "
+        "model of docs/performance.md predicts on 8, 16 and 64 cores. Needs `make corpus`.",
+        [
+            ("--corpus", {"metavar": "FILE", "type": Path, "default": None,
+                          "help": "the corpus (default: the fetched Shakespeare texts)"}),
+            ("--words", {"type": int, "default": 200_000,
+                         "help": "words of the corpus to count (default 200000)"}),
+            ("--line-ns", {"type": float, "default": 100.0,
+                           "help": "nanoseconds to move one cache line between cores "
+                           "(default 100)"}),
+        ],
+    ),
     "checkpoint": (
         "peak memory and time of saving and loading a table, against the safetensors package",
         "Save and load a 128256x4096 float32 table (2.1 GB) with save_parameters and "
