@@ -3,6 +3,7 @@ read back and measured, and the report lines up the ratios."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ def test_each_trainer_runs_and_is_measured(tmp_path: Path, copies: int) -> None:
         assert found.median_seconds > 0 and found.words_per_run == words
         assert 10 * 2**20 < found.median_peak_memory < 4 * 2**30  # a process's own peak
         assert -1 <= found.between <= found.within <= 1
+        assert not found.scores.analogies > 1 and not abs(found.scores.simlex) > 1
     text = format_result(result)
     assert f"x{copies}, 1 epochs" in text
     for method in ("hogbatch", "pairs"):
@@ -60,6 +62,25 @@ def test_gensim_reads_the_words_ch18_train_finds_one_sentence_a_line(tmp_path: P
     corpus.write_text("Don't STOP, o'er 12 hills!\n\nThe end.\n", encoding="utf-8")
     path = tokenized_corpus(corpus, tmp_path / "lines.txt")
     assert path.read_text(encoding="utf-8") == "don't stop o'er hills\nthe end\n"
+
+
+def test_the_word_benchmarks_score_a_table_with_gensims_evaluation() -> None:
+    import_optional("gensim")
+    import numpy as np
+
+    from llm_from_scratch.bench.word_benchmarks import word_scores
+
+    words = ["man", "woman", "king", "queen", "boy", "girl", "tiger", "cat", "car"]
+    rng = np.random.default_rng(0)
+    gender, royal = rng.normal(size=50), rng.normal(size=50)
+    base = {word: rng.normal(size=50) for word in words}
+    for man, woman in (("man", "woman"), ("king", "queen"), ("boy", "girl")):
+        base[woman] = base[man] + 3 * gender  # every pair differs by one offset
+    base["queen"], base["king"] = base["queen"] + royal, base["king"] + royal
+    scores = word_scores(np.array([base[word] for word in words]), words)
+    assert scores.analogies == 1.0  # man : woman = king : queen, boy : girl, ...
+    assert -1 <= scores.wordsim <= 1  # tiger-cat, king-queen, ... known
+    assert math.isnan(scores.simlex)  # fewer than two of its pairs known
 
 
 def test_the_group_measure_reads_any_word_list() -> None:

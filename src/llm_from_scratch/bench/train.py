@@ -15,15 +15,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from functools import partial
+from itertools import count
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 from safetensors.numpy import load_file
 
 from llm_from_scratch.bench.rounds import in_turns, lines
+from llm_from_scratch.bench.word_benchmarks import WordScores, word_scores
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
     group_cosines,
@@ -45,8 +47,9 @@ THREADS: Final = (1, 2)
 
 @dataclass(frozen=True)
 class Measured:
-    """One trainer on one thread count: its runs' wall times and peak memory, and the group
-    measure of its last run's table."""
+    """One trainer on one thread count: its runs' wall times and peak memory, and the medians
+    over its runs (round ``r`` trains with seed ``r``) of its table's group measure and word
+    benchmarks."""
 
     trainer: str
     threads: int
@@ -55,6 +58,7 @@ class Measured:
     words_per_run: int
     within: float
     between: float
+    scores: WordScores
 
     @property
     def median_seconds(self) -> float:
@@ -153,14 +157,16 @@ def tokenized_corpus(corpus: Path, path: Path) -> Path:
 
 
 def _trained(
-    trainer: str, threads: int, corpora: tuple[Path, Path], epochs: int, output: Path
-) -> tuple[float, int, float, float]:
-    """One run of ``trainer`` (on the corpus, or for gensim on its words, one sentence a
-    line): its wall time, peak memory and the group measure of its table."""
+    case: tuple[str, int], corpora: tuple[Path, Path], epochs: int, output: Path, seeds: Any
+) -> tuple[float, int, float, float, WordScores]:
+    """One run of ``trainer`` on ``threads`` (on the corpus, or for gensim on its words, one
+    sentence a line) with the next of ``seeds``: its wall time, peak memory, and the group
+    measure and word benchmarks of its table."""
+    trainer, threads = case
     output = output / f"{trainer}-{threads}"
     corpus = corpora[1] if trainer.startswith("gensim") else corpora[0]
     given = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
-    given += ["--threads", str(threads), "--seed", "1"]
+    given += ["--threads", str(threads), "--seed", str(next(seeds))]
     if trainer in OURS:
         ours = ["ch18", "train", "--method", trainer, *given]
         command = [sys.executable, "-m", "llm_from_scratch", *ours]
@@ -173,7 +179,7 @@ def _trained(
     else:
         vectors = np.load(output / "vectors.npy")
         words = json.loads((output / "words.json").read_text(encoding="utf-8"))
-    return seconds, memory, *group_measure(vectors, words)
+    return seconds, memory, *group_measure(vectors, words), word_scores(vectors, words)
 
 
 def measure(
@@ -184,8 +190,8 @@ def measure(
     threads: Sequence[int] = THREADS,
     copies: int = 1,
 ) -> TrainBenchResult:
-    """Run every trainer on every thread count ``rounds`` times, taking turns in each round,
-    on ``copies`` copies of ``corpus``."""
+    """Run every trainer on every thread count ``rounds`` times, taking turns in each round
+    (round ``r`` with seed ``r``), on ``copies`` copies of ``corpus``."""
     cases = {
         f"{trainer}, {count} threads": (trainer, count) for count in threads for trainer in trainers
     }
@@ -194,15 +200,22 @@ def measure(
         words = sum(count_words(corpus_files(source))[1].values()) * epochs
         lined = tokenized_corpus(source, Path(scratch) / "sentences.txt")
         runs = {
-            name: partial(_trained, *case, (source, lined), epochs, Path(scratch))
+            name: partial(_trained, case, (source, lined), epochs, Path(scratch), count(1))
             for name, case in cases.items()
         }
         found = in_turns(runs, rounds, progress=True)
     measured = []
     for name, samples in found.items():
-        seconds, memory, within, between = zip(*samples, strict=True)
-        measured.append(Measured(*cases[name], seconds, memory, words, within[-1], between[-1]))
+        seconds, memory, within, between, scores = zip(*samples, strict=True)
+        group = statistics.median(within), statistics.median(between)
+        measured.append(Measured(*cases[name], seconds, memory, words, *group, median(scores)))
     return TrainBenchResult(corpus, copies, epochs, rounds, tuple(measured))
+
+
+def median(scores: Sequence[WordScores]) -> WordScores:
+    """Each benchmark's median over ``scores``."""
+    columns = zip(*(astuple(found) for found in scores), strict=True)
+    return WordScores(*(statistics.median(column) for column in columns))
 
 
 def format_result(result: TrainBenchResult) -> str:
@@ -211,11 +224,14 @@ def format_result(result: TrainBenchResult) -> str:
         f"corpus {result.corpus} x{result.copies}, {result.epochs} epochs, median of "
         f"{result.rounds} rounds (whole processes, taking turns)",
         f"{'trainer':<11} {'threads':>7} {'seconds':>8} {'words/s':>10} {'peak MB':>8} "
-        f"{'inside':>7} {'between':>7} {'separation':>10}",
+        f"{'inside':>7} {'between':>7} {'separation':>10} {'WS-353':>7} {'SimLex':>7} "
+        f"{'analogies':>9}",
         *(
             f"{found.trainer:<11} {found.threads:>7} {found.median_seconds:>8.2f} "
             f"{found.words_per_second:>10,.0f} {found.median_peak_memory / 2**20:>8.0f} "
-            f"{found.within:>7.4f} {found.between:>7.4f} {found.separation:>10.4f}"
+            f"{found.within:>7.4f} {found.between:>7.4f} {found.separation:>10.4f} "
+            f"{found.scores.wordsim:>7.3f} {found.scores.simlex:>7.3f} "
+            f"{found.scores.analogies:>9.3f}"
             for found in result.measured
         ),
         "",
