@@ -43,4 +43,4 @@ def word_scores(vectors: Any, words: Sequence[str]) -> WordScores:
             pairs.append(math.nan)
     score, sections = keyed.evaluate_word_analogies(datapath("questions-words.txt"))
     answered = sum(len(section["correct"]) + len(section["incorrect"]) for section in sections)
-    return WordScores(*pairs, float(score) if answered else math.nan)
+    return WordScores(pairs[0], pairs[1], float(score) if answered else math.nan)

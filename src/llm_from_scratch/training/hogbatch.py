@@ -77,16 +77,22 @@ def train_window(
     tables: tuple[Any, Any], window: Any, size: int, targets: Any, rate: float, work: Any
 ) -> float:  # pragma: no cover - JIT
     """One window's forward, VJP and SGD step (every gradient from the values the window starts
-    from, then each row written once); its loss."""
+    from, then each row written once); its loss. The context rows' steps are summed first, from
+    the input rows as they were; then each input row takes its step, which reads only context
+    rows, before the context rows take theirs."""
     inputs, contexts = tables
-    scales, input_steps, context_steps = work
+    scales, context_steps = work
     loss: float = window_scales(inputs, contexts, window, size, targets, rate, scales)
     count = targets.shape[0]
-    for j in range(size):
-        weighted_rows(input_steps[j], contexts, targets, count, scales[:, j])
     for k in range(count):
         weighted_rows(context_steps[k], inputs, window, size, scales[k])
-    add_rows(inputs, window, size, input_steps)
+    for j in range(size):
+        row = inputs[window[j]]
+        for k in range(count):
+            scale = inputs.dtype.type(scales[k, j])
+            context = contexts[targets[k]]
+            for f in range(row.shape[0]):
+                row[f] += scale * context[f]
     add_rows(contexts, targets, count, context_steps)
     return loss
 
@@ -100,11 +106,11 @@ def _train_block_hogbatch(
     reach_most: int,
     state: Any,
     schedule: tuple[float, float, int, int],
-    work: tuple[Any, Any, Any, Any, Any, Any, Any],
+    work: tuple[Any, Any, Any, Any, Any, Any],
     totals: Any,
 ) -> Any:  # pragma: no cover - JIT
     accept, alias = noise
-    sentence, positions, window, targets, scales, input_steps, context_steps = work
+    sentence, positions, window, targets, scales, context_steps = work
     rate_first, rate_last, read, words_total = schedule
     slope = (rate_first - rate_last) / words_total
     start = 0
@@ -123,7 +129,7 @@ def _train_block_hogbatch(
             targets[0] = sentence[target_at]
             state = draw_negatives(state, targets, targets.shape[0] - 1, accept, alias)
             rate = max(rate_last, rate_first - slope * positions[target_at])
-            steps = (scales, input_steps, context_steps)
+            steps = (scales, context_steps)
             totals[0] += train_window(tables, window, size, targets, rate, steps)
             totals[1] += size
         start = end + 1
@@ -169,7 +175,6 @@ def train_block_hogbatch(
         np.empty(most, np.int64),
         np.empty(negatives + 1, np.int64),
         np.empty((negatives + 1, most), np.float64),
-        np.empty((most, width), inputs.dtype),
         np.empty((negatives + 1, width), inputs.dtype),
     )
     schedule = (rates[0], rates[1], words_before, max(words_total, 1))
