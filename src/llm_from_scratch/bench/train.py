@@ -158,15 +158,19 @@ def tokenized_corpus(corpus: Path, path: Path) -> Path:
 
 def _trained(
     case: tuple[str, int], corpora: tuple[Path, Path], epochs: int, output: Path, seeds: Any
-) -> tuple[float, int, float, float, WordScores]:
+) -> tuple[float, int, float, float, Path]:
     """One run of ``trainer`` on ``threads`` (on the corpus, or for gensim on its words, one
-    sentence a line) with the next of ``seeds``: its wall time, peak memory, and the group
-    measure and word benchmarks of its table."""
+    sentence a line) with the next of ``seeds``: its wall time, peak memory, the group measure
+    of its table, and where the table and its words are kept for the word benchmarks (scored
+    after every round: gensim's evaluation would grow this process, and a child's peak memory
+    from ``wait4`` counts what its parent held when it forked)."""
     trainer, threads = case
+    seed = next(seeds)
+    kept = output / f"table-{trainer}-{threads}-{seed}.npz"
     output = output / f"{trainer}-{threads}"
     corpus = corpora[1] if trainer.startswith("gensim") else corpora[0]
     given = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
-    given += ["--threads", str(threads), "--seed", str(next(seeds))]
+    given += ["--threads", str(threads), "--seed", str(seed)]
     if trainer in OURS:
         ours = ["ch18", "train", "--method", trainer, *given]
         command = [sys.executable, "-m", "llm_from_scratch", *ours]
@@ -179,7 +183,8 @@ def _trained(
     else:
         vectors = np.load(output / "vectors.npy")
         words = json.loads((output / "words.json").read_text(encoding="utf-8"))
-    return seconds, memory, *group_measure(vectors, words), word_scores(vectors, words)
+    np.savez(kept, vectors=vectors, words=np.array(words))
+    return seconds, memory, *group_measure(vectors, words), kept
 
 
 def measure(
@@ -204,12 +209,18 @@ def measure(
             for name, case in cases.items()
         }
         found = in_turns(runs, rounds, progress=True)
-    measured = []
-    for name, samples in found.items():
-        seconds, memory, within, between, scores = zip(*samples, strict=True)
-        group = statistics.median(within), statistics.median(between)
-        measured.append(Measured(*cases[name], seconds, memory, words, *group, median(scores)))
+        measured = []
+        for name, samples in found.items():
+            seconds, memory, within, between, kept = zip(*samples, strict=True)
+            scores = [word_scores(*_table(path)) for path in kept]
+            group = statistics.median(within), statistics.median(between)
+            measured.append(Measured(*cases[name], seconds, memory, words, *group, median(scores)))
     return TrainBenchResult(corpus, copies, epochs, rounds, tuple(measured))
+
+
+def _table(path: Path) -> tuple[Any, list[str]]:
+    with np.load(path) as kept:
+        return kept["vectors"], [str(word) for word in kept["words"]]
 
 
 def median(scores: Sequence[WordScores]) -> WordScores:
