@@ -218,3 +218,15 @@ class PicklePayload:
 def unpickled(payload: object, protocol: int = pickle.HIGHEST_PROTOCOL) -> Any:
     """``pickle.loads(pickle.dumps(payload, protocol))``."""
     return pickle.loads(pickle.dumps(payload, protocol))
+
+
+def shown_vector(lexemes: tuple[str, ...]) -> str:
+    """A vector of the trace's float lexemes as a figure shows it, worked out independently:
+    each value as the shortest decimal that is exact (``4.000000000000`` is ``4``)."""
+    from fractions import Fraction
+
+    texts = []
+    for lexeme in lexemes:
+        value = Fraction(lexeme)
+        texts.append(str(value.numerator) if value.denominator == 1 else str(float(value)))
+    return f"[{', '.join(texts)}]"

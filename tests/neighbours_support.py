@@ -123,7 +123,7 @@ def mismatched_pair(difference: str) -> object:
     ``vocabulary-size`` or ``fingerprint``."""
     folder = Path(tempfile.mkdtemp())
     if difference == "rows":
-        return open_table(pair_files(folder, 5, PAIR_TOKENS))
+        return open_table(pair_files(folder, 3, PAIR_TOKENS))
     metadata = tokenizer_metadata(PAIR_TOKENS[::-1])  # the same size, another order
     if difference == "vocabulary-size":
         metadata[VOCABULARY_SIZE_KEY] = "5"

@@ -33,6 +33,7 @@ def layer() -> Embedding:
 INSTANCES: dict[str, Callable[[], list[object]]] = {
     "TableLayer": lambda: [layer(), EmbeddingBag.from_pretrained(TABLE)],
     "TensorValue": lambda: [layer()([1, 2]), layer().table.tensor],
+    "NamedParameter": lambda: [next(iter(layer().parameters()))],
     "Optimizer": lambda: [
         SGD(layer().parameters(), 0.1),
         Adagrad(layer().parameters(), 0.1),

@@ -88,3 +88,88 @@ def interrupt_at_piece(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
         return real_tokens(self, text)
 
     monkeypatch.setattr(Vocabulary, "tokens", interrupted)
+
+
+# Public calls that raise the training's rules, for tests/errors/test_error_catalogue.py --------
+
+
+def _kept_model(folder: Path) -> Path:
+    """A tiny run of token lists whose model is kept in ``folder/kept``."""
+    from llm_from_scratch.training import Run, TrainOptions
+
+    sentences = [["to", "be", "or", "not", "to", "be"]] * 5
+    options = TrainOptions(sentences, folder / "o", dim=4, min_count=1, epochs=1, keep_model=True)
+    Run.start(options, 1).train().save(folder / "kept")
+    return folder / "kept"
+
+
+def _trained_twice() -> object:
+    from llm_from_scratch.training import Run, TrainOptions
+
+    run = Run.start(TrainOptions([["to", "be"]] * 3, dim=4, min_count=1, epochs=1), 1)
+    run.train()
+    return run.train()
+
+
+def _changing_corpus() -> object:
+    from llm_from_scratch.training import Run, TrainOptions
+
+    class Growing:
+        passes = 0
+
+        def __iter__(self) -> Any:
+            self.passes += 1
+            return iter([["to", "be"]] * (3 + self.passes))
+
+    return Run.start(TrainOptions(Growing(), dim=4, min_count=1, epochs=1), 1).train()
+
+
+def _in_folder(call: Any) -> Any:
+    def run() -> object:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            return call(Path(folder))
+
+    return run
+
+
+def _continued(folder: Path, corpus: Any = (("to", "be"),), **options: Any) -> object:
+    from llm_from_scratch.training import Run
+
+    return Run.continue_from(folder, 1, corpus=[list(s) for s in corpus], **options)
+
+
+def _unreadable_model(folder: Path) -> object:
+    for name in ("table.safetensors", "tokenizer.json", "model.safetensors"):
+        (folder / name).write_bytes(b"not a file of the pair")
+    return _continued(folder)
+
+
+def _source_count(sentences: Any) -> Any:
+    from llm_from_scratch.training.sources import SentenceSource
+
+    return lambda: SentenceSource(sentences).count()
+
+
+TRAIN_TRIGGERS: dict[str, Any] = {
+    "train.one-shot-corpus": lambda: _continued_options_of(iter([["to", "be"]])),
+    "train.finished": _trained_twice,
+    "gensim.name": lambda: _continued_options_of([["to"]], vector_size=5),
+    "corpus.sentence": _source_count([["to", "be"], "or not"]),
+    "corpus.token": _source_count([["to", 5]]),
+    "corpus.changed": _changing_corpus,
+    "corpus.no-known-words": _in_folder(
+        lambda folder: _continued(_kept_model(folder), corpus=[["zebra"]])
+    ),
+    "continue.missing": _in_folder(_continued),
+    "continue.unreadable": _in_folder(_unreadable_model),
+    "continue.options": _in_folder(lambda folder: _continued(_kept_model(folder), dim=9)),
+}
+"""One public call per rule of the training's corpus, options and continued runs."""
+
+
+def _continued_options_of(corpus: Any, **options: Any) -> object:
+    from llm_from_scratch.training import TrainOptions
+
+    return TrainOptions(corpus, **options).checked(1)

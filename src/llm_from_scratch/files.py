@@ -11,17 +11,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
-import json
 import os
-import shutil
+import re
 import signal
 import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from importlib.resources.abc import Traversable
 from types import FrameType
-from typing import IO, Final
+from typing import IO, TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 FILE_BYTE_LIMIT: Final = 1 << 20
 """The most bytes of a text or JSON file read whole, and of a line typed in a session."""
@@ -33,6 +34,8 @@ PATH_BYTE_LIMIT: Final = 4095
 """The most bytes of a whole path, once encoded (Linux's ``PATH_MAX`` less the final NUL)."""
 TEMPORARY_STEM_BYTES: Final = 64
 """The most bytes of the target's name that a temporary file's name keeps (whole characters)."""
+TEMPORARY_MARK: Final = "llm-from-scratch"
+"""What every temporary file's name holds before its writer's process ID (``temporary_path``)."""
 JSON_INTEGER_DIGITS: Final = 4300
 """The most digits of an integer in JSON (Python's own limit for converting text to ``int``)."""
 TOO_LARGE: Final = errno.EFBIG
@@ -124,20 +127,69 @@ def writable_path(path: str) -> str:
 
 def temporary_path(path: str) -> str:
     """A new name beside ``path``: ``.``, the first :data:`TEMPORARY_STEM_BYTES` bytes of its
-    name (whole characters), ``.``, twelve random hex digits and ``.tmp``: at most 82 bytes.
+    name (whole characters), ``.``, :data:`TEMPORARY_MARK`, ``-``, this process's ID, ``-``,
+    twelve random hex digits and ``.tmp``: at most 110 bytes. A later writer of ``path``
+    recognizes it by that name and removes it once its process is gone
+    (:func:`remove_stale_temporaries`).
 
     >>> name = temporary_path("out/" + "😀" * 60)
-    >>> name.startswith("out/." + "😀" * 16 + "."), len(os.fsencode(os.path.basename(name)))
-    (True, 82)
+    >>> name.startswith("out/." + "😀" * 16 + ".llm-from-scratch-"), name.endswith(".tmp")
+    (True, True)
     """
     folder, name = os.path.split(path)
+    mark = f"{_temporary_prefix(name)}{os.getpid()}-{os.urandom(6).hex()}.tmp"
+    return os.path.join(folder, mark)
+
+
+def _temporary_prefix(name: str) -> str:
+    """What every temporary name of the target ``name`` starts with, up to the process ID."""
     stem, size = [], 0
     for character in name:
         size += len(os.fsencode(character))
         if size > TEMPORARY_STEM_BYTES:
             break
         stem.append(character)
-    return os.path.join(folder, f".{''.join(stem)}.{os.urandom(6).hex()}.tmp")
+    return f".{''.join(stem)}.{TEMPORARY_MARK}-"
+
+
+_TEMPORARY_TAIL: Final = re.compile(r"(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{12}\.tmp")
+
+
+def remove_stale_temporaries(path: str) -> None:
+    """Remove the temporary files of ``path`` (named by :func:`temporary_path`) that a writer
+    left beside it when it was killed (SIGKILL, a power cut): regular files of exactly that
+    name whose process is gone. Nothing else is touched: not another name, not the temporary of
+    a process still running (another run writing into the same folder), nothing where process
+    IDs cannot be checked (outside POSIX systems). A folder that cannot be listed is left so."""
+    if os.name != "posix":
+        return
+    folder, name = os.path.split(path)
+    prefix = _temporary_prefix(name)
+    with contextlib.suppress(OSError), os.scandir(folder or os.curdir) as entries:
+        for entry in entries:
+            if not entry.name.startswith(prefix):
+                continue
+            found = _TEMPORARY_TAIL.fullmatch(entry.name[len(prefix) :])
+            if found and entry.is_file(follow_symlinks=False) and _process_gone(int(found["pid"])):
+                _remove(entry.path)
+
+
+def _process_gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs: none has it, or it has ended and waits to be reaped."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):  # another user's process, or no process ID at all
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2][1:2]
+    except OSError:  # no /proc: a process that answers runs
+        return False
+    return state in (b"Z", b"X")  # a zombie, or one being removed
 
 
 def _names(path: str) -> list[str]:
@@ -199,16 +251,22 @@ def read_file(source: str | os.PathLike[str] | Traversable, limit: int) -> bytes
 
     Raises:
         TypeError: ``source`` is not a path or a resource.
-        OSError: as :func:`open_file` and :func:`read_stream`.
+        OSError: as :func:`open_file` and :func:`read_stream`, about the path (:func:`about`).
     """
-    if not isinstance(source, str | os.PathLike) and isinstance(source, Traversable):
-        with source.open("rb") as stream:
-            return read_stream(stream, limit)
+    if not isinstance(source, str | os.PathLike):
+        from importlib.resources.abc import Traversable  # not loaded for a path
+
+        if isinstance(source, Traversable):
+            with source.open("rb") as stream:
+                return read_stream(stream, limit)
     path = path_text(source)
     if path is None:
         raise TypeError(f"a path must be a str or an os.PathLike of str, got {type(source)}")
-    with open_file(path) as stream:
-        return read_stream(stream, limit)
+    try:
+        with open_file(path) as stream:
+            return read_stream(stream, limit)
+    except OSError as error:
+        raise about(path, error) from error
 
 
 def read_line(stream: IO[str], limit: int = FILE_BYTE_LIMIT) -> str:
@@ -256,15 +314,28 @@ def write_new_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26)
 def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -> None:
     """Write these bytes to a new file beside ``path`` (:func:`write_new_file` at a
     :func:`temporary_path`), rename it over ``path`` and ``fsync`` the folder: a reader sees the
-    earlier file or the whole new one. ``path`` is checked by :func:`writable_path` first.
+    earlier file or the whole new one. ``path`` is checked by :func:`writable_path` first, and
+    the temporaries of killed writers of ``path`` are removed (:func:`remove_stale_temporaries`).
+    A ``path`` that is itself a temporary name of this process (a file :func:`replace_files`
+    stages) is written directly: it is in no one's sight until it is renamed.
 
     Raises:
-        OSError: as :func:`writable_path` and :func:`write_new_file`, or from the rename; an
-            earlier file at ``path`` is as it was.
+        OSError: as :func:`writable_path` and :func:`write_new_file` (a temporary the folder
+            refuses is said of ``path``, :func:`about`), or from the rename; an earlier file at
+            ``path`` is as it was.
     """
     writable_path(path)
+    if _own_temporary(path):  # staged by replace_files, which renames it into place
+        write_new_file(path, parts, chunk)
+        return
+    remove_stale_temporaries(path)
     temporary = temporary_path(path)
-    write_new_file(temporary, parts, chunk)
+    try:
+        write_new_file(temporary, parts, chunk)
+    except OSError as error:
+        if error.filename != temporary:  # a full disk, say: the system's error as it is
+            raise
+        raise about(path, error) from error  # the folder refused the file: said of the file
     try:
         os.replace(temporary, path)
     except BaseException:
@@ -273,10 +344,20 @@ def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -
     sync_folder(os.path.dirname(path) or os.curdir)
 
 
+def _own_temporary(path: str) -> bool:
+    """Whether ``path`` is a temporary name (:func:`temporary_path`) of this process."""
+    name = os.path.basename(path)
+    marked = name.rpartition(f".{TEMPORARY_MARK}-")[2]
+    found = _TEMPORARY_TAIL.fullmatch(marked) if name.startswith(".") else None
+    return found is not None and int(found["pid"]) == os.getpid()
+
+
 def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> bool:
     """Replace several files as one: each ``write(staged)`` makes its new file at a
     :func:`temporary_path` beside its target, then each is renamed over its target; when a
     rename fails, the targets renamed before it get their earlier files back (or none). The
+    temporaries of killed writers of the targets are removed first
+    (:func:`remove_stale_temporaries`). The
     folders hold every earlier file or every new one, never a mix, never a temporary file, and
     Ctrl-C (SIGINT, in the main thread) is held back from the first write to the last rename.
 
@@ -284,35 +365,60 @@ def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> boo
         Whether a Ctrl-C came meanwhile (every new file is in place).
 
     Raises:
-        What a ``write`` or a rename raises (a ``KeyboardInterrupt`` raised inside, too): the
-        targets are as they were.
+        What a ``write`` or a rename raises (a ``KeyboardInterrupt`` raised inside, too), an
+        ``OSError`` about the target it failed for (:func:`about`: never a temporary's name):
+        the targets are as they were.
     """
     staged: list[str] = []
+    for target, _ in writers:
+        remove_stale_temporaries(target)
+    failing = writers[0][0] if writers else ""
     try:
         with _interrupts_held() as held:
             for target, write in writers:
+                failing = target
                 staged.append(temporary_path(target))
                 write(staged[-1])
-            renamed: list[tuple[str, str | None]] = []
-            try:
-                for index, (target, _) in enumerate(writers):
-                    last = index == len(writers) - 1
-                    earlier = None if last else _second_name(target, staged)
-                    os.replace(staged[index], target)
-                    renamed.append((target, earlier))
-            except BaseException:
-                for target, earlier in reversed(renamed):
-                    if earlier is None:
-                        os.unlink(target)
-                    else:
-                        os.replace(earlier, target)
-                raise
+            failing = _renamed_into_place(writers, staged)
             for folder in dict.fromkeys(os.path.dirname(target) for target, _ in writers):
                 sync_folder(folder or os.curdir)
+    except OSError as error:
+        raise about(failing, error) from error
     finally:
         for path in staged:
             _remove(path)
     return bool(held)
+
+
+def _renamed_into_place(
+    writers: Sequence[tuple[str, Callable[[str], object]]], staged: list[str]
+) -> str:
+    """Rename each staged file over its target, the earlier files of all but the last kept under
+    a second name; when a rename fails, put back what was renamed before it. The last target."""
+    renamed: list[tuple[str, str | None]] = []
+    target = ""
+    try:
+        for index, (target, _) in enumerate(writers):
+            last = index == len(writers) - 1
+            earlier = None if last else _second_name(target, staged)
+            os.replace(staged[index], target)
+            renamed.append((target, earlier))
+    except OSError as error:
+        _put_back(renamed)
+        raise about(target, error) from error
+    except BaseException:
+        _put_back(renamed)
+        raise
+    return target
+
+
+def _put_back(renamed: list[tuple[str, str | None]]) -> None:
+    """Give each renamed target its earlier file back (or none), the last renamed first."""
+    for target, earlier in reversed(renamed):
+        if earlier is None:
+            os.unlink(target)
+        else:
+            os.replace(earlier, target)
 
 
 def _second_name(path: str, made: list[str]) -> str | None:
@@ -323,6 +429,8 @@ def _second_name(path: str, made: list[str]) -> str | None:
     try:
         os.link(path, made[-1])
     except OSError:
+        import shutil  # rarely needed: loaded then
+
         shutil.copy2(path, made[-1])
     return made[-1]
 
@@ -362,10 +470,33 @@ def _remove(path: str) -> None:
 
 def write_file(path: str, data: bytes) -> None:
     """Write ``data`` to the file at ``path`` (checked by :func:`writable_path`) in place, so
-    that ``/dev/stdout`` works (raises as :func:`writable_path` or ``open``)."""
-    writable_path(path)
-    with open(path, "wb") as stream:
-        stream.write(data)
+    that ``/dev/stdout`` works (raises as :func:`writable_path` or ``open``, about the path:
+    :func:`about`)."""
+    try:
+        writable_path(path)
+        with open(path, "wb") as stream:
+            stream.write(data)
+    except OSError as error:
+        raise about(path, error) from error
+
+
+def about(path: str, error: OSError) -> OSError:
+    """A new error about the file ``path`` for the system's ``error`` (or for the first
+    ``OSError`` with an ``errno`` among its causes): that ``errno`` and reason, ``path`` as its
+    file name, of the class the ``errno`` gives (``FileNotFoundError``, ``PermissionError``,
+    ...). A failure of a temporary file, or one the system names no file for (a full disk), is
+    so said of the file it stands for; raise it ``from error``.
+
+    >>> error = about("out/table.safetensors", OSError(28, "No space left on device"))
+    >>> print(error)
+    [Errno 28] No space left on device: 'out/table.safetensors'
+    """
+    found: BaseException | None = error
+    while isinstance(found, OSError) and found.errno is None and found.__cause__ is not None:
+        found = found.__cause__
+    if not isinstance(found, OSError) or found.errno is None:
+        return OSError(None, str(error) or type(error).__name__, path)
+    return OSError(found.errno, found.strerror or os.strerror(found.errno), path)
 
 
 # Text -------------------------------------------------------------------------------------------
@@ -418,6 +549,8 @@ def load_json(text: str) -> object:
     >>> load_json('{"1": [30, 31.5], "8": false}')
     {'1': [30, 31.5], '8': False}
     """
+    import json  # the demo reads no JSON: loaded on first use
+
     try:
         value = json.loads(
             text, parse_int=_integer, parse_constant=_constant, object_pairs_hook=_object

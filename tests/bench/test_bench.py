@@ -74,6 +74,15 @@ def test_ratios_are_formatted_from_the_measured_medians() -> None:
     assert "= 50.00% of the" in text
 
 
+def test_the_targets_against_pytorchs_sparse_steps_are_printed_with_their_verdicts() -> None:
+    medians = {"copy": 0.002, "sgd step": 0.010, "sgd fused": 0.005, "torch sgd sparse": 0.012}
+    case = CaseResult(50257, 768, 8192, "float32", medians, 0, 1)
+    text = format_results([case])
+    assert "50257x768 float32: torch sgd sparse / our sgd step = 1.20 (>= 1.3: not met)" in text
+    assert "50257x768 float32: torch sgd sparse / our sgd fused = 2.40 (>= 1.3: met)" in text
+    assert "adagrad" not in text  # not measured: no verdict
+
+
 def test_without_pytorch_a_measurement_leaves_the_comparison_out_with_a_note(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

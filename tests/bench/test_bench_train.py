@@ -98,3 +98,30 @@ def test_bad_arguments_are_refused(capsys: pytest.CaptureFixture[str], tmp_path:
     assert "no corpus at" in capsys.readouterr().err
     assert main(["bench", "train", "--repeats", "0", "--corpus", str(tmp_path)]) == 2
     assert main(["bench", "train", "--copies", "0", "--corpus", str(tmp_path)]) == 2
+
+
+def test_a_synthetic_corpus_holds_each_of_its_different_words_six_times(tmp_path: Path) -> None:
+    from llm_from_scratch.bench.train_setup import synthetic_corpus
+
+    path = synthetic_corpus(tmp_path / "words.txt", 1000)
+    counts = count_words(corpus_files(path))[1]
+    assert len(counts) == 1000 and set(counts.values()) == {6}
+    assert all(len(line.split()) <= 12 for line in path.read_text().splitlines())
+
+
+def test_the_memory_report_divides_the_peaks_and_the_growth_from_one_copy_to_ten() -> None:
+    from llm_from_scratch.bench.train import OURS, Measured, TrainBenchResult
+    from llm_from_scratch.bench.train_setup import MemoryCase, format_memory
+    from llm_from_scratch.bench.word_benchmarks import WordScores
+
+    def case(name: str, ours: int, gensim: int) -> MemoryCase:
+        scores = WordScores(0.5, 0.4, 0.3)
+        measured = tuple(
+            Measured(trainer, 2, (1.0,), (peak * 2**20,), 10, 0.5, 0.1, scores)
+            for trainer, peak in ((OURS[0], ours), ("gensim", gensim))
+        )
+        return MemoryCase(name, TrainBenchResult(Path("c"), 1, 1, 1, measured))
+
+    text = format_memory([case("words", 780, 600), case("x1", 200, 100), case("x10", 240, 110)])
+    assert "ours / gensim: 1.30x (target <= 1.3x)" in text
+    assert "growth from 1 copy to 10: ours 1.20x, gensim 1.10x" in text

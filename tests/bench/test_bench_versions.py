@@ -27,8 +27,11 @@ def test_an_action_only_one_tree_measures_is_left_out() -> None:
     ]
 
 
-def test_zero_rounds_are_refused() -> None:
-    assert main([str(THIS_TREE), "--rounds", "0"]) == 2
+def test_zero_rounds_are_refused_as_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main([str(THIS_TREE), "--rounds", "0"])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.endswith(": error: --rounds and --repeats must be at least 1\n")
 
 
 @pytest.mark.slow

@@ -223,14 +223,32 @@ def test_a_bad_upstream_prints_the_tape_or_tensor_error_as_one_line_and_exit_2(
     assert (status, out, err) == (2, "", f"error: {reference()}\n")
 
 
-def test_a_nan_upstream_prints_the_tape_error_as_one_line_and_exit_1(
-    capsys: pytest.CaptureFixture[str],
+@pytest.mark.parametrize("upstream", ["[[1,NaN]]", "[[1,1e400]]", "[[1,-Infinity]]"])
+def test_an_upstream_that_is_not_finite_is_a_refused_input_exit_2(
+    capsys: pytest.CaptureFixture[str], upstream: str
 ) -> None:
-    reference = seed_error([1], np.array([[1.0, np.nan]]))  # a NonFiniteError: a failed run
+    given = json.loads(upstream)
+    reference = seed_error([1], np.array(given))  # a NonFiniteError of the caller's own value
 
-    status, out, err = run_cli(capsys, "ch18", "trace", "--ids", "[1]", "--upstream", "[[1,NaN]]")
+    status, out, err = run_cli(capsys, "ch18", "trace", "--ids", "[1]", "--upstream", upstream)
 
-    assert (status, out, err) == (1, "", f"error: {reference}\n")
+    assert (status, out, err) == (2, "", f"error: {reference}\n")
+
+
+@pytest.mark.parametrize("view", [[], ["trace"], ["figure"]])
+def test_an_upstream_number_that_overflows_is_a_refused_input_exit_2(
+    capsys: pytest.CaptureFixture[str], view: list[str]
+) -> None:
+    digits = "9" * 4000
+    status, out, err = run_cli(
+        capsys, "ch18", *view, "--ids", "[1]", "--upstream", f"[[1,{digits}]]"
+    )
+    assert (status, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith(f"error: tensor value {digits}") and err.endswith("overflows float64\n")
+    status, _, err = run_cli(capsys, "ch18", *view, "--upstream", f"[[[{digits},0],[0,2],[3,4]]]")
+    assert status == 2 and err.endswith("overflows float64\n")
+    status, _, err = run_cli(capsys, "ch18", *view, "--ids", digits)
+    assert status == 2 and err.endswith("is out of bounds for vocabulary size 4\n")
 
 
 def test_a_ragged_upstream_is_refused_as_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,8 +6,10 @@ written (or, with ``--debug``, below its traceback)."""
 
 from __future__ import annotations
 
+import ast
 import errno
 import os
+import pickle
 import re
 import signal
 import sys
@@ -19,17 +21,24 @@ from typing import Any
 
 import pytest
 
+import llm_from_scratch
 import llm_from_scratch.demos.ch18_token_embeddings as chapter
 import llm_from_scratch.demos.ch18_token_embeddings.exercise_session as exercise_session
+from llm_from_scratch.cli import run as command_line
 from llm_from_scratch.errors import (
+    REFUSING_RULES,
+    RULES,
     AllocationError,
     CorpusError,
     FileAccessError,
     NonFiniteError,
     TableError,
+    WordedError,
+    WordError,
 )
 from llm_from_scratch.exits import FAILED, INTERRUPTED, REFUSED, status_of
 
+from checks import raises_rule
 from cli_support import run_cli
 
 UNEXPECTED = re.compile(
@@ -319,3 +328,127 @@ def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it(
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+# One meaning per status, one place that prints -------------------------------------------------
+
+SOURCE = Path(llm_from_scratch.__file__).parent
+
+
+def modules() -> list[tuple[str, ast.Module]]:
+    return [
+        (str(path.relative_to(SOURCE)), ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(SOURCE.rglob("*.py"))
+    ]
+
+
+def test_each_status_is_one_constant_declared_once_in_exits() -> None:
+    declared = [
+        (name, target.id)
+        for name, tree in modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id in {"REFUSED", "FAILED", "INTERRUPTED"}
+    ]
+    assert sorted(declared) == [
+        ("exits.py", "FAILED"), ("exits.py", "INTERRUPTED"), ("exits.py", "REFUSED"),
+    ]  # fmt: skip
+    assert (REFUSED, FAILED, INTERRUPTED) == (2, 1, 130)
+
+
+def test_no_command_prints_an_error_line_of_its_own() -> None:
+    """Only ``exits`` writes ``error: ...``; besides, the process before the command line is
+    imported (Ctrl-C then) and ``make corpus``, a script of its own."""
+
+    def starts_an_error_line(node: ast.AST) -> bool:
+        first = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else node
+        text = first.value if isinstance(first, ast.Constant) else None
+        return isinstance(text, str) and text.startswith("error: ")
+
+    printing = sorted(
+        {name for name, tree in modules() for node in ast.walk(tree) if starts_an_error_line(node)}
+    )
+    assert printing == ["__main__.py", "demos/ch18_token_embeddings/shakespeare.py", "exits.py"]
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (NonFiniteError("tensor.overflow", value=10**4000, position=0, dtype="float64"), REFUSED),
+        (NonFiniteError("seed.non-finite", value=float("nan"), index=0), REFUSED),
+        (NonFiniteError("gradient.non-finite", operation="add", value=1e999, index=0), FAILED),
+        (
+            FileAccessError("pretrained.missing-file", role="table", path="t", install="make"),
+            REFUSED,
+        ),
+        (FileNotFoundError(errno.ENOENT, "No such file or directory", "t.txt"), REFUSED),
+        (IsADirectoryError(errno.EISDIR, "Is a directory", "out"), REFUSED),
+        (OSError(errno.EIO, "Input/output error", "/proc/version"), FAILED),
+        (PermissionError(errno.EACCES, "Permission denied", "out.html"), FAILED),
+        (FileAccessError("checkpoint.write", path="t", cause=NO_SPACE), FAILED),
+        (FileAccessError("checkpoint.read", path="t", cause=FileNotFoundError(2, "No")), REFUSED),
+        (WordedError("прервано", KeyboardInterrupt()), INTERRUPTED),
+        (WordedError("слово", WordError("word.empty", word=" ")), REFUSED),
+    ],
+    ids=lambda value: getattr(value, "rule", type(value).__name__),
+)
+def test_the_status_of_an_error_is_the_one_docs_errors_md_gives(
+    error: BaseException, status: int
+) -> None:
+    assert status_of(error) == status
+    assert all(rule in RULES for rule in REFUSING_RULES)
+
+
+@pytest.mark.parametrize(("digits", "option"), [("9" * 4000, "--upstream"), ("9" * 4000, "--ids")])
+def test_an_input_value_that_overflows_is_a_refused_input(
+    capsys: pytest.CaptureFixture[str], digits: str, option: str
+) -> None:
+    value = f"[[1,{digits}]]" if option == "--upstream" else digits
+    ids = ["--ids", "[1]"] if option == "--upstream" else []
+    status, out, err = run_cli(capsys, "ch18", "trace", *ids, option, value)
+    assert (status, out) == (REFUSED, "") and err.count("\n") == 1 and err.startswith("error: ")
+
+
+def test_a_figure_the_system_fails_to_write_is_a_failed_run_that_names_the_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    written = [path for path in ("/proc/version", "/dev/full") if os.path.exists(path)]
+    if not written:
+        pytest.skip("needs /proc/version or /dev/full")
+    for path in written:
+        status, out, err = run_cli(capsys, "ch18", "figure", "--output", path)
+        assert (status, out) == (FAILED, "") and err.startswith(f"error: {path}: "), err
+        assert err.count("\n") == 1
+
+
+def test_a_figure_whose_folder_is_missing_is_a_refused_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    output = tmp_path / "missing" / "figure.html"
+    status, _, err = run_cli(capsys, "ch18", "figure", "--output", str(output))
+    assert (status, err) == (REFUSED, f"error: {output}: no folder {str(output.parent)!r}\n")
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_a_command_worded_in_its_language_ends_with_the_status_of_what_it_words(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, lang: str
+) -> None:
+    table, tokenizer = tmp_path / "no.safetensors", tmp_path / "tokenizer.json"
+    args = ["ch18", "neighbours", "king", "--table", str(table), "--tokenizer", str(tokenizer)]
+    status, out, err = run_cli(capsys, *args, "--lang", lang)
+    assert (status, out) == (REFUSED, "") and err.count("\n") == 1 and str(table) in err
+    with raises_rule(FileAccessError, "pretrained.missing-file", role="table", path=str(table)):
+        command_line(args)  # English: the error itself, for the one printer to word
+    with pytest.raises(WordedError) as caught:
+        command_line([*args, "--lang", "ru"])
+    assert caught.value.error.rule == "pretrained.missing-file"
+    assert err == f"error: {caught.value if lang == 'ru' else caught.value.error}\n"
+
+
+def test_a_worded_error_pickles_with_the_error_it_words() -> None:
+    worded = WordedError("прервано", WordError("word.empty", word=" "))
+    again = pickle.loads(pickle.dumps(worded))
+    assert (str(again), again.error.rule, again.__cause__ is again.error) == (
+        "прервано", "word.empty", True,
+    )  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_from_scratch.errors import RULES
+from llm_from_scratch.errors import RULES, OptionError
 from llm_from_scratch.labels import NEIGHBOUR_LABELS, label, load_labels
 
 from cli_support import run_cli
@@ -195,18 +195,18 @@ def test_missing_files_and_a_missing_package_say_how_to_install(
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        ([], "no_words"),
-        (["king", "--table", "t.safetensors"], "table_and_tokenizer"),
-        (["king", "--tokenizer", "tokenizer.json"], "table_and_tokenizer"),
+        ([], "no-words"),
+        (["king", "--table", "t.safetensors"], "table-and-tokenizer"),
+        (["king", "--tokenizer", "tokenizer.json"], "table-and-tokenizer"),
     ],
 )
 def test_options_that_do_not_go_together_are_one_line_in_the_language(
     capsys: pytest.CaptureFixture[str], lang: str, args: list[str], problem: str
 ) -> None:
-    usage = labels(lang)["usage"]
-    assert isinstance(usage, dict)
+    worded = labels(lang)["errors"]["neighbours"][problem]  # type: ignore[index]
     status, out, err = run_cli(capsys, "ch18", "neighbours", *args, "--lang", lang)
-    assert (status, out, err) == (2, "", f"error: {usage[problem]}\n")
+    assert (status, out, err) == (2, "", f"error: {worded}\n")
+    assert worded == str(OptionError(f"neighbours.{problem}")) or lang == "ru"
 
 
 def test_ids_do_not_apply_to_the_neighbours(capsys: pytest.CaptureFixture[str]) -> None:
@@ -224,7 +224,7 @@ def test_the_minilm_table_answers_a_query_and_refuses_words_it_cannot_place(
     text = labels(lang)
     assert (status, err) == (0, "")
     assert out.splitlines()[4] == f"{text['word']} King: {text['pieces']} king ({text['id']} 2332)"
-    assert len(out.splitlines()) == 4 + 2 + 5 + 1
+    assert len(out.splitlines()) == 4 + 2 + 5 + 1 + 2  # then a blank line and the baseline
 
     status, out, err = run_cli(capsys, "ch18", "neighbours", "король", "--lang", lang)
     pieces = "к 1189, ##о 14150, ##р 16856, ##о 14150, ##л 29436, ##ь 23742"  # noqa: RUF001
@@ -236,7 +236,12 @@ def test_the_minilm_table_answers_a_query_and_refuses_words_it_cannot_place(
 
 
 def test_the_english_error_messages_are_the_errors_own() -> None:
-    from llm_from_scratch.demos.ch18_token_embeddings import neighbours, pretrained
+    from llm_from_scratch.demos.ch18_token_embeddings import (
+        neighbours,
+        neighbours_command,
+        pretrained,
+    )
+    from llm_from_scratch.vectors import pair
 
     def worded(lang: str) -> dict[str, str]:
         errors = labels(lang)["errors"]
@@ -245,7 +250,8 @@ def test_the_english_error_messages_are_the_errors_own() -> None:
 
     english = worded("en")
     assert english == {rule: RULES[rule].template for rule in english}
-    sources = [inspect.getsource(module) for module in (neighbours, pretrained)]
+    modules = (neighbours, neighbours_command, pretrained, pair)
+    sources = [inspect.getsource(module) for module in modules]
     raised = {rule for rule in RULES if any(f'"{rule}"' in source for source in sources)}
     assert raised == set(english)
     assert sorted(worded("ru")) == sorted(english)

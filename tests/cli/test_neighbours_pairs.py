@@ -1,5 +1,6 @@
 """A table and its tokenizer belong together: ``ch18 neighbours --table A --tokenizer B`` refuses
-a pair whose sizes differ (any table) or whose vocabulary fingerprint differs (a table that
+a pair whose table has fewer rows than the tokenizer has tokens (any table; more rows are
+padding, rows without a token) or whose vocabulary fingerprint differs (a table that
 records one), in one line naming both files and what differs, with exit status 2; the
 fingerprint is the SHA-256 of the tokens in ID order, each UTF-8 and followed by a line feed."""
 
@@ -98,18 +99,6 @@ def test_the_minilm_tokens_are_its_vocabulary_in_id_order() -> None:
 # Pairs that do not belong together -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("lang", LANGUAGES)
-def test_a_table_with_more_rows_than_the_tokenizer_has_tokens_is_refused_naming_both_files(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, lang: str
-) -> None:
-    table = pair_files(tmp_path / "a", 5, PAIR_TOKENS).table
-    tokenizer = pair_files(tmp_path / "b", 4, PAIR_TOKENS).tokenizer
-    status, out, err = neighbours(capsys, table, tokenizer, "--lang", lang)
-    fields = {"table": table, "tokenizer": tokenizer, "table_value": 5, "tokenizer_value": 4}
-    assert (status, out, err) == (2, "", refusal(lang, "rows", **fields))
-    assert str(table) in err and str(tokenizer) in err
-
-
 def test_a_table_with_fewer_rows_is_refused_before_any_word_is_looked_up(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -128,7 +117,7 @@ def test_a_table_with_fewer_rows_is_refused_before_any_word_is_looked_up(
 def test_the_figure_refuses_the_pair_too(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    files = pair_files(tmp_path, 5, PAIR_TOKENS)
+    files = pair_files(tmp_path, 3, PAIR_TOKENS)
     output = tmp_path / "figure.html"
     status, out, err = run_cli(
         capsys, "ch18", "neighbours", "--figure", str(output),
@@ -164,20 +153,31 @@ def test_a_table_that_records_another_vocabulary_size_is_refused(tmp_path: Path)
     assert (error.table_value, error.tokenizer_value) == ("40", "4")
 
 
-def test_the_minilm_table_with_another_tokenizer_is_refused(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_small_table_with_the_minilm_tokenizer_is_refused_naming_both_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, lang: str
 ) -> None:
     require_pretrained()
-    table = packaged_files().table
-    tokenizer = pair_files(tmp_path, 4, PAIR_TOKENS).tokenizer
-    status, out, err = run_cli(
-        capsys, "ch18", "neighbours", "sun", "--table", str(table), "--tokenizer", str(tokenizer),
-        "--tensor", "embeddings.word_embeddings.weight",
-    )  # fmt: skip
-    assert (status, out) == (2, "")
-    assert err == refusal(
-        "en", "rows", table=table, tokenizer=tokenizer, table_value=30522, tokenizer_value=4
-    )
+    table = pair_files(tmp_path, 4, PAIR_TOKENS).table
+    tokenizer = packaged_files().tokenizer
+    status, out, err = neighbours(capsys, table, tokenizer, "--lang", lang)
+    fields = {"table": table, "tokenizer": tokenizer, "table_value": 4, "tokenizer_value": 30522}
+    assert (status, out, err) == (2, "", refusal(lang, "rows", **fields))
+    assert str(table) in err and str(tokenizer) in err
+
+
+def test_a_padded_table_that_records_another_vocabulary_is_refused_by_its_fingerprint(
+    tmp_path: Path,
+) -> None:
+    other = ("[UNK]", "moon", "sun", "star")
+    files = pair_files(tmp_path, 6, PAIR_TOKENS, tokenizer_metadata(other))
+    paths = {"table": str(files.table), "tokenizer": str(files.tokenizer)}
+    fingerprints = {
+        "table_value": sha256_of_lines(list(other)),
+        "tokenizer_value": sha256_of_lines(list(PAIR_TOKENS)),
+    }
+    with raises_rule(MismatchError, "pair.fingerprint", **paths, **fingerprints):
+        open_table(files)
 
 
 # Pairs that do -------------------------------------------------------------------------------
@@ -190,6 +190,27 @@ def test_a_table_that_records_its_own_tokenizer_answers(
     status, out, err = neighbours(capsys, files.table, files.tokenizer, "--count", "2")
     assert (status, err) == (0, "")
     assert out.splitlines()[4] == "Word sun: word piece sun (ID 1)"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_padded_table_answers_and_names_its_rows_without_a_token(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, lang: str
+) -> None:
+    # Six rows for four tokens, as GPT-2's 50,304 rows for 50,257 tokens: rows 4 and 5 pad.
+    files = pair_files(tmp_path, 6, PAIR_TOKENS, tokenizer_metadata(PAIR_TOKENS))
+    status, out, err = neighbours(
+        capsys, files.table, files.tokenizer, "--count", "5", "--lang", lang
+    )
+    assert (status, err) == (0, "")
+    labels = load_labels(lang, NEIGHBOUR_LABELS)
+    padding = [f"{row} {label(labels, 'no_token')}" for row in (4, 5)]
+    rows = out.splitlines()[6:11]
+    # Ranks 4 and 5 by ID, ranks 3 and 4 by vector (rows [1, 5] and [1, 6] near sun's [1, 2]).
+    assert [row.split()[:4] for row in rows[3:]] == [
+        ["4", *padding[0].split()],
+        ["5", *padding[1].split()],
+    ]
+    assert sum(text in row for row in rows for text in padding) == 4 and "None" not in out
 
 
 def test_a_table_without_a_record_of_the_same_size_answers(

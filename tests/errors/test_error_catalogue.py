@@ -8,16 +8,18 @@ fields, and it must rebuild from its rule and fields and survive pickling. A rul
 raises fails here, so a new rule that nothing raises is caught.
 
 The calls are in :data:`RULE_TRIGGERS`, and in the ``*_TRIGGERS`` dictionaries of the support
-files keyed by rule code (``tests/neighbours_support.py``).
+files keyed by rule code (``tests/neighbours_support.py``, ``tests/train_support.py``).
 """
 
 from __future__ import annotations
 
+import argparse
 import builtins
 import copy
 import difflib
 import pickle
 import re
+import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -31,9 +33,11 @@ import pytest
 import llm_from_scratch.autograd.ops as ops_module
 from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.leaf_state import restore_node
+from llm_from_scratch.cli import run as command_line
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import verified_archive
 from llm_from_scratch.error_catalogue import BEGIN, END, families, rewrite
 from llm_from_scratch.errors import RULES, IdError, LlmError
+from llm_from_scratch.figures.cli import run as draw_figure
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.gradcheck import check_gradient
 from llm_from_scratch.labels import load_labels
@@ -59,6 +63,8 @@ from llm_from_scratch.training.vocabulary import Vocabulary
 
 import checkpoint_support
 import neighbours_support
+import train_support
+import vectors_support
 from checkpoint_support import entry, file_with_header
 from checks import MessageFormatter, NumpyWithFailing, PicklePayload, unpickled
 from conftest import KNOWN_TABLE
@@ -154,19 +160,26 @@ def in_new_folder(call: Callable[[Path], object], files: Mapping[str, bytes] = {
     return run
 
 
-def interrupted_run(folder: Path) -> TrainOptions:
+def interrupted_run(folder: Path, epoch: int = 1) -> TrainOptions:
     """The options of a one-epoch run of two on ``folder/corpus.txt`` whose checkpoint is in
-    ``folder/out`` (as a run stopped after its first epoch leaves it)."""
+    ``folder/out`` (as a run stopped after its first epoch leaves it; after ``epoch`` epochs,
+    one that it could not have written)."""
     from llm_from_scratch.training.run import Run
 
     options = TrainOptions(folder / "corpus.txt", folder / "out", dim=4, epochs=2, min_count=1)
     run = Run.start(options, 1)
     run.train()  # the checkpoint goes when a run ends: write it again, as after epoch one
-    from llm_from_scratch.training.checkpoint import Checkpoint, Position, save_checkpoint
+    from llm_from_scratch.training.checkpoint import (
+        Checkpoint,
+        EpochTotals,
+        Position,
+        save_checkpoint,
+    )
 
     inputs, contexts = run.initial_model().arrays()
+    position = Position(epoch, done=(EpochTotals(),) * epoch)
     checkpoint = Checkpoint(
-        run.options, run.files, run.vocabulary, run.corpus_words, inputs, contexts, Position(1)
+        run.options, run.files, run.vocabulary, run.corpus_words, inputs, contexts, position
     )
     save_checkpoint(checkpoint)
     return run.options
@@ -183,8 +196,33 @@ def resumed_on_another_corpus(folder: Path) -> object:
     return load_checkpoint(folder / "out", options, corpus_files(folder / "corpus.txt"))
 
 
+def resumed_on_a_corpus_edited_in_place(folder: Path) -> object:
+    options = interrupted_run(folder)
+    text = (folder / "corpus.txt").read_bytes()
+    (folder / "corpus.txt").write_bytes(text.replace(b"to be", b"be to", 1))
+    return load_checkpoint(folder / "out", options, corpus_files(folder / "corpus.txt"))
+
+
+def resumed_past_the_last_epoch(folder: Path) -> object:
+    options = interrupted_run(folder, epoch=3)
+    return load_checkpoint(folder / "out", options, corpus_files(folder / "corpus.txt"))
+
+
 def sgd() -> SGD:
     return SGD(layer().parameters(), 0.1)
+
+
+def _without_gensim(call: Trigger) -> object:
+    """``call`` while ``import gensim`` fails, as it does where the test extra is not installed."""
+    saved = sys.modules.get("gensim")
+    sys.modules["gensim"] = None  # type: ignore[assignment]
+    try:
+        return call()
+    finally:
+        if saved is None:
+            del sys.modules["gensim"]
+        else:
+            sys.modules["gensim"] = saved
 
 
 RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
@@ -339,6 +377,24 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         lambda: SGD(Embedding.from_pretrained(np.ones((2, 2))).parameters(), 0.1),
     ),
     "gradcheck.argument": (lambda: check_gradient(lambda p: p, parameter((2,))),),
+    "neighbours.table-and-tokenizer": (
+        lambda: command_line(["ch18", "neighbours", "king", "--table", "t.safetensors"]),
+    ),
+    "neighbours.no-words": (lambda: command_line(["ch18", "neighbours"]),),
+    "bench.package": (lambda: _without_gensim(lambda: command_line(["bench", "vectors"])),),
+    "neighbours.analogy-alone": (
+        lambda: command_line(["ch18", "neighbours", "queen", "--analogy", "man", "woman", "king"]),
+    ),
+    "command.word-type": (lambda: command_line(["ch18", 7]),),
+    "command.word-text": (lambda: command_line(["ch18", "--ids", "\udcff"]),),
+    "command.json": (lambda: command_line(["ch18", "--ids", "[1,"]),),
+    "command.values-elsewhere": (lambda: command_line(["ch18", "--ids", "[1]", "exercises"]),),
+    "command.values-with-trace": (
+        lambda: command_line(["ch18", "figure", "--trace", "t.txt", "--upstream", "[1]"]),
+    ),
+    "figure.no-trace": (
+        lambda: draw_figure(argparse.Namespace(trace=None, output=None, lang="en")),
+    ),
     "train.option": (
         lambda: TrainOptions(Path("corpus"), Path("out"), dim=0).checked(2),
         lambda: TrainOptions(Path("corpus"), Path("out"), threads=10**6).checked(2),
@@ -356,14 +412,19 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
         ),
     ),
     "resume.missing": (lambda: saved_options(Path("no-such-folder")),),
+    "resume.output": (lambda: command_line(["ch18", "train", "--resume", "a", "--output", "b"]),),
     "resume.unreadable": (
         in_new_folder(saved_options, {"checkpoint.safetensors": b"not a checkpoint"}),
+        in_new_folder(resumed_past_the_last_epoch, {"corpus.txt": b"to be or not to be\n" * 5}),
     ),
     "resume.options": (
         in_new_folder(resumed_with_other_options, {"corpus.txt": b"to be or not to be\n" * 5}),
     ),
     "resume.corpus": (
         in_new_folder(resumed_on_another_corpus, {"corpus.txt": b"to be or not to be\n" * 5}),
+        in_new_folder(
+            resumed_on_a_corpus_edited_in_place, {"corpus.txt": b"to be or not to be\n" * 5}
+        ),
     ),
     "checkpoint.invalid": (checkpoint_support.load_from(b""),),
     "checkpoint.tensor-size": (
@@ -432,7 +493,7 @@ RULE_TRIGGERS: dict[str, tuple[Trigger, ...]] = {
 def support_triggers() -> dict[str, list[Trigger]]:
     """The calls of the support files' ``*_TRIGGERS`` dictionaries, by rule code."""
     found: dict[str, list[Trigger]] = {}
-    for module in (checkpoint_support, neighbours_support):
+    for module in (checkpoint_support, neighbours_support, train_support, vectors_support):
         for name, value in sorted(vars(module).items()):
             if name.endswith("_TRIGGERS") and isinstance(value, Mapping):
                 for key, trigger in value.items():

@@ -83,7 +83,7 @@ def test_the_page_never_overflows_sideways_and_wide_tables_scroll_in_their_regio
 ) -> None:
     with opened(browser, documents[trace, lang], width) as (page, requests):
         shoot(page, tmp_path, f"token-embeddings-{trace}-{lang}-{width}px")
-        assert_fits_sideways(page, width, 3)
+        assert_fits_sideways(page, width, 4)
 
     assert requests == []
 
@@ -118,7 +118,7 @@ def test_every_scroll_region_is_reached_with_tab_has_a_name_and_shows_its_focus(
         shoot(page, tmp_path, f"focus-{trace}-{lang}-{width}px")
 
     names = [name for name in reached if name]
-    assert len(names) == len(set(names)) == count == 3
+    assert len(names) == len(set(names)) == count == 4
     assert with_focus != without_focus, "the focus outline must change what is shown"
 
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 from pathlib import Path
 
 import pytest
 
 from llm_from_scratch.cli import main
-from llm_from_scratch.figures.cli import configure_parser, run
+from llm_from_scratch.errors import OptionError
+from llm_from_scratch.figures.cli import configure_parser, language, run
 
-from conftest import GOLDEN
+from checks import raises_rule
+from conftest import GOLDEN, unavailable
 
 #: The trace of spec section 7, byte for byte (LF endings kept: read as bytes).
 SPEC_TRACE = (GOLDEN / "ch18_trace.txt").read_bytes().decode("utf-8")
@@ -86,21 +89,30 @@ def test_a_crlf_trace_file_is_rejected_because_its_bytes_are_read_untouched(
     )
 
 
-@pytest.mark.parametrize("content", [None, b"\xff\xfe not UTF-8"], ids=["missing", "not utf-8"])
-def test_an_unreadable_trace_file_exits_non_zero_with_a_message(
-    tmp_path: Path, content: bytes | None, capsys: pytest.CaptureFixture[str]
+def test_a_missing_trace_file_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "trace.txt"
-    if content is not None:
-        path.write_bytes(content)
 
     status = main(["ch18", "figure", "--trace", str(path)])
 
     assert status == 2
-    assert capsys.readouterr().err.startswith(f"error: cannot read trace file {path}: ")
+    assert capsys.readouterr().err == f"error: {path}: No such file or directory\n"
 
 
-def test_an_unwritable_output_exits_non_zero_with_a_message(
+def test_a_trace_file_that_is_not_utf8_is_refused_as_the_grammar_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "trace.txt"
+    path.write_bytes(b"\xff\xfe not UTF-8")
+
+    status = main(["ch18", "figure", "--trace", str(path)])
+
+    assert status == 2
+    assert capsys.readouterr().err.startswith(f"error: TRACE encoding: {path} is not UTF-8: ")
+
+
+def test_an_output_whose_folder_is_missing_is_refused_naming_it(
     trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     output = tmp_path / "missing-folder" / "figure.html"
@@ -108,7 +120,19 @@ def test_an_unwritable_output_exits_non_zero_with_a_message(
     status = main(["ch18", "figure", "--trace", str(trace_file), "--output", str(output)])
 
     assert status == 2
-    assert capsys.readouterr().err.startswith(f"error: cannot write {output}: ")
+    assert capsys.readouterr().err == f"error: {output}: no folder {str(output.parent)!r}\n"
+
+
+def test_an_output_the_system_fails_to_write_is_a_failed_run_naming_the_file(
+    trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not os.path.exists("/dev/full"):
+        unavailable("needs a /dev/full device", ci_provides=True)
+
+    status = main(["ch18", "figure", "--trace", str(trace_file), "--output", "/dev/full"])
+
+    assert status == 1
+    assert capsys.readouterr().err == "error: /dev/full: No space left on device\n"
 
 
 def test_a_dash_reads_the_trace_from_standard_input(
@@ -130,7 +154,8 @@ def test_the_options_are_documented_and_the_language_is_checked(
     help_text = parser.format_help()
     for option in ("--lang {en,ru}", "--output PATH", "--trace FILE"):
         assert option in help_text
-    assert parser.parse_args([]).lang == "en"
+    assert language(parser.parse_args([])) == "en"
+    assert language(parser.parse_args(["--lang", "ru"])) == "ru"
     with pytest.raises(SystemExit):
         parser.parse_args(["--lang", "de"])
     assert "invalid choice: 'de'" in capsys.readouterr().err
@@ -154,7 +179,7 @@ def test_a_fresh_trace_from_the_chapter_demo_is_drawn(
 
     assert render_trace() == trace_text
     assert main(["ch18", "figure", "--lang", "ru"]) == 0
-    assert "[4.000000000000, 4.000000000000]" in capsys.readouterr().out
+    assert "[4, 4]" in capsys.readouterr().out
 
 
 def test_run_draws_a_trace_handed_in_as_text_and_needs_one(
@@ -166,6 +191,6 @@ def test_run_draws_a_trace_handed_in_as_text_and_needs_one(
     args = parser.parse_args(["--output", str(output)])
 
     assert run(args, trace_text) == 0
-    assert "[4.000000000000, 4.000000000000]" in output.read_text(encoding="utf-8")
-    assert run(args) == 2
-    assert capsys.readouterr().err == "error: no trace to draw: pass --trace FILE\n"
+    assert "[4, 4]" in output.read_text(encoding="utf-8")
+    with raises_rule(OptionError, "figure.no-trace"):
+        run(args)

@@ -49,8 +49,7 @@ def test_an_endless_standard_input_is_refused_after_one_byte_past_the_limit(
     err = capsys.readouterr().err
     assert status == 2
     assert err == (
-        f"error: cannot read trace file -: TRACE size: at most {TRACE_BYTE_LIMIT} bytes, "
-        "found more\n"
+        f"error: TRACE size: at most {TRACE_BYTE_LIMIT} bytes, found more in standard input\n"
     )
     assert stream.handed_out == TRACE_BYTE_LIMIT + 1
 

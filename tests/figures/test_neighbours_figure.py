@@ -71,7 +71,8 @@ def test_every_figure_label_is_on_the_page_and_every_number_is_left_to_right(
     shown = html.unescape(re.sub(r"<[^>]+>", " ", page))
     labels = leaves(load_labels(lang, NEIGHBOUR_LABELS))
     for key, text in labels.items():
-        if not key.startswith(("errors.", "usage.", "no_token")):  # no_token: IDs beyond it
+        # text: the command line's only; no_token: IDs beyond it
+        if not key.startswith(("errors.", "usage.", "text.", "no_token")):
             assert text in shown or html.escape(text) in page, key
     assert f'<html lang="{lang}"' in page and "<script" not in page
     assert page.count('class="marker"') == 20 + 5
@@ -134,3 +135,36 @@ def test_the_demo_and_help_import_none_of_the_neighbours_code() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_plot_has_axes_their_shares_and_the_share_both_explain(
+    figure: object, lang: str
+) -> None:
+    page = render_neighbours_figure(figure, lang)  # type: ignore[arg-type]
+    labels = leaves(load_labels(lang, NEIGHBOUR_LABELS))
+    explained = figure.projection.explained  # type: ignore[attr-defined]
+    plot = re.search(r'<svg class="plot".*?</svg>', page, re.S)
+    assert plot is not None
+
+    assert plot[0].count('<line class="axis"') == 2
+    for number, share in enumerate(explained, start=1):
+        assert f"{labels['projection.component']} {number} ({100 * share:.1f}%)" in plot[0]
+    together = f"{100 * sum(explained):.1f}%"
+    assert f'{labels["projection.together"]} <span class="num" dir="ltr">{together}</span>' in page
+
+
+def test_every_label_moved_off_its_marker_is_tied_to_it_by_a_line(figure: object) -> None:
+    page = render_neighbours_figure(figure, "en")  # type: ignore[arg-type]
+    points = re.findall(r'<g class="point".*?</g>', page, re.S)
+
+    assert len(points) == 20
+    for point in points:
+        path = re.search(r' d="M([0-9.]+) ([0-9.]+)', point)
+        text = re.search(r'<text x="([0-9.]+)" y="([0-9.]+)"', point)
+        assert path is not None and text is not None
+        leader = re.search(r'<line class="leader" x1="([0-9.]+)" y1="([0-9.]+)"', point)
+        marker_y = float(path[2])
+        off_line = abs(float(text[2]) - marker_y) > 20  # the label left its marker's line
+        if off_line:
+            assert leader is not None, point

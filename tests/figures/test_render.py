@@ -16,7 +16,7 @@ from llm_from_scratch.figures.render import render_figure
 from llm_from_scratch.figures.trace_parser import Trace, parse_trace
 from llm_from_scratch.labels import LABEL_KEYS, LANGUAGES, Labels, label_error, load_labels
 
-from checks import raises_rule
+from checks import raises_rule, shown_vector
 from conftest import GOLDEN
 
 #: The trace of spec section 7, byte for byte (LF endings kept: read as bytes).
@@ -94,14 +94,16 @@ def test_the_figure_has_a_title_and_a_description(trace: Trace, lang: str) -> No
     assert '<p id="figure-description"' in page
 
 
-def test_every_lexeme_of_the_trace_appears_as_it_is(trace: Trace) -> None:
+def test_every_lexeme_of_the_trace_appears_without_its_trailing_zeros(trace: Trace) -> None:
     page = render_figure(trace, "en")
 
     for row, gradient in zip(trace.table_rows, trace.row_gradients, strict=True):
-        assert f"[{', '.join(row.values)}]" in page
-        assert f"[{', '.join(gradient.accumulated)}]" in page
+        assert shown_vector(row.values) in page
+        assert shown_vector(gradient.accumulated) in page
     for lookup in trace.lookups:
-        assert f"[{', '.join(lookup.upstream)}]" in page
+        assert shown_vector(lookup.upstream) in page
+    assert ".000000000000" not in page.replace("4.000000000000)", "")  # the note's example
+    assert "[30, 31]" in page and "[4, 4]" in page
 
 
 def test_the_two_contributions_into_row_two_converge_on_its_accumulated_gradient(
@@ -111,11 +113,11 @@ def test_the_two_contributions_into_row_two_converge_on_its_accumulated_gradient
     card = page[page.index('data-state="selected-repeated">\n<h3>') :]
     card = card[: card.index("</li>")]
 
-    first = card.index("[1.000000000000, 0.000000000000]")
-    second = card.index("[3.000000000000, 4.000000000000]")
-    total = card.index('class="line total"')
+    first = card.index("[1, 0]")
+    second = card.index("[3, 4]")
+    total = card.index('class="line total sum"')
     assert first < second < total
-    assert card.index("[4.000000000000, 4.000000000000]") > total
+    assert card.index("[4, 4]") > total
     assert '<span class="op">+</span>' in card
 
 
@@ -138,8 +140,8 @@ def test_the_renderer_shows_the_lexemes_without_recomputing_them(trace: Trace) -
 
     page = render_figure(inconsistent, "en")
 
-    assert "[9.250000000000, -7.000000000000]" in page
-    assert "[4.000000000000, 4.000000000000]" not in page
+    assert "[9.25, -7]" in page
+    assert "[4, 4]" not in page
 
 
 def test_labels_are_escaped_by_the_template_engine(
@@ -177,7 +179,7 @@ def test_every_wide_table_sits_in_a_labelled_focusable_scroll_region(trace: Trac
         r"<table",
         page,
     )
-    assert len(regions) == tables == 3
+    assert len(regions) == tables == 4
     assert all(name.strip() for name in regions)
     assert ".region { overflow-x: auto;" in page
 
@@ -206,3 +208,62 @@ def test_jinja2_is_not_imported_until_a_figure_is_rendered() -> None:
     )
 
     assert result.stdout.strip() == "False"
+
+
+def test_the_upstream_sits_on_the_reverse_rail_and_not_the_forward_one(trace: Trace) -> None:
+    page = render_figure(trace, "en")
+    forward = page[page.index('id="forward-title"') : page.index('id="reverse-title"')]
+    reverse = page[page.index('id="reverse-title"') :]
+
+    assert "Upstream" not in forward and "upstream" not in forward.lower().split("<svg")[0]
+    rows = re.findall(r'<table class="upstream">.*?</table>', reverse, re.S)
+    assert len(rows) == 1
+    for lookup in trace.lookups:
+        cells = f'<th scope="row"><span class="num" dir="ltr">{lookup.flat}</span></th>'
+        assert cells + f"<td>{shown_html(lookup.upstream)}</td>" in rows[0]
+
+
+def shown_html(lexemes: tuple[str, ...]) -> str:
+    return f'<span class="num" dir="ltr">{shown_vector(lexemes)}</span>'
+
+
+@pytest.mark.parametrize("rail", ["forward", "reverse"])
+def test_each_rail_draws_one_arrow_from_each_position_to_its_row(trace: Trace, rail: str) -> None:
+    page = render_figure(trace, "en")
+    svg = re.search(rf'<svg class="arrows"[^>]*{rail}-links-title.*?</svg>', page, re.S)
+    assert svg is not None
+
+    link = r'<g class="link( shared)?" data-flat="(\d+)" data-row="(\d+)"><line '
+    lines = re.findall(link, svg[0])
+    expected = [(lookup.flat, lookup.selected_row) for lookup in trace.lookups]
+    assert [(flat, row) for _, flat, row in lines] == expected
+    assert [bool(shared) for shared, _, _ in lines] == [
+        lookup.sharing == "repeated-row" for lookup in trace.lookups
+    ]
+    assert svg[0].count('<path class="head" d="M') == len(trace.lookups)
+    heads = [float(x) for x in re.findall(r'<path class="head" d="M([0-9.]+) ', svg[0])]
+    assert all(x > 200 for x in heads) if rail == "reverse" else all(x < 200 for x in heads)
+    for row in trace.table_rows:
+        assert f">row {row.row}</text>" in svg[0]
+
+
+def test_the_forward_rail_shows_each_positions_one_hot_product(trace: Trace) -> None:
+    page = render_figure(trace, "en")
+
+    products = re.findall(
+        r'<td class="product"><var>e</var><sub><span class="num" dir="ltr">(\d+)</span></sub>'
+        r"<var>E</var></td>",
+        page,
+    )
+    assert products == [lookup.id for lookup in trace.lookups]
+    assert '<th scope="col">One-hot product</th>' in page
+
+
+def test_only_a_sum_of_several_contributions_gets_the_double_rule(trace: Trace) -> None:
+    page = render_figure(trace, "en")
+    cards = re.findall(r'<li class="card" data-state="([^"]+)">(.*?)</li>', page, re.S)
+
+    for state, card in cards:
+        assert ('class="line total sum"' in card) == (state == "selected-repeated"), state
+    assert ".sum > * { border-top: 3px double" in page
+    assert ".total > * { border-top" not in page

@@ -23,7 +23,7 @@ from llm_from_scratch.figures.render import render_figure
 from llm_from_scratch.figures.trace_parser import parse_trace
 from llm_from_scratch.labels import LANGUAGES
 
-from checks import raises_rule
+from checks import raises_rule, shown_vector
 
 TABLE = [[10.0, 11.0], [20.0, 21.0], [30.0, 31.0], [40.0, 41.0]]
 LEARNER_IDS = [
@@ -73,10 +73,10 @@ def test_the_figure_of_learner_ids_shows_every_row_and_position(ids: Any, lang: 
 
     assert f'<html lang="{lang}"' in page
     for row, gradient in zip(trace.table_rows, trace.row_gradients, strict=True):
-        assert f"[{', '.join(row.values)}]" in page
-        assert f"[{', '.join(gradient.accumulated)}]" in page
+        assert shown_vector(row.values) in page
+        assert shown_vector(gradient.accumulated) in page
     for lookup in trace.lookups:
-        assert f"[{', '.join(lookup.upstream)}]" in page
+        assert shown_vector(lookup.upstream) in page
     assert page.count('class="card"') == 4
 
 

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainReport, train
 from llm_from_scratch.errors import FormatError
@@ -147,7 +148,7 @@ def test_the_page_is_accessible_as_the_other_figures_are(report: TrainReport) ->
     regions = re.findall(
         r'<div class="region" role="region" aria-label="\S[^"]*" tabindex="0">', page
     )
-    assert len(regions) == page.count('role="region"') == 3
+    assert len(regions) == page.count('role="region"') == 4
     words = [view.projection.words for view in (report.before, report.after) if view.projection]
     points = sum(len(found) for found in words)
     titled = re.findall(r'<g class="point" data-group="\w+">\n<title>[^<]+: [^<]+</title>', page)
@@ -224,3 +225,44 @@ def test_a_figure_file_that_cannot_be_written_fails_before_training(
     assert err.startswith(f"error: {figure}: ") and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["note.txt"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_the_loss_curve_has_one_labelled_point_per_epoch_falling_where_the_loss_falls(
+    report: TrainReport, lang: str
+) -> None:
+    page = render_train_figure(report, lang)
+    words = leaves(load_labels(lang, TRAIN_LABELS))
+    curve = re.search(r'<svg class="plot curve".*?</svg>', page, re.S)
+    assert curve is not None
+
+    dots = re.findall(r'<circle class="dot" cx="([0-9.]+)" cy="([0-9.]+)"', curve[0])
+    value = r'<text x="[0-9.]+" y="[0-9.]+" text-anchor="middle">([0-9.]+)</text>'
+    values = re.findall(value, curve[0])
+    losses = [epoch.mean_loss for epoch in report.epochs]
+    assert len(dots) == len(losses) >= 2
+    assert values == [f"{loss:.4f}" for loss in losses]
+    xs, ys = [float(x) for x, _ in dots], [float(y) for _, y in dots]
+    assert xs == sorted(xs) and len(set(xs)) == len(xs)
+    for k in range(len(losses) - 1):
+        assert (losses[k + 1] < losses[k]) == (ys[k + 1] > ys[k])  # a lower loss is drawn lower
+    assert words["figure.loss.title"] in page and words["figure.loss.epoch"] in curve[0]
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_the_page_says_the_panels_are_separate_projections_and_draws_their_axes(
+    report: TrainReport, lang: str
+) -> None:
+    page = render_train_figure(report, lang)
+    words = leaves(load_labels(lang, TRAIN_LABELS))
+
+    assert str(escape(words["figure.separate"])) in page
+    for view in (report.before, report.after):
+        assert view.projection is not None
+        together = f"{100 * sum(view.projection.explained):.1f}%"
+        assert f'{words["figure.together"]} <span class="num" dir="ltr">{together}</span>' in page
+    panels = re.findall(r'<svg class="plot" .*?</svg>', page, re.S)
+    assert len(panels) == 2
+    for panel in panels:
+        assert panel.count('<line class="axis"') == 2
+        assert panel.count(f"{words['figure.component']} 1 (") == 1

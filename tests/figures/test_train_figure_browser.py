@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["browser"]  # the shared fixture, used by name
 
-REGION_COUNT = 3  # the two plots and the table of groups
+REGION_COUNT = 4  # the two plots, the loss curve and the table of groups
 
 
 @pytest.fixture(scope="module")
@@ -172,8 +172,8 @@ def test_the_page_has_no_script_fetches_nothing_and_reads_the_same_without_javas
     with opened(browser, documents[lang], 1280, java_script_enabled=False) as (page, requests):
         assert_reads_without_script(page, REGION_COUNT)
         images = page.get_by_role("img")
-        assert images.count() == 2
-        for index in range(2):
+        assert images.count() == 3  # the two projections and the loss curve
+        for index in range(3):
             playwright_api.expect(images.nth(index)).to_have_accessible_name(re.compile(r"\S"))
 
     assert requests == []

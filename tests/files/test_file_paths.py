@@ -22,6 +22,7 @@ from hypothesis import event, given
 from llm_from_scratch.files import (
     NAME_BYTE_LIMIT,
     PATH_BYTE_LIMIT,
+    TEMPORARY_MARK,
     TEMPORARY_STEM_BYTES,
     os_path,
     path_text,
@@ -92,8 +93,10 @@ def test_bytes_that_are_not_utf8_are_a_name_the_system_takes(tmp_path: Path) -> 
 @pytest.mark.parametrize("name", [EMOJI_NAME, "a" * 255, "é" * 127, "model.safetensors"])
 def test_a_temporary_name_is_bounded_in_bytes_whatever_the_target(name: str) -> None:
     temporary = os.path.basename(temporary_path(os.path.join("folder", name)))
-    assert len(os.fsencode(temporary)) <= TEMPORARY_STEM_BYTES + 18
+    # ".", the stem, ".", the mark, "-", a process ID of at most 10 digits, "-", 12 hex, ".tmp"
+    assert len(os.fsencode(temporary)) <= TEMPORARY_STEM_BYTES + len(TEMPORARY_MARK) + 30 == 110
     assert temporary.startswith(".") and temporary.endswith(".tmp")
+    assert f".{TEMPORARY_MARK}-{os.getpid()}-" in temporary
 
 
 def test_a_240_byte_name_is_written_through_its_temporary_file(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def test_each_wrong_answer_is_reported_by_number_with_the_computed_value(
         in out
     )
     assert f"{ui['score']}: 4 {ui['of']} 8\n" in out
-    assert out.endswith(f"{ui['wrong_exercises']}: 3, 6, 8, 10\n")
+    assert out.endswith(f"{ui['wrong_exercises']}: 3, 6, 8\n{ui['unanswered_exercises']}: 10\n")
 
 
 def test_numbers_may_be_written_as_floats_but_booleans_must_be_booleans(tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ def test_the_interactive_session_reads_each_prediction_and_says_right_or_wrong(l
     assert text.endswith(f"{ui['wrong_exercises']}: 3, 10\n")
 
 
-def test_the_end_of_the_input_leaves_the_remaining_answers_missing() -> None:
+def test_the_end_of_the_input_leaves_the_remaining_answers_unanswered() -> None:
     out = io.StringIO()
     first = json.dumps(independent_answers()["1"])
 
@@ -178,7 +178,7 @@ def test_the_end_of_the_input_leaves_the_remaining_answers_missing() -> None:
 
     assert status == 1
     assert out.getvalue().endswith(
-        "right answers: 1 of 8\nWrong answers in exercises: 2, 3, 5, 6, 8, 10, 11\n"
+        "right answers: 1 of 8\nUnanswered exercises: 2, 3, 5, 6, 8, 10, 11\n"
     )
 
 
@@ -295,3 +295,66 @@ def test_exercise_9_compares_the_neighbours_in_the_trained_table() -> None:
             in out.getvalue()
         )
         assert found.vector_mean_cosine > found.id_mean_cosine
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_an_empty_line_skips_an_exercise_which_is_reported_unanswered_not_wrong(lang: str) -> None:
+    answers = independent_answers()
+    ui = load_exercises(lang).ui
+    lines = [json.dumps(answers["1"]), "", json.dumps([[0, 0]] * 4), "", "   "]
+    out = io.StringIO()
+
+    status = run_exercises(
+        lang, None, False, io.StringIO("\n".join(lines) + "\n"), out, io.StringIO()
+    )
+
+    text = out.getvalue()
+    assert status == 1
+    assert ui["unreadable"] not in text
+    assert text.count(str(ui["skip"])) == 5  # asked for 1, 2, 3, 5 and 6, where the input ends
+    assert text.endswith(
+        f"{ui['score']}: 1 {ui['of']} 8\n{ui['wrong_exercises']}: 3\n"
+        f"{ui['unanswered_exercises']}: 2, 5, 6, 8, 10, 11\n"
+    )
+
+
+FLAT_ANSWERS = {
+    "1": [30, 31, 20, 21, 30, 31],
+    "2": {"one_hot": [[0, 0, 1, 0]], "product": [[30], [31]]},
+    "3": [0, 0, 0, 2, 4, 4, 0, 0],
+}
+
+
+@pytest.mark.parametrize("number", sorted(FLAT_ANSWERS))
+def test_the_right_numbers_in_another_nesting_are_right(tmp_path: Path, number: str) -> None:
+    answers = {number: FLAT_ANSWERS[number]}
+
+    _, out, _ = run(tmp_path, answers)
+
+    assert f"Exercise {number} of 11: right\n" in out
+
+
+@pytest.mark.parametrize(
+    ("number", "answer"),
+    [
+        ("1", [30, 31, 20, 21, 31, 30]),  # the numbers of another order
+        ("1", [30, 31, 20, 21, 30]),  # one number short
+        ("3", [[0, 0], [0, 2], [4, 4]]),
+        ("5", [2, 3, 2, 2, 0, 2]),  # shapes are lists of extents: their nesting is the answer
+    ],
+)
+def test_other_numbers_or_flattened_shapes_stay_wrong(
+    tmp_path: Path, number: str, answer: object
+) -> None:
+    _, out, _ = run(tmp_path, {number: answer})
+
+    assert f"Exercise {number} of 11: wrong" in out
+
+
+def test_the_interactive_session_accepts_a_flat_list_for_the_lookup() -> None:
+    out = io.StringIO()
+
+    run_exercises("en", None, False, io.StringIO("[30,31,20,21,30,31]\n"), out, io.StringIO())
+
+    assert "Exercise 1 of 11: right\n" in out.getvalue()
+    assert "flat in row-major order" in out.getvalue()

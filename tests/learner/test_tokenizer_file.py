@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import llm_from_scratch.demos.ch18_token_embeddings.pretrained as pretrained
-from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
-    load_word_pieces,
-)
+import llm_from_scratch.vectors.pair as pretrained
 from llm_from_scratch.errors import FormatError
+from llm_from_scratch.vectors.pair import load_word_pieces
 
 from checks import raises_rule, within_seconds
 from conftest import require_tokenizers, unavailable

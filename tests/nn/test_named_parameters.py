@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from llm_from_scratch.errors import MismatchError, TableError
+from llm_from_scratch.errors import MismatchError, PyTorchNameError, TableError
 from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
 from checks import raises_rule
-from conftest import KNOWN_TABLE
+from conftest import KNOWN_TABLE, KNOWN_UPSTREAM
 
 
 def named(name: str, *values: float) -> NamedParameter:
@@ -140,3 +141,29 @@ def test_sgd_accepts_the_layer_parameters_and_updates_the_table_in_place() -> No
     layer([[2, 1, 2]]).sum().backward()
     SGD(layer.parameters(), learning_rate=0.5).step()
     assert layer.table.tensor.numpy().tolist() == [[10, 11], [19.5, 20.5], [29, 30], [40, 41]]
+
+
+def test_a_named_parameters_gradient_is_its_own_the_same_as_its_tensors() -> None:
+    layer = Embedding.from_pretrained(np.reshape(KNOWN_TABLE, (4, 2)), freeze=False)
+    (parameter,) = layer.parameters()
+    assert parameter.gradient is not None
+    assert parameter.gradient.numpy().tolist() == [[0.0, 0.0]] * 4
+    layer([[2, 1, 2]]).backward_with_seed(np.reshape(KNOWN_UPSTREAM, (1, 3, 2)))
+    assert parameter.gradient.numpy().tolist() == [[0, 0], [0, 2], [4, 4], [0, 0]]
+    assert parameter.gradient.numpy().tolist() == parameter.tensor.gradient.numpy().tolist()
+
+
+def test_pytorchs_grad_on_a_named_parameter_is_answered_in_one_line_naming_gradient() -> None:
+    (parameter,) = Embedding.from_pretrained(
+        np.reshape(KNOWN_TABLE, (4, 2)), freeze=False
+    ).parameters()
+    with raises_rule(
+        PyTorchNameError,
+        "pytorch.name",
+        owner="NamedParameter",
+        kind="attribute",
+        pytorch_name="grad",
+    ) as caught:
+        parameter.grad  # noqa: B018
+    assert caught.value.ours.startswith("gradient") and "\n" not in str(caught.value)
+    assert isinstance(caught.value, AttributeError) and not hasattr(parameter, "grad")

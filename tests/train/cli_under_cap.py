@@ -35,6 +35,14 @@ OPTIONS = {
     "--threads": st.integers(-1, 4),
     "--checkpoint-minutes": st.sampled_from(["0", "0.0000001", "-1", "nan", "inf", "1e9", "x"]),
     "--memory-budget": st.sampled_from(["1", "200", "300", "100000", "0", "-5"]),
+    "--sample": st.sampled_from(["0", "1e-3", "0.5", "1", "40", "1e15", "1e16", "-1", "nan"]),
+    "--alpha": st.sampled_from(["0", "0.025", "10", "11", "-0.1", "inf"]),
+    "--min-alpha": st.sampled_from(["0", "0.0001", "0.5", "10", "-1", "nan"]),
+    "--ns-exponent": st.sampled_from(["-10", "-0.5", "0", "1", "10", "10.5", "nan"]),
+    "--max-vocab-size": NUMBERS,
+    "--max-final-vocab": NUMBERS,
+    "--tokenized": st.none(),
+    "--keep-model": st.none(),
 }
 LINES = st.lists(
     st.sampled_from(["the king and the queen", "one two three", "отец и мать", "ΣΟΦΟΣ λόγος"]),
@@ -74,7 +82,8 @@ def one_run(texts: list[str], chosen: dict[str, None], data: st.DataObject, earl
             (output / "tokenizer.json").write_bytes(b"earlier tokenizer")
         argv = ["ch18", "train", "--corpus", str(corpus), "--output", str(output)]
         for flag in chosen:
-            argv += [flag, str(data.draw(OPTIONS[flag], label=flag))]
+            value = data.draw(OPTIONS[flag], label=flag)
+            argv += [flag] if value is None else [flag, str(value)]
         if "--epochs" not in chosen:
             argv += ["--epochs", "1"]
         if "--dim" not in chosen:

@@ -14,12 +14,13 @@ import pytest
 from safetensors.numpy import load_file
 
 import llm_from_scratch.demos.ch18_token_embeddings.train as train_module
+import llm_from_scratch.training.saved as saved_module
 from llm_from_scratch.cli import main
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import DEFAULT_GROUPS, present_groups
 from llm_from_scratch.demos.ch18_token_embeddings.pretrained import load_word_pieces
 from llm_from_scratch.demos.ch18_token_embeddings.train_command import processor_count
 from llm_from_scratch.nn import Embedding, SplitMix64, load_metadata
-from llm_from_scratch.training.options import TrainOptions
+from llm_from_scratch.training.options import TrainOptions, planned_megabytes
 from llm_from_scratch.training.skipgram import SkipGram
 from llm_from_scratch.training.table_pair import vocabulary_fingerprint
 
@@ -252,10 +253,13 @@ def test_a_folder_where_a_file_of_the_run_goes_is_refused_before_training(
 def test_a_table_over_the_memory_budget_is_refused_before_any_file(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    status, _, err = run_train(corpus, tmp_path / "out", "--dim", "10000", "--memory-budget", "260")
+    budget = str(planned_megabytes(47, 10000) - 1)
+    status, _, err = run_train(
+        corpus, tmp_path / "out", "--dim", "10000", "--memory-budget", budget
+    )
     assert status == 2 and err.count("\n") == 1
-    assert "--memory-budget must be at least " in err and "MB for a 47x10000 table" in err
-    assert err.rstrip().endswith("got 260 MB") and not (tmp_path / "out").exists()
+    assert f"--memory-budget must be at least {int(budget) + 1} MB for a 47x10000 table" in err
+    assert err.rstrip().endswith(f"got {budget} MB") and not (tmp_path / "out").exists()
     monkeypatch.setenv("LLM_FROM_SCRATCH_MEMORY_BUDGET", "1")
     status, _, err = run_train(corpus, tmp_path / "out")
     assert status == 2 and "got 1 MB" in err
@@ -330,7 +334,7 @@ def test_ctrl_c_while_writing_leaves_the_earlier_files_and_no_temporary_one(
 ) -> None:
     output, before = earlier
     target = {"table": "save_parameters", "tokenizer": "write_new_file", "rename": ""}
-    real = getattr(train_module, target[stage], None)
+    real = getattr(saved_module, target[stage], None)
     renames: list[object] = []
 
     def interrupted(*args: Any) -> None:
@@ -349,7 +353,7 @@ def test_ctrl_c_while_writing_leaves_the_earlier_files_and_no_temporary_one(
 
         monkeypatch.setattr(os, "replace", replace_once)
     else:
-        monkeypatch.setattr(train_module, target[stage], interrupted)
+        monkeypatch.setattr(saved_module, target[stage], interrupted)
     status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
     assert status == 130 and f"--resume {output} goes on from it" in err
     names = sorted(path.name for path in output.iterdir())
@@ -363,13 +367,13 @@ def test_a_signal_while_writing_waits_until_both_new_files_are_in_place(
     corpus: Path, earlier: tuple[Path, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     output, before = earlier
-    real = train_module.save_parameters
+    real = saved_module.save_parameters
 
     def signalled(*args: Any, **options: Any) -> None:
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, in the middle of the writes
         real(*args, **options)
 
-    monkeypatch.setattr(train_module, "save_parameters", signalled)
+    monkeypatch.setattr(saved_module, "save_parameters", signalled)
     status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
     assert status == 130
     assert err.splitlines()[-1] == f"error: interrupted: the new files were written to {output}"
@@ -387,7 +391,7 @@ def test_a_failed_write_is_one_line_and_leaves_the_earlier_files(
     def full_disk(path: Path, data: bytes) -> None:
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(train_module, "write_new_file", full_disk)
+    monkeypatch.setattr(saved_module, "write_new_file", full_disk)
     status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
     assert status == 1 and err.count("\n") == 2  # the progress line, then the error
     assert "No space left on device" in err.splitlines()[-1]

@@ -1,9 +1,11 @@
 """``docs/training.md`` is true: its ``ch18 train`` refusals print what it shows (on the fetched
 corpus; without it the test skips, saying ``make corpus`` fetches it), and its Python example
-runs."""
+trains from a list of token lists and from a pre-tokenized file, saves, queries and continues."""
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 import shlex
 from pathlib import Path
@@ -15,9 +17,9 @@ from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     default_corpus_folder,
     fetched_texts,
 )
+from llm_from_scratch.nn import load_metadata
 
 from conftest import unavailable
-from train_support import write_corpus
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "training.md"
 
@@ -44,14 +46,24 @@ def test_each_refusal_prints_what_the_page_shows(
         assert not (tmp_path / "out").exists()
 
 
-def test_the_python_example_trains_a_table_on_a_corpus_of_ones_own(
+def test_the_python_example_trains_saves_queries_and_continues_as_gensim_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (example,) = re.findall(r"```python\n(.*?)```", PAGE.read_text("utf-8"), re.S)
-    (tmp_path / "my-texts").mkdir()
-    write_corpus(tmp_path / "my-texts")
     monkeypatch.chdir(tmp_path)
     exec(compile(example, str(PAGE), "exec"), {})  # the page's own example
     printed = capsys.readouterr().out.splitlines()
-    assert printed[-1].startswith(("0.", "1.", "2.", "3.", "4.", "5."))
-    assert (tmp_path / "out").is_dir()
+    neighbours = ast.literal_eval(printed[0])
+    assert [type(score) for _, score in neighbours] == [float, float]
+    assert {word for word, _ in neighbours} <= {"we", "moved", "to", "in", "2024", "is", "big"}
+    assert [line.split()[:2] for line in printed[1:6]] == [["epoch", str(n)] for n in range(1, 6)]
+    assert all(line.endswith(" 8") for line in printed[1:6])  # eight words, [UNK] left out
+    assert printed[6].endswith("(32,)") and printed[7] == "20 words outside the vocabulary"
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "model.safetensors",
+        "table.safetensors",
+        "tokenizer.json",
+    ]
+    assert load_metadata(out / "table.safetensors")["epochs"] == "7"  # 5, then 2 more
+    assert "new_york" in json.loads((out / "tokenizer.json").read_text("utf-8"))["model"]["vocab"]

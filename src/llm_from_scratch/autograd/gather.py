@@ -451,11 +451,24 @@ def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
     return record("gather_rows", (("table", table),), gathered, gather_rows_vjp)
 
 
+def counts_non_finite_upstream(node: Node) -> bool:
+    """True when ``node`` is a large row gather with the plain gradient: its VJP (or the fused
+    step that defers it) reads the upstream once and counts what is not finite, so a pass from
+    it checks its seed only when the pass fails."""
+    operation = node.operation
+    if operation is None or not isinstance(operation.saved, RowGatherPlan):
+        return False
+    plan = operation.saved
+    return plan.has_plain_gradient and plan.output_elements >= COMPILED_KERNEL_MIN_VALUES
+
+
 def gather_rows_vjp(plan: RowGatherPlan, upstream: FloatArray) -> Sequence[RowSparseGradient]:
     """Scatter-add upstream rows into a row-sparse ``[V, d]`` table gradient, by the plan's
     :class:`RowGradientRule`."""
     rule = plan.gradient_rule
     flat_upstream = upstream.reshape(plan.indices.size, plan.table_shape[1])
+    if rule == PLAIN_GRADIENT and flat_upstream.size >= COMPILED_KERNEL_MIN_VALUES:
+        return (RowSparseGradient.summed_when_read(plan.indices, flat_upstream, plan.table_shape),)
     gradient = RowSparseGradient.from_scatter(
         plan.indices, flat_upstream, plan.table_shape, divide_by_counts=rule.scale_by_frequency
     )

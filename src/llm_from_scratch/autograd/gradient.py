@@ -1,20 +1,43 @@
 """Gradient values on the tape: dense arrays, and the row-sparse tables a row gather leaves
-(sorted unique ``rows``, one summed vector each; made dense only on demand)."""
+(sorted unique ``rows``, one summed vector each; made dense only on demand). A large gather's
+gradient keeps its own copy of the upstream rows and sums them when first read, or hands them
+to an optimizer step that sums and updates each row in one pass."""
 
 from __future__ import annotations
 
 import math
+import sys
+import threading
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
-from llm_from_scratch.autograd.kernels import all_finite, scatter_rows
+from llm_from_scratch.autograd.kernels import all_finite, copy_with_bound, scatter_rows
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Shape, read_only_view
 
 _FEW_POSITIONS: Final = 16
 _FEW_VALUES: Final = 64
+_SUMMING: Final = threading.Lock()  # one first read sums a pending gradient; the others wait
+
+Parts: TypeAlias = "tuple[IndexArray, FloatArray, IndexArray | None]"  # rows, values, summed
+_SUMMED_PARTS: Final = ("_rows", "_values", "_summed")
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRows:
+    """Upstream rows not summed yet: row ``indices[p]`` of the gradient adds ``upstream[p]``.
+
+    ``upstream`` is the gradient's own copy (no caller holds it, so a later change of the
+    caller's array cannot reach it), every value finite, and no row sum can overflow.
+
+    Shape:
+        ``indices``: ``[N]`` (validated, read-only); ``upstream``: ``[N, d]`` (C-contiguous).
+    """
+
+    indices: IndexArray
+    upstream: FloatArray
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -27,6 +50,8 @@ class RowSparseGradient:
         shape: the dense shape ``(V, d)``.
         summed: positions in :attr:`rows` whose values add two or more upstream rows, or None
             when unknown; only those need a finiteness check (the others copy one finite row).
+        pending: a large gather's upstream rows, not summed yet (rows, values and summed are
+            computed on first read), or None.
 
     Example:
         >>> import numpy as np
@@ -42,6 +67,20 @@ class RowSparseGradient:
     _values: FloatArray
     shape: Shape
     _summed: IndexArray | None = None
+    pending: PendingRows | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        """Sum a pending gradient on the first read of its rows, values or summed positions
+        (reached only while they are unset slots: a summed gradient reads them directly)."""
+        if name in _SUMMED_PARTS:
+            with _SUMMING:
+                pending = self.pending
+                if pending is not None:
+                    parts = _scattered(pending.indices, pending.upstream, self.shape[0])
+                    for part, value in zip(_SUMMED_PARTS, parts, strict=True):
+                        object.__setattr__(self, part, value)
+                    object.__setattr__(self, "pending", None)
+        return object.__getattribute__(self, name)
 
     def __repr__(self) -> str:
         return (
@@ -64,7 +103,8 @@ class RowSparseGradient:
     @property
     def dtype(self) -> np.dtype[Any]:
         """The dtype of :attr:`values`."""
-        return self._values.dtype
+        pending = self.pending
+        return self._values.dtype if pending is None else pending.upstream.dtype
 
     @classmethod
     def empty(cls, shape: Shape, dtype: np.dtype[Any]) -> RowSparseGradient:
@@ -75,6 +115,32 @@ class RowSparseGradient:
             rows.flags.writeable = values.flags.writeable = False
             empty = _EMPTY[shape, dtype] = cls(rows, values, shape)
         return empty
+
+    @classmethod
+    def summed_when_read(
+        cls, indices: IndexArray, upstream: FloatArray, shape: Shape
+    ) -> RowSparseGradient:
+        """:meth:`from_scatter` of a large gather, bit for bit, summed when first read: a copy
+        of ``upstream`` is kept (read once, counted finite and bounded as it is copied). When
+        ``N`` times the largest magnitude could overflow a row sum, it is summed now, so that
+        the tape's finiteness check sees the sums; with a value that is not finite, every row
+        is checked (the upstream of a pass's root is its seed, not checked before)."""
+        copy = _copy_buffer(upstream.shape, upstream.dtype)
+        bad, largest = copy_with_bound(copy, upstream)
+        count, precision = indices.size, float(np.finfo(upstream.dtype).eps)
+        # each partial sum of count terms is at most count * largest * (1 + eps) ** count
+        bound = count * largest * math.exp(count * precision)
+        if bad or not bound < float(np.finfo(upstream.dtype).max):
+            rows, values, summed = _scattered(indices, copy, shape[0])
+            return cls(rows, values, shape, None if bad else summed)
+        gradient = object.__new__(cls)
+        object.__setattr__(gradient, "shape", shape)
+        object.__setattr__(gradient, "pending", PendingRows(indices, copy))
+        return gradient
+
+    def lists_no_rows(self) -> bool:
+        """True for the all-zero gradient (a pending one always lists rows; not summed here)."""
+        return self.pending is None and self._rows.size == 0
 
     @classmethod
     def from_scatter(
@@ -123,9 +189,9 @@ class RowSparseGradient:
 
     def merged_with(self, later: RowSparseGradient) -> RowSparseGradient:
         """``self + later`` row by row (``self`` first), rows sorted and unique."""
-        if later._rows.size == 0:
+        if later.pending is None and later._rows.size == 0:  # a pending one lists rows
             return self
-        if self._rows.size == 0:
+        if self.pending is None and self._rows.size == 0:
             return later
         rows = np.union1d(self._rows, later._rows).astype(np.intp, copy=False)
         values = np.zeros((rows.size, self.shape[1]), dtype=self._values.dtype)
@@ -144,6 +210,31 @@ class RowSparseGradient:
             else:
                 result[self._rows] = self._values + dense[self._rows]
         return result
+
+
+_spare: list[FloatArray] = []  # the last copy buffer, reused once nothing holds it
+_SPARE_LOCK: Final = threading.Lock()
+_UNHELD: Final = 3  # references to a free spare: the list's, the loop's name, getrefcount's
+
+
+def _copy_buffer(shape: Shape, dtype: np.dtype[Any]) -> FloatArray:
+    """A C-contiguous buffer for a pending gradient's copy: the last one, when it has this shape
+    and dtype and nothing holds it any more (no gradient, no view: CPython's reference count
+    says so), else a new one, kept for the next pass. Fresh pages of a large array cost about
+    as much as the copy into them (``docs/performance.md``)."""
+    with _SPARE_LOCK:
+        for spare in _spare:
+            if spare.shape == shape and spare.dtype == dtype and sys.getrefcount(spare) == _UNHELD:
+                return spare
+        fresh = np.empty(shape, dtype=dtype)
+        _spare[:] = [fresh]
+        return fresh
+
+
+def _scattered(indices: IndexArray, upstream: FloatArray, rows_in_table: int) -> Parts:
+    """The rows, sums and summed positions of :meth:`RowSparseGradient.from_scatter`."""
+    rows, values, counts = scatter_rows(indices, upstream, rows_in_table)
+    return rows, values, np.flatnonzero(counts > 1).astype(np.intp, copy=False)
 
 
 def scatter_sums(
@@ -211,6 +302,8 @@ def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
     if not isinstance(gradient, RowSparseGradient):
         found = _first_non_finite_value(gradient)
         return None if found is None else (found, float(gradient.reshape(-1)[found]))
+    if gradient.pending is not None:
+        return None  # checked finite, and no sum can overflow
     positions = gradient._summed
     if positions is not None and positions.size == 0:
         return None

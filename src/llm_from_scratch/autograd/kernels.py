@@ -4,12 +4,14 @@ gathers, scatters and finiteness checks; sums keep their left-to-right order, bi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper, prange
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
+
+_COPY_BLOCKS: Final = 256  # blocks of a parallel copy, each with its own largest magnitude
 
 
 @kernel_helper
@@ -139,3 +141,30 @@ def position_sums(
 def all_finite(array: FloatArray) -> bool:
     """True when no element is NaN or infinite (no temporary array)."""
     return int(_count_non_finite(np.ascontiguousarray(array).reshape(-1))) == 0
+
+
+@compiled_kernel(parallel=True)
+def _copy_with_bound(out: Any, source: Any, block_largest: Any) -> int:  # pragma: no cover - JIT
+    size = source.shape[0]
+    blocks = block_largest.shape[0]
+    bad = 0
+    for block in prange(blocks):
+        largest = abs(source[block * size // blocks])
+        block_bad = 0
+        for index in range(block * size // blocks, (block + 1) * size // blocks):
+            value = source[index]
+            out[index] = value
+            block_bad += (value - value) != 0
+            largest = max(largest, abs(value))
+        block_largest[block] = largest
+        bad += block_bad
+    return bad
+
+
+def copy_with_bound(out: FloatArray, source: FloatArray) -> tuple[int, float]:
+    """Copy ``source`` into ``out`` (a new C-contiguous array of its shape) in one read: how
+    many values are not finite, and the largest magnitude (meaningful when all are)."""
+    flat = np.ascontiguousarray(source).reshape(-1)
+    block_largest = np.empty(min(flat.size, _COPY_BLOCKS), dtype=source.dtype)
+    bad = int(_copy_with_bound(out.reshape(-1), flat, block_largest))
+    return bad, float(block_largest.max())

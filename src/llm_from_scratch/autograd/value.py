@@ -13,7 +13,12 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from llm_from_scratch.autograd.gather import gather_rows_forward, plan_of_ids
+from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.autograd.gather import (
+    counts_non_finite_upstream,
+    gather_rows_forward,
+    plan_of_ids,
+)
 from llm_from_scratch.autograd.gradient import RowSparseGradient, first_non_finite
 from llm_from_scratch.autograd.matmul import matmul_forward, transpose_forward
 from llm_from_scratch.autograd.matvec import matvec_forward
@@ -407,10 +412,17 @@ class TensorValue:
             NonFiniteError: ``gradient.non-finite``; no stored gradient changed.
         """
         checked = converted_seed(self, seed)
-        raise_if_non_finite_seed(checked)
-        if not isinstance(retention, GraphRetention):
-            raise TapeError("tape.retention-type", retention=retention)
-        backward(self._node, checked, retention)
+        late = checked.size >= COMPILED_KERNEL_MIN_VALUES and counts_non_finite_upstream(self._node)
+        if not late:
+            raise_if_non_finite_seed(checked)
+        try:
+            if not isinstance(retention, GraphRetention):
+                raise TapeError("tape.retention-type", retention=retention)
+            backward(self._node, checked, retention)
+        except Exception:
+            if late:  # the seed's error comes first
+                raise_if_non_finite_seed(checked)
+            raise
 
     def backward(self) -> None:
         """``backward_with_seed(1.0)`` with ``RETAIN``, for a scalar output."""

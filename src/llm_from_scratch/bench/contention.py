@@ -33,6 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.bench.rounds import lines
+from llm_from_scratch.bench.train import checked_corpus
+from llm_from_scratch.errors import OptionError
 from llm_from_scratch.training.corpus import corpus_files, count_words, pieces
 from llm_from_scratch.training.kernels import SENTENCE_END
 from llm_from_scratch.training.run import METHOD_STEPS
@@ -191,16 +193,15 @@ def format_counts(found: list[WriteCounts], dim: int, line_ns: float) -> str:
 
 
 def run(corpus: Path | None = None, words: int = 200_000, line_ns: float = 100.0) -> int:
-    """Count and print (``corpus`` None: the fetched Shakespeare texts)."""
-    from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
+    """Count and print (``corpus`` None: the fetched Shakespeare texts).
 
-    if words < 1 or not line_ns > 0:
-        print("error: --words and --line-ns must be above 0", file=sys.stderr)
-        return 2
-    path = corpus if corpus is not None else default_corpus_folder()
-    if not path.exists():
-        print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
-        return 2
+    Raises:
+        OptionError: ``option.value``, ``--words`` below 1 or ``--line-ns`` not above 0.
+        WordedError: the corpus is missing (``corpus.missing``, with how to fetch it).
+    """
+    if not line_ns > 0:
+        raise OptionError("option.value", name="--line-ns", requirement="above 0", value=line_ns)
+    path = checked_corpus(corpus, {"--words": words})
     found = [count_writes(path, method, words) for method in METHODS]
     sys.stdout.write(format_counts(found, 100, line_ns))
     return 0

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from llm_from_scratch.errors import OptionError
+
 Sample = TypeVar("Sample")
 
 DEMO_COMMAND: Final = (sys.executable, "-m", "llm_from_scratch", "ch18")
@@ -64,12 +66,15 @@ def round_robin_medians(actions: Mapping[str, Timed], repeats: int) -> dict[str,
     return {name: statistics.median(found[1:]) for name, found in samples.items()}
 
 
-def checked_count(count: int | None, default: int) -> int | None:
-    """``--repeats`` (None: ``default``), or None with an error line when it is below 1."""
+def checked_count(count: int | None, default: int, name: str = "--repeats") -> int:
+    """``--repeats`` (None: ``default``), at least 1.
+
+    Raises:
+        OptionError: ``option.value``, a count below 1.
+    """
     found = default if count is None else count
     if found < 1:
-        print("error: --repeats must be at least 1", file=sys.stderr)
-        return None
+        raise OptionError("option.value", name=name, requirement="at least 1", value=found)
     return found
 
 
@@ -145,11 +150,9 @@ def run_cases(
     cases: Iterable[tuple[str, Callable[[int], Sample]]],
     report: Callable[[list[Sample]], str],
 ) -> int:
-    """Check ``--repeats`` (status 2 below one), then measure each case with that count after
-    its progress line on standard error, and print the ``report`` of the results (0)."""
+    """Check ``--repeats`` (``option.value`` below one), then measure each case with that count
+    after its progress line on standard error, and print the ``report`` of the results (0)."""
     count = checked_count(repeats, default)
-    if count is None:
-        return 2
     results = []
     for progress, measure in cases:
         print(progress.format(count=count), file=sys.stderr, flush=True)
@@ -165,10 +168,11 @@ def run_processes(
     report: Callable[[list[float], int], str],
     ready: Callable[[], bool] = lambda: True,
 ) -> int:
-    """A process benchmark: check ``--repeats`` (status 2 below one) and that it is ``ready``
-    (2 if not; it says why), time the commands taking turns, print the ``report`` (0)."""
+    """A process benchmark: check ``--repeats`` (``option.value`` below one) and that it is
+    ``ready`` (2 if not; it says why), time the commands taking turns, print the ``report``
+    (0)."""
     count = checked_count(runs, default_runs)
-    if count is None or not ready():
+    if not ready():
         return 2
     print(f"timing {count} runs of each process...", file=sys.stderr, flush=True)
     medians = round_robin_medians({name: process(c) for name, c in commands.items()}, count)

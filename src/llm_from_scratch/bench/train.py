@@ -8,12 +8,10 @@ taking turns in every round (the report: ``docs/performance.md``). gensim reads 
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 from functools import partial
@@ -24,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 from safetensors.numpy import load_file
 
-from llm_from_scratch.bench.rounds import in_turns, lines
+from llm_from_scratch.bench.rounds import checked_count, in_turns, lines
 from llm_from_scratch.bench.word_benchmarks import WordScores, word_scores
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
@@ -32,9 +30,9 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     present_groups,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS, VocabularyPieces
+from llm_from_scratch.errors import CorpusError, WordedError
 from llm_from_scratch.nn import Embedding
 from llm_from_scratch.training.corpus import corpus_files, count_words, sentences
-from llm_from_scratch.training.run import peak_memory_bytes
 from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN, Vocabulary
 
 OURS: Final = ("hogbatch", "pairs")
@@ -115,24 +113,41 @@ def word_list(tokenizer: Path) -> list[str]:
     return [word for word, _ in by_id]
 
 
+LAUNCHER: Final = """
+import os, sys, time
+start = time.perf_counter()
+quiet = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ, file_actions=quiet)
+_, status, usage = os.wait4(pid, 0)
+seconds = time.perf_counter() - start
+print(seconds, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+"""A small process that runs a command, its output discarded, and prints the command's wall
+time, its ``ru_maxrss`` from ``wait4`` and its exit status. Linux counts in a new program's peak
+the peak of the process that started it (``exec`` keeps the old memory's high-water mark), so
+the launcher, not the benchmark holding the tables it measured, starts each trainer."""
+
+
 def timed_process(command: Sequence[str]) -> tuple[float, int]:
     """Run ``command`` as a fresh process, its output discarded: its wall time and its own peak
-    resident set in bytes (from ``wait4``).
+    resident set in bytes (from ``wait4``, in :data:`LAUNCHER`).
 
     Raises:
-        RuntimeError: it exited with a status other than 0 (its standard error is printed).
+        ChildProcessError: it exited with a status other than 0 (its standard error is printed).
     """
-    start = time.perf_counter()
     with tempfile.TemporaryFile() as errors:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - start
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode != 0:
+        launched = [sys.executable, "-c", LAUNCHER, *command]
+        found = subprocess.run(launched, stdout=subprocess.PIPE, stderr=errors, check=False)
+        if found.returncode != 0 or not found.stdout.strip():
             errors.seek(0)
             sys.stderr.write(errors.read().decode("utf-8", "replace"))
-            raise RuntimeError(f"{' '.join(command)} exited with {process.returncode}")
-    return seconds, peak_memory_bytes(usage)
+            raise ChildProcessError(f"{' '.join(command)} could not be run")
+        seconds, maxrss, status = found.stdout.split()
+        if int(status) != 0:
+            errors.seek(0)
+            sys.stderr.write(errors.read().decode("utf-8", "replace"))
+            raise ChildProcessError(f"{' '.join(command)} exited with {int(status)}")
+    return float(seconds), int(maxrss) * (1 if sys.platform == "darwin" else 1024)
 
 
 def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:
@@ -157,20 +172,25 @@ def tokenized_corpus(corpus: Path, path: Path) -> Path:
 
 
 def _trained(
-    case: tuple[str, int], corpora: tuple[Path, Path], epochs: int, output: Path, seeds: Any
+    case: tuple[str, int],
+    corpora: tuple[Path, Path],
+    epochs: int,
+    output: Path,
+    seeds: Any,
+    dim: int = 100,
 ) -> tuple[float, int, float, float, Path]:
     """One run of ``trainer`` on ``threads`` (on the corpus, or for gensim on its words, one
-    sentence a line) with the next of ``seeds``: its wall time, peak memory, the group measure
-    of its table, and where the table and its words are kept for the word benchmarks (scored
-    after every round: gensim's evaluation would grow this process, and a child's peak memory
-    from ``wait4`` counts what its parent held when it forked)."""
+    sentence a line) with the next of ``seeds`` and tables ``dim`` wide: its wall time, peak
+    memory, the group measure of its table, and where the table and its words are kept for the
+    word benchmarks (scored after every round: gensim's evaluation would grow this process, and
+    a child's peak memory from ``wait4`` counts what its parent held when it forked)."""
     trainer, threads = case
     seed = next(seeds)
     kept = output / f"table-{trainer}-{threads}-{seed}.npz"
     output = output / f"{trainer}-{threads}"
     corpus = corpora[1] if trainer.startswith("gensim") else corpora[0]
     given = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
-    given += ["--threads", str(threads), "--seed", str(seed)]
+    given += ["--threads", str(threads), "--seed", str(seed), "--dim", str(dim)]
     if trainer in OURS:
         ours = ["ch18", "train", "--method", trainer, *given]
         command = [sys.executable, "-m", "llm_from_scratch", *ours]
@@ -194,9 +214,10 @@ def measure(
     trainers: Sequence[str] = TRAINERS,
     threads: Sequence[int] = THREADS,
     copies: int = 1,
+    dim: int = 100,
 ) -> TrainBenchResult:
     """Run every trainer on every thread count ``rounds`` times, taking turns in each round
-    (round ``r`` with seed ``r``), on ``copies`` copies of ``corpus``."""
+    (round ``r`` with seed ``r``), on ``copies`` copies of ``corpus``, with tables ``dim`` wide."""
     cases = {
         f"{trainer}, {count} threads": (trainer, count) for count in threads for trainer in trainers
     }
@@ -205,7 +226,7 @@ def measure(
         words = sum(count_words(corpus_files(source))[1].values()) * epochs
         lined = tokenized_corpus(source, Path(scratch) / "sentences.txt")
         runs = {
-            name: partial(_trained, case, (source, lined), epochs, Path(scratch), count(1))
+            name: partial(_trained, case, (source, lined), epochs, Path(scratch), count(1), dim)
             for name, case in cases.items()
         }
         found = in_turns(runs, rounds, progress=True)
@@ -284,19 +305,25 @@ def run(
     copies: int = 1,
 ) -> int:
     """Measure and print, ``repeats`` rounds (``corpus`` None: the fetched Shakespeare texts)."""
-    from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
-
-    if repeats < 1 or epochs < 1 or copies < 1:
-        print("error: --repeats, --epochs and --copies must be at least 1", file=sys.stderr)
-        return 2
-    path = corpus if corpus is not None else default_corpus_folder()
-    if not path.exists():
-        print(f"error: no corpus at {path}; `make corpus` fetches it", file=sys.stderr)
-        return 2
-    try:
-        result = measure(path, epochs, repeats, trainers, threads, copies)
-    except RuntimeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    path = checked_corpus(corpus, {"--repeats": repeats, "--epochs": epochs, "--copies": copies})
+    result = measure(path, epochs, repeats, trainers, threads, copies)
     sys.stdout.write(format_result(result))
     return 0
+
+
+def checked_corpus(corpus: Path | None, counts: dict[str, int]) -> Path:
+    """The corpus to measure (None: the fetched Shakespeare texts).
+
+    Raises:
+        OptionError: ``option.value``, one of ``counts`` (by option name) below 1.
+        WordedError: the corpus is missing (``corpus.missing``, with how to fetch it).
+    """
+    from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
+
+    for name, given in counts.items():
+        checked_count(given, 1, name)
+    path = corpus if corpus is not None else default_corpus_folder()
+    if not path.exists():
+        missing = CorpusError("corpus.missing", path=str(path))
+        raise WordedError(f"{missing}; `make corpus` fetches it", missing)
+    return path

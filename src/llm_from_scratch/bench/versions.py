@@ -89,8 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the one small shape only")
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.repeats < 1:
-        print("error: --rounds and --repeats must be at least 1", file=sys.stderr)
-        return 2
+        parser.error("--rounds and --repeats must be at least 1")
     baseline, current = compare(args.baseline, args.rounds, args.repeats, args.quick)
     print("case / action   baseline   this tree   this tree / baseline")
     sys.stdout.write(format_comparison(baseline, current))

@@ -10,8 +10,8 @@ from typing import Final
 
 from llm_from_scratch.files import (
     FILE_BYTE_LIMIT,
+    about,
     is_too_large,
-    one_line,
     read_file,
     read_stream,
     write_file,
@@ -22,10 +22,21 @@ TRACE_BYTE_LIMIT: Final = FILE_BYTE_LIMIT
 
 
 def add_language(parser: argparse.ArgumentParser) -> None:
-    """Add ``--lang``, the language of what a ``ch18`` command prints or draws."""
+    """Add ``--lang``, the language of what a ``ch18`` command prints or draws (absent unless
+    given, so that ``ch18 --lang ru VIEW`` and ``ch18 VIEW --lang ru`` both work: read it with
+    :func:`language`)."""
     parser.add_argument(
-        "--lang", choices=("en", "ru"), default="en", help="language of the text (default: en)"
+        "--lang",
+        choices=("en", "ru"),
+        default=argparse.SUPPRESS,
+        help="language of the text (default: en)",
     )
+
+
+def language(args: argparse.Namespace) -> str:
+    """The ``--lang`` of parsed arguments, ``en`` when not given."""
+    lang: str = getattr(args, "lang", "en")
+    return lang
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -50,29 +61,25 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
-    """Draw ``args.trace`` (else ``fresh_trace``) to ``args.output``: 0, or 2 and an error line."""
-    from llm_from_scratch.errors import FormatError
+    """Draw ``args.trace`` (else ``fresh_trace``) to ``args.output`` (else standard output): 0.
+
+    Raises:
+        OptionError: ``figure.no-trace``, neither a trace file nor a fresh trace.
+        FormatError: ``trace.format``, a trace that breaks its grammar, is not UTF-8 or is over
+            :data:`TRACE_BYTE_LIMIT` bytes.
+        OSError: the trace cannot be read or the page written, about that file.
+    """
+    from llm_from_scratch.errors import OptionError
     from llm_from_scratch.figures.render import render_figure
     from llm_from_scratch.figures.trace_parser import parse_trace
 
     if args.trace is None:
         if fresh_trace is None:
-            return _fail("no trace to draw: pass --trace FILE")
+            raise OptionError("figure.no-trace")
         text = fresh_trace
     else:
-        try:
-            text = _read_trace(args.trace)
-        except (OSError, ValueError) as error:  # FormatError and UnicodeDecodeError too
-            return _fail(f"cannot read trace file {args.trace}: {error}")
-    try:
-        html = render_figure(parse_trace(text), args.lang)
-    except FormatError as error:
-        return _fail(str(error))
-    try:
-        _write(html, args.output)
-    except OSError as error:
-        where = "standard output" if args.output is None else args.output
-        return _fail(f"cannot write {where}: {error}")
+        text = _read_trace(args.trace)
+    _write(render_figure(parse_trace(text), language(args)), args.output)
     return 0
 
 
@@ -80,6 +87,7 @@ def _read_trace(source: str) -> str:
     """The trace text (``-``: standard input), at most :data:`TRACE_BYTE_LIMIT` bytes of UTF-8."""
     from llm_from_scratch.traces.token_embeddings_v1 import trace_error
 
+    where = "standard input" if source == "-" else source
     try:
         if source == "-":
             data = read_stream(sys.stdin.buffer, TRACE_BYTE_LIMIT)
@@ -87,10 +95,13 @@ def _read_trace(source: str) -> str:
             data = read_file(source, TRACE_BYTE_LIMIT)
     except OSError as error:
         if not is_too_large(error):
-            raise
-        detail = f"at most {TRACE_BYTE_LIMIT} bytes, found more"
+            raise about(where, error) from error
+        detail = f"at most {TRACE_BYTE_LIMIT} bytes, found more in {where}"
         raise trace_error("TRACE", "size", detail) from error
-    return data.decode("utf-8")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise trace_error("TRACE", "encoding", f"{where} is not UTF-8: {error}") from error
 
 
 def _write(html: str, output: Path | None) -> None:
@@ -101,8 +112,3 @@ def _write(html: str, output: Path | None) -> None:
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
-
-
-def _fail(message: str) -> int:
-    print(f"error: {one_line(message)}", file=sys.stderr)
-    return 2

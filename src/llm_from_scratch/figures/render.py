@@ -4,8 +4,12 @@ arranged, no number computed (Jinja2 imported on first use, for a quick start)."
 from __future__ import annotations
 
 import functools
+import html
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from llm_from_scratch.figures.links import WIDTH as LINKS_WIDTH
+from llm_from_scratch.figures.links import lay_out_links
 from llm_from_scratch.figures.scatter import marker_path
 from llm_from_scratch.figures.trace_parser import Trace
 from llm_from_scratch.labels import Labels, load_labels
@@ -15,6 +19,27 @@ if TYPE_CHECKING:
     import jinja2
 
 TEMPLATE_NAME: Final = "token_embeddings.html.j2"
+
+
+@dataclass(frozen=True)
+class HtmlFigure:
+    """A figure's page that a notebook shows inline (Jupyter and Colab call ``_repr_html_``),
+    in a frame of its own so that its style stays inside it; ``str()`` is the page.
+
+    >>> HtmlFigure("<p>E</p>", height=120)._repr_html_()[:40]
+    '<iframe srcdoc="&lt;p&gt;E&lt;/p&gt;" st'
+    """
+
+    page: str
+    height: int = 640
+
+    def _repr_html_(self) -> str:
+        source = html.escape(self.page, quote=True)
+        style = f"width: 100%; height: {self.height}px; border: 0"
+        return f'<iframe srcdoc="{source}" style="{style}"></iframe>'
+
+    def __str__(self) -> str:
+        return self.page
 
 
 def render_figure(trace: Trace, lang: str) -> str:
@@ -31,6 +56,11 @@ def render_figure(trace: Trace, lang: str) -> str:
         states=STATES,
         repeated_sharing=SHARINGS[-1],
         none=NONE,
+        links={
+            "forward": lay_out_links(trace, to_row=False),
+            "reverse": lay_out_links(trace, to_row=True),
+        },
+        links_width=LINKS_WIDTH,
         rows=list(zip(trace.table_rows, trace.row_gradients, strict=True)),
         reverse_rows=[
             (
@@ -49,12 +79,25 @@ def render_page(template_name: str, lang: str, labels: Labels, **context: object
     return template.render(lang=lang, labels=labels, zip=zip, marker_path=marker_path, **context)
 
 
+def number_text(lexeme: str) -> str:
+    """A number of the trace as a figure shows it: a float lexeme without its trailing zeros,
+    an integral value as an integer (the text of the lexeme, shortened; nothing is computed).
+
+    >>> number_text("4.000000000000"), number_text("-0.250000000000"), number_text("12")
+    ('4', '-0.25', '12')
+    """
+    whole, point, fraction = lexeme.partition(".")
+    fraction = fraction.rstrip("0")
+    return f"{whole}.{fraction}" if point and fraction else whole
+
+
 @functools.cache
 def environment() -> jinja2.Environment:
-    """The figures' Jinja2 environment: the package's templates, autoescaped, strict."""
+    """The figures' Jinja2 environment: the package's templates, autoescaped, strict, with the
+    filter ``number`` (:func:`number_text`)."""
     import jinja2
 
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("llm_from_scratch.figures", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -62,3 +105,5 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    environment.filters["number"] = number_text
+    return environment

@@ -38,7 +38,8 @@ class Projection:
 
 @dataclass(frozen=True)
 class Point:
-    """A word's marker and label in drawing coordinates."""
+    """A word's marker (centred on ``x``, ``y``) and label in drawing coordinates; ``leader``
+    when the label had to move off its marker's line, so that a line ties it to its marker."""
 
     group: str
     shape: str
@@ -46,6 +47,18 @@ class Point:
     path: str
     label_x: float
     label_y: float
+    x: float = 0.0
+    y: float = 0.0
+    leader: bool = False
+
+
+@dataclass(frozen=True)
+class Axes:
+    """The two components' axes through the centre of the words (the projection's 0, 0), in
+    drawing coordinates: a vertical line at ``x`` and a horizontal one at ``y``."""
+
+    x: float
+    y: float
 
 
 def marker_path(shape: str, x: float, y: float, r: float = _RADIUS) -> str:
@@ -73,10 +86,7 @@ def layout_points(
 ) -> list[Point]:
     """One point per word, scaled into a ``width`` x ``height`` drawing with its group's marker
     of ``shapes``, its label moved a line down or up until it covers no earlier one."""
-    xs = [word.x for word in projection.words]
-    ys = [word.y for word in projection.words]
-    scale_x = _scale(min(xs), max(xs), _MARGIN, width - _MARGIN - _LABEL_ROOM)
-    scale_y = _scale(max(ys), min(ys), _MARGIN, height - _MARGIN)  # up is positive
+    scale_x, scale_y = _scales(projection, width, height)
     places = [(scale_x(word.x), scale_y(word.y)) for word in projection.words]
     # A label's box is (left, baseline, width); markers take the same kind of box.
     taken = [(x - _RADIUS, y + _RADIUS, 2 * _RADIUS) for x, y in places]
@@ -84,10 +94,31 @@ def layout_points(
     for word, (x, y) in zip(projection.words, places, strict=True):
         label_x, label_y = _free_place(x + _RADIUS + 4, y + 5, len(word.word), taken, height)
         shape = shapes[word.group]
+        path, moved = marker_path(shape, x, y), abs(label_y - (y + 5)) > 1
         points.append(
-            Point(word.group, shape, word.word, marker_path(shape, x, y), label_x, label_y)
-        )
+            Point(word.group, shape, word.word, path, label_x, label_y, round(x, 1), round(y, 1),
+                  moved)
+        )  # fmt: skip
     return points
+
+
+def layout_axes(projection: Projection, width: int, height: int) -> Axes:
+    """Where the axes of :func:`layout_points`' drawing cross: the projection's origin, kept
+    inside the drawing."""
+    scale_x, scale_y = _scales(projection, width, height)
+    x = min(max(scale_x(0.0), _MARGIN / 2), width - _LABEL_ROOM / 2)
+    y = min(max(scale_y(0.0), _MARGIN / 2), height - _MARGIN / 2)
+    return Axes(round(x, 1), round(y, 1))
+
+
+def _scales(
+    projection: Projection, width: int, height: int
+) -> tuple[functools.partial[float], functools.partial[float]]:
+    xs = [word.x for word in projection.words]
+    ys = [word.y for word in projection.words]
+    scale_x = _scale(min(xs), max(xs), _MARGIN, width - _MARGIN - _LABEL_ROOM)
+    scale_y = _scale(max(ys), min(ys), _MARGIN, height - _MARGIN)  # up is positive
+    return scale_x, scale_y
 
 
 def _scale(low: float, high: float, start: float, end: float) -> functools.partial[float]:

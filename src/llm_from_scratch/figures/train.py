@@ -7,8 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from llm_from_scratch.figures.curve import Curve, lay_out_curve
 from llm_from_scratch.figures.render import render_page
-from llm_from_scratch.figures.scatter import MARKER_SHAPES, Point, Projection, layout_points
+from llm_from_scratch.figures.scatter import (
+    MARKER_SHAPES,
+    Axes,
+    Point,
+    Projection,
+    layout_axes,
+    layout_points,
+)
 from llm_from_scratch.labels import TRAIN_GROUP_NAMES, TRAIN_LABELS, cosine_text, load_labels
 
 TEMPLATE_NAME: Final = "train.html.j2"
@@ -38,8 +46,21 @@ class MeasuredTable(Protocol):
     def separation(self) -> float: ...
 
 
+class Epoch(Protocol):
+    """One epoch of the run (its ``EpochSummary``)."""
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def mean_loss(self) -> float: ...
+
+
 class TrainPage(Protocol):
     """The report as the page draws it here (the rest in its template)."""
+
+    @property
+    def epochs(self) -> Sequence[Epoch]: ...
 
     @property
     def before(self) -> MeasuredTable: ...
@@ -57,6 +78,8 @@ class Panel:
     points: tuple[Point, ...] | None
     explained: tuple[str, ...]
     cosines: tuple[tuple[str, str], ...]
+    axes: Axes | None = None
+    together: str = ""
 
 
 def render_train_figure(report: TrainPage, lang: str) -> str:
@@ -75,7 +98,16 @@ def render_train_figure(report: TrainPage, lang: str) -> str:
         panels=[panel("before", report.before), panel("after", report.after)],
         shapes=GROUP_SHAPES,
         cosine=cosine_text,
+        loss=loss_curve(report.epochs),
     )
+
+
+def loss_curve(epochs: Sequence[Epoch]) -> Curve | None:
+    """The mean loss of each epoch as a curve (None for a run of no epochs)."""
+    if not epochs:
+        return None
+    steps = [str(epoch.epoch) for epoch in epochs]
+    return lay_out_curve(steps, [epoch.mean_loss for epoch in epochs], lambda v: f"{v:.4f}")
 
 
 def panel(key: str, view: MeasuredTable) -> Panel:
@@ -86,4 +118,6 @@ def panel(key: str, view: MeasuredTable) -> Panel:
         return Panel(key, None, (), cosines)
     points = layout_points(view.projection, GROUP_SHAPES, _WIDTH, _HEIGHT)
     shares = tuple(f"{100 * share:.1f}%" for share in view.projection.explained)
-    return Panel(key, tuple(points), shares, cosines)
+    axes = layout_axes(view.projection, _WIDTH, _HEIGHT)
+    together = f"{100 * sum(view.projection.explained):.1f}%"
+    return Panel(key, tuple(points), shares, cosines, axes, together)

@@ -43,7 +43,7 @@ def _keys(prefix: str, *names: str) -> tuple[str, ...]:
 
 #: Every label the token-embedding figure uses; one per word of the trace vocabularies.
 LABEL_KEYS: Final = (
-    "title", "description", "source",
+    "title", "description", "source", "numbers",
     *_keys("fixture", "title", "parameter", "table_shape", "id_shape", "output_shape",
            "accumulation"),
     "legend.title", *_keys("states", *STATES), *_keys("symbols", *STATES, "plus", "equals"),
@@ -51,10 +51,12 @@ LABEL_KEYS: Final = (
            "repeated_positions", "no_repeat"),
     *_keys("table", "title", "intro", "region", "row", "state", "uses", "values", "gradient"),
     *_keys("forward", "title", "intro", "region", "position", "coordinate", "id", "sharing",
-           "one_hot", "selected_row", "output", "upstream"),
+           "one_hot", "product", "selected_row", "output"),
+    *_keys("links", "forward_title", "forward_description", "reverse_title",
+           "reverse_description", "position", "row"),
     *_keys("sharing", *SHARINGS),
-    *_keys("reverse", "title", "intro", "row", "rule", "from_position", "no_contributions",
-           "accumulated"),
+    *_keys("reverse", "title", "intro", "upstream_region", "position", "upstream", "to_row",
+           "row", "rule", "from_position", "no_contributions", "accumulated"),
     *_keys("rules", *RULES),
 )  # fmt: skip
 TOKEN_EMBEDDING_LABELS: Final = LabelTable("token-embeddings", (), LABEL_KEYS)
@@ -64,8 +66,10 @@ GROUP_NAMES: Final = ("royalty", "numbers", "weekdays", "colours", "animals")
 #: The rules whose messages ``ch18 neighbours`` prints in the chosen language.
 NEIGHBOUR_ERROR_RULES: Final = (
     "pretrained.package", "tokenizers.package", "pretrained.missing-file", "tokenizer.file",
-    "table.unknown-tensor", "neighbours.count", "word.empty", "word.unknown", "word.pieces",
-    "word.zero-vector", "pair.rows", "pair.vocabulary-size", "pair.fingerprint",
+    "table.unknown-tensor", "neighbours.count", "neighbours.table-and-tokenizer",
+    "neighbours.no-words", "neighbours.analogy-alone", "word.empty", "word.unknown",
+    "word.pieces", "word.zero-vector", "pair.rows", "pair.vocabulary-size", "pair.fingerprint",
+    "word.several",
 )  # fmt: skip
 NEIGHBOUR_LABELS: Final = LabelTable(
     "neighbours",
@@ -73,13 +77,24 @@ NEIGHBOUR_LABELS: Final = LabelTable(
     (
         "title", "description", "source", "table", "table_file", "rows", "width", "id_rule",
         "vector_rule", "word", "pieces", "rank", "id", "cosine", "id_neighbours",
-        "vector_neighbours", "mean_cosine", "no_token",
-        *_keys("projection", "title", "intro", "region", "image", "component", "explains"),
+        "vector_neighbours", "mean_cosine", "no_token", "baseline_short",
+        *_keys("text", "baseline", "analogy_rule", "answer"),
+        *_keys("projection", "title", "intro", "region", "image", "component", "explains",
+               "together", "rest"),
         "legend.title", *_keys("groups", *GROUP_NAMES),
         *_keys("group_table", "title", "intro", "region", "group", "words", "within", "between"),
         *_keys("neighbour_table", "title", "intro", "region"),
-        *_keys("usage", "no_words", "table_and_tokenizer"),
         *_keys("errors", *NEIGHBOUR_ERROR_RULES),
+    ),
+)  # fmt: skip
+
+#: The demo's lines (``llm-from-scratch ch18``), each a template over the values it shows.
+DEMO_LABELS: Final = LabelTable(
+    "demo",
+    ("demo",),
+    (
+        "table", "ids", "output", "one_hot", "upstream", "gradient", "repeated_row",
+        "unused_zero", "initialized", "identity", "empty", "bounds", "handoff", "true", "false",
     ),
 )  # fmt: skip
 
@@ -90,17 +105,20 @@ FIGURE_KEYS: Final = (
     "title", "description", "source", "corpus", "table", "rows", "width", "epochs", "intro",
     "legend", "before.title", "before.region", "after.title", "after.region", "image",
     "component", "explains", "inside", "between", "separation", "no_projection",
-    "group_table.title", "group_table.intro", "group_table.region",
+    "group_table.title", "group_table.intro", "group_table.region", "together", "rest",
+    "separate", "loss.title", "loss.intro", "loss.region", "loss.image", "loss.epoch",
+    "loss.loss",
 )  # fmt: skip
 TRAIN_LABELS: Final = LabelTable(
     "train",
     ("train",),
     (
-        "corpus", "model", "training", "method_pairs", "method_hogbatch", "resumed", "no_training",
+        "corpus", "model", "training", "method_pairs", "method_hogbatch", "resumed", "continued",
+        "no_training",
         *_keys("epoch_header", "epoch", "pairs", "loss", "seconds"),
         "neighbours", "before", "after", "groups", "no_groups",
         *_keys("group_header", "group", "words", "inside", "between", "separation"),
-        "all_groups", *_keys("group_names", *TRAIN_GROUP_NAMES), "wrote", "progress",
+        "all_groups", *_keys("group_names", *TRAIN_GROUP_NAMES), "wrote", "kept_model", "progress",
         "interrupted", "interrupted_resumable", "interrupted_after_writing",
         *_keys("figure", *FIGURE_KEYS),
     ),

@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 
 import numpy as np
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.errors import MismatchError, ShapeError, TableError
+from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import (
     CONVERSION_ERRORS,
     FloatArray,
@@ -255,7 +257,7 @@ def xavier_uniform_array(
     fan_in, fan_out = scale.fan_in, scale.fan_out
     if isinstance(rng, numbers.Integral | np.bool_):
         rng = SplitMix64.from_seed(rng)  # type: ignore[arg-type]
-    if not isinstance(rng, SplitMix64 | np.random.Generator):
+    if not (isinstance(rng, SplitMix64) or _is_numpy_generator(rng)):
         raise TableError("init.generator-type", rng_type=type(rng).__name__)
     source = rng
     try:
@@ -308,11 +310,15 @@ class NamedParameter:
         >>> p = NamedParameter.from_tensor("token_embedding.weight", Tensor((1, 2), [1, 2]))
         >>> p.name, p.tensor.kind, p.tensor.shape
         ('token_embedding.weight', 'parameter', (1, 2))
+        >>> p.gradient.numpy().tolist()
+        [[0.0, 0.0]]
     """
 
     __slots__ = ("name", "tensor")
     name: str
     tensor: TensorValue
+
+    grad = PyTorchName("gradient (the parameter's own, as tensor.gradient)")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", validate_parameter_name(self.name))
@@ -341,6 +347,12 @@ class NamedParameter:
         checked = validate_parameter_name(name)
         table = xavier_uniform_array(fan_in, fan_out, rng, dtype)
         return cls(checked, parameter_from_owned_array(table))
+
+    @property
+    def gradient(self) -> Tensor | None:
+        """The parameter's accumulated dense gradient: :attr:`tensor`'s
+        (:attr:`~llm_from_scratch.autograd.TensorValue.gradient`)."""
+        return self.tensor.gradient
 
     def __repr__(self) -> str:
         return f"NamedParameter(name={self.name!r}, shape={self.tensor.shape})"
@@ -458,3 +470,10 @@ def _checked_parameters(parameters: object, index: dict[str, int]) -> tuple[Name
             )
         checked.append(item)
     return tuple(checked)
+
+
+def _is_numpy_generator(rng: object) -> TypeGuard[np.random.Generator]:
+    """True for a ``numpy.random.Generator`` (its module is not imported to ask: the demo never
+    loads it, and a generator exists only once it is loaded)."""
+    random = sys.modules.get("numpy.random")
+    return random is not None and isinstance(rng, random.Generator)

@@ -17,7 +17,7 @@ import numpy as np
 from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.bag import BagSaved, entry_upstream
 from llm_from_scratch.autograd.dispatch import runs_compiled, runs_on_one_thread
-from llm_from_scratch.autograd.gather import RowGatherPlan
+from llm_from_scratch.autograd.gather import RowGatherPlan, counts_non_finite_upstream
 from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, add_gradients
 from llm_from_scratch.autograd.kernels import position_sums, row_groups
 from llm_from_scratch.autograd.tape import (
@@ -108,12 +108,12 @@ def fused_backward_step(
 ) -> None:
     """Reverse mode from ``output`` fused with an in-place update of the parameter ``leaves``,
     raising what ``backward_with_seed`` raises in its order, then what ``finish`` and its writes
-    raise (having changed nothing). The seed of a deferred compiled-size gather is checked
-    finite only when the step fails (its kernel counts non-finite sums), and then first."""
+    raise (having changed nothing). The seed of a large plain gather is checked finite only
+    when the step fails (its kernel counts non-finite sums), and then first."""
     checked = unit_seed(output) if seed is None else converted_seed(output, seed)
     step = FusedStep([node_of(leaf) for leaf in leaves], finish)
     root = node_of(output)
-    if not step.defers_large_root(root):
+    if not counts_non_finite_upstream(root):
         raise_if_non_finite_seed(checked)
         _run(root, checked, retention, step)
         return
@@ -138,20 +138,6 @@ class FusedStep:
         self._finish = finish
         self._positions = {id(leaf): position for position, leaf in enumerate(leaves)}
         self._uses: dict[int, tuple[Operation, int]] = {}
-
-    def defers_large_root(self, root: Node) -> bool:
-        """True when ``root`` is a compiled-size row gather of one of the leaves whose stored
-        gradient is empty: the pass is that one gather, and its VJP is deferred."""
-        operation = root.operation
-        if operation is None or not isinstance(operation.saved, RowGatherPlan):
-            return False
-        table = operation.parents[0]
-        return (
-            deferrable(operation.saved)
-            and id(table) in self._positions
-            and _holds_no_rows(table)
-            and runs_compiled(root.array.size)
-        )
 
     def deferred(self, steps: Sequence[Step]) -> dict[int, FloatArray | None]:
         """The operations whose VJP the pass defers: each leaf's only use, if it is one
@@ -262,4 +248,4 @@ def _added(stored: Gradient, gradient: Gradient) -> Gradient:
 
 def _holds_no_rows(leaf: Node) -> bool:
     stored = leaf.gradient
-    return isinstance(stored, RowSparseGradient) and stored.rows.size == 0
+    return isinstance(stored, RowSparseGradient) and stored.lists_no_rows()

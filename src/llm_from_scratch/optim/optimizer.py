@@ -402,10 +402,15 @@ def _writing(new: NewArrays, states: States, rows: IndexArray | None) -> Write:
     return write
 
 
-def stored_gradient(leaf: TensorValue) -> FloatArray | RowSparseGradient:
-    """A parameter's stored gradient, row-sparse or dense."""
+def stored_gradient(leaf: TensorValue) -> StepGradient:
+    """A parameter's stored gradient, dense, row-sparse, or its upstream rows not yet summed
+    (the step sums them as the fused step does: the same kernel, the same bits)."""
     sparse = leaf.sparse_gradient
     if sparse is not None:
+        pending = sparse.pending
+        if pending is not None:
+            shape = (sparse.shape[0], sparse.shape[1])
+            return DeferredRowGradient("gather_rows", pending.indices, pending.upstream, shape)
         return sparse
     dense = leaf.gradient
     assert dense is not None  # a parameter leaf always holds a gradient

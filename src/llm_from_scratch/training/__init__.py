@@ -13,13 +13,16 @@ from typing import Any, Final
 
 _HOMES: Final = {
     "corpus": "PIECE_BYTES CorpusFile Piece corpus_files count_words pieces sentences",
-    "options": "CHECKPOINT_FILE RATES TABLE_FILE TOKENIZER_FILE OptionSpec TrainOptions "
-    "option_fields",
-    "run": "EpochSummary Progress ProgressState Run TrainResult peak_memory_bytes",
+    "options": "CHECKPOINT_FILE GENSIM_NAMES MODEL_FILE RATES TABLE_FILE TOKENIZER_FILE "
+    "OptionSpec TrainOptions option_fields processor_count",
+    "run": "EpochCallback EpochSummary Progress ProgressState Run TrainResult continued_options "
+    "peak_memory_bytes word_vectors",
+    "saved": "KeptModel load_kept_model",
+    "sources": "FileSource SentenceSource",
     "skipgram": "CONTEXT_TABLE INPUT_TABLE NoiseTable Pair PairBatch SkipGram block_pairs "
     "block_state keep_probabilities learning_rate reference_block",
     "vocabulary": "DEFAULT_MIN_COUNT UNKNOWN_TOKEN Vocabulary",
-    "words": "WORD_PATTERN line_words normalized",
+    "words": "TOKENS WORDS WORD_PATTERN Reading line_words normalized",
 }
 """Each public name by the module that defines it. A name loads its module on first use, so
 that the command line reads the options without importing NumPy."""

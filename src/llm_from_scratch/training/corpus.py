@@ -4,6 +4,7 @@ and their words (``docs/training.md``, "Reading the corpus").
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
@@ -15,12 +16,14 @@ from typing import Final
 
 from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.files import open_file, replace_file
-from llm_from_scratch.training.words import LONGEST_WORD, WORD_PATTERN, normalized
+from llm_from_scratch.training.counting import WordCounter
+from llm_from_scratch.training.words import WORD_PATTERN, WORDS, Reading, compiled, normalized
 
 PIECE_BYTES: Final = 1 << 18
 """The bytes read at a time; a piece of text holds at most twice as many."""
+DIGEST_BYTES: Final = 1 << 20
+"""The bytes :func:`file_digest` reads at a time."""
 
-_WORDS: Final = re.compile(WORD_PATTERN)
 _LINE_END: Final = re.compile(r"\r\n?|\n")
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _SPACES: Final = (b" ", b"\t", b"\f", b"\v")
@@ -28,12 +31,14 @@ _SPACES: Final = (b" ", b"\t", b"\f", b"\v")
 
 @dataclass(frozen=True)
 class CorpusFile:
-    """One file of a corpus: its path, its size when it was listed, and its text encoding
-    (``utf-8`` until :func:`count_words` finds it is not)."""
+    """One file of a corpus: its path, its size when it was listed, its text encoding
+    (``utf-8`` until :func:`count_words` finds it is not) and the SHA-256 of its ``size``
+    first bytes (:func:`file_digest`; empty until :func:`count_words` reads the file)."""
 
     path: Path
     size: int
     encoding: str = "utf-8"
+    digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -148,41 +153,118 @@ def _cut(data: bytes, encoding: str) -> int:
     return end if end > 0 else len(data)
 
 
+@dataclass(frozen=True, eq=False)
+class Counted:
+    """A corpus counted: its files with the encoding each is read in, how often each word
+    occurs, and every word read (words too long to count and words forgotten under
+    ``max_vocab_size`` included)."""
+
+    files: list[CorpusFile]
+    counts: Counter[str]
+    words: int
+
+
 def count_words(files: Sequence[CorpusFile]) -> tuple[list[CorpusFile], Counter[str]]:
-    """One pass over the corpus: the files with the encoding each is read in, and how often
-    each word of at most :data:`~llm_from_scratch.training.words.LONGEST_WORD` letters occurs
-    (memory follows the number of different words).
+    """One pass over the corpus: the files with the encoding each is read in and their
+    :func:`file_digest`, and how often each word of at most
+    :data:`~llm_from_scratch.training.words.LONGEST_WORD` letters occurs (memory follows the
+    number of different words).
+
+    Raises:
+        CorpusError: ``corpus.unreadable``, as :func:`pieces`.
+    """
+    counted = count_corpus(files)
+    return counted.files, counted.counts
+
+
+def count_corpus(
+    files: Sequence[CorpusFile], reading: Reading = WORDS, max_vocab_size: int | None = None
+) -> Counted:
+    """:func:`count_words` for a corpus read as ``reading`` says, counted under gensim's
+    ``max_vocab_size`` (:mod:`~llm_from_scratch.training.counting`), with every word read.
 
     Raises:
         CorpusError: ``corpus.unreadable``, as :func:`pieces`.
     """
     counted: list[CorpusFile] = []
-    total: Counter[str] = Counter()
+    total = WordCounter(max_vocab_size)
     for file in files:
-        try:
-            counts = _file_counts(file)
-        except UnicodeDecodeError:
-            file = replace(file, encoding="latin-1")
-            counts = _file_counts(file)
-        counted.append(file)
-        total.update(counts)
-    return counted, total
+        if max_vocab_size is not None:  # counted straight into the capped counts
+            file = file if _decodes(file) else replace(file, encoding="latin-1")
+            _file_counts(file, reading, total)
+        else:
+            try:
+                counts = _file_counts(file, reading, WordCounter())
+            except UnicodeDecodeError:
+                file = replace(file, encoding="latin-1")
+                counts = _file_counts(file, reading, WordCounter())
+            if total.counts:
+                total.counts.update(counts.counts)
+            else:  # the first file's counts are the total: no second dictionary of its words
+                total.counts = counts.counts
+            total.words += counts.words
+        counted.append(replace(file, digest=file_digest(file)))
+    return Counted(counted, total.counts, total.words)
 
 
-def _file_counts(file: CorpusFile) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    find = _WORDS.findall
+def file_digest(file: CorpusFile) -> str:
+    """The SHA-256 (hexadecimal) of the ``file.size`` first bytes of the file: what a run
+    reads of it, so that a checkpoint knows its corpus by content (about 1.2 s a GB,
+    ``docs/training.md``).
+
+    Raises:
+        CorpusError: ``corpus.unreadable``, as :func:`pieces` (a file now shorter, too).
+    """
+    digest, left = hashlib.sha256(), file.size
+    try:
+        with open_file(str(file.path), regular=True) as stream:
+            while left > 0:
+                chunk = stream.read(min(DIGEST_BYTES, left))
+                if not chunk:
+                    raise EOFError(f"the file ends {left} bytes before its {file.size}")
+                digest.update(chunk)
+                left -= len(chunk)
+    except OSError as error:
+        raise _unreadable(file.path, error) from error
+    except EOFError as error:
+        raise CorpusError("corpus.unreadable", path=str(file.path), detail=str(error)) from None
+    return digest.hexdigest()
+
+
+def _decodes(file: CorpusFile) -> bool:
+    """Whether ``file`` is text of its encoding."""
+    try:
+        for _ in pieces(file, errors="strict"):
+            pass
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _file_counts(file: CorpusFile, reading: Reading, counter: WordCounter) -> WordCounter:
+    find = compiled(reading.word_pattern).findall
+    longest = reading.longest
     for piece in pieces(file, errors="strict"):
-        found = find(normalized(piece.text))
-        if found and max(map(len, found)) > LONGEST_WORD:
-            found = [word for word in found if len(word) <= LONGEST_WORD]
-        counts.update(found)
-    return counts
+        text = reading.normalized(piece.text)
+        found = find(text)
+        read = len(found)
+        if longest is not None and found and max(map(len, found)) > longest:
+            found = [word for word in found if len(word) <= longest]
+
+        def lines(text: str = text) -> Iterator[tuple[list[str], int]]:
+            for line in _LINE_END.split(text):
+                words = find(line)
+                if words:
+                    kept = [w for w in words if longest is None or len(w) <= longest]
+                    yield kept, len(words)
+
+        counter.add_text(found, read, lines)
+    return counter
 
 
 def sentences(files: Sequence[CorpusFile]) -> Iterator[list[str]]:
     """The words of each line of the files that has one, in order (raises as :func:`pieces`)."""
-    find = _WORDS.findall
+    find = compiled(WORD_PATTERN).findall
     for file in files:
         for piece in pieces(file):
             for line in _LINE_END.split(normalized(piece.text)):

@@ -6,44 +6,61 @@ checkpoints and reproducibility: ``docs/training.md``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import os
 import queue
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.autograd.dispatch import sleep_between_kernels
+from llm_from_scratch.errors import CorpusError, MismatchError, OptionError
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.training.checkpoint import (
     Checkpoint,
     EpochTotals,
+    Origin,
     Position,
     load_checkpoint,
     save_checkpoint,
 )
-from llm_from_scratch.training.corpus import CorpusFile, corpus_files, count_words, pieces
+from llm_from_scratch.training.corpus import CorpusFile, Counted, corpus_files
 from llm_from_scratch.training.hogbatch import train_block_hogbatch
 from llm_from_scratch.training.kernels import SENTENCE_END, train_block
-from llm_from_scratch.training.options import CHECKPOINT_FILE, RATES, TrainOptions
+from llm_from_scratch.training.options import (
+    CHECKPOINT_FILE,
+    METHODS,
+    RATES,
+    TrainOptions,
+    processor_count,
+)
+from llm_from_scratch.training.saved import FILES_WRITTEN, KeptModel, load_kept_model, write_run
 from llm_from_scratch.training.skipgram import (
     NoiseTable,
     SkipGram,
     block_pairs,
     block_state,
+    initial_tables,
     keep_probabilities,
     learning_rate,
     reference_block,
 )
+from llm_from_scratch.training.sources import FileSource, SentenceSource
 from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.training.windows import block_windows
 from llm_from_scratch.training.windows import reference_block as reference_windows
+from llm_from_scratch.training.words import TOKENS, WORDS, Reading
+
+if TYPE_CHECKING:
+    from llm_from_scratch.vectors import WordVectors
 
 PROGRESS_SECONDS: Final = 0.5
 """The least time between two progress states within an epoch."""
@@ -86,7 +103,8 @@ class ProgressState:
 
 @dataclass(frozen=True, eq=False)
 class TrainResult:
-    """A trained model, what it was trained on, and what the run took."""
+    """A trained model, what it was trained on, and what the run took; :attr:`vectors` to query
+    it, :meth:`save` to write it."""
 
     model: SkipGram
     vocabulary: Vocabulary
@@ -95,6 +113,8 @@ class TrainResult:
     epochs: tuple[EpochSummary, ...]
     training_seconds: float
     peak_memory: int
+    options: TrainOptions
+    origin: Origin = field(default_factory=Origin)
 
     @property
     def largest_row_norm(self) -> float:
@@ -102,8 +122,46 @@ class TrainResult:
         values = self.model.parameters[0].tensor.numpy()
         return float(np.sqrt(np.max(np.einsum("ij,ij->i", values, values), initial=0.0)))
 
+    @property
+    def epochs_trained(self) -> int:
+        """The epochs the tables have trained, those of the runs it continues included."""
+        return self.origin.first_epoch + self.options.epochs
+
+    @functools.cached_property
+    def vectors(self) -> WordVectors:
+        """The input table's rows of the vocabulary's words (the unknown token's row left out),
+        as :class:`~llm_from_scratch.vectors.WordVectors`: gensim's ``model.wv``."""
+        return word_vectors(self.vocabulary, self.model.parameters[0].tensor.numpy(), copy=False)
+
+    def save(self, folder: str | os.PathLike[str]) -> None:
+        """Write ``table.safetensors`` and ``tokenizer.json`` into ``folder`` (made if missing)
+        as one, with ``model.safetensors`` if the run keeps its model, then remove the run's
+        checkpoint.
+
+        Raises:
+            FileAccessError, OSError: a file cannot be written; the folder is as it was.
+            KeyboardInterrupt: a Ctrl-C came while the files were written: they are in place
+                (its message is :data:`~llm_from_scratch.training.saved.FILES_WRITTEN`).
+        """
+        model, vocabulary, options = self.model, self.vocabulary, self.options
+        interrupted = write_run(Path(folder), model, vocabulary, options, self.epochs_trained)
+        if options.reads_files:
+            (options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
+        if interrupted:
+            raise KeyboardInterrupt(FILES_WRITTEN)
+
+
+def word_vectors(vocabulary: Vocabulary, table: npt.NDArray[Any], copy: bool) -> WordVectors:
+    """The rows of the vocabulary's words as ``WordVectors`` (a copy of them, with ``copy``)."""
+    from llm_from_scratch.vectors import WordVectors
+
+    rows = table[: vocabulary.unknown_id]
+    return WordVectors(vocabulary.words[:-1], np.array(rows, copy=True) if copy else rows)
+
 
 Progress = Callable[[ProgressState], None]
+EpochCallback = Callable[[EpochSummary, "WordVectors"], None]
+"""Called at each epoch's end with its summary and a copy of the vectors then."""
 
 
 def peak_memory_bytes(usage: Any = None) -> int:
@@ -120,73 +178,192 @@ def peak_memory_bytes(usage: Any = None) -> int:
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """A run ready to train (made by :meth:`start`)."""
+    """A run ready to train (made by :meth:`start` or :meth:`continue_from`); it trains once."""
 
     options: TrainOptions
     files: tuple[CorpusFile, ...]
     vocabulary: Vocabulary
     corpus_words: int
     checkpoint: Checkpoint | None
+    source: FileSource | SentenceSource
+    origin: Origin = field(default_factory=Origin)
+    tables: Tables | None = None
+    """The tables a continued run starts from (None: drawn from the seed)."""
+    loading: threading.Thread | None = field(default=None, repr=False)
+    """The thread that loads the compiled loop (:func:`load_compiled_loop`) while the corpus is
+    read; None when the run trains on the tape."""
+    _trained: list[bool] = field(default_factory=list, repr=False)
 
     @classmethod
-    def start(cls, options: TrainOptions, thread_limit: int, resume: bool = False) -> Run:
-        """Check ``options``, then read the corpus (or the checkpoint in ``options.output``),
-        and ask Numba's threads to sleep between the run's many short kernels.
+    def start(
+        cls,
+        options: TrainOptions,
+        thread_limit: int | None = None,
+        resume: bool = False,
+        continue_from: str | os.PathLike[str] | KeptModel | None = None,
+    ) -> Run:
+        """Check ``options``, then read the corpus (or the checkpoint in ``options.output``)
+        while another thread loads the compiled loop, and ask Numba's threads to sleep between
+        the run's many short kernels; ``thread_limit``
+        is the most threads (default: one per processor). With ``continue_from``, the folder of
+        a kept model (or the model read), the run trains its tables further with ``options``
+        as given (:meth:`continue_from` takes the model's options as the defaults).
 
         Raises:
-            OptionError: ``train.option``, before anything is read; or a table over the
-                memory budget, once the vocabulary is counted.
-            CorpusError: the corpus cannot be read or makes no vocabulary.
-            MismatchError: ``resume.*``, no checkpoint of these options and this corpus.
+            OptionError: ``train.option``, ``train.one-shot-corpus``, before anything is read;
+                or a table over the memory budget, once the vocabulary is counted.
+            CorpusError: the corpus cannot be read or makes no vocabulary; ``corpus.sentence``,
+                ``corpus.token``: an iterable corpus that does not give token lists.
+            MismatchError: ``resume.*``, no checkpoint of these options and this corpus;
+                ``continue.options``, options the kept model does not share.
         """
-        options = options.checked(thread_limit)
-        assert options.corpus is not None
+        kept = continue_from
+        if kept is not None and not isinstance(kept, KeptModel):
+            kept = load_kept_model(Path(kept))
+        options = options.checked(thread_limit or processor_count())
         sleep_between_kernels()
-        listed = corpus_files(options.corpus)
+        loading = None
+        if not options.reference:
+            loading = threading.Thread(target=load_compiled_loop, args=(options.method,))
+        if loading is not None:
+            loading.start()
+        try:
+            return replace(cls._read(options, resume, kept), loading=loading)
+        except BaseException:
+            if loading is not None:
+                loading.join()  # not left importing Numba while the interpreter exits
+            raise
+
+    @classmethod
+    def _read(cls, options: TrainOptions, resume: bool, kept: KeptModel | None) -> Run:
+        """The run of the checked ``options``: its corpus counted, or its checkpoint read."""
+        if kept is not None:
+            kept.check(options)
+        source = _source(options, kept)
         if resume:
-            found = load_checkpoint(options.output, options, listed)
-            options.check_memory(found.vocabulary.vocabulary_size)
-            return cls(options, found.files, found.vocabulary, found.corpus_words, found)
-        files, counts = count_words(listed)
-        vocabulary = Vocabulary.from_counts(counts, options.min_count)
+            return cls._resumed(options, source)
+        counted = source.count(None if kept is not None else options.max_vocab_size)
+        if kept is not None:
+            return cls._continued(options, source, counted, kept)
+        vocabulary = Vocabulary.from_counts(
+            counted.counts, options.min_count, options.max_final_vocab, _reading(source, options)
+        )
         options.check_memory(vocabulary.vocabulary_size)
-        return cls(options, tuple(files), vocabulary, sum(counts.values()), None)
+        files = tuple(counted.files)
+        return cls(options, files, vocabulary, counted.words, None, _with_files(source, files))
+
+    @classmethod
+    def continue_from(
+        cls, folder: str | os.PathLike[str], thread_limit: int | None = None, **given: Any
+    ) -> Run:
+        """A run that trains further the tables a run with ``keep_model`` left in ``folder``, on
+        ``given["corpus"]``, with the vocabulary fixed (words outside it are read, counted and
+        left out). The model's options are the defaults of ``given`` (``output`` is ``folder``,
+        ``keep_model`` True); ``dim`` and ``tokenized`` must stay. The epochs go on from the
+        model's: the samples of a continued epoch are those of that epoch of one longer run.
+
+        Raises:
+            As :meth:`start`; MismatchError ``continue.missing``, ``continue.unreadable`` (no
+            model to continue), ``continue.options``; CorpusError ``corpus.no-known-words``.
+        """
+        kept = load_kept_model(Path(folder))
+        return cls.start(continued_options(kept, given), thread_limit, continue_from=kept)
+
+    @classmethod
+    def _resumed(cls, options: TrainOptions, source: FileSource | SentenceSource) -> Run:
+        if not isinstance(source, FileSource):
+            detail = "a run of an iterable corpus writes no checkpoint to resume"
+            raise MismatchError("resume.missing", folder=str(options.output), detail=detail)
+        found = load_checkpoint(options.output, options, list(source.files))
+        options.check_memory(found.vocabulary.vocabulary_size)
+        words, counts = found.vocabulary.words, found.vocabulary.counts
+        vocabulary = Vocabulary(words, counts, reading=source.reading)
+        read = _with_files(source, found.files)
+        return cls(options, found.files, vocabulary, found.corpus_words, found, read, found.origin)
+
+    @classmethod
+    def _continued(
+        cls,
+        options: TrainOptions,
+        source: FileSource | SentenceSource,
+        counted: Counted,
+        kept: KeptModel,
+    ) -> Run:
+        vocabulary = kept.vocabulary(counted.counts)
+        outside = counted.words - int(vocabulary.counts.sum())
+        known = set(vocabulary.words[:-1])
+        distinct = sum(1 for word in counted.counts if word not in known)
+        if not vocabulary.counts.any():
+            raise CorpusError("corpus.no-known-words", folder=str(kept.folder), outside=outside)
+        options.check_memory(vocabulary.vocabulary_size)
+        files = tuple(counted.files)
+        origin = Origin(kept.epochs, outside, distinct, str(kept.folder))
+        return cls(
+            options, files, vocabulary, counted.words, None, _with_files(source, files), origin,
+            (kept.inputs, kept.contexts),
+        )  # fmt: skip
 
     def initial_model(self) -> SkipGram:
-        """The model before training: the input table drawn from the seed, contexts zero."""
-        return SkipGram.new(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
+        """The model before training: the input table drawn from the seed, contexts zero (a new
+        draw on each call; :meth:`train` draws its own; a continued run: copies of the tables
+        it continues)."""
+        return SkipGram.adopt(*self._initial_tables())
 
-    def train(self, progress: Progress | None = None) -> TrainResult:
-        """Train every epoch left, writing checkpoints; the last stays until
-        :meth:`discard_checkpoint` (once the caller has written the table).
+    def _initial_tables(self) -> Tables:
+        if self.tables is not None:  # copies: the run trains its tables in place
+            return self.tables[0].copy(), self.tables[1].copy()
+        return initial_tables(self.vocabulary.vocabulary_size, self.options.dim, self.options.seed)
+
+    def train(
+        self, progress: Progress | None = None, on_epoch: EpochCallback | None = None
+    ) -> TrainResult:
+        """Train every epoch left, writing checkpoints (a corpus of files); the last stays
+        until the result is saved (:meth:`TrainResult.save`) or :meth:`discard_checkpoint`.
+        ``progress`` gets a :class:`ProgressState` at most twice a second and at each epoch's
+        end. ``on_epoch`` (gensim's ``callbacks``) is called at each epoch's end with the
+        epoch's summary and a copy of the vocabulary's vectors then, as
+        :class:`~llm_from_scratch.vectors.WordVectors`.
 
         Raises:
+            OptionError: ``train.finished``, the run has trained already.
+            CorpusError: ``corpus.changed``, an iterable corpus gave other words on a pass.
             FileAccessError: ``checkpoint.write``, a checkpoint cannot be written.
             KeyboardInterrupt: Ctrl-C; the threads stop after their block, and a folder the
                 run made is removed if it is still empty.
         """
-        made = _made_folder(self.options.output)
+        if self._trained:
+            raise OptionError("train.finished", epochs=self.options.epochs)
+        self._trained.append(True)
+        writes = self.options.reads_files
+        made = _made_folder(self.options.output) if writes else None
         found = self.checkpoint
         position = Position() if found is None else found.position
-        tables = self.initial_model().arrays() if found is None else (found.inputs, found.contexts)
+        tables = self._initial_tables() if found is None else (found.inputs, found.contexts)
         trainer = _Trainer(tables, self)
         try:
-            epochs = self._epochs(trainer, position, progress)
+            if self.loading is not None:  # the tables were drawn meanwhile
+                self.loading.join()
+            epochs = self._epochs(trainer, position, progress, on_epoch)
         except BaseException:
             _remove_empty(self.options.output, made)
             raise
         finally:
             trainer.close()
         seconds = sum(epoch.seconds for epoch in epochs)
-        data = self.vocabulary, self.files, self.corpus_words
-        return TrainResult(trainer.model(), *data, epochs, seconds, peak_memory_bytes())
+        data = self.vocabulary, self.files, self.corpus_words, epochs, seconds
+        return TrainResult(trainer.model(), *data, peak_memory_bytes(), self.options, self.origin)
 
     def discard_checkpoint(self) -> None:
         """Remove the run's checkpoint from its output folder (if there is one)."""
-        (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
+        if self.options.reads_files:
+            (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
     def _epochs(
-        self, trainer: _Trainer, position: Position, progress: Progress | None
+        self,
+        trainer: _Trainer,
+        position: Position,
+        progress: Progress | None,
+        on_epoch: EpochCallback | None,
     ) -> tuple[EpochSummary, ...]:
         summaries = [self._summary(epoch, totals) for epoch, totals in enumerate(position.done)]
         clock = _Clock(self.options, self.corpus_words, position, progress)
@@ -203,32 +380,86 @@ class Run:
             summaries.append(self._summary(epoch, totals))
             self._save(trainer, position)
             clock.report(position, totals, epoch_done=True)
+            if on_epoch is not None:
+                on_epoch(summaries[-1], word_vectors(self.vocabulary, trainer.tables[0], True))
         return tuple(summaries)
 
     def _jobs(self, epoch: int, position: Position) -> Iterator[tuple[_Job, Position]]:
         """Each block of the epoch from ``position`` on, and the position after it."""
         block, words = position.block, position.words
-        for index in range(position.file, len(self.files)):
-            start = position.offset if index == position.file else 0
-            for piece in pieces(self.files[index], start):
-                tokens = self.vocabulary.tokens(piece.text)
-                state = block_state(self.options.seed, epoch, block)
-                job = _Job(tokens, state, epoch * self.corpus_words + words)
-                block += 1
-                words += tokens.size - int(np.count_nonzero(tokens == SENTENCE_END))
-                yield job, replace(position, block=block, file=index, offset=piece.end, words=words)
+        for found in self.source.blocks(self.vocabulary, position.file, position.offset):
+            tokens = found.tokens
+            state = block_state(self.options.seed, self.origin.first_epoch + epoch, block)
+            job = _Job(tokens, state, epoch * self.corpus_words + words)
+            block += 1
+            words += tokens.size - int(np.count_nonzero(tokens == SENTENCE_END))
+            if words > self.corpus_words:
+                break
+            yield (
+                job,
+                replace(position, block=block, file=found.file, offset=found.end, words=words),
+            )
+        if words != self.corpus_words:
+            raise CorpusError(
+                "corpus.changed", found=words, epoch=epoch + 1, counted=self.corpus_words
+            )
 
     def _summary(self, epoch: int, totals: EpochTotals) -> EpochSummary:
         end = (epoch + 1) * self.corpus_words
-        rate = learning_rate(end, self.corpus_words * self.options.epochs, RATES)
+        rate = learning_rate(end, self.corpus_words * self.options.epochs, self.options.rates)
         mean = totals.loss / totals.pairs if totals.pairs else math.nan
         return EpochSummary(epoch + 1, totals.pairs, mean, totals.seconds, rate)
 
     def _save(self, trainer: _Trainer, position: Position) -> None:
-        """Wait for the blocks handed out, then write the checkpoint."""
+        """Wait for the blocks handed out, then write the checkpoint (a corpus of files)."""
         trainer.wait()
+        if not self.options.reads_files:
+            return
         found = (self.options, self.files, self.vocabulary, self.corpus_words)
-        save_checkpoint(Checkpoint(*found, *trainer.tables, position))
+        save_checkpoint(Checkpoint(*found, *trainer.tables, position, self.origin))
+
+
+def continued_options(kept: KeptModel, given: dict[str, Any]) -> TrainOptions:
+    """The options of a run that continues ``kept``: its options, ``output`` its folder and
+    ``keep_model`` True, under those ``given``.
+
+    Raises:
+        PyTorchNameError: ``gensim.name``, a name of gensim's among ``given``.
+    """
+    defaults = {**kept.options, "output": kept.folder, "keep_model": True}
+    return TrainOptions(**{**defaults, **given})
+
+
+def _source(options: TrainOptions, kept: KeptModel | None) -> FileSource | SentenceSource:
+    """The corpus of ``options`` (read as the kept model's vocabulary was, when continuing)."""
+    if not isinstance(options.corpus, Path):
+        assert options.corpus is not None
+        return SentenceSource(options.corpus)
+    verbatim = options.tokenized if kept is None else kept.tokenized
+    return FileSource(tuple(corpus_files(options.corpus)), TOKENS if verbatim else WORDS)
+
+
+def _reading(source: FileSource | SentenceSource, options: TrainOptions) -> Reading:
+    return source.reading if isinstance(source, FileSource) else TOKENS
+
+
+def _with_files(
+    source: FileSource | SentenceSource, files: tuple[CorpusFile, ...]
+) -> FileSource | SentenceSource:
+    """``source`` with its files as counted (their encodings found)."""
+    return replace(source, files=files) if isinstance(source, FileSource) else source
+
+
+def load_compiled_loop(method: str = METHODS[0]) -> None:
+    """Load the compiled loop of ``method`` (Numba and its kernel, compiled or read from its
+    cache) by training an empty block on one-row tables of a run's types; an error is left for
+    the first real block to raise."""
+    compiled = METHOD_STEPS[method][0]
+    tables = np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32)
+    noise = np.ones(1), np.zeros(1, np.intp)
+    with contextlib.suppress(Exception):
+        tokens = np.empty(0, np.int32)
+        compiled(tokens, np.zeros(1), *noise, *tables, 1, 1, 0, RATES, 0, 1, np.zeros(2))
 
 
 def _made_folder(folder: Path) -> Path | None:
@@ -264,12 +495,14 @@ class _Trainer:
     def __init__(self, tables: Tables, run: Run) -> None:
         options, counts = run.options, np.asarray(run.vocabulary.counts)
         self.tables, self.totals = tables, EpochTotals()
-        noise = NoiseTable.of(counts)
-        self._samples = (keep_probabilities(counts), noise, options.window, options.negatives)
+        noise = NoiseTable.of(counts, options.ns_exponent)
+        keep = keep_probabilities(counts, options.sample)
+        self._samples = (keep, noise, options.window, options.negatives)
+        self._rates = options.rates
         self._words_total = run.corpus_words * options.epochs
         self._steps = METHOD_STEPS[options.method]
         model = SkipGram.adopt(*tables) if options.reference else None
-        self._reference = None if model is None else (model, SGD(model.parameters, RATES[0]))
+        self._reference = None if model is None else (model, SGD(model.parameters, 1.0))
         count = 0 if options.reference else options.threads or 1
         self._jobs: queue.Queue[_Job | None] = queue.Queue(maxsize=2 * count)
         self._lock = threading.Lock()
@@ -288,12 +521,12 @@ class _Trainer:
         compiled, samples, reference = self._steps
         if self._reference is not None:
             drawn = samples(job.tokens, *self._samples, job.state, job.words_before)
-            return reference(*self._reference, drawn, self._words_total, RATES)  # type: ignore[no-any-return]
+            return reference(*self._reference, drawn, self._words_total, self._rates)  # type: ignore[no-any-return]
         keep, noise, window, negatives = self._samples
         found = np.zeros(2)
         compiled(
             job.tokens, keep, noise.accept, noise.alias, *self.tables, window, negatives,
-            job.state, RATES, job.words_before, self._words_total, found,
+            job.state, self._rates, job.words_before, self._words_total, found,
         )  # fmt: skip
         return float(found[0]), int(found[1])
 

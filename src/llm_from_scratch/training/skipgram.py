@@ -30,13 +30,15 @@ SplitMix64`, one stream per block of the corpus (:func:`block_state`), drawn in 
 
 - **frequent-word subsampling**: an occurrence of a word of count ``c`` among ``T`` words is
   kept with probability ``(sqrt(c / (s T)) + 1) (s T) / c`` (at most 1; ``s`` is ``sample``,
-  ``1e-3``), one draw per occurrence of a word in the vocabulary; words outside it are dropped
-  before the windows are cut, as word2vec drops them;
+  ``1e-3`` by default, with gensim's meanings: :func:`keep_probabilities`), one draw per
+  occurrence of a word in the vocabulary; words outside it are dropped before the windows are
+  cut, as word2vec drops them;
 - **a dynamic window**: at the end of each sentence, each kept word ``i`` in turn draws ``b``
   uniformly from ``0..window-1`` and pairs with the kept words at most ``window - b`` places
   away in its sentence (nearer words so more often), from the left to the right;
-- **negatives** from the unigram distribution raised to the power ``3/4`` (:class:`NoiseTable`,
-  Walker's alias method: exact probabilities, one draw per negative), ``K`` per pair.
+- **negatives** from the unigram distribution raised to the power ``ns_exponent`` (``3/4`` by
+  default; :class:`NoiseTable`, Walker's alias method: exact probabilities, one draw per
+  negative), ``K`` per pair.
 
 **The learning rate** falls linearly with the words read, from its first to its last value over
 the whole run (word2vec's ``alpha`` and ``min_alpha``): :func:`learning_rate`.
@@ -55,31 +57,37 @@ import numpy.typing as npt
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.value import parameter_from_owned_array
 from llm_from_scratch.nn import Embedding, NamedParameter, SplitMix64
+from llm_from_scratch.nn.init import xavier_uniform_array
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 from llm_from_scratch.training.kernels import SENTENCE_END
+from llm_from_scratch.training.options import NOISE_POWER, SAMPLE
 
 INPUT_TABLE: Final = "token_embedding.weight"
 """The name of the input table, the vectors a run keeps."""
 CONTEXT_TABLE: Final = "context_embedding.weight"
 """The name of the output (context) table."""
-SAMPLE: Final = 1e-3
-"""word2vec's subsampling threshold ``s``."""
-NOISE_POWER: Final = 0.75
-"""The power of the unigram counts in the noise distribution."""
 
 IdArray = npt.NDArray[np.intp]
 
 
 def keep_probabilities(counts: npt.NDArray[Any], sample: float = SAMPLE) -> npt.NDArray[np.float64]:
-    """Each word's probability of being kept at an occurrence (a word of count 0: never).
+    """Each word's probability of being kept at an occurrence (a word of count 0: never), with
+    gensim's meanings of ``sample``: below 1 a share of the words (the threshold ``sample * T``),
+    0 no subsampling (the threshold ``T``: every word kept), 1 or more a count (the threshold
+    ``int(sample * (3 + sqrt(5)) / 2)``).
 
     Example:
         >>> keep_probabilities(np.array([1000, 10, 0]), sample=1e-3).round(4).tolist()
         [0.0328, 0.4188, 0.0]
+        >>> keep_probabilities(np.array([1000, 10, 0]), sample=0).tolist()
+        [1.0, 1.0, 0.0]
     """
     counts = np.asarray(counts, dtype=np.float64)
-    threshold = sample * counts.sum()
+    if sample >= 1.0:
+        threshold = float(int(sample * (3 + np.sqrt(5)) / 2))
+    else:
+        threshold = (sample if sample > 0 else 1.0) * counts.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
         keep = (np.sqrt(counts / threshold) + 1.0) * threshold / counts
     return np.where(counts > 0, np.minimum(keep, 1.0), 0.0)
@@ -104,7 +112,9 @@ class NoiseTable:
     @classmethod
     def of(cls, counts: npt.NDArray[Any], power: float = NOISE_POWER) -> NoiseTable:
         """The alias table of ``counts ** power``, normalized (a count of 0 is never drawn)."""
-        weights = np.asarray(counts, dtype=np.float64) ** power
+        found = np.asarray(counts, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            weights = np.where(found > 0, found**power, 0.0)
         probabilities = weights / weights.sum()
         size = probabilities.size
         scaled = probabilities * size
@@ -141,6 +151,22 @@ def learning_rate(position: int, words_total: int, rates: tuple[float, float]) -
     linearly from ``rates[0]`` to ``rates[1]``."""
     first, last = rates
     return max(last, first - (first - last) / max(words_total, 1) * position)
+
+
+def initial_tables(
+    vocabulary_size: int, width: int, seed: int, dtype: Any = np.float32
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """New arrays of the two tables before training, the values of :meth:`SkipGram.new`: the
+    input table drawn Xavier-uniform from ``SplitMix64.from_seed(seed)``, the context table
+    zeros (pages the system maps only once training writes them).
+
+    Example:
+        >>> inputs, contexts = initial_tables(3, 2, seed=1)
+        >>> bool((inputs == SkipGram.new(3, 2, 1).arrays()[0]).all()), contexts.any()
+        (True, np.False_)
+    """
+    inputs = xavier_uniform_array(vocabulary_size, width, SplitMix64.from_seed(seed), dtype)
+    return inputs, np.zeros((vocabulary_size, width), dtype=dtype)
 
 
 @dataclass(frozen=True)
@@ -291,13 +317,16 @@ def reference_block(
     rates: tuple[float, float],
 ) -> tuple[float, int]:
     """Train on ``pairs`` one at a time with the tape: the loss of one pair, its backward and
-    an SGD step at the pair's learning rate. Returns the summed loss and the pairs."""
+    an SGD step at the pair's learning rate (none at a rate of 0). Returns the summed loss and
+    the pairs."""
     total, count = 0.0, 0
     dtype = model.parameters[0].tensor.dtype
     for pair in pairs:
-        optimizer.learning_rate = learning_rate(pair.position, words_total, rates)
+        rate = learning_rate(pair.position, words_total, rates)
         loss = model.loss(PairBatch.of([pair], dtype))
         total += float(loss.numpy())
-        optimizer.backward_step(loss)
+        if rate > 0:
+            optimizer.learning_rate = rate
+            optimizer.backward_step(loss)
         count += 1
     return total, count

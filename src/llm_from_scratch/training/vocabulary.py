@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import json
 import operator
-import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, repeat
@@ -27,13 +26,7 @@ import numpy as np
 from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.training.corpus import write_atomically
 from llm_from_scratch.training.kernels import SENTENCE_END, UNKNOWN_WORD
-from llm_from_scratch.training.words import (
-    LINE_ENDS,
-    TOKEN_PATTERN,
-    normalized,
-    tokenizer_normalizer,
-    tokenizer_pre_tokenizer,
-)
+from llm_from_scratch.training.words import LINE_ENDS, WORDS, Reading, compiled
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -43,17 +36,17 @@ UNKNOWN_TOKEN: Final = "[UNK]"
 DEFAULT_MIN_COUNT: Final = 5
 """A word seen fewer times is left out of the vocabulary (gensim's default too)."""
 
-_TOKENS: Final = re.compile(TOKEN_PATTERN)
-
 
 @dataclass(frozen=True, eq=False)
 class Vocabulary:
     """Words by ID (falling count, ties by the word), then the unknown token; and ``counts``:
-    how often each occurs (read-only ``int64``, 0 for the unknown token)."""
+    how often each occurs (read-only ``int64``, 0 for the unknown token); and how a text becomes
+    its words (``reading``)."""
 
     words: tuple[str, ...]
     counts: npt.NDArray[np.int64]
     unknown_token: str = UNKNOWN_TOKEN
+    reading: Reading = WORDS
 
     def __post_init__(self) -> None:
         counts = np.array(self.counts, dtype=np.int64)
@@ -62,17 +55,28 @@ class Vocabulary:
 
     @classmethod
     def from_counts(
-        cls, counts: Mapping[str, int], min_count: int = DEFAULT_MIN_COUNT
+        cls,
+        counts: Mapping[str, int],
+        min_count: int = DEFAULT_MIN_COUNT,
+        max_final_vocab: int | None = None,
+        reading: Reading = WORDS,
     ) -> Vocabulary:
-        """The words of ``counts`` seen ``min_count`` times or more.
+        """The words of ``counts`` seen ``min_count`` times or more (the unknown token's own
+        name, in a pre-tokenized corpus, is left out: it stands for a word outside). With
+        ``max_final_vocab`` the least count is raised, as gensim's ``max_final_vocab`` raises
+        it, to one more than the count of the word ranked ``max_final_vocab + 1``.
 
         Raises:
             CorpusError: ``corpus.min-count`` (not an integer of at least 1; checked first),
                 ``corpus.no-words`` (no word), ``corpus.empty-vocabulary`` (none frequent enough).
         """
         minimum = checked_min_count(min_count)
+        counts = {word: count for word, count in counts.items() if word != UNKNOWN_TOKEN}
         if not counts:
             raise CorpusError("corpus.no-words")
+        if max_final_vocab is not None and max_final_vocab < len(counts):
+            ranked = sorted(counts.values(), reverse=True)
+            minimum = max(minimum, ranked[max_final_vocab] + 1)
         kept = sorted(
             ((word, count) for word, count in counts.items() if count >= minimum),
             key=lambda item: (-item[1], item[0]),
@@ -82,7 +86,7 @@ class Vocabulary:
             raise CorpusError("corpus.empty-vocabulary", min_count=minimum, highest_count=highest)
         words = tuple(word for word, _ in kept)
         found = np.fromiter((count for _, count in kept), dtype=np.int64, count=len(kept))
-        return cls((*words, UNKNOWN_TOKEN), np.append(found, np.int64(0)))
+        return cls((*words, UNKNOWN_TOKEN), np.append(found, np.int64(0)), reading=reading)
 
     @classmethod
     def build(
@@ -122,26 +126,33 @@ class Vocabulary:
 
     def tokens(self, text: str) -> npt.NDArray[np.int32]:
         """The trainer's tokens of a text (``int32``; see the module docstring)."""
-        found = _TOKENS.findall(normalized(text))
+        reading = self.reading
+        found = compiled(reading.token_pattern).findall(reading.normalized(text))
         get = self._token_ids.get
         return np.fromiter(map(get, found, repeat(UNKNOWN_WORD)), np.int32, len(found))
 
+    def sentence_tokens(self, sentences: Iterable[Sequence[str]]) -> npt.NDArray[np.int32]:
+        """The trainer's tokens of sentences given as token lists, each followed by its end."""
+        get = self._token_ids.get
+        found = chain.from_iterable((*sentence, "\n") for sentence in sentences)
+        return np.fromiter(map(get, found, repeat(UNKNOWN_WORD)), np.int32)
+
     def tokenizer_json(self) -> str:
         """A Hugging Face ``tokenizers`` file of this vocabulary, written without the package: a
-        ``WordLevel`` model with the normalizer and pre-tokenizer of
-        :mod:`~llm_from_scratch.training.words` (``[UNK]`` typed in a text is the word ``unk``)."""
+        ``WordLevel`` model with the normalizer and pre-tokenizer of its
+        :class:`~llm_from_scratch.training.words.Reading` (``[UNK]`` typed in a text is the word
+        ``unk``; in a pre-tokenized text, the unknown token)."""
         document: dict[str, object] = {
             "version": "1.0",
             "truncation": None,
             "padding": None,
             "added_tokens": [],
-            "normalizer": tokenizer_normalizer(),
-            "pre_tokenizer": tokenizer_pre_tokenizer(),
+            **self.reading.tokenizer_parts(),
             "post_processor": None,
             "decoder": None,
             "model": {
                 "type": "WordLevel",
-                "vocab": dict(self.word_ids),
+                "vocab": self.word_ids,  # a dict: JSON writes it without a copy
                 "unk_token": self.unknown_token,
             },
         }

@@ -111,14 +111,16 @@ def reference_block(
     rates: tuple[float, float],
 ) -> tuple[float, int]:
     """Train on ``windows`` one at a time with the tape: the loss of one window, its backward
-    and an SGD step at the target's learning rate. Returns the summed loss and the pairs (the
-    windows' words)."""
+    and an SGD step at the target's learning rate (none at a rate of 0). Returns the summed loss
+    and the pairs (the windows' words)."""
     total, count = 0.0, 0
     dtype = model.parameters[0].tensor.dtype
     for window in windows:
-        optimizer.learning_rate = learning_rate(window.position, words_total, rates)
+        rate = learning_rate(window.position, words_total, rates)
         loss = window_loss(model, WindowBatch.of(window, dtype))
         total += float(loss.numpy())
-        optimizer.backward_step(loss)
+        if rate > 0:
+            optimizer.learning_rate = rate
+            optimizer.backward_step(loss)
         count += len(window.inputs)
     return total, count

@@ -1,10 +1,13 @@
 """What a word of a corpus is, one grammar for the trainer and the tokenizer file it writes
 (``docs/training.md``, "Words"): a text case-folded, then NFC-normalized; its words the matches
 of :data:`WORD_PATTERN`, at most :data:`LONGEST_WORD` letters counted; a line ends at ``\\n``,
-``\\r\\n`` or ``\\r``.
+``\\r\\n`` or ``\\r``. A pre-tokenized corpus (:data:`TOKENS`) is read otherwise: its tokens
+are the runs of characters between white space, kept as they are.
 
     >>> line_words("Th' ARE! don't rock'n'roll, café 2B Straße ОТЕЦ")
     ['th', 'are', "don't", "rock'n", 'roll', 'café', 'b', 'strasse', 'отец']
+    >>> TOKENS.words("new_york  2024 Café\\tU.S.")
+    ['new_york', '2024', 'Café', 'U.S.']
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import functools
 import re
 import sys
 import unicodedata
+from dataclasses import dataclass
 from typing import Final
 
 WORD_PATTERN: Final = r"[^\W\d_]+(?:'[^\W\d_]+)?"
@@ -25,6 +29,13 @@ TOKEN_PATTERN: Final = WORD_PATTERN + r"|\r\n?|\n"
 """A word or a line end."""
 _TOKENIZER_LETTER: Final = r"[\p{L}\p{Nl}\p{No}]"
 """A letter, as the ``tokenizers`` package's regular expressions (Oniguruma) write it."""
+
+WHITE_SPACE: Final = "\t\n\v\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+"""Unicode's ``White_Space`` characters (a regular-expression class body): what separates the
+tokens of a pre-tokenized corpus, as the ``tokenizers`` package's ``WhitespaceSplit`` (Rust's
+``char::is_whitespace``) separates them."""
+VERBATIM_PATTERN: Final = f"[^{WHITE_SPACE}]+"
+"""A token of a pre-tokenized text (Python's ``re`` syntax)."""
 
 _WORDS: Final = re.compile(WORD_PATTERN)
 
@@ -79,3 +90,45 @@ def _foldings_beyond_lower_case() -> tuple[tuple[str, str], ...]:
         if folded != character and character.lower() == character:
             found.append((character, folded))
     return tuple(found)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a text becomes words: case-folded and NFC-normalized words of letters (:data:`WORDS`),
+    or white-space separated tokens kept as they are (:data:`TOKENS`, a pre-tokenized corpus)."""
+
+    verbatim: bool
+    word_pattern: str
+    longest: int | None
+    """The most characters of a word a vocabulary counts (None: any)."""
+
+    @property
+    def token_pattern(self) -> str:
+        """A word or a line end."""
+        return self.word_pattern + r"|\r\n?|\n"
+
+    def normalized(self, text: str) -> str:
+        """``text`` as its words are found in it."""
+        return text if self.verbatim else normalized(text)
+
+    def words(self, text: str) -> list[str]:
+        """The words of ``text``, in order."""
+        return compiled(self.word_pattern).findall(self.normalized(text))
+
+    def tokenizer_parts(self) -> dict[str, object]:
+        """The ``normalizer`` and ``pre_tokenizer`` of a tokenizer file reading as this does."""
+        if self.verbatim:
+            return {"normalizer": None, "pre_tokenizer": {"type": "WhitespaceSplit"}}
+        return {"normalizer": tokenizer_normalizer(), "pre_tokenizer": tokenizer_pre_tokenizer()}
+
+
+WORDS: Final = Reading(False, WORD_PATTERN, LONGEST_WORD)
+"""Words of letters in a normalized text (``docs/training.md``, "Words")."""
+TOKENS: Final = Reading(True, VERBATIM_PATTERN, None)
+"""The tokens of a pre-tokenized text, kept verbatim (``--tokenized``)."""
+
+
+@functools.cache
+def compiled(pattern: str) -> re.Pattern[str]:
+    """``pattern`` compiled once."""
+    return re.compile(pattern)

@@ -17,9 +17,10 @@ from llm_from_scratch.demos.ch18_token_embeddings.report import (
 from llm_from_scratch.demos.ch18_token_embeddings.trace import format_trace
 
 
-def render_demo(fixture: Ch18Fixture = KNOWN_FIXTURE) -> str:
-    """Run the fixture and return the demo text (thirteen lines for the known fixture)."""
-    return format_demo(build_report(fixture))
+def render_demo(fixture: Ch18Fixture = KNOWN_FIXTURE, lang: str = "en") -> str:
+    """Run the fixture and return the demo text in ``lang`` (thirteen lines for the known
+    fixture; a learner's IDs leave out the chapter's own checks)."""
+    return format_demo(build_report(fixture), lang)
 
 
 def render_trace(fixture: Ch18Fixture = KNOWN_FIXTURE) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import (
+    KINDS,
     Exercise,
     ExerciseSet,
     load_exercises,
@@ -19,14 +20,20 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
     ONE_HOT_ID,
     ChapterFacts,
     Json,
+    answer_matches,
     answer_text,
     chapter_facts,
     expected_answers,
     read_answers,
-    same_answer,
 )
-from llm_from_scratch.errors import FileAccessError, FormatError, MismatchError, MissingPackageError
-from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, one_line, read_line
+from llm_from_scratch.errors import (
+    FileAccessError,
+    FormatError,
+    MismatchError,
+    MissingPackageError,
+    WordedError,
+)
+from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, read_line
 from llm_from_scratch.labels import Labels, cosine_text, label
 
 #: The words whose neighbours exercise 9 compares, and how many of each kind.
@@ -37,7 +44,8 @@ _UNREADABLE: Final = object()
 
 @dataclass(frozen=True)
 class Verdict:
-    """One checked exercise: ``right``, ``wrong`` or ``missing``, and the computed answer."""
+    """One checked exercise: ``right``, ``wrong`` or ``missing`` (unanswered: skipped, left out
+    of the answers file or after the end of the input), and the computed answer."""
 
     number: int
     status: str
@@ -51,7 +59,7 @@ def check_answers(answers: Mapping[int, object], expected: Mapping[int, Json]) -
         if number not in answers:
             status = "missing"
         else:
-            status = "right" if same_answer(answers[number], value) else "wrong"
+            status = "right" if answer_matches(KINDS[number], answers[number], value) else "wrong"
         verdicts.append(Verdict(number, status, value))
     return verdicts
 
@@ -64,7 +72,8 @@ def run_exercises(
     stdout: TextIO,
     stderr: TextIO,
 ) -> int:
-    """Run the exercises as the options say; the exit status."""
+    """Run the exercises as the options say; the exit status (``stderr`` takes nothing: an
+    answers file that cannot be read raises a :class:`WordedError` in ``lang``)."""
     data = load_exercises(lang)
     facts = chapter_facts()
     expected = expected_answers(facts)
@@ -73,9 +82,8 @@ def run_exercises(
     if answers_path is not None:
         try:
             answers = read_answers(answers_path)
-        except FormatError as error:
-            stderr.write(f"error: {one_line(_file_error(error, data.ui))}\n")
-            return 2
+        except FormatError as error:  # worded in the session's language
+            raise WordedError(_file_error(error, data.ui), error) from error
         verdicts = check_answers(answers, expected)
         session.say(*(session.verdict_line(verdict) for verdict in verdicts))
     elif not reveal:
@@ -135,10 +143,11 @@ class _Session:
     def summary(self, verdicts: list[Verdict]) -> list[str]:
         right = sum(verdict.status == "right" for verdict in verdicts)
         lines = [f"{self.ui('score')}: {right} {self.ui('of')} {len(verdicts)}"]
-        wrong = [str(verdict.number) for verdict in verdicts if verdict.status != "right"]
-        if wrong:
-            lines.append(f"{self.ui('wrong_exercises')}: {', '.join(wrong)}")
-        else:
+        for status, key in (("wrong", "wrong_exercises"), ("missing", "unanswered_exercises")):
+            numbers = [str(verdict.number) for verdict in verdicts if verdict.status == status]
+            if numbers:
+                lines.append(f"{self.ui(key)}: {', '.join(numbers)}")
+        if right == len(verdicts):
             lines.append(self.ui("all_right"))
         return lines
 
@@ -191,7 +200,7 @@ class _Session:
         if not exercise.checked:
             self.say(self.ui("no_answer"), self.ui("continue"))
             return _line(stdin) != ""
-        self.say(self.ui("answer_formats", exercise.kind))
+        self.say(self.ui("answer_formats", exercise.kind), self.ui("skip"))
         if exercise.true_means is not None:
             self.say(f"{self.ui('true_means')}: {exercise.true_means}")
         while True:
@@ -201,6 +210,8 @@ class _Session:
             if line == "":
                 self.say("")
                 return False
+            if not line.strip():  # an empty line: the exercise stays unanswered
+                return True
             answer = self.parse(line, exercise.kind)
             if answer is not _UNREADABLE:
                 answers[exercise.number] = answer

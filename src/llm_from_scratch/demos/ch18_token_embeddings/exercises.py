@@ -114,6 +114,51 @@ def expected_answers(facts: ChapterFacts) -> dict[int, Json]:
     }
 
 
+#: The kinds whose answers are numbers in lists: the right numbers in row-major order are right
+#: in any nesting (``[30, 31, 20, 21, 30, 31]`` for ``[[[30, 31], [20, 21], [30, 31]]]``); for
+#: ``one_hot_product``, each of the object's two lists.
+NUMBER_LIST_KINDS: Final = frozenset({"lookup_output", "table_gradient", "one_hot_product"})
+
+
+def answer_matches(kind: str, answer: object, expected: Json) -> bool:
+    """Whether an answer to an exercise of ``kind`` is right: :func:`same_answer`, except that
+    the lists of :data:`NUMBER_LIST_KINDS` compare their numbers in row-major order, in any
+    nesting.
+
+    >>> answer_matches("lookup_output", [30, 31], [[30, 31]]), same_answer([30, 31], [[30, 31]])
+    (True, False)
+    """
+    if kind not in NUMBER_LIST_KINDS:
+        return same_answer(answer, expected)
+    if isinstance(expected, dict):
+        return (
+            isinstance(answer, dict)
+            and answer.keys() == expected.keys()
+            and all(same_answer(flat_items(answer[key]), cast(Json, flat_items(value)))
+                    for key, value in expected.items())
+        )  # fmt: skip
+    return same_answer(flat_items(answer), cast(Json, flat_items(expected)))
+
+
+def flat_items(value: object) -> object:
+    """The leaves of nested lists in row-major order (a value that is not a list: itself).
+
+    >>> flat_items([[1, [2]], [], [3]])
+    [1, 2, 3]
+    """
+    if not isinstance(value, list):
+        return value
+    leaves: list[object] = []
+    pending: list[object] = [value]  # a stack, not recursion: an answer may nest deeply
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(reversed(item))
+        else:
+            leaves.append(item)
+    return leaves
+
+
 def same_answer(answer: object, expected: Json) -> bool:
     """Whether an answer equals the expected one: the same nesting and keys, numbers exactly
     equal in value (``30`` is ``30.0``; a float only when finite), booleans only booleans."""

@@ -13,9 +13,20 @@ from llm_from_scratch.tensor import Shape, Tensor
 
 
 @dataclass(frozen=True)
+class ChapterChecks:
+    """The inputs of the chapter's own checks, beside its lookup: the seed of two initialized
+    tables, an ID outside the table and an ID shape without IDs."""
+
+    init_seed: int
+    out_of_vocabulary_id: int
+    empty_shape: Shape
+
+
+@dataclass(frozen=True)
 class Ch18Fixture:
     """The inputs of one run: a named table, flat token IDs with their shape, the upstream
-    gradient, and the inputs of the extra checks (init seed, out-of-vocabulary ID, empty IDs)."""
+    gradient, and the chapter's own checks (``None`` on a learner's input, whose run is only
+    about the IDs typed)."""
 
     name: str
     table_name: str
@@ -25,9 +36,7 @@ class Ch18Fixture:
     token_shape: Shape
     upstream_shape: Shape
     upstream_values: tuple[float, ...]
-    init_seed: int
-    out_of_vocabulary_id: int
-    empty_shape: Shape
+    checks: ChapterChecks | None
 
     def layer(self) -> Embedding:
         """A fresh layer over this fixture's table (a new parameter leaf each call)."""
@@ -62,6 +71,7 @@ class Ch18Fixture:
             token_shape=output.shape[:-1],
             upstream_shape=seed.shape,
             upstream_values=tuple(seed.flat_values()),
+            checks=None,
         )
 
     def with_upstream(self, upstream: object) -> Ch18Fixture:
@@ -79,9 +89,7 @@ KNOWN_FIXTURE: Final = Ch18Fixture(
     token_shape=(1, 3),
     upstream_shape=(1, 3, 2),
     upstream_values=(1.0, 0.0, 0.0, 2.0, 3.0, 4.0),
-    init_seed=18,
-    out_of_vocabulary_id=4,
-    empty_shape=(0,),
+    checks=ChapterChecks(init_seed=18, out_of_vocabulary_id=4, empty_shape=(0,)),
 )
 
 

@@ -17,15 +17,14 @@ four-row table whose rows 0 and 3 point the same way:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol, cast
+from typing import TYPE_CHECKING, Final, Protocol
 
 import numpy as np
 
 from llm_from_scratch.errors import OptionError, WordError
 from llm_from_scratch.figures.scatter import ProjectedWord, Projection
-from llm_from_scratch.tensor import Tensor
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -46,6 +45,11 @@ DEFAULT_GROUPS: Final[Groups] = (
 DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
 #: Neighbours per list unless ``--count`` says otherwise.
 DEFAULT_COUNT: Final = 5
+#: The random pairs of rows whose mean cosine is the baseline a cosine is read against.
+BASELINE_PAIRS: Final = 10_000
+#: The table values a cosine to every row reads at a time (at least one row): its float64
+#: copies of them take 2 x 8 bytes a value.
+CHUNK_VALUES: Final = 1 << 17
 
 
 class WordPieces(Protocol):
@@ -101,17 +105,22 @@ class GroupCosines:
 
 @dataclass(frozen=True, eq=False)
 class CosineTable:
-    """An embedding layer with its rows scaled to unit length (read-only), for cosines."""
+    """An embedding layer measured by cosines: each row's Euclidean norm in float64 (read-only);
+    a cosine to every row reads the table in chunks of :data:`CHUNK_VALUES` values, never copying
+    it whole."""
 
     embedding: Embedding
-    unit_rows: npt.NDArray[np.float64]
+    norms: npt.NDArray[np.float64]
 
     @classmethod
     def of(cls, embedding: Embedding) -> CosineTable:
-        """Scale the layer's table rows to unit length (rows of zeros stay zero)."""
-        rows = embedding.table.tensor.numpy().astype(np.float64)
-        unit_rows = Tensor.from_numpy(_unit(rows)).numpy()  # float64, read-only for good
-        return cls(embedding, cast("npt.NDArray[np.float64]", unit_rows))
+        """The layer and its rows' norms."""
+        rows = embedding.table.tensor.numpy()
+        norms = np.empty(rows.shape[0], dtype=np.float64)
+        for chunk in _chunks(rows):
+            norms[chunk] = np.linalg.norm(rows[chunk].astype(np.float64), axis=1)
+        norms.flags.writeable = False
+        return cls(embedding, norms)
 
     @property
     def vocabulary_size(self) -> int:
@@ -123,10 +132,22 @@ class CosineTable:
         return self.embedding.forward(list(token_ids), (len(token_ids),)).numpy().astype(np.float64)
 
     def cosines_to_row(self, token_id: int) -> npt.NDArray[np.float64]:
-        """The cosine of every row to the looked-up vector of ``token_id``: ``[V]``."""
+        """The cosine of every row to the looked-up vector of ``token_id``: ``[V]`` (each row
+        scaled to unit length in float64, a row of zeros left zero, then its dot product)."""
         vector = self.vectors([token_id])[0]
-        cosines: npt.NDArray[np.float64] = self.unit_rows @ (vector / np.linalg.norm(vector))
+        direction = vector / np.linalg.norm(vector)
+        rows = self.embedding.table.tensor.numpy()
+        cosines = np.empty(rows.shape[0], dtype=np.float64)
+        for chunk in _chunks(rows):
+            unit = _unit(rows[chunk].astype(np.float64), self.norms[chunk, None])
+            cosines[chunk] = unit @ direction
         return cosines
+
+
+def _chunks(rows: npt.NDArray[np.floating]) -> Iterator[slice]:
+    """The row ranges of ``rows``, :data:`CHUNK_VALUES` values each (at least one row)."""
+    step = max(1, CHUNK_VALUES // max(1, rows.shape[1]))
+    return (slice(start, start + step) for start in range(0, rows.shape[0], step))
 
 
 def word_piece(pieces: WordPieces, word: str) -> Piece:
@@ -146,6 +167,44 @@ def word_piece(pieces: WordPieces, word: str) -> Piece:
         raise WordError("word.pieces", word=word, count=len(found), pieces=listed)
     token, token_id = found[0]
     return Piece(token, token_id)
+
+
+def word_pieces(pieces: WordPieces, words: Sequence[str]) -> tuple[Piece, ...]:
+    """The one word piece of each word, every word checked before any is refused.
+
+    Raises:
+        WordError: the one word's rule (:func:`word_piece`) when one word is not a single
+            piece; ``word.several``, naming each, when more are not.
+    """
+    found: list[Piece] = []
+    refused: list[WordError] = []
+    for word in words:
+        try:
+            found.append(word_piece(pieces, word))
+        except WordError as error:
+            refused.append(error)
+    if len(refused) == 1:
+        raise refused[0]
+    if refused:
+        named = ", ".join(repr(error.fields["word"]) for error in refused)
+        raise WordError("word.several", count=len(refused), words=named)
+    return tuple(found)
+
+
+def random_pair_cosine(table: CosineTable, pairs: int = BASELINE_PAIRS, seed: int = 0) -> float:
+    """The mean cosine of ``pairs`` random pairs of distinct rows (seeded): what a cosine of two
+    unrelated words is near, to read the neighbours' cosines against."""
+    size = table.vocabulary_size
+    if size < 2:
+        return float("nan")
+    generator = np.random.default_rng(seed)
+    first = generator.integers(size, size=pairs)
+    second = (first + generator.integers(1, size, size=pairs)) % size
+    rows = table.embedding.table.tensor.numpy()
+    ones, others = (
+        _unit(rows[ids].astype(np.float64), table.norms[ids, None]) for ids in (first, second)
+    )
+    return float(np.mean(np.einsum("ij,ij->i", ones, others)))
 
 
 def checked_count(count: int, vocabulary_size: int) -> int:
@@ -298,8 +357,13 @@ def _group_ids(pieces: WordPieces, groups: Groups) -> tuple[list[str], list[int]
     return labels, ids
 
 
-def _unit(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+def _unit(
+    vectors: npt.NDArray[np.float64], norms: npt.NDArray[np.float64] | None = None
+) -> npt.NDArray[np.float64]:
+    """``vectors`` scaled to unit length by their ``norms`` (computed when None), a row of zeros
+    left zero."""
+    if norms is None:
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit: npt.NDArray[np.float64] = np.divide(
         vectors, norms, out=np.zeros_like(vectors), where=norms > 0
     )
@@ -321,13 +385,17 @@ class NeighboursReport:
     table_path: str
     count: int
     words: tuple[WordNeighbours, ...]
+    baseline_cosine: float = float("nan")
+    baseline_pairs: int = BASELINE_PAIRS
 
 
 def neighbours_report(
     table: CosineTable, pieces: WordPieces, words: Sequence[str], count: int, table_path: str
 ) -> NeighboursReport:
-    """Each word's neighbours (:func:`word_neighbours`), the count checked before any word."""
+    """Each word's neighbours (:func:`word_neighbours`), the count checked before any word and
+    every word before any neighbour (:func:`word_pieces`), and the random-pair baseline."""
     checked_count(count, table.vocabulary_size)
+    word_pieces(pieces, words)
     parameter = table.embedding.table
     return NeighboursReport(
         table_name=parameter.name,
@@ -336,6 +404,7 @@ def neighbours_report(
         table_path=table_path,
         count=count,
         words=tuple(word_neighbours(table, pieces, word, count) for word in words),
+        baseline_cosine=random_pair_cosine(table),
     )
 
 

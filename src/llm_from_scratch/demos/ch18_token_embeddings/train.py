@@ -1,13 +1,13 @@
 """``llm-from-scratch ch18 train``: learn a token table from a corpus, and report what it learned
-(:func:`train`): the random table and the trained one measured alike (:class:`TableView`), the
-table and its tokenizer written as one.
+(:func:`train`): the random table and the trained one measured alike (:class:`TableView`); the
+library writes the table and its tokenizer as one.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -25,14 +25,19 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     word_neighbours,
 )
 from llm_from_scratch.figures.scatter import Projection
-from llm_from_scratch.files import replace_files, write_new_file
-from llm_from_scratch.nn import save_parameters
-from llm_from_scratch.training.options import RATES, TABLE_FILE, TOKENIZER_FILE, TrainOptions
+from llm_from_scratch.files import remove_stale_temporaries
+from llm_from_scratch.training.checkpoint import Origin
+from llm_from_scratch.training.options import (
+    CHECKPOINT_FILE,
+    MODEL_FILE,
+    TABLE_FILE,
+    TOKENIZER_FILE,
+    TrainOptions,
+)
 from llm_from_scratch.training.run import EpochSummary, Progress, Run
+from llm_from_scratch.training.saved import FILES_WRITTEN, KeptModel
 from llm_from_scratch.training.skipgram import SkipGram
-from llm_from_scratch.training.table_pair import tokenizer_metadata
 from llm_from_scratch.training.vocabulary import Vocabulary
-from llm_from_scratch.training.words import line_words
 
 NEIGHBOUR_COUNT: Final = 4
 """Vector neighbours per report word."""
@@ -106,6 +111,9 @@ class TrainReport:
     """The run went on from a checkpoint."""
     interrupted: bool = False
     """A Ctrl-C came while the files were written, held back until both were in place."""
+    origin: Origin = field(default_factory=Origin)
+    """Where the tables started: a continued run's model, and the words outside its
+    vocabulary."""
 
     @property
     def words_per_second(self) -> float:
@@ -117,8 +125,9 @@ class TrainReport:
 
 @dataclass(frozen=True)
 class VocabularyPieces:
-    """A :class:`Vocabulary` seen as ``WordPieces``: the words of ``word`` (normalized as the
-    corpus is) are its pieces, a word outside the vocabulary the unknown token ``[UNK]``."""
+    """A :class:`Vocabulary` seen as ``WordPieces``: the words of ``word`` (read as the corpus
+    is: normalized, or the tokens of a pre-tokenized corpus) are its pieces, a word outside the
+    vocabulary the unknown token ``[UNK]``."""
 
     vocabulary: Vocabulary
 
@@ -129,7 +138,8 @@ class VocabularyPieces:
     def pieces(self, word: str) -> tuple[tuple[str, int], ...]:
         known = self.vocabulary.word_ids
         unknown = self.vocabulary.unknown_id
-        found = ((piece, known.get(piece, unknown)) for piece in line_words(word))
+        read = self.vocabulary.reading.words(word)
+        found = ((piece, known.get(piece, unknown)) for piece in read)
         return tuple(
             (piece if token_id != unknown else self.vocabulary.unknown_token, token_id)
             for piece, token_id in found
@@ -146,9 +156,11 @@ def train(
     progress: Progress | None = None,
     lang: str = "en",
     resume: bool = False,
+    kept: KeptModel | None = None,
 ) -> TrainReport:
-    """Train a table, write the two files and return the report; ``progress`` gets a
-    ``ProgressState`` at most twice a second and after each epoch.
+    """Train a table, write the two files (the library's :meth:`TrainResult.save`) and return
+    the report; ``progress`` gets a ``ProgressState`` at most twice a second and after each
+    epoch; with ``kept`` the run trains that model further (``--continue``).
 
     Raises:
         OptionError, CorpusError, MismatchError: as :meth:`~llm_from_scratch.training.Run.start`,
@@ -157,7 +169,9 @@ def train(
         KeyboardInterrupt: Ctrl-C; the folder holds the files it held before (and the last
             checkpoint); a Ctrl-C while the files are written waits for them (``interrupted``).
     """
-    run = Run.start(options, thread_limit, resume)
+    run = Run.start(options, thread_limit, resume, continue_from=kept)
+    for name in (TABLE_FILE, TOKENIZER_FILE, MODEL_FILE, CHECKPOINT_FILE):  # of a killed run
+        remove_stale_temporaries(str(run.options.output / name))
     vocabulary = run.vocabulary
     pieces = VocabularyPieces(vocabulary)
     chosen = report_words(vocabulary, lang)
@@ -165,23 +179,20 @@ def train(
     result = run.train(progress)
     after = table_view(result.model, pieces, *chosen) if result.epochs else before
     options = run.options
-    names = ("dim", "window", "negatives", "epochs", "min_count", "seed")
-    metadata = {
-        "model": "skip-gram with negative sampling",
-        **{name: str(getattr(options, name)) for name in names},
-        "optimizer": "SGD",
-        "vocabulary_size": str(vocabulary.vocabulary_size),
-        **tokenizer_metadata(vocabulary.words),
-    }
-    interrupted = write_outputs(options.output, result.model, vocabulary, metadata)
-    run.discard_checkpoint()
+    interrupted = False
+    try:
+        result.save(options.output)
+    except KeyboardInterrupt as error:
+        if error.args != (FILES_WRITTEN,):
+            raise
+        interrupted = True
     return TrainReport(
         options,
         len(run.files),
         run.corpus_words,
         int(np.sum(vocabulary.counts)),
         vocabulary.vocabulary_size,
-        RATES,
+        options.rates,
         result.epochs,
         result.training_seconds,
         result.peak_memory,
@@ -192,6 +203,7 @@ def train(
         options.output / TOKENIZER_FILE,
         resume,
         interrupted,
+        run.origin,
     )
 
 
@@ -231,24 +243,4 @@ def table_view(
         return TableView(neighbours, (), None)
     return TableView(
         neighbours, group_cosines(table, pieces, present), project_groups(table, pieces, present)
-    )
-
-
-def write_outputs(
-    folder: Path, model: SkipGram, vocabulary: Vocabulary, metadata: dict[str, str]
-) -> bool:
-    """Write ``table.safetensors`` and ``tokenizer.json`` into ``folder`` (made if missing) as one;
-    True when a Ctrl-C came meanwhile (both new files are in place).
-
-    Raises:
-        FileAccessError, OSError: a file cannot be written; the targets are as they were.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    table = model.inputs.parameters()
-    tokenizer = [memoryview(vocabulary.tokenizer_json().encode("utf-8"))]
-    return replace_files(
-        [
-            (str(folder / TABLE_FILE), lambda path: save_parameters(path, table, metadata)),
-            (str(folder / TOKENIZER_FILE), lambda path: write_new_file(path, tokenizer)),
-        ]
     )

@@ -6,6 +6,7 @@ import math
 
 from llm_from_scratch.demos.ch18_token_embeddings.train import TableView, TrainReport
 from llm_from_scratch.labels import Labels, aligned_rows, label
+from llm_from_scratch.training.options import MODEL_FILE
 from llm_from_scratch.training.run import ProgressState
 
 
@@ -43,6 +44,9 @@ def format_report(report: TrainReport, labels: Labels) -> str:
             tokenizer=report.tokenizer_path,
         ),
     ]
+    if options.keep_model:
+        model = options.output / MODEL_FILE
+        lines.append(label(labels, "kept_model").format(model=model, folder=options.output))
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -79,6 +83,16 @@ def _training(report: TrainReport, labels: Labels) -> list[str]:
     ]
     if report.resumed:
         lines.append(label(labels, "resumed"))
+    origin = report.origin
+    if origin.folder is not None:
+        lines.append(
+            label(labels, "continued").format(
+                folder=origin.folder,
+                before=origin.first_epoch,
+                outside=_count(origin.outside_words),
+                distinct=_count(origin.outside_distinct),
+            )
+        )
     header = [label(labels, "epoch_header", key) for key in ("epoch", "pairs", "loss", "seconds")]
     table = [header] + [
         [str(epoch.epoch), _count(epoch.pairs), _decimal(epoch.mean_loss), f"{epoch.seconds:.1f}"]

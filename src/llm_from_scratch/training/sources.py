@@ -1,0 +1,143 @@
+"""Where a run's words come from: files read in pieces (:class:`FileSource`), or sentences given
+as token lists by a restartable iterable (:class:`SentenceSource`), both cut into blocks of
+tokens the trainer takes in turn (``docs/training.md``, "Reading the corpus").
+
+    >>> source = SentenceSource([["new_york", "is", "big"], ["2024", "is", "a", "year"]])
+    >>> counted = source.count()
+    >>> counted.counts["is"], counted.words
+    (2, 7)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+from llm_from_scratch.errors import CorpusError
+from llm_from_scratch.training.corpus import CorpusFile, Counted, count_corpus, pieces
+from llm_from_scratch.training.counting import WordCounter
+from llm_from_scratch.training.words import WHITE_SPACE, Reading, compiled
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from llm_from_scratch.training.vocabulary import Vocabulary
+
+BLOCK_WORDS: Final = 1 << 15
+"""The least words of a block of an iterable corpus (whole sentences; the last block fewer)."""
+_SPACE: Final = f"[{WHITE_SPACE}]"
+
+
+class Block(NamedTuple):
+    """The tokens of one block, and where the corpus goes on after it: the file and its byte
+    offset, or (an iterable) file 0 and the number of sentences read."""
+
+    tokens: npt.NDArray[np.int32]
+    file: int
+    end: int
+
+
+@dataclass(frozen=True, eq=False)
+class FileSource:
+    """A corpus of text files, read as ``reading`` says."""
+
+    files: tuple[CorpusFile, ...]
+    reading: Reading
+
+    def count(self, max_vocab_size: int | None = None) -> Counted:
+        """The words of the files counted (the files with their encodings found)."""
+        return count_corpus(self.files, self.reading, max_vocab_size)
+
+    def blocks(self, vocabulary: Vocabulary, file: int = 0, offset: int = 0) -> Iterator[Block]:
+        """The blocks from byte ``offset`` of ``file`` on: one a piece."""
+        for index in range(file, len(self.files)):
+            start = offset if index == file else 0
+            for piece in pieces(self.files[index], start):
+                yield Block(vocabulary.tokens(piece.text), index, piece.end)
+
+
+@dataclass(frozen=True, eq=False)
+class SentenceSource:
+    """A corpus given as a restartable iterable of token lists, read once to count and once an
+    epoch; its tokens are kept as they are."""
+
+    sentences: Iterable[Sequence[str]]
+    files: tuple[CorpusFile, ...] = ()
+
+    def count(self, max_vocab_size: int | None = None) -> Counted:
+        """The tokens counted, each sentence checked as it is read.
+
+        Raises:
+            CorpusError: ``corpus.sentence`` (an item that is no token list), ``corpus.token``
+                (a token that is not a non-empty ``str`` without white space).
+        """
+        counter = WordCounter(max_vocab_size)
+        for number, sentence in enumerate(self.sentences):
+            counter.add_sentence(_checked_sentence(number, sentence))
+        return Counted([], counter.counts, counter.words)
+
+    def blocks(self, vocabulary: Vocabulary, file: int = 0, offset: int = 0) -> Iterator[Block]:
+        """The blocks of the sentences from number ``offset`` on: whole sentences, at least
+        :data:`BLOCK_WORDS` words a block but the last."""
+        batch: list[Sequence[str]] = []
+        words = read = 0
+        for number, sentence in enumerate(self.sentences):
+            if number < offset:
+                continue
+            batch.append(sentence)
+            words += len(sentence)
+            read = number + 1
+            if words >= BLOCK_WORDS:
+                yield Block(vocabulary.sentence_tokens(batch), 0, read)
+                batch, words = [], 0
+        if batch:
+            yield Block(vocabulary.sentence_tokens(batch), 0, read)
+
+
+def _checked_sentence(number: int, sentence: Any) -> list[str]:
+    if isinstance(sentence, (str, bytes)):
+        raise CorpusError("corpus.sentence", number=number, detail=f"the {_kind(sentence)}")
+    try:
+        tokens = list(sentence)
+    except TypeError:
+        detail = f"a {type(sentence).__name__}"
+        raise CorpusError("corpus.sentence", number=number, detail=detail) from None
+    if not set(map(type, tokens)) <= {str} or "" in tokens or _holds_space(tokens):
+        _refuse_token(number, tokens)
+    elif not "".join(tokens).isascii():
+        _refuse_unencodable(number, tokens)
+    return tokens
+
+
+def _refuse_unencodable(number: int, tokens: list[str]) -> None:
+    """Refuse a token UTF-8 cannot encode (a lone surrogate): no file could hold it."""
+    for token in tokens:
+        try:
+            token.encode("utf-8")
+        except UnicodeEncodeError:
+            detail = "no UTF-8 text (it holds a lone surrogate)"
+            raise CorpusError("corpus.token", number=number, token=token, detail=detail) from None
+
+
+def _holds_space(tokens: list[str]) -> bool:
+    return compiled(_SPACE).search("".join(tokens)) is not None
+
+
+def _refuse_token(number: int, tokens: list[Any]) -> None:
+    for token in tokens:
+        if not isinstance(token, str):
+            detail = f"a {type(token).__name__}"
+        elif not token:
+            detail = "empty"
+        elif compiled(_SPACE).search(token):
+            detail = "holding white space"
+        else:
+            continue
+        raise CorpusError("corpus.token", number=number, token=token, detail=detail)
+
+
+def _kind(sentence: str | bytes) -> str:
+    shown = sentence if len(sentence) <= 40 else sentence[:40]
+    return f"{type(sentence).__name__} {shown!r}{'...' if len(sentence) > 40 else ''}"
