@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from llm_from_scratch.training.kernels import SENTENCE_END, UNKNOWN_WORD
 from llm_from_scratch.training.vocabulary import Vocabulary
 
 from cli_support import run_main
@@ -24,6 +25,29 @@ FRAMES = {
     "royalty": "long live the {} of this land",
     "time": "we met at {} by the old gate",
 }
+
+
+def random_block(rng: np.random.Generator, rows: int, size: int) -> np.ndarray[Any, Any]:
+    """Tokens of ``rows - 1`` words (the last row is the unknown token), with some unknown
+    words and line ends."""
+    tokens = rng.integers(0, rows - 1, size=size).astype(np.int32)
+    tokens[rng.random(size) < 0.1] = UNKNOWN_WORD
+    tokens[rng.random(size) < 0.15] = SENTENCE_END
+    return tokens
+
+
+def sentences_of(tokens: np.ndarray[Any, Any]) -> list[list[tuple[int, int]]]:
+    """Each sentence's known words with their positions among the words read."""
+    found: list[list[tuple[int, int]]] = [[]]
+    read = 0
+    for token in tokens.tolist():
+        if token == SENTENCE_END:
+            found.append([])
+            continue
+        if token >= 0:
+            found[-1].append((token, read))
+        read += 1
+    return found
 
 
 def write_corpus(folder: Path, lines: int = 400, seed: int = 0) -> Path:

@@ -319,7 +319,7 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
     defaults = TrainOptions(corpus=_path_argument("data/corpus/shakespeare"))
     shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
     for name, spec, kind in option_fields():
-        facts = [spec.requirement(kind)] if spec.minimum is not None else []
+        facts = [spec.requirement(kind)] if spec.minimum is not None or spec.choices else []
         if kind is not bool:
             default = spec.shown or shown.get(name, getattr(defaults, name))
             facts.append(f"default: {default}")
@@ -500,6 +500,9 @@ def _repeats(what: str, default: int) -> tuple[str, dict[str, Any]]:
 
 
 #: Each benchmark's help, description and options.
+TRAIN_BENCH_TRAINERS: Final = ("hogbatch", "pairs", "gensim", "gensim-file", "torch")
+"""``bench train``'s trainers (``llm_from_scratch.bench.train.TRAINERS``, not imported: the
+command line loads no benchmark before it runs)."""
 BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
     "embedding": (
         "row gather and row-sparse backward against allocate-and-copy and PyTorch",
@@ -546,13 +549,14 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
     ),
     "train": (
         "ch18 train against gensim's word2vec and the same model in PyTorch",
-        "Run `llm-from-scratch ch18 train`, gensim's Word2Vec (sg=1) and the same skip-gram "
+        "Run `llm-from-scratch ch18 train` (--method hogbatch and pairs), gensim's Word2Vec "
+        "(sg=1) streaming a LineSentence and in its corpus_file mode, and the same skip-gram "
         "model written with PyTorch (sparse nn.Embedding, SGD) on one corpus and settings, "
         "each as a fresh process on 1 and 2 threads (gensim: workers), taking turns in every "
         "round, on --copies copies of the corpus, and print each one's median wall time, "
         "words/s and peak resident memory of the whole process and its table's mean cosine "
-        "inside and between the report's word groups, then the ratios. Needs `make corpus` "
-        "and the test extra (gensim, torch).",
+        "inside and between the report's word groups, then the ratios and each trainer's "
+        "speed-up from 1 to 2 threads. Needs `make corpus` and the test extra (gensim, torch).",
         [
             ("--corpus", {"metavar": "FILE", "type": _path_argument, "default": None,
                           "help": "the corpus (default: the fetched Shakespeare texts)"}),
@@ -560,9 +564,10 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
             ("--repeats", {"type": int, "default": 3, "help": "rounds (default 3)"}),
             ("--copies", {"type": int, "default": 1, "help": "train on this many copies of the "
                           "corpus, as links to its files (default 1)"}),
-            ("--trainers", {"type": _name_list("ours", "gensim", "torch"),
-                            "default": ("ours", "gensim", "torch"), "metavar": "LIST",
-                            "help": "comma-separated from ours, gensim, torch (default: all)"}),
+            ("--trainers", {"type": _name_list(*TRAIN_BENCH_TRAINERS),
+                            "default": TRAIN_BENCH_TRAINERS, "metavar": "LIST",
+                            "help": "comma-separated from hogbatch, pairs, gensim, gensim-file, "
+                            "torch (default: all)"}),
             ("--threads", {"type": _count_list, "default": (1, 2), "metavar": "LIST",
                            "help": "comma-separated thread counts (default: 1,2)"}),
             ("--memory", {"action": "store_true",
@@ -592,6 +597,24 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                              "help": "the analogies (default: gensim's questions-words.txt)"}),
             ("--only", {"choices": ("most_similar", "analogies"), "default": None,
                         "help": "run one of the two cases"}),
+        ],
+    ),
+    "contention": (
+        "row writes per 1,000 words on the hottest rows, per training method, and the scaling "
+        "they predict",
+        "Replay each training method's samples (pairs, hogbatch) on the first --words words of "
+        "a corpus, count each row's writes as the compiled loops make them, time each compiled "
+        "loop on one thread over the same blocks, and print the writes per 1,000 words (all, "
+        "and on the 100 most written rows of each table) and the speed-ups the contention "
+        "model of docs/performance.md predicts on 8, 16 and 64 cores. Needs `make corpus`.",
+        [
+            ("--corpus", {"metavar": "FILE", "type": _path_argument, "default": None,
+                          "help": "the corpus (default: the fetched Shakespeare texts)"}),
+            ("--words", {"type": int, "default": 200_000,
+                         "help": "words of the corpus to count (default 200000)"}),
+            ("--line-ns", {"type": float, "default": 100.0,
+                           "help": "nanoseconds to move one cache line between cores "
+                           "(default 100)"}),
         ],
     ),
     "checkpoint": (

@@ -292,6 +292,14 @@ declare(
             "and width, got {left} and {right}",
             "Operands whose shapes do not pair up (no broadcasting on the tape).",
         ),
+        "operand.matmul-shape": (
+            "matmul needs matrices [n, k] and [k, m], got {left} and {right}",
+            "Operands whose shapes do not pair up (no broadcasting on the tape).",
+        ),
+        "operand.transpose-shape": (
+            "t needs a matrix [n, m], got shape {shape}",
+            "A transpose of a value that is not a matrix.",
+        ),
         "operand.dtype": (
             "{operation} needs operands of one dtype, got {left} and {right}",
             "Operands of different float dtypes (nothing is upcast silently): ``add``, ``mul`` or"
@@ -451,6 +459,10 @@ declare(
         ),
         "operand.matvec-type": (
             "matvec needs a TensorValue, Tensor or NumPy array, got {operand_type}",
+            "An operand that is none of those an operation takes.",
+        ),
+        "operand.matmul-type": (
+            "matmul needs a TensorValue, Tensor or NumPy array, got {operand_type}",
             "An operand that is none of those an operation takes.",
         ),
         "operand.leaf-type": (

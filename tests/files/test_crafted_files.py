@@ -73,6 +73,9 @@ QUICK = {
         "options.max_vocab_size = 1.5",
         "options.sample = -1.0",
         "options.keep_model = 1",
+        'options.method = "x"',
+        "options.method = +x",
+        "options.method = 5",
         "origin = null",
     ),
     "continued": (

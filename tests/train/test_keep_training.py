@@ -7,6 +7,7 @@ training"), they write the same bytes with one thread.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from llm_from_scratch.errors import CorpusError, MismatchError
+from llm_from_scratch.nn import load_metadata
 from llm_from_scratch.training import Run, TrainOptions
 from llm_from_scratch.training.options import CHECKPOINT_FILE, MODEL_FILE
 from llm_from_scratch.training.vocabulary import Vocabulary
@@ -143,6 +145,21 @@ def test_what_cannot_be_continued_is_refused_in_one_line_before_any_file_changes
     assert {k: v for k, v in folder_bytes(tmp_path / "kept").items() if k != "tokenizer.json"} == {
         k: v for k, v in kept.items() if k != "tokenizer.json"
     }
+
+
+def test_a_continued_run_takes_the_models_method_and_may_train_with_the_other(
+    tmp_path: Path,
+) -> None:
+    corpus = write_corpus(tmp_path, lines=200)
+    trained(corpus, tmp_path / "out", 1, method="pairs")
+    run = Run.continue_from(tmp_path / "out", corpus=corpus)
+    assert run.options.method == "pairs"
+    switched = Run.continue_from(tmp_path / "out", corpus=corpus, method="hogbatch", epochs=1)
+    assert switched.options.method == "hogbatch"
+    switched.train().save(tmp_path / "out")
+    metadata = load_metadata(tmp_path / "out" / "table.safetensors")
+    assert json.loads(metadata["method"]) == "hogbatch" and metadata["epochs"] == "2"
+    assert Run.continue_from(tmp_path / "out", corpus=corpus).options.method == "hogbatch"
 
 
 def test_a_model_trained_from_token_lists_continues_from_a_list(tmp_path: Path) -> None:

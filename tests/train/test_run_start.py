@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.training import Run, TrainOptions
+from llm_from_scratch.training import run as run_module
+from llm_from_scratch.training.options import METHODS
 
 from checks import raises_rule
 from train_support import write_corpus
@@ -21,6 +26,24 @@ def test_a_run_loads_the_compiled_loop_while_it_counts_and_trains_after_it(
     assert isinstance(run.loading, threading.Thread)
     result = run.train()
     assert not run.loading.is_alive() and result.epochs[0].pairs > 0
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_loader_loads_the_compiled_loop_of_the_runs_method(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    loaded: list[str] = []
+
+    def recording(name: str) -> Any:
+        return lambda *_: loaded.append(name)
+
+    steps = {name: (recording(name), *rest) for name, (_, *rest) in run_module.METHOD_STEPS.items()}
+    monkeypatch.setattr(run_module, "METHOD_STEPS", steps)
+    options = TrainOptions(write_corpus(tmp_path, lines=20), tmp_path / "out", method=method)
+    loading = Run.start(options, 1).loading
+    assert loading is not None
+    loading.join()
+    assert loaded == [method]
 
 
 def test_a_run_on_the_tape_loads_no_compiled_loop(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from llm_from_scratch.nn import Embedding, SplitMix64
 from llm_from_scratch.optim import SGD
-from llm_from_scratch.training.kernels import SENTENCE_END, UNKNOWN_WORD, train_block
+from llm_from_scratch.training.kernels import SENTENCE_END, train_block
 from llm_from_scratch.training.options import RATES
 from llm_from_scratch.training.skipgram import (
     CONTEXT_TABLE,
@@ -34,30 +34,7 @@ from llm_from_scratch.training.skipgram import (
 )
 
 from conftest import import_optional
-
-
-def random_block(rng: np.random.Generator, rows: int, size: int) -> np.ndarray[Any, Any]:
-    """Tokens of ``rows - 1`` words (the last row is the unknown token), with some unknown
-    words and line ends."""
-    tokens = rng.integers(0, rows - 1, size=size).astype(np.int32)
-    tokens[rng.random(size) < 0.1] = UNKNOWN_WORD
-    tokens[rng.random(size) < 0.15] = SENTENCE_END
-    return tokens
-
-
-def sentences_of(tokens: np.ndarray[Any, Any]) -> list[list[tuple[int, int]]]:
-    """Each sentence's known words with their positions among the words read."""
-    found: list[list[tuple[int, int]]] = [[]]
-    read = 0
-    for token in tokens.tolist():
-        if token == SENTENCE_END:
-            found.append([])
-            continue
-        if token >= 0:
-            found[-1].append((token, read))
-        read += 1
-    return found
-
+from train_support import random_block, sentences_of
 
 # The samples -----------------------------------------------------------------------------------
 

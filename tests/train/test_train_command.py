@@ -24,6 +24,7 @@ from llm_from_scratch.training.options import TrainOptions, planned_megabytes
 from llm_from_scratch.training.skipgram import SkipGram
 from llm_from_scratch.training.table_pair import vocabulary_fingerprint
 
+from checks import raises_rule
 from conftest import require_tokenizers
 from train_support import folder_bytes, interrupt_at_piece, run_train, write_corpus
 
@@ -148,6 +149,8 @@ BAD_OPTIONS: list[tuple[list[str], str]] = [
     (["--checkpoint-minutes", "-1"], "--checkpoint-minutes must be a number from 0 to 10000"),
     (["--checkpoint-minutes", "nan"], "--checkpoint-minutes must be a number from 0 to 10000"),
     (["--min-count", "100000"], "no word of the corpus occurs 100000 times or more"),
+    (["--method", "batch"], "--method must be one of hogbatch, pairs, got 'batch'"),
+    (["--method", ""], "--method must be one of hogbatch, pairs, got ''"),
 ]
 
 
@@ -159,6 +162,16 @@ def test_bad_options_are_one_line_with_status_2_and_no_file(
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_method_given_to_the_library_is_checked_as_on_the_command_line(tmp_path: Path) -> None:
+    from llm_from_scratch.errors import OptionError
+
+    options = TrainOptions(corpus=tmp_path, output=tmp_path / "out", method="Pairs")
+    with raises_rule(OptionError, "train.option") as caught:
+        options.checked(1)
+    assert (caught.value.option, caught.value.value) == ("method", "'Pairs'")
+    assert TrainOptions().method == "hogbatch"
 
 
 def test_too_many_threads_are_refused(corpus: Path, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from safetensors.numpy import load_file
 
-from llm_from_scratch.bench.train import group_measure, word_list
+from llm_from_scratch.bench.train import group_measure, tokenized_corpus, word_list
 from llm_from_scratch.bench.train_runners import run_gensim
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     default_corpus_folder,
@@ -49,7 +49,8 @@ def test_the_default_run_separates_the_groups_as_well_as_gensim(tmp_path: Path) 
     within, between = group_measure(table, words)
     random = SkipGram.new(9120, 100, seed=1).inputs.table.tensor.numpy()
     random_within, random_between = group_measure(random, words)
-    vectors, their_words = run_gensim(folder, epochs=5, threads=processor_count(), seed=1, dim=100)
+    lines = tokenized_corpus(folder, tmp_path / "sentences.txt")
+    vectors, their_words = run_gensim(lines, epochs=5, threads=processor_count(), seed=1, dim=100)
     their_within, their_between = group_measure(vectors, their_words)
     ours, theirs = within - between, their_within - their_between
     assert abs(random_within - random_between) < 0.1

@@ -17,7 +17,7 @@ from safetensors.numpy import load_file
 
 from llm_from_scratch.errors import CorpusError, MismatchError, OptionError, PyTorchNameError
 from llm_from_scratch.training import Run, TrainOptions
-from llm_from_scratch.training.options import CHECKPOINT_FILE
+from llm_from_scratch.training.options import CHECKPOINT_FILE, METHODS
 from llm_from_scratch.training.run import EpochSummary, ProgressState
 from llm_from_scratch.training.skipgram import NoiseTable, keep_probabilities
 from llm_from_scratch.training.words import TOKENS
@@ -108,12 +108,16 @@ def test_the_tokenizer_of_a_pre_tokenized_corpus_splits_as_the_trainer_does(
     assert tokenizer.encode(text).tokens == words
 
 
-def test_a_list_trains_the_very_table_its_pre_tokenized_file_trains(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", METHODS)
+def test_a_list_trains_the_very_table_its_pre_tokenized_file_trains(
+    tmp_path: Path, method: str
+) -> None:
     sentences = city_sentences()
     corpus = tmp_path / "cities.txt"
     corpus.write_text("\n".join(" ".join(s) for s in sentences) + "\n", encoding="utf-8")
-    from_list = Run.start(small(sentences, tmp_path / "a", seed=3)).train()
-    from_file = Run.start(small(corpus, tmp_path / "b", seed=3, tokenized=True)).train()
+    from_list = Run.start(small(sentences, tmp_path / "a", seed=3, method=method)).train()
+    given = small(corpus, tmp_path / "b", seed=3, tokenized=True, method=method)
+    from_file = Run.start(given).train()
     assert from_list.vectors.index_to_key == from_file.vectors.index_to_key
     np.testing.assert_array_equal(from_list.vectors.vectors, from_file.vectors.vectors)
 

@@ -21,7 +21,7 @@ from safetensors.numpy import load_file
 
 import llm_from_scratch.training.corpus as corpus_module
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS_RU, train
-from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
+from llm_from_scratch.training.options import CHECKPOINT_FILE, METHODS, TrainOptions
 from llm_from_scratch.training.run import ProgressState, Run
 
 from conftest import import_optional
@@ -48,12 +48,14 @@ def rank_of(run: Run, table: np.ndarray[Any, Any], word: str, near: str) -> int:
 STRESS = {"min_count": 5, "window": 4, "negatives": 15, "epochs": 10, "threads": 1}
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("seed", range(1, 7))
 def test_every_seed_learns_that_terrorism_is_near_war_with_gensim_sized_rows(
-    tmp_path: Path, seed: int
+    tmp_path: Path, seed: int, method: str
 ) -> None:
     corpus = lee_corpus(tmp_path)
-    run = Run.start(TrainOptions(corpus, tmp_path / "out", seed=seed, **STRESS), 1)
+    options = TrainOptions(corpus, tmp_path / "out", seed=seed, method=method, **STRESS)
+    run = Run.start(options, 1)
     result = run.train()
     table = result.model.parameters[0].tensor.numpy()
     assert np.isfinite(table).all()
@@ -62,7 +64,8 @@ def test_every_seed_learns_that_terrorism_is_near_war_with_gensim_sized_rows(
     assert all(math.isfinite(epoch.mean_loss) for epoch in result.epochs)
 
 
-def test_our_rows_stay_of_the_order_of_gensims_on_the_same_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", METHODS)
+def test_our_rows_stay_of_the_order_of_gensims_on_the_same_run(tmp_path: Path, method: str) -> None:
     corpus = lee_corpus(tmp_path)
     from gensim.models import Word2Vec
 
@@ -81,8 +84,8 @@ def test_our_rows_stay_of_the_order_of_gensims_on_the_same_run(tmp_path: Path) -
         seed=1,
     )
     their_norm = float(np.linalg.norm(theirs.wv.vectors, axis=1).max())
-    run = Run.start(TrainOptions(corpus, tmp_path / "out", seed=1, **STRESS), 1)
-    ours = run.train().largest_row_norm
+    options = TrainOptions(corpus, tmp_path / "out", seed=1, method=method, **STRESS)
+    ours = Run.start(options, 1).train().largest_row_norm
     assert their_norm / 2 < ours < 2 * their_norm
 
 
@@ -100,24 +103,26 @@ def test_a_tiny_corpus_trained_for_15_epochs_ends_with_a_finite_table(tmp_path: 
 # Resuming -------------------------------------------------------------------------------------
 
 
-RUN = ("--seed", "5", "--threads", "1", "--epochs", "3", "--checkpoint-minutes", "0.000001")
+RUNNING = ("--seed", "5", "--threads", "1", "--epochs", "3", "--checkpoint-minutes", "0.000001")
 
 
+@pytest.mark.parametrize("method", METHODS)
 def test_a_run_interrupted_and_resumed_any_number_of_times_writes_the_same_bytes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
     monkeypatch.setattr(corpus_module, "PIECE_BYTES", 2048)  # several blocks an epoch
     corpus = write_corpus(tmp_path, lines=600)
-    assert run_train(corpus, tmp_path / "whole", *RUN)[0] == 0
+    run = (*RUNNING, "--method", method)
+    assert run_train(corpus, tmp_path / "whole", *run)[0] == 0
     output = tmp_path / "resumed"
     for piece in (3, 9, 4):  # interrupt mid-epoch, then later, then again
         with monkeypatch.context() as patch:
             interrupt_at_piece(patch, piece)
             resume = ["--resume", str(output)] if (output / CHECKPOINT_FILE).exists() else []
-            status, _, err = run_train(corpus, output, *RUN, *resume)
+            status, _, err = run_train(corpus, output, *run, *resume)
             assert status == 130, err
         assert (output / CHECKPOINT_FILE).is_file()
-    status, out, err = run_train(corpus, output, *RUN, "--resume", str(output))
+    status, out, err = run_train(corpus, output, *run, "--resume", str(output))
     assert status == 0, err
     assert "resumed from the checkpoint" in out
     assert folder_bytes(output) == folder_bytes(tmp_path / "whole")
@@ -134,6 +139,9 @@ def test_a_checkpoint_of_other_options_or_another_corpus_is_refused_in_one_line(
     status, out, err = run_train(corpus, output, "--resume", str(output), "--window", "3")
     assert (status, out) == (2, "") and err.count("\n") == 1
     assert "the checkpoint was made with --window 2, not 3" in err
+    status, out, err = run_train(corpus, output, "--resume", str(output), "--method", "pairs")
+    assert (status, out) == (2, "") and err.count("\n") == 1
+    assert "--method hogbatch, not pairs" in err
     corpus.write_text(corpus.read_text() + "one more line\n", encoding="utf-8")
     status, _, err = run_train(corpus, output, "--resume", str(output), "--epochs", "3")
     assert status == 2 and err.count("\n") == 1
@@ -182,11 +190,12 @@ def test_a_russian_corpus_trains_russian_words_and_reports_russian_neighbours(
     assert status == 0 and "семья" in out
 
 
+@pytest.mark.parametrize("method", METHODS)
 def test_the_reference_path_on_the_tape_learns_the_table_the_compiled_loop_learns(
-    tmp_path: Path,
+    tmp_path: Path, method: str
 ) -> None:
     corpus = write_corpus(tmp_path, lines=80)
-    common = ("--seed", "2", "--threads", "1", "--epochs", "2")
+    common = ("--seed", "2", "--threads", "1", "--epochs", "2", "--method", method)
     assert run_train(corpus, tmp_path / "compiled", *common)[0] == 0
     status, _, err = run_train(corpus, tmp_path / "reference", *common, "--reference")
     assert status == 0, err

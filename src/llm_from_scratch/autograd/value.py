@@ -20,6 +20,7 @@ from llm_from_scratch.autograd.gather import (
     plan_of_ids,
 )
 from llm_from_scratch.autograd.gradient import RowSparseGradient, first_non_finite
+from llm_from_scratch.autograd.matmul import matmul_forward, transpose_forward
 from llm_from_scratch.autograd.matvec import matvec_forward
 from llm_from_scratch.autograd.ops import (
     add_forward,
@@ -295,6 +296,35 @@ class TensorValue:
             [[9.0, 1.0]]
         """
         return value_of(matvec_forward(self._node, _operand_node("matvec", vectors)))
+
+    def matmul(self, other: TensorValue | Tensor | npt.NDArray[Any]) -> TensorValue:
+        """The matrix product ``self @ other`` (PyTorch's ``matmul`` of two matrices).
+
+        Shape:
+            ``self``: ``[n, k]``; ``other``: ``[k, m]`` (the same dtype); output ``[n, m]``.
+
+        Raises:
+            TapeError: ``operand.matmul-type``, ``other`` is no operand as in :meth:`matvec`.
+            ShapeError: ``operand.matmul-shape``, ``operand.dtype``.
+
+        Example:
+            >>> rows = TensorValue.parameter(Tensor((1, 2), [1, 2]))
+            >>> rows.matmul(Tensor((2, 2), [1, 0, 3, 1])).numpy().tolist()
+            [[7.0, 2.0]]
+        """
+        return value_of(matmul_forward(self._node, _operand_node("matmul", other)))
+
+    def t(self) -> TensorValue:
+        """The transpose of a matrix (PyTorch's ``t``): ``[n, m]`` becomes ``[m, n]``.
+
+        Raises:
+            ShapeError: ``operand.transpose-shape``, ``self`` is not a matrix.
+
+        Example:
+            >>> TensorValue.parameter(Tensor((1, 2), [1, 2])).t().numpy().tolist()
+            [[1.0], [2.0]]
+        """
+        return value_of(transpose_forward(self._node))
 
     def log_sigmoid(self) -> TensorValue:
         """``log(sigmoid(x))`` element-wise, as ``min(x, 0) - log1p(exp(-|x|))``: no overflow."""
@@ -609,6 +639,8 @@ def _operand_error(operation: str, operand_type: str) -> TapeError:
         return TapeError("operand.divisor-type", operand_type=operand_type)
     if operation == "matvec":
         return TapeError("operand.matvec-type", operand_type=operand_type)
+    if operation == "matmul":
+        return TapeError("operand.matmul-type", operand_type=operand_type)
     return TapeError("operand.type", operation=operation, operand_type=operand_type)
 
 

@@ -1,6 +1,8 @@
-"""``llm-from-scratch bench train``: ``ch18 train`` against gensim's word2vec and PyTorch
+"""``llm-from-scratch bench train``: ``ch18 train`` (each ``--method``) against gensim's
+word2vec, streaming (``LineSentence``) and in its ``corpus_file`` mode, and PyTorch
 (:mod:`~llm_from_scratch.bench.train_runners`), each a fresh process on one corpus and settings,
-taking turns in every round (the report: ``docs/performance.md``).
+taking turns in every round (the report: ``docs/performance.md``). gensim reads the corpus as
+``ch18 train`` splits it into words, written once before the rounds, one sentence a line.
 """
 
 from __future__ import annotations
@@ -11,15 +13,17 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from functools import partial
+from itertools import count
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 from safetensors.numpy import load_file
 
 from llm_from_scratch.bench.rounds import checked_count, in_turns, lines
+from llm_from_scratch.bench.word_benchmarks import WordScores, word_scores
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
     group_cosines,
@@ -28,17 +32,22 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS, VocabularyPieces
 from llm_from_scratch.errors import CorpusError, WordedError
 from llm_from_scratch.nn import Embedding
-from llm_from_scratch.training.corpus import corpus_files, count_words
+from llm_from_scratch.training.corpus import corpus_files, count_words, sentences
 from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN, Vocabulary
 
-TRAINERS: Final = ("ours", "gensim", "torch")
+OURS: Final = ("hogbatch", "pairs")
+"""Our trainers: ``ch18 train --method NAME``."""
+THEIRS: Final = ("gensim", "gensim-file", "torch")
+"""The others: gensim streaming a ``LineSentence``, gensim's ``corpus_file`` mode, PyTorch."""
+TRAINERS: Final = (*OURS, *THEIRS)
 THREADS: Final = (1, 2)
 
 
 @dataclass(frozen=True)
 class Measured:
-    """One trainer on one thread count: its runs' wall times and peak memory, and the group
-    measure of its last run's table."""
+    """One trainer on one thread count: its runs' wall times and peak memory, and the medians
+    over its runs (round ``r`` trains with seed ``r``) of its table's group measure and word
+    benchmarks."""
 
     trainer: str
     threads: int
@@ -47,6 +56,7 @@ class Measured:
     words_per_run: int
     within: float
     between: float
+    scores: WordScores
 
     @property
     def median_seconds(self) -> float:
@@ -151,25 +161,50 @@ def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:
     return folder
 
 
+def tokenized_corpus(corpus: Path, path: Path) -> Path:
+    """Write ``corpus``'s sentences to ``path`` as ``ch18 train`` finds the words, one sentence
+    a line, the words separated by spaces (gensim's ``LineSentence`` format)."""
+    files = count_words(corpus_files(corpus))[0]
+    with path.open("w", encoding="utf-8") as out:
+        for sentence in sentences(files):
+            out.write(" ".join(sentence) + "\n")
+    return path
+
+
 def _trained(
-    trainer: str, threads: int, corpus: Path, epochs: int, output: Path, dim: int = 100
-) -> tuple[float, int, float, float]:
-    """One run of ``trainer``: its wall time, peak memory and the group measure of its table."""
+    case: tuple[str, int],
+    corpora: tuple[Path, Path],
+    epochs: int,
+    output: Path,
+    seeds: Any,
+    dim: int = 100,
+) -> tuple[float, int, float, float, Path]:
+    """One run of ``trainer`` on ``threads`` (on the corpus, or for gensim on its words, one
+    sentence a line) with the next of ``seeds`` and tables ``dim`` wide: its wall time, peak
+    memory, the group measure of its table, and where the table and its words are kept for the
+    word benchmarks (scored after every round: gensim's evaluation would grow this process, and
+    a child's peak memory from ``wait4`` counts what its parent held when it forked)."""
+    trainer, threads = case
+    seed = next(seeds)
+    kept = output / f"table-{trainer}-{threads}-{seed}.npz"
     output = output / f"{trainer}-{threads}"
+    corpus = corpora[1] if trainer.startswith("gensim") else corpora[0]
     given = ["--corpus", str(corpus), "--output", str(output), "--epochs", str(epochs)]
-    given += ["--threads", str(threads), "--seed", "1", "--dim", str(dim)]
-    if trainer == "ours":
-        command = [sys.executable, "-m", "llm_from_scratch", "ch18", "train", *given]
+    given += ["--threads", str(threads), "--seed", str(seed), "--dim", str(dim)]
+    if trainer in OURS:
+        ours = ["ch18", "train", "--method", trainer, *given]
+        command = [sys.executable, "-m", "llm_from_scratch", *ours]
     else:
         command = [sys.executable, "-m", "llm_from_scratch.bench.train_runners", trainer, *given]
     seconds, memory = timed_process(command)
-    if trainer == "ours":
+    if trainer in OURS:
         vectors = load_file(str(output / "table.safetensors"))["token_embedding.weight"]
         words = word_list(output / "tokenizer.json")
     else:
         vectors = np.load(output / "vectors.npy")
         words = json.loads((output / "words.json").read_text(encoding="utf-8"))
-    return seconds, memory, *group_measure(vectors, words)
+    np.savez(kept, vectors=vectors, words=np.array(words))
+    return seconds, memory, *group_measure(vectors, words), kept
 
 
 def measure(
@@ -181,24 +216,38 @@ def measure(
     copies: int = 1,
     dim: int = 100,
 ) -> TrainBenchResult:
-    """Run every trainer on every thread count ``rounds`` times, taking turns in each round,
-    on ``copies`` copies of ``corpus``, with tables ``dim`` wide."""
+    """Run every trainer on every thread count ``rounds`` times, taking turns in each round
+    (round ``r`` with seed ``r``), on ``copies`` copies of ``corpus``, with tables ``dim`` wide."""
     cases = {
         f"{trainer}, {count} threads": (trainer, count) for count in threads for trainer in trainers
     }
     with tempfile.TemporaryDirectory(prefix="bench-train-") as scratch:
         source = corpus if copies == 1 else copied_corpus(corpus, copies, Path(scratch) / "c")
         words = sum(count_words(corpus_files(source))[1].values()) * epochs
+        lined = tokenized_corpus(source, Path(scratch) / "sentences.txt")
         runs = {
-            name: partial(_trained, *case, source, epochs, Path(scratch), dim)
+            name: partial(_trained, case, (source, lined), epochs, Path(scratch), count(1), dim)
             for name, case in cases.items()
         }
         found = in_turns(runs, rounds, progress=True)
-    measured = []
-    for name, samples in found.items():
-        seconds, memory, within, between = zip(*samples, strict=True)
-        measured.append(Measured(*cases[name], seconds, memory, words, within[-1], between[-1]))
+        measured = []
+        for name, samples in found.items():
+            seconds, memory, within, between, kept = zip(*samples, strict=True)
+            scores = [word_scores(*_table(path)) for path in kept]
+            group = statistics.median(within), statistics.median(between)
+            measured.append(Measured(*cases[name], seconds, memory, words, *group, median(scores)))
     return TrainBenchResult(corpus, copies, epochs, rounds, tuple(measured))
+
+
+def _table(path: Path) -> tuple[Any, list[str]]:
+    with np.load(path) as kept:
+        return kept["vectors"], [str(word) for word in kept["words"]]
+
+
+def median(scores: Sequence[WordScores]) -> WordScores:
+    """Each benchmark's median over ``scores``."""
+    columns = zip(*(astuple(found) for found in scores), strict=True)
+    return WordScores(*(statistics.median(column) for column in columns))
 
 
 def format_result(result: TrainBenchResult) -> str:
@@ -206,39 +255,45 @@ def format_result(result: TrainBenchResult) -> str:
     rows = [
         f"corpus {result.corpus} x{result.copies}, {result.epochs} epochs, median of "
         f"{result.rounds} rounds (whole processes, taking turns)",
-        f"{'trainer':<8} {'threads':>7} {'seconds':>8} {'words/s':>10} {'peak MB':>8} "
-        f"{'inside':>7} {'between':>7} {'separation':>10}",
+        f"{'trainer':<11} {'threads':>7} {'seconds':>8} {'words/s':>10} {'peak MB':>8} "
+        f"{'inside':>7} {'between':>7} {'separation':>10} {'WS-353':>7} {'SimLex':>7} "
+        f"{'analogies':>9}",
         *(
-            f"{found.trainer:<8} {found.threads:>7} {found.median_seconds:>8.2f} "
+            f"{found.trainer:<11} {found.threads:>7} {found.median_seconds:>8.2f} "
             f"{found.words_per_second:>10,.0f} {found.median_peak_memory / 2**20:>8.0f} "
-            f"{found.within:>7.4f} {found.between:>7.4f} {found.separation:>10.4f}"
+            f"{found.within:>7.4f} {found.between:>7.4f} {found.separation:>10.4f} "
+            f"{found.scores.wordsim:>7.3f} {found.scores.simlex:>7.3f} "
+            f"{found.scores.analogies:>9.3f}"
             for found in result.measured
         ),
         "",
     ]
-    for threads in sorted({found.threads for found in result.measured}):
-        ours = result.find("ours", threads)
-        for other in ("gensim", "torch"):
-            theirs = result.find(other, threads)
-            if ours is not None and theirs is not None:
-                rows.append(
-                    f"ours / {other}, {threads} threads: words/s "
-                    f"{ours.words_per_second / theirs.words_per_second:.2f}x, peak memory "
-                    f"{ours.median_peak_memory / theirs.median_peak_memory:.2f}x, separation "
-                    f"{ours.separation / theirs.separation:.2f}x"
-                )
-    gensim_one, ours_one, ours_two = (
-        result.find(*case) for case in (("gensim", 1), ("ours", 1), ("ours", 2))
-    )
-    if gensim_one is not None and ours_one is not None:
-        speed = ours_one.words_per_second / gensim_one.words_per_second
-        rows.append(f"ours 1 thread / gensim 1 worker, words/s: {speed:.2f}x")
-    if ours_two is not None:
-        rows.append(f"ours on 2 threads: {ours_two.median_seconds:.1f} s")
-    if ours_one is not None and ours_two is not None:
-        speed = ours_two.words_per_second / ours_one.words_per_second
-        rows.append(f"ours, 2 threads over 1, words/s: {speed:.2f}x")
-    return lines(rows)
+    return lines([*rows, *_ratios(result)])
+
+
+def _ratios(result: TrainBenchResult) -> list[str]:
+    """Each of our methods against each other trainer on each thread count, then each trainer's
+    words/s on 2 threads over 1."""
+    rows = []
+    counts = sorted({found.threads for found in result.measured})
+    for threads in counts:
+        for method in OURS:
+            ours = result.find(method, threads)
+            for other in THEIRS:
+                theirs = result.find(other, threads)
+                if ours is not None and theirs is not None:
+                    rows.append(
+                        f"{method} / {other}, {threads} threads: words/s "
+                        f"{ours.words_per_second / theirs.words_per_second:.2f}x, peak memory "
+                        f"{ours.median_peak_memory / theirs.median_peak_memory:.2f}x, separation "
+                        f"{ours.separation / theirs.separation:.2f}x"
+                    )
+    for trainer in TRAINERS:
+        one, two = result.find(trainer, 1), result.find(trainer, 2)
+        if one is not None and two is not None:
+            speed = two.words_per_second / one.words_per_second
+            rows.append(f"{trainer}, 2 threads over 1, words/s: {speed:.2f}x")
+    return rows
 
 
 def run(
@@ -265,8 +320,8 @@ def checked_corpus(corpus: Path | None, counts: dict[str, int]) -> Path:
     """
     from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 
-    for name, count in counts.items():
-        checked_count(count, 1, name)
+    for name, given in counts.items():
+        checked_count(given, 1, name)
     path = corpus if corpus is not None else default_corpus_folder()
     if not path.exists():
         missing = CorpusError("corpus.missing", path=str(path))

@@ -1,8 +1,11 @@
-"""The other two trainers of ``llm-from-scratch bench train``, each a fresh process:
-``python -m llm_from_scratch.bench.train_runners gensim|torch --corpus PATH --output DIR ...``
-trains on the corpus as ``ch18 train`` reads it, writes ``DIR/vectors.npy`` and
-``DIR/words.json`` (the word of each row) and prints its seconds. gensim runs ``Word2Vec(sg=1)``;
-the PyTorch model is ``ch18 train``'s with sparse ``nn.Embedding`` tables and ``SGD``.
+"""The other trainers of ``llm-from-scratch bench train``, each a fresh process:
+``python -m llm_from_scratch.bench.train_runners gensim|gensim-file|torch --corpus PATH
+--output DIR ...`` trains, writes ``DIR/vectors.npy`` and ``DIR/words.json`` (the word of each
+row) and prints its seconds. gensim runs ``Word2Vec(sg=1)`` on a file of sentences, one a line
+(``PATH``; ``bench train`` writes it with ``ch18 train``'s words): streamed by ``LineSentence``
+(``gensim``), or read by its ``corpus_file`` mode (``gensim-file``, each worker its own part
+of the file). The PyTorch model is ``ch18 train``'s with sparse ``nn.Embedding`` tables and
+``SGD``, reading the corpus as ``ch18 train`` does.
 """
 
 from __future__ import annotations
@@ -12,42 +15,35 @@ import io
 import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
 from llm_from_scratch.files import replace_file
-from llm_from_scratch.training.corpus import corpus_files, count_words, pieces, sentences
+from llm_from_scratch.training.corpus import corpus_files, count_words, pieces
 from llm_from_scratch.training.kernels import SENTENCE_END
 from llm_from_scratch.training.options import RATES
 from llm_from_scratch.training.skipgram import NoiseTable, keep_probabilities, learning_rate
 from llm_from_scratch.training.vocabulary import DEFAULT_MIN_COUNT, Vocabulary
 
-RUNNERS = ("gensim", "torch")
+RUNNERS = ("gensim", "gensim-file", "torch")
 BATCH_PAIRS: Final = 4096
 """Pairs per PyTorch step."""
 
 
-class Sentences:
-    """The corpus's sentences, streamed anew on every pass (gensim iterates several times)."""
-
-    def __init__(self, corpus: Path) -> None:
-        self._files = count_words(corpus_files(corpus))[0]
-
-    def __iter__(self) -> Iterator[list[str]]:
-        return sentences(self._files)
-
-
 def run_gensim(
-    corpus: Path, epochs: int, threads: int, seed: int, dim: int
+    corpus: Path, epochs: int, threads: int, seed: int, dim: int, from_file: bool = False
 ) -> tuple[Any, list[str]]:
-    """Train gensim's skip-gram; the input vectors and the word of each row."""
+    """Train gensim's skip-gram on the sentences of ``corpus`` (one a line), streamed or
+    (``from_file``) in its ``corpus_file`` mode; the input vectors and the word of each row."""
     from gensim.models import Word2Vec
+    from gensim.models.word2vec import LineSentence
 
+    source = {"corpus_file": str(corpus)} if from_file else {"sentences": LineSentence(corpus)}
     model = Word2Vec(
-        Sentences(corpus),
+        **source,
         sg=1,
         vector_size=dim,
         window=5,
@@ -154,8 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=100)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    trainer = run_gensim if args.runner == "gensim" else run_torch
-    vectors, words = trainer(args.corpus, args.epochs, args.threads, args.seed, args.dim)
+    settings = (args.corpus, args.epochs, args.threads, args.seed, args.dim)
+    if args.runner == "torch":
+        vectors, words = run_torch(*settings)
+    else:
+        vectors, words = run_gensim(*settings, from_file=args.runner == "gensim-file")
     seconds = time.perf_counter() - start
     args.output.mkdir(parents=True, exist_ok=True)
     array = io.BytesIO()

@@ -21,6 +21,7 @@ from typing import Final
 
 from llm_from_scratch.bench.rounds import in_turns, lines
 from llm_from_scratch.bench.train import (
+    OURS,
     THREADS,
     TRAINERS,
     TrainBenchResult,
@@ -74,15 +75,15 @@ class MemoryCase:
 def measure_memory(
     corpus: Path, words: int, rounds: int, threads: int, scratch: Path
 ) -> list[MemoryCase]:
-    """Ours and gensim's, one epoch on ``threads``: ``words`` different words at width 300,
-    then one and ten copies of ``corpus`` at width 100."""
+    """Ours (the default ``--method``) and gensim's, one epoch on ``threads``: ``words``
+    different words at width 300, then one and ten copies of ``corpus`` at width 100."""
     synthetic = synthetic_corpus(scratch / "words.txt", words)
     cases = [
         (f"{words:,} words x{SYNTHETIC_REPEATS}, --dim 300", synthetic, 1, 300),
         (f"{corpus} x1, --dim 100", corpus, 1, 100),
         (f"{corpus} x10, --dim 100", corpus, 10, 100),
     ]
-    trainers = ("ours", "gensim")
+    trainers = (OURS[0], "gensim")
     return [
         MemoryCase(name, measure(path, 1, rounds, trainers, (threads,), copies, dim))
         for name, path, copies, dim in cases
@@ -94,13 +95,13 @@ def format_memory(cases: Sequence[MemoryCase]) -> str:
     targets."""
     rows = [f"{'case':<44} {'ours MB':>8} {'gensim MB':>9} {'ours / gensim':>13}"]
     for case in cases:
-        ours, gensim = case.peak("ours"), case.peak("gensim")
+        ours, gensim = case.peak(OURS[0]), case.peak("gensim")
         rows.append(
             f"{case.name:<44} {ours / 2**20:>8.0f} {gensim / 2**20:>9.0f} {ours / gensim:>12.2f}x"
         )
     synthetic, one, ten = cases
-    ratio = synthetic.peak("ours") / synthetic.peak("gensim")
-    ours_growth = ten.peak("ours") / one.peak("ours")
+    ratio = synthetic.peak(OURS[0]) / synthetic.peak("gensim")
+    ours_growth = ten.peak(OURS[0]) / one.peak(OURS[0])
     gensim_growth = ten.peak("gensim") / one.peak("gensim")
     rows += [
         "",

@@ -113,7 +113,8 @@ TRAIN_LABELS: Final = LabelTable(
     "train",
     ("train",),
     (
-        "corpus", "model", "training", "resumed", "continued", "no_training",
+        "corpus", "model", "training", "method_pairs", "method_hogbatch", "resumed", "continued",
+        "no_training",
         *_keys("epoch_header", "epoch", "pairs", "loss", "seconds"),
         "neighbours", "before", "after", "groups", "no_groups",
         *_keys("group_header", "group", "words", "inside", "between", "separation"),

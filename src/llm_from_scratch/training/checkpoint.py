@@ -65,8 +65,9 @@ from llm_from_scratch.training.words import WORDS as WORD_READING
 
 FORMAT: Final = "llm-from-scratch train checkpoint 2"
 IDENTITY: Final = (
-    "dim", "window", "negatives", "epochs", "min_count", "seed", "reference", "tokenized",
-    "sample", "alpha", "min_alpha", "ns_exponent", "max_vocab_size", "max_final_vocab",
+    "dim", "window", "negatives", "epochs", "min_count", "seed", "method", "reference",
+    "tokenized", "sample", "alpha", "min_alpha", "ns_exponent", "max_vocab_size",
+    "max_final_vocab",
 )  # fmt: skip
 """The options a resumed run must share with the checkpoint (``--threads``,
 ``--checkpoint-minutes`` and ``--keep-model`` may change, and ``--corpus`` may name a copy of

@@ -153,6 +153,8 @@ def saved_options(value: object, names: tuple[str, ...]) -> dict[str, Any]:
             checked[name] = number(item, field, spec.minimum or 0, spec.maximum or math.inf)
         else:
             checked[name] = text(item, field)
+            if spec.choices and checked[name] not in spec.choices:
+                raise FieldError(field, f"{shown(item)} is not one of {', '.join(spec.choices)}")
     return checked
 
 

@@ -64,6 +64,8 @@ MEMORY_BUDGET_VARIABLE: Final = "LLM_FROM_SCRATCH_MEMORY_BUDGET"
 """The memory budget (MB) when ``--memory-budget`` is not given."""
 RUNTIME_BYTES: Final = 1 << 30
 """What the interpreter, Numba and LLVM take of an address-space limit before any table."""
+METHODS: Final = ("hogbatch", "pairs")
+"""The training methods (``--method``), the default first."""
 BYTES_PER_VALUE: Final = 8
 """The memory a run plans per value of its ``[V, d]`` tables: the two float32 tables, drawn once
 and trained in place; nothing else of their size is allocated (the report's measures read the
@@ -96,11 +98,14 @@ class OptionSpec:
     minimum: int | float | None = None
     maximum: int | float | None = None
     metavar: str = "N"
+    choices: tuple[str, ...] = ()
     shown: str | None = None
     """The default as ``--help`` shows it, when not the value itself."""
 
     def requirement(self, kind: type) -> str:
-        """The range in words: ``an integer from 1 to 10000``."""
+        """The range in words: ``an integer from 1 to 10000``, or ``one of pairs, hogbatch``."""
+        if self.choices:
+            return f"one of {', '.join(self.choices)}"
         noun = "an integer" if kind is int else "a number"
         if self.maximum is None:
             return f"{noun} of at least {self.minimum}"
@@ -159,6 +164,14 @@ class TrainOptions:
         1,
         maximum=2**40,
         metavar="MB",
+    )
+    method: str = _option(
+        "hogbatch",
+        "how a window is trained: hogbatch, the window's words against one set of negatives as "
+        "small matrix products, each row written once per window (Ji et al., 2016); pairs, "
+        "word2vec's step after every (word, context) pair with negatives of its own",
+        choices=METHODS,
+        metavar="NAME",
     )
     reference: bool = _option(
         False,
@@ -251,6 +264,8 @@ class TrainOptions:
         checked_options = replace(self, corpus=corpus, threads=threads, memory_budget=budget)
         for name, spec, kind in option_fields():
             value = getattr(checked_options, name)
+            if spec.choices and value not in spec.choices:
+                raise _refused(flag(name), spec.requirement(kind), repr(value))
             if spec.minimum is not None and value is not None:
                 bounded = replace(spec, maximum=thread_limit) if name == "threads" else spec
                 _check_number(name, value, bounded, kind)
@@ -381,8 +396,9 @@ def _check_output(folder: Path) -> None:
 
 
 def option_fields() -> list[tuple[str, OptionSpec, type]]:
-    """Each option's name, spec and type (``int``, ``float``, ``bool`` or ``Path``), in order."""
-    kinds = {"Path": Path, "int": int, "float": float, "bool": bool}
+    """Each option's name, spec and type (``int``, ``float``, ``bool``, ``str`` or ``Path``), in
+    order."""
+    kinds = {"Path": Path, "int": int, "float": float, "bool": bool, "str": str}
     return [
         (item.name, item.metadata["spec"], kinds[str(item.type).split(" | ")[0]])
         for item in dataclasses.fields(TrainOptions)

@@ -33,9 +33,11 @@ from llm_from_scratch.training.checkpoint import (
     save_checkpoint,
 )
 from llm_from_scratch.training.corpus import CorpusFile, Counted, corpus_files
+from llm_from_scratch.training.hogbatch import train_block_hogbatch
 from llm_from_scratch.training.kernels import SENTENCE_END, train_block
 from llm_from_scratch.training.options import (
     CHECKPOINT_FILE,
+    METHODS,
     RATES,
     TrainOptions,
     processor_count,
@@ -53,6 +55,8 @@ from llm_from_scratch.training.skipgram import (
 )
 from llm_from_scratch.training.sources import FileSource, SentenceSource
 from llm_from_scratch.training.vocabulary import Vocabulary
+from llm_from_scratch.training.windows import block_windows
+from llm_from_scratch.training.windows import reference_block as reference_windows
 from llm_from_scratch.training.words import TOKENS, WORDS, Reading
 
 if TYPE_CHECKING:
@@ -61,6 +65,11 @@ if TYPE_CHECKING:
 PROGRESS_SECONDS: Final = 0.5
 """The least time between two progress states within an epoch."""
 Tables = tuple[npt.NDArray[Any], npt.NDArray[Any]]
+METHOD_STEPS: Final[dict[str, tuple[Any, Any, Any]]] = {
+    "pairs": (train_block, block_pairs, reference_block),
+    "hogbatch": (train_block_hogbatch, block_windows, reference_windows),
+}
+"""Each ``--method``'s compiled block, and its samples and block on the tape (``--reference``)."""
 
 
 @dataclass(frozen=True)
@@ -213,7 +222,9 @@ class Run:
             kept = load_kept_model(Path(kept))
         options = options.checked(thread_limit or processor_count())
         sleep_between_kernels()
-        loading = None if options.reference else threading.Thread(target=load_compiled_loop)
+        loading = None
+        if not options.reference:
+            loading = threading.Thread(target=load_compiled_loop, args=(options.method,))
         if loading is not None:
             loading.start()
         try:
@@ -439,15 +450,16 @@ def _with_files(
     return replace(source, files=files) if isinstance(source, FileSource) else source
 
 
-def load_compiled_loop() -> None:
-    """Load the compiled loop (Numba and the kernel, compiled or read from its cache) by
-    training an empty block on one-row tables of a run's types; an error is left for the first
-    real block to raise."""
+def load_compiled_loop(method: str = METHODS[0]) -> None:
+    """Load the compiled loop of ``method`` (Numba and its kernel, compiled or read from its
+    cache) by training an empty block on one-row tables of a run's types; an error is left for
+    the first real block to raise."""
+    compiled = METHOD_STEPS[method][0]
     tables = np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32)
     noise = np.ones(1), np.zeros(1, np.intp)
     with contextlib.suppress(Exception):
         tokens = np.empty(0, np.int32)
-        train_block(tokens, np.zeros(1), *noise, *tables, 1, 1, 0, RATES, 0, 1, np.zeros(2))
+        compiled(tokens, np.zeros(1), *noise, *tables, 1, 1, 0, RATES, 0, 1, np.zeros(2))
 
 
 def _made_folder(folder: Path) -> Path | None:
@@ -488,6 +500,7 @@ class _Trainer:
         self._samples = (keep, noise, options.window, options.negatives)
         self._rates = options.rates
         self._words_total = run.corpus_words * options.epochs
+        self._steps = METHOD_STEPS[options.method]
         model = SkipGram.adopt(*tables) if options.reference else None
         self._reference = None if model is None else (model, SGD(model.parameters, 1.0))
         count = 0 if options.reference else options.threads or 1
@@ -505,12 +518,13 @@ class _Trainer:
 
     def block(self, job: _Job) -> tuple[float, int]:
         """Train on one block: its summed loss and its pairs."""
+        compiled, samples, reference = self._steps
         if self._reference is not None:
-            pairs = block_pairs(job.tokens, *self._samples, job.state, job.words_before)
-            return reference_block(*self._reference, pairs, self._words_total, self._rates)
+            drawn = samples(job.tokens, *self._samples, job.state, job.words_before)
+            return reference(*self._reference, drawn, self._words_total, self._rates)  # type: ignore[no-any-return]
         keep, noise, window, negatives = self._samples
         found = np.zeros(2)
-        train_block(
+        compiled(
             job.tokens, keep, noise.accept, noise.alias, *self.tables, window, negatives,
             job.state, self._rates, job.words_before, self._words_total, found,
         )  # fmt: skip

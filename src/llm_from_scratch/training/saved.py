@@ -36,11 +36,12 @@ from llm_from_scratch.vectors.table_pair import FINGERPRINT_KEY, tokenizer_metad
 
 FORMAT: Final = "llm-from-scratch kept model 1"
 TRAINING: Final = (
-    "dim", "window", "negatives", "min_count", "seed", "sample", "alpha", "min_alpha",
+    "dim", "window", "negatives", "min_count", "seed", "method", "sample", "alpha", "min_alpha",
     "ns_exponent", "max_vocab_size", "max_final_vocab", "tokenized",
 )  # fmt: skip
 """The options a table file and a kept model record (``epochs`` is recorded as the epochs the
-table has trained, over every continuation)."""
+table has trained, over every continuation; ``method`` is the last run's, a continued run's
+default, and may change)."""
 FIXED: Final = ("dim", "tokenized")
 """The options a continued run must share with its model: the width of its rows and how a text
 becomes its words."""

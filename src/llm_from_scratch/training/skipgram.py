@@ -179,6 +179,24 @@ class Pair:
     position: int
 
 
+def kept_sentences(
+    tokens: npt.NDArray[Any], keep: npt.NDArray[np.float64], rng: SplitMix64, words_before: int
+) -> Iterator[list[tuple[int, int]]]:
+    """Each sentence of a block subsampled: its kept words with their positions among the words
+    of the run (``words_before`` words come before the block), one draw from ``rng`` per word
+    of the vocabulary; the list is reused, so read each before the next."""
+    sentence: list[tuple[int, int]] = []
+    read = words_before
+    for token in [*tokens.tolist(), SENTENCE_END]:
+        if token != SENTENCE_END:
+            read += 1
+            if token >= 0 and rng.next_unit_f64() < keep[token]:
+                sentence.append((token, read - 1))
+            continue
+        yield sentence
+        sentence.clear()
+
+
 def block_pairs(
     tokens: npt.NDArray[Any],
     keep: npt.NDArray[np.float64],
@@ -191,14 +209,7 @@ def block_pairs(
     """The pairs of one block of tokens (see the module docstring), drawn from a SplitMix64
     whose state is ``state``; ``words_before`` words of the run come before the block."""
     rng = SplitMix64(state)
-    sentence: list[tuple[int, int]] = []  # the kept words of a sentence, with their positions
-    read = words_before
-    for token in [*tokens.tolist(), SENTENCE_END]:
-        if token != SENTENCE_END:
-            read += 1
-            if token >= 0 and rng.next_unit_f64() < keep[token]:
-                sentence.append((token, read - 1))
-            continue
+    for sentence in kept_sentences(tokens, keep, rng, words_before):
         for centre_at, (centre, position) in enumerate(sentence):
             reach = window - rng.next_u64() % window
             for context_at in range(max(0, centre_at - reach), centre_at + reach + 1):
@@ -206,7 +217,6 @@ def block_pairs(
                     continue
                 drawn = tuple(noise.draw(rng.next_unit_f64()) for _ in range(negatives))
                 yield Pair(centre, (sentence[context_at][0], *drawn), position)
-        sentence.clear()
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,7 @@ def _training(report: TrainReport, labels: Labels) -> list[str]:
     lines = [
         label(labels, "training").format(
             epochs=len(report.epochs),
+            method=label(labels, f"method_{report.options.method}"),
             first=f"{first:g}",
             last=f"{last:g}",
             seconds=f"{report.training_seconds:.1f}",
