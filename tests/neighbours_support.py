@@ -30,7 +30,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
 )
 from llm_from_scratch.nn import Embedding, NamedParameter, NamedParameters, save_parameters
 from llm_from_scratch.tensor import Tensor
-from llm_from_scratch.training.table_pair import (
+from llm_from_scratch.vectors.table_pair import (
     VOCABULARY_SIZE_KEY,
     tokenizer_metadata,
 )

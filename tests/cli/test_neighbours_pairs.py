@@ -19,13 +19,13 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
 )
 from llm_from_scratch.errors import MismatchError
 from llm_from_scratch.labels import NEIGHBOUR_LABELS, label, load_labels
-from llm_from_scratch.training.table_pair import (
+from llm_from_scratch.training.vocabulary import Vocabulary
+from llm_from_scratch.vectors.table_pair import (
     FINGERPRINT_KEY,
     VOCABULARY_SIZE_KEY,
     tokenizer_metadata,
     vocabulary_fingerprint,
 )
-from llm_from_scratch.training.vocabulary import Vocabulary
 
 from checks import raises_rule
 from cli_support import run_cli

@@ -48,7 +48,7 @@ from llm_from_scratch.training.checkpoint import (
 )
 from llm_from_scratch.training.corpus import corpus_files
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
-from llm_from_scratch.training.table_pair import FINGERPRINT_KEY, VOCABULARY_SIZE_KEY
+from llm_from_scratch.vectors.table_pair import FINGERPRINT_KEY, VOCABULARY_SIZE_KEY
 
 from train_support import interrupt_at_piece, run_train, write_corpus
 

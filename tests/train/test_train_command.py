@@ -22,7 +22,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.train_command import processor
 from llm_from_scratch.nn import Embedding, SplitMix64, load_metadata
 from llm_from_scratch.training.options import TrainOptions, planned_megabytes
 from llm_from_scratch.training.skipgram import SkipGram
-from llm_from_scratch.training.table_pair import vocabulary_fingerprint
+from llm_from_scratch.vectors.table_pair import vocabulary_fingerprint
 
 from checks import raises_rule
 from conftest import require_tokenizers

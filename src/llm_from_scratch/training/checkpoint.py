@@ -58,10 +58,10 @@ from llm_from_scratch.training.checkpoint_fields import (
 from llm_from_scratch.training.checkpoint_fields import saved_options as checked_options
 from llm_from_scratch.training.corpus import CorpusFile, file_digest
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions
-from llm_from_scratch.training.table_pair import vocabulary_fingerprint
 from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.training.words import TOKENS
 from llm_from_scratch.training.words import WORDS as WORD_READING
+from llm_from_scratch.vectors.table_pair import vocabulary_fingerprint
 
 FORMAT: Final = "llm-from-scratch train checkpoint 2"
 IDENTITY: Final = (
@@ -75,7 +75,7 @@ the same files)."""
 SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes", "keep_model")
 """The options a checkpoint records: what a resumed run takes when it is not given them."""
 FINGERPRINT_KEY: Final = "vocabulary_fingerprint"
-"""The metadata entry of :func:`~llm_from_scratch.training.table_pair.vocabulary_fingerprint`."""
+"""The metadata entry of :func:`~llm_from_scratch.vectors.table_pair.vocabulary_fingerprint`."""
 DIGEST_KEY: Final = "digest"
 """The metadata entry of :func:`content_digest`, of every other entry and every tensor."""
 TABLES: Final = ("token_embedding.weight", "context_embedding.weight")

@@ -27,9 +27,9 @@ import numpy.typing as npt
 
 from llm_from_scratch.files import load_json
 from llm_from_scratch.training.options import TrainOptions, option_fields
-from llm_from_scratch.training.table_pair import vocabulary_fingerprint
 from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN
 from llm_from_scratch.training.words import WORDS, Reading, compiled
+from llm_from_scratch.vectors.table_pair import vocabulary_fingerprint
 
 ENCODINGS: Final = ("utf-8", "latin-1")
 """The encodings a corpus file is read in (``latin-1`` once UTF-8 fails)."""
