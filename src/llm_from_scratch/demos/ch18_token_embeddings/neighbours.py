@@ -103,6 +103,26 @@ class GroupCosines:
     between: float
 
 
+@dataclass(frozen=True)
+class GroupSummary:
+    """The mean over the groups of the mean cosine inside a group and to the other groups'
+    words (NaN without groups), and their difference."""
+
+    within: float
+    between: float
+
+    @property
+    def separation(self) -> float:
+        """:attr:`within` minus :attr:`between`."""
+        return self.within - self.between
+
+
+def group_summary(groups: Sequence[GroupCosines]) -> GroupSummary:
+    """The one summary of :func:`group_cosines`' groups, the train report's and the bench's."""
+    within = mean_or_nan([group.within for group in groups])
+    return GroupSummary(within, mean_or_nan([group.between for group in groups]))
+
+
 @dataclass(frozen=True, eq=False)
 class CosineTable:
     """An embedding layer measured by cosines: each row's Euclidean norm in float64 (read-only);

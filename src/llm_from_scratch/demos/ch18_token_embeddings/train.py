@@ -19,7 +19,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     Groups,
     WordNeighbours,
     group_cosines,
-    mean_or_nan,
+    group_summary,
     present_groups,
     project_groups,
     word_neighbours,
@@ -75,18 +75,18 @@ class TableView:
 
     @property
     def within(self) -> float:
-        """The mean over the groups of the mean cosine inside a group (NaN without groups)."""
-        return mean_or_nan([group.within for group in self.groups])
+        """The groups' mean cosine inside a group (:func:`group_summary`)."""
+        return group_summary(self.groups).within
 
     @property
     def between(self) -> float:
-        """The mean over the groups of the mean cosine to the other groups' words."""
-        return mean_or_nan([group.between for group in self.groups])
+        """The groups' mean cosine to the other groups' words."""
+        return group_summary(self.groups).between
 
     @property
     def separation(self) -> float:
         """:attr:`within` minus :attr:`between`."""
-        return self.within - self.between
+        return group_summary(self.groups).separation
 
 
 @dataclass(frozen=True)
