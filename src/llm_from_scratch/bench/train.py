@@ -27,6 +27,7 @@ from llm_from_scratch.bench.word_benchmarks import WordScores, word_scores
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
     group_cosines,
+    group_summary,
     present_groups,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS, VocabularyPieces
@@ -102,8 +103,8 @@ def group_measure(vectors: np.ndarray, words: Sequence[str]) -> tuple[float, flo
     pieces = VocabularyPieces(Vocabulary(known, np.zeros(len(known), dtype=np.int64)))
     layer = Embedding.from_pretrained(np.asarray(vectors, dtype=np.float32))
     found = group_cosines(CosineTable.of(layer), pieces, present_groups(pieces, REPORT_GROUPS))
-    within = float(np.mean([group.within for group in found]))
-    return within, float(np.mean([group.between for group in found]))
+    summary = group_summary(found)
+    return summary.within, summary.between
 
 
 def word_list(tokenizer: Path) -> list[str]:
