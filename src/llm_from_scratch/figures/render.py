@@ -12,6 +12,7 @@ from llm_from_scratch.figures.links import WIDTH as LINKS_WIDTH
 from llm_from_scratch.figures.links import lay_out_links
 from llm_from_scratch.figures.scatter import marker_path
 from llm_from_scratch.figures.trace_parser import Trace
+from llm_from_scratch.files import about, replace_file
 from llm_from_scratch.labels import Labels, load_labels
 from llm_from_scratch.traces.token_embeddings_v1 import NONE, RULE_STATES, SHARINGS, STATES
 
@@ -77,6 +78,15 @@ def render_page(template_name: str, lang: str, labels: Labels, **context: object
     """A template rendered in ``lang`` with ``labels``, ``context``, ``zip`` and ``marker_path``."""
     template = environment().get_template(template_name)
     return template.render(lang=lang, labels=labels, zip=zip, marker_path=marker_path, **context)
+
+
+def write_page(path: str, page: str) -> None:
+    """Write a command's page to ``path`` atomically (:func:`~llm_from_scratch.files.replace_file`:
+    a reader sees the earlier file or the whole page); an ``OSError`` is said of ``path``."""
+    try:
+        replace_file(path, [memoryview(page.encode("utf-8"))])
+    except OSError as error:  # said of the page, not of its temporary
+        raise about(path, error) from error
 
 
 def number_text(lexeme: str) -> str:

@@ -24,7 +24,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
     packaged_files,
 )
 from llm_from_scratch.errors import LlmError, OptionError, WordedError
-from llm_from_scratch.files import write_file
+from llm_from_scratch.figures.render import write_page
 from llm_from_scratch.labels import (
     NEIGHBOUR_ERROR_RULES,
     NEIGHBOUR_LABELS,
@@ -73,7 +73,7 @@ def run_neighbours(request: NeighboursRequest, out: TextIO) -> int:
     if request.figure is None or str(request.figure) == "-":
         out.write(text)
     else:
-        write_file(str(request.figure), text.encode("utf-8"))
+        write_page(str(request.figure), text)
     return 0
 
 

@@ -13,7 +13,8 @@ from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_cor
 from llm_from_scratch.demos.ch18_token_embeddings.train import TrainReport, train
 from llm_from_scratch.demos.ch18_token_embeddings.train_text import format_report, progress_line
 from llm_from_scratch.errors import CorpusError, MismatchError, WordedError
-from llm_from_scratch.files import about, replace_file, writable_path
+from llm_from_scratch.figures.render import write_page
+from llm_from_scratch.files import about, writable_path
 from llm_from_scratch.labels import TRAIN_LABELS, Labels, label, load_labels
 from llm_from_scratch.training.checkpoint import saved_options
 from llm_from_scratch.training.options import CHECKPOINT_FILE, TrainOptions, processor_count
@@ -115,11 +116,7 @@ def _check_figure(path: Path) -> None:
 def _write_figure(path: Path, report: TrainReport, lang: str) -> None:
     from llm_from_scratch.figures.train import render_train_figure
 
-    page = render_train_figure(report, lang).encode("utf-8")
-    try:
-        replace_file(str(path), [memoryview(page)])
-    except OSError as error:  # said of the figure, not of its temporary
-        raise about(str(path), error) from error
+    write_page(str(path), render_train_figure(report, lang))
 
 
 class ProgressPrinter:
