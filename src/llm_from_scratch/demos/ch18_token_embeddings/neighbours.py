@@ -25,6 +25,7 @@ import numpy as np
 
 from llm_from_scratch.errors import OptionError, WordError
 from llm_from_scratch.figures.scatter import ProjectedWord, Projection
+from llm_from_scratch.labels import GROUP_NAMES
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -34,13 +35,15 @@ if TYPE_CHECKING:
 #: Word groups: each group's name and its words.
 Groups = Sequence[tuple[str, Sequence[str]]]
 #: The groups of the figure and of the group comparison: each word one piece of MiniLM's table.
-DEFAULT_GROUPS: Final[Groups] = (
-    ("royalty", ("king", "queen", "prince", "princess")),
-    ("numbers", ("one", "two", "three", "four")),
-    ("weekdays", ("monday", "tuesday", "wednesday", "friday")),
-    ("colours", ("red", "blue", "green", "yellow")),
-    ("animals", ("dog", "cat", "horse", "cow")),
-)
+DEFAULT_GROUPS: Final[Groups] = tuple(
+    (name, tuple(words.split()))
+    for name, words in zip(
+        GROUP_NAMES,
+        ("king queen prince princess", "one two three four", "monday tuesday wednesday friday",
+         "red blue green yellow", "dog cat horse cow"),
+        strict=True,
+    )
+)  # fmt: skip
 #: The words of the figure's neighbour table: the first of each group.
 DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
 #: Neighbours per list unless ``--count`` says otherwise.

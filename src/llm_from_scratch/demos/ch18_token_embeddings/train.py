@@ -26,6 +26,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
 )
 from llm_from_scratch.figures.scatter import Projection
 from llm_from_scratch.files import remove_stale_temporaries
+from llm_from_scratch.labels import TRAIN_GROUP_NAMES
 from llm_from_scratch.training.checkpoint import Origin
 from llm_from_scratch.training.options import (
     CHECKPOINT_FILE,
@@ -44,22 +45,21 @@ NEIGHBOUR_COUNT: Final = 4
 
 REPORT_WORDS: Final = ("father", "three", "night", "king")
 """The words whose neighbours the report lists (those in the vocabulary)."""
-REPORT_GROUPS: Final[Groups] = (
-    ("family", ("father", "mother", "brother", "sister", "son", "daughter")),
-    ("numbers", ("one", "two", "three", "four", "five", "six")),
-    ("royalty", ("king", "queen", "prince", "princess", "duke", "emperor")),
-    ("time_of_day", ("morning", "night", "evening", "noon", "midnight", "day")),
-    ("body", ("hand", "eye", "head", "heart", "arm", "face")),
-)
-"""The word groups of the report, each word common in the Shakespeare corpus."""
 REPORT_WORDS_RU: Final = ("отец", "три", "ночь", "король")
 """The Russian counterparts of :data:`REPORT_WORDS`."""
-REPORT_GROUPS_RU: Final[Groups] = (
-    ("family", ("отец", "мать", "брат", "сестра", "сын", "дочь")),
-    ("numbers", ("один", "два", "три", "четыре", "пять", "шесть")),
-    ("royalty", ("король", "королева", "принц", "принцесса", "герцог", "император")),
-    ("time_of_day", ("утро", "ночь", "вечер", "полдень", "полночь", "день")),
-    ("body", ("рука", "глаз", "голова", "сердце", "нога", "лицо")),
+_GROUP_WORDS: Final = (  # English and Russian, one group a line, in TRAIN_GROUP_NAMES' order
+    ("father mother brother sister son daughter", "отец мать брат сестра сын дочь"),
+    ("one two three four five six", "один два три четыре пять шесть"),
+    ("king queen prince princess duke emperor", "король королева принц принцесса герцог император"),
+    ("morning night evening noon midnight day", "утро ночь вечер полдень полночь день"),
+    ("hand eye head heart arm face", "рука глаз голова сердце нога лицо"),
+)
+REPORT_GROUPS: Final[Groups] = tuple(
+    (name, tuple(en.split())) for name, (en, _) in zip(TRAIN_GROUP_NAMES, _GROUP_WORDS, strict=True)
+)
+"""The word groups of the report, each word common in the Shakespeare corpus."""
+REPORT_GROUPS_RU: Final[Groups] = tuple(
+    (name, tuple(ru.split())) for name, (_, ru) in zip(TRAIN_GROUP_NAMES, _GROUP_WORDS, strict=True)
 )
 """The Russian counterparts of :data:`REPORT_GROUPS`."""
 
