@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Final, TextIO, cast
 
 from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import (
     KINDS,
@@ -17,7 +17,6 @@ from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import (
     load_exercises,
 )
 from llm_from_scratch.demos.ch18_token_embeddings.exercises import (
-    ONE_HOT_ID,
     ChapterFacts,
     Json,
     answer_matches,
@@ -154,9 +153,9 @@ class _Session:
     def introduction(self) -> None:
         facts = self.facts
         given = (
-            f"{self.ui('given')}: {self.ui('table')} {answer_text(facts.table)}; "
-            f"{self.ui('token_ids')} {answer_text(facts.ids)}; "
-            f"{self.ui('upstream')} {answer_text(facts.upstream)}"
+            f"{self.ui('given')}: {self.ui('table')} {answer_text(facts['table'])}; "
+            f"{self.ui('token_ids')} {answer_text(facts['ids'])}; "
+            f"{self.ui('upstream')} {answer_text(facts['upstream'])}"
         )
         self.say(self.ui("title"), self.ui("intro"), given)
 
@@ -233,35 +232,17 @@ class _Session:
     # Evidence -----------------------------------------------------------------------------------
 
     def evidence_fields(self, number: int) -> dict[str, str]:
+        if number == 9:
+            return {"comparison": self.comparison()}
         facts = self.facts
-        text = answer_text
-        fields: dict[int, dict[str, str]] = {
-            1: {"ids": text(facts.ids), "table": text(facts.table),
-                "output": text(facts.output), "shape": text(facts.output_shape)},
-            2: {"id": str(ONE_HOT_ID), "one_hot": text(facts.one_hot),
-                "product": text(facts.product), "lookup": text(facts.lookup)},
-            3: {"upstream": text(facts.upstream), "gradient": text(facts.gradient)},
-            4: self.shared_row_fields(),
-            5: {"id_shapes": text(facts.id_shapes), "output_shapes": text(facts.output_shapes)},
-            6: {"order": " → ".join(self.ui("error_kinds", kind) for kind in facts.error_order),
-                "message": facts.layer_message},
-            7: {"layer_message": facts.layer_message, "gather_message": facts.gather_message},
-            8: {"same_node": json.dumps(facts.clone_same_node), "name": facts.parameters[0]},
-            10: {"equal": json.dumps(facts.one_hot_equals_lookup)},
-            11: {"ids": text(facts.ids), **self.shared_row_fields()},
-        }  # fmt: skip
-        return fields[number] if number != 9 else {"comparison": self.comparison()}
-
-    def shared_row_fields(self) -> dict[str, str]:
-        facts = self.facts
-        contributions = facts.contributions if isinstance(facts.contributions, list) else []
-        return {
-            "row": str(facts.repeated_row),
-            "contributions": " + ".join(answer_text(vector) for vector in contributions),
-            "accumulated": answer_text(facts.accumulated),
-            "count": str(len(facts.parameters)),
-            "parameters": ", ".join(facts.parameters),
+        shown = {
+            key: fact if isinstance(fact, str) else answer_text(fact) for key, fact in facts.items()
         }
+        vectors = cast(list[Json], facts["contributions"])
+        shown["contributions"] = " + ".join(answer_text(vector) for vector in vectors)
+        kinds = cast(list[str], facts["order"])
+        shown["order"] = " → ".join(self.ui("error_kinds", kind) for kind in kinds)
+        return shown
 
     def comparison(self) -> str:  # exercise 9's evidence
         from llm_from_scratch.demos.ch18_token_embeddings.neighbours import neighbours_report
