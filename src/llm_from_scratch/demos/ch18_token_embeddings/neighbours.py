@@ -1,8 +1,5 @@
-"""ID neighbours against vector neighbours: do close ID numbers, or close vectors, mean close words?
-
-The rules are those of ``docs/lesson.md`` (Vectors, not IDs); every vector is looked up through
-the embedding layer and its cosines computed in float64 (a row of zeros has cosine 0). On a
-four-row table whose rows 0 and 3 point the same way:
+"""ID neighbours against vector neighbours (``docs/lesson.md``, Vectors, not IDs): vectors looked
+up through the layer, cosines in float64 (a row of zeros has cosine 0). Rows 0 and 3 agree here:
 
     >>> from llm_from_scratch.nn import Embedding, NamedParameter
     >>> from llm_from_scratch.tensor import Tensor
@@ -50,8 +47,7 @@ DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
 DEFAULT_COUNT: Final = 5
 #: The random pairs of rows whose mean cosine is the baseline a cosine is read against.
 BASELINE_PAIRS: Final = 10_000
-#: The table values a cosine to every row reads at a time (at least one row): its float64
-#: copies of them take 2 x 8 bytes a value.
+#: The table values read at a time (at least one row), in float64 copies of 2 x 8 bytes a value.
 CHUNK_VALUES: Final = 1 << 17
 
 
@@ -128,9 +124,8 @@ def group_summary(groups: Sequence[GroupCosines]) -> GroupSummary:
 
 @dataclass(frozen=True, eq=False)
 class CosineTable:
-    """An embedding layer measured by cosines: each row's Euclidean norm in float64 (read-only);
-    a cosine to every row reads the table in chunks of :data:`CHUNK_VALUES` values, never copying
-    it whole."""
+    """An embedding layer and each row's Euclidean norm in float64 (read-only); the table is read
+    in chunks of :data:`CHUNK_VALUES` values, never copied whole."""
 
     embedding: Embedding
     norms: npt.NDArray[np.float64]
@@ -293,8 +288,8 @@ def word_neighbours(
         pieces=(piece,),
         id_neighbours=by_id,
         vector_neighbours=by_vector,
-        id_mean_cosine=_mean(by_id),
-        vector_mean_cosine=_mean(by_vector),
+        id_mean_cosine=mean_or_nan([neighbour.cosine for neighbour in by_id]),
+        vector_mean_cosine=mean_or_nan([neighbour.cosine for neighbour in by_vector]),
     )
 
 
@@ -320,12 +315,9 @@ def group_cosines(
 
 def present_groups(pieces: WordPieces, groups: Groups = DEFAULT_GROUPS) -> Groups:
     """Each group's words that are one word piece, the groups left with two or more."""
-    kept = []
-    for group, words in groups:
-        found = tuple(word for word in words if _is_one_piece(pieces, word))
-        if len(found) >= 2:
-            kept.append((group, found))
-    return tuple(kept)
+    found = ((group, tuple(word for word in words if _is_one_piece(pieces, word)))
+             for group, words in groups)  # fmt: skip
+    return tuple((group, words) for group, words in found if len(words) >= 2)
 
 
 def _is_one_piece(pieces: WordPieces, word: str) -> bool:
@@ -365,10 +357,6 @@ def _neighbours(
     return tuple(Neighbour(i, pieces.token(i), float(cosines[i])) for i in ids)
 
 
-def _mean(neighbours: Sequence[Neighbour]) -> float:
-    return mean_or_nan([neighbour.cosine for neighbour in neighbours])
-
-
 def mean_or_nan(values: Sequence[float]) -> float:
     """The mean of ``values``, NaN for none."""
     return float(np.mean(values)) if values else float("nan")
@@ -383,8 +371,7 @@ def _group_ids(pieces: WordPieces, groups: Groups) -> tuple[list[str], list[int]
 def _unit(
     vectors: npt.NDArray[np.float64], norms: npt.NDArray[np.float64] | None = None
 ) -> npt.NDArray[np.float64]:
-    """``vectors`` scaled to unit length by their ``norms`` (computed when None), a row of zeros
-    left zero."""
+    """``vectors`` at unit length by their ``norms`` (None: computed), a row of zeros left zero."""
     if norms is None:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit: npt.NDArray[np.float64] = np.divide(

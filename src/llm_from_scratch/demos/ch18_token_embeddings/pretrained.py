@@ -12,26 +12,18 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import CosineTable,
 from llm_from_scratch.errors import FileAccessError, MissingPackageError
 from llm_from_scratch.nn import Embedding
 from llm_from_scratch.vectors.pair import (
-    DEFAULT_TENSORS,
     INSTALL_COMMAND,
     TABLE_TENSOR,
-    TRAINED_TENSOR,
-    HubTokenizerPieces,
     check_pair,
     load_word_pieces,
     read_table,
 )
 
-__all__ = [
-    "DEFAULT_TENSORS",
+__all__ = [  # with the pair's names the learner's commands and tests read here
     "DISTRIBUTION",
-    "INSTALL_COMMAND",
     "PACKAGE",
     "TABLE_TENSOR",
-    "TRAINED_TENSOR",
-    "HubTokenizerPieces",
     "PretrainedFiles",
-    "check_pair",
     "checked_files",
     "load_pretrained_embedding",
     "load_word_pieces",
@@ -50,8 +42,9 @@ _TOKENIZER_FILE: Final = "tokenizer.json"
 
 @dataclass(frozen=True)
 class PretrainedFiles:
-    """A table and its tokenizer, the table's tensor (None: the first of :data:`DEFAULT_TENSORS`
-    the file holds), and the table file's name in output (``source``, else the path)."""
+    """A table and its tokenizer, the table's tensor (None: the first of the pair's
+    ``DEFAULT_TENSORS`` in the file), and the table file's name in output (``source``, else the
+    path)."""
 
     table: Path
     tokenizer: Path
