@@ -1,11 +1,9 @@
-"""A strict parser for the trace ``token-embeddings-v1``, into frozen records whose numbers stay
-lexemes.
-
-Only what cannot be derived is taken as a fact (names, sizes, ID shape, IDs, table values,
-upstream vectors); every other field must equal the lexeme the grammar derives from them, and an
-error names the record, the field and the item (``LOOKUP 1 output 0``). When a contribution and
-its LOOKUP's upstream disagree, the LOOKUP is blamed if the contributions still add up to the
-accumulated gradient (sums are exact integer counts of 1e-12).
+"""The strict parser of the trace ``token-embeddings-v1`` (``docs/spec``, section 8), into frozen
+records whose numbers stay lexemes. Only what cannot be derived is a fact (names, sizes, ID
+shape, IDs, table values, upstream vectors); every other field must equal the lexeme derived from
+them, an error naming the record, the field and the item (``LOOKUP 1 output 0``). A LOOKUP whose
+upstream disagrees with its contribution is blamed if the contributions still add up (sums are
+exact integer counts of 1e-12).
 
 >>> parse_trace("TRACE token-embeddings-v2 BEGIN\\n")
 Traceback (most recent call last):

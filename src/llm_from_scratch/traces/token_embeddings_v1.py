@@ -1,18 +1,5 @@
-"""The grammar of the trace ``token-embeddings-v1``, shared by its writer and its reader.
-
-A trace is these lines in this order, each ending in one LF, with nothing after the last::
-
-    TRACE token-embeddings-v1 BEGIN
-    FIXTURE name=.. parameter=.. vocabulary=V width=d table-shape=Vxd id-shape=..
-            output-shape=.. upstream-shape=.. gradient-shape=Vxd accumulation=scatter-add
-    IDS values=.. repeated-id=.. repeated-flat-positions=..
-    TABLE row=.. uses=.. state=.. values=..                                    (V records)
-    LOOKUP flat=.. coordinate=.. id=.. sharing=.. one-hot=.. selected-row=..
-           output=.. upstream=..                                            (one per ID)
-    ROW-GRADIENT row=.. flat-positions=.. contributions=.. rule=.. accumulated=..  (V records)
-    TRACE token-embeddings-v1 END
-
-(FIXTURE and LOOKUP are each one line, wrapped here for reading.)
+"""The grammar of the trace ``token-embeddings-v1`` (its lines, records and fields in order:
+``docs/spec/ch18-token-embeddings.md``, section 7), shared by its writer and its reader.
 
 Lexemes: an integer is a safe non-negative integer (at most ``2**53 - 1``, no sign, no leading
 zero); a float is a canonical ``%.12f`` lexeme (``-0.000000000000`` is not canonical); a list

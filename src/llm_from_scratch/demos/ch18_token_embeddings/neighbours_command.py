@@ -17,12 +17,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     neighbours_report,
     present_groups,
 )
-from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
-    PretrainedFiles,
-    checked_files,
-    open_table,
-    packaged_files,
-)
+from llm_from_scratch.demos.ch18_token_embeddings.pretrained import chosen_files, open_table
 from llm_from_scratch.errors import LlmError, OptionError, WordedError
 from llm_from_scratch.figures.render import write_page
 from llm_from_scratch.labels import (
@@ -86,17 +81,9 @@ def _checked(request: NeighboursRequest) -> None:
         raise OptionError("neighbours.no-words")
 
 
-def _files(request: NeighboursRequest) -> PretrainedFiles:
-    if request.table is None or request.tokenizer is None:
-        found = packaged_files()
-        tensor = request.tensor or found.tensor
-        return PretrainedFiles(found.table, found.tokenizer, tensor, found.source)
-    return checked_files(PretrainedFiles(request.table, request.tokenizer, request.tensor))
-
-
 def _computed(request: NeighboursRequest, labels: Labels) -> str:
     _checked(request)
-    files = _files(request)
+    files = chosen_files(request.table, request.tokenizer, request.tensor)
     table, pieces = open_table(files)
     if request.analogy is not None:
         from llm_from_scratch.demos.ch18_token_embeddings.analogy import analogy_report

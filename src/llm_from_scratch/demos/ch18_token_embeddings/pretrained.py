@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ __all__ = [  # with the pair's names the learner's commands and tests read here
     "TABLE_TENSOR",
     "PretrainedFiles",
     "checked_files",
+    "chosen_files",
     "load_pretrained_embedding",
     "load_word_pieces",
     "open_table",
@@ -71,6 +73,15 @@ def packaged_files(package: str = PACKAGE) -> PretrainedFiles:
     source = f"{DISTRIBUTION} {_MODEL_FOLDER}/{_TABLE_FILE}"
     files = PretrainedFiles(folder / _TABLE_FILE, folder / _TOKENIZER_FILE, source=source)
     return checked_files(files)
+
+
+def chosen_files(table: Path | None, tokenizer: Path | None, tensor: str | None) -> PretrainedFiles:
+    """The pair a command names, checked (:func:`checked_files`), or with neither file the
+    packaged one (:func:`packaged_files`), its tensor unless ``tensor`` names another."""
+    if table is None or tokenizer is None:
+        found = packaged_files()
+        return dataclasses.replace(found, tensor=tensor or found.tensor)
+    return checked_files(PretrainedFiles(table, tokenizer, tensor))
 
 
 def checked_files(files: PretrainedFiles) -> PretrainedFiles:

@@ -6,18 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TextIO
+from typing import TextIO
 
-from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
-    PretrainedFiles,
-    checked_files,
-    packaged_files,
-)
+from llm_from_scratch.demos.ch18_token_embeddings.pretrained import chosen_files
 from llm_from_scratch.errors import OptionError
 from llm_from_scratch.vectors import WordVectors
-
-#: What ``--format`` of ``ch18 export`` takes.
-EXPORT_FORMATS: Final = ("word2vec", "word2vec-binary", "projector")
 
 
 @dataclass(frozen=True)
@@ -47,12 +40,8 @@ def open_vectors(source: VectorsSource, command: str) -> tuple[WordVectors, str]
     if (source.table is None) != (source.tokenizer is None):
         detail = "give both --table and --tokenizer, or neither for the packaged MiniLM table"
         raise OptionError("vectors.source", command=command, detail=detail)
-    if source.table is None or source.tokenizer is None:
-        files = packaged_files()
-    else:
-        files = checked_files(PretrainedFiles(source.table, source.tokenizer, source.tensor))
-    tensor = source.tensor or (files.tensor if source.table is None else None)
-    return WordVectors.load(files.table, files.tokenizer, tensor), files.shown
+    files = chosen_files(source.table, source.tokenizer, source.tensor)
+    return WordVectors.load(files.table, files.tokenizer, files.tensor), files.shown
 
 
 def run_evaluate(
