@@ -140,13 +140,19 @@ def load_labels(lang: str, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels
     if lang not in LANGUAGES:
         expected = ", ".join(LANGUAGES)
         raise label_error(lang, "", f"no label table; expected one of {expected}", table.name)
-    source = resources.files(__name__).joinpath(*table.folder, f"{lang}.json")
-    try:  # at most FILE_BYTE_LIMIT bytes, strict JSON (llm_from_scratch.files)
-        raw: object = load_json(read_file(source, FILE_BYTE_LIMIT).decode("utf-8"))
+    try:
+        raw = package_json(__name__, *table.folder, f"{lang}.json")
     except (OSError, ValueError) as error:
         problem = f"cannot read the label table: {error}"
         raise label_error(lang, "", problem, table.name) from error
     return check_labels(lang, raw, table)
+
+
+def package_json(package: str, *parts: str) -> object:
+    """A JSON file of a package (at most ``FILE_BYTE_LIMIT`` bytes, strict JSON: files.py);
+    ``OSError`` or ``ValueError`` when it cannot be read so."""
+    source = resources.files(package).joinpath(*parts)
+    return load_json(read_file(source, FILE_BYTE_LIMIT).decode("utf-8"))
 
 
 def check_labels(lang: str, raw: object, table: LabelTable = TOKEN_EMBEDDING_LABELS) -> Labels:

@@ -12,12 +12,10 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from typing import Final
 
 from llm_from_scratch.errors import FormatError
-from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, read_file
-from llm_from_scratch.labels import Labels, LabelTable, check_labels
+from llm_from_scratch.labels import Labels, LabelTable, check_labels, package_json
 
 EXERCISE_FORMAT: Final = "ch18-exercises-v1"
 #: Each exercise's kind, by number: what its answer is (``explanation``: none).
@@ -100,9 +98,8 @@ def load_exercises(lang: str) -> ExerciseSet:
     """
     if lang not in ("en", "ru"):
         raise _data_error(lang, "", "no exercise file; expected en or ru")
-    source = resources.files(__package__ or "").joinpath("exercises", f"{lang}.json")
-    try:  # at most FILE_BYTE_LIMIT bytes, strict JSON (llm_from_scratch.files)
-        raw: object = load_json(read_file(source, FILE_BYTE_LIMIT).decode("utf-8"))
+    try:
+        raw = package_json(__package__ or "", "exercises", f"{lang}.json")
     except (OSError, ValueError) as error:
         raise _data_error(lang, "", f"cannot read the file: {error}") from error
     return check_exercises(lang, raw)

@@ -166,8 +166,6 @@ class _Session:
             f"{self.ui('evidence')}: {evidence}",
         )
 
-    # Reveal -------------------------------------------------------------------------------------
-
     def reveal(self, expected: Mapping[int, Json]) -> None:
         self.introduction()
         for exercise in self.data.exercises:
@@ -177,8 +175,6 @@ class _Session:
             else:
                 self.say(self.ui("explanation_only"))
             self.explain(exercise)
-
-    # Interactive --------------------------------------------------------------------------------
 
     def interactive(self, stdin: TextIO, expected: Mapping[int, Json]) -> list[Verdict]:
         self.introduction()
@@ -228,8 +224,6 @@ class _Session:
         except ValueError:
             return _UNREADABLE
         return answer
-
-    # Evidence -----------------------------------------------------------------------------------
 
     def evidence_fields(self, number: int) -> dict[str, str]:
         if number == 9:
