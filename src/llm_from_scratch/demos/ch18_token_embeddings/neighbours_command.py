@@ -110,11 +110,10 @@ def error_message(error: Exception, labels: Labels) -> str:
 
 def format_neighbours(report: NeighboursReport, labels: Labels) -> str:
     """The report as text: the table, the two rules, then each word's two lists side by side."""
-    rows, width = report.table_shape
     lines = [
-        f"{label(labels, 'table')} {report.table_name}: {rows} {label(labels, 'rows')}, "
-        f"{label(labels, 'width')} {width}, {report.table_dtype}; "
-        f"{label(labels, 'table_file')} {report.table_path}",
+        _table_line(
+            report.table_name, report.table_shape, report.table_path, labels, report.table_dtype
+        ),
         label(labels, "id_rule"),
         label(labels, "vector_rule"),
     ]
@@ -126,19 +125,25 @@ def format_neighbours(report: NeighboursReport, labels: Labels) -> str:
 
 def format_analogy(report: AnalogyReport, labels: Labels) -> str:
     """The analogy as text: the table, the rule, the answers and the random-pair baseline."""
-    rows, width = report.table_shape
     first, second, third = report.words
     table = [[label(labels, "rank"), label(labels, "text", "answer"), label(labels, "cosine")]]
     for rank, (word, cosine) in enumerate(report.answers, start=1):
         table.append([str(rank), word, cosine_text(cosine)])
     lines = [
-        f"{label(labels, 'table')} {report.table_name}: {rows} {label(labels, 'rows')}, "
-        f"{label(labels, 'width')} {width}; {label(labels, 'table_file')} {report.table_path}",
+        _table_line(report.table_name, report.table_shape, report.table_path, labels),
         label(labels, "text", "analogy_rule").format(a=first, b=second, c=third),
         *aligned_rows(table, numeric=(0, 2)),
         baseline_text(report.baseline_pairs, report.baseline_cosine, labels),
     ]
     return "".join(f"{line}\n" for line in lines)
+
+
+def _table_line(
+    name: str, shape: tuple[int, int], path: str, labels: Labels, dtype: str = ""
+) -> str:
+    size = f"{shape[0]} {label(labels, 'rows')}, {label(labels, 'width')} {shape[1]}"
+    size += f", {dtype}" if dtype else ""
+    return f"{label(labels, 'table')} {name}: {size}; {label(labels, 'table_file')} {path}"
 
 
 def baseline_text(pairs: int, cosine: float, labels: Labels) -> str:
