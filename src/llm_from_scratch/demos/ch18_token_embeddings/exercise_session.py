@@ -132,12 +132,12 @@ class _Session:
 
     def verdict_line(self, verdict: Verdict) -> str:
         value = self.shown(verdict.expected)
-        if verdict.status == "right":
-            return f"{self.heading(verdict.number)}: {self.ui('right')}"
-        if verdict.status == "wrong":
-            return f"{self.heading(verdict.number)}: {self.ui('wrong')} {value}"
-        missing = f"{self.ui('missing')}; {self.ui('computed_value')}: {value}"
-        return f"{self.heading(verdict.number)}: {missing}"
+        said = {
+            "right": self.ui("right"),
+            "wrong": f"{self.ui('wrong')} {value}",
+            "missing": f"{self.ui('missing')}; {self.ui('computed_value')}: {value}",
+        }
+        return f"{self.heading(verdict.number)}: {said[verdict.status]}"
 
     def summary(self, verdicts: list[Verdict]) -> list[str]:
         right = sum(verdict.status == "right" for verdict in verdicts)
