@@ -162,6 +162,8 @@ class _Each:
 
 #: A derived lexeme, a fact, or a list of these.
 _Expected: TypeAlias = "str | _Lexeme | _Each | tuple[_Expected, ...]"
+#: What each named field must hold, and why (said in the error).
+_Rules: TypeAlias = dict[str, tuple[_Expected, str]]
 
 
 def _is_safe_integer(text: str) -> bool:
@@ -180,9 +182,7 @@ _NAME: Final = _Lexeme(v1.FIXTURE_NAME.fullmatch, "a fixture name (lowercase wor
 _PARAMETER: Final = _Lexeme(v1.PARAMETER_NAME.fullmatch, "a parameter name (a_b.c_d, lowercase)")
 
 
-def _expect_fields(
-    record: str, fields: Mapping[str, str], expected: Mapping[str, tuple[_Expected, str]]
-) -> None:
+def _expect_fields(record: str, fields: Mapping[str, str], expected: _Rules) -> None:
     """Check the fields of one record that ``expected`` names, in the grammar's order."""
     for name, text in fields.items():
         if name in expected:
@@ -229,22 +229,19 @@ def _fixture(fields: dict[str, str]) -> Fixture:
     extents = _items(fields["id-shape"], "x")
     table_shape = v1.shape_text((fields["vocabulary"], fields["width"]))
     output_shape = v1.shape_text((*extents, fields["width"]))
-    _expect_fields(
-        v1.FIXTURE,
-        fields,
-        {
-            "name": (_NAME, ""),
-            "parameter": (_PARAMETER, ""),
-            "vocabulary": (_POSITIVE, ""),
-            "width": (_POSITIVE, ""),
-            "table-shape": (table_shape, "(vocabulary x width)"),
-            "id-shape": (_SHAPE, ""),
-            "output-shape": (output_shape, "(id-shape then width)"),
-            "upstream-shape": (output_shape, "(the output shape)"),
-            "gradient-shape": (table_shape, "(the table shape)"),
-            "accumulation": (v1.ACCUMULATION, "(the only v1 accumulation)"),
-        },
-    )
+    expected: _Rules = {
+        "name": (_NAME, ""),
+        "parameter": (_PARAMETER, ""),
+        "vocabulary": (_POSITIVE, ""),
+        "width": (_POSITIVE, ""),
+        "table-shape": (table_shape, "(vocabulary x width)"),
+        "id-shape": (_SHAPE, ""),
+        "output-shape": (output_shape, "(id-shape then width)"),
+        "upstream-shape": (output_shape, "(the output shape)"),
+        "gradient-shape": (table_shape, "(the table shape)"),
+        "accumulation": (v1.ACCUMULATION, "(the only v1 accumulation)"),
+    }
+    _expect_fields(v1.FIXTURE, fields, expected)
     attributes = {name.replace("-", "_"): value for name, value in fields.items()}
     return Fixture(**attributes, id_extents=extents)
 
@@ -264,14 +261,11 @@ def _ids(fields: dict[str, str], fixture: Fixture) -> tuple[IdRecord, _Facts]:
         positions.setdefault(int(value), []).append(flat)
     repeated = sorted(row for row, flats in positions.items() if len(flats) > 1)
     flats = positions[repeated[0]] if repeated else []
-    _expect_fields(
-        v1.IDS,
-        fields,
-        {
-            "repeated-id": (v1.repeated_id_text(repeated), "(the ID that occurs more than once)"),
-            "repeated-flat-positions": (v1.list_text(flats), "(where the repeated ID occurs)"),
-        },
-    )
+    expected: _Rules = {
+        "repeated-id": (v1.repeated_id_text(repeated), "(the ID that occurs more than once)"),
+        "repeated-flat-positions": (v1.list_text(flats), "(where the repeated ID occurs)"),
+    }
+    _expect_fields(v1.IDS, fields, expected)
     record = IdRecord(values, str(repeated[0]) if repeated else None, tuple(map(str, flats)))
     ids = tuple(map(int, values))
     return record, _Facts(fixture, ids, positions, int(fixture.width))
@@ -279,16 +273,13 @@ def _ids(fields: dict[str, str], fixture: Fixture) -> tuple[IdRecord, _Facts]:
 
 def _table_row(fields: dict[str, str], row: int, facts: _Facts) -> TableRow:
     uses = len(facts.flats(row))
-    _expect_fields(
-        f"{v1.TABLE} {row}",
-        fields,
-        {
-            "row": (str(row), _REORDERED),
-            "uses": (str(uses), f"(how often ID {row} occurs in IDS)"),
-            "state": (v1.state_for(uses), f"for uses={uses}"),
-            "values": (_Each(_FLOAT, facts.width), ""),
-        },
-    )
+    expected: _Rules = {
+        "row": (str(row), _REORDERED),
+        "uses": (str(uses), f"(how often ID {row} occurs in IDS)"),
+        "state": (v1.state_for(uses), f"for uses={uses}"),
+        "values": (_Each(_FLOAT, facts.width), ""),
+    }
+    _expect_fields(f"{v1.TABLE} {row}", fields, expected)
     return TableRow(fields["row"], fields["uses"], fields["state"], _items(fields["values"], ","))
 
 
@@ -297,20 +288,17 @@ def _lookup(fields: dict[str, str], flat: int, facts: _Facts, table: Sequence[Ta
     uses = len(facts.flats(row))
     coordinate = _coordinate(flat, facts.fixture.id_extents)
     one_hot = tuple("1" if index == row else "0" for index in range(len(table)))
-    _expect_fields(
-        f"{v1.LOOKUP} {flat}",
-        fields,
-        {
-            "flat": (str(flat), _REORDERED),
-            "coordinate": (v1.list_text(coordinate), f"(row-major in id-shape {shape})"),
-            "id": (str(row), f"(IDS values {flat})"),
-            "sharing": (v1.sharing_for(uses), f"(ID {row} occurs at {uses} flat position(s))"),
-            "one-hot": (one_hot, f"(one 1 at ID {row})"),
-            "selected-row": (str(row), "(the ID)"),
-            "output": (table[row].values, f"(a copy of TABLE {row} values)"),
-            "upstream": (_Each(_FLOAT, facts.width), ""),
-        },
-    )
+    expected: _Rules = {
+        "flat": (str(flat), _REORDERED),
+        "coordinate": (v1.list_text(coordinate), f"(row-major in id-shape {shape})"),
+        "id": (str(row), f"(IDS values {flat})"),
+        "sharing": (v1.sharing_for(uses), f"(ID {row} occurs at {uses} flat position(s))"),
+        "one-hot": (one_hot, f"(one 1 at ID {row})"),
+        "selected-row": (str(row), "(the ID)"),
+        "output": (table[row].values, f"(a copy of TABLE {row} values)"),
+        "upstream": (_Each(_FLOAT, facts.width), ""),
+    }
+    _expect_fields(f"{v1.LOOKUP} {flat}", fields, expected)
     f, output, upstream = fields, table[row].values, _items(fields["upstream"], ",")
     return Lookup(f["flat"], coordinate, f["id"], f["sharing"], one_hot, str(row), output, upstream)
 
@@ -319,16 +307,13 @@ def _row_gradient(
     fields: dict[str, str], row: int, facts: _Facts, lookups: Sequence[Lookup]
 ) -> RowGradient:
     record, flats, width = f"{v1.ROW_GRADIENT} {row}", facts.flats(row), facts.width
-    _expect_fields(
-        record,
-        fields,
-        {
-            "row": (str(row), _REORDERED),
-            "flat-positions": (v1.list_text(flats), f"(where ID {row} occurs)"),
-            "contributions": (_Each(_Each(_FLOAT, width), len(flats)), "(one per flat position)"),
-            "accumulated": (_Each(_FLOAT, width), ""),
-        },
-    )
+    expected: _Rules = {
+        "row": (str(row), _REORDERED),
+        "flat-positions": (v1.list_text(flats), f"(where ID {row} occurs)"),
+        "contributions": (_Each(_Each(_FLOAT, width), len(flats)), "(one per flat position)"),
+        "accumulated": (_Each(_FLOAT, width), ""),
+    }
+    _expect_fields(record, fields, expected)
     found = tuple(_items(vector, ",") for vector in _items(fields["contributions"], "|"))
     accumulated = _items(fields["accumulated"], ",")
     fed = tuple(lookups[flat].upstream for flat in flats)
@@ -336,15 +321,12 @@ def _row_gradient(
         for flat, vector, upstream in zip(flats, found, fed, strict=True):
             into = f"(the contribution it feeds into {record})"
             _expect(f"{v1.LOOKUP} {flat}", "upstream", ",".join(upstream), vector, into)
-    _expect_fields(
-        record,
-        fields,
-        {
-            "contributions": (tuple(map(",".join, fed)), "(the upstream of its LOOKUP)"),
-            "rule": (v1.rule_for(len(flats)), f"for {len(flats)} contributions"),
-            "accumulated": (_units_texts(_sum(fed, width)), "(the exact sum of the contributions)"),
-        },
-    )
+    derived: _Rules = {
+        "contributions": (tuple(map(",".join, fed)), "(the upstream of its LOOKUP)"),
+        "rule": (v1.rule_for(len(flats)), f"for {len(flats)} contributions"),
+        "accumulated": (_units_texts(_sum(fed, width)), "(the exact sum of the contributions)"),
+    }
+    _expect_fields(record, fields, derived)
     return RowGradient(fields["row"], tuple(map(str, flats)), found, fields["rule"], accumulated)
 
 
