@@ -31,16 +31,15 @@ if TYPE_CHECKING:
 
 #: Word groups: each group's name and its words.
 Groups = Sequence[tuple[str, Sequence[str]]]
+_GROUP_WORDS: Final = (  # in the order of GROUP_NAMES
+    ("king", "queen", "prince", "princess"),
+    ("one", "two", "three", "four"),
+    ("monday", "tuesday", "wednesday", "friday"),
+    ("red", "blue", "green", "yellow"),
+    ("dog", "cat", "horse", "cow"),
+)
 #: The groups of the figure and of the group comparison: each word one piece of MiniLM's table.
-DEFAULT_GROUPS: Final[Groups] = tuple(
-    (name, tuple(words.split()))
-    for name, words in zip(
-        GROUP_NAMES,
-        ("king queen prince princess", "one two three four", "monday tuesday wednesday friday",
-         "red blue green yellow", "dog cat horse cow"),
-        strict=True,
-    )
-)  # fmt: skip
+DEFAULT_GROUPS: Final[Groups] = tuple(zip(GROUP_NAMES, _GROUP_WORDS, strict=True))
 #: The words of the figure's neighbour table: the first of each group.
 DEFAULT_WORDS: Final = tuple(words[0] for _, words in DEFAULT_GROUPS)
 #: Neighbours per list unless ``--count`` says otherwise.
