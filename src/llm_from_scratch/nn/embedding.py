@@ -5,7 +5,7 @@ the one lookup ``nn.functional.embedding`` runs too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -23,15 +23,12 @@ from llm_from_scratch.autograd.gather import (
 )
 from llm_from_scratch.autograd.value import constant_from_owned_array, node_of, value_of
 from llm_from_scratch.nn.init import NamedParameter, Seed
-from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
+from llm_from_scratch.nn.layer_state import TableLayer
 from llm_from_scratch.nn.options import LookupOptions
 from llm_from_scratch.nn.renorm import renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
     TABLE_NAME,
     Table,
-    checked_parameter_size,
-    new_table,
-    pretrained_table,
 )
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import Shape
@@ -116,14 +113,8 @@ class Embedding(TableLayer):
             >>> layer.table.tensor.value.equals(Embedding(1000, 64).table.tensor.value)
             True
         """
-        if is_table(vocabulary_size):  # the two fields, as earlier versions' pickles give them
-            table, options = vocabulary_size, embedding_width
-        else:
-            options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
-            table, options = new_table(  # type: ignore[assignment]
-                name, vocabulary_size, embedding_width, rng, dtype, options_for
-            )
-        hold_fields(self, table, options)
+        options = (padding_idx, max_norm, norm_type, scale_grad_by_freq)
+        self._hold_new((vocabulary_size, embedding_width), name, rng, dtype, options)
 
     @property
     def scale_grad_by_freq(self) -> bool:
@@ -142,9 +133,7 @@ class Embedding(TableLayer):
     ) -> Embedding:
         """Wrap an existing named parameter (the same leaf): ``TypeError`` for anything else, then
         the table's shape and the options checked."""
-        rows, _ = checked_parameter_size(table)
-        options = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)(rows)
-        return layer_of(cls, table, options)
+        return cls._wrapping(table, (padding_idx, max_norm, norm_type, scale_grad_by_freq))
 
     @classmethod
     @pytorch_keywords(**PYTORCH_KEYWORDS)
@@ -185,9 +174,8 @@ class Embedding(TableLayer):
             >>> Embedding.new("w", 4, 2, np.random.default_rng(0), np.float32).table.tensor.dtype
             dtype('float32')
         """
-        options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
-        table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
-        return layer_of(cls, table, options)
+        options = (padding_idx, max_norm, norm_type, scale_grad_by_freq)
+        return cls._drawn(name, (vocabulary_size, embedding_width), rng, dtype, options)
 
     @classmethod
     @pytorch_keywords(embeddings="table", sparse=PYTORCH_KEYWORDS["sparse"])
@@ -226,9 +214,9 @@ class Embedding(TableLayer):
             >>> Embedding.from_pretrained(table, freeze=False)([2]).kind
             'operation'
         """
-        options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
-        layer_table, options = pretrained_table(table, name, freeze, options_for)
-        return layer_of(cls, layer_table, options)
+        return cls._over(
+            table, name, freeze, (padding_idx, max_norm, norm_type, scale_grad_by_freq)
+        )
 
     # Lookup -------------------------------------------------------------------------------------
 
@@ -277,13 +265,6 @@ class Embedding(TableLayer):
         table_shape = (self.vocabulary_size, self.embedding_width)
         plan = plan_of_ids(ids, table_shape, table.dtype.itemsize, self.options.gradient_rule)
         return lookup(table, plan, self.options)
-
-
-def _options(
-    padding_idx: int | None, max_norm: float | None, norm_type: float, scale_grad_by_freq: bool
-) -> Callable[[int], LookupOptions]:
-    """The checked options of a table of ``V`` rows, once ``V`` is known."""
-    return lambda rows: LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
 
 
 def lookup(table: TensorValue, plan: RowGatherPlan, options: LookupOptions) -> TensorValue:

@@ -8,7 +8,6 @@ like IDs, each once into an owned buffer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -25,15 +24,12 @@ from llm_from_scratch.autograd.value import constant_from_owned_array
 from llm_from_scratch.errors import AllocationError, IdError
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS
 from llm_from_scratch.nn.init import NamedParameter, Seed
-from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
+from llm_from_scratch.nn.layer_state import TableLayer
 from llm_from_scratch.nn.options import BagOptions, checked_flag
 from llm_from_scratch.nn.renorm import check_renormalizable, renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
     TABLE_NAME,
     Table,
-    checked_parameter_size,
-    new_table,
-    pretrained_table,
 )
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import IndexArray, Shape, Tensor, is_masked_array, plain_view
@@ -98,14 +94,8 @@ class EmbeddingBag(TableLayer):
             >>> bags([[1, 2], [3, 3]]).shape, bags.table.tensor.dtype
             ((2, 8), dtype('float32'))
         """
-        if is_table(vocabulary_size):  # the two fields, as earlier versions' pickles give them
-            table, options = vocabulary_size, embedding_width
-        else:
-            options_for = _options(mode, padding_idx, max_norm, norm_type)
-            table, options = new_table(  # type: ignore[assignment]
-                name, vocabulary_size, embedding_width, rng, dtype, options_for
-            )
-        hold_fields(self, table, options)
+        options = (mode, padding_idx, max_norm, norm_type)
+        self._hold_new((vocabulary_size, embedding_width), name, rng, dtype, options)
 
     @property
     def mode(self) -> BagMode:
@@ -123,8 +113,7 @@ class EmbeddingBag(TableLayer):
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
         """Wrap an existing named parameter, as ``Embedding.from_parameter``."""
-        rows, _ = checked_parameter_size(table)
-        return layer_of(cls, table, _options(mode, padding_idx, max_norm, norm_type)(rows))
+        return cls._wrapping(table, (mode, padding_idx, max_norm, norm_type))
 
     @classmethod
     @pytorch_keywords(**BAG_PYTORCH_KEYWORDS)
@@ -142,9 +131,8 @@ class EmbeddingBag(TableLayer):
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
         """A Xavier-uniform table, as ``Embedding.new``."""
-        options_for = _options(mode, padding_idx, max_norm, norm_type)
-        table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
-        return layer_of(cls, table, options)
+        options = (mode, padding_idx, max_norm, norm_type)
+        return cls._drawn(name, (vocabulary_size, embedding_width), rng, dtype, options)
 
     @classmethod
     @pytorch_keywords(embeddings="table", sparse=PYTORCH_KEYWORDS["sparse"])
@@ -160,9 +148,7 @@ class EmbeddingBag(TableLayer):
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
         """A bag layer over a table you already have, as ``Embedding.from_pretrained``."""
-        options_for = _options(mode, padding_idx, max_norm, norm_type)
-        layer_table, options = pretrained_table(table, name, freeze, options_for)
-        return layer_of(cls, layer_table, options)
+        return cls._over(table, name, freeze, (mode, padding_idx, max_norm, norm_type))
 
     def __call__(
         self,
@@ -175,13 +161,6 @@ class EmbeddingBag(TableLayer):
         ``functional.embedding_bag``."""
         call = (token_ids, offsets, per_sample_weights, include_last_offset)
         return bag_of_ids(self.table.tensor, self.options, *call)
-
-
-def _options(
-    mode: str, padding_idx: int | None, max_norm: float | None, norm_type: float
-) -> Callable[[int], BagOptions]:
-    """The checked options of a bag table of ``V`` rows, once ``V`` is known."""
-    return lambda rows: BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
 
 
 def bag_of_ids(

@@ -6,7 +6,7 @@ pickle meets exactly the checks a new layer meets.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
@@ -18,9 +18,17 @@ if TYPE_CHECKING:
 
 from llm_from_scratch.autograd.value import copied_values, update_leaves_in_place
 from llm_from_scratch.errors import TableError
-from llm_from_scratch.nn.init import FROZEN_DETAIL, NamedParameter, NamedParameters
+from llm_from_scratch.nn.init import FROZEN_DETAIL, NamedParameter, NamedParameters, Seed
 from llm_from_scratch.nn.options import BagOptions, LookupOptions
-from llm_from_scratch.nn.tables import FrozenTable, Table, check_finite, checked_sizes
+from llm_from_scratch.nn.tables import (
+    FrozenTable,
+    Table,
+    check_finite,
+    checked_parameter_size,
+    checked_sizes,
+    new_table,
+    pretrained_table,
+)
 from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import FloatArray, is_masked_array, plain_view
 
@@ -77,6 +85,50 @@ class TableLayer:
     weight = PyTorchName("table.tensor, the table's leaf (its numbers: table.tensor.numpy())")
     num_embeddings = PyTorchName("vocabulary_size")
     embedding_dim = PyTorchName("embedding_width")
+
+    # The constructors' one body each; ``options`` are the options' fields after the row count.
+
+    def _hold_new(
+        self,
+        sizes: tuple[Any, Any],
+        name: str,
+        rng: Seed,
+        dtype: npt.DTypeLike,
+        options: tuple[Any, ...],
+    ) -> None:
+        """``__init__``: a table drawn as ``new`` draws it, or the two fields (``table``,
+        ``options``), as earlier versions' pickles give them."""
+        if is_table(sizes[0]):
+            hold_fields(self, *sizes)
+        else:
+            hold_fields(self, *new_table(name, *sizes, rng, dtype, self._options_for(options)))
+
+    @classmethod
+    def _options_for(cls, options: tuple[Any, ...]) -> Callable[[int], Any]:
+        return lambda rows: cls.options_type(rows, *options)
+
+    @classmethod
+    def _wrapping(cls, table: NamedParameter, options: tuple[Any, ...]) -> Self:
+        """``from_parameter``: the parameter's type and shape checked, then the options."""
+        rows, _ = checked_parameter_size(table)
+        return layer_of(cls, table, cls._options_for(options)(rows))
+
+    @classmethod
+    def _drawn(
+        cls,
+        name: str,
+        sizes: tuple[int, int],
+        rng: Seed,
+        dtype: npt.DTypeLike,
+        options: tuple[Any, ...],
+    ) -> Self:
+        """``new``: checked and drawn by :func:`~llm_from_scratch.nn.tables.new_table`."""
+        return layer_of(cls, *new_table(name, *sizes, rng, dtype, cls._options_for(options)))
+
+    @classmethod
+    def _over(cls, table: object, name: str, freeze: bool, options: tuple[Any, ...]) -> Self:
+        """``from_pretrained``: checked by :func:`~llm_from_scratch.nn.tables.pretrained_table`."""
+        return layer_of(cls, *pretrained_table(table, name, freeze, cls._options_for(options)))
 
     @property
     def padding_idx(self) -> int | None:
