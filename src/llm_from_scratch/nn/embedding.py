@@ -23,7 +23,7 @@ from llm_from_scratch.autograd.gather import (
 )
 from llm_from_scratch.autograd.value import constant_from_owned_array, node_of, value_of
 from llm_from_scratch.nn.init import NamedParameter, Seed
-from llm_from_scratch.nn.layer_state import TableLayer
+from llm_from_scratch.nn.layer_state import TableLayer, drawn, hold_new, pretrained, wrapping
 from llm_from_scratch.nn.options import LookupOptions
 from llm_from_scratch.nn.renorm import renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
@@ -114,7 +114,7 @@ class Embedding(TableLayer):
             True
         """
         options = (padding_idx, max_norm, norm_type, scale_grad_by_freq)
-        self._hold_new((vocabulary_size, embedding_width), name, rng, dtype, options)
+        hold_new(self, (vocabulary_size, embedding_width), name, rng, dtype, options)
 
     @property
     def scale_grad_by_freq(self) -> bool:
@@ -133,7 +133,7 @@ class Embedding(TableLayer):
     ) -> Embedding:
         """Wrap an existing named parameter (the same leaf): ``TypeError`` for anything else, then
         the table's shape and the options checked."""
-        return cls._wrapping(table, (padding_idx, max_norm, norm_type, scale_grad_by_freq))
+        return wrapping(cls, table, (padding_idx, max_norm, norm_type, scale_grad_by_freq))
 
     @classmethod
     @pytorch_keywords(**PYTORCH_KEYWORDS)
@@ -175,7 +175,7 @@ class Embedding(TableLayer):
             dtype('float32')
         """
         options = (padding_idx, max_norm, norm_type, scale_grad_by_freq)
-        return cls._drawn(name, (vocabulary_size, embedding_width), rng, dtype, options)
+        return drawn(cls, name, (vocabulary_size, embedding_width), rng, dtype, options)
 
     @classmethod
     @pytorch_keywords(embeddings="table", sparse=PYTORCH_KEYWORDS["sparse"])
@@ -214,9 +214,8 @@ class Embedding(TableLayer):
             >>> Embedding.from_pretrained(table, freeze=False)([2]).kind
             'operation'
         """
-        return cls._over(
-            table, name, freeze, (padding_idx, max_norm, norm_type, scale_grad_by_freq)
-        )
+        options = (padding_idx, max_norm, norm_type, scale_grad_by_freq)
+        return pretrained(cls, table, name, freeze, options)
 
     # Lookup -------------------------------------------------------------------------------------
 

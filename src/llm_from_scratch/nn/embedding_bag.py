@@ -24,7 +24,7 @@ from llm_from_scratch.autograd.value import constant_from_owned_array
 from llm_from_scratch.errors import AllocationError, IdError
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS
 from llm_from_scratch.nn.init import NamedParameter, Seed
-from llm_from_scratch.nn.layer_state import TableLayer
+from llm_from_scratch.nn.layer_state import TableLayer, drawn, hold_new, pretrained, wrapping
 from llm_from_scratch.nn.options import BagOptions, checked_flag
 from llm_from_scratch.nn.renorm import check_renormalizable, renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
@@ -95,7 +95,7 @@ class EmbeddingBag(TableLayer):
             ((2, 8), dtype('float32'))
         """
         options = (mode, padding_idx, max_norm, norm_type)
-        self._hold_new((vocabulary_size, embedding_width), name, rng, dtype, options)
+        hold_new(self, (vocabulary_size, embedding_width), name, rng, dtype, options)
 
     @property
     def mode(self) -> BagMode:
@@ -113,7 +113,7 @@ class EmbeddingBag(TableLayer):
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
         """Wrap an existing named parameter, as ``Embedding.from_parameter``."""
-        return cls._wrapping(table, (mode, padding_idx, max_norm, norm_type))
+        return wrapping(cls, table, (mode, padding_idx, max_norm, norm_type))
 
     @classmethod
     @pytorch_keywords(**BAG_PYTORCH_KEYWORDS)
@@ -132,7 +132,7 @@ class EmbeddingBag(TableLayer):
     ) -> EmbeddingBag:
         """A Xavier-uniform table, as ``Embedding.new``."""
         options = (mode, padding_idx, max_norm, norm_type)
-        return cls._drawn(name, (vocabulary_size, embedding_width), rng, dtype, options)
+        return drawn(cls, name, (vocabulary_size, embedding_width), rng, dtype, options)
 
     @classmethod
     @pytorch_keywords(embeddings="table", sparse=PYTORCH_KEYWORDS["sparse"])
@@ -148,7 +148,7 @@ class EmbeddingBag(TableLayer):
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
         """A bag layer over a table you already have, as ``Embedding.from_pretrained``."""
-        return cls._over(table, name, freeze, (mode, padding_idx, max_norm, norm_type))
+        return pretrained(cls, table, name, freeze, (mode, padding_idx, max_norm, norm_type))
 
     def __call__(
         self,

@@ -66,6 +66,54 @@ def layer_of(kind: type[_L], table: object, options: object) -> _L:
     return layer
 
 
+# The constructors' one body each; ``options`` are the options' fields after the row count.
+
+
+def hold_new(
+    layer: TableLayer,
+    sizes: tuple[Any, Any],
+    name: str,
+    rng: Seed,
+    dtype: npt.DTypeLike,
+    options: tuple[Any, ...],
+) -> None:
+    """``__init__``: a table drawn as ``new`` draws it, or the two fields (``table``,
+    ``options``), as earlier versions' pickles give them."""
+    if is_table(sizes[0]):
+        hold_fields(layer, *sizes)
+    else:
+        hold_fields(layer, *new_table(name, *sizes, rng, dtype, _options_for(type(layer), options)))
+
+
+def wrapping(kind: type[_L], table: NamedParameter, options: tuple[Any, ...]) -> _L:
+    """``from_parameter``: the parameter's type and shape checked, then the options."""
+    rows, _ = checked_parameter_size(table)
+    return layer_of(kind, table, _options_for(kind, options)(rows))
+
+
+def drawn(
+    kind: type[_L],
+    name: str,
+    sizes: tuple[int, int],
+    rng: Seed,
+    dtype: npt.DTypeLike,
+    options: tuple[Any, ...],
+) -> _L:
+    """``new``: checked and drawn by :func:`~llm_from_scratch.nn.tables.new_table`."""
+    return layer_of(kind, *new_table(name, *sizes, rng, dtype, _options_for(kind, options)))
+
+
+def pretrained(
+    kind: type[_L], table: object, name: str, freeze: bool, options: tuple[Any, ...]
+) -> _L:
+    """``from_pretrained``: checked by :func:`~llm_from_scratch.nn.tables.pretrained_table`."""
+    return layer_of(kind, *pretrained_table(table, name, freeze, _options_for(kind, options)))
+
+
+def _options_for(kind: type[TableLayer], options: tuple[Any, ...]) -> Callable[[int], Any]:
+    return lambda rows: kind.options_type(rows, *options)
+
+
 def is_table(value: object) -> bool:
     """True for a layer's table (the class called with it and its options, as older pickles do,
     rebuilds a layer)."""
@@ -85,50 +133,6 @@ class TableLayer:
     weight = PyTorchName("table.tensor, the table's leaf (its numbers: table.tensor.numpy())")
     num_embeddings = PyTorchName("vocabulary_size")
     embedding_dim = PyTorchName("embedding_width")
-
-    # The constructors' one body each; ``options`` are the options' fields after the row count.
-
-    def _hold_new(
-        self,
-        sizes: tuple[Any, Any],
-        name: str,
-        rng: Seed,
-        dtype: npt.DTypeLike,
-        options: tuple[Any, ...],
-    ) -> None:
-        """``__init__``: a table drawn as ``new`` draws it, or the two fields (``table``,
-        ``options``), as earlier versions' pickles give them."""
-        if is_table(sizes[0]):
-            hold_fields(self, *sizes)
-        else:
-            hold_fields(self, *new_table(name, *sizes, rng, dtype, self._options_for(options)))
-
-    @classmethod
-    def _options_for(cls, options: tuple[Any, ...]) -> Callable[[int], Any]:
-        return lambda rows: cls.options_type(rows, *options)
-
-    @classmethod
-    def _wrapping(cls, table: NamedParameter, options: tuple[Any, ...]) -> Self:
-        """``from_parameter``: the parameter's type and shape checked, then the options."""
-        rows, _ = checked_parameter_size(table)
-        return layer_of(cls, table, cls._options_for(options)(rows))
-
-    @classmethod
-    def _drawn(
-        cls,
-        name: str,
-        sizes: tuple[int, int],
-        rng: Seed,
-        dtype: npt.DTypeLike,
-        options: tuple[Any, ...],
-    ) -> Self:
-        """``new``: checked and drawn by :func:`~llm_from_scratch.nn.tables.new_table`."""
-        return layer_of(cls, *new_table(name, *sizes, rng, dtype, cls._options_for(options)))
-
-    @classmethod
-    def _over(cls, table: object, name: str, freeze: bool, options: tuple[Any, ...]) -> Self:
-        """``from_pretrained``: checked by :func:`~llm_from_scratch.nn.tables.pretrained_table`."""
-        return layer_of(cls, *pretrained_table(table, name, freeze, cls._options_for(options)))
 
     @property
     def padding_idx(self) -> int | None:
