@@ -1,7 +1,6 @@
-"""The token embedding layer (course chapter 18): one named ``[V, d]`` table and PyTorch's
-options, checked once when it is built; every call reads the IDs once and runs :func:`lookup`,
-the one lookup ``nn.functional.embedding`` runs too.
-"""
+"""The token embedding layer (course chapter 18): a named ``[V, d]`` table and PyTorch's options,
+checked once when built; each call reads the IDs once and runs :func:`lookup`, as
+``nn.functional.embedding`` does."""
 
 from __future__ import annotations
 
@@ -217,8 +216,6 @@ class Embedding(TableLayer):
         options = (padding_idx, max_norm, norm_type, scale_grad_by_freq)
         return pretrained(cls, table, name, freeze, options)
 
-    # Lookup -------------------------------------------------------------------------------------
-
     def forward(
         self, token_ids: Sequence[object] | npt.NDArray[Any], token_shape: Shape
     ) -> TensorValue:
@@ -235,11 +232,8 @@ class Embedding(TableLayer):
             ``token_ids``: ``[prod(token_shape)]``; output: ``token_shape + (d,)``.
 
         Raises:
-            IdError, AllocationError: in the contract's order (see
-                :func:`~llm_from_scratch.autograd.gather.plan_of_ids`): ``ids.shape``,
-                ``ids.container``, ``ids.count``, ``ids.shape`` for the output shape,
-                ``ids.dtype``, ``ids.allocation``, then ``ids.type`` or ``ids.out-of-range``
-                for the first bad ID in flat order.
+            IdError, AllocationError: in the contract's order, as
+                :func:`~llm_from_scratch.autograd.gather.plan_of_ids` says.
             TapeError, AllocationError: from the tape, as their own rules.
         """
         table = self.table.tensor
@@ -250,15 +244,14 @@ class Embedding(TableLayer):
 
     def __call__(self, ids: object) -> TensorValue:
         """Look up rows for ``ids``, an integer array or nested lists whose shape is the token
-        shape (an array is not flattened first; a list or tuple subclass is read as the items
-        it holds, and nesting deeper than ``MAX_AXES`` is ``ids.nesting``).
-
-        Raises:
-            IdError, AllocationError: as :meth:`forward`, with ``ids.container`` for a masked
-                array or ragged lists.
+        shape (a list or tuple subclass is read as the items it holds).
 
         Shape:
             ``ids``: ``[*]``; output: ``[*, d]``.
+
+        Raises:
+            IdError, AllocationError: as :meth:`forward`; ``ids.container`` for a masked array or
+                ragged lists, ``ids.nesting`` deeper than ``MAX_AXES``.
         """
         table = self.table.tensor
         table_shape = (self.vocabulary_size, self.embedding_width)
@@ -267,14 +260,8 @@ class Embedding(TableLayer):
 
 
 def lookup(table: TensorValue, plan: RowGatherPlan, options: LookupOptions) -> TensorValue:
-    """The lookup of checked IDs (their plan carries the options' gradient rule) with checked
-    options (package-internal; the layer and ``nn.functional.embedding`` call it). With
-    ``max_norm`` a parameter's looked-up rows are renormalized in place, and a constant's
-    renormalized rows are looked up without writing it.
-
-    Raises:
-        TapeError, AllocationError: from the tape.
-    """
+    """The lookup of a checked plan with checked options: with ``max_norm`` a parameter's rows
+    are renormalized in place, a constant's looked up renormalized, unwritten."""
     if options.max_norm is None:
         return value_of(gather_rows_forward(node_of(table), plan))
     if table.kind == "constant":
