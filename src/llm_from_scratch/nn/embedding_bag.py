@@ -1,9 +1,5 @@
-"""The embedding-bag layer: one row per bag of token IDs, their sum, mean or max.
-
-:func:`bag_of_ids` is the one bag of a call (the layer's and ``functional.embedding_bag``'s):
-2-D IDs ``[B, L]`` are ``B`` bags; 1-D IDs ``[N]`` are cut by offsets ``[B]``, each bag up to the
-next offset (``B + 1`` boundaries, the last ``N``, with ``include_last_offset``). Offsets are read
-like IDs, each once into an owned buffer.
+"""The embedding-bag layer: one row per bag of token IDs, their sum, mean or max, computed by
+:func:`bag_of_ids` for the layer and ``functional.embedding_bag`` alike (offsets read as IDs are).
 """
 
 from __future__ import annotations
@@ -171,9 +167,8 @@ def bag_of_ids(
     weights: object,
     include_last_offset: object,
 ) -> TensorValue:
-    """The bag of a call with checked options: its arguments checked in their order, then the
-    bag; with ``max_norm`` a parameter's rows are renormalized in place, a constant's into a new
-    array that the bag reads."""
+    """The bag of a call with checked options, its arguments checked in their order; with
+    ``max_norm`` as :func:`~llm_from_scratch.nn.embedding.lookup`."""
     last_offset = checked_flag("include_last_offset", include_last_offset)
     if weights is not None and options.mode != "sum":
         raise IdError("weights.mode", value=options.mode)
@@ -197,14 +192,11 @@ def bag_of_ids(
 
 
 def _checked_weights(given: object, index_shape: Shape, dtype: np.dtype[Any]) -> TensorValue | None:
-    """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape, checked
-    (``weights.type``, ``weights.shape``) before a ``Tensor`` or an array becomes a constant."""
+    """Per-sample weights checked (``weights.type``, ``.shape``) as a ``TensorValue``."""
     weights: Any = given
     if isinstance(weights, TensorValue | Tensor):
-        fits, described = (
-            weights.dtype == dtype,
-            f"{type(weights).__name__} of dtype {weights.dtype}",
-        )
+        fits = weights.dtype == dtype
+        described = f"{type(weights).__name__} of dtype {weights.dtype}"
     elif isinstance(weights, np.ndarray) and not is_masked_array(weights):
         weights = plain_view(weights)
         fits, described = weights.dtype.kind in "biuf", f"ndarray of dtype {weights.dtype}"
@@ -225,8 +217,8 @@ def _checked_weights(given: object, index_shape: Shape, dtype: np.dtype[Any]) ->
 
 
 def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -> IndexArray:
-    """Where each bag starts, and, last, the number of IDs: ``[B + 1]`` positions
-    (``bag.layout``, then the offsets' rules; ``include_last_offset`` does not apply to 2-D IDs)."""
+    """Where each bag starts, and, last, the number of IDs: ``[B + 1]`` positions (``bag.layout``,
+    then the offsets' rules)."""
     given = offsets is not None
     if len(index_shape) == 2 and not given:
         bags, length = index_shape

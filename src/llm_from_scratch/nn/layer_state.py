@@ -1,7 +1,6 @@
-"""What the embedding layers share: their self-check, parameters, state dicts, copies and pickles.
-Constructors, clones, copies and pickles all build a layer through :func:`layer_of`, so a crafted
-pickle meets exactly the checks a new layer meets.
-"""
+"""What the embedding layers share: their constructors, self-check, parameters, state dicts,
+copies and pickles, all built through :func:`layer_of` (a crafted pickle meets a new layer's
+checks)."""
 
 from __future__ import annotations
 
@@ -22,6 +21,7 @@ from llm_from_scratch.nn.init import FROZEN_DETAIL, NamedParameter, NamedParamet
 from llm_from_scratch.nn.options import BagOptions, LookupOptions
 from llm_from_scratch.nn.tables import (
     FrozenTable,
+    Options,
     Table,
     check_finite,
     checked_parameter_size,
@@ -110,13 +110,12 @@ def pretrained(
     return layer_of(kind, *pretrained_table(table, name, freeze, _options_for(kind, options)))
 
 
-def _options_for(kind: type[TableLayer], options: tuple[Any, ...]) -> Callable[[int], Any]:
+def _options_for(kind: type[TableLayer], options: tuple[Any, ...]) -> Callable[[int], Options]:
     return lambda rows: kind.options_type(rows, *options)
 
 
 def is_table(value: object) -> bool:
-    """True for a layer's table (the class called with it and its options, as older pickles do,
-    rebuilds a layer)."""
+    """True for a layer's table (a :class:`NamedParameter` or a :class:`FrozenTable`)."""
     return isinstance(value, NamedParameter | FrozenTable)
 
 
