@@ -96,8 +96,8 @@ class SplitMix64:
         return f"SplitMix64(state={self._state:#018x})"
 
     def peek_unit_f64_block(self, count: int, skip: int = 0) -> npt.NDArray[np.float64]:
-        """The ``count`` values :meth:`next_unit_f64` would return after ``skip`` draws; the
-        state does not change."""
+        """The ``count`` values :meth:`next_unit_f64` would return after ``skip`` draws (the state
+        stays)."""
         steps = np.arange(skip + 1, skip + count + 1, dtype=np.uint64)
         with np.errstate(over="ignore"):
             z = np.uint64(self._state) + steps * np.uint64(self.GOLDEN_GAMMA)
@@ -146,8 +146,7 @@ def validate_parameter_name(name: object) -> str:
 
 
 def read_integer(value: object, refused: Callable[[object], Exception]) -> int:
-    """``value`` read once (``operator.index``) if it is an integer, not a bool; else
-    ``refused(value)``."""
+    """``value`` read once (``operator.index``) if an integer (no bool), else ``refused(value)``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise refused(value)
     try:
@@ -203,7 +202,7 @@ class XavierScale:
     @property
     def uniform_limit(self) -> float:
         """``sqrt(6 / (fan_in + fan_out))``: a uniform draw on ``[-limit, limit)`` has the target
-        variance (:func:`xavier_uniform_array` draws so)."""
+        variance."""
         return math.sqrt(6.0 / (self.fan_in + self.fan_out))
 
 
@@ -285,7 +284,7 @@ def _fill(
 @dataclass(frozen=True, eq=False, repr=False)
 class NamedParameter:
     """One checked name paired with one parameter leaf (held, not copied); pickles and copies
-    rebuild through this constructor (``copy.deepcopy`` with an independent, equal leaf).
+    rebuild through this class (``copy.deepcopy`` with an independent, equal leaf).
 
     Args:
         name: a valid parameter name (:func:`validate_parameter_name`), checked first.
@@ -328,8 +327,7 @@ class NamedParameter:
     def xavier_uniform(
         cls, name: str, fan_in: int, fan_out: int, rng: Seed, dtype: npt.DTypeLike = np.float64
     ) -> NamedParameter:
-        """A ``[fan_in, fan_out]`` Xavier-uniform parameter (:func:`xavier_uniform_array`); the
-        name is checked first."""
+        """A ``[fan_in, fan_out]`` Xavier-uniform parameter, the name checked first."""
         checked = validate_parameter_name(name)
         table = xavier_uniform_array(fan_in, fan_out, rng, dtype)
         return cls(checked, parameter_from_owned_array(table))

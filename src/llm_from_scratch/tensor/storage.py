@@ -387,7 +387,7 @@ def _numpy_array_source(array: object, what: str) -> np.ndarray[Any, Any]:
 
 def tensor_without_copy(array: FloatArray) -> Tensor:
     """The trusted constructor: a Tensor viewing ``array`` read-only, neither checked nor copied
-    (a later write by the package, an optimizer step, shows through)."""
+    (a later write by the package shows through)."""
     tensor = object.__new__(Tensor)
     object.__setattr__(tensor, "_array", read_only_view(array))
     return tensor
