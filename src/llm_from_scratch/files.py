@@ -534,6 +534,37 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
+# Memory -----------------------------------------------------------------------------------------
+
+
+def machine_memory_bytes() -> int:
+    """The machine's physical memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def resident_memory_bytes() -> int:
+    """The memory this process holds now (its resident set) in bytes; its peak where
+    ``/proc`` is missing."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return peak_memory_bytes()
+
+
+def peak_memory_bytes(maxrss: int | None = None) -> int:
+    """The most memory a process has held at once (its peak resident set) in bytes: this
+    process's, or the one whose ``ru_maxrss`` is given (as ``os.wait4`` reports of a child); 0
+    where the system does not say."""
+    if maxrss is None:
+        try:
+            import resource
+        except ImportError:  # pragma: no cover - not POSIX
+            return 0
+        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return maxrss if sys.platform == "darwin" else maxrss * 1024  # Linux counts KiB
+
+
 # JSON -------------------------------------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 import numpy as np
 
 from llm_from_scratch.bench.rounds import lines, worker_json
-from llm_from_scratch.training.run import peak_memory_bytes
+from llm_from_scratch.files import peak_memory_bytes, resident_memory_bytes
 
 FULL_SHAPE: Final = (128256, 4096)
 QUICK_SHAPE: Final = (8192, 1024)
@@ -85,18 +85,10 @@ def _action(name: str, path: str, rows: int, columns: int) -> Callable[[], objec
     return lambda: save_parameters(path, [parameter])
 
 
-def _current_rss_bytes() -> int:  # the peak where /proc is missing
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return peak_memory_bytes()
-
-
 def measure_in_this_process(name: str, path: str, rows: int, columns: int) -> CheckpointMeasurement:
     """Run one action here and measure it (the worker's job)."""
     action = _action(name, path, rows, columns)
-    rss_before = _current_rss_bytes()
+    rss_before = resident_memory_bytes()
     tracemalloc.start()
     start = time.perf_counter()
     result = action()

@@ -32,6 +32,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
 )
 from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS, VocabularyPieces
 from llm_from_scratch.errors import CorpusError, WordedError
+from llm_from_scratch.files import peak_memory_bytes
 from llm_from_scratch.nn import Embedding
 from llm_from_scratch.training.corpus import corpus_files, count_words, sentences
 from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN, Vocabulary
@@ -148,7 +149,7 @@ def timed_process(command: Sequence[str]) -> tuple[float, int]:
             errors.seek(0)
             sys.stderr.write(errors.read().decode("utf-8", "replace"))
             raise ChildProcessError(f"{' '.join(command)} exited with {int(status)}")
-    return float(seconds), int(maxrss) * (1 if sys.platform == "darwin" else 1024)
+    return float(seconds), peak_memory_bytes(int(maxrss))
 
 
 def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:

@@ -1,8 +1,7 @@
-"""Checkpoints: named parameters in safetensors files, which the ``safetensors`` package checks
-before they are read. This module adds atomic saves, loads that check all before they change a
-parameter, finiteness, the parameter-name rules and F16/BF16 conversion on request. Bytes go
-straight between the file and each array's memory (``docs/performance.md``).
-"""
+"""Checkpoints: named parameters in safetensors files, checked by the ``safetensors`` package
+before they are read, plus what it lacks: atomic saves, loads that check all before they change a
+parameter, finiteness, parameter names, F16/BF16 conversion; bytes go straight between the file
+and each array (``docs/performance.md``)."""
 
 from __future__ import annotations
 
@@ -56,18 +55,14 @@ class StoredTensor(NamedTuple):  # a tensor of a checked file, and where its byt
     offset: int
 
 
-# Saving ----------------------------------------------------------------------------------------
-
-
 def save_parameters(
     path: str | os.PathLike[str],
     parameters: Iterable[NamedParameter],
     metadata: Mapping[str, str] | None = None,
 ) -> None:
-    """Save named parameters as one safetensors file (float64 tensors first, then float32 ones,
-    each in the order given), replaced atomically: on failure an earlier file is as it was. The
-    path (``checkpoint.argument``), the parameters (as :class:`NamedParameters`) and the
-    metadata are checked, then as :func:`write_arrays`."""
+    """Save named parameters as one safetensors file (float64 tensors first, then float32, each
+    in the order given), replaced atomically. The path (``checkpoint.argument``), the parameters
+    (as :class:`NamedParameters`) and the metadata are checked, then as :func:`write_arrays`."""
     file_name, collection = checked_path(path), NamedParameters(parameters)
     rule = "a mapping of str to str"
     if metadata is not None and not isinstance(metadata, Mapping):
@@ -83,10 +78,9 @@ def save_parameters(
 def write_arrays(
     path: str, arrays: Sequence[tuple[str, np.ndarray[Any, Any]]], metadata: Mapping[str, str]
 ) -> None:
-    """Write named arrays as one file over ``path``, atomically; they must not change meanwhile.
-    Checked before anything is created: ``checkpoint.reserved-name``, ``checkpoint.argument`` (a
-    name or metadata that is not text), ``checkpoint.write`` (the path),
-    ``checkpoint.non-finite``, ``checkpoint.invalid`` (a header over the limit)."""
+    """Write named arrays, unchanged meanwhile, as one file over ``path``, atomically. Checked
+    before anything is created: ``checkpoint.reserved-name``, ``.argument`` (text), ``.write``
+    (the path), ``.non-finite``, ``.invalid`` (a header over the limit)."""
     # Not safetensors.numpy.save_file: it writes by path, sorts by name and reports a failed
     # write as text, not as the OSError (ENOSPC) our error carries (docs/performance.md).
     _check_header_text(path, [name for name, _ in arrays], metadata)
@@ -133,9 +127,6 @@ def _check_header_text(path: str, names: Sequence[str], metadata: Mapping[str, s
             shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}..."
             detail = f"{which} {shown}, where {error}"
             raise _argument(argument, "text", detail) from error
-
-
-# Loading ---------------------------------------------------------------------------------------
 
 
 def load_parameters(
@@ -189,10 +180,9 @@ def load_parameters(
 
 
 def load_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The ``__metadata__`` of a safetensors file (empty if none), once it is checked as by
+    """The ``__metadata__`` of a safetensors file (empty if none), checked as by
     :func:`load_parameters` up to ``checkpoint.data-size``."""
-    file_name = checked_path(path)
-    with opened(file_name) as (_, _, metadata):
+    with opened(checked_path(path)) as (_, _, metadata):
         return metadata
 
 
@@ -200,8 +190,7 @@ def checked_path(path: object) -> str:
     """``path`` as a plain ``str``, if it is a ``str`` or an ``os.PathLike`` of ``str``."""
     resolved = path_text(path)
     if resolved is None:
-        rule = "a str or an os.PathLike of str"
-        raise _argument("path", rule, type(path).__name__)
+        raise _argument("path", "a str or an os.PathLike of str", type(path).__name__)
     return resolved
 
 
@@ -217,10 +206,12 @@ def opened(path: str) -> Iterator[tuple[io.FileIO, list[StoredTensor], dict[str,
 
 
 def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[str, str]]:
-    """The tensors of ``file`` in file order and its metadata, once the package has checked the
-    file (a file replaced meanwhile is ``checkpoint.read``)."""
+    """The tensors of ``file`` in file order and its metadata, once the package has checked it
+    (a file replaced meanwhile is ``checkpoint.read``)."""
     opened_as = os.fstat(file.fileno())
-    check_sizes(path, file)
+    length, header = _plain_header(file, opened_as.st_size)
+    if header is not None:
+        check_sizes(path, opened_as.st_size - 8 - length, header)
     try:
         with safe_open(path, framework="numpy") as checked:
             slices = {key: checked.get_slice(key) for key in checked.keys()}  # noqa: SIM118
@@ -232,8 +223,9 @@ def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[st
     if len({(s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns) for s in (opened_as, now)}) > 1:
         replaced = FileExistsError("the file was replaced as it was opened")
         raise FileAccessError("checkpoint.read", path=path, cause=replaced)
-    length = int.from_bytes(_read(path, file, 0, bytearray(8)), "little")
-    header = json.loads(_read(path, file, 8, bytearray(length)))
+    if header is None:  # the package read a header Python's JSON cannot
+        cause = ValueError("the header is no JSON object")
+        raise FormatError("checkpoint.invalid", path=path, cause=cause)
     tensors = [
         StoredTensor(key, part.get_dtype(), tuple(part.get_shape()), 8 + length + offset)
         for key, part in slices.items()
@@ -242,15 +234,25 @@ def read_header(path: str, file: io.FileIO) -> tuple[list[StoredTensor], dict[st
     return sorted(tensors, key=lambda tensor: tensor.offset), dict(header.get("__metadata__") or {})
 
 
-def check_sizes(path: str, file: io.FileIO) -> None:
-    """Check before the package does (its error names neither the tensor nor the counts) that
-    each tensor's bytes are what its shape and dtype need (``checkpoint.tensor-size``, the first
-    in offset order) and that the tensors cover the data exactly (``checkpoint.data-size``);
-    other faults are left to the package."""
-    read = _plain_entries(file)
-    if read is None:
+def _plain_header(file: io.FileIO, size: int) -> tuple[int, dict[str, Any] | None]:
+    """The header's length and its JSON object, read once; None where it is none."""
+    try:
+        length = int.from_bytes(os.pread(file.fileno(), 8, 0), "little")
+        if size < 8 or not 0 < length <= min(HEADER_LIMIT, size - 8):
+            return 0, None
+        header = json.loads(os.pread(file.fileno(), length, 8))
+    except (OSError, ValueError, RecursionError):
+        return 0, None
+    return length, header if isinstance(header, dict) else None
+
+
+def check_sizes(path: str, data_bytes: int, header: dict[str, Any]) -> None:
+    """Check before the package, whose error names neither the tensor nor the counts, each
+    tensor's bytes in offset order (``checkpoint.tensor-size``) and the data's
+    (``checkpoint.data-size``); other faults are left to the package."""
+    entries, end = _plain_entries(header), 0
+    if entries is None:
         return
-    data_bytes, entries, end = *read, 0
     for name, dtype, shape, offsets in sorted(entries, key=lambda entry: entry[3]):
         if offsets[0] != end or offsets[1] < end:
             return  # offsets that do not follow one another: the package names the tensor
@@ -267,18 +269,8 @@ def check_sizes(path: str, file: io.FileIO) -> None:
 _Entry = tuple[str, str, tuple[int, ...], tuple[int, ...]]  # name, dtype, shape, offsets
 
 
-def _plain_entries(file: io.FileIO) -> tuple[int, list[_Entry]] | None:
-    """The data's size and the header's tensor entries, or None if any is not plain."""
-    try:
-        size = os.fstat(file.fileno()).st_size
-        length = int.from_bytes(os.pread(file.fileno(), 8, 0), "little")
-        if size < 8 or not 0 < length <= min(HEADER_LIMIT, size - 8):
-            return None
-        header = json.loads(os.pread(file.fileno(), length, 8))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(header, dict):
-        return None
+def _plain_entries(header: dict[str, Any]) -> list[_Entry] | None:
+    """The header's tensor entries, or None if any is not plain."""
     entries = []
     for name, entry in header.items():
         if name == "__metadata__":
@@ -291,7 +283,7 @@ def _plain_entries(file: io.FileIO) -> tuple[int, list[_Entry]] | None:
         if dtype not in ITEM_BYTES or len(offsets) != 2:
             return None
         entries.append((name, dtype, tuple(shape), tuple(offsets)))
-    return size - 8 - length, entries
+    return entries
 
 
 def _counts(value: object) -> TypeGuard[list[int]]:
@@ -301,8 +293,8 @@ def _counts(value: object) -> TypeGuard[list[int]]:
 def read_tensor(
     path: str, file: io.FileIO, tensor: StoredTensor, loaded: np.dtype[Any], finite: bool
 ) -> np.ndarray[Any, Any]:
-    """The tensor's values in a new array of dtype ``loaded`` (checked to be ``finite`` if
-    asked), read straight into it or converted through a buffer of :data:`CHUNK` elements."""
+    """The tensor's values in a new array of dtype ``loaded`` (checked ``finite`` if asked), read
+    straight into it or converted through a buffer of :data:`CHUNK` elements."""
     try:
         array = np.empty(tensor.shape, dtype=loaded)
     except MemoryError as error:

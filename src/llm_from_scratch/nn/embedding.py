@@ -1,11 +1,10 @@
-"""The token embedding layer (course chapter 18): one named ``[V, d]`` table and PyTorch's
-options, checked once when it is built; every call reads the IDs once and runs :func:`lookup`,
-the one lookup ``nn.functional.embedding`` runs too.
-"""
+"""The token embedding layer (course chapter 18): a named ``[V, d]`` table and PyTorch's options,
+checked once when built; each call reads the IDs once and runs :func:`lookup`, as
+``nn.functional.embedding`` does."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -23,15 +22,12 @@ from llm_from_scratch.autograd.gather import (
 )
 from llm_from_scratch.autograd.value import constant_from_owned_array, node_of, value_of
 from llm_from_scratch.nn.init import NamedParameter, Seed
-from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
+from llm_from_scratch.nn.layer_state import TableLayer, drawn, hold_new, pretrained, wrapping
 from llm_from_scratch.nn.options import LookupOptions
 from llm_from_scratch.nn.renorm import renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
     TABLE_NAME,
     Table,
-    checked_parameter_size,
-    new_table,
-    pretrained_table,
 )
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import Shape
@@ -116,14 +112,8 @@ class Embedding(TableLayer):
             >>> layer.table.tensor.value.equals(Embedding(1000, 64).table.tensor.value)
             True
         """
-        if is_table(vocabulary_size):  # the two fields, as earlier versions' pickles give them
-            table, options = vocabulary_size, embedding_width
-        else:
-            options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
-            table, options = new_table(  # type: ignore[assignment]
-                name, vocabulary_size, embedding_width, rng, dtype, options_for
-            )
-        hold_fields(self, table, options)
+        options = (padding_idx, max_norm, norm_type, scale_grad_by_freq)
+        hold_new(self, (vocabulary_size, embedding_width), name, rng, dtype, options)
 
     @property
     def scale_grad_by_freq(self) -> bool:
@@ -142,9 +132,7 @@ class Embedding(TableLayer):
     ) -> Embedding:
         """Wrap an existing named parameter (the same leaf): ``TypeError`` for anything else, then
         the table's shape and the options checked."""
-        rows, _ = checked_parameter_size(table)
-        options = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)(rows)
-        return layer_of(cls, table, options)
+        return wrapping(cls, table, (padding_idx, max_norm, norm_type, scale_grad_by_freq))
 
     @classmethod
     @pytorch_keywords(**PYTORCH_KEYWORDS)
@@ -185,9 +173,8 @@ class Embedding(TableLayer):
             >>> Embedding.new("w", 4, 2, np.random.default_rng(0), np.float32).table.tensor.dtype
             dtype('float32')
         """
-        options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
-        table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
-        return layer_of(cls, table, options)
+        options = (padding_idx, max_norm, norm_type, scale_grad_by_freq)
+        return drawn(cls, name, (vocabulary_size, embedding_width), rng, dtype, options)
 
     @classmethod
     @pytorch_keywords(embeddings="table", sparse=PYTORCH_KEYWORDS["sparse"])
@@ -226,11 +213,8 @@ class Embedding(TableLayer):
             >>> Embedding.from_pretrained(table, freeze=False)([2]).kind
             'operation'
         """
-        options_for = _options(padding_idx, max_norm, norm_type, scale_grad_by_freq)
-        layer_table, options = pretrained_table(table, name, freeze, options_for)
-        return layer_of(cls, layer_table, options)
-
-    # Lookup -------------------------------------------------------------------------------------
+        options = (padding_idx, max_norm, norm_type, scale_grad_by_freq)
+        return pretrained(cls, table, name, freeze, options)
 
     def forward(
         self, token_ids: Sequence[object] | npt.NDArray[Any], token_shape: Shape
@@ -248,11 +232,8 @@ class Embedding(TableLayer):
             ``token_ids``: ``[prod(token_shape)]``; output: ``token_shape + (d,)``.
 
         Raises:
-            IdError, AllocationError: in the contract's order (see
-                :func:`~llm_from_scratch.autograd.gather.plan_of_ids`): ``ids.shape``,
-                ``ids.container``, ``ids.count``, ``ids.shape`` for the output shape,
-                ``ids.dtype``, ``ids.allocation``, then ``ids.type`` or ``ids.out-of-range``
-                for the first bad ID in flat order.
+            IdError, AllocationError: in the contract's order, as
+                :func:`~llm_from_scratch.autograd.gather.plan_of_ids` says.
             TapeError, AllocationError: from the tape, as their own rules.
         """
         table = self.table.tensor
@@ -263,15 +244,14 @@ class Embedding(TableLayer):
 
     def __call__(self, ids: object) -> TensorValue:
         """Look up rows for ``ids``, an integer array or nested lists whose shape is the token
-        shape (an array is not flattened first; a list or tuple subclass is read as the items
-        it holds, and nesting deeper than ``MAX_AXES`` is ``ids.nesting``).
-
-        Raises:
-            IdError, AllocationError: as :meth:`forward`, with ``ids.container`` for a masked
-                array or ragged lists.
+        shape (a list or tuple subclass is read as the items it holds).
 
         Shape:
             ``ids``: ``[*]``; output: ``[*, d]``.
+
+        Raises:
+            IdError, AllocationError: as :meth:`forward`; ``ids.container`` for a masked array or
+                ragged lists, ``ids.nesting`` deeper than ``MAX_AXES``.
         """
         table = self.table.tensor
         table_shape = (self.vocabulary_size, self.embedding_width)
@@ -279,22 +259,9 @@ class Embedding(TableLayer):
         return lookup(table, plan, self.options)
 
 
-def _options(
-    padding_idx: int | None, max_norm: float | None, norm_type: float, scale_grad_by_freq: bool
-) -> Callable[[int], LookupOptions]:
-    """The checked options of a table of ``V`` rows, once ``V`` is known."""
-    return lambda rows: LookupOptions(rows, padding_idx, max_norm, norm_type, scale_grad_by_freq)
-
-
 def lookup(table: TensorValue, plan: RowGatherPlan, options: LookupOptions) -> TensorValue:
-    """The lookup of checked IDs (their plan carries the options' gradient rule) with checked
-    options (package-internal; the layer and ``nn.functional.embedding`` call it). With
-    ``max_norm`` a parameter's looked-up rows are renormalized in place, and a constant's
-    renormalized rows are looked up without writing it.
-
-    Raises:
-        TapeError, AllocationError: from the tape.
-    """
+    """The lookup of a checked plan with checked options: with ``max_norm`` a parameter's rows
+    are renormalized in place, a constant's looked up renormalized, unwritten."""
     if options.max_norm is None:
         return value_of(gather_rows_forward(node_of(table), plan))
     if table.kind == "constant":

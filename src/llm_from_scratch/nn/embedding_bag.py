@@ -1,14 +1,9 @@
-"""The embedding-bag layer: one row per bag of token IDs, their sum, mean or max.
-
-:func:`bag_of_ids` is the one bag of a call (the layer's and ``functional.embedding_bag``'s):
-2-D IDs ``[B, L]`` are ``B`` bags; 1-D IDs ``[N]`` are cut by offsets ``[B]``, each bag up to the
-next offset (``B + 1`` boundaries, the last ``N``, with ``include_last_offset``). Offsets are read
-like IDs, each once into an owned buffer.
+"""The embedding-bag layer: one row per bag of token IDs, their sum, mean or max, computed by
+:func:`bag_of_ids` for the layer and ``functional.embedding_bag`` alike (offsets read as IDs are).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -25,15 +20,12 @@ from llm_from_scratch.autograd.value import constant_from_owned_array
 from llm_from_scratch.errors import AllocationError, IdError
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS
 from llm_from_scratch.nn.init import NamedParameter, Seed
-from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
+from llm_from_scratch.nn.layer_state import TableLayer, drawn, hold_new, pretrained, wrapping
 from llm_from_scratch.nn.options import BagOptions, checked_flag
 from llm_from_scratch.nn.renorm import check_renormalizable, renormalized_rows, renormalized_then
 from llm_from_scratch.nn.tables import (
     TABLE_NAME,
     Table,
-    checked_parameter_size,
-    new_table,
-    pretrained_table,
 )
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import IndexArray, Shape, Tensor, is_masked_array, plain_view
@@ -98,14 +90,8 @@ class EmbeddingBag(TableLayer):
             >>> bags([[1, 2], [3, 3]]).shape, bags.table.tensor.dtype
             ((2, 8), dtype('float32'))
         """
-        if is_table(vocabulary_size):  # the two fields, as earlier versions' pickles give them
-            table, options = vocabulary_size, embedding_width
-        else:
-            options_for = _options(mode, padding_idx, max_norm, norm_type)
-            table, options = new_table(  # type: ignore[assignment]
-                name, vocabulary_size, embedding_width, rng, dtype, options_for
-            )
-        hold_fields(self, table, options)
+        options = (mode, padding_idx, max_norm, norm_type)
+        hold_new(self, (vocabulary_size, embedding_width), name, rng, dtype, options)
 
     @property
     def mode(self) -> BagMode:
@@ -123,8 +109,7 @@ class EmbeddingBag(TableLayer):
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
         """Wrap an existing named parameter, as ``Embedding.from_parameter``."""
-        rows, _ = checked_parameter_size(table)
-        return layer_of(cls, table, _options(mode, padding_idx, max_norm, norm_type)(rows))
+        return wrapping(cls, table, (mode, padding_idx, max_norm, norm_type))
 
     @classmethod
     @pytorch_keywords(**BAG_PYTORCH_KEYWORDS)
@@ -142,9 +127,8 @@ class EmbeddingBag(TableLayer):
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
         """A Xavier-uniform table, as ``Embedding.new``."""
-        options_for = _options(mode, padding_idx, max_norm, norm_type)
-        table, options = new_table(name, vocabulary_size, embedding_width, rng, dtype, options_for)
-        return layer_of(cls, table, options)
+        options = (mode, padding_idx, max_norm, norm_type)
+        return drawn(cls, name, (vocabulary_size, embedding_width), rng, dtype, options)
 
     @classmethod
     @pytorch_keywords(embeddings="table", sparse=PYTORCH_KEYWORDS["sparse"])
@@ -160,9 +144,7 @@ class EmbeddingBag(TableLayer):
         norm_type: float = 2.0,
     ) -> EmbeddingBag:
         """A bag layer over a table you already have, as ``Embedding.from_pretrained``."""
-        options_for = _options(mode, padding_idx, max_norm, norm_type)
-        layer_table, options = pretrained_table(table, name, freeze, options_for)
-        return layer_of(cls, layer_table, options)
+        return pretrained(cls, table, name, freeze, (mode, padding_idx, max_norm, norm_type))
 
     def __call__(
         self,
@@ -177,13 +159,6 @@ class EmbeddingBag(TableLayer):
         return bag_of_ids(self.table.tensor, self.options, *call)
 
 
-def _options(
-    mode: str, padding_idx: int | None, max_norm: float | None, norm_type: float
-) -> Callable[[int], BagOptions]:
-    """The checked options of a bag table of ``V`` rows, once ``V`` is known."""
-    return lambda rows: BagOptions(rows, mode, padding_idx, max_norm, norm_type)  # type: ignore[arg-type]
-
-
 def bag_of_ids(
     table: TensorValue,
     options: BagOptions,
@@ -192,9 +167,8 @@ def bag_of_ids(
     weights: object,
     include_last_offset: object,
 ) -> TensorValue:
-    """The bag of a call with checked options: its arguments checked in their order, then the
-    bag; with ``max_norm`` a parameter's rows are renormalized in place, a constant's into a new
-    array that the bag reads."""
+    """The bag of a call with checked options, its arguments checked in their order; with
+    ``max_norm`` as :func:`~llm_from_scratch.nn.embedding.lookup`."""
     last_offset = checked_flag("include_last_offset", include_last_offset)
     if weights is not None and options.mode != "sum":
         raise IdError("weights.mode", value=options.mode)
@@ -218,14 +192,11 @@ def bag_of_ids(
 
 
 def _checked_weights(given: object, index_shape: Shape, dtype: np.dtype[Any]) -> TensorValue | None:
-    """Per-sample weights as a ``TensorValue`` of the table's dtype and the IDs' shape, checked
-    (``weights.type``, ``weights.shape``) before a ``Tensor`` or an array becomes a constant."""
+    """Per-sample weights checked (``weights.type``, ``.shape``) as a ``TensorValue``."""
     weights: Any = given
     if isinstance(weights, TensorValue | Tensor):
-        fits, described = (
-            weights.dtype == dtype,
-            f"{type(weights).__name__} of dtype {weights.dtype}",
-        )
+        fits = weights.dtype == dtype
+        described = f"{type(weights).__name__} of dtype {weights.dtype}"
     elif isinstance(weights, np.ndarray) and not is_masked_array(weights):
         weights = plain_view(weights)
         fits, described = weights.dtype.kind in "biuf", f"ndarray of dtype {weights.dtype}"
@@ -246,8 +217,8 @@ def _checked_weights(given: object, index_shape: Shape, dtype: np.dtype[Any]) ->
 
 
 def bag_starts(index_shape: Shape, offsets: object, include_last_offset: bool) -> IndexArray:
-    """Where each bag starts, and, last, the number of IDs: ``[B + 1]`` positions
-    (``bag.layout``, then the offsets' rules; ``include_last_offset`` does not apply to 2-D IDs)."""
+    """Where each bag starts, and, last, the number of IDs: ``[B + 1]`` positions (``bag.layout``,
+    then the offsets' rules)."""
     given = offsets is not None
     if len(index_shape) == 2 and not given:
         bags, length = index_shape

@@ -1,8 +1,7 @@
-"""The embedding lookups as functions of a table (any rank-two ``TensorValue``), as PyTorch's
-``torch.nn.functional`` has them: every argument checked once, then the layers' own lookup or
-bag. Unlike PyTorch's, ``max_norm`` never writes a constant table and refuses an operation
-result (:mod:`~llm_from_scratch.nn.renorm`); gradients are always row-sparse; offsets are checked.
-"""
+"""The embedding lookups as functions of a rank-two ``TensorValue`` table, as in PyTorch's
+``torch.nn.functional``: every argument checked once, then the layers' own lookup or bag. Unlike
+PyTorch's, ``max_norm`` never writes a constant table and refuses an operation result
+(:mod:`~llm_from_scratch.nn.renorm`), gradients are row-sparse and offsets are checked."""
 
 from __future__ import annotations
 
@@ -39,13 +38,8 @@ def embedding(
     Args:
         token_ids: an integer array or nested lists; its shape is the token shape.
         table: a rank-two ``TensorValue`` ``[V, d]``.
-        padding_idx: a row in ``[-V, V)`` that receives no gradient (negative counts from the
-            end); its lookups still return its values.
-        max_norm: before the lookup, each distinct row the IDs name whose ``norm_type``-norm
-            exceeds ``max_norm`` is scaled by ``max_norm / (norm + 1e-7)``.
-        norm_type: the ``p`` of that norm.
-        scale_grad_by_freq: divide each row's gradient by the number of times its ID occurs
-            in ``token_ids``.
+        padding_idx, max_norm, norm_type, scale_grad_by_freq: as :class:`LookupOptions` reads
+            them (``max_norm`` scales a row by ``max_norm / (norm + 1e-7)``).
 
     Shape:
         ``token_ids``: ``[*]``; ``table``: ``[V, d]``; output: ``[*, d]``.
@@ -101,8 +95,7 @@ def embedding_bag(
             multiplies its row; a ``TensorValue`` receives a gradient, a ``Tensor`` or a real
             NumPy array is a constant.
         include_last_offset: ``offsets`` holds ``B + 1`` boundaries, the last one ``N``.
-        padding_idx: a row whose entries are skipped: they add nothing, count for nothing in a
-            mean and receive no gradient (negative counts from the end).
+        padding_idx: a row whose entries are skipped (nothing added, counted or sent back).
         max_norm, norm_type: as in :func:`embedding` (every ID's row, padding included).
 
     Shape:

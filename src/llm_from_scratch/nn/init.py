@@ -56,9 +56,9 @@ class SplitMix64:
     _state: int
 
     def __init__(self, state: int) -> None:
-        self._state = read_integer(state, _seed_error)
+        self._state = read_integer(state, lambda bad: TableError("seed.range", seed=bad))
         if not 0 <= self._state <= _MASK64:
-            raise _seed_error(state)
+            raise TableError("seed.range", seed=state)
 
     @classmethod
     def from_seed(cls, seed: int) -> SplitMix64:
@@ -96,8 +96,8 @@ class SplitMix64:
         return f"SplitMix64(state={self._state:#018x})"
 
     def peek_unit_f64_block(self, count: int, skip: int = 0) -> npt.NDArray[np.float64]:
-        """The ``count`` values :meth:`next_unit_f64` would return after ``skip`` draws; the
-        state does not change."""
+        """The ``count`` values :meth:`next_unit_f64` would return after ``skip`` draws (the state
+        stays)."""
         steps = np.arange(skip + 1, skip + count + 1, dtype=np.uint64)
         with np.errstate(over="ignore"):
             z = np.uint64(self._state) + steps * np.uint64(self.GOLDEN_GAMMA)
@@ -112,12 +112,10 @@ class SplitMix64:
 
 
 def validate_parameter_name(name: object) -> str:
-    """Return ``name`` if it is a valid parameter name, else raise at its first bad byte
-    (``name.type``, ``name.empty``, ``name.segment``, ``name.byte``).
-
-    Rules: non-empty; dot-separated segments, none empty (a trailing dot reports index =
-    length); every other byte lowercase ASCII, a digit or underscore. A ``str`` subclass is
-    read once as the plain ``str`` it holds, which is what is checked and returned.
+    """Return ``name`` (a ``str`` subclass read once as its plain ``str``) if it is non-empty
+    dot-separated segments of lowercase ASCII, digits and underscores, else raise at its first bad
+    byte (``name.type``, ``name.empty``, ``name.segment``, ``name.byte``; a trailing dot reports
+    index = length).
 
     Example:
         >>> validate_parameter_name("token_embedding.weight")
@@ -147,13 +145,8 @@ def validate_parameter_name(name: object) -> str:
     return name
 
 
-def _seed_error(seed: object) -> TableError:
-    return TableError("seed.range", seed=seed)
-
-
 def read_integer(value: object, refused: Callable[[object], Exception]) -> int:
-    """``value`` read once (``operator.index``) if it is an integer, not a bool; else
-    ``refused(value)``."""
+    """``value`` read once (``operator.index``) if an integer (no bool), else ``refused(value)``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise refused(value)
     try:
@@ -167,8 +160,7 @@ def read_integer(value: object, refused: Callable[[object], Exception]) -> int:
 
 @dataclass(frozen=True)
 class XavierScale:
-    """The Xavier (Glorot) scale of a ``[fan_in, fan_out]`` matrix, pickled through this
-    constructor.
+    """The Xavier (Glorot) scale of a ``[fan_in, fan_out]`` matrix (pickled through this class).
 
     Args:
         fan_in, fan_out: positive integers (not bools), each read once: else ``fan.value``, then
@@ -210,19 +202,15 @@ class XavierScale:
     @property
     def uniform_limit(self) -> float:
         """``sqrt(6 / (fan_in + fan_out))``: a uniform draw on ``[-limit, limit)`` has the target
-        variance (:func:`xavier_uniform_array` draws so)."""
+        variance."""
         return math.sqrt(6.0 / (self.fan_in + self.fan_out))
 
 
 def _checked_fan(which: str, value: object) -> int:
-    fan = read_integer(value, partial(_fan_error, which))
+    fan = read_integer(value, lambda bad: TableError("fan.value", which=which, value=bad))
     if fan < 0:
-        raise _fan_error(which, value)
+        raise TableError("fan.value", which=which, value=value)
     return fan
-
-
-def _fan_error(which: str, value: object) -> TableError:
-    return TableError("fan.value", which=which, value=value)
 
 
 def xavier_scale(fan_in: int, fan_out: int) -> XavierScale:
@@ -238,13 +226,11 @@ Seed: TypeAlias = "SplitMix64 | np.random.Generator | int"
 def xavier_uniform_array(
     fan_in: int, fan_out: int, rng: Seed, dtype: npt.DTypeLike = np.float64
 ) -> FloatArray:
-    """A new ``[fan_in, fan_out]`` Xavier-uniform array; advances ``rng`` only on success.
-
-    Each value, in row-major order, is ``limit * (2 * u - 1)`` computed in float64 (then
-    rounded to ``dtype``), ``u`` the next ``next_unit_f64()`` of a SplitMix64 (of
-    ``SplitMix64.from_seed(rng)`` for an int) or the next ``random()`` of a NumPy ``Generator``.
-    The fans are checked as by :class:`XavierScale`, then ``rng`` (``init.generator-type``,
-    ``seed.range``), then ``table.build`` (a layout overflow, a dtype but float32 or 64, memory).
+    """A new ``[fan_in, fan_out]`` Xavier-uniform array; advances ``rng`` only on success. Each
+    value, in row-major order, is ``limit * (2 * u - 1)`` in float64 (then rounded to ``dtype``),
+    ``u`` the next ``next_unit_f64()`` of a SplitMix64 (an int seeds one) or ``random()`` of a
+    NumPy ``Generator``. The fans are checked as by :class:`XavierScale`, then ``rng``
+    (``init.generator-type``, ``seed.range``), then ``table.build`` (layout, dtype, memory).
 
     Example:
         >>> same = xavier_uniform_array(2, 3, 18), xavier_uniform_array(2, 3, SplitMix64(18))
@@ -266,9 +252,8 @@ def xavier_uniform_array(
     except ShapeError as error:
         raise TableError("table.build", detail=str(error)) from error
     try:
-        # NumPy raises ValueError, not MemoryError, when the byte count overflows.
         table = np.empty((fan_in, fan_out), dtype=resolved)
-    except (MemoryError, ValueError) as error:
+    except (MemoryError, ValueError) as error:  # NumPy: ValueError when the bytes overflow
         raise TableError("table.build", detail=f"could not allocate {count} values") from error
     flat, limit = table.reshape(-1), scale.uniform_limit  # a view: the table owns its memory
     if isinstance(source, SplitMix64):  # draw ahead, then advance: nothing to undo
@@ -299,7 +284,7 @@ def _fill(
 @dataclass(frozen=True, eq=False, repr=False)
 class NamedParameter:
     """One checked name paired with one parameter leaf (held, not copied); pickles and copies
-    rebuild through this constructor (``copy.deepcopy`` with an independent, equal leaf).
+    rebuild through this class (``copy.deepcopy`` with an independent, equal leaf).
 
     Args:
         name: a valid parameter name (:func:`validate_parameter_name`), checked first.
@@ -342,16 +327,14 @@ class NamedParameter:
     def xavier_uniform(
         cls, name: str, fan_in: int, fan_out: int, rng: Seed, dtype: npt.DTypeLike = np.float64
     ) -> NamedParameter:
-        """A ``[fan_in, fan_out]`` Xavier-uniform parameter (:func:`xavier_uniform_array`); the
-        name is checked first."""
+        """A ``[fan_in, fan_out]`` Xavier-uniform parameter, the name checked first."""
         checked = validate_parameter_name(name)
         table = xavier_uniform_array(fan_in, fan_out, rng, dtype)
         return cls(checked, parameter_from_owned_array(table))
 
     @property
     def gradient(self) -> Tensor | None:
-        """The parameter's accumulated dense gradient: :attr:`tensor`'s
-        (:attr:`~llm_from_scratch.autograd.TensorValue.gradient`)."""
+        """The parameter's accumulated dense gradient, :attr:`tensor`'s."""
         return self.tensor.gradient
 
     def __repr__(self) -> str:
@@ -473,7 +456,6 @@ def _checked_parameters(parameters: object, index: dict[str, int]) -> tuple[Name
 
 
 def _is_numpy_generator(rng: object) -> TypeGuard[np.random.Generator]:
-    """True for a ``numpy.random.Generator`` (its module is not imported to ask: the demo never
-    loads it, and a generator exists only once it is loaded)."""
+    """True for a ``numpy.random.Generator``, asked without importing ``numpy.random``."""
     random = sys.modules.get("numpy.random")
     return random is not None and isinstance(rng, random.Generator)

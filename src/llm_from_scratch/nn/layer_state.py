@@ -1,12 +1,11 @@
-"""What the embedding layers share: their self-check, parameters, state dicts, copies and pickles.
-Constructors, clones, copies and pickles all build a layer through :func:`layer_of`, so a crafted
-pickle meets exactly the checks a new layer meets.
-"""
+"""What the embedding layers share: their constructors, self-check, parameters, state dicts,
+copies and pickles, all built through :func:`layer_of` (a crafted pickle meets a new layer's
+checks)."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
@@ -18,9 +17,18 @@ if TYPE_CHECKING:
 
 from llm_from_scratch.autograd.value import copied_values, update_leaves_in_place
 from llm_from_scratch.errors import TableError
-from llm_from_scratch.nn.init import FROZEN_DETAIL, NamedParameter, NamedParameters
+from llm_from_scratch.nn.init import FROZEN_DETAIL, NamedParameter, NamedParameters, Seed
 from llm_from_scratch.nn.options import BagOptions, LookupOptions
-from llm_from_scratch.nn.tables import FrozenTable, Table, check_finite, checked_sizes
+from llm_from_scratch.nn.tables import (
+    FrozenTable,
+    Options,
+    Table,
+    check_finite,
+    checked_parameter_size,
+    checked_sizes,
+    new_table,
+    pretrained_table,
+)
 from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import FloatArray, is_masked_array, plain_view
 
@@ -58,9 +66,56 @@ def layer_of(kind: type[_L], table: object, options: object) -> _L:
     return layer
 
 
+# The constructors' one body each; ``options`` are the options' fields after the row count.
+
+
+def hold_new(
+    layer: TableLayer,
+    sizes: tuple[Any, Any],
+    name: str,
+    rng: Seed,
+    dtype: npt.DTypeLike,
+    options: tuple[Any, ...],
+) -> None:
+    """``__init__``: a table drawn as ``new`` draws it, or the two fields (``table``,
+    ``options``), as earlier versions' pickles give them."""
+    if is_table(sizes[0]):
+        hold_fields(layer, *sizes)
+    else:
+        hold_fields(layer, *new_table(name, *sizes, rng, dtype, _options_for(type(layer), options)))
+
+
+def wrapping(kind: type[_L], table: NamedParameter, options: tuple[Any, ...]) -> _L:
+    """``from_parameter``: the parameter's type and shape checked, then the options."""
+    rows, _ = checked_parameter_size(table)
+    return layer_of(kind, table, _options_for(kind, options)(rows))
+
+
+def drawn(
+    kind: type[_L],
+    name: str,
+    sizes: tuple[int, int],
+    rng: Seed,
+    dtype: npt.DTypeLike,
+    options: tuple[Any, ...],
+) -> _L:
+    """``new``: checked and drawn by :func:`~llm_from_scratch.nn.tables.new_table`."""
+    return layer_of(kind, *new_table(name, *sizes, rng, dtype, _options_for(kind, options)))
+
+
+def pretrained(
+    kind: type[_L], table: object, name: str, freeze: bool, options: tuple[Any, ...]
+) -> _L:
+    """``from_pretrained``: checked by :func:`~llm_from_scratch.nn.tables.pretrained_table`."""
+    return layer_of(kind, *pretrained_table(table, name, freeze, _options_for(kind, options)))
+
+
+def _options_for(kind: type[TableLayer], options: tuple[Any, ...]) -> Callable[[int], Options]:
+    return lambda rows: kind.options_type(rows, *options)
+
+
 def is_table(value: object) -> bool:
-    """True for a layer's table (the class called with it and its options, as older pickles do,
-    rebuilds a layer)."""
+    """True for a layer's table (a :class:`NamedParameter` or a :class:`FrozenTable`)."""
     return isinstance(value, NamedParameter | FrozenTable)
 
 

@@ -1,6 +1,5 @@
-"""The options of the embedding layers (PyTorch's keyword arguments): frozen records that check
-themselves for a table of ``vocabulary_size`` rows, in the order of their fields, also when
-unpickled, each value read once.
+"""The embedding layers' options (PyTorch's keyword arguments): frozen records that check
+themselves, also when unpickled, for a table of ``vocabulary_size`` rows, each value read once.
 
 Example:
     >>> options = LookupOptions(4, padding_idx=-1, max_norm=1)
@@ -92,8 +91,7 @@ class BagOptions:
         return BagOptions, (self.vocabulary_size, *fields)
 
 
-def _set(options: object, name: str, value: object) -> None:
-    object.__setattr__(options, name, value)  # the checked value replaces the caller's
+_set = object.__setattr__  # a checked value replaces the caller's
 
 
 def _check_rows_and_norm(options: LookupOptions | BagOptions) -> None:
@@ -130,8 +128,7 @@ def checked_padding_idx(padding_idx: object, vocabulary_size: int) -> int | None
 
 
 def _positive_finite(name: str, value: object, none: bool = False) -> float | None:
-    """``value`` read once (``float()``) if it is a finite real number above zero, not a bool
-    (or None, if ``none``)."""
+    """``value`` read once (``float()``) if a finite real above zero, not a bool (or None)."""
     if none and value is None:
         return None
     requirement = "a finite real number above zero"

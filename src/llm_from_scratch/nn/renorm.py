@@ -1,13 +1,7 @@
-"""``max_norm``: the in-place renormalization of looked-up rows, PyTorch's ``embedding_renorm_``.
-
-Each distinct looked-up row whose ``norm_type``-norm exceeds ``max_norm`` is multiplied by
-``max_norm / (norm + 1e-7)``, outside the tape, with PyTorch's CPU arithmetic: the norm in the
-table's dtype, its terms added left to right (PyTorch's 2-norm adds in SIMD lanes, so it may
-differ in the last bit), the scale computed in float64 and rounded to the table's dtype. A
-parameter table is written in place, its lock held through the lookup (a graph recorded before
-raises ``tape.stale-value``); a frozen table is never written: :func:`renormalized_rows`
-computes the same rows into a new array, what PyTorch's first lookup of each row returns.
-"""
+"""``max_norm``, PyTorch's ``embedding_renorm_`` (``docs/library.md``): each distinct looked-up
+row whose norm (in the table's dtype, added left to right) exceeds ``max_norm`` is scaled by
+``max_norm / (norm + 1e-7)`` (computed in float64, rounded to the dtype), outside the tape: in
+place for a parameter, its lock held through the lookup; into a new array for a constant."""
 
 from __future__ import annotations
 
@@ -28,8 +22,8 @@ NORM_OFFSET = 1e-7  # added to a norm before dividing by it (PyTorch's constant)
 
 
 def check_renormalizable(table: TensorValue, max_norm: float | None) -> None:
-    """Refuse ``max_norm`` on an operation result, whose rows can be neither written nor
-    replaced outside the tape (``option.value``)."""
+    """Refuse ``max_norm`` on an operation result (``option.value``): its rows can be neither
+    written nor replaced outside the tape."""
     if max_norm is not None and table.kind == "operation":
         requirement = "None when the table is an operation result (renormalize a parameter or a"
         requirement += " constant table)"
@@ -43,8 +37,8 @@ def renormalized_then(
     norm_type: float,
     lookup: Callable[[], _T],
 ) -> _T:
-    """Renormalize the rows ``indices`` name of a parameter table, then run ``lookup`` while no
-    other update of the table can start; return what it returns."""
+    """Renormalize the rows ``indices`` name of a parameter table, then return ``lookup()`` run
+    while no other update of the table can start."""
 
     def planned() -> list[Write | None]:
         return [renormalizing_write(table.numpy(), indices, max_norm, norm_type)]
@@ -75,8 +69,8 @@ def renormalized_rows(
     values: FloatArray, indices: IndexArray, max_norm: float, norm_type: float
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
     """The distinct rows ``indices`` name, renormalized without writing ``values``: the sorted
-    rows ``[k]``, a new ``[k, d]`` array of them as :func:`renormalizing_write` leaves them, bit
-    for bit, and each index's position in the rows ``[N]``.
+    rows ``[k]``, a new ``[k, d]`` array of them as :func:`renormalizing_write` leaves them, and
+    each index's position among the rows ``[N]``.
 
     Example:
         >>> table = np.array([[3.0, 4.0], [0.3, 0.4]])
@@ -95,8 +89,7 @@ def renormalized_rows(
 def _scaled(
     selected: FloatArray, max_norm: float, norm_type: float
 ) -> tuple[np.ndarray[Any, np.dtype[np.bool_]] | None, FloatArray]:
-    """Which of ``selected``'s rows exceed ``max_norm`` (None if none does), and those rows
-    scaled as the module docstring says."""
+    """Which of ``selected``'s rows exceed ``max_norm`` (None if none), and those rows scaled."""
     norms = row_norms(selected, norm_type).astype(np.float64)
     exceeding = norms > max_norm
     if not bool(exceeding.any()):
@@ -107,9 +100,8 @@ def _scaled(
 
 def row_norms(rows: FloatArray, norm_type: float) -> FloatArray:
     """The ``norm_type``-norm of each row, in the rows' dtype, its terms added left to right."""
-    # Expected and handled, as PyTorch's kernel computes them: a power that overflows (a huge
-    # p) gives an infinite norm, and a p below the dtype's smallest subnormal (1e-50 in float32)
-    # rounds to 0, so 1/p is infinite (NumPy's "divide by zero") and the norm is 0, 1 or inf.
+    # As PyTorch's kernel: a huge p overflows to an infinite norm; a p that rounds to 0 in the
+    # dtype makes 1/p infinite ("divide by zero") and the norm 0, 1 or inf.
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if norm_type == 2.0:
             return np.sqrt(_left_to_right_sums(rows * rows))

@@ -1,13 +1,11 @@
-"""The tables the embedding layers own: a :class:`~llm_from_scratch.nn.init.NamedParameter` (a
-trainable table) or a :class:`FrozenTable` (a named constant), and how ``new`` and
-``from_pretrained`` build them, checked in the order both layers promise.
-"""
+"""The tables the embedding layers own, a :class:`~llm_from_scratch.nn.init.NamedParameter` or
+a :class:`FrozenTable` (a named constant), and how ``new`` and ``from_pretrained`` build them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import numpy as np
 
@@ -25,7 +23,7 @@ from llm_from_scratch.nn.init import (
     validate_parameter_name,
     xavier_uniform_array,
 )
-from llm_from_scratch.nn.options import checked_flag
+from llm_from_scratch.nn.options import BagOptions, LookupOptions, checked_flag
 from llm_from_scratch.tensor.storage import FloatArray, Tensor, is_masked_array, plain_view
 
 TABLE_NAME: Final = "token_embedding.weight"  # a layer's table's name unless given one
@@ -34,8 +32,7 @@ TABLE_NAME: Final = "token_embedding.weight"  # a layer's table's name unless gi
 @dataclass(frozen=True, eq=False, repr=False)
 class FrozenTable:
     """A named ``[V, d]`` table that never changes: lookups from it are constants, and no
-    optimizer, checkpoint load or ``max_norm`` writes it. Pickles rebuild through this
-    constructor, and a deep copy is the table itself.
+    optimizer, checkpoint load or ``max_norm`` writes it (pickles rebuild through this class).
 
     Args:
         name: a valid parameter name (else its ``TableError``).
@@ -66,14 +63,7 @@ class FrozenTable:
 
 
 Table: TypeAlias = "NamedParameter | FrozenTable"
-
-
-class _TableOptions(Protocol):
-    @property
-    def padding_idx(self) -> int | None: ...
-
-
-_O = TypeVar("_O", bound=_TableOptions)
+Options: TypeAlias = "LookupOptions | BagOptions"
 
 
 def check_finite(values: FloatArray) -> None:
@@ -102,8 +92,8 @@ def checked_parameter_size(table: object) -> tuple[int, int]:
 
 
 def checked_name_and_sizes(name: object, rows: object, width: object) -> tuple[str, int, int]:
-    """The name, then ``V`` and ``d`` of a table, read once each: ``table.empty-vocabulary``,
-    ``table.zero-width``, or ``table.initialization`` (the name's or the fan's error as cause)."""
+    """The name, ``V`` and ``d`` of a table, read once each: ``table.empty-vocabulary``,
+    ``.zero-width``, or ``.initialization`` (the name's or the fan's error as cause)."""
     try:
         checked = validate_parameter_name(name)
         scale = XavierScale(rows, width)  # type: ignore[arg-type]
@@ -122,8 +112,8 @@ def new_table(
     embedding_width: int,
     rng: Seed,
     dtype: npt.DTypeLike,
-    options_for: Callable[[int], _O],
-) -> tuple[NamedParameter, _O]:
+    options_for: Callable[[int], Options],
+) -> tuple[NamedParameter, Options]:
     """The table and options of a layer's ``new``, checked and drawn as ``Embedding.new`` says."""
     checked, rows, width = checked_name_and_sizes(name, vocabulary_size, embedding_width)
     options = options_for(rows)
@@ -137,10 +127,9 @@ def new_table(
 
 
 def pretrained_table(
-    table: object, name: str, freeze: bool, options_for: Callable[[int], _O]
-) -> tuple[Table, _O]:
-    """The table and options of a layer's ``from_pretrained``, checked in the order
-    ``Embedding.from_pretrained`` says (the values last)."""
+    table: object, name: str, freeze: bool, options_for: Callable[[int], Options]
+) -> tuple[Table, Options]:
+    """The table and options of a layer's ``from_pretrained``, checked as it says."""
     source = table if isinstance(table, NamedParameter) else _pretrained_array(table)
     rows, width = checked_sizes(
         source.tensor.shape if isinstance(source, NamedParameter) else source.shape
@@ -186,8 +175,7 @@ def _copy(array: np.ndarray[Any, Any]) -> FloatArray:
 
 
 def qualified_type_name(value: object) -> str:
-    """``list`` for a built-in type, ``numpy.ndarray`` or ``torch.Tensor`` for another
-    library's, so that no ``Tensor`` is mistaken for ours."""
+    """``list`` for a built-in type, ``numpy.ndarray`` or ``torch.Tensor`` for another library's."""
     kind = type(value)
     if kind.__module__ == "builtins":
         return kind.__qualname__

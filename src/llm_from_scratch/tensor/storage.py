@@ -1,8 +1,5 @@
-"""Contiguous row-major float storage (course chapter 8).
-
-A shape is a tuple of non-negative ints; ``()`` is a scalar with one element and any zero extent
-gives zero elements. :func:`checked_row_major_layout` is the one place that turns a shape into
-strides and an element count.
+"""Contiguous row-major float storage (course chapter 8): a shape is a tuple of non-negative
+ints (``()`` a scalar); :func:`checked_row_major_layout` alone turns one into strides and a count.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from numpy.lib import NumpyVersion
 
 from llm_from_scratch.errors import AllocationError, NonFiniteError, ShapeError
 
-if TYPE_CHECKING:  # numpy.typing costs import time; annotations alone need it
+if TYPE_CHECKING:
     import numpy.typing as npt
 
 Shape: TypeAlias = tuple[int, ...]
@@ -30,12 +27,9 @@ IndexArray: TypeAlias = "np.ndarray[Any, np.dtype[np.intp]]"
 
 INDEX_LIMIT: Final = 2**63 - 1
 """The largest element count or stride a signed 64-bit index can address."""
-
 MAX_AXES: Final = 64 if NumpyVersion(np.__version__) >= "2.0.0" else 32
 """The most axes a shape may have: NumPy's own limit (64 since NumPy 2.0, 32 before)."""
-
 SUPPORTED_DTYPES: Final = (np.dtype(np.float64), np.dtype(np.float32))
-
 CONVERSION_ERRORS: Final = (TypeError, ValueError, ArithmeticError)  # a failed int() or float()
 
 _CHUNK: Final = 1 << 16  # caller values converted per block (bounds temporary memory)
@@ -54,9 +48,8 @@ def plain_view(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 
 def checked_shape(shape: object) -> Shape:
-    """``shape`` as a tuple of Python ints, each extent read once, at most ``MAX_AXES + 1`` read;
-    else ``shape.type``, ``shape.too-many-axes``, ``shape.extent-type`` (a bool included) or
-    ``shape.negative-extent``."""
+    """``shape`` as a tuple of Python ints, each extent read once (at most ``MAX_AXES + 1``); else
+    ``shape.type``, ``.too-many-axes``, ``.extent-type`` (a bool too) or ``.negative-extent``."""
     if (
         type(shape) is tuple
         and len(shape) <= MAX_AXES
@@ -108,8 +101,7 @@ def checked_row_major_layout(shape: object) -> tuple[Shape, int]:
         ((), 1)
     """
     extents = checked_shape(shape)
-    strides = [0] * len(extents)
-    running = 1
+    strides, running = [0] * len(extents), 1
     for axis in range(len(extents) - 1, -1, -1):
         strides[axis] = running
         running *= extents[axis]
@@ -130,8 +122,8 @@ def checked_shape_and_count(shape: object) -> tuple[Shape, int]:
 
 
 def numpy_can_describe(extents: Shape, itemsize: int) -> bool:
-    """False when NumPy refuses the shape even with no elements: ``itemsize`` times the product
-    of the non-zero extents must fit a signed 64-bit byte count.
+    """Whether ``itemsize`` times the non-zero extents fits a signed 64-bit byte count (else
+    NumPy refuses the shape, even with no elements).
 
     Example:
         >>> numpy_can_describe((2**62, 0), 8), numpy_can_describe((2**59, 0), 8)
@@ -164,8 +156,8 @@ _ArrayT = TypeVar("_ArrayT", bound="np.ndarray[Any, Any]")
 
 
 def read_only_view(array: _ArrayT) -> _ArrayT:
-    """A read-only array of ``array``'s values (over a read-only buffer: its writeability cannot
-    be restored), a view of a C-contiguous array (later writes show through), else a copy.
+    """A read-only array of ``array``'s values over a read-only buffer (its writeability cannot be
+    restored): a view of a C-contiguous array (later writes show through), else a copy.
 
     Example:
         >>> owner = np.arange(4.0)
@@ -231,7 +223,10 @@ class Tensor:
         extents, count = checked_shape_and_count(shape)
         requested = None if dtype is None else checked_dtype(dtype)
         source = _value_source(values)
-        resolved = _inferred_dtype(source) if requested is None else requested
+        resolved = requested
+        if resolved is None:
+            kept = kept_float_dtype(source.dtype) if isinstance(source, np.ndarray) else None
+            resolved = np.dtype(np.float64) if kept is None else kept
         known = source.size if isinstance(source, np.ndarray) else source.count
         if known is not None and known != count:
             raise ShapeError("tensor.data-length", expected=count, actual=known)
@@ -273,14 +268,8 @@ class Tensor:
             ...     print(error.detail)
             from_numpy takes a float32, float64 or integer array, got bool
         """
-        plain = _numpy_array_source(array, "from_numpy")
-        dtype = kept_float_dtype(plain.dtype)
-        if dtype is None and plain.dtype.kind in "iu":
-            dtype = np.dtype(np.float64)
-        if dtype is None:
-            detail = f"from_numpy takes a float32, float64 or integer array, got {plain.dtype}"
-            raise _value_type(detail)
-        return cls(plain.shape, plain, dtype=dtype)
+        rule = "from_numpy takes a float32, float64 or integer array"
+        return _copied(array, "from_numpy", rule, integers=True)
 
     @classmethod
     def zeros(cls, shape: Sequence[int], dtype: npt.DTypeLike = np.float64) -> Tensor:
@@ -358,11 +347,18 @@ class Tensor:
 def restore_tensor(array: object) -> Tensor:
     """Rebuild a pickled :class:`Tensor` from its own copy of ``array``, a float32 or float64
     NumPy array (else ``tensor.value-type``)."""
-    plain = _numpy_array_source(array, "a pickled Tensor")
+    return _copied(array, "a pickled Tensor", "a pickled Tensor holds float32 or float64")
+
+
+def _copied(array: object, what: str, rule: str, integers: bool = False) -> Tensor:
+    """A tensor copying a NumPy array given to ``what``: float32 or float64 as it is, integers
+    as float64 if allowed, else ``tensor.value-type`` (``rule``)."""
+    plain = _numpy_array_source(array, what)
     dtype = kept_float_dtype(plain.dtype)
+    if dtype is None and integers and plain.dtype.kind in "iu":
+        dtype = np.dtype(np.float64)
     if dtype is None:
-        detail = f"a pickled Tensor holds float32 or float64, got {plain.dtype}"
-        raise _value_type(detail)
+        raise _value_type(f"{rule}, got {plain.dtype}")
     return Tensor(plain.shape, plain, dtype=dtype)
 
 
@@ -389,22 +385,16 @@ def _numpy_array_source(array: object, what: str) -> np.ndarray[Any, Any]:
     return plain_view(array)
 
 
-def _inferred_dtype(source: np.ndarray[Any, Any] | _Items) -> np.dtype[Any]:
-    kept = kept_float_dtype(source.dtype) if isinstance(source, np.ndarray) else None
-    return np.dtype(np.float64) if kept is None else kept
-
-
 def tensor_without_copy(array: FloatArray) -> Tensor:
     """The trusted constructor: a Tensor viewing ``array`` read-only, neither checked nor copied
-    (a later write by the package, an optimizer step, shows through)."""
+    (a later write by the package shows through)."""
     tensor = object.__new__(Tensor)
     object.__setattr__(tensor, "_array", read_only_view(array))
     return tensor
 
 
 def _allocation_error(extents: Shape, count: int) -> ShapeError | AllocationError:
-    """``shape.overflow`` for a zero-element shape NumPy cannot describe, else
-    ``tensor.allocation``."""
+    """``shape.overflow`` for a zero-element shape NumPy cannot describe, else no memory."""
     if count == 0:
         return ShapeError("shape.overflow", shape=extents)
     return AllocationError("tensor.allocation", elements=count)
@@ -516,8 +506,8 @@ def _store(
     offset: int,
     originals: list[object] | None,
 ) -> None:
-    """Cast ``wide`` into ``out``; a finite value that becomes infinite is ``tensor.overflow``
-    (naming the caller's own value when ``originals`` is given)."""
+    """Cast ``wide`` into ``out``; a finite value turned infinite is ``tensor.overflow`` (naming
+    the caller's own value when ``originals`` is given)."""
     if out.dtype.itemsize >= wide.dtype.itemsize:
         np.copyto(out, wide, casting="unsafe")  # widening or the same: exact
         return

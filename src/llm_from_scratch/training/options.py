@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from llm_from_scratch.errors import OptionError, PyTorchNameError
-from llm_from_scratch.files import os_path, temporary_path
+from llm_from_scratch.files import machine_memory_bytes, os_path, temporary_path
 
 TABLE_FILE: Final = "table.safetensors"
 TOKENIZER_FILE: Final = "tokenizer.json"
@@ -361,7 +361,7 @@ def default_memory_budget() -> int:
             requirement = f"an integer of at least 1 (from {MEMORY_BUDGET_VARIABLE})"
             raise _refused("memory-budget", requirement, repr(given))
         return int(given)
-    budget = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    budget = machine_memory_bytes() // 2
     try:
         import resource
 

@@ -10,7 +10,6 @@ import functools
 import math
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ import numpy.typing as npt
 
 from llm_from_scratch.autograd.dispatch import sleep_between_kernels
 from llm_from_scratch.errors import CorpusError, MismatchError, OptionError
+from llm_from_scratch.files import peak_memory_bytes
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.training.checkpoint import (
     Checkpoint,
@@ -162,18 +162,6 @@ def word_vectors(vocabulary: Vocabulary, table: npt.NDArray[Any], copy: bool) ->
 Progress = Callable[[ProgressState], None]
 EpochCallback = Callable[[EpochSummary, "WordVectors"], None]
 """Called at each epoch's end with its summary and a copy of the vectors then."""
-
-
-def peak_memory_bytes(usage: Any = None) -> int:
-    """The most memory a process has held at once (its peak resident set) in bytes: this
-    process's, or the one ``usage`` describes (a ``resource.struct_rusage``, as ``os.wait4``
-    gives of a child); 0 where the system does not say."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not POSIX
-        return 0
-    peak = (usage or resource.getrusage(resource.RUSAGE_SELF)).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)  # Linux counts KiB
 
 
 @dataclass(frozen=True, eq=False)
