@@ -47,6 +47,11 @@ def as_list(value: object) -> list[object]:
     return [value]
 
 
+def argument_error(function: str, requirement: str, value: object) -> OptionError:
+    """``vectors.argument``: ``function`` needs ``requirement`` and got ``value``."""
+    return OptionError("vectors.argument", function=function, requirement=requirement, value=value)
+
+
 def weighted(
     positive: object, negative: object, function: str
 ) -> tuple[list[object], npt.NDArray[np.float64]]:
@@ -58,19 +63,14 @@ def weighted(
     """
     items = as_list(positive) + as_list(negative)
     if not items:
-        raise OptionError(
-            "vectors.argument", function=function, requirement="a word or vector", value=[]
-        )
+        raise argument_error(function, "a word or vector", [])
     count = len(as_list(positive))
     weights = np.concatenate((np.ones(count), -1.0 * np.ones(len(items) - count)))
     keys: list[object] = []
     for index, item in enumerate(items):
         if isinstance(item, tuple) and len(item) == 2:
             if not isinstance(item[1], Real) or isinstance(item[1], bool):
-                requirement = "a real weight in a (word, weight) pair"
-                raise OptionError(
-                    "vectors.argument", function=function, requirement=requirement, value=item
-                )
+                raise argument_error(function, "a real weight in a (word, weight) pair", item)
             keys.append(item[0])
             weights[index] = float(item[1])
         else:
@@ -87,13 +87,9 @@ def checked_vector(vector: np.ndarray, width: int, function: str) -> np.ndarray:
     if vector.ndim != 1 or vector.shape[0] != width or vector.dtype.kind not in "fiu":
         requirement = f"a vector of {width} real numbers"
         shown = f"an array of shape {vector.shape} and dtype {vector.dtype}"
-        raise OptionError(
-            "vectors.argument", function=function, requirement=requirement, value=shown
-        )
+        raise argument_error(function, requirement, shown)
     if not np.isfinite(vector).all():
-        raise OptionError(
-            "vectors.argument", function=function, requirement="a finite vector", value="NaN or inf"
-        )
+        raise argument_error(function, "a finite vector", "NaN or inf")
     return vector
 
 
@@ -111,7 +107,7 @@ def checked_count(value: object, name: str, function: str, *, none: bool) -> int
             return number
     requirement = f"{name} an integer" + (" of at least 0" if name != "topn" else "")
     requirement += " or None" if none else ""
-    raise OptionError("vectors.argument", function=function, requirement=requirement, value=value)
+    raise argument_error(function, requirement, value)
 
 
 def best_rows(scores: npt.NDArray[np.floating], topn: int, excluded: set[int]) -> list[int]:
