@@ -143,13 +143,9 @@ def temporary_path(path: str) -> str:
 
 def _temporary_prefix(name: str) -> str:
     """What every temporary name of the target ``name`` starts with, up to the process ID."""
-    stem, size = [], 0
-    for character in name:
-        size += len(os.fsencode(character))
-        if size > TEMPORARY_STEM_BYTES:
-            break
-        stem.append(character)
-    return f".{''.join(stem)}.{TEMPORARY_MARK}-"
+    while len(os.fsencode(name)) > TEMPORARY_STEM_BYTES:
+        name = name[:-1]
+    return f".{name}.{TEMPORARY_MARK}-"
 
 
 _TEMPORARY_TAIL: Final = re.compile(r"(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{12}\.tmp")
@@ -193,9 +189,7 @@ def _process_gone(pid: int) -> bool:
 
 
 def _names(path: str) -> list[str]:
-    for separator in _SEPARATORS[1:]:
-        path = path.replace(separator, _SEPARATORS[0])
-    return path.split(_SEPARATORS[0])
+    return re.split("|".join(map(re.escape, _SEPARATORS)), path)
 
 
 # Reading ----------------------------------------------------------------------------------------
