@@ -60,12 +60,8 @@ Section = dict[str, object]
 
 
 def evaluation_lines(path: str) -> list[str]:
-    """The lines of a UTF-8 evaluation file, each with its line feed (universal newlines).
-
-    Raises:
-        FileAccessError: ``vectors.read``.
-        FormatError: ``vectors.evaluation-file``, not UTF-8.
-    """
+    """The lines of a UTF-8 evaluation file, with their line feeds (``vectors.read``,
+    ``vectors.evaluation-file`` when not UTF-8)."""
     try:
         data = read_file(path, EVALUATION_BYTE_LIMIT)
     except OSError as error:
@@ -97,12 +93,7 @@ def word_pairs(
     dummy4unknown: bool,
 ) -> tuple[PearsonRResult, SignificanceResult, float]:
     """``evaluate_word_pairs``: Pearson's and Spearman's correlations of the cosines with the
-    people's scores, and the percentage of pairs with a word outside the vocabulary.
-
-    Raises:
-        FileAccessError: ``vectors.read``.
-        FormatError: ``vectors.evaluation-file``, no pair to score.
-    """
+    people's scores, and the percentage of pairs with a word outside the vocabulary."""
     known = known_words(wv.index_to_key, restrict_vocab, case_insensitive)
     people: list[float] = []
     model: list[float] = []
@@ -143,11 +134,7 @@ class Questions:
 
 def read_questions(path: str, known: dict[str, int], upper: bool, dummy4unknown: bool) -> Questions:
     """The sections of an analogy file; a question with a word not ``known`` is skipped, or
-    counted wrong with ``dummy4unknown`` (its index None).
-
-    Raises:
-        FormatError: ``vectors.evaluation-file``: a line before the first section, no analogy.
-    """
+    counted wrong with ``dummy4unknown`` (its index None)."""
     sections: list[tuple[str, list[tuple[Quadruple, int | None]]]] = []
     rows: list[tuple[int, int, int, int]] = []
     count = 0
@@ -182,12 +169,7 @@ def analogies(
     case_insensitive: bool,
     dummy4unknown: bool,
 ) -> tuple[float, list[Section]]:
-    """``evaluate_word_analogies``: the share answered right by 3CosAdd, and the sections.
-
-    Raises:
-        FileAccessError: ``vectors.read``.
-        FormatError: ``vectors.evaluation-file``.
-    """
+    """``evaluate_word_analogies``: the share answered right by 3CosAdd, and the sections."""
     words = wv.index_to_key
     known = known_words(words, restrict_vocab, case_insensitive)
     questions = read_questions(path, known, case_insensitive, dummy4unknown)

@@ -549,11 +549,7 @@ def _is_row_number(key: object) -> bool:
 
 
 def checked_words(words: Iterable[str]) -> list[str]:
-    """The words as a list, once each is a distinct non-empty ``str`` without a separator.
-
-    Raises:
-        WordError: ``vectors.word`` for the first word that is not.
-    """
+    """The words as a list, once each is a distinct non-empty ``str`` without a separator."""
     if isinstance(words, str):
         raise WordError("vectors.word", position=0, requirement="in a list of words", value=words)
     listed = list(words)
@@ -577,11 +573,7 @@ def _broken_word_rule(word: object, seen: set[str]) -> str:
 
 
 def checked_table(vectors: npt.ArrayLike, rows: int) -> FloatArray:
-    """``vectors`` as a new C-ordered float32 array, once it has ``rows`` rows of finite reals.
-
-    Raises:
-        TableError: ``vectors.table``.
-    """
+    """``vectors`` as a new C-ordered float32 array, once it has ``rows`` rows of finite reals."""
     try:
         array = np.asarray(vectors)
     except (TypeError, ValueError) as error:

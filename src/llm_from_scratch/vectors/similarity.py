@@ -56,11 +56,7 @@ def weighted(
     positive: object, negative: object, function: str
 ) -> tuple[list[object], npt.NDArray[np.float64]]:
     """The keys and their weights: 1 for a positive item, -1 for a negative one, unless an item
-    is a ``(key, weight)`` pair.
-
-    Raises:
-        OptionError: ``vectors.argument``, no item at all, or a weight that is no real number.
-    """
+    is a ``(key, weight)`` pair (``vectors.argument``: no item, a weight that is no real number)."""
     items = as_list(positive) + as_list(negative)
     if not items:
         raise argument_error(function, "a word or vector", [])
@@ -79,11 +75,7 @@ def weighted(
 
 
 def checked_vector(vector: np.ndarray, width: int, function: str) -> np.ndarray:
-    """A query vector once it is a 1-D array of ``width`` finite real numbers.
-
-    Raises:
-        OptionError: ``vectors.argument``.
-    """
+    """A query vector once it is a 1-D array of ``width`` finite real numbers."""
     if vector.ndim != 1 or vector.shape[0] != width or vector.dtype.kind not in "fiu":
         requirement = f"a vector of {width} real numbers"
         shown = f"an array of shape {vector.shape} and dtype {vector.dtype}"
@@ -94,11 +86,7 @@ def checked_vector(vector: np.ndarray, width: int, function: str) -> np.ndarray:
 
 
 def checked_count(value: object, name: str, function: str, *, none: bool) -> int | None:
-    """``topn`` or ``restrict_vocab``: an integer (``bool`` is not), or None where allowed.
-
-    Raises:
-        OptionError: ``vectors.argument``.
-    """
+    """``topn`` or ``restrict_vocab``: an integer (``bool`` is not), or None where allowed."""
     if value is None and none:
         return None
     if isinstance(value, Integral) and not isinstance(value, bool):
