@@ -43,13 +43,7 @@ class Pointer(NamedTuple):
 
     def refused(self, owner: str) -> PyTorchNameError:
         """The error that refuses this name, asked of ``owner``."""
-        return PyTorchNameError(
-            "pytorch.name",
-            owner=owner,
-            kind=self.kind,
-            pytorch_name=self.pytorch_name,
-            ours=self.ours,
-        )
+        return PyTorchNameError("pytorch.name", **{**self._asdict(), "owner": owner})
 
 
 DECLARED: list[Pointer] = []

@@ -5,7 +5,6 @@ the unit vector of a mean, the weighted inputs of ``most_similar``, the best row
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
 from numbers import Integral, Real
 from typing import Final
 
@@ -40,11 +39,7 @@ def as_list(value: object) -> list[object]:
         return []
     if isinstance(value, str | Integral) or (isinstance(value, np.ndarray) and value.ndim == 1):
         return [value]
-    if isinstance(value, np.ndarray) and value.ndim == 2:
-        return list(value)
-    if isinstance(value, Sequence | np.ndarray) or hasattr(value, "__iter__"):
-        return list(value)
-    return [value]
+    return list(value) if hasattr(value, "__iter__") else [value]
 
 
 def argument_error(function: str, requirement: str, value: object) -> OptionError:
