@@ -229,9 +229,7 @@ class WordVectors:
 
     def has_index_for(self, key: object) -> bool:
         """Whether ``key`` is a word of the vocabulary, or a row number (as gensim)."""
-        if isinstance(key, str):
-            return key in self._index
-        return _is_row_number(key) and 0 <= operator.index(key) < len(self)  # type: ignore[arg-type]
+        return self.get_index(key, -1) != -1
 
     def get_index(self, key: object, default: int | None = None) -> int:
         """The row of a word (a row number is its own row).
@@ -255,9 +253,7 @@ class WordVectors:
         Raises:
             WordError: ``word.not-in-vocabulary``.
         """
-        row = self.get_index(key)
-        table = self._unit if norm else self._vectors
-        vector: FloatArray = table[row]
+        vector: FloatArray = (self._unit if norm else self._vectors)[self.get_index(key)]
         return vector
 
     def __getitem__(self, keys: str | int | Sequence[str | int]) -> FloatArray:
