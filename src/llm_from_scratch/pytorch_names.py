@@ -43,7 +43,13 @@ class Pointer(NamedTuple):
 
     def refused(self, owner: str) -> PyTorchNameError:
         """The error that refuses this name, asked of ``owner``."""
-        return PyTorchNameError("pytorch.name", **{**self._asdict(), "owner": owner})
+        return PyTorchNameError(
+            "pytorch.name",
+            owner=owner,
+            kind=self.kind,
+            pytorch_name=self.pytorch_name,
+            ours=self.ours,
+        )
 
 
 DECLARED: list[Pointer] = []
