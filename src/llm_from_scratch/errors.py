@@ -3,9 +3,9 @@
 An error is an instance of one **family** (:class:`IdError`, :class:`ShapeError`, ...), each also
 the Python exceptions a caller already catches for its kind (``IndexError``, ``ValueError``,
 ``OSError``, ...). It carries a **rule**, a stable code such as ``ids.out-of-range``, and the
-**fields** its message is made of, as attributes. Every rule is declared once, as data, in
-:data:`RULES`: its family, its message template over its fields, and when it is raised;
-``docs/errors.md`` is generated from that table (``make errors``).
+**fields** its message is made of, as attributes. Every rule is declared once, as data, in one
+table (:func:`declare_table`): its family, its message template over its fields, and when it is
+raised; :data:`RULES` holds them, and ``docs/errors.md`` is generated from it (``make errors``).
 
     >>> error = IdError("ids.out-of-range", id=7, position=1, vocabulary_size=4)
     >>> print(error)
