@@ -256,12 +256,14 @@ def declare_table(table: str) -> None:
     line indented by four spaces goes on with the text above it.
 
     Raises:
-        ValueError: a line of another kind, or a rule declared twice.
+        ValueError: a line of another kind, a rule declared twice, or a first rule without when.
     """
     families = {family.__name__: family for family in LlmError.__subclasses__()}
     when = ""
     for code, parts in _table_rules(table).items():
         when = parts.get("when", when)
+        if not when:
+            raise ValueError(f"the rule {code} says not when it is raised")
         extra = tuple(parts["extra"].split(", ")) if "extra" in parts else ()
         declare(families[parts["family"]], {code: (parts["template"], when, extra)})
 

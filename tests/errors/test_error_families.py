@@ -123,9 +123,10 @@ test.second: second {c}
     [
         ("[IdError]\ntest.one: one\n  wehn: a typo\n", "not with when or extra"),
         ("[IdError]\ntest.one: one\n  when: Never.\ntest.one: again\n", "declared twice"),
+        ("[IdError]\ntest.one: one\n", "says not when"),
     ],
 )
-def test_a_table_line_of_another_kind_or_a_rule_given_twice_is_refused(
+def test_a_table_line_of_another_kind_a_rule_given_twice_or_without_when_is_refused(
     table: str, problem: str
 ) -> None:
     with pytest.raises(ValueError, match=problem):
