@@ -17,6 +17,7 @@ from typing import Final
 
 from llm_from_scratch import errors
 from llm_from_scratch.errors import RULES, LlmError
+from llm_from_scratch.files import replace_file
 
 __all__ = ["BEGIN", "END", "families", "generate", "main", "rewrite"]
 
@@ -115,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.check:
         print(f"{path} is out of date: run make errors", file=sys.stderr)
         return 1
-    path.write_text(updated, encoding="utf-8", newline="\n")
+    replace_file(str(path), [memoryview(updated.encode("utf-8"))])
     return 0
 
 

@@ -126,11 +126,9 @@ def writable_path(path: str) -> str:
 
 
 def temporary_path(path: str) -> str:
-    """A new name beside ``path``: ``.``, the first :data:`TEMPORARY_STEM_BYTES` bytes of its
-    name (whole characters), ``.``, :data:`TEMPORARY_MARK`, ``-``, this process's ID, ``-``,
-    twelve random hex digits and ``.tmp``: at most 110 bytes. A later writer of ``path``
-    recognizes it by that name and removes it once its process is gone
-    (:func:`remove_stale_temporaries`).
+    """A new name beside ``path``, at most 110 bytes: ``.``, its name's first
+    :data:`TEMPORARY_STEM_BYTES` bytes, ``.``, :data:`TEMPORARY_MARK`, ``-``, this process's ID,
+    ``-``, twelve random hex digits, ``.tmp`` (:func:`remove_stale_temporaries` knows it by that).
 
     >>> name = temporary_path("out/" + "😀" * 60)
     >>> name.startswith("out/." + "😀" * 16 + ".llm-from-scratch-"), name.endswith(".tmp")
@@ -143,24 +141,18 @@ def temporary_path(path: str) -> str:
 
 def _temporary_prefix(name: str) -> str:
     """What every temporary name of the target ``name`` starts with, up to the process ID."""
-    stem, size = [], 0
-    for character in name:
-        size += len(os.fsencode(character))
-        if size > TEMPORARY_STEM_BYTES:
-            break
-        stem.append(character)
-    return f".{''.join(stem)}.{TEMPORARY_MARK}-"
+    while len(os.fsencode(name)) > TEMPORARY_STEM_BYTES:
+        name = name[:-1]
+    return f".{name}.{TEMPORARY_MARK}-"
 
 
 _TEMPORARY_TAIL: Final = re.compile(r"(?P<pid>[1-9][0-9]{0,9})-[0-9a-f]{12}\.tmp")
 
 
 def remove_stale_temporaries(path: str) -> None:
-    """Remove the temporary files of ``path`` (named by :func:`temporary_path`) that a writer
-    left beside it when it was killed (SIGKILL, a power cut): regular files of exactly that
-    name whose process is gone. Nothing else is touched: not another name, not the temporary of
-    a process still running (another run writing into the same folder), nothing where process
-    IDs cannot be checked (outside POSIX systems). A folder that cannot be listed is left so."""
+    """Remove the temporary files of ``path`` (:func:`temporary_path`) whose writer was killed:
+    regular files of exactly that name whose process is gone (POSIX only). Nothing else is
+    touched, not the temporary of a process still running, nor a folder that cannot be listed."""
     if os.name != "posix":
         return
     folder, name = os.path.split(path)
@@ -193,9 +185,7 @@ def _process_gone(pid: int) -> bool:
 
 
 def _names(path: str) -> list[str]:
-    for separator in _SEPARATORS[1:]:
-        path = path.replace(separator, _SEPARATORS[0])
-    return path.split(_SEPARATORS[0])
+    return re.split("|".join(map(re.escape, _SEPARATORS)), path)
 
 
 # Reading ----------------------------------------------------------------------------------------
@@ -312,12 +302,11 @@ def write_new_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26)
 
 
 def replace_file(path: str, parts: Sequence[memoryview], chunk: int = 1 << 26) -> None:
-    """Write these bytes to a new file beside ``path`` (:func:`write_new_file` at a
+    """Write ``parts`` to a new file beside ``path`` (:func:`write_new_file` at a
     :func:`temporary_path`), rename it over ``path`` and ``fsync`` the folder: a reader sees the
-    earlier file or the whole new one. ``path`` is checked by :func:`writable_path` first, and
-    the temporaries of killed writers of ``path`` are removed (:func:`remove_stale_temporaries`).
-    A ``path`` that is itself a temporary name of this process (a file :func:`replace_files`
-    stages) is written directly: it is in no one's sight until it is renamed.
+    earlier file or the whole new one. ``path`` is checked by :func:`writable_path` first and
+    stale temporaries removed; a temporary name of this process (staged by :func:`replace_files`)
+    is written directly.
 
     Raises:
         OSError: as :func:`writable_path` and :func:`write_new_file` (a temporary the folder
@@ -354,12 +343,11 @@ def _own_temporary(path: str) -> bool:
 
 def replace_files(writers: Sequence[tuple[str, Callable[[str], object]]]) -> bool:
     """Replace several files as one: each ``write(staged)`` makes its new file at a
-    :func:`temporary_path` beside its target, then each is renamed over its target; when a
-    rename fails, the targets renamed before it get their earlier files back (or none). The
-    temporaries of killed writers of the targets are removed first
-    (:func:`remove_stale_temporaries`). The
-    folders hold every earlier file or every new one, never a mix, never a temporary file, and
-    Ctrl-C (SIGINT, in the main thread) is held back from the first write to the last rename.
+    :func:`temporary_path` beside its target, then each is renamed over its target, the stale
+    temporaries of the targets removed first. A failed rename gives the targets renamed before it
+    their earlier files back (or none): the folders hold every earlier file or every new one, no
+    temporary. Ctrl-C (SIGINT, in the main thread) is held back from the first write to the last
+    rename.
 
     Returns:
         Whether a Ctrl-C came meanwhile (every new file is in place).
@@ -481,11 +469,9 @@ def write_file(path: str, data: bytes) -> None:
 
 
 def about(path: str, error: OSError) -> OSError:
-    """A new error about the file ``path`` for the system's ``error`` (or for the first
-    ``OSError`` with an ``errno`` among its causes): that ``errno`` and reason, ``path`` as its
-    file name, of the class the ``errno`` gives (``FileNotFoundError``, ``PermissionError``,
-    ...). A failure of a temporary file, or one the system names no file for (a full disk), is
-    so said of the file it stands for; raise it ``from error``.
+    """A new error about the file ``path`` for the system's ``error`` (or the first ``OSError``
+    with an ``errno`` among its causes): that ``errno`` and reason, of the class the ``errno``
+    gives, ``path`` as its file name; raise it ``from error``.
 
     >>> error = about("out/table.safetensors", OSError(28, "No space left on device"))
     >>> print(error)

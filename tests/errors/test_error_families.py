@@ -19,6 +19,7 @@ from llm_from_scratch.errors import (
     ShapeError,
     TableError,
     declare,
+    declare_table,
 )
 
 
@@ -85,6 +86,52 @@ def test_a_template_with_anything_but_named_fields_and_known_conversions_is_refu
 def test_a_rule_declared_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="declared twice"):
         declare(IdError, {"ids.out-of-range": ("token ID {id}", "Never raised.")})
+
+
+def test_a_table_declares_rules_whose_when_is_shared_by_the_rules_below_that_give_none() -> None:
+    table = """
+[IdError]
+test.first: first {a} and
+    {b}
+  when: Raised first,
+    on two lines.
+  extra: cause, shape
+test.second: second {c}
+"""
+    try:
+        declare_table(table)
+        first, second = RULES["test.first"], RULES["test.second"]
+        assert (first.family, first.template, first.when) == (
+            IdError,
+            "first {a} and {b}",
+            "Raised first, on two lines.",
+        )
+        assert first.fields == ("a", "b", "cause", "shape")
+        assert (second.family, second.template, second.when, second.fields) == (
+            IdError,
+            "second {c}",
+            "Raised first, on two lines.",
+            ("c",),
+        )
+    finally:
+        RULES.pop("test.first", None)
+        RULES.pop("test.second", None)
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        ("[IdError]\ntest.one: one\n  wehn: a typo\n", "not with when or extra"),
+        ("[IdError]\ntest.one: one\n  when: Never.\ntest.one: again\n", "declared twice"),
+        ("[IdError]\ntest.one: one\n", "says not when"),
+    ],
+)
+def test_a_table_line_of_another_kind_a_rule_given_twice_or_without_when_is_refused(
+    table: str, problem: str
+) -> None:
+    with pytest.raises(ValueError, match=problem):
+        declare_table(table)
+    assert "test.one" not in RULES
 
 
 def test_an_error_pickles_and_copies_by_its_family_rule_and_fields_with_its_cause() -> None:

@@ -172,7 +172,7 @@ def test_the_table_handed_out_is_read_only() -> None:
 
 def test_a_long_table_scanned_by_the_compiled_kernel_answers_as_gensim() -> None:
     keyed = import_optional("gensim.models.keyedvectors", "gensim").KeyedVectors
-    rows = 300_000  # above LONG_ROW: the row of cosines is scanned by the compiled kernel
+    rows = 300_000  # runs_compiled: the row of cosines is scanned by the compiled kernel
     table = np.random.default_rng(5).standard_normal((rows, 4), dtype=np.float32)
     words = [f"w{index}" for index in range(rows)]
     theirs = keyed(4)

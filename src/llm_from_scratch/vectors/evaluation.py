@@ -60,12 +60,8 @@ Section = dict[str, object]
 
 
 def evaluation_lines(path: str) -> list[str]:
-    """The lines of a UTF-8 evaluation file, each with its line feed (universal newlines).
-
-    Raises:
-        FileAccessError: ``vectors.read``.
-        FormatError: ``vectors.evaluation-file``, not UTF-8.
-    """
+    """The lines of a UTF-8 evaluation file, with their line feeds (``vectors.read``,
+    ``vectors.evaluation-file`` when not UTF-8)."""
     try:
         data = read_file(path, EVALUATION_BYTE_LIMIT)
     except OSError as error:
@@ -97,12 +93,7 @@ def word_pairs(
     dummy4unknown: bool,
 ) -> tuple[PearsonRResult, SignificanceResult, float]:
     """``evaluate_word_pairs``: Pearson's and Spearman's correlations of the cosines with the
-    people's scores, and the percentage of pairs with a word outside the vocabulary.
-
-    Raises:
-        FileAccessError: ``vectors.read``.
-        FormatError: ``vectors.evaluation-file``, no pair to score.
-    """
+    people's scores, and the percentage of pairs with a word outside the vocabulary."""
     known = known_words(wv.index_to_key, restrict_vocab, case_insensitive)
     people: list[float] = []
     model: list[float] = []
@@ -143,11 +134,7 @@ class Questions:
 
 def read_questions(path: str, known: dict[str, int], upper: bool, dummy4unknown: bool) -> Questions:
     """The sections of an analogy file; a question with a word not ``known`` is skipped, or
-    counted wrong with ``dummy4unknown`` (its index None).
-
-    Raises:
-        FormatError: ``vectors.evaluation-file``: a line before the first section, no analogy.
-    """
+    counted wrong with ``dummy4unknown`` (its index None)."""
     sections: list[tuple[str, list[tuple[Quadruple, int | None]]]] = []
     rows: list[tuple[int, int, int, int]] = []
     count = 0
@@ -182,18 +169,13 @@ def analogies(
     case_insensitive: bool,
     dummy4unknown: bool,
 ) -> tuple[float, list[Section]]:
-    """``evaluate_word_analogies``: the share answered right by 3CosAdd, and the sections.
-
-    Raises:
-        FileAccessError: ``vectors.read``.
-        FormatError: ``vectors.evaluation-file``.
-    """
+    """``evaluate_word_analogies``: the share answered right by 3CosAdd, and the sections."""
     words = wv.index_to_key
     known = known_words(words, restrict_vocab, case_insensitive)
     questions = read_questions(path, known, case_insensitive, dummy4unknown)
     end = len(words[:restrict_vocab])
     spelled = [word.upper() for word in words[:end]] if case_insensitive else words[:end]
-    answers = _answers(wv, questions.rows, end, spelled, known)
+    answers = _Solver(wv, end, spelled, known).answers(questions.rows)
     sections: list[Section] = []
     all_right: list[Quadruple] = []
     all_wrong: list[Quadruple] = []
@@ -208,38 +190,59 @@ def analogies(
     return (len(all_right) / done if done else 0.0), sections
 
 
-def _answers(
-    wv: WordVectors,
-    rows: npt.NDArray[np.intp],
-    end: int,
-    spelled: Sequence[str],
-    known: dict[str, int],
-) -> list[bool]:
-    """Whether each question's answer (the first of the best rows not spelled as a question
-    word) is its fourth word."""
-    unit = wv.get_normed_vectors()
-    means = _means(unit, rows)
-    block = max(1, SCORES_PER_BLOCK // max(end, 1))
-    wanted = min(end, TOPN + 4)
-    answers: list[bool] = []
-    for start in range(0, rows.shape[0], block):
-        scores = means[start : start + block] @ unit[:end].T
-        best = top_columns(scores, wanted)
-        for offset, row_best in enumerate(best):
-            question = rows[start + offset]
-            answers.append(
-                _answer(
-                    wv,
-                    question,
-                    means[start + offset],
-                    scores[offset],
-                    row_best,
-                    end,
-                    spelled,
-                    known,
-                )
-            )
-    return answers
+@dataclass(frozen=True)
+class _Solver:
+    """The analogies' answers over the first ``end`` words, spelled as compared."""
+
+    wv: WordVectors
+    end: int
+    spelled: Sequence[str]
+    known: dict[str, int]
+
+    def answers(self, rows: npt.NDArray[np.intp]) -> list[bool]:
+        """Whether each question's answer (the first of the best rows not spelled as a question
+        word) is its fourth word."""
+        unit = self.wv.get_normed_vectors()
+        means = _means(unit, rows)
+        block = max(1, SCORES_PER_BLOCK // max(self.end, 1))
+        wanted = min(self.end, TOPN + 4)
+        answers: list[bool] = []
+        for start in range(0, rows.shape[0], block):
+            scores = means[start : start + block] @ unit[: self.end].T
+            best = top_columns(scores, wanted)
+            for offset, row_best in enumerate(best):
+                at = start + offset
+                answers.append(self.answer(rows[at], means[at], scores[offset], row_best))
+        return answers
+
+    def answer(
+        self,
+        question: npt.NDArray[np.intp],
+        mean: npt.NDArray[np.float32],
+        scores: npt.NDArray[np.float32],
+        best: npt.NDArray[np.intp],
+    ) -> bool:
+        excluded = {int(question[0]), int(question[1]), int(question[2])}
+        candidates = [int(row) for row in best if int(row) not in excluded]
+        position = self.chosen(candidates[:TOPN], question)
+        close = [scores[row] for row in candidates[: position + 2]]
+        if any(first - second < CLOSE_CALL for first, second in itertools.pairwise(close)):
+            exact = np.dot(self.wv.vectors[: self.end], mean) / self.wv.norms[: self.end]
+            candidates = best_rows(exact, TOPN, excluded)
+            position = self.chosen(candidates, question)
+        if not candidates:
+            return False
+        return self.spelled[candidates[position]] == self.spelled[int(question[3])]
+
+    def chosen(self, candidates: list[int], question: npt.NDArray[np.intp]) -> int:
+        """The position gensim's loop stops at: the first candidate spelled as no question
+        word."""
+        spelled = self.spelled
+        ignored = {spelled[int(question[0])], spelled[int(question[1])], spelled[int(question[2])]}
+        for position, row in enumerate(candidates):
+            if spelled[row] in self.known and spelled[row] not in ignored:
+                return position
+        return max(len(candidates) - 1, 0)
 
 
 def _means(unit: npt.NDArray[np.float32], rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float32]:
@@ -251,40 +254,3 @@ def _means(unit: npt.NDArray[np.float32], rows: npt.NDArray[np.intp]) -> npt.NDA
     lengths[lengths == 0] = 1.0
     means: npt.NDArray[np.float32] = (wide * (1.0 / lengths)[:, np.newaxis]).astype(np.float32)
     return means
-
-
-def _answer(
-    wv: WordVectors,
-    question: npt.NDArray[np.intp],
-    mean: npt.NDArray[np.float32],
-    scores: npt.NDArray[np.float32],
-    best: npt.NDArray[np.intp],
-    end: int,
-    spelled: Sequence[str],
-    known: dict[str, int],
-) -> bool:
-    excluded = {int(question[0]), int(question[1]), int(question[2])}
-    candidates = [int(row) for row in best if int(row) not in excluded]
-    position = _chosen(candidates[:TOPN], question, spelled, known)
-    close = [scores[row] for row in candidates[: position + 2]]
-    if any(first - second < CLOSE_CALL for first, second in itertools.pairwise(close)):
-        exact = np.dot(wv.vectors[:end], mean) / wv.norms[:end]
-        candidates = best_rows(exact, TOPN, excluded)
-        position = _chosen(candidates, question, spelled, known)
-    if not candidates:
-        return False
-    return spelled[candidates[position]] == spelled[int(question[3])]
-
-
-def _chosen(
-    candidates: list[int],
-    question: npt.NDArray[np.intp],
-    spelled: Sequence[str],
-    known: dict[str, int],
-) -> int:
-    """The position gensim's loop stops at: the first candidate spelled as no question word."""
-    ignored = {spelled[int(question[0])], spelled[int(question[1])], spelled[int(question[2])]}
-    for position, row in enumerate(candidates):
-        if spelled[row] in known and spelled[row] not in ignored:
-            return position
-    return max(len(candidates) - 1, 0)

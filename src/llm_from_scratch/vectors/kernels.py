@@ -1,24 +1,15 @@
 """The compiled selection of the best rows of many scores: each row's ``count`` highest columns
 in one pass, highest first, the lower column first on a tie (what a stable sort of the negated
-scores gives), instead of NumPy's ``argpartition`` and a sort."""
+scores gives), instead of NumPy's ``argpartition`` and a sort: ``dispatch`` chooses by size."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from llm_from_scratch.autograd.dispatch import (
-    compiled_kernel,
-    kernel_helper,
-    prange,
-    runs_compiled,
-)
-
-LONG_ROW: Final = 1 << 16
-"""From this many scores on, one row is scanned by the compiled kernel, else NumPy's
-``argpartition``."""
+from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper, prange, runs_compiled
 
 
 @kernel_helper
@@ -62,17 +53,14 @@ def top_columns(scores: npt.NDArray[np.floating], count: int) -> npt.NDArray[np.
         [[1, 3, 2]]
     """
     count = min(count, scores.shape[1])
-    if scores.shape[0] == 1:
-        row = scores[0]
-        found = (
-            _top_of_one_row(row, count) if row.shape[0] >= LONG_ROW else _partitioned(row, count)
-        )
-        return found[np.newaxis, :]
+    if scores.shape[0] == 1 and not runs_compiled(scores.shape[1]):
+        return _partitioned(scores[0], count)[np.newaxis, :]
     if not runs_compiled(scores.size):
         order = np.argsort(-scores, axis=1, kind="stable")
         return np.ascontiguousarray(order[:, :count])
     out = np.zeros((scores.shape[0], count), dtype=np.intp)
-    _top_columns(np.ascontiguousarray(scores), count, out)
+    kernel = _top_columns_one_thread if scores.shape[0] == 1 else _top_columns
+    kernel(np.ascontiguousarray(scores), count, out)
     return out
 
 
@@ -80,10 +68,3 @@ def _partitioned(row: npt.NDArray[np.floating], count: int) -> npt.NDArray[np.in
     cut = row.shape[0] - count
     part = np.argpartition(row, cut)[cut:] if cut > 0 else np.arange(row.shape[0])
     return part[np.lexsort((part, -row[part]))]
-
-
-def _top_of_one_row(row: npt.NDArray[np.floating], count: int) -> npt.NDArray[np.intp]:
-    out = np.zeros((1, count), dtype=np.intp)
-    _top_columns_one_thread(np.ascontiguousarray(row)[np.newaxis, :], count, out)
-    found: npt.NDArray[np.intp] = out[0]
-    return found

@@ -22,7 +22,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from llm_from_scratch.errors import FormatError, OptionError, TableError, WordError
+from llm_from_scratch.errors import FormatError, TableError, WordError
 from llm_from_scratch.tensor.storage import read_only_view
 from llm_from_scratch.vectors.correlation import PearsonRResult, SignificanceResult
 from llm_from_scratch.vectors.evaluation import analogies as evaluate_analogies
@@ -30,6 +30,7 @@ from llm_from_scratch.vectors.evaluation import word_pairs
 from llm_from_scratch.vectors.pair import check_pair, load_word_pieces, pair_words, read_table
 from llm_from_scratch.vectors.similarity import (
     COSMUL_EPSILON,
+    argument_error,
     as_list,
     best_rows,
     checked_count,
@@ -228,9 +229,7 @@ class WordVectors:
 
     def has_index_for(self, key: object) -> bool:
         """Whether ``key`` is a word of the vocabulary, or a row number (as gensim)."""
-        if isinstance(key, str):
-            return key in self._index
-        return _is_row_number(key) and 0 <= operator.index(key) < len(self)  # type: ignore[arg-type]
+        return self.get_index(key, -1) != -1
 
     def get_index(self, key: object, default: int | None = None) -> int:
         """The row of a word (a row number is its own row).
@@ -254,9 +253,7 @@ class WordVectors:
         Raises:
             WordError: ``word.not-in-vocabulary``.
         """
-        row = self.get_index(key)
-        table = self._unit if norm else self._vectors
-        vector: FloatArray = table[row]
+        vector: FloatArray = (self._unit if norm else self._vectors)[self.get_index(key)]
         return vector
 
     def __getitem__(self, keys: str | int | Sequence[str | int]) -> FloatArray:
@@ -302,14 +299,8 @@ class WordVectors:
             return []
         end = self._end(restrict_vocab, "most_similar")
         keys, weights = weighted(positive, negative, "most_similar")
-        mean = self._mean(keys, weights, "most_similar")
-        scores: FloatArray = self._unit[:end] @ mean
-        if count is None:
-            return scores
-        excluded = {self.get_index(key) for key in keys if not isinstance(key, np.ndarray)}
-        return [
-            (self._words[row], float(scores[row])) for row in best_rows(scores, count, excluded)
-        ]
+        scores: FloatArray = self._unit[:end] @ self._mean(keys, weights, "most_similar")
+        return self._listed(scores, count, self._rows_of(keys))
 
     def similar_by_vector(
         self, vector: npt.ArrayLike, topn: int | None = 10, restrict_vocab: int | None = None
@@ -347,24 +338,16 @@ class WordVectors:
         end = self._end(restrict_vocab, "most_similar_cosmul")
         ups, downs = as_list(positive), as_list(negative)
         if not ups:
-            raise OptionError(
-                "vectors.argument",
-                function="most_similar_cosmul",
-                requirement="a positive word or vector",
-                value=[],
-            )
-        excluded = {
-            self.get_index(item) for item in ups + downs if not isinstance(item, np.ndarray)
-        }
-        shifted = [(1 + self._unit[:end] @ self._term(item)) / 2 for item in ups + downs]
+            raise argument_error("most_similar_cosmul", "a positive word or vector", [])
+        excluded = self._rows_of(ups + downs)
+        shifted = [
+            (1 + self._unit[:end] @ self._term(item, "most_similar_cosmul")) / 2
+            for item in ups + downs
+        ]
         scores: npt.NDArray[np.floating] = np.prod(shifted[: len(ups)], axis=0) / (
             np.prod(shifted[len(ups) :], axis=0) + COSMUL_EPSILON
         )
-        if count is None:
-            return scores
-        return [
-            (self._words[row], float(scores[row])) for row in best_rows(scores, count, excluded)
-        ]
+        return self._listed(scores, count, excluded)
 
     def similarity(self, w1: str | int, w2: str | int) -> np.float32:
         """The cosine of two words' vectors.
@@ -468,12 +451,7 @@ class WordVectors:
         path = path_of(pairs, "evaluate_word_pairs")
         end = checked_count(restrict_vocab, "restrict_vocab", "evaluate_word_pairs", none=True)
         if not isinstance(delimiter, str) or not delimiter:
-            raise OptionError(
-                "vectors.argument",
-                function="evaluate_word_pairs",
-                requirement="a non-empty str delimiter",
-                value=delimiter,
-            )
+            raise argument_error("evaluate_word_pairs", "a non-empty str delimiter", delimiter)
         return word_pairs(self, path, delimiter, end, case_insensitive, dummy4unknown)
 
     def evaluate_word_analogies(
@@ -506,11 +484,24 @@ class WordVectors:
         end = checked_count(restrict_vocab, "restrict_vocab", function, none=True)
         return len(self) if not end else min(end, len(self))
 
-    def _term(self, item: object) -> np.ndarray:
+    def _term(self, item: object, function: str) -> np.ndarray:
+        """A query vector as given (checked), or the unit vector of a word."""
         if isinstance(item, np.ndarray):
-            return checked_vector(item, self.vector_size, "most_similar_cosmul")
+            return checked_vector(item, self.vector_size, function)
         unit: FloatArray = self._unit[self.get_index(item)]
         return unit
+
+    def _rows_of(self, items: list[object]) -> set[int]:
+        return {self.get_index(item) for item in items if not isinstance(item, np.ndarray)}
+
+    def _listed(
+        self, scores: npt.NDArray[np.floating], count: int | None, excluded: set[int]
+    ) -> list[tuple[str, float]] | npt.NDArray[np.floating]:
+        """Every score (``count`` None), or the ``count`` best words and scores."""
+        if count is None:
+            return scores
+        best = best_rows(scores, count, excluded)
+        return [(self._words[row], float(scores[row])) for row in best]
 
     def _mean(
         self, keys: list[object], weights: npt.NDArray[np.float64], function: str
@@ -519,22 +510,13 @@ class WordVectors:
         mean = np.zeros(self.vector_size, dtype=np.float32)
         total = 0.0
         for key, weight in zip(keys, weights, strict=True):
-            if isinstance(key, np.ndarray):
-                vector = checked_vector(key, self.vector_size, function)
-            else:
-                vector = self._unit[self.get_index(key)]
-            mean += weight * vector
+            mean += weight * self._term(key, function)
             total += abs(weight)
         return unit_of(mean / total if total > 0 else mean)
 
     def _rows(self, words: Sequence[str], function: str) -> list[int]:
         if isinstance(words, str) or not words:
-            raise OptionError(
-                "vectors.argument",
-                function=function,
-                requirement="a non-empty list of words",
-                value=words,
-            )
+            raise argument_error(function, "a non-empty list of words", words)
         return [self.get_index(word) for word in words]
 
     def _plain_mean(self, words: Sequence[str], function: str) -> FloatArray:
@@ -563,11 +545,7 @@ def _is_row_number(key: object) -> bool:
 
 
 def checked_words(words: Iterable[str]) -> list[str]:
-    """The words as a list, once each is a distinct non-empty ``str`` without a separator.
-
-    Raises:
-        WordError: ``vectors.word`` for the first word that is not.
-    """
+    """The words as a list, once each is a distinct non-empty ``str`` without a separator."""
     if isinstance(words, str):
         raise WordError("vectors.word", position=0, requirement="in a list of words", value=words)
     listed = list(words)
@@ -591,11 +569,7 @@ def _broken_word_rule(word: object, seen: set[str]) -> str:
 
 
 def checked_table(vectors: npt.ArrayLike, rows: int) -> FloatArray:
-    """``vectors`` as a new C-ordered float32 array, once it has ``rows`` rows of finite reals.
-
-    Raises:
-        TableError: ``vectors.table``.
-    """
+    """``vectors`` as a new C-ordered float32 array, once it has ``rows`` rows of finite reals."""
     try:
         array = np.asarray(vectors)
     except (TypeError, ValueError) as error:

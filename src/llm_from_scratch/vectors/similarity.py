@@ -5,7 +5,6 @@ the unit vector of a mean, the weighted inputs of ``most_similar``, the best row
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
 from numbers import Integral, Real
 from typing import Final
 
@@ -40,37 +39,29 @@ def as_list(value: object) -> list[object]:
         return []
     if isinstance(value, str | Integral) or (isinstance(value, np.ndarray) and value.ndim == 1):
         return [value]
-    if isinstance(value, np.ndarray) and value.ndim == 2:
-        return list(value)
-    if isinstance(value, Sequence | np.ndarray) or hasattr(value, "__iter__"):
-        return list(value)
-    return [value]
+    return list(value) if hasattr(value, "__iter__") else [value]
+
+
+def argument_error(function: str, requirement: str, value: object) -> OptionError:
+    """``vectors.argument``: ``function`` needs ``requirement`` and got ``value``."""
+    return OptionError("vectors.argument", function=function, requirement=requirement, value=value)
 
 
 def weighted(
     positive: object, negative: object, function: str
 ) -> tuple[list[object], npt.NDArray[np.float64]]:
     """The keys and their weights: 1 for a positive item, -1 for a negative one, unless an item
-    is a ``(key, weight)`` pair.
-
-    Raises:
-        OptionError: ``vectors.argument``, no item at all, or a weight that is no real number.
-    """
+    is a ``(key, weight)`` pair (``vectors.argument``: no item, a weight that is no real number)."""
     items = as_list(positive) + as_list(negative)
     if not items:
-        raise OptionError(
-            "vectors.argument", function=function, requirement="a word or vector", value=[]
-        )
+        raise argument_error(function, "a word or vector", [])
     count = len(as_list(positive))
     weights = np.concatenate((np.ones(count), -1.0 * np.ones(len(items) - count)))
     keys: list[object] = []
     for index, item in enumerate(items):
         if isinstance(item, tuple) and len(item) == 2:
             if not isinstance(item[1], Real) or isinstance(item[1], bool):
-                requirement = "a real weight in a (word, weight) pair"
-                raise OptionError(
-                    "vectors.argument", function=function, requirement=requirement, value=item
-                )
+                raise argument_error(function, "a real weight in a (word, weight) pair", item)
             keys.append(item[0])
             weights[index] = float(item[1])
         else:
@@ -79,30 +70,18 @@ def weighted(
 
 
 def checked_vector(vector: np.ndarray, width: int, function: str) -> np.ndarray:
-    """A query vector once it is a 1-D array of ``width`` finite real numbers.
-
-    Raises:
-        OptionError: ``vectors.argument``.
-    """
+    """A query vector once it is a 1-D array of ``width`` finite real numbers."""
     if vector.ndim != 1 or vector.shape[0] != width or vector.dtype.kind not in "fiu":
         requirement = f"a vector of {width} real numbers"
         shown = f"an array of shape {vector.shape} and dtype {vector.dtype}"
-        raise OptionError(
-            "vectors.argument", function=function, requirement=requirement, value=shown
-        )
+        raise argument_error(function, requirement, shown)
     if not np.isfinite(vector).all():
-        raise OptionError(
-            "vectors.argument", function=function, requirement="a finite vector", value="NaN or inf"
-        )
+        raise argument_error(function, "a finite vector", "NaN or inf")
     return vector
 
 
 def checked_count(value: object, name: str, function: str, *, none: bool) -> int | None:
-    """``topn`` or ``restrict_vocab``: an integer (``bool`` is not), or None where allowed.
-
-    Raises:
-        OptionError: ``vectors.argument``.
-    """
+    """``topn`` or ``restrict_vocab``: an integer (``bool`` is not), or None where allowed."""
     if value is None and none:
         return None
     if isinstance(value, Integral) and not isinstance(value, bool):
@@ -111,7 +90,7 @@ def checked_count(value: object, name: str, function: str, *, none: bool) -> int
             return number
     requirement = f"{name} an integer" + (" of at least 0" if name != "topn" else "")
     requirement += " or None" if none else ""
-    raise OptionError("vectors.argument", function=function, requirement=requirement, value=value)
+    raise argument_error(function, requirement, value)
 
 
 def best_rows(scores: npt.NDArray[np.floating], topn: int, excluded: set[int]) -> list[int]:

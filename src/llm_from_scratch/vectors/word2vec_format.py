@@ -8,9 +8,10 @@ the text form the numbers as text separated by spaces and a line feed, in the bi
 
 from __future__ import annotations
 
+import functools
 import io
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Final
 
@@ -38,12 +39,7 @@ def path_of(path: object, function: str) -> str:
 
 def read_word2vec(path: str, binary: bool, limit: int | None) -> tuple[list[str], FloatArray]:
     """The words and vectors of a word2vec file: the first ``limit`` (None or 0: all), a word
-    given twice kept at its first place (as gensim keeps it).
-
-    Raises:
-        FileAccessError: ``vectors.read``.
-        FormatError: ``vectors.file``.
-    """
+    given twice kept at its first place, as gensim keeps it (``vectors.read``, ``vectors.file``)."""
     kind = "binary" if binary else "text"
     try:
         with open_file(path) as raw:
@@ -51,7 +47,7 @@ def read_word2vec(path: str, binary: bool, limit: int | None) -> tuple[list[str]
             stream = io.BufferedReader(raw, CHUNK_BYTES)
             count, width = _header(stream.readline(LINE_LIMIT), path, kind)
             count = min(count, limit) if limit else count
-            _check_size(count, width, size, binary, path)
+            _check_size(count, width, size, binary, path, kind)
             read = _binary_rows if binary else _text_rows
             words, table = _collected(read(stream, count, width), count, width, path, kind)
     except OSError as error:
@@ -75,14 +71,11 @@ def _header(line: bytes, path: str, kind: str) -> tuple[int, int]:
     return count, width
 
 
-def _check_size(count: int, width: int, size: int, binary: bool, path: str) -> None:
+def _check_size(count: int, width: int, size: int, binary: bool, path: str, kind: str) -> None:
     """Refuse a header that counts more vectors than the file can hold, before allocating."""
-    smallest = (4 * width + 2) if binary else (2 * width + 1)
-    if count * smallest > size:
-        kind = "binary" if binary else "text"
-        detail = (
-            f"its header counts {count} vectors of width {width}, more than its {size} bytes hold"
-        )
+    if count * ((4 * width + 2) if binary else (2 * width + 1)) > size:
+        held = f"more than its {size} bytes hold"
+        detail = f"its header counts {count} vectors of width {width}, {held}"
         raise FormatError("vectors.file", path=path, kind=kind, detail=detail)
 
 
@@ -165,11 +158,7 @@ def word2vec_bytes(words: tuple[str, ...], table: FloatArray, binary: bool) -> b
 
 
 def write_word2vec(path: str, data: bytes) -> None:
-    """Replace the file at ``path`` by ``data`` (atomically).
-
-    Raises:
-        FileAccessError: ``vectors.write``.
-    """
+    """Replace the file at ``path`` by ``data`` atomically (``vectors.write``)."""
     try:
         replace_file(path, [memoryview(data)])
     except OSError as error:
@@ -184,24 +173,16 @@ def projector_bytes(words: tuple[str, ...], table: FloatArray) -> tuple[bytes, b
     return vectors, metadata
 
 
-def _writer(data: bytes) -> Callable[[str], None]:
-    def write(staged: str) -> None:
-        write_new_file(staged, [memoryview(data)])
-
-    return write
-
-
 def write_projector(folder: str, files: tuple[bytes, bytes]) -> tuple[Path, Path]:
-    """Write the two projector files into ``folder`` (made if missing), both or neither.
-
-    Raises:
-        FileAccessError: ``vectors.write``.
-    """
+    """Write the two projector files into ``folder`` (made if missing), both or neither."""
     targets = tuple(Path(folder) / name for name in PROJECTOR_FILES)
     try:
         os.makedirs(folder, exist_ok=True)
         replace_files(
-            [(str(target), _writer(data)) for target, data in zip(targets, files, strict=True)]
+            [
+                (str(target), functools.partial(write_new_file, parts=[memoryview(data)]))
+                for target, data in zip(targets, files, strict=True)
+            ]
         )
     except OSError as error:
         raise FileAccessError("vectors.write", path=folder, detail=_reason(error)) from error
