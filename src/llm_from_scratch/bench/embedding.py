@@ -24,7 +24,6 @@ from llm_from_scratch.bench.rounds import (
     median_rows,
     ratio_rows,
     round_robin_medians,
-    run_cases,
     then_step,
 )
 from llm_from_scratch.nn import Embedding, NamedParameter
@@ -251,19 +250,3 @@ def target_rows(results: list[CaseResult]) -> list[str]:
                     f"  {shape}: {theirs} / our {ours} = {ratio:.2f} (>= {least}: {verdict})"
                 )
     return ["targets (PyTorch's time over ours, side by side above):", *rows] if rows else []
-
-
-def run(
-    quick: bool = False, repeats: int | None = None, optimizers: Sequence[str] = ("sgd",)
-) -> int:
-    """Measure every shape and dtype, print progress to stderr and the table to stdout."""
-    chosen = ", ".join(optimizers) or "no optimizer"
-    cases = [
-        (
-            f"measuring V={rows} d={width} N={count} {dtype} ({{count}} repeats; {chosen})...",
-            partial(measure_case, rows, width, count, dtype, optimizers=optimizers),
-        )
-        for rows, width, count in (QUICK_SHAPES if quick else FULL_SHAPES)
-        for dtype in DTYPES
-    ]
-    return run_cases(repeats, 5 if quick else 15, cases, format_results)

@@ -14,8 +14,14 @@ from typing import Any, Final
 import numpy as np
 
 from llm_from_scratch.autograd.value import parameter_from_owned_array
-from llm_from_scratch.bench.embedding import DTYPES, LEARNING_RATE
-from llm_from_scratch.bench.embedding import run as run_lookups
+from llm_from_scratch.bench.embedding import (
+    DTYPES,
+    FULL_SHAPES,
+    LEARNING_RATE,
+    QUICK_SHAPES,
+    format_results,
+    measure_case,
+)
 from llm_from_scratch.bench.rounds import (
     Timed,
     backward_step,
@@ -136,19 +142,24 @@ def format_bag_results(results: list[BagCaseResult]) -> str:
     return lines(rows)
 
 
-def run(
-    quick: bool = False,
-    repeats: int | None = None,
-    only: str | None = None,
-    optimizers: Sequence[str] = ("sgd",),
-) -> int:
+def run(quick: bool, repeats: int | None, only: str | None, optimizers: Sequence[str]) -> int:
     """``bench embedding``: the lookup cases of :mod:`~llm_from_scratch.bench.embedding` (full
     steps with ``optimizers``), then the bag cases (``only``: ``"lookup"``, ``"bag"`` or None
-    for both)."""
+    for both); ``repeats`` None: 15, 5 with ``quick``."""
+    count = repeats or (5 if quick else 15)
     if only != "bag":
-        status = run_lookups(quick=quick, repeats=repeats, optimizers=optimizers)
-        if status != 0 or only == "lookup":
-            return status
+        chosen = ", ".join(optimizers) or "no optimizer"
+        lookups = [
+            (
+                f"measuring V={rows} d={width} N={n} {dtype} ({{count}} repeats; {chosen})...",
+                partial(measure_case, rows, width, n, dtype, optimizers=optimizers),
+            )
+            for rows, width, n in (QUICK_SHAPES if quick else FULL_SHAPES)
+            for dtype in DTYPES
+        ]
+        run_cases(count, lookups, format_results)
+    if only == "lookup":
+        return 0
     cases = [
         (
             f"measuring EmbeddingBag V={rows} d={width} N={count} B={bags} {dtype} "
@@ -158,4 +169,4 @@ def run(
         for rows, width, count, bags in (QUICK_BAG_SHAPES if quick else FULL_BAG_SHAPES)
         for dtype in DTYPES
     ]
-    return run_cases(repeats, 5 if quick else 15, cases, format_bag_results)
+    return run_cases(count, cases, format_bag_results)

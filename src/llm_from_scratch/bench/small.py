@@ -101,7 +101,7 @@ def format_result(medians: dict[str, float]) -> str:
     )
 
 
-def run(repeats: int | None = None) -> int:
-    """Measure and print; ``repeats`` (rounds) defaults to 41."""
+def run(repeats: int) -> int:
+    """Measure and print, ``repeats`` rounds."""
     cases = [("measuring the small lookup ({count} rounds)...", measure)]
-    return run_cases(repeats, 41, cases, lambda found: format_result(found[0]))
+    return run_cases(repeats, cases, lambda found: format_result(found[0]))
