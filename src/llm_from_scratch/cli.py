@@ -15,7 +15,7 @@ import sys
 from argparse import SUPPRESS
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 from llm_from_scratch.errors import OptionError
 from llm_from_scratch.exits import REFUSED, run_command
@@ -244,6 +244,13 @@ def _count_list(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(counts))
 
 
+CH18_SUMMARY: Final = (
+    "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises, training "
+    "a table"
+)
+DEBUG: Final[Option] = ("--debug", {"action": "store_true", "help": (
+    "print the traceback of an error above its line (without it, the traceback of an "
+    "unexpected error goes to a log file whose path the line gives)")})  # fmt: skip
 LANG: Final[Option] = (
     "--lang",
     {"choices": ("en", "ru"), "default": SUPPRESS, "help": "language of the text (default: en)"},
@@ -259,10 +266,18 @@ FIXTURE: Final[list[Option]] = [
 TABLE: Final[list[Option]] = [
     _file("--table", "a safetensors file holding a [V, d] table (with --tokenizer)"),
     _file("--tokenizer", "the table's tokenizer.json (with --table)"),
-    ("--tensor", {"metavar": "NAME", "default": None, "help": (
-        "the table's tensor name (default: embeddings.word_embeddings.weight, or "
-        "token_embedding.weight, the table ch18 train writes, when the file has no tensor "
-        "of the first name)")}),
+    (
+        "--tensor",
+        {
+            "metavar": "NAME",
+            "default": None,
+            "help": (
+                "the table's tensor name (default: embeddings.word_embeddings.weight, or "
+                "token_embedding.weight, the table ch18 train writes, when the file has no tensor "
+                "of the first name)"
+            ),
+        },
+    ),
 ]
 VECTORS_SOURCE: Final[list[Option]] = [
     *TABLE,
@@ -511,48 +526,23 @@ BENCH_MODULES: Final = {name: name for name in BENCHES} | {
 
 def build_parser() -> argparse.ArgumentParser:
     """Build the full argument parser (``--help`` works at every level)."""
-    parser = _Parser(
-        prog="llm-from-scratch",
-        description="Run the chapters of the LLM-from-scratch course.",
-    )
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        help=(
-            "print the traceback of an error above its line (without it, the traceback of an "
-            "unexpected error goes to a log file whose path the line gives)"
-        ),
-    )
+    description = "Run the chapters of the LLM-from-scratch course."
+    parser = _Parser(prog="llm-from-scratch", description=description)
+    _add_options([DEBUG], parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    summary = (
-        "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises, "
-        "training a table"
-    )
-    ch18 = commands.add_parser("ch18", help=summary, description=CH18_DESCRIPTION)
+    ch18 = commands.add_parser("ch18", help=CH18_SUMMARY, description=CH18_DESCRIPTION)
     _add_options([*FIXTURE, LANG], ch18)
-    _add_subcommands(ch18, "view", CH18_VIEWS, required=False)
-    summary = "benchmarks (timings, not tests)"
+    _add_commands(ch18.add_subparsers(dest="view", metavar="VIEW"), CH18_VIEWS)
     description = "Benchmarks that print medians and ratios measured side by side in one run."
-    bench = commands.add_parser("bench", help=summary, description=description)
-    _add_subcommands(bench, "target", BENCHES, required=True)
+    bench = commands.add_parser(
+        "bench", help="benchmarks (timings, not tests)", description=description
+    )
+    _add_commands(bench.add_subparsers(dest="target", metavar="TARGET", required=True), BENCHES)
     _add_commands(commands, {"corpus": CORPUS})
     return parser
 
 
-def _add_subcommands(
-    parser: argparse.ArgumentParser,
-    dest: str,
-    table: Mapping[str, Command],
-    required: bool,
-) -> None:
-    commands = parser.add_subparsers(dest=dest, metavar=dest.upper(), required=required)
-    _add_commands(commands, table)
-
-
-def _add_commands(
-    commands: _Subcommands,
-    table: Mapping[str, Command],
-) -> None:
+def _add_commands(commands: _Subcommands, table: Mapping[str, Command]) -> None:
     """Add each command of ``table``, its options added when it first parses or shows help."""
     for name, (summary, description, options) in table.items():
         added = options if callable(options) else partial(_add_options, options)
@@ -663,10 +653,12 @@ def _run_ch18(args: argparse.Namespace) -> int:
         if given:
             raise OptionError("command.values-elsewhere")
         return _run_learner_view(args)
+    from llm_from_scratch.figures.cli import run as draw
+
     if args.view == "figure" and args.trace is not None:
         if given:
             raise OptionError("command.values-with-trace")
-        return _draw(args)
+        return draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
     fixture = _fixture(chapter.KNOWN_FIXTURE, given)  # the layer and the tape refuse bad input
@@ -675,65 +667,43 @@ def _run_ch18(args: argparse.Namespace) -> int:
     else:  # the trace's grammar is one in every language: its records are read by programs
         text = chapter.render_trace(fixture)
     if args.view == "figure":
-        return _draw(args, text)
+        return draw(args, text)
     sys.stdout.write(text)
     return 0
 
 
-def _draw(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
-    from llm_from_scratch.figures.cli import run
-
-    return run(args, fresh_trace)
-
-
 def _run_learner_view(args: argparse.Namespace) -> int:
+    """Each view imports its own command only: the others' (training, a table) load nothing."""
+    out, lang = sys.stdout, language(args)
     if args.view == "train":
-        from llm_from_scratch.demos.ch18_token_embeddings.train_command import (
-            TrainRequest,
-            run_train,
-        )
+        from llm_from_scratch.demos.ch18_token_embeddings import train_command
         from llm_from_scratch.training.options import option_fields
 
         given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
-        train_request = TrainRequest(
-            given, language(args), args.figure, args.resume, args.continue_from
+        request = train_command.TrainRequest(
+            given, lang, args.figure, args.resume, args.continue_from
         )
-        return run_train(train_request, *_streams())
-    if args.view in ("evaluate", "export"):
-        return _run_vectors_view(args)
+        return train_command.run_train(request, out, sys.stderr)
     if args.view == "exercises":
-        from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
+        from llm_from_scratch.demos.ch18_token_embeddings import exercise_session as session
 
-        return run_exercises(language(args), args.answers, args.reveal, sys.stdin, *_streams())
-    from llm_from_scratch.demos.ch18_token_embeddings.neighbours_command import (
-        NeighboursRequest,
-        run_neighbours,
-    )
+        return session.run_exercises(lang, args.answers, args.reveal, sys.stdin, out, sys.stderr)
+    if args.view == "neighbours":
+        from llm_from_scratch.demos.ch18_token_embeddings import neighbours_command as command
 
-    files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
-    words = tuple(args.words)
-    analogy = None if args.analogy is None else tuple(args.analogy)
-    request = NeighboursRequest(
-        words, args.count, language(args), tensor=args.tensor, analogy=analogy, **files
-    )
-    return run_neighbours(request, sys.stdout)
+        files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
+        analogy = None if args.analogy is None else tuple(args.analogy)
+        words = tuple(args.words)
+        found = command.NeighboursRequest(
+            words, args.count, lang, tensor=args.tensor, analogy=analogy, **files
+        )
+        return command.run_neighbours(found, out)
+    from llm_from_scratch.demos.ch18_token_embeddings import vectors_command as vectors
 
-
-def _run_vectors_view(args: argparse.Namespace) -> int:
-    from llm_from_scratch.demos.ch18_token_embeddings.vectors_command import (
-        VectorsSource,
-        run_evaluate,
-        run_export,
-    )
-
-    source = VectorsSource(args.table, args.tokenizer, args.tensor, args.vectors)
+    source = vectors.VectorsSource(args.table, args.tokenizer, args.tensor, args.vectors)
     if args.view == "evaluate":
-        return run_evaluate(source, args.pairs, args.analogies, sys.stdout)
-    return run_export(source, args.format, args.output, sys.stdout)
-
-
-def _streams() -> tuple[TextIO, TextIO]:
-    return sys.stdout, sys.stderr
+        return vectors.run_evaluate(source, args.pairs, args.analogies, out)
+    return vectors.run_export(source, args.format, args.output, out)
 
 
 def _learner_input(args: argparse.Namespace) -> dict[str, object]:

@@ -17,6 +17,7 @@ from dataclasses import astuple, dataclass
 from functools import partial
 from itertools import count
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Final
 
 import numpy as np
@@ -33,6 +34,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.train import REPORT_GROUPS, Vo
 from llm_from_scratch.errors import CorpusError, WordedError
 from llm_from_scratch.nn import Embedding
 from llm_from_scratch.training.corpus import corpus_files, count_words, sentences
+from llm_from_scratch.training.run import peak_memory_bytes
 from llm_from_scratch.training.vocabulary import UNKNOWN_TOKEN, Vocabulary
 
 OURS: Final = ("hogbatch", "pairs")
@@ -138,16 +140,14 @@ def timed_process(command: Sequence[str]) -> tuple[float, int]:
     with tempfile.TemporaryFile() as errors:
         launched = [sys.executable, "-c", LAUNCHER, *command]
         found = subprocess.run(launched, stdout=subprocess.PIPE, stderr=errors, check=False)
-        if found.returncode != 0 or not found.stdout.strip():
+        result = found.stdout.decode().split() if found.returncode == 0 else ["", "", ""]
+        seconds, maxrss, status = result
+        if status != "0":
             errors.seek(0)
             sys.stderr.write(errors.read().decode("utf-8", "replace"))
-            raise ChildProcessError(f"{' '.join(command)} could not be run")
-        seconds, maxrss, status = found.stdout.split()
-        if int(status) != 0:
-            errors.seek(0)
-            sys.stderr.write(errors.read().decode("utf-8", "replace"))
-            raise ChildProcessError(f"{' '.join(command)} exited with {int(status)}")
-    return float(seconds), int(maxrss) * (1 if sys.platform == "darwin" else 1024)
+            ending = f"exited with {status}" if status else "could not be run"
+            raise ChildProcessError(f"{' '.join(command)} {ending}")
+    return float(seconds), peak_memory_bytes(SimpleNamespace(ru_maxrss=int(maxrss)))
 
 
 def copied_corpus(corpus: Path, copies: int, folder: Path) -> Path:
