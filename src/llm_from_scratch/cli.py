@@ -516,6 +516,33 @@ BENCHES: Final[dict[str, tuple[str, str, list[Option]]]] = {
                              "help": "where to write the files (default: the temp folder)"}),
         ],
     ),
+    "digest": (
+        "the SHA-256 of a corpus's files against its word count, and of a 1 GiB file",
+        "Time the SHA-256 of every file of CORPUS beside the word count every run starts with, "
+        "taking turns on the same files, then the SHA-256 of a 1 GiB file (written to the "
+        "temporary folder and removed) against reading it alone; print the medians and ratios.",
+        [
+            ("corpus", {"nargs": "?", "metavar": "CORPUS", "type": _path_argument,
+                        "default": "data/corpus", "help": "a text file or a folder of .txt "
+                        "files (default: data/corpus)"}),
+            _repeats("rounds", 5),
+            ("--no-gib", {"action": "store_true", "help": "leave out the 1 GiB file"}),
+        ],
+    ),
+    "versions": (
+        "the lookup timings of this source tree against another's",
+        "Time the lookup actions of bench embedding (no PyTorch) in fresh workers of this "
+        "source tree and of BASELINE, taking turns (the tree that goes first alternates), and "
+        "print both medians and this tree's over the baseline's for each case and action (the "
+        "copy row, the same code in both, shows the machine's drift).",
+        [
+            ("baseline", {"metavar": "BASELINE", "type": _path_argument,
+                          "help": "the src folder of the tree to compare with"}),
+            _number("--rounds", "worker pairs (default 3)", 3),
+            _repeats("repetitions per worker", 15),
+            ("--quick", {"action": "store_true", "help": "the one small shape only"}),
+        ],
+    ),
 }  # fmt: skip
 #: The module of ``llm_from_scratch.bench`` each benchmark runs.
 BENCH_MODULES: Final = {name: name for name in BENCHES} | {

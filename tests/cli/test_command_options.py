@@ -22,14 +22,9 @@ from checks import raises_rule
 from cli_support import run_cli
 
 SOURCE = Path(llm_from_scratch.__file__).parent
-#: The development scripts with arguments of their own: ``make errors``, a benchmark's worker
-#: processes and its comparisons of two trees; no command of ``llm-from-scratch`` is among them.
-WORKER_SCRIPTS = {
-    "bench/digest.py",
-    "bench/train_runners.py",
-    "bench/versions.py",
-    "error_catalogue.py",
-}
+#: The scripts with arguments of their own: ``make errors``, the worker processes of ``bench
+#: train``; no command of ``llm-from-scratch`` is among them.
+WORKER_SCRIPTS = {"bench/train_runners.py", "error_catalogue.py"}
 
 
 def declaring_modules() -> set[str]:
@@ -69,6 +64,8 @@ def test_no_chapter_or_figure_reads_the_process_arguments_itself() -> None:
         (["bench", "contention", "--line-ns", "0"], "--line-ns", "above 0"),
         (["bench", "contention", "--line-ns", "nan"], "--line-ns", "above 0"),
         (["bench", "vectors", "--repeats", "0"], "--repeats", "at least 1"),
+        (["bench", "digest", "--repeats", "0"], "--repeats", "at least 1"),
+        (["bench", "versions", "src", "--rounds", "0"], "--rounds", "at least 1"),
     ],
 )
 def test_a_number_out_of_its_range_is_refused_by_the_parser(
