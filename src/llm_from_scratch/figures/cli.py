@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
         text = fresh_trace
     else:
         text = _read_trace(args.trace)
-    _write(render_figure(parse_trace(text), language(args)), args.output)
+    write_page(render_figure(parse_trace(text), language(args)), args.output)
     return 0
 
 
@@ -75,10 +75,19 @@ def _read_trace(source: str) -> str:
         raise trace_error("TRACE", "encoding", f"{where} is not UTF-8: {error}") from error
 
 
-def _write(html: str, output: Path | None) -> None:
-    """The page to ``output``, replaced whole or not at all; a file that cannot be replaced (a
-    device such as ``/dev/stdout``, or a file whose folder takes no new file, such as
-    ``/proc/version``) written in place; without ``output``, to standard output."""
+def write_page(html: str, output: Path | None) -> None:
+    """Write an HTML page a command draws: to ``output``, replaced whole or not at all
+    (:func:`llm_from_scratch.files.replace_file`); a file that cannot be replaced, a device such
+    as ``/dev/stdout`` or a file whose folder takes no new file (``/proc/version``), is written
+    in place; without ``output``, to standard output.
+
+    Args:
+        html: the page.
+        output: its file, or None.
+
+    Raises:
+        OSError: about ``output`` (:func:`llm_from_scratch.files.about`), never its temporary.
+    """
     data = html.encode("utf-8")
     if output is None:
         sys.stdout.flush()
