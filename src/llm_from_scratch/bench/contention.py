@@ -98,13 +98,6 @@ def _blocks(corpus: Path, words: int) -> tuple[Vocabulary, list[npt.NDArray[np.i
     return vocabulary, blocks, read
 
 
-def _writes(method: str, drawn: Iterator[Any]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Each step's input rows and context rows written, as the compiled loop writes them."""
-    for sample in drawn:
-        inputs = (sample.centre,) if method == "pairs" else sample.inputs
-        yield inputs, sample.targets
-
-
 def count_writes(
     corpus: Path, method: str, words: int, window: int = 5, negatives: int = 5
 ) -> WriteCounts:
@@ -117,10 +110,11 @@ def count_writes(
     written: tuple[array[int], array[int]] = (array("q"), array("q"))
     sampler = block_pairs if method == "pairs" else block_windows
     for number, tokens in enumerate(blocks):
-        drawn = sampler(tokens, keep, noise, window, negatives, block_state(1, 0, number), 0)
-        for inputs, targets in _writes(method, drawn):
-            written[0].extend(inputs)
-            written[1].extend(targets)
+        state = block_state(1, 0, number)
+        drawn: Iterator[Any] = sampler(tokens, keep, noise, window, negatives, state, 0)
+        for sample in drawn:  # the rows each step writes, as the compiled loop writes them
+            written[0].extend((sample.centre,) if method == "pairs" else sample.inputs)
+            written[1].extend(sample.targets)
     input_writes, context_writes = (np.bincount(rows, minlength=size) for rows in written)
     pairs = len(written[0])
     seconds, compiled = _timed(method, blocks, (keep, noise), (window, negatives), size)
