@@ -44,7 +44,7 @@ pretrained: $(STAMP_DEMO)
 # Also `tokenizers`, which reads the tokenizer.json of a trained table (--no-deps, as above).
 corpus: $(STAMP_DEMO)
 	$(BIN)/python -m pip install --quiet --no-deps 'tokenizers>=0.15'
-	$(BIN)/python -m llm_from_scratch.demos.ch18_token_embeddings.shakespeare
+	$(BIN)/python -m llm_from_scratch corpus
 
 test: $(STAMP_TEST)
 	$(BIN)/python -m pytest src tests

@@ -1,11 +1,8 @@
 """The process of the command line: ``python -m llm_from_scratch`` and the console script
-``llm-from-scratch`` (:func:`main`).
-
-Ctrl-C is handled from the first statement to the exit: until the command runs (while the
-command line and the chapters are imported), it prints ``error: interrupted`` and exits with 130;
-while it runs, :func:`llm_from_scratch.exits.run_command` handles it; once it has ended, Ctrl-C
-is ignored and standard output flushed (when its reader went away, ``| head``, the rest is
-dropped quietly). A process started with Ctrl-C ignored keeps ignoring it.
+``llm-from-scratch`` (:func:`main`). Ctrl-C is handled from the first statement to the exit:
+``error: interrupted`` and status 130 until the command runs, then
+:func:`llm_from_scratch.exits.run_command`'s handling; once the command has ended it is ignored
+and standard output is flushed (the rest dropped quietly when its reader went away, ``| head``).
 """
 
 # The C module under `signal`, which the interpreter loads before any module of ours: installing

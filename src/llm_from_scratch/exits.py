@@ -1,33 +1,9 @@
 """How a command of ``llm-from-scratch`` ends: an exit status and at most one line on standard
-error, never a traceback.
-
-:func:`run_command` runs a command: what it returns is its status; what it raises is written as
-one line ``error: ...`` (escaped by :func:`llm_from_scratch.files.one_line`), by this module
-alone, with the status :func:`status_of` gives:
-
-- ``KeyboardInterrupt`` (Ctrl-C): ``interrupted``, status 130 (:data:`INTERRUPTED`);
-- an error of ours (a :class:`~llm_from_scratch.errors.LlmError`) that is a ``ValueError``,
-  ``TypeError``, ``LookupError`` or ``ImportError``, a refused input: its message, status 2
-  (:data:`REFUSED`); but one that is also an ``OSError``, a ``MemoryError`` (a read, a write
-  or an allocation the system refused) or an ``ArithmeticError`` (a run that diverged), or of
-  any other kind, failed: status 1 (:data:`FAILED`); what a caller gave that overflows, is not
-  finite or is not there (:data:`~llm_from_scratch.errors.REFUSING_RULES`) is a refused input;
-- a :class:`~llm_from_scratch.errors.WordedError`, an error a command worded in its language:
-  that wording, with the status of the error it words;
-- an ``OSError`` of the system: the file and the reason, status 1, but 2 for a path that names
-  nothing a command could use (:data:`UNUSABLE_PATH`: not there, a folder where a file goes, a
-  path the system cannot take; also as the cause of an error of ours); a ``MemoryError``:
-  ``out of memory`` and what NumPy says of it, status 1;
-- anything else, a fault of the program: its class and message, and the log file (in the
-  temporary folder) that holds its traceback, status 1.
-
-``SystemExit`` passes through (argparse's ``--help`` and usage errors). With ``debug`` (the
-command line's ``--debug``) every reported error's traceback is printed above its line instead.
-
-Inside :func:`run_command` the first Ctrl-C raises ``KeyboardInterrupt`` where the command is,
-so that its own clean-up runs (``ch18 train`` leaves its files as they were), and every later one
-is ignored while the command ends; the handler before it comes back when it returns. Before and
-after, the process (``llm_from_scratch.__main__``) handles Ctrl-C.
+error, never a traceback. :func:`run_command` runs a command and is the one place that writes
+``error: ...`` (escaped by :func:`llm_from_scratch.files.one_line`), with the status
+:func:`status_of` gives: 2 a refused input, 1 a failed run or a fault of the program (its
+traceback in a log file), 130 Ctrl-C (docs/errors.md, "What a command raises", "Signals").
+``SystemExit`` passes through (argparse's ``--help`` and usage errors).
 """
 
 from __future__ import annotations
@@ -69,7 +45,12 @@ LOG_PREFIX: Final = "llm-from-scratch-error-"
 
 
 def status_of(error: BaseException) -> int:
-    """The exit status :func:`run_command` gives for ``error`` (see the module docstring).
+    """The exit status :func:`run_command` gives for ``error``: an error of ours that is a
+    ``ValueError``, ``TypeError``, ``LookupError`` or ``ImportError``, a refused input, is 2, but
+    one also an ``OSError``, ``MemoryError`` or ``ArithmeticError`` is 1, unless its rule is one of
+    :data:`~llm_from_scratch.errors.REFUSING_RULES`; a :class:`~llm_from_scratch.errors.WordedError`
+    has the status of the error it words; an ``OSError`` is 1, but 2 for a path that names nothing
+    a command could use (:data:`UNUSABLE_PATH`); Ctrl-C is 130; anything else 1.
 
     Example:
         >>> from llm_from_scratch.errors import NonFiniteError, TableError
@@ -97,8 +78,7 @@ def status_of(error: BaseException) -> int:
 
 
 def _errno_of(error: OSError) -> int | None:
-    """The ``errno`` of ``error``, or of the first ``OSError`` among its causes (``__cause__``,
-    or the ``cause`` field of an error of ours) that has one."""
+    """The ``errno`` of ``error``, or of the first ``OSError`` among its causes that has one."""
     found: object = error
     while isinstance(found, OSError):
         if found.errno is not None:
@@ -133,8 +113,7 @@ def run_command(
 
 
 def _reported(error: BaseException, interruption: KeyboardInterrupt | None) -> BaseException:
-    """What a command's end reports: the interruption, if a Ctrl-C came, unless the command
-    worded it itself; else what it raised."""
+    """The interruption, if a Ctrl-C came and the command did not word it; else ``error``."""
     if interruption is None:
         return error
     worded = isinstance(error, WordedError) and isinstance(error.error, KeyboardInterrupt)
@@ -152,13 +131,9 @@ class _Ending:
 @contextlib.contextmanager
 def _interrupts_raised_once(ending: _Ending) -> Iterator[None]:
     """Inside the block, the first Ctrl-C raises ``KeyboardInterrupt`` if the command has not
-    ended, and every other one is ignored; the handler before it comes back after the block.
-
-    Python cannot let an exception out of a callback from C code or a destructor (it reports it
-    through ``sys.unraisablehook``): an interruption lost that way is raised again
-    :data:`RESIGNAL_SECONDS` later. Only the main thread receives signals; elsewhere, and when
-    Ctrl-C is ignored, nothing changes.
-    """
+    ended, and every other one is ignored; one lost in a callback from C code or a destructor
+    (``sys.unraisablehook``) is raised again :data:`RESIGNAL_SECONDS` later. Only in the main
+    thread, and only when Ctrl-C is not ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.bench.digest import main
+from llm_from_scratch.cli import main
 
 
 def test_the_digest_benchmark_prints_the_digests_beside_the_word_count(
@@ -15,7 +15,7 @@ def test_the_digest_benchmark_prints_the_digests_beside_the_word_count(
 ) -> None:
     (tmp_path / "a.txt").write_text("to be or not to be\n" * 50, encoding="utf-8")
     (tmp_path / "b.txt").write_text("that is the question\n" * 50, encoding="utf-8")
-    assert main([str(tmp_path), "--repeats", "1", "--no-gib"]) == 0
+    assert main(["bench", "digest", str(tmp_path), "--repeats", "1", "--no-gib"]) == 0
     out = capsys.readouterr().out
     assert f"{tmp_path}: 2 files, {19 * 50 + 21 * 50:,} bytes" in out
     digests, count, ratio = (

@@ -1,11 +1,12 @@
-"""``python -m llm_from_scratch.bench.versions``: the lookup timings of two source trees, taken in
+"""``llm-from-scratch bench versions``: the lookup timings of two source trees, taken in
 turns by fresh workers, and each action's ratio computed from the two trees' medians."""
 
 from __future__ import annotations
 
 import pytest
 
-from llm_from_scratch.bench.versions import THIS_TREE, compare, format_comparison, main
+from llm_from_scratch.bench.versions import THIS_TREE, compare, format_comparison
+from llm_from_scratch.cli import main
 
 
 def test_the_comparison_prints_each_trees_median_over_rounds_and_their_ratio() -> None:
@@ -27,11 +28,11 @@ def test_an_action_only_one_tree_measures_is_left_out() -> None:
     ]
 
 
-def test_zero_rounds_are_refused_as_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as caught:
-        main([str(THIS_TREE), "--rounds", "0"])
-    assert caught.value.code == 2
-    assert capsys.readouterr().err.endswith(": error: --rounds and --repeats must be at least 1\n")
+def test_zero_rounds_are_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "versions", str(THIS_TREE), "--rounds", "0"]) == 2
+    assert capsys.readouterr().err == "error: --rounds must be at least 1, got 0\n"
+    assert main(["bench", "versions", str(THIS_TREE), "--repeats", "0"]) == 2
+    assert capsys.readouterr().err == "error: --repeats must be at least 1, got 0\n"
 
 
 @pytest.mark.slow

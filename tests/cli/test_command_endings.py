@@ -359,7 +359,7 @@ def test_each_status_is_one_constant_declared_once_in_exits() -> None:
 
 def test_no_command_prints_an_error_line_of_its_own() -> None:
     """Only ``exits`` writes ``error: ...``; besides, the process before the command line is
-    imported (Ctrl-C then) and ``make corpus``, a script of its own."""
+    imported (Ctrl-C then)."""
 
     def starts_an_error_line(node: ast.AST) -> bool:
         first = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else node
@@ -369,7 +369,7 @@ def test_no_command_prints_an_error_line_of_its_own() -> None:
     printing = sorted(
         {name for name, tree in modules() for node in ast.walk(tree) if starts_an_error_line(node)}
     )
-    assert printing == ["__main__.py", "demos/ch18_token_embeddings/shakespeare.py", "exits.py"]
+    assert printing == ["__main__.py", "exits.py"]
 
 
 @pytest.mark.parametrize(

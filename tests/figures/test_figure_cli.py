@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_from_scratch.cli import main
+from llm_from_scratch.cli import build_parser, main
 from llm_from_scratch.errors import OptionError
-from llm_from_scratch.figures.cli import configure_parser, language, run
+from llm_from_scratch.figures.cli import language, run
 
 from checks import raises_rule
 from conftest import GOLDEN, unavailable
@@ -145,28 +145,31 @@ def test_a_dash_reads_the_trace_from_standard_input(
     assert capsys.readouterr().out.startswith("<!DOCTYPE html>")
 
 
+def figure_arguments(*words: str) -> argparse.Namespace:
+    """``ch18 figure WORDS`` parsed by the one parser of the command line."""
+    return build_parser().parse_args(["ch18", "figure", *words])
+
+
 def test_the_options_are_documented_and_the_language_is_checked(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    parser = argparse.ArgumentParser(prog="figure")
-    configure_parser(parser)
+    with pytest.raises(SystemExit):
+        main(["ch18", "figure", "--help"])
 
-    help_text = parser.format_help()
+    help_text = capsys.readouterr().out
     for option in ("--lang {en,ru}", "--output PATH", "--trace FILE"):
         assert option in help_text
-    assert language(parser.parse_args([])) == "en"
-    assert language(parser.parse_args(["--lang", "ru"])) == "ru"
+    assert language(figure_arguments()) == "en"
+    assert language(figure_arguments("--lang", "ru")) == "ru"
     with pytest.raises(SystemExit):
-        parser.parse_args(["--lang", "de"])
+        figure_arguments("--lang", "de")
     assert "invalid choice: 'de'" in capsys.readouterr().err
 
 
 def test_run_takes_the_namespace_the_parser_builds(trace_file: Path, tmp_path: Path) -> None:
-    parser = argparse.ArgumentParser()
-    configure_parser(parser)
     output = tmp_path / "figure.html"
 
-    status = run(parser.parse_args(["--trace", str(trace_file), "--output", str(output)]))
+    status = run(figure_arguments("--trace", str(trace_file), "--output", str(output)))
 
     assert status == 0
     assert output.read_text(encoding="utf-8").endswith("</html>\n")
@@ -185,10 +188,8 @@ def test_a_fresh_trace_from_the_chapter_demo_is_drawn(
 def test_run_draws_a_trace_handed_in_as_text_and_needs_one(
     trace_text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    parser = argparse.ArgumentParser()
-    configure_parser(parser)
     output = tmp_path / "figure.html"
-    args = parser.parse_args(["--output", str(output)])
+    args = figure_arguments("--output", str(output))
 
     assert run(args, trace_text) == 0
     assert "[4, 4]" in output.read_text(encoding="utf-8")

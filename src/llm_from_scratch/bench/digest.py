@@ -3,17 +3,15 @@ resuming"): the SHA-256 of every file (:func:`~llm_from_scratch.training.corpus.
 beside the word count every run starts with, in turns on the same files; then the digest's
 seconds per GiB of a file of 1 GiB, against reading it alone.
 
-``python -m llm_from_scratch.bench.digest [CORPUS] [--repeats N]`` (default: the Shakespeare
-corpus of ``make corpus``); the 1 GiB file goes to a temporary folder and is removed.
+``llm-from-scratch bench digest [CORPUS]``; the 1 GiB file goes to a temporary folder and is
+removed.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -76,20 +74,10 @@ def gib_lines(repeats: int) -> list[str]:
     ]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llm_from_scratch.bench.digest")
-    parser.add_argument("corpus", nargs="?", type=Path, default=Path("data/corpus"))
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-gib", action="store_true", help="leave out the 1 GiB file")
-    args = parser.parse_args(argv)
+def run(corpus: Path, repeats: int, no_gib: bool) -> int:
+    """Measure and print, ``repeats`` rounds (``no_gib``: without the 1 GiB file)."""
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} processors")
-    print(f"medians of {args.repeats} rounds, in turns, after a warm-up round")
-    for line in corpus_lines(args.corpus, args.repeats):
-        print(line)
-    for line in [] if args.no_gib else gib_lines(args.repeats):
+    print(f"medians of {repeats} rounds, in turns, after a warm-up round")
+    for line in [*corpus_lines(corpus, repeats), *([] if no_gib else gib_lines(repeats))]:
         print(line)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

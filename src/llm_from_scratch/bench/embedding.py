@@ -16,17 +16,7 @@ from typing import Any, Final, cast
 import numpy as np
 
 from llm_from_scratch.autograd.value import parameter_from_owned_array
-from llm_from_scratch.bench.rounds import (
-    Timed,
-    backward_step,
-    imported_torch,
-    lines,
-    median_rows,
-    ratio_rows,
-    round_robin_medians,
-    run_cases,
-    then_step,
-)
+from llm_from_scratch.bench import rounds
 from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.optim import SGD, Adagrad, Adam
 from llm_from_scratch.training.options import default_memory_budget
@@ -66,7 +56,7 @@ TARGETS: Final = {
     ("torch adagrad sparse", "adagrad fused"): 1.3,
 }
 """PyTorch's sparse step over ours, at least (the plain loop, ``backward`` then ``step()``, and
-the fused ``backward_step``, each against ``sparse=True`` and PyTorch's optimizer)."""
+the fused ``rounds.backward_step``, each against ``sparse=True`` and PyTorch's optimizer)."""
 
 
 @dataclass(frozen=True)
@@ -134,17 +124,19 @@ def _measure_ours(
         return leaf.sparse_gradient
 
     actions = {
-        "copy": Timed(partial(_copied, np.array(upstream, copy=True))),
-        "forward": Timed(forward),
-        "fwd+bwd": Timed(forward_backward, leaf.zero_grad),
+        "copy": rounds.Timed(partial(_copied, np.array(upstream, copy=True))),
+        "forward": rounds.Timed(forward),
+        "fwd+bwd": rounds.Timed(forward_backward, leaf.zero_grad),
     }
     for name in optimizers:
         optimizer = OPTIMIZERS[name](layer.parameters(), LEARNING_RATE)  # both steps share it
-        step = partial(then_step, forward_backward, optimizer)
-        actions[f"{name} step"] = Timed(step, leaf.zero_grad)
-        fused = partial(backward_step, forward, upstream, optimizer)  # from an empty gradient
-        actions[f"{name} fused"] = Timed(fused, leaf.zero_grad)
-    medians = round_robin_medians(actions, repeats)
+        step = partial(rounds.then_step, forward_backward, optimizer)
+        actions[f"{name} step"] = rounds.Timed(step, leaf.zero_grad)
+        fused = partial(
+            rounds.backward_step, forward, upstream, optimizer
+        )  # from an empty gradient
+        actions[f"{name} fused"] = rounds.Timed(fused, leaf.zero_grad)
+    medians = rounds.round_robin_medians(actions, repeats)
     peak = _backward_peak_bytes(leaf, forward, upstream)
     table_bytes = leaf.numpy().nbytes
     return CaseResult(vocabulary_size, width, count, dtype, medians, peak, table_bytes)
@@ -177,7 +169,7 @@ def _measure_torch(
     repeats: int,
     optimizers: Sequence[str],
 ) -> None:
-    torch = imported_torch(result.notes)
+    torch = rounds.imported_torch(result.notes)
     if torch is None:
         return
     warnings.filterwarnings("ignore", "Sparse invariant checks", UserWarning)
@@ -197,17 +189,19 @@ def _measure_torch(
         return lambda: lookup(sparse=sparse).backward(upstream_t)
 
     found = {
-        "torch forward": Timed(forward),
-        "torch fwd+bwd dense": Timed(backward(False), reset),
-        "torch fwd+bwd sparse": Timed(backward(True), reset),
+        "torch forward": rounds.Timed(forward),
+        "torch fwd+bwd dense": rounds.Timed(backward(False), reset),
+        "torch fwd+bwd sparse": rounds.Timed(backward(True), reset),
     }
-    result.medians.update(round_robin_medians(found, repeats))
+    result.medians.update(rounds.round_robin_medians(found, repeats))
     for name in optimizers:
         dense, sparse = torch_names(name)
         actions = {}
         if TORCH_DENSE_TABLES[name] * result.table_bytes <= default_memory_budget() << 20:
             optimizer = getattr(torch.optim, OPTIMIZERS[name].__name__)([weights], lr=LEARNING_RATE)
-            actions[dense] = Timed(partial(then_step, backward(False), optimizer), reset)
+            actions[dense] = rounds.Timed(
+                partial(rounds.then_step, backward(False), optimizer), reset
+            )
         else:
             result.notes.append(
                 f"{dense} left out: it needs about {TORCH_DENSE_TABLES[name]} "
@@ -215,8 +209,8 @@ def _measure_torch(
             )
         kind = "SparseAdam" if name == "adam" else OPTIMIZERS[name].__name__
         optimizer = getattr(torch.optim, kind)([weights], lr=LEARNING_RATE)
-        actions[sparse] = Timed(partial(then_step, backward(True), optimizer), reset)
-        result.medians.update(round_robin_medians(actions, repeats))
+        actions[sparse] = rounds.Timed(partial(rounds.then_step, backward(True), optimizer), reset)
+        result.medians.update(rounds.round_robin_medians(actions, repeats))
         del actions, optimizer
         gc.collect()
     reset()
@@ -229,13 +223,13 @@ def format_results(results: list[CaseResult]) -> str:
         share = case.backward_peak_bytes / case.table_bytes
         rows += [
             f"V={case.vocabulary_size} d={case.embedding_width} N={case.token_count} {case.dtype}",
-            *median_rows(case.medians, "ms", "copy"),
-            *ratio_rows(case.medians, COMPARISONS),
+            *rounds.median_rows(case.medians, "ms", "copy"),
+            *rounds.ratio_rows(case.medians, COMPARISONS),
             f"  backward peak extra memory {case.backward_peak_bytes / 2**20:.1f} MiB "
             f"= {share:.2%} of the {case.table_bytes / 2**20:.0f} MiB table",
             *(f"  note: {note}" for note in case.notes),
         ]
-    return lines([*rows, *target_rows(results)])
+    return rounds.lines([*rows, *target_rows(results)])
 
 
 def target_rows(results: list[CaseResult]) -> list[str]:
@@ -251,19 +245,3 @@ def target_rows(results: list[CaseResult]) -> list[str]:
                     f"  {shape}: {theirs} / our {ours} = {ratio:.2f} (>= {least}: {verdict})"
                 )
     return ["targets (PyTorch's time over ours, side by side above):", *rows] if rows else []
-
-
-def run(
-    quick: bool = False, repeats: int | None = None, optimizers: Sequence[str] = ("sgd",)
-) -> int:
-    """Measure every shape and dtype, print progress to stderr and the table to stdout."""
-    chosen = ", ".join(optimizers) or "no optimizer"
-    cases = [
-        (
-            f"measuring V={rows} d={width} N={count} {dtype} ({{count}} repeats; {chosen})...",
-            partial(measure_case, rows, width, count, dtype, optimizers=optimizers),
-        )
-        for rows, width, count in (QUICK_SHAPES if quick else FULL_SHAPES)
-        for dtype in DTYPES
-    ]
-    return run_cases(repeats, 5 if quick else 15, cases, format_results)

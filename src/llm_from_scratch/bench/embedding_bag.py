@@ -14,18 +14,14 @@ from typing import Any, Final
 import numpy as np
 
 from llm_from_scratch.autograd.value import parameter_from_owned_array
-from llm_from_scratch.bench.embedding import DTYPES, LEARNING_RATE
-from llm_from_scratch.bench.embedding import run as run_lookups
-from llm_from_scratch.bench.rounds import (
-    Timed,
-    backward_step,
-    imported_torch,
-    lines,
-    median_rows,
-    ratio_rows,
-    round_robin_medians,
-    run_cases,
-    then_step,
+from llm_from_scratch.bench import rounds
+from llm_from_scratch.bench.embedding import (
+    DTYPES,
+    FULL_SHAPES,
+    LEARNING_RATE,
+    QUICK_SHAPES,
+    format_results,
+    measure_case,
 )
 from llm_from_scratch.nn import EmbeddingBag, NamedParameter
 from llm_from_scratch.optim import SGD
@@ -66,13 +62,13 @@ def measure_bag_case(
     offsets = np.arange(bags, dtype=np.int64) * (token_count // bags)
     upstream = rng.standard_normal((bags, width)).astype(dtype)
     values = rng.standard_normal((vocabulary_size, width)).astype(dtype)
-    medians = round_robin_medians(_our_actions(values, ids, offsets, upstream), repeats)
+    medians = rounds.round_robin_medians(_our_actions(values, ids, offsets, upstream), repeats)
     notes: list[str] = []
-    torch = imported_torch(notes)
+    torch = rounds.imported_torch(notes)
     for sparse in (False, True) if torch is not None else ():
         gc.collect()  # each group's arrays are freed before the next one runs
         group = _torch_actions(torch, values, (ids, offsets, upstream), sparse)
-        medians.update(round_robin_medians(group, repeats))
+        medians.update(rounds.round_robin_medians(group, repeats))
     return BagCaseResult(vocabulary_size, width, token_count, bags, dtype, medians, notes)
 
 
@@ -81,7 +77,7 @@ def _our_actions(
     ids: np.ndarray[Any, Any],
     offsets: np.ndarray[Any, Any],
     upstream: np.ndarray[Any, Any],
-) -> dict[str, Timed]:
+) -> dict[str, rounds.Timed]:
     leaf = parameter_from_owned_array(np.array(values, copy=True))
     table = NamedParameter.from_value("token_embedding.weight", leaf)
     layer = EmbeddingBag.from_parameter(table, mode="sum")
@@ -93,18 +89,20 @@ def _our_actions(
         return leaf.sparse_gradient
 
     return {
-        "bag forward": Timed(forward),
-        "bag fwd+bwd": Timed(forward_backward, leaf.zero_grad),
-        "bag step": Timed(partial(then_step, forward_backward, optimizer), leaf.zero_grad),
-        "bag fused step": Timed(
-            partial(backward_step, forward, upstream, optimizer), leaf.zero_grad
+        "bag forward": rounds.Timed(forward),
+        "bag fwd+bwd": rounds.Timed(forward_backward, leaf.zero_grad),
+        "bag step": rounds.Timed(
+            partial(rounds.then_step, forward_backward, optimizer), leaf.zero_grad
+        ),
+        "bag fused step": rounds.Timed(
+            partial(rounds.backward_step, forward, upstream, optimizer), leaf.zero_grad
         ),
     }
 
 
 def _torch_actions(
     torch: Any, values: np.ndarray[Any, Any], arrays: Sequence[Any], sparse: bool
-) -> dict[str, Timed]:
+) -> dict[str, rounds.Timed]:
     """PyTorch's ``fwd+bwd`` and ``step``, dense or sparse."""
     ids, offsets, upstream = (torch.from_numpy(array) for array in arrays)
     table = torch.from_numpy(np.array(values, copy=True))
@@ -117,8 +115,10 @@ def _torch_actions(
 
     kind = "sparse" if sparse else "dense"
     return {
-        f"torch bag fwd+bwd {kind}": Timed(backward, reset),
-        f"torch bag step {kind}": Timed(partial(then_step, backward, optimizer), reset),
+        f"torch bag fwd+bwd {kind}": rounds.Timed(backward, reset),
+        f"torch bag step {kind}": rounds.Timed(
+            partial(rounds.then_step, backward, optimizer), reset
+        ),
     }
 
 
@@ -129,26 +129,31 @@ def format_bag_results(results: list[BagCaseResult]) -> str:
         rows += [
             f'EmbeddingBag(mode="sum") V={case.vocabulary_size} d={case.embedding_width} '
             f"N={case.token_count} in {case.bags} bags {case.dtype}",
-            *median_rows(case.medians, "ms"),
-            *ratio_rows(case.medians, COMPARISONS),
+            *rounds.median_rows(case.medians, "ms"),
+            *rounds.ratio_rows(case.medians, COMPARISONS),
             *(f"  note: {note}" for note in case.notes),
         ]
-    return lines(rows)
+    return rounds.lines(rows)
 
 
-def run(
-    quick: bool = False,
-    repeats: int | None = None,
-    only: str | None = None,
-    optimizers: Sequence[str] = ("sgd",),
-) -> int:
+def run(quick: bool, repeats: int | None, only: str | None, optimizers: Sequence[str]) -> int:
     """``bench embedding``: the lookup cases of :mod:`~llm_from_scratch.bench.embedding` (full
     steps with ``optimizers``), then the bag cases (``only``: ``"lookup"``, ``"bag"`` or None
-    for both)."""
+    for both); ``repeats`` None: 15, 5 with ``quick``."""
+    count = repeats or (5 if quick else 15)
     if only != "bag":
-        status = run_lookups(quick=quick, repeats=repeats, optimizers=optimizers)
-        if status != 0 or only == "lookup":
-            return status
+        chosen = ", ".join(optimizers) or "no optimizer"
+        lookups = [
+            (
+                f"measuring V={rows} d={width} N={n} {dtype} ({{count}} repeats; {chosen})...",
+                partial(measure_case, rows, width, n, dtype, optimizers=optimizers),
+            )
+            for rows, width, n in (QUICK_SHAPES if quick else FULL_SHAPES)
+            for dtype in DTYPES
+        ]
+        rounds.run_cases(count, lookups, format_results)
+    if only == "lookup":
+        return 0
     cases = [
         (
             f"measuring EmbeddingBag V={rows} d={width} N={count} B={bags} {dtype} "
@@ -158,4 +163,4 @@ def run(
         for rows, width, count, bags in (QUICK_BAG_SHAPES if quick else FULL_BAG_SHAPES)
         for dtype in DTYPES
     ]
-    return run_cases(repeats, 5 if quick else 15, cases, format_bag_results)
+    return rounds.run_cases(count, cases, format_bag_results)

@@ -41,9 +41,9 @@ def format_result(result: NeighboursResult) -> str:
     return process_report(medians, ratios, result.runs)
 
 
-def run(repeats: int | None = None) -> int:
-    """Measure and print; ``repeats`` (runs) defaults to 11. Needs ``make pretrained``."""
-    return run_processes(COMMANDS, repeats, 11, _report, _query_runs)
+def run(repeats: int) -> int:
+    """Measure and print, ``repeats`` runs of each process. Needs ``make pretrained``."""
+    return run_processes(COMMANDS, repeats, _report, _query_runs)
 
 
 def _report(medians: Sequence[float], runs: int) -> str:

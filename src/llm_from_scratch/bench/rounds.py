@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from llm_from_scratch.errors import OptionError
-
 Sample = TypeVar("Sample")
 
 DEMO_COMMAND: Final = (sys.executable, "-m", "llm_from_scratch", "ch18")
@@ -64,18 +62,6 @@ def round_robin_medians(actions: Mapping[str, Timed], repeats: int) -> dict[str,
     round."""
     samples = in_turns({name: timed.seconds for name, timed in actions.items()}, repeats + 1)
     return {name: statistics.median(found[1:]) for name, found in samples.items()}
-
-
-def checked_count(count: int | None, default: int, name: str = "--repeats") -> int:
-    """``--repeats`` (None: ``default``), at least 1.
-
-    Raises:
-        OptionError: ``option.value``, a count below 1.
-    """
-    found = default if count is None else count
-    if found < 1:
-        raise OptionError("option.value", name=name, requirement="at least 1", value=found)
-    return found
 
 
 def imported_torch(notes: list[str]) -> Any:
@@ -145,14 +131,12 @@ def process_report(medians: Mapping[str, float], ratios: Mapping[str, float], ru
 
 
 def run_cases(
-    repeats: int | None,
-    default: int,
+    count: int,
     cases: Iterable[tuple[str, Callable[[int], Sample]]],
     report: Callable[[list[Sample]], str],
 ) -> int:
-    """Check ``--repeats`` (``option.value`` below one), then measure each case with that count
-    after its progress line on standard error, and print the ``report`` of the results (0)."""
-    count = checked_count(repeats, default)
+    """Measure each case ``count`` times after its progress line on standard error, and print
+    the ``report`` of the results (0)."""
     results = []
     for progress, measure in cases:
         print(progress.format(count=count), file=sys.stderr, flush=True)
@@ -163,15 +147,12 @@ def run_cases(
 
 def run_processes(
     commands: Mapping[str, Sequence[str]],
-    runs: int | None,
-    default_runs: int,
+    count: int,
     report: Callable[[list[float], int], str],
     ready: Callable[[], bool] = lambda: True,
 ) -> int:
-    """A process benchmark: check ``--repeats`` (``option.value`` below one) and that it is
-    ``ready`` (2 if not; it says why), time the commands taking turns, print the ``report``
-    (0)."""
-    count = checked_count(runs, default_runs)
+    """A process benchmark: check that it is ``ready`` (2 if not; it says why), time the
+    commands taking turns ``count`` times, print the ``report`` (0)."""
     if not ready():
         return 2
     print(f"timing {count} runs of each process...", file=sys.stderr, flush=True)

@@ -9,14 +9,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from llm_from_scratch.bench.rounds import (
-    Timed,
-    imported_torch,
-    lines,
-    median_rows,
-    round_robin_medians,
-    run_cases,
-)
+from llm_from_scratch.bench import rounds
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE
 from llm_from_scratch.nn import Embedding, NamedParameter
 from llm_from_scratch.tensor import Tensor
@@ -30,15 +23,15 @@ PAIRS: Final = (
 """Ours over PyTorch's (below 1: ours is faster)."""
 
 
-def _repeated(action: Callable[[], object]) -> Timed:
+def _repeated(action: Callable[[], object]) -> rounds.Timed:
     def run() -> None:
         for _ in range(CALLS):
             action()
 
-    return Timed(run)
+    return rounds.Timed(run)
 
 
-def _ours() -> dict[str, Timed]:
+def _ours() -> dict[str, rounds.Timed]:
     fixture = KNOWN_FIXTURE
     table = Tensor(fixture.table_shape, fixture.table_values)
     layer = Embedding.from_parameter(NamedParameter.from_tensor(fixture.table_name, table))
@@ -59,8 +52,8 @@ def _ours() -> dict[str, Timed]:
     }
 
 
-def _torch() -> dict[str, Timed]:
-    torch = imported_torch([])
+def _torch() -> dict[str, rounds.Timed]:
+    torch = rounds.imported_torch([])
     if torch is None:
         return {}
     torch.set_num_threads(1)
@@ -81,16 +74,16 @@ def _torch() -> dict[str, Timed]:
 
 def measure(repeats: int) -> dict[str, float]:
     """The median seconds of one call of each action (see the module docstring)."""
-    medians = round_robin_medians({**_ours(), **_torch()}, repeats)
+    medians = rounds.round_robin_medians({**_ours(), **_torch()}, repeats)
     return {name: seconds / CALLS for name, seconds in medians.items()}
 
 
 def format_result(medians: dict[str, float]) -> str:
     """Each median in microseconds with its ratio to ``copy``, then ours over PyTorch's."""
-    return lines(
+    return rounds.lines(
         [
             f"the chapter's 4x2 table, IDs [[2, 1, 2]], one thread, {CALLS} calls a sample",
-            *median_rows(medians, "us", "copy"),
+            *rounds.median_rows(medians, "us", "copy"),
             *(
                 f"  our {ours} / {theirs} = {medians[ours] / medians[theirs]:.2f} "
                 "(below 1: ours is faster)"
@@ -101,7 +94,7 @@ def format_result(medians: dict[str, float]) -> str:
     )
 
 
-def run(repeats: int | None = None) -> int:
-    """Measure and print; ``repeats`` (rounds) defaults to 41."""
+def run(repeats: int) -> int:
+    """Measure and print, ``repeats`` rounds."""
     cases = [("measuring the small lookup ({count} rounds)...", measure)]
-    return run_cases(repeats, 41, cases, lambda found: format_result(found[0]))
+    return rounds.run_cases(repeats, cases, lambda found: format_result(found[0]))

@@ -20,6 +20,6 @@ def format_result(medians: Sequence[float], runs: int) -> str:
     )
 
 
-def run(repeats: int | None = None) -> int:
-    """Measure and print; ``repeats`` (runs) defaults to 21."""
-    return run_processes(COMMANDS, repeats, 21, format_result)
+def run(repeats: int) -> int:
+    """Measure and print, ``repeats`` runs of each process."""
+    return run_processes(COMMANDS, repeats, format_result)

@@ -22,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 from safetensors.numpy import load_file
 
-from llm_from_scratch.bench.rounds import checked_count, in_turns, lines
+from llm_from_scratch.bench.rounds import in_turns, lines
 from llm_from_scratch.bench.word_benchmarks import WordScores, word_scores
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
@@ -140,15 +140,13 @@ def timed_process(command: Sequence[str]) -> tuple[float, int]:
     with tempfile.TemporaryFile() as errors:
         launched = [sys.executable, "-c", LAUNCHER, *command]
         found = subprocess.run(launched, stdout=subprocess.PIPE, stderr=errors, check=False)
-        if found.returncode != 0 or not found.stdout.strip():
+        result = found.stdout.decode().split() if found.returncode == 0 else ["", "", ""]
+        seconds, maxrss, status = result
+        if status != "0":
             errors.seek(0)
             sys.stderr.write(errors.read().decode("utf-8", "replace"))
-            raise ChildProcessError(f"{' '.join(command)} could not be run")
-        seconds, maxrss, status = found.stdout.split()
-        if int(status) != 0:
-            errors.seek(0)
-            sys.stderr.write(errors.read().decode("utf-8", "replace"))
-            raise ChildProcessError(f"{' '.join(command)} exited with {int(status)}")
+            ending = f"exited with {status}" if status else "could not be run"
+            raise ChildProcessError(f"{' '.join(command)} {ending}")
     return float(seconds), peak_memory_bytes(int(maxrss))
 
 
@@ -298,32 +296,14 @@ def _ratios(result: TrainBenchResult) -> list[str]:
     return rows
 
 
-def run(
-    corpus: Path | None = None,
-    epochs: int = 5,
-    repeats: int = 3,
-    trainers: Sequence[str] = TRAINERS,
-    threads: Sequence[int] = THREADS,
-    copies: int = 1,
-) -> int:
-    """Measure and print, ``repeats`` rounds (``corpus`` None: the fetched Shakespeare texts)."""
-    path = checked_corpus(corpus, {"--repeats": repeats, "--epochs": epochs, "--copies": copies})
-    result = measure(path, epochs, repeats, trainers, threads, copies)
-    sys.stdout.write(format_result(result))
-    return 0
-
-
-def checked_corpus(corpus: Path | None, counts: dict[str, int]) -> Path:
+def checked_corpus(corpus: Path | None) -> Path:
     """The corpus to measure (None: the fetched Shakespeare texts).
 
     Raises:
-        OptionError: ``option.value``, one of ``counts`` (by option name) below 1.
         WordedError: the corpus is missing (``corpus.missing``, with how to fetch it).
     """
     from llm_from_scratch.demos.ch18_token_embeddings.shakespeare import default_corpus_folder
 
-    for name, given in counts.items():
-        checked_count(given, 1, name)
     path = corpus if corpus is not None else default_corpus_folder()
     if not path.exists():
         missing = CorpusError("corpus.missing", path=str(path))

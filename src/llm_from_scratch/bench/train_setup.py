@@ -22,13 +22,11 @@ from typing import Final
 from llm_from_scratch.bench.rounds import in_turns, lines
 from llm_from_scratch.bench.train import (
     OURS,
-    THREADS,
-    TRAINERS,
     TrainBenchResult,
     checked_corpus,
+    format_result,
     measure,
 )
-from llm_from_scratch.bench.train import run as train_bench
 
 SYNTHETIC_REPEATS: Final = 6
 """How often each word of a synthetic corpus occurs (above the default ``--min-count`` 5)."""
@@ -172,21 +170,23 @@ def format_first_block(samples: Sequence[dict[str, float]], corpus: Path) -> str
 
 
 def run(
-    corpus: Path | None = None,
-    epochs: int = 5,
-    repeats: int = 3,
-    trainers: Sequence[str] = TRAINERS,
-    threads: Sequence[int] = THREADS,
-    copies: int = 1,
-    memory: bool = False,
-    first_block: bool = False,
-    words: int = 200_000,
+    corpus: Path | None,
+    epochs: int,
+    repeats: int,
+    trainers: Sequence[str],
+    threads: Sequence[int],
+    copies: int,
+    memory: bool,
+    first_block: bool,
+    words: int,
 ) -> int:
-    """``bench train``: with ``memory`` or ``first_block`` those measures (``repeats`` rounds),
-    else :func:`llm_from_scratch.bench.train.run`."""
+    """``bench train``, ``repeats`` rounds (``corpus`` None: the fetched Shakespeare texts):
+    :func:`~llm_from_scratch.bench.train.measure`, or with ``memory`` or ``first_block`` those
+    measures."""
+    path = checked_corpus(corpus)
     if not (memory or first_block):
-        return train_bench(corpus, epochs, repeats, trainers, threads, copies)
-    path = checked_corpus(corpus, {"--repeats": repeats, "--words": words})
+        sys.stdout.write(format_result(measure(path, epochs, repeats, trainers, threads, copies)))
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-train-setup-") as scratch:
         try:
             if memory:

@@ -17,7 +17,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from llm_from_scratch.bench.rounds import Timed, checked_count, in_turns, lines
+from llm_from_scratch.bench.rounds import Timed, in_turns, lines
 from llm_from_scratch.errors import MissingPackageError
 from llm_from_scratch.vectors import WordVectors
 
@@ -122,15 +122,10 @@ def report(results: list[Measured], repeats: int, versions: str) -> str:
     return lines(rows)
 
 
-def run(
-    repeats: int | None = None,
-    quick: bool = False,
-    analogies: Path | None = None,
-    only: str | None = None,
-) -> int:
-    """Measure and print (``only``: one case, ``most_similar`` or ``analogies``); ``repeats``
-    (rounds) defaults to 5. Needs gensim (the test extra)."""
-    count = checked_count(repeats, 5)
+def run(repeats: int, quick: bool, analogies: Path | None, only: str | None) -> int:
+    """Measure and print, ``repeats`` rounds (``only``: one case, ``most_similar`` or
+    ``analogies``). Needs gensim (the test extra)."""
+    count = repeats
     try:
         import gensim
     except ImportError as error:

@@ -1,4 +1,4 @@
-"""``python -m llm_from_scratch.bench.versions BASELINE_SRC``: the lookup timings of
+"""``llm-from-scratch bench versions BASELINE_SRC``: the lookup timings of
 :func:`~llm_from_scratch.bench.embedding.measure_case` (no PyTorch) in fresh workers of this
 source tree and another, taking turns, and this tree's medians over the baseline's (the ``copy``
 row, the same code in both, shows the machine's drift).
@@ -6,7 +6,6 @@ row, the same code in both, shows the machine's drift).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -81,20 +80,9 @@ def format_comparison(baseline: Medians, current: Medians) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llm_from_scratch.bench.versions")
-    parser.add_argument("baseline", type=Path, help="the src folder of the tree to compare with")
-    parser.add_argument("--rounds", type=int, default=3, help="worker pairs (default 3)")
-    parser.add_argument("--repeats", type=int, default=15, help="repetitions per worker")
-    parser.add_argument("--quick", action="store_true", help="the one small shape only")
-    args = parser.parse_args(argv)
-    if args.rounds < 1 or args.repeats < 1:
-        parser.error("--rounds and --repeats must be at least 1")
-    baseline, current = compare(args.baseline, args.rounds, args.repeats, args.quick)
+def run(baseline: Path, rounds: int, repeats: int, quick: bool) -> int:
+    """Compare and print, ``rounds`` worker pairs of ``repeats`` repetitions each."""
+    found, current = compare(baseline, rounds, repeats, quick)
     print("case / action   baseline   this tree   this tree / baseline")
-    sys.stdout.write(format_comparison(baseline, current))
+    sys.stdout.write(format_comparison(found, current))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,9 +1,11 @@
-"""The command ``llm-from-scratch ch18 figure``: draw a trace as the token-embedding figure (the
-parser and renderer are imported inside :func:`run`, as the command line imports this module)."""
+"""The command ``llm-from-scratch ch18 figure``: draw a trace as the token-embedding figure (its
+options are declared in :mod:`llm_from_scratch.cli`; the parser and renderer of the trace are
+imported inside :func:`run`, as the command line imports this module)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Final
@@ -14,6 +16,7 @@ from llm_from_scratch.files import (
     is_too_large,
     read_file,
     read_stream,
+    replace_file,
     write_file,
 )
 
@@ -21,43 +24,11 @@ TRACE_BYTE_LIMIT: Final = FILE_BYTE_LIMIT
 """The most bytes read from a saved trace (1 MiB; the chapter's is about 2 KB)."""
 
 
-def add_language(parser: argparse.ArgumentParser) -> None:
-    """Add ``--lang``, the language of what a ``ch18`` command prints or draws (absent unless
-    given, so that ``ch18 --lang ru VIEW`` and ``ch18 VIEW --lang ru`` both work: read it with
-    :func:`language`)."""
-    parser.add_argument(
-        "--lang",
-        choices=("en", "ru"),
-        default=argparse.SUPPRESS,
-        help="language of the text (default: en)",
-    )
-
-
 def language(args: argparse.Namespace) -> str:
-    """The ``--lang`` of parsed arguments, ``en`` when not given."""
+    """The ``--lang`` of parsed arguments (declared in :mod:`llm_from_scratch.cli`), ``en`` when
+    not given."""
     lang: str = getattr(args, "lang", "en")
     return lang
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add ``--lang``, ``--output`` and ``--trace`` to the ``ch18 figure`` parser."""
-    add_language(parser)
-    parser.add_argument(
-        "--output",
-        metavar="PATH",
-        type=Path,
-        default=None,
-        help="write the HTML page to PATH instead of standard output",
-    )
-    parser.add_argument(
-        "--trace",
-        metavar="FILE",
-        default=None,
-        help=(
-            "draw a saved token-embeddings-v1 trace (as printed by 'llm-from-scratch ch18 "
-            "trace'; '-' reads standard input) instead of computing a fresh one"
-        ),
-    )
 
 
 def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
@@ -79,7 +50,7 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
         text = fresh_trace
     else:
         text = _read_trace(args.trace)
-    _write(render_figure(parse_trace(text), language(args)), args.output)
+    write_page(render_figure(parse_trace(text), language(args)), args.output)
     return 0
 
 
@@ -104,11 +75,33 @@ def _read_trace(source: str) -> str:
         raise trace_error("TRACE", "encoding", f"{where} is not UTF-8: {error}") from error
 
 
-def _write(html: str, output: Path | None) -> None:
+def write_page(html: str, output: Path | None) -> None:
+    """Write an HTML page a command draws: to ``output``, replaced whole or not at all
+    (:func:`llm_from_scratch.files.replace_file`); a file that cannot be replaced, a device such
+    as ``/dev/stdout`` or a file whose folder takes no new file (``/proc/version``), is written
+    in place; without ``output``, to standard output.
+
+    Args:
+        html: the page.
+        output: its file, or None.
+
+    Raises:
+        OSError: about ``output`` (:func:`llm_from_scratch.files.about`), never its temporary.
+    """
     data = html.encode("utf-8")
-    if output is not None:
-        write_file(str(output), data)
+    if output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
         return
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+    target = str(output)
+    try:
+        if os.path.isfile(target) or not os.path.exists(target):
+            replace_file(target, [memoryview(data)])
+            return
+    except FileNotFoundError as error:  # for a file that exists: its folder refused a new one
+        if not os.path.exists(target):
+            raise about(target, error) from error
+    except OSError as error:  # said of the page, not of its temporary
+        raise about(target, error) from error
+    write_file(target, data)

