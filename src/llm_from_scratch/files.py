@@ -456,10 +456,23 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
-def write_file(path: str, data: bytes) -> None:
-    """Write ``data`` to the file at ``path`` (checked by :func:`writable_path`) in place, so
-    that ``/dev/stdout`` works (raises as :func:`writable_path` or ``open``, about the path:
-    :func:`about`)."""
+def write_output(path: str, data: bytes) -> None:
+    """Write a file a command produces: replaced whole or not at all (:func:`replace_file`); a
+    path that is no regular file (a device such as ``/dev/stdout``) or whose folder takes no new
+    file (``/proc/version``) is written in place, checked by :func:`writable_path`.
+
+    Raises:
+        OSError: about ``path`` (:func:`about`), never its temporary.
+    """
+    try:
+        if os.path.isfile(path) or not os.path.exists(path):
+            replace_file(path, [memoryview(data)])
+            return
+    except FileNotFoundError as error:  # for a file that exists: its folder refused a new one
+        if not os.path.exists(path):
+            raise about(path, error) from error
+    except OSError as error:
+        raise about(path, error) from error
     try:
         writable_path(path)
         with open(path, "wb") as stream:

@@ -5,9 +5,7 @@ imported inside :func:`run`, as the command line imports this module)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 from typing import Final
 
 from llm_from_scratch.files import (
@@ -16,8 +14,6 @@ from llm_from_scratch.files import (
     is_too_large,
     read_file,
     read_stream,
-    replace_file,
-    write_file,
 )
 
 TRACE_BYTE_LIMIT: Final = FILE_BYTE_LIMIT
@@ -41,7 +37,7 @@ def run(args: argparse.Namespace, fresh_trace: str | None = None) -> int:
         OSError: the trace cannot be read or the page written, about that file.
     """
     from llm_from_scratch.errors import OptionError
-    from llm_from_scratch.figures.render import render_figure
+    from llm_from_scratch.figures.render import render_figure, write_page
     from llm_from_scratch.figures.trace_parser import parse_trace
 
     if args.trace is None:
@@ -73,35 +69,3 @@ def _read_trace(source: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise trace_error("TRACE", "encoding", f"{where} is not UTF-8: {error}") from error
-
-
-def write_page(html: str, output: Path | None) -> None:
-    """Write an HTML page a command draws: to ``output``, replaced whole or not at all
-    (:func:`llm_from_scratch.files.replace_file`); a file that cannot be replaced, a device such
-    as ``/dev/stdout`` or a file whose folder takes no new file (``/proc/version``), is written
-    in place; without ``output``, to standard output.
-
-    Args:
-        html: the page.
-        output: its file, or None.
-
-    Raises:
-        OSError: about ``output`` (:func:`llm_from_scratch.files.about`), never its temporary.
-    """
-    data = html.encode("utf-8")
-    if output is None:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    target = str(output)
-    try:
-        if os.path.isfile(target) or not os.path.exists(target):
-            replace_file(target, [memoryview(data)])
-            return
-    except FileNotFoundError as error:  # for a file that exists: its folder refused a new one
-        if not os.path.exists(target):
-            raise about(target, error) from error
-    except OSError as error:  # said of the page, not of its temporary
-        raise about(target, error) from error
-    write_file(target, data)

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import functools
 import html
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from llm_from_scratch.figures.links import WIDTH as LINKS_WIDTH
 from llm_from_scratch.figures.links import lay_out_links
 from llm_from_scratch.figures.scatter import marker_path
 from llm_from_scratch.figures.trace_parser import Trace
-from llm_from_scratch.files import about, replace_file
+from llm_from_scratch.files import write_output
 from llm_from_scratch.labels import Labels, load_labels
 from llm_from_scratch.traces.token_embeddings_v1 import NONE, RULE_STATES, SHARINGS, STATES
 
@@ -80,13 +82,21 @@ def render_page(template_name: str, lang: str, labels: Labels, **context: object
     return template.render(lang=lang, labels=labels, zip=zip, marker_path=marker_path, **context)
 
 
-def write_page(path: str, page: str) -> None:
-    """Write a command's page to ``path`` atomically (:func:`~llm_from_scratch.files.replace_file`:
-    a reader sees the earlier file or the whole page); an ``OSError`` is said of ``path``."""
-    try:
-        replace_file(path, [memoryview(page.encode("utf-8"))])
-    except OSError as error:  # said of the page, not of its temporary
-        raise about(path, error) from error
+def write_page(page: str, output: str | Path | None) -> None:
+    """Write an HTML page a command draws to ``output``
+    (:func:`llm_from_scratch.files.write_output`: replaced whole, a device in place), or to
+    standard output when ``output`` is None.
+
+    Raises:
+        OSError: about ``output``, never its temporary.
+    """
+    data = page.encode("utf-8")
+    if output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        write_output(str(output), data)
 
 
 def number_text(lexeme: str) -> str:

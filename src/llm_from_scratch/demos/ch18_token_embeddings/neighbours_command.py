@@ -68,7 +68,7 @@ def run_neighbours(request: NeighboursRequest, out: TextIO) -> int:
     if request.figure is None or str(request.figure) == "-":
         out.write(text)
     else:
-        write_page(str(request.figure), text)
+        write_page(text, request.figure)
     return 0
 
 

@@ -116,7 +116,7 @@ def _check_figure(path: Path) -> None:
 def _write_figure(path: Path, report: TrainReport, lang: str) -> None:
     from llm_from_scratch.figures.train import render_train_figure
 
-    write_page(str(path), render_train_figure(report, lang))
+    write_page(render_train_figure(report, lang), path)
 
 
 class ProgressPrinter:
