@@ -19,7 +19,7 @@ from typing import Any, Final, Literal, TypeAlias, cast
 
 import numpy as np
 
-from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.autograd.dispatch import runs_compiled, runs_in_python
 from llm_from_scratch.autograd.gradient import RowSparseGradient
 from llm_from_scratch.autograd.kernels import gather_rows_into
 from llm_from_scratch.autograd.tape import Node, output_allocation_error, record
@@ -203,7 +203,6 @@ def _id_error(prefix: str, problem: IdProblem, count: int, rows: int) -> IdError
 # subclass as the items its base class holds.
 
 _CHUNK: Final = 1 << 16  # items converted per block (bounds temporary memory)
-_FEW_IDS: Final = 64
 _INDEX: Final = np.dtype(np.intp)
 _EXACT_AS_INDEX: Final = frozenset(
     np.dtype(code) for code in np.typecodes["AllInteger"] if np.can_cast(code, np.intp)
@@ -267,7 +266,7 @@ def read_ids(source: Source, count: int, bound: int) -> IndexArray | IdProblem:
         blocks = _converted_blocks(iter(items), buffer, bound)
     for start, stop, problem in blocks:  # each block checked before the next is read
         checked = buffer if stop - start == count else buffer[start:stop]
-        if checked.size <= _FEW_IDS:  # Python's min and max beat NumPy's call overhead here
+        if runs_in_python(checked.size):  # Python's min and max beat NumPy's call overhead here
             values = checked.tolist()
             in_range = not values or (min(values) >= 0 and max(values) < bound)
         else:  # as unsigned, negative indices wrap to huge values: one maximum checks both ends
@@ -438,7 +437,7 @@ def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
     def gathered() -> tuple[FloatArray, RowGatherPlan]:
         indices, width = plan.indices, plan.table_shape[1]
         try:
-            if indices.size * width < COMPILED_KERNEL_MIN_VALUES:
+            if not runs_compiled(indices.size * width):
                 # mode="clip" skips NumPy's own bounds pass: the plan's indices were checked.
                 output = take_rows(table.array, indices, axis=0, mode="clip")
             else:
@@ -459,7 +458,7 @@ def counts_non_finite_upstream(node: Node) -> bool:
     if operation is None or not isinstance(operation.saved, RowGatherPlan):
         return False
     plan = operation.saved
-    return plan.has_plain_gradient and plan.output_elements >= COMPILED_KERNEL_MIN_VALUES
+    return plan.has_plain_gradient and runs_compiled(plan.output_elements)
 
 
 def gather_rows_vjp(plan: RowGatherPlan, upstream: FloatArray) -> Sequence[RowSparseGradient]:
@@ -467,7 +466,7 @@ def gather_rows_vjp(plan: RowGatherPlan, upstream: FloatArray) -> Sequence[RowSp
     :class:`RowGradientRule`."""
     rule = plan.gradient_rule
     flat_upstream = upstream.reshape(plan.indices.size, plan.table_shape[1])
-    if rule == PLAIN_GRADIENT and flat_upstream.size >= COMPILED_KERNEL_MIN_VALUES:
+    if rule == PLAIN_GRADIENT and runs_compiled(flat_upstream.size):
         return (RowSparseGradient.summed_when_read(plan.indices, flat_upstream, plan.table_shape),)
     gradient = RowSparseGradient.from_scatter(
         plan.indices, flat_upstream, plan.table_shape, divide_by_counts=rule.scale_by_frequency
