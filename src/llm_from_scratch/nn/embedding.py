@@ -19,8 +19,8 @@ from llm_from_scratch.autograd.gather import (
     RowGatherPlan,
     gather_rows_forward,
     plan_from_validated_indices,
-    plan_of_ids,
 )
+from llm_from_scratch.autograd.ids import plan_of_ids
 from llm_from_scratch.autograd.value import constant_from_owned_array, node_of, value_of
 from llm_from_scratch.nn.init import NamedParameter, Seed
 from llm_from_scratch.nn.layer_state import TableLayer, hold_fields, is_table, layer_of
@@ -249,7 +249,7 @@ class Embedding(TableLayer):
 
         Raises:
             IdError, AllocationError: in the contract's order (see
-                :func:`~llm_from_scratch.autograd.gather.plan_of_ids`): ``ids.shape``,
+                :func:`~llm_from_scratch.autograd.ids.plan_of_ids`): ``ids.shape``,
                 ``ids.container``, ``ids.count``, ``ids.shape`` for the output shape,
                 ``ids.dtype``, ``ids.allocation``, then ``ids.type`` or ``ids.out-of-range``
                 for the first bad ID in flat order.
