@@ -116,8 +116,8 @@ def _flat_shape(matrices: FloatArray) -> tuple[int, int, int]:
 def lane_dot(row: Any, vector: Any) -> Any:  # pragma: no cover - JIT
     """``row . vector`` in :data:`LANES` lanes, as :func:`lane_dot_numpy` adds: feature ``f``
     into lane ``f % 8``, each lane from ``+0.0``, the lanes summed pairwise. A lane the last
-    features do not reach is left as it is (NumPy adds ``0 * 0 = +0.0`` to it, which changes
-    nothing: a lane starting at ``+0.0`` is never ``-0.0``)."""
+    features do not reach gets ``+0.0`` (NumPy adds ``0 * 0``), which changes nothing: a lane
+    starting at ``+0.0`` is never ``-0.0``."""
     width = vector.shape[0]
     full = width - width % 8
     zero = vector.dtype.type(0)
@@ -131,22 +131,21 @@ def lane_dot(row: Any, vector: Any) -> Any:  # pragma: no cover - JIT
         l5 += row[f + 5] * vector[f + 5]
         l6 += row[f + 6] * vector[f + 6]
         l7 += row[f + 7] * vector[f + 7]
-    tail = width - full
-    if tail > 0:
+    if full < width:
         l0 += row[full] * vector[full]
-    if tail > 1:
-        l1 += row[full + 1] * vector[full + 1]
-    if tail > 2:
-        l2 += row[full + 2] * vector[full + 2]
-    if tail > 3:
-        l3 += row[full + 3] * vector[full + 3]
-    if tail > 4:
-        l4 += row[full + 4] * vector[full + 4]
-    if tail > 5:
-        l5 += row[full + 5] * vector[full + 5]
-    if tail > 6:
-        l6 += row[full + 6] * vector[full + 6]
+        l1 += tail_product(row, vector, full + 1, zero)
+        l2 += tail_product(row, vector, full + 2, zero)
+        l3 += tail_product(row, vector, full + 3, zero)
+        l4 += tail_product(row, vector, full + 4, zero)
+        l5 += tail_product(row, vector, full + 5, zero)
+        l6 += tail_product(row, vector, full + 6, zero)
     return ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
+
+
+@kernel_helper
+def tail_product(row: Any, vector: Any, feature: int, zero: Any) -> Any:  # pragma: no cover
+    """``row[feature] * vector[feature]``, or ``zero`` past the last feature."""
+    return row[feature] * vector[feature] if feature < vector.shape[0] else zero
 
 
 @compiled_kernel(parallel=False, pack_lanes=True)
