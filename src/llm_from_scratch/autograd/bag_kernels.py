@@ -65,21 +65,6 @@ def _bag_maxima_into(
 
 
 @compiled_kernel(parallel=True)
-def _weighted_row_sums_into(
-    values: Any, upstream: Any, sources: Any, weights: Any, starts: Any
-) -> None:  # pragma: no cover - JIT
-    width = upstream.shape[1]
-    for slot in prange(values.shape[0]):
-        first = starts[slot]  # every listed row has a first entry: it starts the sum at 0.0
-        for feature in range(width):
-            values[slot, feature] = 0.0 + weights[first] * upstream[sources[first], feature]
-        for entry in range(first + 1, starts[slot + 1]):
-            weight, source = weights[entry], sources[entry]
-            for feature in range(width):
-                values[slot, feature] += weight * upstream[source, feature]
-
-
-@compiled_kernel(parallel=True)
 def _max_row_sums_into(
     values: Any, upstream: Any, coordinates: Any, starts: Any, order: Any
 ) -> None:  # pragma: no cover - JIT
@@ -138,12 +123,8 @@ def bag_row_sums(
     positions in flat order, and the use counts."""
     rows, starts, order = row_groups(indices, rows_in_table)
     sources = bag_of[order]  # the upstream row of each entry, grouped by row
-    if weights is None:
-        return rows, grouped_sums(upstream, starts, sources), np.diff(starts)
-    values = np.empty((rows.shape[0], upstream.shape[1]), dtype=upstream.dtype)
-    ordered = np.ascontiguousarray(weights[order])
-    _weighted_row_sums_into(values, np.ascontiguousarray(upstream), sources, ordered, starts)
-    return rows, values, np.diff(starts)
+    ordered = None if weights is None else weights[order]
+    return rows, grouped_sums(upstream, starts, sources, ordered), np.diff(starts)
 
 
 def max_row_sums(

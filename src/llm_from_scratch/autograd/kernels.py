@@ -67,10 +67,20 @@ def _counting_plan(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover
 
 @compiled_kernel(parallel=True)
 def _grouped_sums_into(
-    values: Any, upstream: Any, starts: Any, order: Any
+    values: Any, upstream: Any, starts: Any, order: Any, weights: Any
 ) -> None:  # pragma: no cover - JIT
+    width = upstream.shape[1]
     for slot in prange(values.shape[0]):
-        scatter_sum(values[slot], upstream, order, starts[slot], starts[slot + 1])
+        first = starts[slot]  # every listed row has a first entry: it starts the sum at 0.0
+        if weights.shape[0] == 0:
+            scatter_sum(values[slot], upstream, order, first, starts[slot + 1])
+            continue
+        for feature in range(width):
+            values[slot, feature] = 0.0 + weights[first] * upstream[order[first], feature]
+        for entry in range(first + 1, starts[slot + 1]):
+            weight, source = weights[entry], order[entry]
+            for feature in range(width):
+                values[slot, feature] += weight * upstream[source, feature]
 
 
 @compiled_kernel(parallel=False)
@@ -106,14 +116,21 @@ def row_groups(
 ) -> tuple[IndexArray, IndexArray, IndexArray]:
     """A stable counting sort: the sorted unique rows, where each row's group starts in
     ``order`` (``[k + 1]``, the last ``N``) and ``order``, each row's positions in order."""
-    rows, starts, order = _counting_plan(indices, rows_in_table)
-    return rows, starts, order
+    groups: tuple[IndexArray, IndexArray, IndexArray] = _counting_plan(indices, rows_in_table)
+    return groups
 
 
-def grouped_sums(upstream: FloatArray, starts: IndexArray, order: IndexArray) -> FloatArray:
-    """Each group's :func:`scatter_sum` of ``upstream`` rows (``[k, d]``, threads take groups)."""
+def grouped_sums(
+    upstream: FloatArray,
+    starts: IndexArray,
+    order: IndexArray,
+    weights: FloatArray | None = None,
+) -> FloatArray:
+    """Each group's :func:`scatter_sum` of ``upstream`` rows (``[k, d]``, threads take groups);
+    with ``weights`` (one per entry of ``order``), of ``weights[e] * upstream[order[e]]``."""
     values = np.empty((starts.shape[0] - 1, upstream.shape[1]), dtype=upstream.dtype)
-    _grouped_sums_into(values, np.ascontiguousarray(upstream), starts, order)
+    listed = np.empty(0, dtype=upstream.dtype) if weights is None else np.ascontiguousarray(weights)
+    _grouped_sums_into(values, np.ascontiguousarray(upstream), starts, order, listed)
     return values
 
 
