@@ -96,8 +96,7 @@ def plan_of_ids(
 def _check_output_shape(
     given: object, shape: Shape, width: int, itemsize: int, checker: Checker
 ) -> None:
-    """The output ``shape + (d,)`` has at most ``MAX_AXES`` axes, a layout that fits and, with
-    no elements, a shape NumPy can describe (too large to allocate is no layout error)."""
+    """The output ``shape + (d,)`` has a layout that fits and a shape NumPy can describe."""
     output_shape = (*shape, width)
     try:
         _, elements = checked_row_major_layout(output_shape)
@@ -192,7 +191,10 @@ def read_ids(source: Source, count: int, bound: int) -> IndexArray | IdProblem:
             buffer = np.array(source, dtype=_INDEX)  # Python ints cannot change
     blocks: Iterable[tuple[int, int, IdProblem | None]] = ((0, count, None),)
     if buffer is None:
-        buffer = _empty_indices(count)
+        try:
+            buffer = np.empty(count, dtype=_INDEX)
+        except ValueError as error:  # NumPy: the byte count does not fit a signed 64-bit size
+            raise MemoryError(f"cannot reserve {count} indices") from error
         items = source.flat if isinstance(source, np.ndarray) else source
         blocks = _converted_blocks(iter(items), buffer, bound)
     for start, stop, problem in blocks:  # each block checked before the next is read
@@ -212,8 +214,7 @@ def read_ids(source: Source, count: int, bound: int) -> IndexArray | IdProblem:
 
 
 def _array_buffer(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | IdProblem:
-    """One read of an integer array into a new flat row-major buffer (uint64 kept, checked
-    before it is converted); another dtype is the problem at position 0."""
+    """A new flat row-major copy of an integer array (uint64 kept until checked)."""
     if array.dtype.kind not in "iu":
         if array.size == 0:
             return IdProblem("dtype", 0, array.dtype)
@@ -225,18 +226,10 @@ def _array_buffer(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | IdProbl
         raise MemoryError(f"cannot reserve {array.size} indices") from error
 
 
-def _empty_indices(count: int) -> IndexArray:
-    try:
-        return np.empty(count, dtype=_INDEX)
-    except ValueError as error:  # NumPy: the byte count does not fit a signed 64-bit size
-        raise MemoryError(f"cannot reserve {count} indices") from error
-
-
 def _converted_blocks(
     items: Iterator[object], buffer: IndexArray, bound: int
 ) -> Iterator[tuple[int, int, IdProblem | None]]:
-    """Convert the items into ``buffer`` a block at a time, each read once; yield each block's
-    positions and the problem that ended it, if any."""
+    """Convert the items into ``buffer`` by blocks: each block's positions and its problem."""
     count = buffer.size
     for start in range(0, count, _CHUNK):
         wanted = min(_CHUNK, count - start)
@@ -255,8 +248,7 @@ def _converted_blocks(
 def _converted_block(
     block: list[object], out: IndexArray, offset: int, bound: int
 ) -> IdProblem | None:
-    """Convert ``block`` into ``out``: Python ints at once, any other through one
-    ``operator.index``."""
+    """Convert ``block`` into ``out``: Python ints at once, others by ``operator.index``."""
     if set(map(type, block)) <= {int}:  # Python ints cannot change: NumPy may read them itself
         with suppress(OverflowError):  # an int beyond 64 bits: the pass below names it
             out[:] = cast("list[int]", block)
@@ -318,8 +310,7 @@ def nest_leaves(ids: object, shape: Shape, count: int) -> list[object]:
 
 
 def _reserve_room(count: int) -> None:
-    """``ids.allocation`` unless ``count`` references fit in memory (an object array, maybe a
-    stride-0 view of any size, is about to become lists)."""
+    """``ids.allocation`` unless ``count`` references fit in memory."""
     if count <= _CHUNK:
         return
     try:
