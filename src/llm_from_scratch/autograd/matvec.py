@@ -20,6 +20,7 @@ import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper, prange, runs_compiled
 from llm_from_scratch.autograd.gradient import Gradient
+from llm_from_scratch.autograd.ops import check_same_dtype
 from llm_from_scratch.autograd.tape import (
     Node,
     output_allocation_error,
@@ -49,9 +50,7 @@ def matvec_forward(matrices: Node, vectors: Node) -> Node:
     left, right = matrices.array, vectors.array
     if left.ndim < 2 or left.shape[:-2] + left.shape[-1:] != right.shape:
         raise ShapeError("operand.matvec-shape", left=left.shape, right=right.shape)
-    if left.dtype != right.dtype:
-        left_dtype, right_dtype = str(left.dtype), str(right.dtype)
-        raise ShapeError("operand.dtype", operation="matvec", left=left_dtype, right=right_dtype)
+    check_same_dtype("matvec", left, right)
 
     def compute() -> tuple[FloatArray, MatvecSaved]:
         try:

@@ -23,6 +23,33 @@ from llm_from_scratch.tensor.storage import (
 )
 
 
+def check_same_dtype(operation: str, left: FloatArray, right: FloatArray) -> None:
+    """``operand.dtype`` unless both operands have one dtype."""
+    if left.dtype != right.dtype:
+        left_dtype, right_dtype = str(left.dtype), str(right.dtype)
+        raise ShapeError("operand.dtype", operation=operation, left=left_dtype, right=right_dtype)
+
+
+def _recorded(
+    operation: str,
+    operands: Sequence[tuple[str, Node]],
+    value: Callable[[], FloatArray],
+    saved: object,
+    vjp: Vjp,
+) -> Node:
+    """Record ``value()`` (overflow and NaN are values; no memory is ``output.allocation``)."""
+
+    def compute() -> tuple[FloatArray, object]:
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                result = np.asarray(value())  # rank zero: a scalar
+        except MemoryError as error:
+            raise output_allocation_error(operation, operands[0][1].array.size) from error
+        return result, saved
+
+    return record(operation, operands, compute, vjp)
+
+
 def _element_wise(
     operation: str,
     function: Callable[[FloatArray, FloatArray], FloatArray],
@@ -34,19 +61,9 @@ def _element_wise(
     if left.array.shape != right.array.shape:
         left_shape, right_shape = left.array.shape, right.array.shape
         raise ShapeError("operand.shape", operation=operation, left=left_shape, right=right_shape)
-    if left.array.dtype != right.array.dtype:
-        left_dtype, right_dtype = str(left.array.dtype), str(right.array.dtype)
-        raise ShapeError("operand.dtype", operation=operation, left=left_dtype, right=right_dtype)
-
-    def compute() -> tuple[FloatArray, object]:
-        try:
-            with np.errstate(over="ignore", invalid="ignore"):
-                value = np.asarray(function(left.array, right.array))  # rank zero: a scalar
-        except MemoryError as error:
-            raise output_allocation_error(operation, left.array.size) from error
-        return value, saved
-
-    return record(operation, (("left", left), ("right", right)), compute, vjp)
+    check_same_dtype(operation, left.array, right.array)
+    operands = (("left", left), ("right", right))
+    return _recorded(operation, operands, lambda: function(left.array, right.array), saved, vjp)
 
 
 # add, sub and mul of two values: shape [*] and [*], output [*] ---------------------------------
@@ -112,16 +129,10 @@ def _by_number(
     number: np.floating[Any],
     vjp: Vjp,
 ) -> Node:
+    def value() -> FloatArray:
+        return function(source.array, number)
 
-    def compute() -> tuple[FloatArray, ScalarSaved]:
-        try:
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                value = np.asarray(function(source.array, number))  # rank zero: a scalar
-        except MemoryError as error:
-            raise output_allocation_error(operation, source.array.size) from error
-        return value, ScalarSaved(number)
-
-    return record(operation, (("left", source),), compute, vjp)
+    return _recorded(operation, (("left", source),), value, ScalarSaved(number), vjp)
 
 
 def shift_forward(source: Node, number: np.floating[Any]) -> Node:
