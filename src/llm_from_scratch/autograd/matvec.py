@@ -66,9 +66,8 @@ def matvec_vjp(saved: MatvecSaved, upstream: FloatArray) -> Sequence[Gradient]:
     """``(upstream[..., m, None] * vectors[..., None, :], sum over m, in order from +0.0, of
     upstream[..., m, None] * matrices[..., m, :])``."""
     left, right = saved.matrices, saved.vectors
-    count, rows, width = _flat_shape(left)
-    flat_left = left.reshape(count, rows, width)
-    flat_right = right.reshape(count, width)
+    flat_left, flat_right = _flattened(left, right)
+    count, rows, width = flat_left.shape
     flat_upstream = np.ascontiguousarray(upstream).reshape(count, rows)
     with np.errstate(over="ignore", invalid="ignore"):
         if runs_compiled(left.size):
@@ -90,22 +89,20 @@ def matvec_vjp(saved: MatvecSaved, upstream: FloatArray) -> Sequence[Gradient]:
 
 
 def _dot_products(left: FloatArray, right: FloatArray) -> FloatArray:
-    count, rows, width = _flat_shape(left)
-    flat_left = left.reshape(count, rows, width)
-    flat_right = right.reshape(count, width)
+    flat_left, flat_right = _flattened(left, right)
     with np.errstate(over="ignore", invalid="ignore"):
         if runs_compiled(left.size):
-            out = np.empty((count, rows), dtype=left.dtype)
+            out = np.empty(flat_left.shape[:2], dtype=left.dtype)
             matvec_into(out, np.ascontiguousarray(flat_left), np.ascontiguousarray(flat_right))
         else:
             out = lane_dot_numpy(flat_left * flat_right[:, None, :])
     return np.asarray(out, dtype=left.dtype).reshape(left.shape[:-1])
 
 
-def _flat_shape(matrices: FloatArray) -> tuple[int, int, int]:
-    """``(R, M, d)``: the leading axes flattened into ``R``."""
-    rows, width = int(matrices.shape[-2]), int(matrices.shape[-1])
-    return math.prod(matrices.shape[:-2]), rows, width
+def _flattened(matrices: FloatArray, vectors: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``[R, M, d]`` and ``[R, d]``: the leading axes flattened into ``R``."""
+    count, (rows, width) = math.prod(matrices.shape[:-2]), matrices.shape[-2:]
+    return matrices.reshape(count, rows, width), vectors.reshape(count, width)
 
 
 # The compiled kernels, adding in exactly the order of the NumPy path -------------------------
