@@ -23,8 +23,7 @@ def _bag_sums_into(
     width = table.shape[1]
     weighted = weights.shape[0] > 0
     for bag in prange(out.shape[0]):
-        for feature in range(width):
-            out[bag, feature] = 0.0
+        out[bag, :] = 0.0
         entry, end = starts[bag], starts[bag + 1]
         if weighted:
             for at in range(entry, end):
@@ -51,9 +50,8 @@ def _bag_maxima_into(
 ) -> None:  # pragma: no cover - JIT
     width = table.shape[1]
     for bag in prange(out.shape[0]):
-        for feature in range(width):
-            out[bag, feature] = 0.0
-            max_rows[bag, feature] = -1
+        out[bag, :] = 0.0
+        max_rows[bag, :] = -1
         first = starts[bag]
         for entry in range(first, starts[bag + 1]):
             row = rows[entry]
@@ -70,8 +68,7 @@ def _max_row_sums_into(
 ) -> None:  # pragma: no cover - JIT
     width = values.shape[1]
     for slot in prange(values.shape[0]):
-        for feature in range(width):
-            values[slot, feature] = 0.0
+        values[slot, :] = 0.0
         for entry in range(starts[slot], starts[slot + 1]):
             coordinate = coordinates[order[entry]]
             values[slot, coordinate % width] += upstream[coordinate]

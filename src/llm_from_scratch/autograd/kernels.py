@@ -88,9 +88,7 @@ def _position_sums_into(
     values: Any, upstream: Any, indices: Any, slot_of_row: Any
 ) -> None:  # pragma: no cover - JIT
     width = upstream.shape[1]
-    for slot in range(values.shape[0]):
-        for feature in range(width):
-            values[slot, feature] = 0.0
+    values[:] = 0.0
     for position in range(indices.shape[0]):
         total = values[slot_of_row[indices[position]]]
         for feature in range(width):

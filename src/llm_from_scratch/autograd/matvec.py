@@ -164,8 +164,7 @@ def _matvec_vjp_into(
         for r in range(block * count // blocks, (block + 1) * count // blocks):
             vector = vectors[r]
             total = vector_gradient[r]
-            for f in range(width):
-                total[f] = 0.0
+            total[:] = 0.0
             for m in range(rows):
                 scale = upstream[r, m]
                 matrix_row = matrices[r, m]
