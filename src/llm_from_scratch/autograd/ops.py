@@ -33,16 +33,18 @@ def check_same_dtype(operation: str, left: FloatArray, right: FloatArray) -> Non
 def _recorded(
     operation: str,
     operands: Sequence[tuple[str, Node]],
-    value: Callable[[], FloatArray],
     saved: object,
     vjp: Vjp,
+    function: Callable[..., FloatArray],
+    *arguments: Any,
 ) -> Node:
-    """Record ``value()`` (overflow and NaN are values; no memory is ``output.allocation``)."""
+    """Record ``function(*arguments)`` (overflow and NaN are values; no memory is
+    ``output.allocation``)."""
 
     def compute() -> tuple[FloatArray, object]:
         try:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                result = np.asarray(value())  # rank zero: a scalar
+                result = np.asarray(function(*arguments))  # rank zero: a scalar
         except MemoryError as error:
             raise output_allocation_error(operation, operands[0][1].array.size) from error
         return result, saved
@@ -63,7 +65,7 @@ def _element_wise(
         raise ShapeError("operand.shape", operation=operation, left=left_shape, right=right_shape)
     check_same_dtype(operation, left.array, right.array)
     operands = (("left", left), ("right", right))
-    return _recorded(operation, operands, lambda: function(left.array, right.array), saved, vjp)
+    return _recorded(operation, operands, saved, vjp, function, left.array, right.array)
 
 
 # add, sub and mul of two values: shape [*] and [*], output [*] ---------------------------------
@@ -129,10 +131,8 @@ def _by_number(
     number: np.floating[Any],
     vjp: Vjp,
 ) -> Node:
-    def value() -> FloatArray:
-        return function(source.array, number)
-
-    return _recorded(operation, (("left", source),), value, ScalarSaved(number), vjp)
+    saved = ScalarSaved(number)
+    return _recorded(operation, (("left", source),), saved, vjp, function, source.array, number)
 
 
 def shift_forward(source: Node, number: np.floating[Any]) -> Node:
