@@ -37,7 +37,9 @@ def _gather_rows_into(out: Any, table: Any, indices: Any) -> None:  # pragma: no
 
 
 @compiled_kernel(parallel=False)
-def _counting_plan(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover - JIT
+def row_groups(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover - JIT
+    """A stable counting sort: the sorted unique rows, where each row's group starts in
+    ``order`` (``[k + 1]``, the last ``N``) and ``order``, each row's positions in order."""
     cursor = np.zeros(rows_in_table, np.int64)
     for position in range(indices.shape[0]):
         cursor[indices[position]] += 1
@@ -107,15 +109,6 @@ def _count_non_finite(flat: Any) -> int:  # pragma: no cover - JIT
 def gather_rows_into(out: FloatArray, table: FloatArray, indices: IndexArray) -> None:
     """``out[p, :] = table[indices[p], :]`` for valid ``indices``."""
     _gather_rows_into(out, np.ascontiguousarray(table), indices)
-
-
-def row_groups(
-    indices: IndexArray, rows_in_table: int
-) -> tuple[IndexArray, IndexArray, IndexArray]:
-    """A stable counting sort: the sorted unique rows, where each row's group starts in
-    ``order`` (``[k + 1]``, the last ``N``) and ``order``, each row's positions in order."""
-    groups: tuple[IndexArray, IndexArray, IndexArray] = _counting_plan(indices, rows_in_table)
-    return groups
 
 
 def grouped_sums(

@@ -145,7 +145,8 @@ def tail_product(row: Any, vector: Any, feature: int, zero: Any) -> Any:  # prag
 
 
 @compiled_kernel(parallel=False, pack_lanes=True)
-def _matvec_into(out: Any, matrices: Any, vectors: Any) -> None:  # pragma: no cover - JIT
+def matvec_into(out: Any, matrices: Any, vectors: Any) -> None:  # pragma: no cover - JIT
+    """``out[r, m] = matrices[r, m, :] . vectors[r, :]`` in the lane order (C-contiguous)."""
     count, rows, _ = matrices.shape
     for r in range(count):
         for m in range(rows):
@@ -153,9 +154,11 @@ def _matvec_into(out: Any, matrices: Any, vectors: Any) -> None:  # pragma: no c
 
 
 @compiled_kernel(parallel=True)
-def _matvec_vjp_into(
+def matvec_vjp_into(
     matrix_gradient: Any, vector_gradient: Any, upstream: Any, matrices: Any, vectors: Any
 ) -> int:  # pragma: no cover - JIT
+    """Both gradients of :func:`matvec_into` (``m`` in order); returns how many values written
+    are NaN or infinite (``x - x`` is not exactly 0 for those)."""
     count, rows, width = matrices.shape
     blocks = min(count, BLOCKS)
     bad = 0
@@ -179,23 +182,6 @@ def _matvec_vjp_into(
                 block_bad += (total[f] - total[f]) != 0
         bad += block_bad
     return bad
-
-
-def matvec_into(out: FloatArray, matrices: FloatArray, vectors: FloatArray) -> None:
-    """``out[r, m] = matrices[r, m, :] . vectors[r, :]`` in the lane order (C-contiguous)."""
-    _matvec_into(out, matrices, vectors)
-
-
-def matvec_vjp_into(
-    matrix_gradient: FloatArray,
-    vector_gradient: FloatArray,
-    upstream: FloatArray,
-    matrices: FloatArray,
-    vectors: FloatArray,
-) -> int:
-    """Both gradients of :func:`matvec_into` (``m`` in order); returns how many values written
-    are NaN or infinite (``x - x`` is not exactly 0 for those)."""
-    return int(_matvec_vjp_into(matrix_gradient, vector_gradient, upstream, matrices, vectors))
 
 
 def lane_dot_numpy(products: FloatArray) -> FloatArray:
