@@ -93,8 +93,7 @@ def bag_sums_into(
     starts: IndexArray,
     weights: FloatArray | None,
 ) -> None:
-    """``out[b] = 0.0 + (weights[e] *) table[rows[e]] + ...`` over bag ``b``'s entries ``e``
-    in order (``starts``: ``[B + 1]``)."""
+    """``out[b] = 0.0 + (weights[e] *) table[rows[e]] + ...`` over bag ``b``'s entries ``e``."""
     listed = np.empty(0, dtype=out.dtype) if weights is None else np.ascontiguousarray(weights)
     _bag_sums_into(out, np.ascontiguousarray(table), rows, starts, listed)
 
@@ -116,8 +115,7 @@ def bag_row_sums(
     weights: FloatArray | None,
     rows_in_table: int,
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """Sorted unique rows, each one's sum of ``(weights[p] *) upstream[bag_of[p]]`` over its
-    positions in flat order, and the use counts."""
+    """Sorted unique rows, their sums of ``(weights[p] *) upstream[bag_of[p]]``, the counts."""
     rows, starts, order = row_groups(indices, rows_in_table)
     sources = bag_of[order]  # the upstream row of each entry, grouped by row
     ordered = None if weights is None else weights[order]
@@ -127,8 +125,7 @@ def bag_row_sums(
 def max_row_sums(
     max_rows: IndexArray, upstream: FloatArray, rows_in_table: int
 ) -> tuple[IndexArray, FloatArray]:
-    """Sorted unique rows that produced a maximum, each one's sum, in bag order, of the
-    upstream coordinates it produced."""
+    """Rows that produced a maximum and the sums of the upstream coordinates they produced."""
     flat_rows = max_rows.reshape(-1)
     coordinates = np.flatnonzero(flat_rows >= 0).astype(np.intp, copy=False)
     rows, starts, order = row_groups(flat_rows[coordinates], rows_in_table)

@@ -117,9 +117,7 @@ def gather_rows_forward(table: Node, plan: RowGatherPlan) -> Node:
 
 
 def counts_non_finite_upstream(node: Node) -> bool:
-    """True when ``node`` is a large row gather with the plain gradient: its VJP (or the fused
-    step that defers it) reads the upstream once and counts what is not finite, so a pass from
-    it checks its seed only when the pass fails."""
+    """True when ``node`` is a large plain row gather, whose VJP counts non-finite upstream."""
     operation = node.operation
     if operation is None or not isinstance(operation.saved, RowGatherPlan):
         return False

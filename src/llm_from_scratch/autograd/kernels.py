@@ -16,8 +16,7 @@ _COPY_BLOCKS: Final = 256  # blocks of a parallel copy, each with its own larges
 
 @kernel_helper
 def scatter_sum(out: Any, upstream: Any, sources: Any, start: int, stop: int) -> None:
-    """``out = 0.0 + upstream[sources[start]] + ... + upstream[sources[stop - 1]]``: the one
-    sum of grouped upstream rows (the scatter, the bag's VJP, the optimizers' row updates)."""
+    """The one sum of grouped rows: ``out = 0.0 + upstream[sources[start]] + ...``, in order."""
     first = sources[start]
     for feature in range(out.shape[0]):
         out[feature] = 0.0 + upstream[first, feature]
@@ -136,8 +135,7 @@ def scatter_rows(
 def position_sums(
     indices: IndexArray, upstream: FloatArray, rows_in_table: int
 ) -> tuple[IndexArray, FloatArray]:
-    """The rows and sums of :func:`scatter_rows`, bit for bit, reading a C-contiguous
-    ``upstream`` front to back on one thread (it streams in rather than row by row)."""
+    """:func:`scatter_rows`' rows and sums, bit for bit, reading ``upstream`` front to back."""
     used = np.bincount(indices, minlength=rows_in_table) > 0
     rows = np.flatnonzero(used).astype(np.intp, copy=False)
     slot_of_row = np.cumsum(used, dtype=np.intp) - 1

@@ -68,9 +68,6 @@ def _element_wise(
     return _recorded(operation, operands, saved, vjp, function, left.array, right.array)
 
 
-# add, sub and mul of two values: shape [*] and [*], output [*] ---------------------------------
-
-
 def add_forward(left: Node, right: Node) -> Node:
     """``left + right`` (its VJP needs no facts)."""
     return _element_wise("add", np.add, left, right, None, add_vjp)
@@ -112,9 +109,6 @@ def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
             np.asarray(np.multiply(upstream, saved.right)),
             np.asarray(np.multiply(upstream, saved.left)),
         )
-
-
-# add, sub, mul and div by a real number (of the operand's dtype): shape [*], output [*] -------
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +174,6 @@ def divided_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
     """``upstream / number``."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return (np.asarray(np.divide(upstream, saved.number)),)
-
-
-# sum, reshape, log_sigmoid ---------------------------------------------------------------------
 
 
 def sum_forward(source: Node) -> Node:
