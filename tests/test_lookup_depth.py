@@ -183,7 +183,7 @@ def test_a_lookups_ids_stay_in_at_most_10_functions_and_climb_back_at_most_twice
     layer = known_layer()
     call, ids = LOOKUPS[lookup](layer)
     places, climbs = way_through(call, ids)
-    assert "llm_from_scratch.autograd.gather.plan_of_ids" in places  # the one ID reader
+    assert "llm_from_scratch.autograd.ids.plan_of_ids" in places  # the one ID reader
     assert len(places) <= 10, sorted(places)
     assert len(climbs) <= 2, climbs
 

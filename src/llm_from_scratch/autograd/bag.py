@@ -157,9 +157,6 @@ def bag_vjp(saved: BagSaved, upstream: FloatArray) -> Sequence[Gradient | None]:
     return table, _weights_gradient(saved, upstream)
 
 
-# The forward -----------------------------------------------------------------------------------
-
-
 def _allocated(plan: BagPlan, dtype: np.dtype[Any]) -> FloatArray:
     shape = (plan.bags, plan.table_shape[1])
     try:
@@ -212,9 +209,6 @@ def _maxima_by_rounds(output: FloatArray, table: FloatArray, plan: BagPlan) -> I
         output[bags] = np.where(wins, candidates, current)
         max_rows[bags] = np.where(wins, rows.reshape(-1, 1), chosen)
     return max_rows
-
-
-# The VJP ---------------------------------------------------------------------------------------
 
 
 def entry_upstream(saved: BagSaved, upstream: FloatArray) -> FloatArray:

@@ -23,8 +23,7 @@ def _bag_sums_into(
     width = table.shape[1]
     weighted = weights.shape[0] > 0
     for bag in prange(out.shape[0]):
-        for feature in range(width):
-            out[bag, feature] = 0.0
+        out[bag, :] = 0.0
         entry, end = starts[bag], starts[bag + 1]
         if weighted:
             for at in range(entry, end):
@@ -51,9 +50,8 @@ def _bag_maxima_into(
 ) -> None:  # pragma: no cover - JIT
     width = table.shape[1]
     for bag in prange(out.shape[0]):
-        for feature in range(width):
-            out[bag, feature] = 0.0
-            max_rows[bag, feature] = -1
+        out[bag, :] = 0.0
+        max_rows[bag, :] = -1
         first = starts[bag]
         for entry in range(first, starts[bag + 1]):
             row = rows[entry]
@@ -65,28 +63,12 @@ def _bag_maxima_into(
 
 
 @compiled_kernel(parallel=True)
-def _weighted_row_sums_into(
-    values: Any, upstream: Any, sources: Any, weights: Any, starts: Any
-) -> None:  # pragma: no cover - JIT
-    width = upstream.shape[1]
-    for slot in prange(values.shape[0]):
-        first = starts[slot]  # every listed row has a first entry: it starts the sum at 0.0
-        for feature in range(width):
-            values[slot, feature] = 0.0 + weights[first] * upstream[sources[first], feature]
-        for entry in range(first + 1, starts[slot + 1]):
-            weight, source = weights[entry], sources[entry]
-            for feature in range(width):
-                values[slot, feature] += weight * upstream[source, feature]
-
-
-@compiled_kernel(parallel=True)
 def _max_row_sums_into(
     values: Any, upstream: Any, coordinates: Any, starts: Any, order: Any
 ) -> None:  # pragma: no cover - JIT
     width = values.shape[1]
     for slot in prange(values.shape[0]):
-        for feature in range(width):
-            values[slot, feature] = 0.0
+        values[slot, :] = 0.0
         for entry in range(starts[slot], starts[slot + 1]):
             coordinate = coordinates[order[entry]]
             values[slot, coordinate % width] += upstream[coordinate]
@@ -111,8 +93,7 @@ def bag_sums_into(
     starts: IndexArray,
     weights: FloatArray | None,
 ) -> None:
-    """``out[b] = 0.0 + (weights[e] *) table[rows[e]] + ...`` over bag ``b``'s entries ``e``
-    in order (``starts``: ``[B + 1]``)."""
+    """``out[b] = 0.0 + (weights[e] *) table[rows[e]] + ...`` over bag ``b``'s entries ``e``."""
     listed = np.empty(0, dtype=out.dtype) if weights is None else np.ascontiguousarray(weights)
     _bag_sums_into(out, np.ascontiguousarray(table), rows, starts, listed)
 
@@ -134,23 +115,17 @@ def bag_row_sums(
     weights: FloatArray | None,
     rows_in_table: int,
 ) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """Sorted unique rows, each one's sum of ``(weights[p] *) upstream[bag_of[p]]`` over its
-    positions in flat order, and the use counts."""
+    """Sorted unique rows, their sums of ``(weights[p] *) upstream[bag_of[p]]``, the counts."""
     rows, starts, order = row_groups(indices, rows_in_table)
     sources = bag_of[order]  # the upstream row of each entry, grouped by row
-    if weights is None:
-        return rows, grouped_sums(upstream, starts, sources), np.diff(starts)
-    values = np.empty((rows.shape[0], upstream.shape[1]), dtype=upstream.dtype)
-    ordered = np.ascontiguousarray(weights[order])
-    _weighted_row_sums_into(values, np.ascontiguousarray(upstream), sources, ordered, starts)
-    return rows, values, np.diff(starts)
+    ordered = None if weights is None else weights[order]
+    return rows, grouped_sums(upstream, starts, sources, ordered), np.diff(starts)
 
 
 def max_row_sums(
     max_rows: IndexArray, upstream: FloatArray, rows_in_table: int
 ) -> tuple[IndexArray, FloatArray]:
-    """Sorted unique rows that produced a maximum, each one's sum, in bag order, of the
-    upstream coordinates it produced."""
+    """Rows that produced a maximum and the sums of the upstream coordinates they produced."""
     flat_rows = max_rows.reshape(-1)
     coordinates = np.flatnonzero(flat_rows >= 0).astype(np.intp, copy=False)
     rows, starts, order = row_groups(flat_rows[coordinates], rows_in_table)

@@ -1,4 +1,14 @@
-"""The one choice between NumPy and a compiled kernel, and the one place that imports Numba.
+"""Every size choice, and the one place that imports Numba.
+
+An operation over ``values`` array values runs as plain Python on their list when
+``runs_in_python(values)`` (Python's builtins beat NumPy's call overhead), as a compiled kernel
+when ``runs_compiled(values)``, else with NumPy. Both are C calls (``functools.partial`` of a
+comparison): choosing adds no Python frame to a lookup.
+
+    >>> runs_in_python(PYTHON_MAX_VALUES), runs_in_python(PYTHON_MAX_VALUES + 1)
+    (True, False)
+    >>> runs_compiled(COMPILED_KERNEL_MIN_VALUES - 1), runs_compiled(COMPILED_KERNEL_MIN_VALUES)
+    (False, True)
 
 Kernel loops are plain Python with :data:`prange`, marked by :func:`compiled_kernel` (and their
 helpers by :func:`kernel_helper`); Numba compiles or loads a loop on its first call, so small
@@ -7,25 +17,20 @@ work and the chapter demo never load it.
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Final
 
+PYTHON_MAX_VALUES: Final = 64
 COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16  # below this many values NumPy alone is faster
+runs_in_python: Final[Callable[[int], bool]] = partial(operator.ge, PYTHON_MAX_VALUES)
+runs_compiled: Final[Callable[[int], bool]] = partial(operator.le, COMPILED_KERNEL_MIN_VALUES)
 prange = range  # Numba's prange once compiled
-
-
-def runs_compiled(values: int) -> bool:
-    """True when an operation over ``values`` array values runs a compiled kernel.
-
-    Example:
-        >>> runs_compiled(8), runs_compiled(COMPILED_KERNEL_MIN_VALUES)
-        (False, True)
-    """
-    return values >= COMPILED_KERNEL_MIN_VALUES
 
 
 class CompiledKernel:

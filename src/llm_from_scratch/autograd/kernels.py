@@ -16,8 +16,7 @@ _COPY_BLOCKS: Final = 256  # blocks of a parallel copy, each with its own larges
 
 @kernel_helper
 def scatter_sum(out: Any, upstream: Any, sources: Any, start: int, stop: int) -> None:
-    """``out = 0.0 + upstream[sources[start]] + ... + upstream[sources[stop - 1]]``: the one
-    sum of grouped upstream rows (the scatter, the bag's VJP, the optimizers' row updates)."""
+    """The one sum of grouped rows: ``out = 0.0 + upstream[sources[start]] + ...``, in order."""
     first = sources[start]
     for feature in range(out.shape[0]):
         out[feature] = 0.0 + upstream[first, feature]
@@ -37,7 +36,9 @@ def _gather_rows_into(out: Any, table: Any, indices: Any) -> None:  # pragma: no
 
 
 @compiled_kernel(parallel=False)
-def _counting_plan(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover - JIT
+def row_groups(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover - JIT
+    """A stable counting sort: the sorted unique rows, where each row's group starts in
+    ``order`` (``[k + 1]``, the last ``N``) and ``order``, each row's positions in order."""
     cursor = np.zeros(rows_in_table, np.int64)
     for position in range(indices.shape[0]):
         cursor[indices[position]] += 1
@@ -67,10 +68,20 @@ def _counting_plan(indices: Any, rows_in_table: int) -> Any:  # pragma: no cover
 
 @compiled_kernel(parallel=True)
 def _grouped_sums_into(
-    values: Any, upstream: Any, starts: Any, order: Any
+    values: Any, upstream: Any, starts: Any, order: Any, weights: Any
 ) -> None:  # pragma: no cover - JIT
+    width = upstream.shape[1]
     for slot in prange(values.shape[0]):
-        scatter_sum(values[slot], upstream, order, starts[slot], starts[slot + 1])
+        first = starts[slot]  # every listed row has a first entry: it starts the sum at 0.0
+        if weights.shape[0] == 0:
+            scatter_sum(values[slot], upstream, order, first, starts[slot + 1])
+            continue
+        for feature in range(width):
+            values[slot, feature] = 0.0 + weights[first] * upstream[order[first], feature]
+        for entry in range(first + 1, starts[slot + 1]):
+            weight, source = weights[entry], order[entry]
+            for feature in range(width):
+                values[slot, feature] += weight * upstream[source, feature]
 
 
 @compiled_kernel(parallel=False)
@@ -78,9 +89,7 @@ def _position_sums_into(
     values: Any, upstream: Any, indices: Any, slot_of_row: Any
 ) -> None:  # pragma: no cover - JIT
     width = upstream.shape[1]
-    for slot in range(values.shape[0]):
-        for feature in range(width):
-            values[slot, feature] = 0.0
+    values[:] = 0.0
     for position in range(indices.shape[0]):
         total = values[slot_of_row[indices[position]]]
         for feature in range(width):
@@ -101,19 +110,17 @@ def gather_rows_into(out: FloatArray, table: FloatArray, indices: IndexArray) ->
     _gather_rows_into(out, np.ascontiguousarray(table), indices)
 
 
-def row_groups(
-    indices: IndexArray, rows_in_table: int
-) -> tuple[IndexArray, IndexArray, IndexArray]:
-    """A stable counting sort: the sorted unique rows, where each row's group starts in
-    ``order`` (``[k + 1]``, the last ``N``) and ``order``, each row's positions in order."""
-    rows, starts, order = _counting_plan(indices, rows_in_table)
-    return rows, starts, order
-
-
-def grouped_sums(upstream: FloatArray, starts: IndexArray, order: IndexArray) -> FloatArray:
-    """Each group's :func:`scatter_sum` of ``upstream`` rows (``[k, d]``, threads take groups)."""
+def grouped_sums(
+    upstream: FloatArray,
+    starts: IndexArray,
+    order: IndexArray,
+    weights: FloatArray | None = None,
+) -> FloatArray:
+    """Each group's :func:`scatter_sum` of ``upstream`` rows (``[k, d]``, threads take groups);
+    with ``weights`` (one per entry of ``order``), of ``weights[e] * upstream[order[e]]``."""
     values = np.empty((starts.shape[0] - 1, upstream.shape[1]), dtype=upstream.dtype)
-    _grouped_sums_into(values, np.ascontiguousarray(upstream), starts, order)
+    listed = np.empty(0, dtype=upstream.dtype) if weights is None else np.ascontiguousarray(weights)
+    _grouped_sums_into(values, np.ascontiguousarray(upstream), starts, order, listed)
     return values
 
 
@@ -128,8 +135,7 @@ def scatter_rows(
 def position_sums(
     indices: IndexArray, upstream: FloatArray, rows_in_table: int
 ) -> tuple[IndexArray, FloatArray]:
-    """The rows and sums of :func:`scatter_rows`, bit for bit, reading a C-contiguous
-    ``upstream`` front to back on one thread (it streams in rather than row by row)."""
+    """:func:`scatter_rows`' rows and sums, bit for bit, reading ``upstream`` front to back."""
     used = np.bincount(indices, minlength=rows_in_table) > 0
     rows = np.flatnonzero(used).astype(np.intp, copy=False)
     slot_of_row = np.cumsum(used, dtype=np.intp) - 1

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_from_scratch.autograd.gradient import Gradient
+from llm_from_scratch.autograd.ops import check_same_dtype
 from llm_from_scratch.autograd.tape import Node, output_allocation_error, record
 from llm_from_scratch.errors import ShapeError
 from llm_from_scratch.tensor.storage import FloatArray
@@ -30,8 +31,7 @@ def matmul_forward(left: Node, right: Node) -> Node:
     a, b = left.array, right.array
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ShapeError("operand.matmul-shape", left=a.shape, right=b.shape)
-    if a.dtype != b.dtype:
-        raise ShapeError("operand.dtype", operation="matmul", left=str(a.dtype), right=str(b.dtype))
+    check_same_dtype("matmul", a, b)
 
     def compute() -> tuple[FloatArray, MatmulSaved]:
         try:

@@ -20,6 +20,7 @@ import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper, prange, runs_compiled
 from llm_from_scratch.autograd.gradient import Gradient
+from llm_from_scratch.autograd.ops import check_same_dtype
 from llm_from_scratch.autograd.tape import (
     Node,
     output_allocation_error,
@@ -49,9 +50,7 @@ def matvec_forward(matrices: Node, vectors: Node) -> Node:
     left, right = matrices.array, vectors.array
     if left.ndim < 2 or left.shape[:-2] + left.shape[-1:] != right.shape:
         raise ShapeError("operand.matvec-shape", left=left.shape, right=right.shape)
-    if left.dtype != right.dtype:
-        left_dtype, right_dtype = str(left.dtype), str(right.dtype)
-        raise ShapeError("operand.dtype", operation="matvec", left=left_dtype, right=right_dtype)
+    check_same_dtype("matvec", left, right)
 
     def compute() -> tuple[FloatArray, MatvecSaved]:
         try:
@@ -67,9 +66,8 @@ def matvec_vjp(saved: MatvecSaved, upstream: FloatArray) -> Sequence[Gradient]:
     """``(upstream[..., m, None] * vectors[..., None, :], sum over m, in order from +0.0, of
     upstream[..., m, None] * matrices[..., m, :])``."""
     left, right = saved.matrices, saved.vectors
-    count, rows, width = _flat_shape(left)
-    flat_left = left.reshape(count, rows, width)
-    flat_right = right.reshape(count, width)
+    flat_left, flat_right = _flattened(left, right)
+    count, rows, width = flat_left.shape
     flat_upstream = np.ascontiguousarray(upstream).reshape(count, rows)
     with np.errstate(over="ignore", invalid="ignore"):
         if runs_compiled(left.size):
@@ -91,22 +89,20 @@ def matvec_vjp(saved: MatvecSaved, upstream: FloatArray) -> Sequence[Gradient]:
 
 
 def _dot_products(left: FloatArray, right: FloatArray) -> FloatArray:
-    count, rows, width = _flat_shape(left)
-    flat_left = left.reshape(count, rows, width)
-    flat_right = right.reshape(count, width)
+    flat_left, flat_right = _flattened(left, right)
     with np.errstate(over="ignore", invalid="ignore"):
         if runs_compiled(left.size):
-            out = np.empty((count, rows), dtype=left.dtype)
+            out = np.empty(flat_left.shape[:2], dtype=left.dtype)
             matvec_into(out, np.ascontiguousarray(flat_left), np.ascontiguousarray(flat_right))
         else:
             out = lane_dot_numpy(flat_left * flat_right[:, None, :])
     return np.asarray(out, dtype=left.dtype).reshape(left.shape[:-1])
 
 
-def _flat_shape(matrices: FloatArray) -> tuple[int, int, int]:
-    """``(R, M, d)``: the leading axes flattened into ``R``."""
-    rows, width = int(matrices.shape[-2]), int(matrices.shape[-1])
-    return math.prod(matrices.shape[:-2]), rows, width
+def _flattened(matrices: FloatArray, vectors: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``[R, M, d]`` and ``[R, d]``: the leading axes flattened into ``R``."""
+    count, (rows, width) = math.prod(matrices.shape[:-2]), matrices.shape[-2:]
+    return matrices.reshape(count, rows, width), vectors.reshape(count, width)
 
 
 # The compiled kernels, adding in exactly the order of the NumPy path -------------------------
@@ -116,8 +112,8 @@ def _flat_shape(matrices: FloatArray) -> tuple[int, int, int]:
 def lane_dot(row: Any, vector: Any) -> Any:  # pragma: no cover - JIT
     """``row . vector`` in :data:`LANES` lanes, as :func:`lane_dot_numpy` adds: feature ``f``
     into lane ``f % 8``, each lane from ``+0.0``, the lanes summed pairwise. A lane the last
-    features do not reach is left as it is (NumPy adds ``0 * 0 = +0.0`` to it, which changes
-    nothing: a lane starting at ``+0.0`` is never ``-0.0``)."""
+    features do not reach gets ``+0.0`` (NumPy adds ``0 * 0``), which changes nothing: a lane
+    starting at ``+0.0`` is never ``-0.0``."""
     width = vector.shape[0]
     full = width - width % 8
     zero = vector.dtype.type(0)
@@ -131,26 +127,26 @@ def lane_dot(row: Any, vector: Any) -> Any:  # pragma: no cover - JIT
         l5 += row[f + 5] * vector[f + 5]
         l6 += row[f + 6] * vector[f + 6]
         l7 += row[f + 7] * vector[f + 7]
-    tail = width - full
-    if tail > 0:
+    if full < width:
         l0 += row[full] * vector[full]
-    if tail > 1:
-        l1 += row[full + 1] * vector[full + 1]
-    if tail > 2:
-        l2 += row[full + 2] * vector[full + 2]
-    if tail > 3:
-        l3 += row[full + 3] * vector[full + 3]
-    if tail > 4:
-        l4 += row[full + 4] * vector[full + 4]
-    if tail > 5:
-        l5 += row[full + 5] * vector[full + 5]
-    if tail > 6:
-        l6 += row[full + 6] * vector[full + 6]
+        l1 += tail_product(row, vector, full + 1, zero)
+        l2 += tail_product(row, vector, full + 2, zero)
+        l3 += tail_product(row, vector, full + 3, zero)
+        l4 += tail_product(row, vector, full + 4, zero)
+        l5 += tail_product(row, vector, full + 5, zero)
+        l6 += tail_product(row, vector, full + 6, zero)
     return ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))
 
 
+@kernel_helper
+def tail_product(row: Any, vector: Any, feature: int, zero: Any) -> Any:  # pragma: no cover
+    """``row[feature] * vector[feature]``, or ``zero`` past the last feature."""
+    return row[feature] * vector[feature] if feature < vector.shape[0] else zero
+
+
 @compiled_kernel(parallel=False, pack_lanes=True)
-def _matvec_into(out: Any, matrices: Any, vectors: Any) -> None:  # pragma: no cover - JIT
+def matvec_into(out: Any, matrices: Any, vectors: Any) -> None:  # pragma: no cover - JIT
+    """``out[r, m] = matrices[r, m, :] . vectors[r, :]`` in the lane order (C-contiguous)."""
     count, rows, _ = matrices.shape
     for r in range(count):
         for m in range(rows):
@@ -158,9 +154,11 @@ def _matvec_into(out: Any, matrices: Any, vectors: Any) -> None:  # pragma: no c
 
 
 @compiled_kernel(parallel=True)
-def _matvec_vjp_into(
+def matvec_vjp_into(
     matrix_gradient: Any, vector_gradient: Any, upstream: Any, matrices: Any, vectors: Any
 ) -> int:  # pragma: no cover - JIT
+    """Both gradients of :func:`matvec_into` (``m`` in order); returns how many values written
+    are NaN or infinite (``x - x`` is not exactly 0 for those)."""
     count, rows, width = matrices.shape
     blocks = min(count, BLOCKS)
     bad = 0
@@ -169,8 +167,7 @@ def _matvec_vjp_into(
         for r in range(block * count // blocks, (block + 1) * count // blocks):
             vector = vectors[r]
             total = vector_gradient[r]
-            for f in range(width):
-                total[f] = 0.0
+            total[:] = 0.0
             for m in range(rows):
                 scale = upstream[r, m]
                 matrix_row = matrices[r, m]
@@ -185,23 +182,6 @@ def _matvec_vjp_into(
                 block_bad += (total[f] - total[f]) != 0
         bad += block_bad
     return bad
-
-
-def matvec_into(out: FloatArray, matrices: FloatArray, vectors: FloatArray) -> None:
-    """``out[r, m] = matrices[r, m, :] . vectors[r, :]`` in the lane order (C-contiguous)."""
-    _matvec_into(out, matrices, vectors)
-
-
-def matvec_vjp_into(
-    matrix_gradient: FloatArray,
-    vector_gradient: FloatArray,
-    upstream: FloatArray,
-    matrices: FloatArray,
-    vectors: FloatArray,
-) -> int:
-    """Both gradients of :func:`matvec_into` (``m`` in order); returns how many values written
-    are NaN or infinite (``x - x`` is not exactly 0 for those)."""
-    return int(_matvec_vjp_into(matrix_gradient, vector_gradient, upstream, matrices, vectors))
 
 
 def lane_dot_numpy(products: FloatArray) -> FloatArray:

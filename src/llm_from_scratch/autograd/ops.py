@@ -23,6 +23,35 @@ from llm_from_scratch.tensor.storage import (
 )
 
 
+def check_same_dtype(operation: str, left: FloatArray, right: FloatArray) -> None:
+    """``operand.dtype`` unless both operands have one dtype."""
+    if left.dtype != right.dtype:
+        left_dtype, right_dtype = str(left.dtype), str(right.dtype)
+        raise ShapeError("operand.dtype", operation=operation, left=left_dtype, right=right_dtype)
+
+
+def _recorded(
+    operation: str,
+    operands: Sequence[tuple[str, Node]],
+    saved: object,
+    vjp: Vjp,
+    function: Callable[..., FloatArray],
+    *arguments: Any,
+) -> Node:
+    """Record ``function(*arguments)`` (overflow and NaN are values; no memory is
+    ``output.allocation``)."""
+
+    def compute() -> tuple[FloatArray, object]:
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                result = np.asarray(function(*arguments))  # rank zero: a scalar
+        except MemoryError as error:
+            raise output_allocation_error(operation, operands[0][1].array.size) from error
+        return result, saved
+
+    return record(operation, operands, compute, vjp)
+
+
 def _element_wise(
     operation: str,
     function: Callable[[FloatArray, FloatArray], FloatArray],
@@ -34,22 +63,9 @@ def _element_wise(
     if left.array.shape != right.array.shape:
         left_shape, right_shape = left.array.shape, right.array.shape
         raise ShapeError("operand.shape", operation=operation, left=left_shape, right=right_shape)
-    if left.array.dtype != right.array.dtype:
-        left_dtype, right_dtype = str(left.array.dtype), str(right.array.dtype)
-        raise ShapeError("operand.dtype", operation=operation, left=left_dtype, right=right_dtype)
-
-    def compute() -> tuple[FloatArray, object]:
-        try:
-            with np.errstate(over="ignore", invalid="ignore"):
-                value = np.asarray(function(left.array, right.array))  # rank zero: a scalar
-        except MemoryError as error:
-            raise output_allocation_error(operation, left.array.size) from error
-        return value, saved
-
-    return record(operation, (("left", left), ("right", right)), compute, vjp)
-
-
-# add, sub and mul of two values: shape [*] and [*], output [*] ---------------------------------
+    check_same_dtype(operation, left.array, right.array)
+    operands = (("left", left), ("right", right))
+    return _recorded(operation, operands, saved, vjp, function, left.array, right.array)
 
 
 def add_forward(left: Node, right: Node) -> Node:
@@ -95,9 +111,6 @@ def mul_vjp(saved: MulSaved, upstream: FloatArray) -> Sequence[Gradient]:
         )
 
 
-# add, sub, mul and div by a real number (of the operand's dtype): shape [*], output [*] -------
-
-
 @dataclass(frozen=True, slots=True)
 class ScalarSaved:
     """The number the operation added or multiplied by, in the operand's dtype."""
@@ -112,16 +125,8 @@ def _by_number(
     number: np.floating[Any],
     vjp: Vjp,
 ) -> Node:
-
-    def compute() -> tuple[FloatArray, ScalarSaved]:
-        try:
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                value = np.asarray(function(source.array, number))  # rank zero: a scalar
-        except MemoryError as error:
-            raise output_allocation_error(operation, source.array.size) from error
-        return value, ScalarSaved(number)
-
-    return record(operation, (("left", source),), compute, vjp)
+    saved = ScalarSaved(number)
+    return _recorded(operation, (("left", source),), saved, vjp, function, source.array, number)
 
 
 def shift_forward(source: Node, number: np.floating[Any]) -> Node:
@@ -169,9 +174,6 @@ def divided_vjp(saved: ScalarSaved, upstream: FloatArray) -> Sequence[Gradient]:
     """``upstream / number``."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return (np.asarray(np.divide(upstream, saved.number)),)
-
-
-# sum, reshape, log_sigmoid ---------------------------------------------------------------------
 
 
 def sum_forward(source: Node) -> Node:

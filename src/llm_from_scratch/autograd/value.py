@@ -14,12 +14,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
-from llm_from_scratch.autograd.gather import (
-    counts_non_finite_upstream,
-    gather_rows_forward,
-    plan_of_ids,
-)
+from llm_from_scratch.autograd.gather import counts_non_finite_upstream, gather_rows_forward
 from llm_from_scratch.autograd.gradient import RowSparseGradient, first_non_finite
+from llm_from_scratch.autograd.ids import plan_of_ids
 from llm_from_scratch.autograd.matmul import matmul_forward, transpose_forward
 from llm_from_scratch.autograd.matvec import matvec_forward
 from llm_from_scratch.autograd.ops import (
@@ -372,7 +369,7 @@ class TensorValue:
 
         Args:
             indices: flat IDs in row-major order (a sequence of ints or a 1-D integer array),
-                each read once (:func:`~llm_from_scratch.autograd.gather.plan_of_ids`).
+                each read once (:func:`~llm_from_scratch.autograd.ids.plan_of_ids`).
             index_shape: the shape the IDs form.
 
         Shape:

@@ -18,8 +18,8 @@ from llm_from_scratch.autograd.gather import (
     RowGatherPlan,
     gather_rows_forward,
     plan_from_validated_indices,
-    plan_of_ids,
 )
+from llm_from_scratch.autograd.ids import plan_of_ids
 from llm_from_scratch.autograd.value import constant_from_owned_array, node_of, value_of
 from llm_from_scratch.nn.init import NamedParameter, Seed
 from llm_from_scratch.nn.layer_state import TableLayer, drawn, hold_new, pretrained, wrapping
@@ -233,7 +233,7 @@ class Embedding(TableLayer):
 
         Raises:
             IdError, AllocationError: in the contract's order, as
-                :func:`~llm_from_scratch.autograd.gather.plan_of_ids` says.
+                :func:`~llm_from_scratch.autograd.ids.plan_of_ids` says.
             TapeError, AllocationError: from the tape, as their own rules.
         """
         table = self.table.tensor

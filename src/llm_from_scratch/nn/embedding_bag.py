@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.autograd.bag import BagMode, bag_plan_from_validated, embedding_bag_with_plan
-from llm_from_scratch.autograd.gather import IdProblem, flat_source, plan_of_ids, read_ids
+from llm_from_scratch.autograd.ids import IdProblem, flat_source, plan_of_ids, read_ids
 from llm_from_scratch.autograd.value import constant_from_owned_array
 from llm_from_scratch.errors import AllocationError, IdError
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS

@@ -10,7 +10,7 @@ from typing import Any, Final
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.autograd.gather import plan_of_ids
+from llm_from_scratch.autograd.ids import plan_of_ids
 from llm_from_scratch.errors import TableError
 from llm_from_scratch.nn.embedding import PYTORCH_KEYWORDS, lookup
 from llm_from_scratch.nn.embedding_bag import bag_of_ids
