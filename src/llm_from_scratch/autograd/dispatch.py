@@ -1,4 +1,5 @@
-"""The one choice between NumPy and a compiled kernel, and the one place that imports Numba.
+"""Every size choice (plain Python, NumPy or a compiled kernel), and the one place that
+imports Numba.
 
 Kernel loops are plain Python with :data:`prange`, marked by :func:`compiled_kernel` (and their
 helpers by :func:`kernel_helper`); Numba compiles or loads a loop on its first call, so small
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 COMPILED_KERNEL_MIN_VALUES: Final = 1 << 16  # below this many values NumPy alone is faster
+PYTHON_MAX_VALUES: Final = 64  # up to this many values Python beats NumPy's call overhead
 prange = range  # Numba's prange once compiled
 
 
@@ -26,6 +28,16 @@ def runs_compiled(values: int) -> bool:
         (False, True)
     """
     return values >= COMPILED_KERNEL_MIN_VALUES
+
+
+def runs_in_python(values: int) -> bool:
+    """True when an operation over ``values`` array values runs as plain Python on their list.
+
+    Example:
+        >>> runs_in_python(PYTHON_MAX_VALUES), runs_in_python(PYTHON_MAX_VALUES + 1)
+        (True, False)
+    """
+    return values <= PYTHON_MAX_VALUES
 
 
 class CompiledKernel:
