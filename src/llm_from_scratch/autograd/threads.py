@@ -34,9 +34,9 @@ class Node(Protocol):
 
 
 _T = TypeVar("_T")
-_WRITES_BEGUN: Final = operator.attrgetter("writes_begun")
-_WRITES_ENDED: Final = operator.attrgetter("writes_ended")
-_REVISION: Final = operator.attrgetter("revision")
+WRITES_BEGUN: Final = operator.attrgetter("writes_begun")
+WRITES_ENDED: Final = operator.attrgetter("writes_ended")
+REVISION: Final = operator.attrgetter("revision")
 _CREATION_RANK: Final = operator.attrgetter("creation_rank")
 
 Write: TypeAlias = "Callable[[FloatArray], None]"  # one planned in-place write of the values
@@ -44,14 +44,20 @@ Write: TypeAlias = "Callable[[FloatArray], None]"  # one planned in-place write 
 
 def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_T, tuple[int, ...]]:
     """``compute()``, which reads ``nodes``, run on one revision of each (again under their
-    locks if an update was or started writing meanwhile), and the revisions it read."""
-    ended = tuple(map(_WRITES_ENDED, nodes))  # first: a write under way or begun later shows
-    revisions = tuple(map(_REVISION, nodes))
+    locks if an update was or started writing meanwhile), and the revisions it read (the tape's
+    ``record`` reads the same way, calling :func:`locked_read` only when it must)."""
+    ended = tuple(map(WRITES_ENDED, nodes))  # first: a write under way or begun later shows
+    revisions = tuple(map(REVISION, nodes))
     result = compute()
-    if tuple(map(_WRITES_BEGUN, nodes)) == ended:
+    if tuple(map(WRITES_BEGUN, nodes)) == ended:
         return result, revisions
+    return locked_read(nodes, compute)
+
+
+def locked_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_T, tuple[int, ...]]:
+    """``compute()`` and the revisions it read, holding every parameter's lock."""
     with parameter_locks(nodes):
-        return compute(), tuple(map(_REVISION, nodes))
+        return compute(), tuple(map(REVISION, nodes))
 
 
 def parameter_locks(nodes: Iterable[Node]) -> AbstractContextManager[object]:
