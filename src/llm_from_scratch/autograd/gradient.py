@@ -1,7 +1,5 @@
 """Gradient values on the tape: dense arrays, and the row-sparse tables a row gather leaves
-(sorted unique ``rows``, one summed vector each; made dense only on demand). A large gather's
-gradient keeps its own copy of the upstream rows and sums them when first read, or hands them
-to an optimizer step that sums and updates each row in one pass."""
+(sorted unique ``rows``, one summed vector each; a large gather's summed when first read)."""
 
 from __future__ import annotations
 
@@ -224,10 +222,8 @@ _UNHELD: Final = 3  # references to a free spare: the list's, the loop's name, g
 
 
 def _copy_buffer(shape: Shape, dtype: np.dtype[Any]) -> FloatArray:
-    """A C-contiguous buffer for a pending gradient's copy: the last one, when it has this shape
-    and dtype and nothing holds it any more (no gradient, no view: CPython's reference count
-    says so), else a new one, kept for the next pass. Fresh pages of a large array cost about
-    as much as the copy into them (``docs/performance.md``)."""
+    """The last copy buffer if nothing holds it any more (CPython's reference count says so),
+    else a new one: fresh pages cost about as much as the copy (``docs/performance.md``)."""
     with _SPARE_LOCK:
         for spare in _spare:
             if spare.shape == shape and spare.dtype == dtype and sys.getrefcount(spare) == _UNHELD:

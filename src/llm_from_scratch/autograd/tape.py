@@ -1,10 +1,7 @@
 """The tape (course chapters 15-16): nodes, recorded operations, ``no_grad()`` and reverse mode.
 
-A node is a parameter leaf (it stores a gradient), a constant leaf, or an operation result that
-records its parents, the value revision it read of each, the facts its VJP needs and the VJP
-(beside its forward in ``ops``, ``gather``, ``bag``, ``matvec``). Only an in-place update of a
-parameter (:mod:`~llm_from_scratch.autograd.threads`) changes values; it bumps the revision, and
-a backward pass through an operation that read an older one raises ``tape.stale-value``.
+An operation result records its parents, the value revision it read of each, its VJP's facts
+and the VJP; a pass through one that read a revision since updated is ``tape.stale-value``.
 """
 
 from __future__ import annotations
@@ -65,11 +62,8 @@ _creation_order = itertools.count()
 
 
 class Node:
-    """One value on the tape (users hold a ``TensorValue``); ``array`` is never handed out.
-
-    A parameter also has an update ``lock`` and counts its in-place writes and updates
-    (:mod:`~llm_from_scratch.autograd.threads`).
-    """
+    """One value on the tape (users hold a ``TensorValue``); ``array`` is never handed out. A
+    parameter also has an update ``lock`` and counts its writes (:mod:`.threads`)."""
 
     __slots__ = (
         "array",
@@ -380,15 +374,11 @@ def reset_gradient(node: Node) -> None:
 
 
 class PassConsumer(Protocol):
-    """Code that takes part in a backward pass (an optimizer's fused step,
-    :mod:`llm_from_scratch.optim.fused`).
-
-    ``leaves`` are locked with the pass's parameters. ``deferred(steps)`` names the operation
-    nodes (by ``id``) whose VJP the pass does not run: it records their upstream there instead.
-    Holding the locks, ``commit(updates, deferred)`` gets each reached parameter's new gradient
-    and the deferred upstreams, may write the parameters, and returns the gradients to store;
-    it may raise, having changed nothing.
-    """
+    """Code that takes part in a backward pass (:mod:`llm_from_scratch.optim.fused`):
+    its ``leaves`` are locked with the pass's; the pass records the upstream of each node (by
+    ``id``) ``deferred(steps)`` names instead of running its VJP; holding the locks,
+    ``commit(updates, deferred)`` may write the parameters (or raise, changing nothing) and
+    returns the gradients to store."""
 
     leaves: Sequence[Node]
 

@@ -1,11 +1,7 @@
-"""Threads on the tape (a reader of the tape can skip this room).
-
-Each parameter has an update lock (``Node.lock``), taken in creation order when there are
-several: holding it, a backward pass commits, ``zero_grad`` resets, and an update (an optimizer
-step, a checkpoint load, a ``max_norm`` lookup) writes the values and bumps the revision. A
-forward takes no lock: :func:`consistent_read` runs again under the locks only if an update
-started meanwhile (``writes_begun`` and ``writes_ended`` differ exactly while one writes).
-"""
+"""Threads on the tape (a reader of the tape can skip this room): each parameter's update lock,
+taken in creation order, held by a backward pass's commit, ``zero_grad`` and every in-place
+update; a read takes no lock unless an update wrote meanwhile (``writes_begun`` and
+``writes_ended`` differ exactly while one writes)."""
 
 from __future__ import annotations
 
