@@ -1,7 +1,5 @@
 """Gradient values on the tape: dense arrays, and the row-sparse tables a row gather leaves
-(sorted unique ``rows``, one summed vector each; made dense only on demand). A large gather's
-gradient keeps its own copy of the upstream rows and sums them when first read, or hands them
-to an optimizer step that sums and updates each row in one pass."""
+(sorted unique ``rows``, one summed vector each; a large gather's summed when first read)."""
 
 from __future__ import annotations
 
@@ -13,12 +11,10 @@ from typing import Any, Final, TypeAlias
 
 import numpy as np
 
-from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.autograd.dispatch import runs_compiled, runs_in_python
 from llm_from_scratch.autograd.kernels import all_finite, copy_with_bound, scatter_rows
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Shape, read_only_view
 
-_FEW_POSITIONS: Final = 16
-_FEW_VALUES: Final = 64
 _SUMMING: Final = threading.Lock()  # one first read sums a pending gradient; the others wait
 
 Parts: TypeAlias = "tuple[IndexArray, FloatArray, IndexArray | None]"  # rows, values, summed
@@ -29,8 +25,8 @@ _SUMMED_PARTS: Final = ("_rows", "_values", "_summed")
 class PendingRows:
     """Upstream rows not summed yet: row ``indices[p]`` of the gradient adds ``upstream[p]``.
 
-    ``upstream`` is the gradient's own copy (no caller holds it, so a later change of the
-    caller's array cannot reach it), every value finite, and no row sum can overflow.
+    ``upstream`` is the gradient's own (a copy of the caller's seed, or an array the tape made
+    in the pass: no caller can change it), every value finite, and no row sum can overflow.
 
     Shape:
         ``indices``: ``[N]`` (validated, read-only); ``upstream``: ``[N, d]`` (C-contiguous).
@@ -120,22 +116,25 @@ class RowSparseGradient:
     def summed_when_read(
         cls, indices: IndexArray, upstream: FloatArray, shape: Shape
     ) -> RowSparseGradient:
-        """:meth:`from_scatter` of a large gather, bit for bit, summed when first read: a copy
-        of ``upstream`` is kept (read once, counted finite and bounded as it is copied). When
-        ``N`` times the largest magnitude could overflow a row sum, it is summed now, so that
-        the tape's finiteness check sees the sums; with a value that is not finite, every row
-        is checked (the upstream of a pass's root is its seed, not checked before)."""
-        copy = _copy_buffer(upstream.shape, upstream.dtype)
-        bad, largest = copy_with_bound(copy, upstream)
+        """:meth:`from_scatter` of a large gather, bit for bit, summed when first read. The
+        upstream is read once, counted finite and bounded; a read-only one (the caller's seed,
+        which the tape hands on read-only) is copied as it is read, a writeable one was made by
+        the tape in this pass and is kept as it is. When ``N`` times the largest magnitude
+        could overflow a row sum, it is summed now, so that the tape's finiteness check sees
+        the sums; with a value that is not finite, every row is checked (the upstream of a
+        pass's root is its seed, not checked before)."""
+        owned = upstream.flags.writeable and upstream.flags.c_contiguous
+        kept = upstream if owned else _copy_buffer(upstream.shape, upstream.dtype)
+        bad, largest = copy_with_bound(None if owned else kept, upstream)
         count, precision = indices.size, float(np.finfo(upstream.dtype).eps)
         # each partial sum of count terms is at most count * largest * (1 + eps) ** count
         bound = count * largest * math.exp(count * precision)
         if bad or not bound < float(np.finfo(upstream.dtype).max):
-            rows, values, summed = _scattered(indices, copy, shape[0])
+            rows, values, summed = _scattered(indices, kept, shape[0])
             return cls(rows, values, shape, None if bad else summed)
         gradient = object.__new__(cls)
         object.__setattr__(gradient, "shape", shape)
-        object.__setattr__(gradient, "pending", PendingRows(indices, copy))
+        object.__setattr__(gradient, "pending", PendingRows(indices, kept))
         return gradient
 
     def lists_no_rows(self) -> bool:
@@ -153,21 +152,28 @@ class RowSparseGradient:
     ) -> RowSparseGradient:
         """Sum the upstream rows (``[N, d]``) that share an index, bit for bit the loop
         ``g[indices[p]] += upstream[p]`` from ``0.0``; ``divide_by_counts`` then divides each
-        sum by its number of positions."""
+        sum by its number of positions. A few float64 values add as Python floats (the same
+        arithmetic, without NumPy's overhead)."""
         if indices.size == 0:
             return cls.empty(shape, upstream.dtype)
-        if upstream.size <= _FEW_VALUES and upstream.dtype == np.float64 and not divide_by_counts:
-            rows, values, summed = _scatter_floats(indices, upstream)
-        else:
-            if upstream.size >= COMPILED_KERNEL_MIN_VALUES:
-                rows, values, counts = scatter_rows(indices, upstream, shape[0])
+        if divide_by_counts or upstream.dtype != np.float64 or not runs_in_python(upstream.size):
+            rows, values, summed = _scattered(indices, upstream, shape[0], divide_by_counts)
+            return cls(rows, values, shape, summed)
+        sums: dict[int, list[float]] = {}
+        counts: dict[int, int] = {}
+        for row, term in zip(indices.tolist(), upstream.tolist(), strict=True):
+            total = sums.get(row)
+            if total is None:
+                sums[row], counts[row] = list(map((0.0).__add__, term)), 1
             else:
-                rows, values, counts = scatter_sums(indices, upstream)
-            summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
-            if divide_by_counts and summed.size:
-                with np.errstate(over="ignore", invalid="ignore"):
-                    np.divide(values, counts.reshape(-1, 1).astype(values.dtype), out=values)
-        return cls(rows, values, shape, summed)
+                sums[row], counts[row] = list(map(float.__add__, total, term)), counts[row] + 1
+        listed = sorted(sums)
+        positions = []
+        for position, row in enumerate(listed):
+            if counts[row] > 1:
+                positions.append(position)
+        values = np.array(list(map(sums.__getitem__, listed)), dtype=np.float64)
+        return cls(np.array(listed, np.intp), values, shape, np.array(positions, np.intp))
 
     def without_row(self, row: int) -> RowSparseGradient:
         """This gradient with ``row`` left out (exactly zero), or ``self`` if it is not listed."""
@@ -191,8 +197,6 @@ class RowSparseGradient:
         """``self + later`` row by row (``self`` first), rows sorted and unique."""
         if later.pending is None and later._rows.size == 0:  # a pending one lists rows
             return self
-        if self.pending is None and self._rows.size == 0:
-            return later
         rows = np.union1d(self._rows, later._rows).astype(np.intp, copy=False)
         values = np.zeros((rows.size, self.shape[1]), dtype=self._values.dtype)
         values[np.searchsorted(rows, self._rows)] = self._values
@@ -218,10 +222,8 @@ _UNHELD: Final = 3  # references to a free spare: the list's, the loop's name, g
 
 
 def _copy_buffer(shape: Shape, dtype: np.dtype[Any]) -> FloatArray:
-    """A C-contiguous buffer for a pending gradient's copy: the last one, when it has this shape
-    and dtype and nothing holds it any more (no gradient, no view: CPython's reference count
-    says so), else a new one, kept for the next pass. Fresh pages of a large array cost about
-    as much as the copy into them (``docs/performance.md``)."""
+    """The last copy buffer if nothing holds it any more (CPython's reference count says so),
+    else a new one: fresh pages cost about as much as the copy (``docs/performance.md``)."""
     with _SPARE_LOCK:
         for spare in _spare:
             if spare.shape == shape and spare.dtype == dtype and sys.getrefcount(spare) == _UNHELD:
@@ -231,10 +233,20 @@ def _copy_buffer(shape: Shape, dtype: np.dtype[Any]) -> FloatArray:
         return fresh
 
 
-def _scattered(indices: IndexArray, upstream: FloatArray, rows_in_table: int) -> Parts:
-    """The rows, sums and summed positions of :meth:`RowSparseGradient.from_scatter`."""
-    rows, values, counts = scatter_rows(indices, upstream, rows_in_table)
-    return rows, values, np.flatnonzero(counts > 1).astype(np.intp, copy=False)
+def _scattered(
+    indices: IndexArray, upstream: FloatArray, rows_in_table: int, divide_by_counts: bool = False
+) -> Parts:
+    """The rows, sums and summed positions of :meth:`RowSparseGradient.from_scatter`, by NumPy
+    or a compiled kernel."""
+    if runs_compiled(upstream.size):
+        rows, values, counts = scatter_rows(indices, upstream, rows_in_table)
+    else:
+        rows, values, counts = scatter_sums(indices, upstream)
+    summed = np.flatnonzero(counts > 1).astype(np.intp, copy=False)
+    if divide_by_counts and summed.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.divide(values, counts.reshape(-1, 1).astype(values.dtype), out=values)
+    return rows, values, summed
 
 
 def scatter_sums(
@@ -243,7 +255,7 @@ def scatter_sums(
     """Sorted unique rows, each one's sum of its upstream rows (from ``+0.0``, left to right,
     as :func:`~llm_from_scratch.autograd.kernels.scatter_rows` adds) and its use count."""
     inverse: Any
-    if indices.size <= _FEW_POSITIONS:  # Python's set and sort beat np.unique's overhead
+    if runs_in_python(upstream.size):  # Python's set and sort beat np.unique's overhead
         ids = indices.tolist()
         listed = sorted(set(ids))
         inverse = list(map(dict(zip(listed, range(len(listed)), strict=True)).__getitem__, ids))
@@ -258,28 +270,6 @@ def scatter_sums(
     return rows, values, counts
 
 
-def _scatter_floats(
-    indices: IndexArray, upstream: FloatArray
-) -> tuple[IndexArray, FloatArray, IndexArray]:
-    """:func:`scatter_sums` of a few float64 values in Python floats (the same arithmetic,
-    without NumPy's overhead), with the summed positions for the counts."""
-    sums: dict[int, list[float]] = {}
-    counts: dict[int, int] = {}
-    for row, term in zip(indices.tolist(), upstream.tolist(), strict=True):
-        total = sums.get(row)
-        if total is None:
-            sums[row], counts[row] = list(map((0.0).__add__, term)), 1
-        else:
-            sums[row], counts[row] = list(map(float.__add__, total, term)), counts[row] + 1
-    listed = sorted(sums)
-    summed = []
-    for position, row in enumerate(listed):
-        if counts[row] > 1:
-            summed.append(position)
-    values = np.array(list(map(sums.__getitem__, listed)), dtype=np.float64)
-    return np.array(listed, dtype=np.intp), values, np.array(summed, dtype=np.intp)
-
-
 Gradient: TypeAlias = "FloatArray | RowSparseGradient"
 _EMPTY: dict[tuple[Shape, np.dtype[Any]], RowSparseGradient] = {}
 
@@ -288,6 +278,8 @@ def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:
     """``earlier + later`` without changing either; row-sparse stays row-sparse when both are."""
     if isinstance(earlier, RowSparseGradient):
         if isinstance(later, RowSparseGradient):
+            if earlier.pending is None and earlier._rows.size == 0:  # a pending one lists rows
+                return later
             return earlier.merged_with(later)
         return earlier.added_to_dense(later, dense_first=False)
     if isinstance(later, RowSparseGradient):
@@ -298,34 +290,26 @@ def add_gradients(earlier: Gradient, later: Gradient) -> Gradient:
 
 def first_non_finite(gradient: Gradient) -> tuple[int, float] | None:
     """The dense flat index and value of the first NaN or infinity, or None (a row-sparse
-    gradient is checked on its summed rows when it knows them)."""
-    if not isinstance(gradient, RowSparseGradient):
-        found = _first_non_finite_value(gradient)
-        return None if found is None else (found, float(gradient.reshape(-1)[found]))
-    if gradient.pending is not None:
-        return None  # checked finite, and no sum can overflow
-    positions = gradient._summed
-    if positions is not None and positions.size == 0:
+    gradient is checked on its summed rows when it knows them: the others copy finite rows)."""
+    if isinstance(gradient, RowSparseGradient):
+        if gradient.pending is not None:
+            return None  # checked finite, and no sum can overflow (reading would sum it)
+        summed, values, width = gradient._summed, gradient._values, gradient.shape[1]
+        if summed is not None and summed.size == 0:
+            return None
+        picked = None if summed is None or runs_in_python(values.size) else summed  # a glance
+        found = first_non_finite(values if picked is None else values[picked])
+        if found is None:
+            return None
+        row = found[0] // width
+        position = row if picked is None else int(picked[row])
+        return int(gradient._rows[position]) * width + found[0] % width, found[1]
+    flat = gradient.reshape(-1)
+    if runs_in_python(flat.size):
+        finite = all(map(math.isfinite, flat.tolist()))
+    else:  # a compiled count needs no temporary mask
+        finite = all_finite(flat) if runs_compiled(flat.size) else bool(np.isfinite(flat).all())
+    if finite:
         return None
-    few = gradient._values
-    if few.size <= _FEW_VALUES and all(map(math.isfinite, few.ravel().tolist())):
-        return None  # a glance at every row beats picking out the summed ones
-    candidates = gradient._values if positions is None else gradient._values[positions]
-    found = _first_non_finite_value(candidates)
-    if found is None:
-        return None
-    width = gradient.shape[1]
-    position = found // width if positions is None else int(positions[found // width])
-    value = float(candidates.reshape(-1)[found])
-    return int(gradient._rows[position]) * width + found % width, value
-
-
-def _first_non_finite_value(values: FloatArray) -> int | None:
-    if values.size >= COMPILED_KERNEL_MIN_VALUES:  # a compiled count, with no temporary mask
-        finite = all_finite(values)
-    elif values.size <= _FEW_VALUES:  # Python's floats beat NumPy's call overhead here
-        finite = all(map(math.isfinite, values.ravel().tolist()))
-    else:
-        finite = bool(np.isfinite(values).all())
-    bad = None if finite else np.flatnonzero(~np.isfinite(values.reshape(-1)))
-    return None if bad is None or bad.size == 0 else int(bad[0])
+    index = int(np.flatnonzero(~np.isfinite(flat))[0])
+    return index, float(flat[index])

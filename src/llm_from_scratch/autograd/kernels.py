@@ -150,7 +150,9 @@ def all_finite(array: FloatArray) -> bool:
 
 
 @compiled_kernel(parallel=True)
-def _copy_with_bound(out: Any, source: Any, block_largest: Any) -> int:  # pragma: no cover - JIT
+def _copy_with_bound(
+    out: Any, source: Any, block_largest: Any, copying: bool
+) -> int:  # pragma: no cover - JIT
     size = source.shape[0]
     blocks = block_largest.shape[0]
     bad = 0
@@ -159,7 +161,8 @@ def _copy_with_bound(out: Any, source: Any, block_largest: Any) -> int:  # pragm
         block_bad = 0
         for index in range(block * size // blocks, (block + 1) * size // blocks):
             value = source[index]
-            out[index] = value
+            if copying:
+                out[index] = value
             block_bad += (value - value) != 0
             largest = max(largest, abs(value))
         block_largest[block] = largest
@@ -167,10 +170,12 @@ def _copy_with_bound(out: Any, source: Any, block_largest: Any) -> int:  # pragm
     return bad
 
 
-def copy_with_bound(out: FloatArray, source: FloatArray) -> tuple[int, float]:
-    """Copy ``source`` into ``out`` (a new C-contiguous array of its shape) in one read: how
-    many values are not finite, and the largest magnitude (meaningful when all are)."""
+def copy_with_bound(out: FloatArray | None, source: FloatArray) -> tuple[int, float]:
+    """Copy ``source`` into ``out`` (a new C-contiguous array of its shape; None: only read it)
+    in one read: how many values are not finite, and the largest magnitude (meaningful when
+    all are)."""
     flat = np.ascontiguousarray(source).reshape(-1)
     block_largest = np.empty(min(flat.size, _COPY_BLOCKS), dtype=source.dtype)
-    bad = int(_copy_with_bound(out.reshape(-1), flat, block_largest))
+    target = flat if out is None else out.reshape(-1)
+    bad = int(_copy_with_bound(target, flat, block_largest, out is not None))
     return bad, float(block_largest.max())

@@ -1,20 +1,19 @@
 """The tape (course chapters 15-16): nodes, recorded operations, ``no_grad()`` and reverse mode.
 
-A node is a parameter leaf (it stores a gradient), a constant leaf, or an operation result that
-records its parents, the value revision it read of each, the facts its VJP needs and the VJP
-(beside its forward in ``ops``, ``gather``, ``bag``, ``matvec``). Only an in-place update of a
-parameter (:mod:`~llm_from_scratch.autograd.threads`) changes values; it bumps the revision, and
-a backward pass through an operation that read an older one raises ``tape.stale-value``.
+An operation result records its parents, the value revision it read of each, its VJP's facts
+and the VJP; a pass through one that read a revision since updated is ``tape.stale-value``.
 """
 
 from __future__ import annotations
 
 import enum
 import itertools
+import operator
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
+from functools import partial
+from typing import Any, Final, Literal, NamedTuple, Protocol, TypeAlias
 
 import numpy as np
 
@@ -24,7 +23,14 @@ from llm_from_scratch.autograd.gradient import (
     add_gradients,
     first_non_finite,
 )
-from llm_from_scratch.autograd.threads import consistent_read, not_a_parameter, parameter_locks
+from llm_from_scratch.autograd.threads import (
+    REVISION,
+    WRITES_BEGUN,
+    WRITES_ENDED,
+    locked_read,
+    not_a_parameter,
+    parameter_locks,
+)
 from llm_from_scratch.errors import AllocationError, NonFiniteError, TapeError
 from llm_from_scratch.tensor.storage import FloatArray
 
@@ -56,11 +62,8 @@ _creation_order = itertools.count()
 
 
 class Node:
-    """One value on the tape (users hold a ``TensorValue``); ``array`` is never handed out.
-
-    A parameter also has an update ``lock`` and counts its in-place writes and updates
-    (:mod:`~llm_from_scratch.autograd.threads`).
-    """
+    """One value on the tape (users hold a ``TensorValue``); ``array`` is never handed out. A
+    parameter also has an update ``lock`` and counts its writes (:mod:`.threads`)."""
 
     __slots__ = (
         "array",
@@ -144,14 +147,18 @@ def record(
     """Wrap what ``compute`` returns (a new array, never a view of a parameter's values, and
     the VJP's facts) in an operation node, or a constant when nothing needs a gradient or under
     ``no_grad()``; an operand that reaches a released tape is ``tape.released-operand``."""
-    recording = getattr(_recording, "enabled", True)
-    tracked = False
+    recording, tracked, epoch = getattr(_recording, "enabled", True), False, _release_epoch[0]
     for name, node in operands:
         tracked = tracked or node.kind != "constant"
-        if recording and node.kind == "operation" and _reaches_released(node):
+        clean = node.released_name is None and node.clean_epoch == epoch  # nothing to walk
+        if recording and node.kind == "operation" and not clean and _reaches_released(node):
             raise TapeError("tape.released-operand", operation=operation, operand=name)
     names, nodes = zip(*operands, strict=True)
-    (value, saved), revisions = consistent_read(nodes, compute)
+    ended = tuple(map(WRITES_ENDED, nodes))  # first: a write under way or begun later shows
+    revisions = tuple(map(REVISION, nodes))
+    value, saved = compute()
+    if tuple(map(WRITES_BEGUN, nodes)) != ended:  # an update wrote meanwhile
+        (value, saved), revisions = locked_read(nodes, compute)
     if not (recording and tracked):
         return Node(value, "constant", None)
     return Node(value, "operation", Operation(operation, names, nodes, revisions, saved, vjp))
@@ -180,26 +187,8 @@ def _reaches_released(start: Node) -> bool:
 
 Step: TypeAlias = "tuple[Node, Operation]"
 Reads: TypeAlias = "list[tuple[Operation, str, Node, int]]"  # operand name, parameter, revision
-
-
-class PassConsumer(Protocol):
-    """Code that takes part in a backward pass (an optimizer's fused step,
-    :mod:`llm_from_scratch.optim.fused`).
-
-    ``leaves`` are locked with the pass's parameters. ``deferred(steps)`` names the operation
-    nodes (by ``id``) whose VJP the pass does not run: it records their upstream there instead.
-    Holding the locks, ``commit(updates, deferred)`` gets each reached parameter's new gradient
-    and the deferred upstreams, may write the parameters, and returns the gradients to store;
-    it may raise, having changed nothing.
-    """
-
-    leaves: Sequence[Node]
-
-    def deferred(self, steps: Sequence[Step]) -> dict[int, FloatArray | None]: ...
-
-    def commit(
-        self, updates: list[tuple[Node, Gradient]], deferred: dict[int, FloatArray | None]
-    ) -> list[tuple[Node, Gradient]]: ...
+Finish: TypeAlias = "Callable[[list[tuple[Node, Gradient]]], list[tuple[Node, Gradient]]]"
+_KIND: Final = operator.attrgetter("kind")
 
 
 def backward(
@@ -207,25 +196,34 @@ def backward(
 ) -> None:
     """Propagate ``seed`` (checked by the caller) from ``root`` without a lock, then, holding
     every involved parameter's lock, check the revisions again and add each parameter's pass
-    gradient to its store: all or nothing, and concurrent passes sum exactly.
+    gradient to its store: all or nothing, and concurrent passes sum exactly. A ``consumer``
+    (an optimizer's fused step) takes part in the pass.
 
     Raises:
         TapeError: ``tape.not-recorded``, ``tape.released``, ``tape.stale-value``.
         NonFiniteError: ``gradient.non-finite``; AllocationError: ``output.allocation``.
     """
+    operation = root.operation
     if root.kind == "constant":
         raise TapeError("tape.not-recorded")
-    steps = _topological_order(root)
+    if operation is not None and "operation" not in map(_KIND, operation.parents):
+        steps = [(root, operation)]  # one operation of leaves (a lookup): nothing to order
+    else:
+        steps = _topological_order(root)
     reads: Reads = []
-    for _, operation in steps:
-        operands = zip(
-            operation.operand_names, operation.parents, operation.parent_revisions, strict=True
-        )
-        for name, parent, revision in operands:
+    for _, step in steps:
+        for name, parent, revision in zip(
+            step.operand_names, step.parents, step.parent_revisions, strict=True
+        ):
             if parent.kind == "parameter":
-                reads.append((operation, name, parent, revision))
+                reads.append((step, name, parent, revision))
     _raise_if_stale(reads)
-    deferred = {} if consumer is None else consumer.deferred(steps)
+    deferred: dict[int, FloatArray | None] = {}
+    locked: list[Node] = []
+    finish: Finish | None = None
+    if consumer is not None:  # the one place a consumer joins: its leaves, deferrals, commit
+        deferred, locked = consumer.deferred(steps), [*consumer.leaves]
+        finish = partial(consumer.commit, deferred=deferred)
     try:
         reached = _propagate(root, seed, steps, deferred)
     except NonFiniteError:
@@ -233,24 +231,21 @@ def backward(
         raise
     except MemoryError as error:
         raise output_allocation_error("backward", root.array.size) from error
-    _commit(root, reads, reached, consumer, deferred)
+    _commit(root, reads, reached, locked, finish)
     if retention is GraphRetention.RELEASE:
-        for node, _ in steps:
-            node.release()
-        with _release_lock:
-            _release_epoch[0] += 1
+        _release(steps)
+
+
+def _release(steps: Sequence[Step]) -> None:
+    for node, _ in steps:
+        node.release()
+    with _release_lock:
+        _release_epoch[0] += 1
 
 
 def _topological_order(root: Node) -> list[Step]:
     """The operation nodes reachable from ``root``, each before its parents and read once (a
     concurrent release cannot change the pass); a released one is ``tape.released``."""
-    operation = root.operation
-    if operation is not None:  # one operation of leaves (a lookup): nothing more to order
-        for parent in operation.parents:
-            if parent.kind == "operation" or parent.released_name is not None:
-                break
-        else:
-            return [(root, operation)]
     order: list[Step] = []
     visited: set[int] = set()
     stack: list[tuple[Node, Operation | None]] = [(root, None)]
@@ -310,16 +305,18 @@ def _commit(
     root: Node,
     reads: Reads,
     reached: Sequence[tuple[Node, Gradient]],
-    consumer: PassConsumer | None,
-    deferred: dict[int, FloatArray | None],
+    locked: list[Node],
+    finish: Finish | None,
 ) -> None:
-    """Under the parameters' locks: check the revisions, then add, check and store."""
-    locked = [*consumer.leaves] if consumer is not None else []
+    """Under the locks of ``locked`` and every parameter read or reached: check the revisions,
+    add each pass gradient to its store and check it, let ``finish`` (a consumer's commit) see
+    the sums, and store what it returns."""
     for _, _, parameter, _ in reads:
         locked.append(parameter)
     for node, _ in reached:
         locked.append(node)
-    with parameter_locks(locked):
+    only = locked[0].lock if len(set(map(id, locked))) == 1 else None  # a lookup's one table
+    with parameter_locks(locked) if only is None else only:
         _raise_if_stale(reads)
         updates = []
         try:
@@ -331,8 +328,8 @@ def _commit(
                 if total is not gradient:  # adding to an all-zero store returns the checked pass
                     raise_if_non_finite("accumulated parameter", total)
                 updates.append((node, total))
-            if consumer is not None:
-                updates = consumer.commit(updates, deferred)
+            if finish is not None:
+                updates = finish(updates)
         except MemoryError as error:
             raise output_allocation_error("backward", root.array.size) from error
         for node, gradient in updates:
@@ -351,13 +348,15 @@ def _raise_if_stale(reads: Reads) -> None:
             )
 
 
-def raise_if_non_finite(operation: str, gradient: Gradient) -> None:
-    """``gradient.non-finite`` at the first NaN or infinity of ``gradient``."""
+def raise_if_non_finite(operation: str | None, gradient: Gradient) -> None:
+    """``gradient.non-finite`` at the first NaN or infinity of what ``operation`` handed on, or
+    ``seed.non-finite`` in a pass's seed (``operation`` None)."""
     found = first_non_finite(gradient)
-    if found is not None:
-        raise NonFiniteError(
-            "gradient.non-finite", operation=operation, value=found[1], index=found[0]
-        )
+    if found is None:
+        return
+    if operation is None:
+        raise NonFiniteError("seed.non-finite", value=found[1], index=found[0])
+    raise NonFiniteError("gradient.non-finite", operation=operation, value=found[1], index=found[0])
 
 
 def output_allocation_error(operation: str, elements: int) -> AllocationError:
@@ -372,3 +371,19 @@ def reset_gradient(node: Node) -> None:
     zero = zero_gradient(node.array)
     with parameter_locks((node,)):  # one lock, taken as every commit takes it
         node.gradient = zero
+
+
+class PassConsumer(Protocol):
+    """Code that takes part in a backward pass (:mod:`llm_from_scratch.optim.fused`):
+    its ``leaves`` are locked with the pass's; the pass records the upstream of each node (by
+    ``id``) ``deferred(steps)`` names instead of running its VJP; holding the locks,
+    ``commit(updates, deferred)`` may write the parameters (or raise, changing nothing) and
+    returns the gradients to store."""
+
+    leaves: Sequence[Node]
+
+    def deferred(self, steps: Sequence[Step]) -> dict[int, FloatArray | None]: ...
+
+    def commit(
+        self, updates: list[tuple[Node, Gradient]], deferred: dict[int, FloatArray | None]
+    ) -> list[tuple[Node, Gradient]]: ...

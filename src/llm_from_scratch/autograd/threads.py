@@ -1,11 +1,7 @@
-"""Threads on the tape (a reader of the tape can skip this room).
-
-Each parameter has an update lock (``Node.lock``), taken in creation order when there are
-several: holding it, a backward pass commits, ``zero_grad`` resets, and an update (an optimizer
-step, a checkpoint load, a ``max_norm`` lookup) writes the values and bumps the revision. A
-forward takes no lock: :func:`consistent_read` runs again under the locks only if an update
-started meanwhile (``writes_begun`` and ``writes_ended`` differ exactly while one writes).
-"""
+"""Threads on the tape (a reader of the tape can skip this room): each parameter's update lock,
+taken in creation order, held by a backward pass's commit, ``zero_grad`` and every in-place
+update; a read takes no lock unless an update wrote meanwhile (``writes_begun`` and
+``writes_ended`` differ exactly while one writes)."""
 
 from __future__ import annotations
 
@@ -34,9 +30,9 @@ class Node(Protocol):
 
 
 _T = TypeVar("_T")
-_WRITES_BEGUN: Final = operator.attrgetter("writes_begun")
-_WRITES_ENDED: Final = operator.attrgetter("writes_ended")
-_REVISION: Final = operator.attrgetter("revision")
+WRITES_BEGUN: Final = operator.attrgetter("writes_begun")
+WRITES_ENDED: Final = operator.attrgetter("writes_ended")
+REVISION: Final = operator.attrgetter("revision")
 _CREATION_RANK: Final = operator.attrgetter("creation_rank")
 
 Write: TypeAlias = "Callable[[FloatArray], None]"  # one planned in-place write of the values
@@ -44,14 +40,20 @@ Write: TypeAlias = "Callable[[FloatArray], None]"  # one planned in-place write 
 
 def consistent_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_T, tuple[int, ...]]:
     """``compute()``, which reads ``nodes``, run on one revision of each (again under their
-    locks if an update was or started writing meanwhile), and the revisions it read."""
-    ended = tuple(map(_WRITES_ENDED, nodes))  # first: a write under way or begun later shows
-    revisions = tuple(map(_REVISION, nodes))
+    locks if an update was or started writing meanwhile), and the revisions it read (the tape's
+    ``record`` reads the same way, calling :func:`locked_read` only when it must)."""
+    ended = tuple(map(WRITES_ENDED, nodes))  # first: a write under way or begun later shows
+    revisions = tuple(map(REVISION, nodes))
     result = compute()
-    if tuple(map(_WRITES_BEGUN, nodes)) == ended:
+    if tuple(map(WRITES_BEGUN, nodes)) == ended:
         return result, revisions
+    return locked_read(nodes, compute)
+
+
+def locked_read(nodes: Sequence[Node], compute: Callable[[], _T]) -> tuple[_T, tuple[int, ...]]:
+    """``compute()`` and the revisions it read, holding every parameter's lock."""
     with parameter_locks(nodes):
-        return compute(), tuple(map(_REVISION, nodes))
+        return compute(), tuple(map(REVISION, nodes))
 
 
 def parameter_locks(nodes: Iterable[Node]) -> AbstractContextManager[object]:

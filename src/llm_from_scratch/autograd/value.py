@@ -6,6 +6,7 @@ import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeAlias, TypeVar
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
+from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.gather import counts_non_finite_upstream, gather_rows_forward
 from llm_from_scratch.autograd.gradient import RowSparseGradient, first_non_finite
 from llm_from_scratch.autograd.ids import plan_of_ids
@@ -37,6 +38,7 @@ from llm_from_scratch.autograd.tape import (
     Node,
     backward,
     output_allocation_error,
+    raise_if_non_finite,
     reset_gradient,
 )
 from llm_from_scratch.autograd.threads import Write, consistent_read, update_parameters
@@ -409,16 +411,16 @@ class TensorValue:
             NonFiniteError: ``gradient.non-finite``; no stored gradient changed.
         """
         checked = converted_seed(self, seed)
-        late = checked.size >= COMPILED_KERNEL_MIN_VALUES and counts_non_finite_upstream(self._node)
+        late = runs_compiled(checked.size) and counts_non_finite_upstream(self._node)
         if not late:
-            raise_if_non_finite_seed(checked)
+            raise_if_non_finite(None, checked)
         try:
             if not isinstance(retention, GraphRetention):
                 raise TapeError("tape.retention-type", retention=retention)
             backward(self._node, checked, retention)
         except Exception:
             if late:  # the seed's error comes first
-                raise_if_non_finite_seed(checked)
+                raise_if_non_finite(None, checked)
             raise
 
     def backward(self) -> None:
@@ -586,8 +588,10 @@ def converted_seed(output: TensorValue, seed: object) -> FloatArray:
     if array.shape != node.array.shape:
         shape = tuple(int(n) for n in array.shape)
         raise ShapeError("seed.shape", actual=shape, expected=output.shape)
-    if array.dtype == node.array.dtype:
-        return array  # no copy: a pass only reads its seed and stores new arrays
+    if array.dtype == node.array.dtype:  # no copy: a pass only reads its seed; read-only, so
+        view = array.view()  # that a gradient keeping it copies it (the caller may change it)
+        view.flags.writeable = False
+        return view
     try:
         with np.errstate(over="ignore"):
             return np.asarray(array, dtype=node.array.dtype)
@@ -595,11 +599,8 @@ def converted_seed(output: TensorValue, seed: object) -> FloatArray:
         raise output_allocation_error("backward", array.size) from error
 
 
-def raise_if_non_finite_seed(seed: FloatArray) -> None:
-    """``seed.non-finite`` at the first NaN or infinity of a seed."""
-    found = first_non_finite(seed)
-    if found is not None:
-        raise NonFiniteError("seed.non-finite", value=found[1], index=found[0])
+raise_if_non_finite_seed: Final = partial(raise_if_non_finite, None)
+"""``seed.non-finite`` at the first NaN or infinity of a seed."""
 
 
 def number_of(operation: str, other: object, dtype: np.dtype[Any]) -> np.floating[Any] | None:
