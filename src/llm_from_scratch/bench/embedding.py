@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 import tracemalloc
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final, cast
@@ -178,7 +178,7 @@ def _measure_torch(
     def backward(sparse: bool) -> Callable[[], object]:
         return lambda: lookup(sparse=sparse).backward(upstream_t)
 
-    def steps(name: str) -> dict[str, rounds.Timed]:
+    def steps(name: str) -> Mapping[str, rounds.Timed]:
         dense, sparse = torch_names(name)
         tables, actions = TORCH_DENSE_TABLES[name], {}
         if tables * result.table_bytes <= default_memory_budget() << 20:
@@ -199,7 +199,8 @@ def _measure_torch(
         "torch fwd+bwd dense": rounds.Timed(backward(False), reset),
         "torch fwd+bwd sparse": rounds.Timed(backward(True), reset),
     }
-    groups = [lambda: lookups, *(partial(steps, name) for name in optimizers)]
+    groups: list[Callable[[], Mapping[str, rounds.Timed]]] = [lambda: lookups]
+    groups += [partial(steps, name) for name in optimizers]
     result.medians.update(rounds.grouped_medians(groups, repeats))
     gc.collect()
     reset()
