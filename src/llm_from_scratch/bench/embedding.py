@@ -224,14 +224,14 @@ def format_results(results: list[CaseResult]) -> str:
 
 def target_rows(results: list[CaseResult]) -> list[str]:
     """Each :data:`TARGETS` ratio measured, per case, and whether it is met."""
-    rows = []
-    for case in results:
-        shape = f"{case.vocabulary_size}x{case.embedding_width} {case.dtype}"
-        for (theirs, ours), least in TARGETS.items():
-            if theirs in case.medians and ours in case.medians:
-                ratio = case.medians[theirs] / case.medians[ours]
-                verdict = "met" if ratio >= least else "not met"
-                rows.append(
-                    f"  {shape}: {theirs} / our {ours} = {ratio:.2f} (>= {least}: {verdict})"
-                )
-    return ["targets (PyTorch's time over ours, side by side above):", *rows] if rows else []
+    measured = [
+        (
+            f"{case.vocabulary_size}x{case.embedding_width} {case.dtype}: {theirs} / our {ours}",
+            case.medians[theirs] / case.medians[ours],
+            least,
+        )
+        for case in results
+        for (theirs, ours), least in TARGETS.items()
+        if theirs in case.medians and ours in case.medians
+    ]
+    return rounds.target_rows("targets (PyTorch's time over ours, side by side above):", measured)

@@ -1,9 +1,6 @@
-"""``llm-from-scratch bench train``: ``ch18 train`` (each ``--method``) against gensim's
-word2vec, streaming (``LineSentence``) and in its ``corpus_file`` mode, and PyTorch
-(:mod:`~llm_from_scratch.bench.train_runners`), each a fresh process on one corpus and settings,
-taking turns in every round (the report: ``docs/performance.md``). gensim reads the corpus as
-``ch18 train`` splits it into words, written once before the rounds, one sentence a line.
-"""
+"""``llm-from-scratch bench train``: ``ch18 train`` (each ``--method``) against gensim's word2vec
+(streaming and ``corpus_file``) and PyTorch, each a fresh process taking turns in every round on
+one corpus and settings (the report: ``docs/performance.md``)."""
 
 from __future__ import annotations
 
@@ -15,14 +12,14 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 from functools import partial
-from itertools import count
+from itertools import count, product
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 from safetensors.numpy import load_file
 
-from llm_from_scratch.bench.rounds import in_turns, lines
+from llm_from_scratch.bench.rounds import in_turns, lines, target_rows
 from llm_from_scratch.bench.word_benchmarks import WordScores, word_scores
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
@@ -43,6 +40,14 @@ THEIRS: Final = ("gensim", "gensim-file", "torch")
 """The others: gensim streaming a ``LineSentence``, gensim's ``corpus_file`` mode, PyTorch."""
 TRAINERS: Final = (*OURS, *THEIRS)
 THREADS: Final = (1, 2)
+TARGETS: Final = (
+    (2, "", 1, 1.8),
+    (1, "gensim", 1, 1.5),
+    (2, "gensim", 2, 1.8),
+    (2, "gensim-file", 2, 1.5),
+)
+"""The words/s of each of our methods on ``threads`` over another trainer's (ourselves when
+empty) on its thread count: at least this much (issue 34)."""
 
 
 @dataclass(frozen=True)
@@ -268,7 +273,7 @@ def format_result(result: TrainBenchResult) -> str:
         ),
         "",
     ]
-    return lines([*rows, *_ratios(result)])
+    return lines([*rows, *_ratios(result), *_targets(result)])
 
 
 def _ratios(result: TrainBenchResult) -> list[str]:
@@ -294,6 +299,17 @@ def _ratios(result: TrainBenchResult) -> list[str]:
             speed = two.words_per_second / one.words_per_second
             rows.append(f"{trainer}, 2 threads over 1, words/s: {speed:.2f}x")
     return rows
+
+
+def _targets(result: TrainBenchResult) -> list[str]:
+    """Each :data:`TARGETS` ratio measured, and whether it is met."""
+    measured = []
+    for method, (threads, other, their_threads, least) in product(OURS, TARGETS):
+        ours, theirs = result.find(method, threads), result.find(other or method, their_threads)
+        if ours is not None and theirs is not None:
+            label = f"{method} on {threads} / {other or method} on {their_threads} threads, words/s"
+            measured.append((label, ours.words_per_second / theirs.words_per_second, least))
+    return target_rows("targets (words/s over words/s, side by side above):", measured)
 
 
 def checked_corpus(corpus: Path | None) -> Path:

@@ -1,12 +1,6 @@
-"""The other trainers of ``llm-from-scratch bench train``, each a fresh process:
-``python -m llm_from_scratch.bench.train_runners gensim|gensim-file|torch --corpus PATH
---output DIR ...`` trains, writes ``DIR/vectors.npy`` and ``DIR/words.json`` (the word of each
-row) and prints its seconds. gensim runs ``Word2Vec(sg=1)`` on a file of sentences, one a line
-(``PATH``; ``bench train`` writes it with ``ch18 train``'s words): streamed by ``LineSentence``
-(``gensim``), or read by its ``corpus_file`` mode (``gensim-file``, each worker its own part
-of the file). The PyTorch model is ``ch18 train``'s with sparse ``nn.Embedding`` tables and
-``SGD``, reading the corpus as ``ch18 train`` does.
-"""
+"""The other trainers of ``bench train``, each a fresh process: ``python -m
+llm_from_scratch.bench.train_runners gensim|gensim-file|torch --corpus PATH --output DIR ...``
+trains, writes ``DIR/vectors.npy`` and ``DIR/words.json`` and prints its seconds."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""``llm-from-scratch bench train --memory`` and ``--first-block``: what a run costs besides
-its training. ``--memory``: the peak resident memory of ``ch18 train`` against gensim's streaming
-``Word2Vec`` on a corpus of many different words and on one and ten copies of Shakespeare, each
-a fresh process (its peak from ``wait4``). ``--first-block``: the seconds from ``Run.train()`` to
-the first block a training thread takes, in fresh processes (the report: ``docs/performance.md``).
-"""
+"""``llm-from-scratch bench train --memory`` and ``--first-block``: a run's peak memory against
+gensim's on many different words and on one and ten copies of a corpus, and the seconds from
+``Run.train()`` to its first block, in fresh processes (``docs/performance.md``)."""
 
 from __future__ import annotations
 

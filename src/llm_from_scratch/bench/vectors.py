@@ -1,9 +1,6 @@
 """``llm-from-scratch bench vectors``: ``WordVectors`` against gensim's ``KeyedVectors`` on the
-same float32 vectors, taking turns in every round: ``most_similar`` (an analogy query, top 10) on
-a 400,000 x 300 table, and ``evaluate_word_analogies`` on the Google analogies (gensim's
-``questions-words.txt``) with a table of their words and more random ones. The answers are
-compared too: a speed-up with other answers would be no speed-up.
-"""
+same float32 vectors, taking turns: ``most_similar`` and ``evaluate_word_analogies`` on the
+Google analogies, their answers compared (a speed-up with other answers would be none)."""
 
 from __future__ import annotations
 
