@@ -157,11 +157,16 @@ def ratio_rows(medians: Mapping[str, float], pairs: Iterable[tuple[str, str]]) -
     ]
 
 
+def verdict(met: bool) -> str:
+    """How a target came out: ``met`` or ``not met``."""
+    return "met" if met else "not met"
+
+
 def target_rows(title: str, measured: Iterable[tuple[str, float, float]]) -> list[str]:
     """``title``, then ``  label = 1.20 (>= 1.3: not met)`` for each ratio measured and the
     least it must reach (nothing when none was measured)."""
     rows = [
-        f"  {label} = {ratio:.2f} (>= {least}: {'met' if ratio >= least else 'not met'})"
+        f"  {label} = {ratio:.2f} (>= {least}: {verdict(ratio >= least)})"
         for label, ratio, least in measured
     ]
     return [title, *rows] if rows else []
