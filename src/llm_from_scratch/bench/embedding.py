@@ -1,7 +1,6 @@
 """``llm-from-scratch bench embedding``: the embedding layer and full training steps against
 the copy-once limit and PyTorch, the actions of ``docs/performance.md`` taking turns; a dense
-PyTorch step that would not fit in half of the machine's memory is left out with a note.
-"""
+PyTorch step that would not fit in half of the machine's memory is left out with a note."""
 
 from __future__ import annotations
 
@@ -50,13 +49,12 @@ COMPARISONS: Final = (
 """Which PyTorch measurement is compared with which of ours (PyTorch time / our time)."""
 
 TARGETS: Final = {
-    ("torch sgd sparse", "sgd step"): 1.3,
-    ("torch sgd sparse", "sgd fused"): 1.3,
-    ("torch adagrad sparse", "adagrad step"): 1.3,
-    ("torch adagrad sparse", "adagrad fused"): 1.3,
+    (torch_names(name)[1], f"{name} {kind}"): 1.3
+    for name in ("sgd", "adagrad")
+    for kind in ("step", "fused")
 }
-"""PyTorch's sparse step over ours, at least (the plain loop, ``backward`` then ``step()``, and
-the fused ``rounds.backward_step``, each against ``sparse=True`` and PyTorch's optimizer)."""
+"""PyTorch's sparse step over ours, at least (our plain loop, ``backward`` then ``step()``, and
+our fused ``optimizer.backward_step``, each against ``sparse=True`` and PyTorch's optimizer)."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,6 @@
 """``llm-from-scratch bench embedding``, second part: ``EmbeddingBag(mode="sum")`` against
 PyTorch's ``nn.EmbeddingBag``; PyTorch's dense actions and its sparse ones each run as a group
-of their own (a dense step's ``[V, d]`` gradient slows whatever runs after it).
-"""
+of their own (a dense step's ``[V, d]`` gradient slows whatever runs after it)."""
 
 from __future__ import annotations
 
