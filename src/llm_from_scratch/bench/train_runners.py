@@ -136,12 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The runner process: train, write the vectors and words, print the training seconds."""
     parser = argparse.ArgumentParser(prog="python -m llm_from_scratch.bench.train_runners")
     parser.add_argument("runner", choices=RUNNERS)
-    parser.add_argument("--corpus", type=Path, required=True)
-    parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--dim", type=int, default=100)
+    for name in ("--corpus", "--output"):
+        parser.add_argument(name, type=Path, required=True)
+    for name, default in (("--epochs", 5), ("--threads", 1), ("--seed", 1), ("--dim", 100)):
+        parser.add_argument(name, type=int, default=default)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     settings = (args.corpus, args.epochs, args.threads, args.seed, args.dim)
