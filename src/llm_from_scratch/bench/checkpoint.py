@@ -1,8 +1,6 @@
-"""``llm-from-scratch bench checkpoint``: the memory and time of saving and loading a table,
-ours and ``safetensors.numpy``'s, each action in a fresh worker process (``python -m
-llm_from_scratch.bench.checkpoint worker ...``) so that its peak memory is its own
-(``docs/performance.md``).
-"""
+"""``llm-from-scratch bench checkpoint``: the memory and time of saving and loading a table, ours
+and ``safetensors.numpy``'s, each action in a fresh worker (``python -m
+llm_from_scratch.bench.checkpoint worker ...``) so that its peak memory is its own."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""``llm-from-scratch bench contention``: how many row writes of each training method land on
-the hottest rows, counted on a corpus, and what that predicts for many cores. It replays each
-method's samples (``block_pairs``, ``block_windows``: the very draws of the compiled loops) on the
-first ``--words`` words, counts each row's writes as the compiled loops make them, times the
-compiled loop on one thread over the same blocks, and predicts the speed-up on ``P`` cores with
-the contention model of ``docs/performance.md`` (:meth:`WriteCounts.speed_up`).
-"""
+"""``llm-from-scratch bench contention``: each training method's row writes replayed from its
+very draws (``block_pairs``, ``block_windows``), counted on the hottest rows, its compiled loop
+timed on one thread, and the speed-up :meth:`WriteCounts.speed_up` predicts on many cores."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""What knowing a corpus by its content costs a run (``docs/training.md``, "Checkpoints and
-resuming"): the SHA-256 of every file (:func:`~llm_from_scratch.training.corpus.file_digest`)
-beside the word count every run starts with, in turns on the same files; then the digest's
-seconds per GiB of a file of 1 GiB, against reading it alone.
-
-``llm-from-scratch bench digest [CORPUS]``; the 1 GiB file goes to a temporary folder and is
-removed.
-"""
+"""``llm-from-scratch bench digest [CORPUS]``: the SHA-256 of every file of a corpus beside the
+word count every run starts with, in turns, then the digest of a 1 GiB file (written to a
+temporary folder and removed) against reading it alone (``docs/training.md``)."""
 
 from __future__ import annotations
 

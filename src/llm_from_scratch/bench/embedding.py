@@ -1,14 +1,13 @@
 """``llm-from-scratch bench embedding``: the embedding layer and full training steps against
 the copy-once limit and PyTorch, the actions of ``docs/performance.md`` taking turns; a dense
-PyTorch step that would not fit in half of the machine's memory is left out with a note.
-"""
+PyTorch step that would not fit in half of the machine's memory is left out with a note."""
 
 from __future__ import annotations
 
 import gc
 import tracemalloc
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final, cast
@@ -50,13 +49,12 @@ COMPARISONS: Final = (
 """Which PyTorch measurement is compared with which of ours (PyTorch time / our time)."""
 
 TARGETS: Final = {
-    ("torch sgd sparse", "sgd step"): 1.3,
-    ("torch sgd sparse", "sgd fused"): 1.3,
-    ("torch adagrad sparse", "adagrad step"): 1.3,
-    ("torch adagrad sparse", "adagrad fused"): 1.3,
+    (torch_names(name)[1], f"{name} {kind}"): 1.3
+    for name in ("sgd", "adagrad")
+    for kind in ("step", "fused")
 }
-"""PyTorch's sparse step over ours, at least (the plain loop, ``backward`` then ``step()``, and
-the fused ``rounds.backward_step``, each against ``sparse=True`` and PyTorch's optimizer)."""
+"""PyTorch's sparse step over ours, at least (our plain loop, ``backward`` then ``step()``, and
+our fused ``optimizer.backward_step``, each against ``sparse=True`` and PyTorch's optimizer)."""
 
 
 @dataclass(frozen=True)
@@ -118,28 +116,18 @@ def _measure_ours(
     leaf = parameter_from_owned_array(_normal((vocabulary_size, width), dtype))
     layer = Embedding.from_parameter(NamedParameter.from_value("token_embedding.weight", leaf))
     forward = partial(layer.forward, ids, (count,))
-
-    def forward_backward() -> object:
-        forward().backward_with_seed(upstream)
-        return leaf.sparse_gradient
-
-    actions = {
-        "copy": rounds.Timed(partial(_copied, np.array(upstream, copy=True))),
-        "forward": rounds.Timed(forward),
-        "fwd+bwd": rounds.Timed(forward_backward, leaf.zero_grad),
+    steps = {
+        (f"{name} step", f"{name} fused"): OPTIMIZERS[name](layer.parameters(), LEARNING_RATE)
+        for name in optimizers
     }
-    for name in optimizers:
-        optimizer = OPTIMIZERS[name](layer.parameters(), LEARNING_RATE)  # both steps share it
-        step = partial(rounds.then_step, forward_backward, optimizer)
-        actions[f"{name} step"] = rounds.Timed(step, leaf.zero_grad)
-        fused = partial(
-            rounds.backward_step, forward, upstream, optimizer
-        )  # from an empty gradient
-        actions[f"{name} fused"] = rounds.Timed(fused, leaf.zero_grad)
+    copy = rounds.Timed(partial(_copied, np.array(upstream, copy=True)))
+    actions = {
+        "copy": copy,
+        **rounds.our_steps(forward, upstream, leaf, ("forward", "fwd+bwd"), steps),
+    }
     medians = rounds.round_robin_medians(actions, repeats)
     peak = _backward_peak_bytes(leaf, forward, upstream)
-    table_bytes = leaf.numpy().nbytes
-    return CaseResult(vocabulary_size, width, count, dtype, medians, peak, table_bytes)
+    return CaseResult(vocabulary_size, width, count, dtype, medians, peak, leaf.numpy().nbytes)
 
 
 def _backward_peak_bytes(leaf: Any, forward: Callable[[], Any], upstream: Any) -> int:
@@ -188,31 +176,31 @@ def _measure_torch(
     def backward(sparse: bool) -> Callable[[], object]:
         return lambda: lookup(sparse=sparse).backward(upstream_t)
 
-    found = {
+    def steps(name: str) -> Mapping[str, rounds.Timed]:
+        dense, sparse = torch_names(name)
+        tables, actions = TORCH_DENSE_TABLES[name], {}
+        if tables * result.table_bytes <= default_memory_budget() << 20:
+            optimizer = getattr(torch.optim, OPTIMIZERS[name].__name__)([weights], lr=LEARNING_RATE)
+            actions[dense] = rounds.step(backward(False), optimizer, reset)
+        else:
+            size = result.table_bytes / 2**30
+            result.notes.append(
+                f"{dense} left out: it needs about {tables} tables of {size:.1f} GiB"
+            )
+        kind = "SparseAdam" if name == "adam" else OPTIMIZERS[name].__name__
+        optimizer = getattr(torch.optim, kind)([weights], lr=LEARNING_RATE)
+        actions[sparse] = rounds.step(backward(True), optimizer, reset)
+        return actions
+
+    lookups = {
         "torch forward": rounds.Timed(forward),
         "torch fwd+bwd dense": rounds.Timed(backward(False), reset),
         "torch fwd+bwd sparse": rounds.Timed(backward(True), reset),
     }
-    result.medians.update(rounds.round_robin_medians(found, repeats))
-    for name in optimizers:
-        dense, sparse = torch_names(name)
-        actions = {}
-        if TORCH_DENSE_TABLES[name] * result.table_bytes <= default_memory_budget() << 20:
-            optimizer = getattr(torch.optim, OPTIMIZERS[name].__name__)([weights], lr=LEARNING_RATE)
-            actions[dense] = rounds.Timed(
-                partial(rounds.then_step, backward(False), optimizer), reset
-            )
-        else:
-            result.notes.append(
-                f"{dense} left out: it needs about {TORCH_DENSE_TABLES[name]} "
-                f"tables of {result.table_bytes / 2**30:.1f} GiB"
-            )
-        kind = "SparseAdam" if name == "adam" else OPTIMIZERS[name].__name__
-        optimizer = getattr(torch.optim, kind)([weights], lr=LEARNING_RATE)
-        actions[sparse] = rounds.Timed(partial(rounds.then_step, backward(True), optimizer), reset)
-        result.medians.update(rounds.round_robin_medians(actions, repeats))
-        del actions, optimizer
-        gc.collect()
+    groups: list[Callable[[], Mapping[str, rounds.Timed]]] = [lambda: lookups]
+    groups += [partial(steps, name) for name in optimizers]
+    result.medians.update(rounds.grouped_medians(groups, repeats))
+    gc.collect()
     reset()
 
 
@@ -234,14 +222,14 @@ def format_results(results: list[CaseResult]) -> str:
 
 def target_rows(results: list[CaseResult]) -> list[str]:
     """Each :data:`TARGETS` ratio measured, per case, and whether it is met."""
-    rows = []
-    for case in results:
-        shape = f"{case.vocabulary_size}x{case.embedding_width} {case.dtype}"
-        for (theirs, ours), least in TARGETS.items():
-            if theirs in case.medians and ours in case.medians:
-                ratio = case.medians[theirs] / case.medians[ours]
-                verdict = "met" if ratio >= least else "not met"
-                rows.append(
-                    f"  {shape}: {theirs} / our {ours} = {ratio:.2f} (>= {least}: {verdict})"
-                )
-    return ["targets (PyTorch's time over ours, side by side above):", *rows] if rows else []
+    measured = [
+        (
+            f"{case.vocabulary_size}x{case.embedding_width} {case.dtype}: {theirs} / our {ours}",
+            case.medians[theirs] / case.medians[ours],
+            least,
+        )
+        for case in results
+        for (theirs, ours), least in TARGETS.items()
+        if theirs in case.medians and ours in case.medians
+    ]
+    return rounds.target_rows("targets (PyTorch's time over ours, side by side above):", measured)

@@ -1,11 +1,9 @@
 """``llm-from-scratch bench embedding``, second part: ``EmbeddingBag(mode="sum")`` against
 PyTorch's ``nn.EmbeddingBag``; PyTorch's dense actions and its sparse ones each run as a group
-of their own (a dense step's ``[V, d]`` gradient slows whatever runs after it).
-"""
+of their own (a dense step's ``[V, d]`` gradient slows whatever runs after it)."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -65,10 +63,11 @@ def measure_bag_case(
     medians = rounds.round_robin_medians(_our_actions(values, ids, offsets, upstream), repeats)
     notes: list[str] = []
     torch = rounds.imported_torch(notes)
-    for sparse in (False, True) if torch is not None else ():
-        gc.collect()  # each group's arrays are freed before the next one runs
-        group = _torch_actions(torch, values, (ids, offsets, upstream), sparse)
-        medians.update(rounds.round_robin_medians(group, repeats))
+    groups = (
+        partial(_torch_actions, torch, values, (ids, offsets, upstream), sparse)
+        for sparse in (False, True)
+    )
+    medians.update(rounds.grouped_medians(groups if torch is not None else (), repeats))
     return BagCaseResult(vocabulary_size, width, token_count, bags, dtype, medians, notes)
 
 
@@ -81,23 +80,9 @@ def _our_actions(
     leaf = parameter_from_owned_array(np.array(values, copy=True))
     table = NamedParameter.from_value("token_embedding.weight", leaf)
     layer = EmbeddingBag.from_parameter(table, mode="sum")
-    optimizer = SGD(layer.parameters(), learning_rate=LEARNING_RATE)
+    steps = {("bag step", "bag fused step"): SGD(layer.parameters(), learning_rate=LEARNING_RATE)}
     forward = partial(layer, ids, offsets)
-
-    def forward_backward() -> object:
-        forward().backward_with_seed(upstream)
-        return leaf.sparse_gradient
-
-    return {
-        "bag forward": rounds.Timed(forward),
-        "bag fwd+bwd": rounds.Timed(forward_backward, leaf.zero_grad),
-        "bag step": rounds.Timed(
-            partial(rounds.then_step, forward_backward, optimizer), leaf.zero_grad
-        ),
-        "bag fused step": rounds.Timed(
-            partial(rounds.backward_step, forward, upstream, optimizer), leaf.zero_grad
-        ),
-    }
+    return rounds.our_steps(forward, upstream, leaf, ("bag forward", "bag fwd+bwd"), steps)
 
 
 def _torch_actions(
@@ -116,9 +101,7 @@ def _torch_actions(
     kind = "sparse" if sparse else "dense"
     return {
         f"torch bag fwd+bwd {kind}": rounds.Timed(backward, reset),
-        f"torch bag step {kind}": rounds.Timed(
-            partial(rounds.then_step, backward, optimizer), reset
-        ),
+        f"torch bag step {kind}": rounds.step(backward, optimizer, reset),
     }
 
 

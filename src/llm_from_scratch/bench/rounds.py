@@ -1,8 +1,9 @@
 """What every benchmark shares: actions taking turns in rounds (a slow spell of the machine falls
-on all of them alike), their medians, PyTorch when installed, fresh processes, report rows."""
+on all of them alike), their medians, our steps and PyTorch's, fresh processes, report rows."""
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, TypeVar
 
 Sample = TypeVar("Sample")
@@ -57,11 +59,25 @@ def in_turns(
     return samples
 
 
-def round_robin_medians(actions: Mapping[str, Timed], repeats: int) -> dict[str, float]:
+def round_robin_medians(
+    actions: Mapping[str, Timed], repeats: int, warm_up: bool = True
+) -> dict[str, float]:
     """Median wall seconds of each action over ``repeats`` rounds, after one untimed warm-up
-    round."""
-    samples = in_turns({name: timed.seconds for name, timed in actions.items()}, repeats + 1)
-    return {name: statistics.median(found[1:]) for name, found in samples.items()}
+    round unless the caller warmed them up."""
+    samples = in_turns({name: timed.seconds for name, timed in actions.items()}, repeats + warm_up)
+    return {name: statistics.median(found[warm_up:]) for name, found in samples.items()}
+
+
+def grouped_medians(
+    groups: Iterable[Callable[[], Mapping[str, Timed]]], repeats: int
+) -> dict[str, float]:
+    """:func:`round_robin_medians` of each group of actions in turn, each group's arrays freed
+    before the next is built (a large one slows whatever runs beside it)."""
+    medians: dict[str, float] = {}
+    for group in groups:
+        gc.collect()
+        medians.update(round_robin_medians(group(), repeats))
+    return medians
 
 
 def imported_torch(notes: list[str]) -> Any:
@@ -75,15 +91,40 @@ def imported_torch(notes: list[str]) -> Any:
     return torch
 
 
-def then_step(backward: Callable[[], object], optimizer: Any) -> None:
-    """``backward()``, then ``optimizer.step()`` (ours or PyTorch's)."""
-    backward()
-    optimizer.step()
+def step(backward: Callable[[], object], optimizer: Any, reset: Callable[[], object]) -> Timed:
+    """A full step (ours or PyTorch's), ``backward()`` then ``optimizer.step()``, from a
+    gradient ``reset``."""
+
+    def full() -> None:
+        backward()
+        optimizer.step()
+
+    return Timed(full, reset)
 
 
-def backward_step(forward: Callable[[], Any], seed: Any, optimizer: Any) -> None:
-    """Our fused step: ``optimizer.backward_step(forward(), seed)``."""
-    optimizer.backward_step(forward(), seed)
+def our_steps(
+    forward: Callable[[], Any],
+    upstream: Any,
+    leaf: Any,
+    names: tuple[str, str],
+    optimizers: Mapping[tuple[str, str], Any],
+) -> dict[str, Timed]:
+    """Our layer's ``forward`` and forward+backward from ``upstream`` (named by ``names``), and
+    for each optimizer its plain step and our fused ``optimizer.backward_step(forward(),
+    upstream)`` (named by its key), each from an empty gradient of ``leaf``."""
+
+    def forward_backward() -> object:
+        forward().backward_with_seed(upstream)
+        return leaf.sparse_gradient
+
+    def fused(optimizer: Any) -> None:
+        optimizer.backward_step(forward(), upstream)
+
+    actions = {names[0]: Timed(forward), names[1]: Timed(forward_backward, leaf.zero_grad)}
+    for (plain, together), optimizer in optimizers.items():
+        actions[plain] = step(forward_backward, optimizer, leaf.zero_grad)
+        actions[together] = Timed(partial(fused, optimizer), leaf.zero_grad)
+    return actions
 
 
 def worker_json(command: Sequence[str], environment: Mapping[str, str] | None = None) -> Any:
@@ -114,6 +155,21 @@ def ratio_rows(medians: Mapping[str, float], pairs: Iterable[tuple[str, str]]) -
         for theirs, ours in pairs
         if theirs in medians and ours in medians
     ]
+
+
+def verdict(met: bool) -> str:
+    """How a target came out: ``met`` or ``not met``."""
+    return "met" if met else "not met"
+
+
+def target_rows(title: str, measured: Iterable[tuple[str, float, float]]) -> list[str]:
+    """``title``, then ``  label = 1.20 (>= 1.3: not met)`` for each ratio measured and the
+    least it must reach (nothing when none was measured)."""
+    rows = [
+        f"  {label} = {ratio:.2f} (>= {least}: {verdict(ratio >= least)})"
+        for label, ratio, least in measured
+    ]
+    return [title, *rows] if rows else []
 
 
 def lines(rows: Iterable[str]) -> str:

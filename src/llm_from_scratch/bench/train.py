@@ -1,9 +1,6 @@
-"""``llm-from-scratch bench train``: ``ch18 train`` (each ``--method``) against gensim's
-word2vec, streaming (``LineSentence``) and in its ``corpus_file`` mode, and PyTorch
-(:mod:`~llm_from_scratch.bench.train_runners`), each a fresh process on one corpus and settings,
-taking turns in every round (the report: ``docs/performance.md``). gensim reads the corpus as
-``ch18 train`` splits it into words, written once before the rounds, one sentence a line.
-"""
+"""``llm-from-scratch bench train``: ``ch18 train`` (each ``--method``) against gensim's word2vec
+(streaming and ``corpus_file``) and PyTorch, each a fresh process taking turns in every round on
+one corpus and settings (the report: ``docs/performance.md``)."""
 
 from __future__ import annotations
 
@@ -15,14 +12,14 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 from functools import partial
-from itertools import count
+from itertools import count, product
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 from safetensors.numpy import load_file
 
-from llm_from_scratch.bench.rounds import in_turns, lines
+from llm_from_scratch.bench.rounds import in_turns, lines, target_rows
 from llm_from_scratch.bench.word_benchmarks import WordScores, word_scores
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     CosineTable,
@@ -43,6 +40,14 @@ THEIRS: Final = ("gensim", "gensim-file", "torch")
 """The others: gensim streaming a ``LineSentence``, gensim's ``corpus_file`` mode, PyTorch."""
 TRAINERS: Final = (*OURS, *THEIRS)
 THREADS: Final = (1, 2)
+TARGETS: Final = (
+    (2, "", 1, 1.8),
+    (1, "gensim", 1, 1.5),
+    (2, "gensim", 2, 1.8),
+    (2, "gensim-file", 2, 1.5),
+)
+"""The words/s of each of our methods on ``threads`` over another trainer's (ourselves when
+empty) on its thread count: at least this much (issue 34)."""
 
 
 @dataclass(frozen=True)
@@ -124,10 +129,8 @@ _, status, usage = os.wait4(pid, 0)
 seconds = time.perf_counter() - start
 print(seconds, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
 """
-"""A small process that runs a command, its output discarded, and prints the command's wall
-time, its ``ru_maxrss`` from ``wait4`` and its exit status. Linux counts in a new program's peak
-the peak of the process that started it (``exec`` keeps the old memory's high-water mark), so
-the launcher, not the benchmark holding the tables it measured, starts each trainer."""
+"""Runs a command, its output discarded, and prints its wall time, ``ru_maxrss`` and exit status
+(a small launcher: ``exec`` keeps the high-water mark of the process that started a program)."""
 
 
 def timed_process(command: Sequence[str]) -> tuple[float, int]:
@@ -179,11 +182,9 @@ def _trained(
     seeds: Any,
     dim: int = 100,
 ) -> tuple[float, int, float, float, Path]:
-    """One run of ``trainer`` on ``threads`` (on the corpus, or for gensim on its words, one
-    sentence a line) with the next of ``seeds`` and tables ``dim`` wide: its wall time, peak
-    memory, the group measure of its table, and where the table and its words are kept for the
-    word benchmarks (scored after every round: gensim's evaluation would grow this process, and
-    a child's peak memory from ``wait4`` counts what its parent held when it forked)."""
+    """One run of a trainer with the next seed: its wall time, peak memory, group measure, and
+    where its table is kept (scored after every round: scoring would grow this process, and a
+    child's peak memory from ``wait4`` counts what its parent held when it forked)."""
     trainer, threads = case
     seed = next(seeds)
     kept = output / f"table-{trainer}-{threads}-{seed}.npz"
@@ -273,27 +274,29 @@ def format_result(result: TrainBenchResult) -> str:
 
 def _ratios(result: TrainBenchResult) -> list[str]:
     """Each of our methods against each other trainer on each thread count, then each trainer's
-    words/s on 2 threads over 1."""
-    rows = []
+    words/s on 2 threads over 1, then each of :data:`TARGETS` with its verdict."""
+    rows, targets = [], []
     counts = sorted({found.threads for found in result.measured})
-    for threads in counts:
-        for method in OURS:
-            ours = result.find(method, threads)
-            for other in THEIRS:
-                theirs = result.find(other, threads)
-                if ours is not None and theirs is not None:
-                    rows.append(
-                        f"{method} / {other}, {threads} threads: words/s "
-                        f"{ours.words_per_second / theirs.words_per_second:.2f}x, peak memory "
-                        f"{ours.median_peak_memory / theirs.median_peak_memory:.2f}x, separation "
-                        f"{ours.separation / theirs.separation:.2f}x"
-                    )
+    for threads, method, other in product(counts, OURS, THEIRS):
+        ours, theirs = result.find(method, threads), result.find(other, threads)
+        if ours is not None and theirs is not None:
+            rows.append(
+                f"{method} / {other}, {threads} threads: words/s "
+                f"{ours.words_per_second / theirs.words_per_second:.2f}x, peak memory "
+                f"{ours.median_peak_memory / theirs.median_peak_memory:.2f}x, separation "
+                f"{ours.separation / theirs.separation:.2f}x"
+            )
     for trainer in TRAINERS:
         one, two = result.find(trainer, 1), result.find(trainer, 2)
         if one is not None and two is not None:
             speed = two.words_per_second / one.words_per_second
             rows.append(f"{trainer}, 2 threads over 1, words/s: {speed:.2f}x")
-    return rows
+    for method, (threads, other, their_threads, least) in product(OURS, TARGETS):
+        ours, theirs = result.find(method, threads), result.find(other or method, their_threads)
+        if ours is not None and theirs is not None:
+            label = f"{method} on {threads} / {other or method} on {their_threads} threads, words/s"
+            targets.append((label, ours.words_per_second / theirs.words_per_second, least))
+    return rows + target_rows("targets (words/s over words/s, side by side above):", targets)
 
 
 def checked_corpus(corpus: Path | None) -> Path:

@@ -1,12 +1,6 @@
-"""The other trainers of ``llm-from-scratch bench train``, each a fresh process:
-``python -m llm_from_scratch.bench.train_runners gensim|gensim-file|torch --corpus PATH
---output DIR ...`` trains, writes ``DIR/vectors.npy`` and ``DIR/words.json`` (the word of each
-row) and prints its seconds. gensim runs ``Word2Vec(sg=1)`` on a file of sentences, one a line
-(``PATH``; ``bench train`` writes it with ``ch18 train``'s words): streamed by ``LineSentence``
-(``gensim``), or read by its ``corpus_file`` mode (``gensim-file``, each worker its own part
-of the file). The PyTorch model is ``ch18 train``'s with sparse ``nn.Embedding`` tables and
-``SGD``, reading the corpus as ``ch18 train`` does.
-"""
+"""The other trainers of ``bench train``, each a fresh process: ``python -m
+llm_from_scratch.bench.train_runners gensim|gensim-file|torch --corpus PATH --output DIR ...``
+trains, writes ``DIR/vectors.npy`` and ``DIR/words.json`` and prints its seconds."""
 
 from __future__ import annotations
 
@@ -142,12 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The runner process: train, write the vectors and words, print the training seconds."""
     parser = argparse.ArgumentParser(prog="python -m llm_from_scratch.bench.train_runners")
     parser.add_argument("runner", choices=RUNNERS)
-    parser.add_argument("--corpus", type=Path, required=True)
-    parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--dim", type=int, default=100)
+    for name in ("--corpus", "--output"):
+        parser.add_argument(name, type=Path, required=True)
+    for name, default in (("--epochs", 5), ("--threads", 1), ("--seed", 1), ("--dim", 100)):
+        parser.add_argument(name, type=int, default=default)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     settings = (args.corpus, args.epochs, args.threads, args.seed, args.dim)

@@ -1,23 +1,20 @@
 """``llm-from-scratch bench vectors``: ``WordVectors`` against gensim's ``KeyedVectors`` on the
-same float32 vectors, taking turns in every round: ``most_similar`` (an analogy query, top 10) on
-a 400,000 x 300 table, and ``evaluate_word_analogies`` on the Google analogies (gensim's
-``questions-words.txt``) with a table of their words and more random ones. The answers are
-compared too: a speed-up with other answers would be no speed-up.
-"""
+same float32 vectors, taking turns: ``most_similar`` and ``evaluate_word_analogies`` on the
+Google analogies, their answers compared (a speed-up with other answers would be none)."""
 
 from __future__ import annotations
 
+import operator
 import platform
-import statistics
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
-import numpy.typing as npt
 
-from llm_from_scratch.bench.rounds import Timed, in_turns, lines
+from llm_from_scratch.bench.rounds import Timed, lines, round_robin_medians, run_cases
 from llm_from_scratch.errors import MissingPackageError
 from llm_from_scratch.vectors import WordVectors
 
@@ -38,27 +35,34 @@ class Measured:
     same: bool
 
 
-def _table(
-    rows: int, width: int, words: list[str], seed: int
-) -> tuple[list[str], npt.NDArray[np.float32]]:
-    names = words + [f"w{index}" for index in range(rows - len(words))]
-    generator = np.random.default_rng(seed)
-    return names, generator.standard_normal((rows, width), dtype=np.float32)
-
-
-def _pair(names: list[str], table: npt.NDArray[np.float32]) -> tuple[WordVectors, Any]:
+def _pair(rows: int, width: int, words: list[str], seed: int) -> tuple[list[str], WordVectors, Any]:
+    """Ours and gensim's on one random float32 table: ``words`` first, then ``w0``, ``w1``..."""
     from gensim.models import KeyedVectors
 
-    theirs = KeyedVectors(table.shape[1])
+    names = words + [f"w{index}" for index in range(rows - len(words))]
+    table = np.random.default_rng(seed).standard_normal((rows, width), dtype=np.float32)
+    theirs = KeyedVectors(width)
     theirs.add_vectors(names, table)
-    return WordVectors(names, table), theirs
+    return names, WordVectors(names, table), theirs
+
+
+def _measured(
+    case: str,
+    ours: Callable[[], Any],
+    theirs: Callable[[], Any],
+    same: Callable[[Any, Any], bool],
+    repeats: int,
+) -> Measured:
+    """Both answers compared (also the warm-up), then both sides timed taking turns."""
+    agree = same(ours(), theirs())
+    timed = {"ours": Timed(ours), "gensim": Timed(theirs)}
+    medians = round_robin_medians(timed, repeats, warm_up=False)
+    return Measured(case, medians["ours"], medians["gensim"], agree)
 
 
 def most_similar_case(rows: int, width: int, repeats: int) -> Measured:
     """``most_similar(positive=[b, c], negative=[a], topn=10)`` for ``QUERIES`` analogies."""
-    names, table = _table(rows, width, [], seed=0)
-    ours, theirs = _pair(names, table)
-    del table
+    names, ours, theirs = _pair(rows, width, [], seed=0)
     generator = np.random.default_rng(1)
     queries = [
         tuple(names[i] for i in generator.choice(rows, 3, replace=False)) for _ in range(QUERIES)
@@ -67,12 +71,8 @@ def most_similar_case(rows: int, width: int, repeats: int) -> Measured:
     def ask(vectors: Any) -> list[Any]:
         return [vectors.most_similar(positive=[b, c], negative=[a], topn=10) for a, b, c in queries]
 
-    same = _same_answers(ask(ours), ask(theirs))  # also the warm-up: unit vectors, norms
-    medians = _medians(
-        {"ours": Timed(lambda: ask(ours)), "gensim": Timed(lambda: ask(theirs))}, repeats
-    )
     case = f"most_similar, {rows} x {width} float32, {QUERIES} analogy queries a sample"
-    return Measured(case, medians["ours"], medians["gensim"], same)
+    return _measured(case, partial(ask, ours), partial(ask, theirs), _same_answers, repeats)
 
 
 def analogies_case(path: Path, rows: int, width: int, repeats: int) -> Measured:
@@ -80,18 +80,11 @@ def analogies_case(path: Path, rows: int, width: int, repeats: int) -> Measured:
     words = sorted(
         {word.lower() for word in path.read_text(encoding="utf-8").split() if word != ":"}
     )
-    names, table = _table(max(rows, len(words)), width, words, seed=2)
-    ours, theirs = _pair(names, table)
-    del table
-    first, second = ours.evaluate_word_analogies(path), theirs.evaluate_word_analogies(str(path))
-    same = first == second
-    actions = {
-        "ours": Timed(lambda: ours.evaluate_word_analogies(path)),
-        "gensim": Timed(lambda: theirs.evaluate_word_analogies(str(path))),
-    }
-    medians = _medians(actions, repeats)
+    names, ours, theirs = _pair(max(rows, len(words)), width, words, seed=2)
     case = f"evaluate_word_analogies, {path.name}, {len(names)} x {width} float32"
-    return Measured(case, medians["ours"], medians["gensim"], same)
+    first = partial(ours.evaluate_word_analogies, path)
+    second = partial(theirs.evaluate_word_analogies, str(path))
+    return _measured(case, first, second, operator.eq, repeats)
 
 
 def _same_answers(ours: list[Any], theirs: list[Any]) -> bool:
@@ -101,11 +94,6 @@ def _same_answers(ours: list[Any], theirs: list[Any]) -> bool:
         if not np.allclose([s for _, s in mine], [s for _, s in other], atol=1e-5):
             return False
     return True
-
-
-def _medians(actions: dict[str, Timed], repeats: int) -> dict[str, float]:
-    samples = in_turns({name: timed.seconds for name, timed in actions.items()}, repeats)
-    return {name: statistics.median(found) for name, found in samples.items()}
 
 
 def report(results: list[Measured], repeats: int, versions: str) -> str:
@@ -125,7 +113,6 @@ def report(results: list[Measured], repeats: int, versions: str) -> str:
 def run(repeats: int, quick: bool, analogies: Path | None, only: str | None) -> int:
     """Measure and print, ``repeats`` rounds (``only``: one case, ``most_similar`` or
     ``analogies``). Needs gensim (the test extra)."""
-    count = repeats
     try:
         import gensim
     except ImportError as error:
@@ -136,12 +123,15 @@ def run(repeats: int, quick: bool, analogies: Path | None, only: str | None) -> 
     path = analogies or Path(gensim.__file__).parent / "test" / "test_data" / "questions-words.txt"
     rows, width, analogy_rows = SIZES[quick]
     versions = f"numpy {np.__version__}, gensim {gensim.__version__}"
-    results = []
-    if only in (None, "most_similar"):
-        print(f"most_similar on {rows} x {width} ({count} rounds)...", file=sys.stderr, flush=True)
-        results.append(most_similar_case(rows, width, count))
-    if only in (None, "analogies"):
-        print(f"evaluate_word_analogies ({count} rounds)...", file=sys.stderr, flush=True)
-        results.append(analogies_case(path, analogy_rows, width, count))
-    sys.stdout.write(report(results, count, versions))
-    return 0
+    cases = {
+        "most_similar": (
+            f"most_similar on {rows} x {width} ({{count}} rounds)...",
+            partial(most_similar_case, rows, width),
+        ),
+        "analogies": (
+            "evaluate_word_analogies ({count} rounds)...",
+            partial(analogies_case, path, analogy_rows, width),
+        ),
+    }
+    chosen = [case for name, case in cases.items() if only in (None, name)]
+    return run_cases(repeats, chosen, lambda results: report(results, repeats, versions))

@@ -1,8 +1,6 @@
-"""``llm-from-scratch bench versions BASELINE_SRC``: the lookup timings of
-:func:`~llm_from_scratch.bench.embedding.measure_case` (no PyTorch) in fresh workers of this
-source tree and another, taking turns, and this tree's medians over the baseline's (the ``copy``
-row, the same code in both, shows the machine's drift).
-"""
+"""``llm-from-scratch bench versions BASELINE_SRC``: the lookup timings of ``measure_case`` (no
+PyTorch) in fresh workers of this tree and another, taking turns, and this tree's medians over
+the baseline's (the ``copy`` row, the same code in both, shows the machine's drift)."""
 
 from __future__ import annotations
 

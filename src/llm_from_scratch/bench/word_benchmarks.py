@@ -1,9 +1,6 @@
-"""The word benchmarks gensim ships in its test data (``gensim/test/test_data``), measured on
-any table and its words with gensim's own evaluation: Spearman's correlation with the human
-scores of WordSim-353 and SimLex-999 (``KeyedVectors.evaluate_word_pairs``, the pairs whose
-words the table holds), and the share of the Google analogies answered
-(``evaluate_word_analogies``, the questions whose words it holds). Needs gensim (the test extra).
-"""
+"""gensim's word benchmarks on any table and its words, with gensim's own evaluation:
+Spearman's correlation on WordSim-353 and SimLex-999 and the share of the Google analogies
+answered, over the pairs and questions whose words the table holds. Needs gensim."""
 
 from __future__ import annotations
 
