@@ -385,17 +385,33 @@ def _largest_is_negative(coordinates: npt.NDArray[np.float64]) -> npt.NDArray[np
 
 
 @dataclass(frozen=True)
+class TableFacts:
+    """What a report says of its table: name, shape, dtype, file, and the mean cosine of
+    ``baseline_pairs`` random pairs of rows (:func:`random_pair_cosine`)."""
+
+    name: str
+    shape: tuple[int, int]
+    dtype: str
+    path: str
+    baseline_cosine: float
+    baseline_pairs: int = BASELINE_PAIRS
+
+
+def table_facts(table: CosineTable, table_path: str) -> TableFacts:
+    """The facts of ``table``, read from ``table_path``."""
+    parameter = table.embedding.table
+    shape = (table.vocabulary_size, table.embedding.embedding_width)
+    dtype = str(parameter.tensor.dtype)
+    return TableFacts(parameter.name, shape, dtype, table_path, random_pair_cosine(table))
+
+
+@dataclass(frozen=True)
 class NeighboursReport:
     """The neighbours of several words in one table: what ``ch18 neighbours`` prints."""
 
-    table_name: str
-    table_shape: tuple[int, int]
-    table_dtype: str
-    table_path: str
+    table: TableFacts
     count: int
     words: tuple[WordNeighbours, ...]
-    baseline_cosine: float = float("nan")
-    baseline_pairs: int = BASELINE_PAIRS
 
 
 def neighbours_report(
@@ -405,16 +421,8 @@ def neighbours_report(
     every word before any neighbour (:func:`word_pieces`), and the random-pair baseline."""
     checked_count(count, table.vocabulary_size)
     word_pieces(pieces, words)
-    parameter = table.embedding.table
-    return NeighboursReport(
-        table_name=parameter.name,
-        table_shape=(table.vocabulary_size, table.embedding.embedding_width),
-        table_dtype=str(parameter.tensor.dtype),
-        table_path=table_path,
-        count=count,
-        words=tuple(word_neighbours(table, pieces, word, count) for word in words),
-        baseline_cosine=random_pair_cosine(table),
-    )
+    found = tuple(word_neighbours(table, pieces, word, count) for word in words)
+    return NeighboursReport(table_facts(table, table_path), count, found)
 
 
 @dataclass(frozen=True)
