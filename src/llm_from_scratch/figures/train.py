@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from llm_from_scratch.figures.curve import Curve, lay_out_curve
 from llm_from_scratch.figures.render import render_page
@@ -18,6 +18,9 @@ from llm_from_scratch.figures.scatter import (
     layout_points,
 )
 from llm_from_scratch.labels import TRAIN_GROUP_NAMES, TRAIN_LABELS, cosine_text, load_labels
+
+if TYPE_CHECKING:
+    from llm_from_scratch.training.run import EpochSummary
 
 TEMPLATE_NAME: Final = "train.html.j2"
 #: Each report group's marker shape, the same in both panels.
@@ -46,21 +49,11 @@ class MeasuredTable(Protocol):
     def separation(self) -> float: ...
 
 
-class Epoch(Protocol):
-    """One epoch of the run (its ``EpochSummary``)."""
-
-    @property
-    def epoch(self) -> int: ...
-
-    @property
-    def mean_loss(self) -> float: ...
-
-
 class TrainPage(Protocol):
     """The report as the page draws it here (the rest in its template)."""
 
     @property
-    def epochs(self) -> Sequence[Epoch]: ...
+    def epochs(self) -> Sequence[EpochSummary]: ...
 
     @property
     def before(self) -> MeasuredTable: ...
@@ -102,7 +95,7 @@ def render_train_figure(report: TrainPage, lang: str) -> str:
     )
 
 
-def loss_curve(epochs: Sequence[Epoch]) -> Curve | None:
+def loss_curve(epochs: Sequence[EpochSummary]) -> Curve | None:
     """The mean loss of each epoch as a curve (None for a run of no epochs)."""
     if not epochs:
         return None
