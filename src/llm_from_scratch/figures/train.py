@@ -9,14 +9,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from llm_from_scratch.figures.curve import Curve, lay_out_curve
 from llm_from_scratch.figures.render import render_page
-from llm_from_scratch.figures.scatter import (
-    MARKER_SHAPES,
-    Axes,
-    Point,
-    Projection,
-    layout_axes,
-    layout_points,
-)
+from llm_from_scratch.figures.scatter import MARKER_SHAPES, Drawing, Projection, lay_out
 from llm_from_scratch.labels import TRAIN_GROUP_NAMES, TRAIN_LABELS, cosine_text, load_labels
 
 if TYPE_CHECKING:
@@ -64,15 +57,12 @@ class TrainPage(Protocol):
 
 @dataclass(frozen=True)
 class Panel:
-    """One table's side: ``before`` or ``after``, its points (None without a projection), its
-    components' shares, and its mean cosines by label key (none without groups)."""
+    """One table's side: ``before`` or ``after``, its mean cosines by label key (none without
+    groups), and its drawing (None without a projection)."""
 
     key: str
-    points: tuple[Point, ...] | None
-    explained: tuple[str, ...]
     cosines: tuple[tuple[str, str], ...]
-    axes: Axes | None = None
-    together: str = ""
+    drawing: Drawing | None
 
 
 def render_train_figure(report: TrainPage, lang: str) -> str:
@@ -108,9 +98,5 @@ def panel(key: str, view: MeasuredTable) -> Panel:
     named = (("inside", view.within), ("between", view.between), ("separation", view.separation))
     cosines = tuple((name, cosine_text(value)) for name, value in named if view.groups)
     if view.projection is None:
-        return Panel(key, None, (), cosines)
-    points = layout_points(view.projection, GROUP_SHAPES, _WIDTH, _HEIGHT)
-    shares = tuple(f"{100 * share:.1f}%" for share in view.projection.explained)
-    axes = layout_axes(view.projection, _WIDTH, _HEIGHT)
-    together = f"{100 * sum(view.projection.explained):.1f}%"
-    return Panel(key, tuple(points), shares, cosines, axes, together)
+        return Panel(key, cosines, None)
+    return Panel(key, cosines, lay_out(view.projection, GROUP_SHAPES, _WIDTH, _HEIGHT))
