@@ -299,8 +299,7 @@ def group_cosines(
 ) -> tuple[GroupCosines, ...]:
     """Each group's mean cosine over its pairs of words, and over the pairs that join one of its
     words to another group's (``WordError`` for the first word not one piece)."""
-    labels, ids = _group_ids(pieces, groups)
-    unit = _unit(table.vectors(ids))
+    labels, _, unit = _group_units(table, pieces, groups)
     cosines = unit @ unit.T
     found = []
     for group, words in groups:
@@ -334,8 +333,7 @@ def project_groups(
 ) -> Projection:
     """The groups' words on the first two principal components of their centred unit vectors
     (each component's largest coordinate positive); ``WordError`` as :func:`group_cosines`."""
-    labels, ids = _group_ids(pieces, groups)
-    unit = _unit(table.vectors(ids))
+    labels, ids, unit = _group_units(table, pieces, groups)
     centred = unit - unit.mean(axis=0)
     left, singular, _ = np.linalg.svd(centred, full_matrices=False)
     coordinates = left[:, :2] * singular[:2]
@@ -361,10 +359,13 @@ def mean_or_nan(values: Sequence[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def _group_ids(pieces: WordPieces, groups: Groups) -> tuple[list[str], list[int]]:
+def _group_units(
+    table: CosineTable, pieces: WordPieces, groups: Groups
+) -> tuple[list[str], list[int], npt.NDArray[np.float64]]:
+    """Each word's group, its ID and its unit vector, in the groups' order."""
     labels = [group for group, words in groups for _ in words]
     ids = [word_piece(pieces, word).id for _, words in groups for word in words]
-    return labels, ids
+    return labels, ids, _unit(table.vectors(ids))
 
 
 def _unit(
