@@ -26,6 +26,8 @@ KINDS: Final = {
 }  # fmt: skip
 #: The kinds whose answers are checked, each with a hint on how to type the answer.
 ANSWER_FORMATS: Final = tuple(sorted({kind for kind in KINDS.values() if kind != "explanation"}))
+#: The three faults of exercise 6, by the layer's error rule.
+ERROR_KINDS: Final = {"ids.shape": "shape", "ids.count": "count", "ids.out-of-range": "id"}
 #: The computed facts each exercise's evidence template may name.
 EVIDENCE_FIELDS: Final[dict[int, frozenset[str]]] = {
     1: frozenset({"ids", "table", "output", "shape"}),
@@ -51,7 +53,7 @@ UI_LABELS: Final = LabelTable(
         "score", "all_right", "wrong_exercises", "unanswered_exercises", "skip", "reveal",
         "explanation_only",
         *(f"answer_formats.{kind}" for kind in ANSWER_FORMATS),
-        "error_kinds.shape", "error_kinds.count", "error_kinds.id",
+        *(f"error_kinds.{kind}" for kind in ERROR_KINDS.values()),
         "neighbours.id_neighbours", "neighbours.vector_neighbours", "neighbours.mean_cosine",
         "neighbours.table_missing",
         "answers_file.title", "answers_file.unreadable", "answers_file.too_large",

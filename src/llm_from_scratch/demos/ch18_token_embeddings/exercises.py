@@ -17,7 +17,7 @@ from typing import Final, cast
 
 import numpy as np
 
-from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
+from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import ERROR_KINDS, KINDS
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.report import (
     build_report,
@@ -31,8 +31,6 @@ from llm_from_scratch.nn import Embedding
 ONE_HOT_ID: Final = 2
 OUTPUT_SHAPE_CASES: Final = ((2, 3), (), (0,))
 SCANNED_IDS: Final = (1, 4, 9)
-#: The three faults of exercise 6, by the layer's error rule.
-ERROR_KINDS: Final = {"ids.shape": "shape", "ids.count": "count", "ids.out-of-range": "id"}
 
 Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
 
@@ -222,7 +220,7 @@ def _output_shape(layer: Embedding, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _error_order(layer: Embedding) -> tuple[str, ...]:
-    faults = {"shape", "count", "id"}
+    faults = set(ERROR_KINDS.values())
     order: list[str] = []
     while faults:
         ids: list[object] = list(SCANNED_IDS) if "id" in faults else [0] * len(SCANNED_IDS)
