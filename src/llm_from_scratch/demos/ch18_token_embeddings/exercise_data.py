@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from llm_from_scratch.errors import FormatError
-from llm_from_scratch.labels import Labels, LabelTable, check_labels, package_json
+from llm_from_scratch.labels import LANGUAGES, Labels, LabelTable, check_labels, package_json
 
 EXERCISE_FORMAT: Final = "ch18-exercises-v1"
 #: Each exercise's kind, by number: what its answer is (``explanation``: none).
@@ -98,8 +98,8 @@ def load_exercises(lang: str) -> ExerciseSet:
         FormatError: ``exercises.data`` (also for no such language or an unreadable file), then
             ``labels.table``, as :func:`check_exercises`.
     """
-    if lang not in ("en", "ru"):
-        raise _data_error(lang, "", "no exercise file; expected en or ru")
+    if lang not in LANGUAGES:
+        raise _data_error(lang, "", f"no exercise file; expected {' or '.join(LANGUAGES)}")
     try:
         raw = package_json(__package__ or "", "exercises", f"{lang}.json")
     except (OSError, ValueError) as error:
