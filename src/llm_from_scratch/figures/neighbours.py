@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Final, Protocol
 
 from llm_from_scratch.figures.render import render_page
-from llm_from_scratch.figures.scatter import MARKER_SHAPES, Projection, layout_axes, layout_points
+from llm_from_scratch.figures.scatter import MARKER_SHAPES, Projection, lay_out
 from llm_from_scratch.labels import (
     GROUP_NAMES,
     NEIGHBOUR_LABELS,
@@ -43,11 +43,8 @@ def render_neighbours_figure(figure: NeighboursPage, lang: str) -> str:
         figure=figure,
         width=_WIDTH,
         height=_HEIGHT,
-        points=layout_points(figure.projection, shapes, _WIDTH, _HEIGHT),
+        drawing=lay_out(figure.projection, shapes, _WIDTH, _HEIGHT),
         shapes=shapes,
-        explained=[f"{100 * share:.1f}%" for share in figure.projection.explained],
-        together=f"{100 * sum(figure.projection.explained):.1f}%",
-        axes=layout_axes(figure.projection, _WIDTH, _HEIGHT),
         cosine=cosine_text,
         neighbour=lambda item: neighbour_text(item.id, item.token, labels),
         pieces=lambda word: pieces_text(((p.token, p.id) for p in word.pieces), labels),

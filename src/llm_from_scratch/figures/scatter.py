@@ -102,6 +102,25 @@ def layout_points(
     return points
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """A projection laid out (:func:`lay_out`): its points and axes, each component's share of
+    the variance and both together, as a page shows them (``12.3%``)."""
+
+    points: tuple[Point, ...]
+    axes: Axes
+    explained: tuple[str, ...]
+    together: str
+
+
+def lay_out(projection: Projection, shapes: Mapping[str, str], width: int, height: int) -> Drawing:
+    """The :func:`layout_points` and :func:`layout_axes` of one drawing, and its shares."""
+    points = tuple(layout_points(projection, shapes, width, height))
+    explained = tuple(f"{100 * share:.1f}%" for share in projection.explained)
+    together = f"{100 * sum(projection.explained):.1f}%"
+    return Drawing(points, layout_axes(projection, width, height), explained, together)
+
+
 def layout_axes(projection: Projection, width: int, height: int) -> Axes:
     """Where the axes of :func:`layout_points`' drawing cross: the projection's origin, kept
     inside the drawing."""

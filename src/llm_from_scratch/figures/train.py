@@ -5,19 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from llm_from_scratch.figures.curve import Curve, lay_out_curve
 from llm_from_scratch.figures.render import render_page
-from llm_from_scratch.figures.scatter import (
-    MARKER_SHAPES,
-    Axes,
-    Point,
-    Projection,
-    layout_axes,
-    layout_points,
-)
+from llm_from_scratch.figures.scatter import MARKER_SHAPES, Drawing, Projection, lay_out
 from llm_from_scratch.labels import TRAIN_GROUP_NAMES, TRAIN_LABELS, cosine_text, load_labels
+
+if TYPE_CHECKING:
+    from llm_from_scratch.training.run import EpochSummary
 
 TEMPLATE_NAME: Final = "train.html.j2"
 #: Each report group's marker shape, the same in both panels.
@@ -46,21 +42,11 @@ class MeasuredTable(Protocol):
     def separation(self) -> float: ...
 
 
-class Epoch(Protocol):
-    """One epoch of the run (its ``EpochSummary``)."""
-
-    @property
-    def epoch(self) -> int: ...
-
-    @property
-    def mean_loss(self) -> float: ...
-
-
 class TrainPage(Protocol):
     """The report as the page draws it here (the rest in its template)."""
 
     @property
-    def epochs(self) -> Sequence[Epoch]: ...
+    def epochs(self) -> Sequence[EpochSummary]: ...
 
     @property
     def before(self) -> MeasuredTable: ...
@@ -71,15 +57,12 @@ class TrainPage(Protocol):
 
 @dataclass(frozen=True)
 class Panel:
-    """One table's side: ``before`` or ``after``, its points (None without a projection), its
-    components' shares, and its mean cosines by label key (none without groups)."""
+    """One table's side: ``before`` or ``after``, its mean cosines by label key (none without
+    groups), and its drawing (None without a projection)."""
 
     key: str
-    points: tuple[Point, ...] | None
-    explained: tuple[str, ...]
     cosines: tuple[tuple[str, str], ...]
-    axes: Axes | None = None
-    together: str = ""
+    drawing: Drawing | None
 
 
 def render_train_figure(report: TrainPage, lang: str) -> str:
@@ -102,7 +85,7 @@ def render_train_figure(report: TrainPage, lang: str) -> str:
     )
 
 
-def loss_curve(epochs: Sequence[Epoch]) -> Curve | None:
+def loss_curve(epochs: Sequence[EpochSummary]) -> Curve | None:
     """The mean loss of each epoch as a curve (None for a run of no epochs)."""
     if not epochs:
         return None
@@ -115,9 +98,5 @@ def panel(key: str, view: MeasuredTable) -> Panel:
     named = (("inside", view.within), ("between", view.between), ("separation", view.separation))
     cosines = tuple((name, cosine_text(value)) for name, value in named if view.groups)
     if view.projection is None:
-        return Panel(key, None, (), cosines)
-    points = layout_points(view.projection, GROUP_SHAPES, _WIDTH, _HEIGHT)
-    shares = tuple(f"{100 * share:.1f}%" for share in view.projection.explained)
-    axes = layout_axes(view.projection, _WIDTH, _HEIGHT)
-    together = f"{100 * sum(view.projection.explained):.1f}%"
-    return Panel(key, tuple(points), shares, cosines, axes, together)
+        return Panel(key, cosines, None)
+    return Panel(key, cosines, lay_out(view.projection, GROUP_SHAPES, _WIDTH, _HEIGHT))

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
-    BASELINE_PAIRS,
     CosineTable,
+    TableFacts,
     WordPieces,
     checked_count,
-    random_pair_cosine,
+    table_facts,
     word_pieces,
 )
 from llm_from_scratch.vectors import WordVectors
@@ -20,15 +20,11 @@ from llm_from_scratch.vectors.pair import pair_words
 
 @dataclass(frozen=True)
 class AnalogyReport:
-    """The three words (as the table's tokens), the answers with their cosines, the baseline."""
+    """The three words (as the table's tokens), the answers with their cosines, the table."""
 
     words: tuple[str, str, str]
     answers: tuple[tuple[str, float], ...]
-    table_name: str
-    table_shape: tuple[int, int]
-    table_path: str
-    baseline_cosine: float
-    baseline_pairs: int = BASELINE_PAIRS
+    table: TableFacts
 
 
 def analogy_report(
@@ -50,11 +46,4 @@ def analogy_report(
     names, rows = pair_words(int(array.shape[0]), pieces)
     vectors = WordVectors(names, array[rows])
     answers = vectors.most_similar(positive=[second, third], negative=[first], topn=count)
-    return AnalogyReport(
-        words=(first, second, third),
-        answers=tuple(answers),
-        table_name=table.embedding.table.name,
-        table_shape=(table.vocabulary_size, table.embedding.embedding_width),
-        table_path=table_path,
-        baseline_cosine=random_pair_cosine(table),
-    )
+    return AnalogyReport((first, second, third), tuple(answers), table_facts(table, table_path))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from llm_from_scratch.errors import FormatError
-from llm_from_scratch.labels import Labels, LabelTable, check_labels, package_json
+from llm_from_scratch.labels import LANGUAGES, Labels, LabelTable, check_labels, package_json
 
 EXERCISE_FORMAT: Final = "ch18-exercises-v1"
 #: Each exercise's kind, by number: what its answer is (``explanation``: none).
@@ -26,6 +26,8 @@ KINDS: Final = {
 }  # fmt: skip
 #: The kinds whose answers are checked, each with a hint on how to type the answer.
 ANSWER_FORMATS: Final = tuple(sorted({kind for kind in KINDS.values() if kind != "explanation"}))
+#: The three faults of exercise 6, by the layer's error rule.
+ERROR_KINDS: Final = {"ids.shape": "shape", "ids.count": "count", "ids.out-of-range": "id"}
 #: The computed facts each exercise's evidence template may name.
 EVIDENCE_FIELDS: Final[dict[int, frozenset[str]]] = {
     1: frozenset({"ids", "table", "output", "shape"}),
@@ -51,7 +53,7 @@ UI_LABELS: Final = LabelTable(
         "score", "all_right", "wrong_exercises", "unanswered_exercises", "skip", "reveal",
         "explanation_only",
         *(f"answer_formats.{kind}" for kind in ANSWER_FORMATS),
-        "error_kinds.shape", "error_kinds.count", "error_kinds.id",
+        *(f"error_kinds.{kind}" for kind in ERROR_KINDS.values()),
         "neighbours.id_neighbours", "neighbours.vector_neighbours", "neighbours.mean_cosine",
         "neighbours.table_missing",
         "answers_file.title", "answers_file.unreadable", "answers_file.too_large",
@@ -96,8 +98,8 @@ def load_exercises(lang: str) -> ExerciseSet:
         FormatError: ``exercises.data`` (also for no such language or an unreadable file), then
             ``labels.table``, as :func:`check_exercises`.
     """
-    if lang not in ("en", "ru"):
-        raise _data_error(lang, "", "no exercise file; expected en or ru")
+    if lang not in LANGUAGES:
+        raise _data_error(lang, "", f"no exercise file; expected {' or '.join(LANGUAGES)}")
     try:
         raw = package_json(__package__ or "", "exercises", f"{lang}.json")
     except (OSError, ValueError) as error:

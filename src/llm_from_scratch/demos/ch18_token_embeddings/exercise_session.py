@@ -35,9 +35,8 @@ from llm_from_scratch.errors import (
 from llm_from_scratch.files import FILE_BYTE_LIMIT, load_json, read_line
 from llm_from_scratch.labels import Labels, cosine_text, label
 
-#: The words whose neighbours exercise 9 compares, and how many of each kind.
+#: The words whose neighbours exercise 9 compares (as many of each kind as ``ch18 neighbours``).
 COMPARED_WORDS: Final = ("king", "monday")
-COMPARED_COUNT: Final = 5
 _UNREADABLE: Final = object()
 
 
@@ -239,7 +238,10 @@ class _Session:
         return shown
 
     def comparison(self) -> str:  # exercise 9's evidence
-        from llm_from_scratch.demos.ch18_token_embeddings.neighbours import neighbours_report
+        from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
+            DEFAULT_COUNT,
+            neighbours_report,
+        )
         from llm_from_scratch.demos.ch18_token_embeddings.pretrained import (
             open_table,
             packaged_files,
@@ -250,7 +252,7 @@ class _Session:
             table, pieces = open_table(files)
         except (MissingPackageError, FileAccessError, FormatError, MismatchError):
             return self.ui("neighbours", "table_missing")
-        report = neighbours_report(table, pieces, COMPARED_WORDS, COMPARED_COUNT, files.shown)
+        report = neighbours_report(table, pieces, COMPARED_WORDS, DEFAULT_COUNT, files.shown)
         mean = self.ui("neighbours", "mean_cosine")
         parts = []
         for word in report.words:

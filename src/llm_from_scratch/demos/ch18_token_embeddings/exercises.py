@@ -8,15 +8,16 @@ the answers (the answers file's JSON form), :func:`same_answer` compares one.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final, cast
 
 import numpy as np
 
-from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import KINDS
+from llm_from_scratch.demos.ch18_token_embeddings.exercise_data import ERROR_KINDS, KINDS
 from llm_from_scratch.demos.ch18_token_embeddings.fixture import KNOWN_FIXTURE, Ch18Fixture
 from llm_from_scratch.demos.ch18_token_embeddings.report import (
     build_report,
@@ -30,8 +31,6 @@ from llm_from_scratch.nn import Embedding
 ONE_HOT_ID: Final = 2
 OUTPUT_SHAPE_CASES: Final = ((2, 3), (), (0,))
 SCANNED_IDS: Final = (1, 4, 9)
-#: The three faults of exercise 6, by the layer's error rule.
-ERROR_KINDS: Final = {"ids.shape": "shape", "ids.count": "count", "ids.out-of-range": "id"}
 
 Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
 
@@ -47,7 +46,8 @@ def chapter_facts(fixture: Ch18Fixture = KNOWN_FIXTURE) -> ChapterFacts:
     layer = fixture.layer()
     indicators, product = explicit_one_hot_product(layer.table.tensor.numpy(), [ONE_HOT_ID])
     repeated = report.repeated_rows[0]
-    error = _raised(layer, list(SCANNED_IDS), (len(SCANNED_IDS),))
+    scan = functools.partial(layer.forward, list(SCANNED_IDS), (len(SCANNED_IDS),))
+    error = _raised(scan, f"the layer accepted the IDs {list(SCANNED_IDS)}")
     names = layer.parameters().names()
     return {
         "table": _nested(report.table_shape, [v for row in report.rows for v in row.values]),
@@ -109,16 +109,16 @@ def answer_matches(kind: str, answer: object, expected: Json) -> bool:
     >>> answer_matches("lookup_output", [30, 31], [[30, 31]]), same_answer([30, 31], [[30, 31]])
     (True, False)
     """
-    if kind not in NUMBER_LIST_KINDS:
-        return same_answer(answer, expected)
-    if isinstance(expected, dict):
-        return (
-            isinstance(answer, dict)
-            and answer.keys() == expected.keys()
-            and all(same_answer(flat_items(answer[key]), cast(Json, flat_items(value)))
-                    for key, value in expected.items())
-        )  # fmt: skip
-    return same_answer(flat_items(answer), cast(Json, flat_items(expected)))
+    if kind in NUMBER_LIST_KINDS:
+        return same_answer(_flat_lists(answer), cast(Json, _flat_lists(expected)))
+    return same_answer(answer, expected)
+
+
+def _flat_lists(value: object) -> object:
+    """:func:`flat_items` of a value, or of each value of an object."""
+    if isinstance(value, dict):
+        return {key: flat_items(item) for key, item in value.items()}
+    return flat_items(value)
 
 
 def flat_items(value: object) -> object:
@@ -206,12 +206,13 @@ def _exercise_number(path: Path, key: str) -> int:
     return number
 
 
-def _raised(layer: Embedding, ids: list[object], shape: tuple[int, ...]) -> IdError:
+def _raised(call: Callable[[], object], accepted: str) -> IdError:
+    """The ``IdError`` that ``call`` raises (else a ``RuntimeError``: ``accepted``)."""
     try:
-        layer.forward(ids, shape)
+        call()
     except IdError as error:
         return error
-    raise RuntimeError(f"the layer accepted the IDs {ids}")
+    raise RuntimeError(accepted)
 
 
 def _output_shape(layer: Embedding, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -219,28 +220,23 @@ def _output_shape(layer: Embedding, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _error_order(layer: Embedding) -> tuple[str, ...]:
-    faults = {"shape", "count", "id"}
+    faults = set(ERROR_KINDS.values())
     order: list[str] = []
     while faults:
         ids: list[object] = list(SCANNED_IDS) if "id" in faults else [0] * len(SCANNED_IDS)
         shape = (-1,) if "shape" in faults else (len(ids) + ("count" in faults),)
-        try:
-            layer.forward(ids, shape)
-        except IdError as error:
-            kind = ERROR_KINDS[error.rule]
-        else:
-            raise RuntimeError(f"the layer accepted the faults {sorted(faults)}")
+        accepted = f"the layer accepted the faults {sorted(faults)}"
+        kind = ERROR_KINDS[_raised(functools.partial(layer.forward, ids, shape), accepted).rule]
         order.append(kind)
         faults.discard(kind)
     return tuple(order)
 
 
 def _gather_message(layer: Embedding) -> str:
-    try:
-        layer.table.tensor.gather_rows(list(SCANNED_IDS), (len(SCANNED_IDS),))
-    except IdError as error:  # worded for gather_rows
-        return str(error)
-    raise RuntimeError("gather_rows accepted an ID outside the table")
+    gather = functools.partial(
+        layer.table.tensor.gather_rows, list(SCANNED_IDS), (len(SCANNED_IDS),)
+    )
+    return str(_raised(gather, "gather_rows accepted an ID outside the table"))  # its own words
 
 
 def _nested(shape: Sequence[int], values: Sequence[float]) -> Json:

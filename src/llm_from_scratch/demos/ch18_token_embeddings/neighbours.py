@@ -299,8 +299,7 @@ def group_cosines(
 ) -> tuple[GroupCosines, ...]:
     """Each group's mean cosine over its pairs of words, and over the pairs that join one of its
     words to another group's (``WordError`` for the first word not one piece)."""
-    labels, ids = _group_ids(pieces, groups)
-    unit = _unit(table.vectors(ids))
+    labels, _, unit = _group_units(table, pieces, groups)
     cosines = unit @ unit.T
     found = []
     for group, words in groups:
@@ -334,8 +333,7 @@ def project_groups(
 ) -> Projection:
     """The groups' words on the first two principal components of their centred unit vectors
     (each component's largest coordinate positive); ``WordError`` as :func:`group_cosines`."""
-    labels, ids = _group_ids(pieces, groups)
-    unit = _unit(table.vectors(ids))
+    labels, ids, unit = _group_units(table, pieces, groups)
     centred = unit - unit.mean(axis=0)
     left, singular, _ = np.linalg.svd(centred, full_matrices=False)
     coordinates = left[:, :2] * singular[:2]
@@ -361,10 +359,13 @@ def mean_or_nan(values: Sequence[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def _group_ids(pieces: WordPieces, groups: Groups) -> tuple[list[str], list[int]]:
+def _group_units(
+    table: CosineTable, pieces: WordPieces, groups: Groups
+) -> tuple[list[str], list[int], npt.NDArray[np.float64]]:
+    """Each word's group, its ID and its unit vector, in the groups' order."""
     labels = [group for group, words in groups for _ in words]
     ids = [word_piece(pieces, word).id for _, words in groups for word in words]
-    return labels, ids
+    return labels, ids, _unit(table.vectors(ids))
 
 
 def _unit(
@@ -385,17 +386,33 @@ def _largest_is_negative(coordinates: npt.NDArray[np.float64]) -> npt.NDArray[np
 
 
 @dataclass(frozen=True)
+class TableFacts:
+    """What a report says of its table: name, shape, dtype, file, and the mean cosine of
+    ``baseline_pairs`` random pairs of rows (:func:`random_pair_cosine`)."""
+
+    name: str
+    shape: tuple[int, int]
+    dtype: str
+    path: str
+    baseline_cosine: float
+    baseline_pairs: int = BASELINE_PAIRS
+
+
+def table_facts(table: CosineTable, table_path: str) -> TableFacts:
+    """The facts of ``table``, read from ``table_path``."""
+    parameter = table.embedding.table
+    shape = (table.vocabulary_size, table.embedding.embedding_width)
+    dtype = str(parameter.tensor.dtype)
+    return TableFacts(parameter.name, shape, dtype, table_path, random_pair_cosine(table))
+
+
+@dataclass(frozen=True)
 class NeighboursReport:
     """The neighbours of several words in one table: what ``ch18 neighbours`` prints."""
 
-    table_name: str
-    table_shape: tuple[int, int]
-    table_dtype: str
-    table_path: str
+    table: TableFacts
     count: int
     words: tuple[WordNeighbours, ...]
-    baseline_cosine: float = float("nan")
-    baseline_pairs: int = BASELINE_PAIRS
 
 
 def neighbours_report(
@@ -405,16 +422,8 @@ def neighbours_report(
     every word before any neighbour (:func:`word_pieces`), and the random-pair baseline."""
     checked_count(count, table.vocabulary_size)
     word_pieces(pieces, words)
-    parameter = table.embedding.table
-    return NeighboursReport(
-        table_name=parameter.name,
-        table_shape=(table.vocabulary_size, table.embedding.embedding_width),
-        table_dtype=str(parameter.tensor.dtype),
-        table_path=table_path,
-        count=count,
-        words=tuple(word_neighbours(table, pieces, word, count) for word in words),
-        baseline_cosine=random_pair_cosine(table),
-    )
+    found = tuple(word_neighbours(table, pieces, word, count) for word in words)
+    return NeighboursReport(table_facts(table, table_path), count, found)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.analogy import AnalogyReport
 from llm_from_scratch.demos.ch18_token_embeddings.neighbours import (
     DEFAULT_WORDS,
     NeighboursReport,
+    TableFacts,
     WordNeighbours,
     neighbours_figure,
     neighbours_report,
@@ -111,15 +112,13 @@ def error_message(error: Exception, labels: Labels) -> str:
 def format_neighbours(report: NeighboursReport, labels: Labels) -> str:
     """The report as text: the table, the two rules, then each word's two lists side by side."""
     lines = [
-        _table_line(
-            report.table_name, report.table_shape, report.table_path, labels, report.table_dtype
-        ),
+        _table_line(report.table, labels, with_dtype=True),
         label(labels, "id_rule"),
         label(labels, "vector_rule"),
     ]
     for word in report.words:
         lines += ["", *_word_block(word, labels)]
-    lines += ["", baseline_text(report.baseline_pairs, report.baseline_cosine, labels)]
+    lines += ["", baseline_text(report.table, labels)]
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -130,25 +129,27 @@ def format_analogy(report: AnalogyReport, labels: Labels) -> str:
     for rank, (word, cosine) in enumerate(report.answers, start=1):
         table.append([str(rank), word, cosine_text(cosine)])
     lines = [
-        _table_line(report.table_name, report.table_shape, report.table_path, labels),
+        _table_line(report.table, labels),
         label(labels, "text", "analogy_rule").format(a=first, b=second, c=third),
         *aligned_rows(table, numeric=(0, 2)),
-        baseline_text(report.baseline_pairs, report.baseline_cosine, labels),
+        baseline_text(report.table, labels),
     ]
     return "".join(f"{line}\n" for line in lines)
 
 
-def _table_line(
-    name: str, shape: tuple[int, int], path: str, labels: Labels, dtype: str = ""
-) -> str:
-    size = f"{shape[0]} {label(labels, 'rows')}, {label(labels, 'width')} {shape[1]}"
-    size += f", {dtype}" if dtype else ""
-    return f"{label(labels, 'table')} {name}: {size}; {label(labels, 'table_file')} {path}"
+def _table_line(table: TableFacts, labels: Labels, with_dtype: bool = False) -> str:
+    rows, width = table.shape
+    size = f"{rows} {label(labels, 'rows')}, {label(labels, 'width')} {width}"
+    size += f", {table.dtype}" if with_dtype else ""
+    return (
+        f"{label(labels, 'table')} {table.name}: {size}; {label(labels, 'table_file')} {table.path}"
+    )
 
 
-def baseline_text(pairs: int, cosine: float, labels: Labels) -> str:
+def baseline_text(table: TableFacts, labels: Labels) -> str:
     """The random-pair baseline's line."""
-    return label(labels, "text", "baseline").format(pairs=pairs, cosine=cosine_text(cosine))
+    cosine = cosine_text(table.baseline_cosine)
+    return label(labels, "text", "baseline").format(pairs=table.baseline_pairs, cosine=cosine)
 
 
 def _word_block(word: WordNeighbours, labels: Labels) -> list[str]:

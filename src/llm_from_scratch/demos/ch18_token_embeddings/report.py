@@ -140,7 +140,8 @@ def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
     gradient = table.tensor.gradient_snapshot()
     if gradient is None:
         raise RuntimeError("a parameter leaf has no gradient")
-    rows = _table_rows(embedding, fixture.token_ids, upstream, gradient)
+    up_rows = upstream.numpy().reshape(-1, embedding.embedding_width)
+    rows = _table_rows(table.tensor.numpy(), gradient.numpy(), fixture.token_ids, up_rows)
     return Ch18Report(
         fixture=fixture,
         table_name=table.name,
@@ -152,7 +153,7 @@ def build_report(fixture: Ch18Fixture = KNOWN_FIXTURE) -> Ch18Report:
         upstream_values=tuple(upstream.flat_values()),
         gradient_shape=gradient.shape,
         gradient_values=tuple(gradient.flat_values()),
-        lookups=_lookups(fixture, output.numpy(), upstream, indicators),
+        lookups=_lookups(fixture, output.numpy().reshape(up_rows.shape), up_rows, indicators),
         rows=rows,
         unused_rows_zero=all(not any(row.accumulated) for row in rows if row.uses == 0),
         checks=None if fixture.checks is None else _chapter_checks(fixture.checks, embedding),
@@ -185,12 +186,11 @@ def _floats(values: npt.NDArray[np.floating]) -> tuple[float, ...]:
 
 def _lookups(
     fixture: Ch18Fixture,
-    output: npt.NDArray[np.floating],
-    upstream: Tensor,
+    out_rows: npt.NDArray[np.floating],
+    up_rows: npt.NDArray[np.floating],
     indicators: list[list[int]],
 ) -> tuple[Lookup, ...]:
-    width = output.shape[-1]
-    out_rows, up_rows = output.reshape(-1, width), upstream.numpy().reshape(-1, width)
+    """One record per position, from the output's and the upstream's rows ``[N, d]``."""
     return tuple(
         Lookup(
             flat=flat,
@@ -206,16 +206,18 @@ def _lookups(
 
 
 def _table_rows(
-    embedding: Embedding, token_ids: tuple[int, ...], upstream: Tensor, gradient: Tensor
+    values: npt.NDArray[np.floating],
+    gradient: npt.NDArray[np.floating],
+    token_ids: tuple[int, ...],
+    up_rows: npt.NDArray[np.floating],
 ) -> tuple[TableRow, ...]:
-    values, grad = embedding.table.tensor.numpy(), gradient.numpy()
-    up_rows = upstream.numpy().reshape(-1, embedding.embedding_width)
+    """One record per table row: its values, its positions, their upstreams, its gradient."""
     rows = []
-    for row in range(embedding.vocabulary_size):
+    for row in range(values.shape[0]):
         positions = tuple(p for p, token in enumerate(token_ids) if token == row)
         contributions = tuple(_floats(up_rows[p]) for p in positions)
         rows.append(
-            TableRow(row, _floats(values[row]), positions, contributions, _floats(grad[row]))
+            TableRow(row, _floats(values[row]), positions, contributions, _floats(gradient[row]))
         )
     return tuple(rows)
 

@@ -1,5 +1,6 @@
 """Format the chapter report as the trace ``token-embeddings-v1``, whose grammar
-(:mod:`llm_from_scratch.traces.token_embeddings_v1`) gives every lexeme and field order."""
+(:mod:`llm_from_scratch.traces.token_embeddings_v1`) gives every lexeme and, in
+``RECORD_FIELDS``, every record's fields in order: each line here lists only its values."""
 
 from __future__ import annotations
 
@@ -25,73 +26,61 @@ def format_trace(report: Ch18Report) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
+def _line(record: str, *values: str) -> str:
+    """A record's line from its values, in the order of the grammar's ``RECORD_FIELDS``."""
+    return v1.record_line(record, dict(zip(v1.RECORD_FIELDS[record], values, strict=True)))
+
+
 def _fixture_line(report: Ch18Report) -> str:
     vocabulary, width = report.table_shape
-    return v1.record_line(
+    shapes = (report.table_shape, report.fixture.token_shape, report.output_shape,
+              report.upstream_shape, report.gradient_shape)  # fmt: skip
+    return _line(
         v1.FIXTURE,
-        {
-            "name": report.fixture.name,
-            "parameter": report.table_name,
-            "vocabulary": str(vocabulary),
-            "width": str(width),
-            "table-shape": v1.shape_text(report.table_shape),
-            "id-shape": v1.shape_text(report.fixture.token_shape),
-            "output-shape": v1.shape_text(report.output_shape),
-            "upstream-shape": v1.shape_text(report.upstream_shape),
-            "gradient-shape": v1.shape_text(report.gradient_shape),
-            "accumulation": v1.ACCUMULATION,
-        },
+        report.fixture.name,
+        report.table_name,
+        str(vocabulary),
+        str(width),
+        *map(v1.shape_text, shapes),
+        v1.ACCUMULATION,
     )
 
 
 def _ids_line(report: Ch18Report) -> str:
     repeated = report.repeated_rows
-    return v1.record_line(
+    return _line(
         v1.IDS,
-        {
-            "values": v1.ints_text(report.fixture.token_ids),
-            "repeated-id": v1.repeated_id_text([row.row for row in repeated]),
-            "repeated-flat-positions": v1.ints_text(repeated[0].flat_positions if repeated else ()),
-        },
+        v1.ints_text(report.fixture.token_ids),
+        v1.repeated_id_text([row.row for row in repeated]),
+        v1.ints_text(repeated[0].flat_positions if repeated else ()),
     )
 
 
 def _table_line(row: TableRow) -> str:
-    return v1.record_line(
-        v1.TABLE,
-        {
-            "row": str(row.row),
-            "uses": str(row.uses),
-            "state": v1.state_for(row.uses),
-            "values": v1.floats_text(row.values),
-        },
-    )
+    uses = row.uses
+    return _line(v1.TABLE, str(row.row), str(uses), v1.state_for(uses), v1.floats_text(row.values))
 
 
 def _lookup_line(lookup: Lookup, row: TableRow) -> str:
-    return v1.record_line(
+    return _line(
         v1.LOOKUP,
-        {
-            "flat": str(lookup.flat),
-            "coordinate": v1.ints_text(lookup.coordinate),
-            "id": str(lookup.token_id),
-            "sharing": v1.sharing_for(row.uses),
-            "one-hot": v1.ints_text(lookup.one_hot),
-            "selected-row": str(lookup.selected_row),
-            "output": v1.floats_text(lookup.output),
-            "upstream": v1.floats_text(lookup.upstream),
-        },
+        str(lookup.flat),
+        v1.ints_text(lookup.coordinate),
+        str(lookup.token_id),
+        v1.sharing_for(row.uses),
+        v1.ints_text(lookup.one_hot),
+        str(lookup.selected_row),
+        v1.floats_text(lookup.output),
+        v1.floats_text(lookup.upstream),
     )
 
 
 def _gradient_line(row: TableRow) -> str:
-    return v1.record_line(
+    return _line(
         v1.ROW_GRADIENT,
-        {
-            "row": str(row.row),
-            "flat-positions": v1.ints_text(row.flat_positions),
-            "contributions": v1.vectors_text(row.contributions),
-            "rule": v1.rule_for(row.uses),
-            "accumulated": v1.floats_text(row.accumulated),
-        },
+        str(row.row),
+        v1.ints_text(row.flat_positions),
+        v1.vectors_text(row.contributions),
+        v1.rule_for(row.uses),
+        v1.floats_text(row.accumulated),
     )
