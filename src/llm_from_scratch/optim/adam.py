@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
-from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, Setting, States
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, Setting, States, in_dtype
 from llm_from_scratch.optim.validation import (
     checked_betas,
     checked_flag,
@@ -119,11 +118,13 @@ class Adam(Optimizer):
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
         """torch.optim.SparseAdam's lazy update, term by term as the compiled kernel does it."""
-        constants, coupled_decay = self.row_constants(values.dtype, step)
-        one_minus_beta1, one_minus_beta2, eps, negative_step_size, decay, value_decay = constants
+        constants = in_dtype(values.dtype, *self.row_constants(step))
+        one_minus_beta1, one_minus_beta2, eps, negative_step_size, decay, value_decay, coupled = (
+            constants
+        )
         g, m, v = gradient, states["exp_avg"], states["exp_avg_sq"]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            if coupled_decay:
+            if coupled:
                 g = g + decay * values
             m_update = (g - m) * one_minus_beta1
             v_update = (g * g - v) * one_minus_beta2
@@ -131,17 +132,14 @@ class Adam(Optimizer):
             new_values = values * value_decay + negative_step_size * ratio
         return [("value", new_values), ("exp_avg", m + m_update), ("exp_avg_sq", v + v_update)]
 
-    def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
-        """``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, the weight decay and the
-        decoupled decay factor (one array), and whether the decay adds to the gradient."""
+    def row_constants(self, step: int) -> tuple[float, ...]:
+        """``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, the weight decay, the
+        decoupled decay factor, and 1 when the decay adds to the gradient (else 0)."""
         lr, (beta1, beta2), decay = self.learning_rate, self.betas, self.weight_decay
         step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
         value_decay = 1 - lr * decay if self.decoupled else 1.0
-        with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
-            constants = np.array(
-                [1 - beta1, 1 - beta2, self.eps, -step_size, decay, value_decay], dtype=dtype
-            )
-        return constants, decay != 0 and not self.decoupled
+        coupled = float(decay != 0 and not self.decoupled)
+        return 1 - beta1, 1 - beta2, self.eps, -step_size, decay, value_decay, coupled
 
 
 SparseAdam = Adam

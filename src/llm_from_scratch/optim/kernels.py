@@ -1,126 +1,123 @@
-"""The optimizers' compiled row updates: SGD, Adagrad and the lazy (row-sparse) Adam.
+"""The compiled row update of a large row gradient, and its undo log (the plain NumPy step
+never comes here).
 
-Each kernel sums a row's gradient group (:class:`~llm_from_scratch.optim.fused.RowGroups`) into a
-scratch row with the tape's own scatter-sum, then, feature by feature, computes the new value and
-states, copies the old ones into ``undo[slot]``, stores the new ones, and counts the gradient
-values and the new values or states that are not finite (``x - x`` is NaN exactly for NaN and
-infinities). The caller puts the old rows back if a count is not zero. Compiled without
-fast-math, every value rounds like its optimizer's NumPy expression; threads take blocks of rows
-in turn, and no result depends on the split.
+One kernel serves SGD, Adagrad and the lazy Adam: for each row it sums the row's upstream group
+with the tape's own scatter-sum, then, feature by feature, keeps the old value and states in
+``undo[slot]``, stores the new ones and counts what is not finite (``x - x`` is NaN exactly for
+NaN and infinities). A finite value can still overflow as it is written, so a step that counts
+one puts the old rows back and raises. Compiled without fast-math, every value rounds like its
+optimizer's NumPy expression; threads take blocks of rows, and no result depends on the split.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from llm_from_scratch.autograd.dispatch import compiled_kernel, prange
-from llm_from_scratch.autograd.kernels import scatter_sum
-from llm_from_scratch.optim.fused import RowGroups
-from llm_from_scratch.tensor.storage import FloatArray
+from llm_from_scratch.autograd.dispatch import (
+    compiled_kernel,
+    kernel_helper,
+    prange,
+    runs_compiled,
+    runs_on_one_thread,
+)
+from llm_from_scratch.autograd.gradient import RowSparseGradient
+from llm_from_scratch.autograd.kernels import position_sums, row_groups, scatter_sum
+from llm_from_scratch.autograd.threads import Write
+from llm_from_scratch.optim.fused import DeferredRowGradient, RowGradient
+from llm_from_scratch.tensor.storage import FloatArray, IndexArray
+
+if TYPE_CHECKING:
+    from llm_from_scratch.optim.optimizer import Optimizer
 
 BLOCKS: Final = 256  # at most this many blocks of rows per kernel run
+RULES: Final = {"sgd": 0, "adagrad": 1, "adam": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class RowGroups:
+    """Row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e`` in ``starts[slot]:starts[slot +
+    1]``, from ``+0.0``, in the tape's scatter order.
+
+    Shape:
+        ``rows``: ``[k]``; ``upstream``: ``[n, d]`` (C-contiguous); ``starts``: ``[k + 1]``;
+        ``order``: ``[n]``.
+    """
+
+    rows: IndexArray
+    upstream: FloatArray
+    starts: IndexArray
+    order: IndexArray
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A compiled update of one parameter that can be undone."""
+
+    write: Write
+    undo: Write
+
+
+@kernel_helper
+def _sgd_row(table: Any, row: int, gradient: Any, constants: Any) -> Any:  # pragma: no cover
+    bad = 0
+    for feature in range(table.shape[1]):
+        value = table[row, feature] - constants[0] * gradient[feature]
+        bad += (value - value) != 0
+        table[row, feature] = value
+    return bad
+
+
+@kernel_helper
+def _adagrad_row(  # pragma: no cover - JIT
+    table: Any, state_sum: Any, row: int, gradient: Any, constants: Any
+) -> Any:
+    bad = 0
+    for feature in range(table.shape[1]):
+        g = gradient[feature]
+        total = state_sum[row, feature] + g * g
+        value = table[row, feature] + (constants[0] * g) / (np.sqrt(total) + constants[1])
+        bad += ((value - value) + (total - total)) != 0
+        table[row, feature] = value
+        state_sum[row, feature] = total
+    return bad
+
+
+@kernel_helper
+def _adam_row(  # pragma: no cover - JIT
+    table: Any, exp_avg: Any, exp_avg_sq: Any, row: int, gradient: Any, constants: Any
+) -> Any:
+    bad = 0
+    for feature in range(table.shape[1]):
+        old, m, v = table[row, feature], exp_avg[row, feature], exp_avg_sq[row, feature]
+        g = gradient[feature] + constants[4] * old if constants[6] != 0 else gradient[feature]
+        m_update = (g - m) * constants[0]
+        v_update = (g * g - v) * constants[1]
+        ratio = (m_update + m) / (np.sqrt(v_update + v) + constants[2])
+        value = old * constants[5] + constants[3] * ratio
+        m_new, v_new = m + m_update, v + v_update
+        bad += ((value - value) + (m_new - m_new) + (v_new - v_new)) != 0
+        table[row, feature], exp_avg[row, feature], exp_avg_sq[row, feature] = value, m_new, v_new
+    return bad
 
 
 @compiled_kernel(parallel=True)
-def _sgd_rows(
+def _update_rows(
+    rule: int,
     table: Any,
     undo: Any,
-    rows: Any,
-    upstream: Any,
-    starts: Any,
-    order: Any,
-    rate: Any,
-) -> Any:  # pragma: no cover - JIT
-    width = table.shape[1]
-    count = rows.shape[0]
-    blocks = min(count, BLOCKS)
-    bad_gradient = 0
-    bad_step = 0
-    for block in prange(blocks):
-        gradient = np.empty(width, table.dtype)
-        block_bad_gradient = 0
-        block_bad_step = 0
-        for slot in range(block * count // blocks, (block + 1) * count // blocks):
-            scatter_sum(gradient, upstream, order, starts[slot], starts[slot + 1])
-            row = rows[slot]
-            for feature in range(width):
-                old = table[row, feature]
-                g = gradient[feature]
-                value = old - rate * g
-                block_bad_gradient += (g - g) != 0
-                block_bad_step += (value - value) != 0
-                undo[slot, 0, feature] = old
-                table[row, feature] = value
-        bad_gradient += block_bad_gradient
-        bad_step += block_bad_step
-    return bad_gradient, bad_step
-
-
-@compiled_kernel(parallel=True)
-def _adagrad_rows(
-    table: Any,
-    undo: Any,
-    state_sum: Any,
-    rows: Any,
-    upstream: Any,
-    starts: Any,
-    order: Any,
-    negative_rate: Any,
-    eps: Any,
-) -> Any:  # pragma: no cover - JIT
-    width = table.shape[1]
-    count = rows.shape[0]
-    blocks = min(count, BLOCKS)
-    bad_gradient = 0
-    bad_step = 0
-    for block in prange(blocks):
-        gradient = np.empty(width, table.dtype)
-        block_bad_gradient = 0
-        block_bad_step = 0
-        for slot in range(block * count // blocks, (block + 1) * count // blocks):
-            scatter_sum(gradient, upstream, order, starts[slot], starts[slot + 1])
-            row = rows[slot]
-            for feature in range(width):
-                old = table[row, feature]
-                old_sum = state_sum[row, feature]
-                g = gradient[feature]
-                total = old_sum + g * g
-                value = old + (negative_rate * g) / (np.sqrt(total) + eps)
-                block_bad_gradient += (g - g) != 0
-                block_bad_step += ((value - value) + (total - total)) != 0
-                undo[slot, 0, feature] = old
-                undo[slot, 1, feature] = old_sum
-                table[row, feature] = value
-                state_sum[row, feature] = total
-        bad_gradient += block_bad_gradient
-        bad_step += block_bad_step
-    return bad_gradient, bad_step
-
-
-@compiled_kernel(parallel=True)
-def _lazy_adam_rows(
-    table: Any,
-    undo: Any,
-    exp_avg: Any,
-    exp_avg_sq: Any,
+    first: Any,
+    second: Any,
     rows: Any,
     upstream: Any,
     starts: Any,
     order: Any,
     constants: Any,
-    coupled_decay: bool,
 ) -> Any:  # pragma: no cover - JIT
-    one_minus_beta1 = constants[0]
-    one_minus_beta2 = constants[1]
-    eps = constants[2]
-    negative_step_size = constants[3]
-    weight_decay = constants[4]
-    value_decay = constants[5]
-    width = table.shape[1]
-    count = rows.shape[0]
+    width, count = table.shape[1], rows.shape[0]
     blocks = min(count, BLOCKS)
     bad_gradient = 0
     bad_step = 0
@@ -132,25 +129,18 @@ def _lazy_adam_rows(
             scatter_sum(gradient, upstream, order, starts[slot], starts[slot + 1])
             row = rows[slot]
             for feature in range(width):
-                old = table[row, feature]
-                m = exp_avg[row, feature]
-                v = exp_avg_sq[row, feature]
-                summed = gradient[feature]
-                g = summed + weight_decay * old if coupled_decay else summed
-                m_update = (g - m) * one_minus_beta1
-                v_update = (g * g - v) * one_minus_beta2
-                m_new = m + m_update
-                v_new = v + v_update
-                ratio = (m_update + m) / (np.sqrt(v_update + v) + eps)
-                value = old * value_decay + negative_step_size * ratio
-                block_bad_gradient += (summed - summed) != 0
-                block_bad_step += ((value - value) + (m_new - m_new) + (v_new - v_new)) != 0
-                undo[slot, 0, feature] = old
-                undo[slot, 1, feature] = m
-                undo[slot, 2, feature] = v
-                table[row, feature] = value
-                exp_avg[row, feature] = m_new
-                exp_avg_sq[row, feature] = v_new
+                block_bad_gradient += (gradient[feature] - gradient[feature]) != 0
+                undo[slot, 0, feature] = table[row, feature]
+                if rule > 0:
+                    undo[slot, 1, feature] = first[row, feature]
+                if rule > 1:
+                    undo[slot, 2, feature] = second[row, feature]
+            if rule == 0:
+                block_bad_step += _sgd_row(table, row, gradient, constants)
+            elif rule == 1:
+                block_bad_step += _adagrad_row(table, first, row, gradient, constants)
+            else:
+                block_bad_step += _adam_row(table, first, second, row, gradient, constants)
         bad_gradient += block_bad_gradient
         bad_step += block_bad_step
     return bad_gradient, bad_step
@@ -162,7 +152,7 @@ def update_rows(
     states: Sequence[FloatArray],
     undo: FloatArray,
     groups: RowGroups,
-    constants: Sequence[Any],
+    constants: Sequence[float],
 ) -> tuple[int, int]:
     """Run the compiled row update ``rule`` (``sgd``, ``adagrad``, ``adam``) with its
     optimizer's ``row_constants``, keeping the old rows in ``undo``; how many gradient values
@@ -172,8 +162,109 @@ def update_rows(
         ``table``: ``[V, d]`` (C-contiguous, writeable), each state alike; ``undo``:
         ``[k, 1 + len(states), d]`` (the values, then each state).
     """
-    kernel = {"sgd": _sgd_rows, "adagrad": _adagrad_rows, "adam": _lazy_adam_rows}[rule]
-    found = kernel(
-        table, undo, *states, groups.rows, groups.upstream, groups.starts, groups.order, *constants
-    )
+    first, second = [*states, table, table][:2]
+    with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
+        typed = np.array(constants, dtype=table.dtype)
+    arrays = (groups.rows, groups.upstream, groups.starts, groups.order)
+    found = _update_rows(RULES[rule], table, undo, first, second, *arrays, typed)
     return int(found[0]), int(found[1])
+
+
+def row_plan(
+    optimizer: Optimizer, position: int, gradient: RowGradient, step: int
+) -> Write | Planned:
+    """The update of a row gradient that is not a small summed one: NumPy for few terms, else
+    the compiled update with its undo log."""
+    if isinstance(gradient, RowSparseGradient) and gradient.pending is not None:
+        pending, (rows_in_table, width) = gradient.pending, gradient.shape
+        shape = (rows_in_table, width)
+        gradient = DeferredRowGradient("gather_rows", pending.indices, pending.upstream, shape)
+    if isinstance(gradient, DeferredRowGradient):
+        terms = gradient.indices.size * gradient.shape[1]
+    else:
+        terms = gradient.values.size
+    if not runs_compiled(terms):
+        return _numpy_rows(optimizer, position, gradient, step)
+    return _one_pass(optimizer, position, gradient, step)
+
+
+def _numpy_rows(optimizer: Optimizer, position: int, gradient: RowGradient, step: int) -> Write:
+    """The NumPy update of the summed rows (a deferred gradient is summed now, raising the
+    tape's error for a sum that is not finite)."""
+    summed = gradient.materialized() if isinstance(gradient, DeferredRowGradient) else gradient
+    return optimizer._numpy_write(position, summed.rows, summed.values, step)
+
+
+def _one_pass(optimizer: Optimizer, position: int, gradient: RowGradient, step: int) -> Planned:
+    """The compiled update, checked as it writes: if anything came out non-finite, the old
+    rows go back and the NumPy path raises its error."""
+    states, groups = optimizer._states[position], row_groups_of(gradient)
+    values = optimizer._nodes[position].array
+    size = groups.rows.size * (1 + len(states)) * values.shape[1]
+    log = optimizer._undo_logs.get(position)
+    if log is None or log.dtype != values.dtype or log.size < size:
+        # kept between steps: fresh pages would cost more than the copy
+        log = optimizer._undo_logs[position] = np.empty(size, dtype=values.dtype)
+    undo = log[:size].reshape(groups.rows.size, 1 + len(states), values.shape[1])
+
+    def restore(array: FloatArray) -> None:
+        for index, target in enumerate([array, *states.values()]):
+            target[groups.rows] = undo[:, index]
+
+    def write(array: FloatArray) -> None:
+        constants = optimizer.row_constants(step)
+        rule, arrays = optimizer.row_rule, [*states.values()]
+        if update_rows(rule, array, arrays, undo, groups, constants) == (0, 0):
+            return
+        restore(array)
+        _numpy_rows(optimizer, position, gradient, step)  # raises
+        raise RuntimeError("the compiled row update and NumPy disagree on finiteness")
+
+    return Planned(write, restore)
+
+
+def row_groups_of(gradient: RowGradient) -> RowGroups:
+    """The rows and their upstream groups. A stored gradient is one upstream vector per row,
+    never ``-0.0``, so adding it to ``+0.0`` gives it back bit for bit; a deferred gather on one
+    kernel thread is summed first, front to back, a third faster (``docs/performance.md``)."""
+    if isinstance(gradient, DeferredRowGradient):
+        if gradient.sources is not None or not runs_on_one_thread():
+            rows, starts, order = row_groups(gradient.indices, gradient.shape[0])
+            if gradient.sources is not None:
+                order = gradient.sources[order]
+            return RowGroups(rows, gradient.upstream, starts, order)
+        rows, values = position_sums(gradient.indices, gradient.upstream, gradient.shape[0])
+    else:
+        rows, values = gradient.rows, np.ascontiguousarray(gradient.values)
+    slots = np.arange(rows.size + 1, dtype=np.intp)
+    return RowGroups(rows, values, slots, slots[:-1])
+
+
+def all_or_nothing(plans: Sequence[Write | Planned]) -> list[Write]:
+    """One write per parameter for ``write_parameters``: the last one runs them all, the
+    compiled ones first (one that raises undoes those before it), then the NumPy ones."""
+    arrays: list[FloatArray] = []
+
+    def hand_over(array: FloatArray) -> None:
+        arrays.append(array)
+        if len(arrays) == len(plans):
+            _commit(plans, arrays)
+
+    return [hand_over] * len(plans)
+
+
+def _commit(plans: Sequence[Write | Planned], arrays: Sequence[FloatArray]) -> None:
+    order = sorted(range(len(plans)), key=lambda position: not isinstance(plans[position], Planned))
+    written: list[Planned] = []
+    try:
+        for position in order:
+            plan = plans[position]
+            if isinstance(plan, Planned):
+                plan.write(arrays[position])
+                written.append(plan)
+            else:
+                plan(arrays[position])
+    except BaseException:
+        for position, plan in reversed(list(zip(order, written, strict=False))):
+            plan.undo(arrays[position])
+        raise
