@@ -12,8 +12,7 @@ optimizer's NumPy expression; threads take blocks of rows, and no result depends
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias, cast
 
 import numpy as np
 
@@ -37,25 +36,12 @@ BLOCKS: Final = 256  # at most this many blocks of rows per kernel run
 RULES: Final = {"sgd": 0, "adagrad": 1, "adam": 2}
 
 
-@dataclass(frozen=True, slots=True)
-class RowGroups:
-    """Row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e`` in ``starts[slot]:starts[slot +
-    1]``, from ``+0.0``, in the tape's scatter order.
-
-    Shape:
-        ``rows``: ``[k]``; ``upstream``: ``[n, d]`` (C-contiguous); ``starts``: ``[k + 1]``;
-        ``order``: ``[n]``.
-    """
-
-    rows: IndexArray
-    upstream: FloatArray
-    starts: IndexArray
-    order: IndexArray
+Groups: TypeAlias = "tuple[IndexArray, FloatArray, IndexArray, IndexArray]"
+"""Row ``rows[k]`` (first) sums ``upstream[order[e]]`` for ``e`` in ``starts[k]:starts[k + 1]``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Planned:
-    """A compiled update of one parameter that can be undone."""
+class Planned(NamedTuple):
+    """A compiled update of one parameter, and its undo."""
 
     write: Write
     undo: Write
@@ -146,38 +132,14 @@ def _update_rows(
     return bad_gradient, bad_step
 
 
-def update_rows(
-    rule: str,
-    table: FloatArray,
-    states: Sequence[FloatArray],
-    undo: FloatArray,
-    groups: RowGroups,
-    constants: Sequence[float],
-) -> tuple[int, int]:
-    """Run the compiled row update ``rule`` (``sgd``, ``adagrad``, ``adam``) with its
-    optimizer's ``row_constants``, keeping the old rows in ``undo``; how many gradient values
-    and how many new values or states are not finite.
-
-    Shape:
-        ``table``: ``[V, d]`` (C-contiguous, writeable), each state alike; ``undo``:
-        ``[k, 1 + len(states), d]`` (the values, then each state).
-    """
-    first, second = [*states, table, table][:2]
-    with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
-        typed = np.array(constants, dtype=table.dtype)
-    arrays = (groups.rows, groups.upstream, groups.starts, groups.order)
-    found = _update_rows(RULES[rule], table, undo, first, second, *arrays, typed)
-    return int(found[0]), int(found[1])
-
-
 def row_plan(
     optimizer: Optimizer, position: int, gradient: RowGradient, step: int
 ) -> Write | Planned:
     """The update of a row gradient that is not a small summed one: NumPy for few terms, else
     the compiled update with its undo log."""
-    if isinstance(gradient, RowSparseGradient) and gradient.pending is not None:
-        pending, (rows_in_table, width) = gradient.pending, gradient.shape
-        shape = (rows_in_table, width)
+    pending = gradient.pending if isinstance(gradient, RowSparseGradient) else None
+    if pending is not None:
+        shape = (gradient.shape[0], gradient.shape[1])
         gradient = DeferredRowGradient("gather_rows", pending.indices, pending.upstream, shape)
     if isinstance(gradient, DeferredRowGradient):
         terms = gradient.indices.size * gradient.shape[1]
@@ -198,23 +160,25 @@ def _numpy_rows(optimizer: Optimizer, position: int, gradient: RowGradient, step
 def _one_pass(optimizer: Optimizer, position: int, gradient: RowGradient, step: int) -> Planned:
     """The compiled update, checked as it writes: if anything came out non-finite, the old
     rows go back and the NumPy path raises its error."""
-    states, groups = optimizer._states[position], row_groups_of(gradient)
-    values = optimizer._nodes[position].array
-    size = groups.rows.size * (1 + len(states)) * values.shape[1]
+    states, groups = [*optimizer._states[position].values()], row_groups_of(gradient)
+    values, rows = optimizer._nodes[position].array, groups[0]
+    size = rows.size * (1 + len(states)) * values.shape[1]
     log = optimizer._undo_logs.get(position)
     if log is None or log.dtype != values.dtype or log.size < size:
         # kept between steps: fresh pages would cost more than the copy
         log = optimizer._undo_logs[position] = np.empty(size, dtype=values.dtype)
-    undo = log[:size].reshape(groups.rows.size, 1 + len(states), values.shape[1])
+    undo = log[:size].reshape(rows.size, 1 + len(states), values.shape[1])
 
     def restore(array: FloatArray) -> None:
-        for index, target in enumerate([array, *states.values()]):
-            target[groups.rows] = undo[:, index]
+        for index, target in enumerate([array, *states]):
+            target[rows] = undo[:, index]
 
     def write(array: FloatArray) -> None:
-        constants = optimizer.row_constants(step)
-        rule, arrays = optimizer.row_rule, [*states.values()]
-        if update_rows(rule, array, arrays, undo, groups, constants) == (0, 0):
+        first, second = [*states, array, array][:2]
+        with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
+            constants = np.array(optimizer.row_constants(step), dtype=array.dtype)
+        rule = RULES[optimizer.row_rule]
+        if _update_rows(rule, array, undo, first, second, *groups, constants) == (0, 0):
             return
         restore(array)
         _numpy_rows(optimizer, position, gradient, step)  # raises
@@ -223,7 +187,7 @@ def _one_pass(optimizer: Optimizer, position: int, gradient: RowGradient, step: 
     return Planned(write, restore)
 
 
-def row_groups_of(gradient: RowGradient) -> RowGroups:
+def row_groups_of(gradient: RowGradient) -> Groups:
     """The rows and their upstream groups. A stored gradient is one upstream vector per row,
     never ``-0.0``, so adding it to ``+0.0`` gives it back bit for bit; a deferred gather on one
     kernel thread is summed first, front to back, a third faster (``docs/performance.md``)."""
@@ -232,12 +196,12 @@ def row_groups_of(gradient: RowGradient) -> RowGroups:
             rows, starts, order = row_groups(gradient.indices, gradient.shape[0])
             if gradient.sources is not None:
                 order = gradient.sources[order]
-            return RowGroups(rows, gradient.upstream, starts, order)
+            return rows, gradient.upstream, starts, order
         rows, values = position_sums(gradient.indices, gradient.upstream, gradient.shape[0])
     else:
         rows, values = gradient.rows, np.ascontiguousarray(gradient.values)
     slots = np.arange(rows.size + 1, dtype=np.intp)
-    return RowGroups(rows, values, slots, slots[:-1])
+    return rows, values, slots, slots[:-1]
 
 
 def all_or_nothing(plans: Sequence[Write | Planned]) -> list[Write]:
@@ -254,17 +218,16 @@ def all_or_nothing(plans: Sequence[Write | Planned]) -> list[Write]:
 
 
 def _commit(plans: Sequence[Write | Planned], arrays: Sequence[FloatArray]) -> None:
-    order = sorted(range(len(plans)), key=lambda position: not isinstance(plans[position], Planned))
-    written: list[Planned] = []
+    written: list[int] = []
     try:
-        for position in order:
-            plan = plans[position]
+        for position, plan in enumerate(plans):
             if isinstance(plan, Planned):
                 plan.write(arrays[position])
-                written.append(plan)
-            else:
-                plan(arrays[position])
+                written.append(position)
     except BaseException:
-        for position, plan in reversed(list(zip(order, written, strict=False))):
-            plan.undo(arrays[position])
+        for position in reversed(written):
+            cast(Planned, plans[position]).undo(arrays[position])
         raise
+    for position, plan in enumerate(plans):
+        if not isinstance(plan, Planned):
+            plan(arrays[position])
