@@ -53,17 +53,14 @@ class Adam(Optimizer):
         OptionError: a setting, in the order of the arguments above, then the parameters.
 
     Example:
-        >>> from llm_from_scratch.nn import Embedding, NamedParameter
+        >>> from llm_from_scratch.autograd import TensorValue
         >>> from llm_from_scratch.tensor import Tensor
-        >>> table = NamedParameter.from_tensor("token_embedding.weight", Tensor((3, 1), [1, 2, 3]))
-        >>> layer = Embedding.from_parameter(table)
-        >>> optimizer = Adam(layer.parameters(), learning_rate=0.1)
-        >>> layer([2, 2]).sum().backward()
-        >>> optimizer.step()  # the first step moves a touched value by about lr
-        >>> [round(v, 6) for v in layer.table.tensor.numpy().ravel().tolist()]
-        [1.0, 2.0, 2.9]
-        >>> sorted(optimizer.state_dict())
-        ['step', 'token_embedding.weight.exp_avg', 'token_embedding.weight.exp_avg_sq']
+        >>> weight = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))  # a bare leaf: named "0"
+        >>> optimizer = Adam([weight], learning_rate=0.1)
+        >>> (weight * weight).sum().backward()
+        >>> optimizer.step()  # the first step moves every value by about lr
+        >>> [round(v, 6) for v in weight.numpy().tolist()], sorted(optimizer.state_dict())
+        ([0.9, 1.9], ['0.exp_avg', '0.exp_avg_sq', 'step'])
     """
 
     state_names = ("exp_avg", "exp_avg_sq")
@@ -118,16 +115,15 @@ class Adam(Optimizer):
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
         """torch.optim.SparseAdam's lazy update, term by term as the compiled kernel does it."""
-        constants = in_dtype(values.dtype, *self.row_constants(step))
-        one_minus_beta1, one_minus_beta2, eps, negative_step_size, decay, value_decay, coupled = (
-            constants
+        beta1_weight, beta2_weight, eps, negative_step_size, decay, value_decay, coupled = in_dtype(
+            values.dtype, *self.row_constants(step)
         )
         g, m, v = gradient, states["exp_avg"], states["exp_avg_sq"]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             if coupled:
                 g = g + decay * values
-            m_update = (g - m) * one_minus_beta1
-            v_update = (g * g - v) * one_minus_beta2
+            m_update = (g - m) * beta1_weight
+            v_update = (g * g - v) * beta2_weight
             ratio = (m_update + m) / (np.sqrt(v_update + v) + eps)
             new_values = values * value_decay + negative_step_size * ratio
         return [("value", new_values), ("exp_avg", m + m_update), ("exp_avg_sq", v + v_update)]
@@ -143,8 +139,7 @@ class Adam(Optimizer):
 
 
 SparseAdam = Adam
-"""``torch.optim.SparseAdam`` is :class:`Adam` here: on a row-sparse gradient Adam's update is
-SparseAdam's lazy one."""
+"""``torch.optim.SparseAdam`` is :class:`Adam`: on a row-sparse gradient its update is lazy."""
 
 
 class AdamW(Adam):

@@ -98,34 +98,25 @@ def deferred_gradient(saved: object, upstream: FloatArray) -> DeferredRowGradien
 
 
 def fused_backward_step(
-    output: TensorValue,
-    seed: object,
-    retention: object,
-    leaves: Sequence[TensorValue],
-    finish: Finish,
+    output: TensorValue, seed: object, retention: object, leaves: Sequence[Node], finish: Finish
 ) -> None:
     """Reverse mode from ``output`` fused with an in-place update of the parameter ``leaves``,
     raising what ``backward_with_seed`` raises in its order, then what ``finish`` and its writes
     raise (having changed nothing). The seed of a large plain gather is checked finite only
     when the step fails (its kernel counts non-finite sums), and then first."""
     checked = unit_seed(output) if seed is None else converted_seed(output, seed)
-    step = FusedStep([node_of(leaf) for leaf in leaves], finish)
     root = node_of(output)
-    if not counts_non_finite_upstream(root):
+    counted = counts_non_finite_upstream(root)
+    if not counted:
         raise_if_non_finite_seed(checked)
-        _run(root, checked, retention, step)
-        return
     try:
-        _run(root, checked, retention, step)
+        if not isinstance(retention, GraphRetention):
+            raise TapeError("tape.retention-type", retention=retention)
+        backward(root, checked, retention, FusedStep(leaves, finish))
     except Exception:
-        raise_if_non_finite_seed(checked)
+        if counted:
+            raise_if_non_finite_seed(checked)
         raise
-
-
-def _run(root: Node, seed: FloatArray, retention: object, step: FusedStep) -> None:
-    if not isinstance(retention, GraphRetention):
-        raise TapeError("tape.retention-type", retention=retention)
-    backward(root, seed, retention, step)
 
 
 class FusedStep:

@@ -92,17 +92,9 @@ def _adam_row(  # pragma: no cover - JIT
 
 @compiled_kernel(parallel=True)
 def _update_rows(
-    rule: int,
-    table: Any,
-    undo: Any,
-    first: Any,
-    second: Any,
-    rows: Any,
-    upstream: Any,
-    starts: Any,
-    order: Any,
-    constants: Any,
+    rule: int, table: Any, undo: Any, states: Any, groups: Any, constants: Any
 ) -> Any:  # pragma: no cover - JIT
+    (first, second), (rows, upstream, starts, order) = states, groups
     width, count = table.shape[1], rows.shape[0]
     blocks = min(count, BLOCKS)
     bad_gradient = 0
@@ -174,11 +166,11 @@ def _one_pass(optimizer: Optimizer, position: int, gradient: RowGradient, step: 
             target[rows] = undo[:, index]
 
     def write(array: FloatArray) -> None:
-        first, second = [*states, array, array][:2]
+        two_states = (*states, array, array)[:2]  # SGD and Adagrad read no second (or first)
         with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
             constants = np.array(optimizer.row_constants(step), dtype=array.dtype)
         rule = RULES[optimizer.row_rule]
-        if _update_rows(rule, array, undo, first, second, *groups, constants) == (0, 0):
+        if _update_rows(rule, array, undo, two_states, groups, constants) == (0, 0):
             return
         restore(array)
         _numpy_rows(optimizer, position, gradient, step)  # raises

@@ -8,9 +8,8 @@ large row update (``optim.kernels``) writes as it checks, keeping an undo log.
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, TypeAlias, cast
 
 import numpy as np
@@ -31,8 +30,8 @@ from llm_from_scratch.optim.state import (
     ExpectedArray,
     checked_state,
     expected_arrays,
+    keyed,
     state_error,
-    state_key,
     viewed,
 )
 from llm_from_scratch.optim.validation import checked_learning_rate
@@ -198,7 +197,7 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         with self._lock:
             if self._steps >= STEP_LIMIT:
                 raise step_limit_error(self._kind, self._steps)
-            fused_backward_step(output, seed, retention, self._leaves, self._writes)
+            fused_backward_step(output, seed, retention, self._nodes, self._writes)
             self._steps += 1
 
     def zero_grad(self) -> None:
@@ -225,12 +224,15 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         """
         self._load(state, copy=True)
 
+    def _layout(self) -> dict[str, ExpectedArray]:
+        return expected_arrays(self._names, self._states)
+
     def _load(self, state: object, copy: bool) -> None:
+        """Load checked copies of ``state``'s arrays (without a copy: arrays just read)."""
         with self._lock:
-            checked = checked_state(self._kind, state_layout(self), state, copy=copy)
-            for name, arrays in zip(self._names, self._states, strict=True):
-                for state_name, array in arrays.items():
-                    np.copyto(array, checked[state_key(name, state_name)])
+            checked = checked_state(self._kind, self._layout(), state, copy=copy)
+            for key, _, array in keyed(self._names, self._states):
+                np.copyto(array, checked[key])
             self._steps = int(checked[STEP_KEY])
 
     # What a subclass defines ------------------------------------------------------------------
@@ -339,26 +341,6 @@ def step_limit_error(kind: str, steps: int) -> Exception:
     """``optimizer.state``: the step count cannot grow beyond an int64."""
     requirement = "be below 2**63 - 1 for another step to be counted (a state dict holds"
     return state_error(kind, STEP_KEY, requirement + " it as an int64)", steps)
-
-
-# For the state files (package-internal) ---------------------------------------------------------
-
-
-def state_layout(optimizer: Optimizer) -> dict[str, ExpectedArray]:
-    """Every key of the optimizer's state dict, in order, with its expected array."""
-    return expected_arrays(optimizer._names, optimizer._states)
-
-
-@contextlib.contextmanager
-def held_state(optimizer: Optimizer) -> Iterator[list[tuple[str, np.ndarray[Any, Any]]]]:
-    """The state dict as read-only views (no copy), while the optimizer's lock holds it."""
-    with optimizer._lock:
-        yield viewed(optimizer._names, optimizer._states, optimizer._steps)
-
-
-def load_owned_state(optimizer: Optimizer, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
-    """:meth:`Optimizer.load_state_dict` of arrays just read from a file, without a copy."""
-    optimizer._load(state, copy=False)
 
 
 # The parameter list -----------------------------------------------------------------------------
