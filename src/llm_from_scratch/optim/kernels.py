@@ -48,44 +48,52 @@ class Planned(NamedTuple):
 
 
 @kernel_helper
-def _sgd_row(table: Any, row: int, gradient: Any, constants: Any) -> Any:  # pragma: no cover
-    bad = 0
+def _sgd_row(  # pragma: no cover - JIT
+    table: Any, undo: Any, slot: int, row: int, gradient: Any, constants: Any
+) -> Any:
+    rate, bad = constants[0], 0  # constants read once: in the loop they would block vectors
     for feature in range(table.shape[1]):
-        value = table[row, feature] - constants[0] * gradient[feature]
-        bad += (value - value) != 0
+        old, g = table[row, feature], gradient[feature]
+        value = old - rate * g
+        bad += ((g - g) + (value - value)) != 0
+        undo[slot, 0, feature] = old
         table[row, feature] = value
     return bad
 
 
 @kernel_helper
 def _adagrad_row(  # pragma: no cover - JIT
-    table: Any, state_sum: Any, row: int, gradient: Any, constants: Any
+    table: Any, undo: Any, state_sum: Any, slot: int, row: int, gradient: Any, constants: Any
 ) -> Any:
-    bad = 0
+    negative_rate, eps, bad = constants[0], constants[1], 0
     for feature in range(table.shape[1]):
-        g = gradient[feature]
-        total = state_sum[row, feature] + g * g
-        value = table[row, feature] + (constants[0] * g) / (np.sqrt(total) + constants[1])
-        bad += ((value - value) + (total - total)) != 0
-        table[row, feature] = value
-        state_sum[row, feature] = total
+        old, old_sum, g = table[row, feature], state_sum[row, feature], gradient[feature]
+        total = old_sum + g * g
+        value = old + (negative_rate * g) / (np.sqrt(total) + eps)
+        bad += ((g - g) + (value - value) + (total - total)) != 0
+        undo[slot, 0, feature], undo[slot, 1, feature] = old, old_sum
+        table[row, feature], state_sum[row, feature] = value, total
     return bad
 
 
 @kernel_helper
 def _adam_row(  # pragma: no cover - JIT
-    table: Any, exp_avg: Any, exp_avg_sq: Any, row: int, gradient: Any, constants: Any
+    table: Any, undo: Any, states: Any, slot: int, row: int, gradient: Any, constants: Any
 ) -> Any:
-    bad = 0
+    exp_avg, exp_avg_sq = states
+    one_minus_beta1, one_minus_beta2, eps, negative_step_size = constants[:4]
+    weight_decay, value_decay, coupled_decay, bad = constants[4], constants[5], constants[6], 0
     for feature in range(table.shape[1]):
         old, m, v = table[row, feature], exp_avg[row, feature], exp_avg_sq[row, feature]
-        g = gradient[feature] + constants[4] * old if constants[6] != 0 else gradient[feature]
-        m_update = (g - m) * constants[0]
-        v_update = (g * g - v) * constants[1]
-        ratio = (m_update + m) / (np.sqrt(v_update + v) + constants[2])
-        value = old * constants[5] + constants[3] * ratio
+        summed = gradient[feature]
+        g = summed + weight_decay * old if coupled_decay != 0 else summed
+        m_update = (g - m) * one_minus_beta1
+        v_update = (g * g - v) * one_minus_beta2
+        ratio = (m_update + m) / (np.sqrt(v_update + v) + eps)
+        value = old * value_decay + negative_step_size * ratio
         m_new, v_new = m + m_update, v + v_update
-        bad += ((value - value) + (m_new - m_new) + (v_new - v_new)) != 0
+        bad += ((summed - summed) + (value - value) + (m_new - m_new) + (v_new - v_new)) != 0
+        undo[slot, 0, feature], undo[slot, 1, feature], undo[slot, 2, feature] = old, m, v
         table[row, feature], exp_avg[row, feature], exp_avg_sq[row, feature] = value, m_new, v_new
     return bad
 
@@ -94,34 +102,24 @@ def _adam_row(  # pragma: no cover - JIT
 def _update_rows(
     rule: int, table: Any, undo: Any, states: Any, groups: Any, constants: Any
 ) -> Any:  # pragma: no cover - JIT
-    (first, second), (rows, upstream, starts, order) = states, groups
+    rows, upstream, starts, order = groups
     width, count = table.shape[1], rows.shape[0]
     blocks = min(count, BLOCKS)
-    bad_gradient = 0
-    bad_step = 0
+    bad = 0
     for block in prange(blocks):
         gradient = np.empty(width, table.dtype)
-        block_bad_gradient = 0
-        block_bad_step = 0
+        block_bad = 0
         for slot in range(block * count // blocks, (block + 1) * count // blocks):
             scatter_sum(gradient, upstream, order, starts[slot], starts[slot + 1])
             row = rows[slot]
-            for feature in range(width):
-                block_bad_gradient += (gradient[feature] - gradient[feature]) != 0
-                undo[slot, 0, feature] = table[row, feature]
-                if rule > 0:
-                    undo[slot, 1, feature] = first[row, feature]
-                if rule > 1:
-                    undo[slot, 2, feature] = second[row, feature]
             if rule == 0:
-                block_bad_step += _sgd_row(table, row, gradient, constants)
+                block_bad += _sgd_row(table, undo, slot, row, gradient, constants)
             elif rule == 1:
-                block_bad_step += _adagrad_row(table, first, row, gradient, constants)
+                block_bad += _adagrad_row(table, undo, states[0], slot, row, gradient, constants)
             else:
-                block_bad_step += _adam_row(table, first, second, row, gradient, constants)
-        bad_gradient += block_bad_gradient
-        bad_step += block_bad_step
-    return bad_gradient, bad_step
+                block_bad += _adam_row(table, undo, states, slot, row, gradient, constants)
+        bad += block_bad
+    return bad
 
 
 def row_plan(
@@ -170,7 +168,7 @@ def _one_pass(optimizer: Optimizer, position: int, gradient: RowGradient, step: 
         with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
             constants = np.array(optimizer.row_constants(step), dtype=array.dtype)
         rule = RULES[optimizer.row_rule]
-        if _update_rows(rule, array, undo, two_states, groups, constants) == (0, 0):
+        if _update_rows(rule, array, undo, two_states, groups, constants) == 0:
             return
         restore(array)
         _numpy_rows(optimizer, position, gradient, step)  # raises
