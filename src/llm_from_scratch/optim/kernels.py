@@ -11,8 +11,8 @@ optimizer's NumPy expression; threads take blocks of rows, and no result depends
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias, cast
+from collections.abc import Callable, Sequence
+from typing import Any, Final, NamedTuple, TypeAlias, cast
 
 import numpy as np
 
@@ -28,9 +28,6 @@ from llm_from_scratch.autograd.kernels import position_sums, row_groups, scatter
 from llm_from_scratch.autograd.threads import Write
 from llm_from_scratch.optim.fused import DeferredRowGradient, RowGradient
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray
-
-if TYPE_CHECKING:
-    from llm_from_scratch.optim.optimizer import Optimizer
 
 BLOCKS: Final = 256  # at most this many blocks of rows per kernel run
 RULES: Final = {"sgd": 0, "adagrad": 1, "adam": 2}
@@ -122,11 +119,32 @@ def _update_rows(
     return bad
 
 
+class UndoLog:
+    """One parameter's undo buffer, kept between steps: fresh pages would cost more than the
+    copy into them."""
+
+    def __init__(self) -> None:
+        self._buffer = np.empty(0)
+
+    def sized(self, rows: int, arrays: int, width: int, dtype: np.dtype[Any]) -> FloatArray:
+        """A ``[rows, arrays, width]`` view of the buffer, grown when too small."""
+        size = rows * arrays * width
+        if self._buffer.dtype != dtype or self._buffer.size < size:
+            self._buffer = np.empty(size, dtype=dtype)
+        return self._buffer[:size].reshape(rows, arrays, width)
+
+
 def row_plan(
-    optimizer: Optimizer, position: int, gradient: RowGradient, step: int
+    gradient: RowGradient,
+    values: FloatArray,
+    states: list[FloatArray],
+    rule: str,
+    constants: tuple[float, ...],
+    numpy_rows: Callable[[IndexArray, FloatArray], Write],
+    log: UndoLog,
 ) -> Write | Planned:
-    """The update of a row gradient that is not a small summed one: NumPy for few terms, else
-    the compiled update with its undo log."""
+    """The update of a row gradient that is not a small summed one: NumPy's (``numpy_rows`` of
+    the summed rows) for few terms, else the compiled ``rule`` with its undo log."""
     pending = gradient.pending if isinstance(gradient, RowSparseGradient) else None
     if pending is not None:
         shape = (gradient.shape[0], gradient.shape[1])
@@ -136,45 +154,35 @@ def row_plan(
     else:
         terms = gradient.values.size
     if not runs_compiled(terms):
-        return _numpy_rows(optimizer, position, gradient, step)
-    return _one_pass(optimizer, position, gradient, step)
-
-
-def _numpy_rows(optimizer: Optimizer, position: int, gradient: RowGradient, step: int) -> Write:
-    """The NumPy update of the summed rows (a deferred gradient is summed now, raising the
-    tape's error for a sum that is not finite)."""
-    summed = gradient.materialized() if isinstance(gradient, DeferredRowGradient) else gradient
-    return optimizer._numpy_write(position, summed.rows, summed.values, step)
-
-
-def _one_pass(optimizer: Optimizer, position: int, gradient: RowGradient, step: int) -> Planned:
-    """The compiled update, checked as it writes: if anything came out non-finite, the old
-    rows go back and the NumPy path raises its error."""
-    states, groups = [*optimizer._states[position].values()], row_groups_of(gradient)
-    values, rows = optimizer._nodes[position].array, groups[0]
-    size = rows.size * (1 + len(states)) * values.shape[1]
-    log = optimizer._undo_logs.get(position)
-    if log is None or log.dtype != values.dtype or log.size < size:
-        # kept between steps: fresh pages would cost more than the copy
-        log = optimizer._undo_logs[position] = np.empty(size, dtype=values.dtype)
-    undo = log[:size].reshape(rows.size, 1 + len(states), values.shape[1])
+        return _summed(gradient, numpy_rows)
+    groups = row_groups_of(gradient)
+    rows = groups[0]
+    undo = log.sized(rows.size, 1 + len(states), values.shape[1], values.dtype)
 
     def restore(array: FloatArray) -> None:
         for index, target in enumerate([array, *states]):
             target[rows] = undo[:, index]
 
     def write(array: FloatArray) -> None:
+        """Checked as it writes: if anything came out non-finite, the old rows go back and the
+        NumPy path raises its error."""
         two_states = (*states, array, array)[:2]  # SGD and Adagrad read no second (or first)
         with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
-            constants = np.array(optimizer.row_constants(step), dtype=array.dtype)
-        rule = RULES[optimizer.row_rule]
-        if _update_rows(rule, array, undo, two_states, groups, constants) == 0:
+            typed = np.array(constants, dtype=array.dtype)
+        if _update_rows(RULES[rule], array, undo, two_states, groups, typed) == 0:
             return
         restore(array)
-        _numpy_rows(optimizer, position, gradient, step)  # raises
+        _summed(gradient, numpy_rows)  # raises
         raise RuntimeError("the compiled row update and NumPy disagree on finiteness")
 
     return Planned(write, restore)
+
+
+def _summed(gradient: RowGradient, numpy_rows: Callable[[IndexArray, FloatArray], Write]) -> Write:
+    """``numpy_rows`` of the summed rows (a deferred gradient is summed now, raising the tape's
+    error for a sum that is not finite)."""
+    summed = gradient.materialized() if isinstance(gradient, DeferredRowGradient) else gradient
+    return numpy_rows(summed.rows, summed.values)
 
 
 def row_groups_of(gradient: RowGradient) -> Groups:

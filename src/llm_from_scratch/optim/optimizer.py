@@ -8,8 +8,10 @@ large row update (``optim.kernels``) writes as it checks, keeping an undo log.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, NoReturn, TypeAlias, cast
 
 import numpy as np
@@ -22,8 +24,8 @@ from llm_from_scratch.autograd.value import node_of
 from llm_from_scratch.errors import NonFiniteError, OptionError
 from llm_from_scratch.nn.init import FREEZE_FALSE, FROZEN_DETAIL, NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable
-from llm_from_scratch.optim.fused import StepGradient, fused_backward_step
-from llm_from_scratch.optim.kernels import Planned, all_or_nothing, row_plan
+from llm_from_scratch.optim.fused import RowGradient, StepGradient, fused_backward_step
+from llm_from_scratch.optim.kernels import Planned, UndoLog, all_or_nothing, row_plan
 from llm_from_scratch.optim.state import (
     STEP_KEY,
     STEP_LIMIT,
@@ -83,7 +85,7 @@ class Optimizer:
         self._nodes = tuple(map(node_of, self._leaves))
         self._states = tuple(self.initial_state(leaf.numpy()) for leaf in self._leaves)
         self._steps = 0
-        self._undo_logs: dict[int, FloatArray] = {}
+        self._undo_logs = tuple(UndoLog() for _ in self._leaves)
         self._lock = threading.Lock()
 
     def __reduce__(self) -> NoReturn:
@@ -224,13 +226,10 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         """
         self._load(state, copy=True)
 
-    def _layout(self) -> dict[str, ExpectedArray]:
-        return expected_arrays(self._names, self._states)
-
     def _load(self, state: object, copy: bool) -> None:
         """Load checked copies of ``state``'s arrays (without a copy: arrays just read)."""
         with self._lock:
-            checked = checked_state(self._kind, self._layout(), state, copy=copy)
+            checked = checked_state(self._kind, state_layout(self), state, copy=copy)
             for key, _, array in keyed(self._names, self._states):
                 np.copyto(array, checked[key])
             self._steps = int(checked[STEP_KEY])
@@ -300,11 +299,11 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             elif (
                 isinstance(gradient, RowSparseGradient)
                 and gradient.pending is None
-                and not runs_compiled(gradient._values.size)
+                and not runs_compiled(gradient.values.size)
             ):
-                plans.append(self._numpy_write(position, gradient._rows, gradient._values, step))
+                plans.append(self._numpy_write(position, gradient.rows, gradient.values, step))
             else:
-                plan = row_plan(self, position, gradient, step)
+                plan = self._row_plan(position, gradient, step)
                 undoable = undoable or isinstance(plan, Planned)
                 plans.append(plan)
         return all_or_nothing(plans) if undoable else cast(list[Write], plans)
@@ -330,6 +329,14 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
 
         return write
 
+    def _row_plan(self, position: int, gradient: RowGradient, step: int) -> Write | Planned:
+        """:func:`~llm_from_scratch.optim.kernels.row_plan` of one parameter."""
+        numpy_rows = partial(self._numpy_write, position, step=step)
+        values, states = self._nodes[position].array, [*self._states[position].values()]
+        constants = self.row_constants(step)
+        log = self._undo_logs[position]
+        return row_plan(gradient, values, states, self.row_rule, constants, numpy_rows, log)
+
 
 def in_dtype(dtype: np.dtype[Any], *values: float) -> tuple[Any, ...]:
     """``values`` in a table's dtype (beyond its range, infinities: the step is then refused)."""
@@ -341,6 +348,26 @@ def step_limit_error(kind: str, steps: int) -> Exception:
     """``optimizer.state``: the step count cannot grow beyond an int64."""
     requirement = "be below 2**63 - 1 for another step to be counted (a state dict holds"
     return state_error(kind, STEP_KEY, requirement + " it as an int64)", steps)
+
+
+# For the state files (package-internal) ---------------------------------------------------------
+
+
+def state_layout(optimizer: Optimizer) -> dict[str, ExpectedArray]:
+    """Every key of the optimizer's state dict, in order, with its expected array."""
+    return expected_arrays(optimizer._names, optimizer._states)
+
+
+@contextlib.contextmanager
+def held_state(optimizer: Optimizer) -> Iterator[list[tuple[str, np.ndarray[Any, Any]]]]:
+    """The state dict as read-only views (no copy), while the optimizer's lock holds it."""
+    with optimizer._lock:
+        yield viewed(optimizer._names, optimizer._states, optimizer._steps)
+
+
+def load_owned_state(optimizer: Optimizer, state: Mapping[str, np.ndarray[Any, Any]]) -> None:
+    """:meth:`Optimizer.load_state_dict` of arrays just read from a file, without a copy."""
+    optimizer._load(state, copy=False)
 
 
 # The parameter list -----------------------------------------------------------------------------

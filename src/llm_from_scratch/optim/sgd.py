@@ -50,9 +50,9 @@ class SGD(Optimizer):
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
         with np.errstate(over="ignore", invalid="ignore"):
-            return [("value", values - values.dtype.type(self._learning_rate) * gradient)]
+            return [("value", values - values.dtype.type(self.learning_rate) * gradient)]
 
     updated_rows = updated
 
     def row_constants(self, step: int) -> tuple[float, ...]:
-        return (self._learning_rate,)
+        return (self.learning_rate,)

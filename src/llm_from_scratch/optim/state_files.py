@@ -19,8 +19,8 @@ from llm_from_scratch.nn.checkpoint import (
     read_tensor,
     write_arrays,
 )
-from llm_from_scratch.optim.optimizer import Optimizer
-from llm_from_scratch.optim.state import ExpectedArray, check_keys, check_layout, viewed
+from llm_from_scratch.optim.optimizer import Optimizer, held_state, load_owned_state, state_layout
+from llm_from_scratch.optim.state import ExpectedArray, check_keys, check_layout
 
 KIND_KEY: Final = "optimizer"
 
@@ -55,8 +55,8 @@ def save_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
     file_name = checked_path(path)
     checked = _checked_optimizer("save_state", optimizer)
     metadata = state_metadata(checked)
-    with checked._lock:  # the state as read-only views, no copy
-        write_arrays(file_name, viewed(checked._names, checked._states, checked._steps), metadata)
+    with held_state(checked) as arrays:
+        write_arrays(file_name, arrays, metadata)
 
 
 def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
@@ -92,7 +92,7 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
     """
     file_name = checked_path(path)
     checked = _checked_optimizer("load_state", optimizer)
-    expected = checked._layout()
+    expected = state_layout(checked)
     with opened(file_name) as (file, tensors, metadata):
         _check_metadata(checked, file_name, metadata)
         _check_tensors(checked, expected, tensors)
@@ -100,7 +100,7 @@ def load_state(path: str | os.PathLike[str], optimizer: Optimizer) -> None:
             tensor.name: read_tensor(file_name, file, tensor, expected[tensor.name].dtype, False)
             for tensor in tensors
         }
-    checked._load(arrays, copy=False)
+    load_owned_state(checked, arrays)
 
 
 def state_metadata(optimizer: Optimizer) -> dict[str, str]:
