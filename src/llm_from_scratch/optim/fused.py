@@ -44,10 +44,9 @@ Finish: TypeAlias = Callable[[list["StepGradient | None"]], Sequence[Write]]
 
 @dataclass(frozen=True, slots=True)
 class DeferredRowGradient:
-    """The gradient ``g[indices[p]] += upstream[sources[p]]`` of a ``[V, d]`` table, not yet
-    summed (``sources`` None: ``upstream[p]``) by the operation ``gather_rows`` or
-    ``embedding_bag``. The upstream rows are checked finite unless they are the seed of a pass
-    whose root is this gather (the kernel counts non-finite sums; the step checks the seed).
+    """The gradient ``g[indices[p]] += upstream[sources[p]]`` (``sources`` None: ``upstream[p]``)
+    of a ``[V, d]`` table by ``gather_rows`` or ``embedding_bag``, not yet summed; checked finite
+    unless it is the seed of a pass whose root is this gather (the kernel counts non-finite sums).
 
     Shape:
         ``indices``: ``[N]``, validated and read-only; ``upstream``: ``[N, d]`` (a gather) or
@@ -88,8 +87,7 @@ def deferred_gradient(saved: object, upstream: FloatArray) -> DeferredRowGradien
         return DeferredRowGradient(
             "gather_rows", saved.indices, np.ascontiguousarray(flat), saved.table_shape
         )
-    if not isinstance(saved, BagSaved):
-        raise TypeError(f"no deferred gradient for {type(saved).__name__}")
+    assert isinstance(saved, BagSaved)  # deferrable() chose it
     plan = saved.plan
     per_bag = np.ascontiguousarray(entry_upstream(saved, upstream))
     return DeferredRowGradient(

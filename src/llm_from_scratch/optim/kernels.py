@@ -1,12 +1,9 @@
-"""The compiled row update of a large row gradient, and its undo log (the plain NumPy step
-never comes here).
-
-One kernel serves SGD, Adagrad and the lazy Adam: for each row it sums the row's upstream group
-with the tape's own scatter-sum, then, feature by feature, keeps the old value and states in
-``undo[slot]``, stores the new ones and counts what is not finite (``x - x`` is NaN exactly for
-NaN and infinities). A finite value can still overflow as it is written, so a step that counts
-one puts the old rows back and raises. Compiled without fast-math, every value rounds like its
-optimizer's NumPy expression; threads take blocks of rows, and no result depends on the split.
+"""The compiled row update of a large row gradient and its undo log (the plain NumPy step
+never comes here). One kernel serves SGD, Adagrad and the lazy Adam: it sums each row's upstream
+group with the tape's scatter-sum, keeps the old row and states in ``undo``, writes the new ones
+and counts what is not finite (``x - x`` is NaN exactly for NaN and infinities); a step that
+counts one puts the old rows back and raises. Without fast-math every value rounds like the
+NumPy rule; threads take blocks of rows, and no result depends on the split.
 """
 
 from __future__ import annotations
@@ -31,8 +28,6 @@ from llm_from_scratch.tensor.storage import FloatArray, IndexArray
 
 BLOCKS: Final = 256  # at most this many blocks of rows per kernel run
 RULES: Final = {"sgd": 0, "adagrad": 1, "adam": 2}
-
-
 Groups: TypeAlias = "tuple[IndexArray, FloatArray, IndexArray, IndexArray]"
 """Row ``rows[k]`` (first) sums ``upstream[order[e]]`` for ``e`` in ``starts[k]:starts[k + 1]``."""
 

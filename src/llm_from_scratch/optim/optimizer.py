@@ -263,25 +263,24 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
     ) -> None:
         """Raise ``optimizer.non-finite-step`` at the lowest flat index (in the parameter) of a
         non-finite value among the planned arrays (of the whole parameter, or of its ``rows``)."""
-        worst: tuple[int, str, float] | None = None
+        found = []
         for state, array in candidates:
-            found = first_non_finite(array)
-            if found is None:
-                continue
-            index = found[0]
-            if rows is not None:
-                width = array.shape[1]
-                index = int(rows[index // width]) * width + index % width
-            if worst is None or index < worst[0]:
-                worst = (index, state, found[1])
-        if worst is not None:
+            bad = first_non_finite(array)
+            if bad is not None:
+                index, width = bad[0], array.shape[-1]
+                if rows is not None:
+                    index = int(rows[index // width]) * width + index % width
+                found.append((index, state, bad[1]))
+        if found:
+            index, state, value = min(found, key=lambda item: item[0])  # the first at the lowest
+            parameter = self._names[position]
             raise NonFiniteError(
                 "optimizer.non-finite-step",
                 optimizer=self._kind,
-                state=worst[1],
-                parameter=self._names[position],
-                index=worst[0],
-                value=worst[2],
+                state=state,
+                parameter=parameter,
+                index=index,
+                value=value,
             )
 
     def _writes(self, given: Sequence[StepGradient | None] | None = None) -> Sequence[Write]:
