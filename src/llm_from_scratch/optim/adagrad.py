@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
@@ -85,11 +84,11 @@ class Adagrad(Optimizer):
     def updated(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
-        negative_rate, eps = self.row_constants(values.dtype, step)
+        negative_rate, eps = in_dtype(values.dtype, *self.row_constants(step))
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             new_sum = states["sum"] + gradient * gradient
             new_values = values + (negative_rate * gradient) / (np.sqrt(new_sum) + eps)
         return [("value", new_values), ("sum", new_sum)]
 
-    def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
-        return in_dtype(dtype, -self.learning_rate, self.eps)
+    def row_constants(self, step: int) -> tuple[float, ...]:
+        return -self.learning_rate, self.eps

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
-from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, Setting, States
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, Setting, States, in_dtype
 from llm_from_scratch.optim.validation import (
     checked_betas,
     checked_flag,
@@ -54,17 +53,14 @@ class Adam(Optimizer):
         OptionError: a setting, in the order of the arguments above, then the parameters.
 
     Example:
-        >>> from llm_from_scratch.nn import Embedding, NamedParameter
+        >>> from llm_from_scratch.autograd import TensorValue
         >>> from llm_from_scratch.tensor import Tensor
-        >>> table = NamedParameter.from_tensor("token_embedding.weight", Tensor((3, 1), [1, 2, 3]))
-        >>> layer = Embedding.from_parameter(table)
-        >>> optimizer = Adam(layer.parameters(), learning_rate=0.1)
-        >>> layer([2, 2]).sum().backward()
-        >>> optimizer.step()  # the first step moves a touched value by about lr
-        >>> [round(v, 6) for v in layer.table.tensor.numpy().ravel().tolist()]
-        [1.0, 2.0, 2.9]
-        >>> sorted(optimizer.state_dict())
-        ['step', 'token_embedding.weight.exp_avg', 'token_embedding.weight.exp_avg_sq']
+        >>> weight = TensorValue.parameter(Tensor((2,), [1.0, 2.0]))  # a bare leaf: named "0"
+        >>> optimizer = Adam([weight], learning_rate=0.1)
+        >>> (weight * weight).sum().backward()
+        >>> optimizer.step()  # the first step moves every value by about lr
+        >>> [round(v, 6) for v in weight.numpy().tolist()], sorted(optimizer.state_dict())
+        ([0.9, 1.9], ['0.exp_avg', '0.exp_avg_sq', 'step'])
     """
 
     state_names = ("exp_avg", "exp_avg_sq")
@@ -119,34 +115,31 @@ class Adam(Optimizer):
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
         """torch.optim.SparseAdam's lazy update, term by term as the compiled kernel does it."""
-        constants, coupled_decay = self.row_constants(values.dtype, step)
-        one_minus_beta1, one_minus_beta2, eps, negative_step_size, decay, value_decay = constants
+        beta1_weight, beta2_weight, eps, negative_step_size, decay, value_decay, coupled = in_dtype(
+            values.dtype, *self.row_constants(step)
+        )
         g, m, v = gradient, states["exp_avg"], states["exp_avg_sq"]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            if coupled_decay:
+            if coupled:
                 g = g + decay * values
-            m_update = (g - m) * one_minus_beta1
-            v_update = (g * g - v) * one_minus_beta2
+            m_update = (g - m) * beta1_weight
+            v_update = (g * g - v) * beta2_weight
             ratio = (m_update + m) / (np.sqrt(v_update + v) + eps)
             new_values = values * value_decay + negative_step_size * ratio
         return [("value", new_values), ("exp_avg", m + m_update), ("exp_avg_sq", v + v_update)]
 
-    def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
-        """``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, the weight decay and the
-        decoupled decay factor (one array), and whether the decay adds to the gradient."""
+    def row_constants(self, step: int) -> tuple[float, ...]:
+        """``1 - beta1``, ``1 - beta2``, ``eps``, ``-step_size``, the weight decay, the
+        decoupled decay factor, and 1 when the decay adds to the gradient (else 0)."""
         lr, (beta1, beta2), decay = self.learning_rate, self.betas, self.weight_decay
         step_size = lr * math.sqrt(1 - beta2**step) / (1 - beta1**step)
         value_decay = 1 - lr * decay if self.decoupled else 1.0
-        with np.errstate(over="ignore"):  # beyond float32 a constant is inf: the step is refused
-            constants = np.array(
-                [1 - beta1, 1 - beta2, self.eps, -step_size, decay, value_decay], dtype=dtype
-            )
-        return constants, decay != 0 and not self.decoupled
+        coupled = float(decay != 0 and not self.decoupled)
+        return 1 - beta1, 1 - beta2, self.eps, -step_size, decay, value_decay, coupled
 
 
 SparseAdam = Adam
-"""``torch.optim.SparseAdam`` is :class:`Adam` here: on a row-sparse gradient Adam's update is
-SparseAdam's lazy one."""
+"""``torch.optim.SparseAdam`` is :class:`Adam`: on a row-sparse gradient its update is lazy."""
 
 
 class AdamW(Adam):

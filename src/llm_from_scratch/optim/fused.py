@@ -16,10 +16,8 @@ import numpy as np
 
 from llm_from_scratch.autograd import GraphRetention, TensorValue
 from llm_from_scratch.autograd.bag import BagSaved, entry_upstream
-from llm_from_scratch.autograd.dispatch import runs_compiled, runs_on_one_thread
 from llm_from_scratch.autograd.gather import RowGatherPlan, counts_non_finite_upstream
 from llm_from_scratch.autograd.gradient import Gradient, RowSparseGradient, add_gradients
-from llm_from_scratch.autograd.kernels import position_sums, row_groups
 from llm_from_scratch.autograd.tape import (
     Node,
     Operation,
@@ -46,10 +44,9 @@ Finish: TypeAlias = Callable[[list["StepGradient | None"]], Sequence[Write]]
 
 @dataclass(frozen=True, slots=True)
 class DeferredRowGradient:
-    """The gradient ``g[indices[p]] += upstream[sources[p]]`` of a ``[V, d]`` table, not yet
-    summed (``sources`` None: ``upstream[p]``) by the operation ``gather_rows`` or
-    ``embedding_bag``. The upstream rows are checked finite unless they are the seed of a pass
-    whose root is this gather (the kernel counts non-finite sums; the step checks the seed).
+    """The gradient ``g[indices[p]] += upstream[sources[p]]`` (``sources`` None: ``upstream[p]``)
+    of a ``[V, d]`` table by ``gather_rows`` or ``embedding_bag``, not yet summed; checked finite
+    unless it is the seed of a pass whose root is this gather (the kernel counts non-finite sums).
 
     Shape:
         ``indices``: ``[N]``, validated and read-only; ``upstream``: ``[N, d]`` (a gather) or
@@ -90,8 +87,7 @@ def deferred_gradient(saved: object, upstream: FloatArray) -> DeferredRowGradien
         return DeferredRowGradient(
             "gather_rows", saved.indices, np.ascontiguousarray(flat), saved.table_shape
         )
-    if not isinstance(saved, BagSaved):
-        raise TypeError(f"no deferred gradient for {type(saved).__name__}")
+    assert isinstance(saved, BagSaved)  # deferrable() chose it
     plan = saved.plan
     per_bag = np.ascontiguousarray(entry_upstream(saved, upstream))
     return DeferredRowGradient(
@@ -100,34 +96,25 @@ def deferred_gradient(saved: object, upstream: FloatArray) -> DeferredRowGradien
 
 
 def fused_backward_step(
-    output: TensorValue,
-    seed: object,
-    retention: object,
-    leaves: Sequence[TensorValue],
-    finish: Finish,
+    output: TensorValue, seed: object, retention: object, leaves: Sequence[Node], finish: Finish
 ) -> None:
     """Reverse mode from ``output`` fused with an in-place update of the parameter ``leaves``,
     raising what ``backward_with_seed`` raises in its order, then what ``finish`` and its writes
     raise (having changed nothing). The seed of a large plain gather is checked finite only
     when the step fails (its kernel counts non-finite sums), and then first."""
     checked = unit_seed(output) if seed is None else converted_seed(output, seed)
-    step = FusedStep([node_of(leaf) for leaf in leaves], finish)
     root = node_of(output)
-    if not counts_non_finite_upstream(root):
+    counted = counts_non_finite_upstream(root)
+    if not counted:
         raise_if_non_finite_seed(checked)
-        _run(root, checked, retention, step)
-        return
     try:
-        _run(root, checked, retention, step)
+        if not isinstance(retention, GraphRetention):
+            raise TapeError("tape.retention-type", retention=retention)
+        backward(root, checked, retention, FusedStep(leaves, finish))
     except Exception:
-        raise_if_non_finite_seed(checked)
+        if counted:
+            raise_if_non_finite_seed(checked)
         raise
-
-
-def _run(root: Node, seed: FloatArray, retention: object, step: FusedStep) -> None:
-    if not isinstance(retention, GraphRetention):
-        raise TapeError("tape.retention-type", retention=retention)
-    backward(root, seed, retention, step)
 
 
 class FusedStep:
@@ -189,55 +176,6 @@ class FusedStep:
                 given[at] = gradient
         write_parameters(self.leaves, self._finish(given))
         return [*((leaf, zero_gradient(leaf.array)) for leaf in self.leaves), *others]
-
-
-@dataclass(frozen=True, slots=True)
-class RowGroups:
-    """What a compiled row update reads: row ``rows[slot]`` sums ``upstream[order[e]]`` for ``e``
-    in ``starts[slot]:starts[slot + 1]``, from ``+0.0``, in the tape's scatter order.
-
-    Shape:
-        ``rows``: ``[k]``; ``upstream``: ``[n, d]`` (C-contiguous); ``starts``: ``[k + 1]``;
-        ``order``: ``[n]``.
-    """
-
-    rows: IndexArray
-    upstream: FloatArray
-    starts: IndexArray
-    order: IndexArray
-
-
-def runs_compiled_rows(gradient: RowGradient) -> bool:
-    """True when the row update of ``gradient`` runs a compiled kernel (many terms)."""
-    if isinstance(gradient, DeferredRowGradient):
-        return runs_compiled(gradient.indices.size * gradient.shape[1])
-    return runs_compiled(gradient.values.size)
-
-
-def row_groups_of(gradient: RowGradient) -> RowGroups:
-    """The rows and their upstream groups, for a compiled kernel. A stored gradient is one
-    upstream vector per row, never ``-0.0``, so adding it to ``+0.0`` gives it back bit for bit;
-    a deferred gather on one kernel thread is summed first, front to back, a third faster
-    (``docs/performance.md``)."""
-    if isinstance(gradient, DeferredRowGradient):
-        if gradient.sources is not None or not runs_on_one_thread():
-            rows, starts, order = row_groups(gradient.indices, gradient.shape[0])
-            if gradient.sources is not None:
-                order = gradient.sources[order]
-            return RowGroups(rows, gradient.upstream, starts, order)
-        rows, values = position_sums(gradient.indices, gradient.upstream, gradient.shape[0])
-    else:
-        rows, values = gradient.rows, np.ascontiguousarray(gradient.values)
-    slots = np.arange(rows.size + 1, dtype=np.intp)
-    return RowGroups(rows, values, slots, slots[:-1])
-
-
-def summed_rows(gradient: RowGradient) -> tuple[IndexArray, FloatArray]:
-    """Sorted unique rows and their summed gradients (a deferred gradient is summed now,
-    raising the tape's error for a sum that is not finite)."""
-    if isinstance(gradient, DeferredRowGradient):
-        gradient = gradient.materialized()
-    return gradient.rows, gradient.values
 
 
 def _added(stored: Gradient, gradient: Gradient) -> Gradient:

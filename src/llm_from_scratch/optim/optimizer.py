@@ -1,53 +1,45 @@
 """What every optimizer shares: named parameters, settings, state arrays, a step count, and
 steps that change everything or nothing.
 
-A step holds every parameter's update lock while it plans and writes. With NumPy it plans every
-new value and state and refuses the step if any is not finite; a large row-sparse update (a
-compiled kernel) writes at once, keeping the old rows in an undo log that it puts back before it
-raises (``docs/performance.md``). The optimizer's own lock orders its steps and state reads.
+A step holds every parameter's update lock while it plans and writes. With NumPy it computes
+every new value and state and refuses the step if any is not finite before writing; only a
+large row update (``optim.kernels``) writes as it checks, keeping an undo log.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NoReturn, TypeAlias
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
+from typing import Any, NoReturn, TypeAlias, cast
 
 import numpy as np
 
 from llm_from_scratch.autograd import GraphRetention, RowSparseGradient, TensorValue
+from llm_from_scratch.autograd.dispatch import runs_compiled
 from llm_from_scratch.autograd.gradient import first_non_finite
-from llm_from_scratch.autograd.value import update_leaves_in_place
+from llm_from_scratch.autograd.threads import Write, update_parameters
+from llm_from_scratch.autograd.value import node_of
 from llm_from_scratch.errors import NonFiniteError, OptionError
 from llm_from_scratch.nn.init import FREEZE_FALSE, FROZEN_DETAIL, NamedParameter, NamedParameters
 from llm_from_scratch.nn.tables import FrozenTable
-from llm_from_scratch.optim.fused import (
-    DeferredRowGradient,
-    RowGradient,
-    StepGradient,
-    fused_backward_step,
-    row_groups_of,
-    runs_compiled_rows,
-    summed_rows,
-)
-from llm_from_scratch.optim.kernels import update_rows
+from llm_from_scratch.optim.fused import RowGradient, StepGradient, fused_backward_step
+from llm_from_scratch.optim.kernels import Planned, UndoLog, all_or_nothing, row_plan
 from llm_from_scratch.optim.state import (
     STEP_KEY,
     STEP_LIMIT,
     ExpectedArray,
     checked_state,
     expected_arrays,
+    keyed,
     state_error,
-    state_key,
     viewed,
 )
 from llm_from_scratch.optim.validation import checked_learning_rate
 from llm_from_scratch.pytorch_names import PyTorchName
 from llm_from_scratch.tensor.storage import FloatArray, IndexArray, Tensor
 
-Write: TypeAlias = Callable[[FloatArray], None]  # updates one parameter's values and states
 States: TypeAlias = Mapping[str, FloatArray]  # one parameter's state arrays (or rows) by name
 NewArrays: TypeAlias = list[tuple[str, FloatArray]]  # ("value", values) first, then each state
 
@@ -90,9 +82,10 @@ class Optimizer:
     ) -> None:
         self._kind, self._learning_rate, self._settings = kind, learning_rate, dict(settings or {})
         self._names, self._leaves = named_leaves(kind, parameters)
+        self._nodes = tuple(map(node_of, self._leaves))
         self._states = tuple(self.initial_state(leaf.numpy()) for leaf in self._leaves)
         self._steps = 0
-        self._undo_logs: dict[int, FloatArray] = {}
+        self._undo_logs = tuple(UndoLog() for _ in self._leaves)
         self._lock = threading.Lock()
 
     def __reduce__(self) -> NoReturn:
@@ -175,8 +168,9 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
                 index that would not be finite; nothing changed.
         """
         with self._lock:
-            self._check_step_count()
-            update_leaves_in_place(self._leaves, lambda: self._planned([None] * len(self._leaves)))
+            if self._steps >= STEP_LIMIT:
+                raise step_limit_error(self._kind, self._steps)
+            update_parameters(self._nodes, self._writes)
             self._steps += 1
 
     def backward_step(
@@ -203,8 +197,9 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
                 "optimizer.output-type", optimizer=self._kind, value_type=type(output).__name__
             )
         with self._lock:
-            self._check_step_count()
-            fused_backward_step(output, seed, retention, self._leaves, self._planned)
+            if self._steps >= STEP_LIMIT:
+                raise step_limit_error(self._kind, self._steps)
+            fused_backward_step(output, seed, retention, self._nodes, self._writes)
             self._steps += 1
 
     def zero_grad(self) -> None:
@@ -232,18 +227,12 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         self._load(state, copy=True)
 
     def _load(self, state: object, copy: bool) -> None:
+        """Load checked copies of ``state``'s arrays (without a copy: arrays just read)."""
         with self._lock:
             checked = checked_state(self._kind, state_layout(self), state, copy=copy)
-            for name, arrays in zip(self._names, self._states, strict=True):
-                for state_name, array in arrays.items():
-                    np.copyto(array, checked[state_key(name, state_name)])
+            for key, _, array in keyed(self._names, self._states):
+                np.copyto(array, checked[key])
             self._steps = int(checked[STEP_KEY])
-
-    def _check_step_count(self) -> None:
-        if self._steps >= STEP_LIMIT:
-            requirement = "be below 2**63 - 1 for another step to be counted (a state dict holds"
-            requirement += " it as an int64)"
-            raise state_error(self._kind, STEP_KEY, requirement, self._steps)
 
     # What a subclass defines ------------------------------------------------------------------
 
@@ -263,9 +252,8 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
         """:meth:`updated` for the rows of a row-sparse gradient (the same rule by default)."""
         return self.updated(values, states, gradient, step)
 
-    def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
-        """The constants :func:`~llm_from_scratch.optim.kernels.update_rows` reads, in the
-        table's dtype."""
+    def row_constants(self, step: int) -> tuple[float, ...]:
+        """The constants :func:`~llm_from_scratch.optim.kernels.update_rows` reads."""
         raise NotImplementedError
 
     # Planning and committing ------------------------------------------------------------------
@@ -275,90 +263,78 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
     ) -> None:
         """Raise ``optimizer.non-finite-step`` at the lowest flat index (in the parameter) of a
         non-finite value among the planned arrays (of the whole parameter, or of its ``rows``)."""
-        worst: tuple[int, str, float] | None = None
+        found = []
         for state, array in candidates:
-            found = first_non_finite(array)
-            if found is None:
-                continue
-            index = found[0]
-            if rows is not None:
-                width = array.shape[1]
-                index = int(rows[index // width]) * width + index % width
-            if worst is None or index < worst[0]:
-                worst = (index, state, found[1])
-        if worst is not None:
+            bad = first_non_finite(array)
+            if bad is not None:
+                index, width = bad[0], array.shape[-1]
+                if rows is not None:
+                    index = int(rows[index // width]) * width + index % width
+                found.append((index, state, bad[1]))
+        if found:
+            index, state, value = min(found, key=lambda item: item[0])  # the first at the lowest
+            parameter = self._names[position]
             raise NonFiniteError(
                 "optimizer.non-finite-step",
                 optimizer=self._kind,
-                state=worst[1],
-                parameter=self._names[position],
-                index=worst[0],
-                value=worst[2],
+                state=state,
+                parameter=parameter,
+                index=index,
+                value=value,
             )
 
-    def _planned(self, given: Sequence[StepGradient | None]) -> list[Write]:
-        """One write per parameter, planned from its given gradient (its stored one where None);
-        each hands its writeable values over, and the last one commits all of them."""
-        step = self._steps + 1
-        plans = [
-            self._planned_one(position, stored_gradient(leaf) if item is None else item, step)
-            for position, (leaf, item) in enumerate(zip(self._leaves, given, strict=True))
-        ]
-        arrays: list[FloatArray] = []
+    def _writes(self, given: Sequence[StepGradient | None] | None = None) -> Sequence[Write]:
+        """One write per parameter from its given gradient (its stored one where None), each
+        new value and state checked before any is written."""
+        step, undoable = self._steps + 1, False
+        plans: list[Write | Planned] = []
+        for position, node in enumerate(self._nodes):
+            gradient = None if given is None else given[position]
+            if gradient is None:
+                gradient = node.gradient
+            assert gradient is not None  # a parameter always holds a gradient
+            if isinstance(gradient, np.ndarray):
+                plans.append(self._numpy_write(position, None, gradient, step))
+            elif (
+                isinstance(gradient, RowSparseGradient)
+                and gradient.pending is None
+                and not runs_compiled(gradient.values.size)
+            ):
+                plans.append(self._numpy_write(position, gradient.rows, gradient.values, step))
+            else:
+                plan = self._row_plan(position, gradient, step)
+                undoable = undoable or isinstance(plan, Planned)
+                plans.append(plan)
+        return all_or_nothing(plans) if undoable else cast(list[Write], plans)
 
-        def hand_over(array: FloatArray) -> None:
-            arrays.append(array)
-            if len(arrays) == len(plans):
-                _commit(plans, arrays)
-
-        return [hand_over] * len(plans)
-
-    def _planned_one(self, position: int, gradient: StepGradient, step: int) -> Planned:
-        values, states = self._leaves[position].numpy(), self._states[position]
-        if not isinstance(gradient, RowSparseGradient | DeferredRowGradient):
-            new = self.updated(values, states, gradient, step)
-            self.raise_non_finite(position, new)
-            return Planned(_writing(new, states, None))
-        if runs_compiled_rows(gradient):
-            return self._one_pass(position, gradient, step)
-        return Planned(self._numpy_rows(position, values, gradient, step))
-
-    def _numpy_rows(
-        self, position: int, values: FloatArray, gradient: RowGradient, step: int
+    def _numpy_write(
+        self, position: int, rows: IndexArray | None, gradient: FloatArray, step: int
     ) -> Write:
-        rows, summed = summed_rows(gradient)
-        states = self._states[position]
-        old_states = {name: array[rows] for name, array in states.items()}
-        new = self.updated_rows(values[rows], old_states, summed, step)
-        self.raise_non_finite(position, new, rows)
-        return _writing(new, states, rows)
-
-    def _one_pass(self, position: int, gradient: RowGradient, step: int) -> Planned:
-        """The compiled update, checked as it writes: if anything came out non-finite, the old
-        rows go back and the NumPy path raises its error."""
-        states, groups = self._states[position], row_groups_of(gradient)
-        values = self._leaves[position].numpy()
-        size = groups.rows.size * (1 + len(states)) * values.shape[1]
-        log = self._undo_logs.get(position)
-        if log is None or log.dtype != values.dtype or log.size < size:
-            # kept between steps: fresh pages would cost more than the copy
-            log = self._undo_logs[position] = np.empty(size, dtype=values.dtype)
-        undo = log[:size].reshape(groups.rows.size, 1 + len(states), values.shape[1])
-
-        def restore(array: FloatArray) -> None:
-            for index, target in enumerate([array, *states.values()]):
-                target[groups.rows] = undo[:, index]
+        """The new values and states of a parameter (of its ``rows``), computed and checked."""
+        values, states = self._nodes[position].array, self._states[position]
+        if rows is None:
+            new = self.updated(values, states, gradient, step)
+        else:
+            old = {name: array[rows] for name, array in states.items()}
+            new = self.updated_rows(values[rows], old, gradient, step)
+        for _, array in new:
+            if not np.isfinite(array).all():
+                self.raise_non_finite(position, new, rows)
+        where: Any = Ellipsis if rows is None else rows
 
         def write(array: FloatArray) -> None:
-            constants = self.row_constants(array.dtype, step)
-            counts = update_rows(self.row_rule, array, [*states.values()], undo, groups, constants)
-            if counts == (0, 0):
-                return
-            restore(array)
-            self._numpy_rows(position, array, gradient, step)  # raises
-            raise RuntimeError("the compiled row update and NumPy disagree on finiteness")
+            for name, computed in new:
+                (array if name == "value" else states[name])[where] = computed
 
-        return Planned(write, restore)
+        return write
+
+    def _row_plan(self, position: int, gradient: RowGradient, step: int) -> Write | Planned:
+        """:func:`~llm_from_scratch.optim.kernels.row_plan` of one parameter."""
+        numpy_rows = partial(self._numpy_write, position, step=step)
+        values, states = self._nodes[position].array, [*self._states[position].values()]
+        constants = self.row_constants(step)
+        log = self._undo_logs[position]
+        return row_plan(gradient, values, states, self.row_rule, constants, numpy_rows, log)
 
 
 def in_dtype(dtype: np.dtype[Any], *values: float) -> tuple[Any, ...]:
@@ -367,54 +343,10 @@ def in_dtype(dtype: np.dtype[Any], *values: float) -> tuple[Any, ...]:
         return tuple(dtype.type(value) for value in values)
 
 
-@dataclass(frozen=True, slots=True)
-class Planned:
-    """A checked update of one parameter, or (with ``undo``) a compiled one that can be undone."""
-
-    write: Write
-    undo: Write | None = None
-
-
-def _commit(plans: Sequence[Planned], arrays: Sequence[FloatArray]) -> None:
-    """The compiled updates first (one that raises undoes those before it), then the others."""
-    order = sorted(range(len(plans)), key=lambda position: plans[position].undo is None)
-    written: list[int] = []
-    try:
-        for position in order:
-            plans[position].write(arrays[position])
-            written.append(position)
-    except BaseException:
-        for position in reversed(written):
-            undo = plans[position].undo
-            if undo is not None:
-                undo(arrays[position])
-        raise
-
-
-def _writing(new: NewArrays, states: States, rows: IndexArray | None) -> Write:
-    """The write of NumPy-computed values and states (all of them, or the listed rows)."""
-    where: Any = Ellipsis if rows is None else rows
-
-    def write(array: FloatArray) -> None:
-        for name, values in new:
-            (array if name == "value" else states[name])[where] = values
-
-    return write
-
-
-def stored_gradient(leaf: TensorValue) -> StepGradient:
-    """A parameter's stored gradient, dense, row-sparse, or its upstream rows not yet summed
-    (the step sums them as the fused step does: the same kernel, the same bits)."""
-    sparse = leaf.sparse_gradient
-    if sparse is not None:
-        pending = sparse.pending
-        if pending is not None:
-            shape = (sparse.shape[0], sparse.shape[1])
-            return DeferredRowGradient("gather_rows", pending.indices, pending.upstream, shape)
-        return sparse
-    dense = leaf.gradient
-    assert dense is not None  # a parameter leaf always holds a gradient
-    return dense.numpy()
+def step_limit_error(kind: str, steps: int) -> Exception:
+    """``optimizer.state``: the step count cannot grow beyond an int64."""
+    requirement = "be below 2**63 - 1 for another step to be counted (a state dict holds"
+    return state_error(kind, STEP_KEY, requirement + " it as an int64)", steps)
 
 
 # For the state files (package-internal) ---------------------------------------------------------

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
 from llm_from_scratch.autograd import TensorValue
 from llm_from_scratch.nn.init import NamedParameter
-from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States, in_dtype
+from llm_from_scratch.optim.optimizer import NewArrays, Optimizer, States
 from llm_from_scratch.optim.validation import checked_learning_rate
 from llm_from_scratch.pytorch_names import pytorch_keywords
 from llm_from_scratch.tensor.storage import FloatArray
@@ -50,9 +49,10 @@ class SGD(Optimizer):
     def updated(
         self, values: FloatArray, states: States, gradient: FloatArray, step: int
     ) -> NewArrays:
-        (rate,) = self.row_constants(values.dtype, step)
         with np.errstate(over="ignore", invalid="ignore"):
-            return [("value", values - rate * gradient)]
+            return [("value", values - values.dtype.type(self.learning_rate) * gradient)]
 
-    def row_constants(self, dtype: np.dtype[Any], step: int) -> tuple[Any, ...]:
-        return in_dtype(dtype, self.learning_rate)
+    updated_rows = updated
+
+    def row_constants(self, step: int) -> tuple[float, ...]:
+        return (self.learning_rate,)

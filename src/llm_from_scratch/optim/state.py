@@ -1,6 +1,5 @@
 """Optimizer state as a flat mapping, and its checks on loading: ``<parameter name>.<state
-name>`` (``token_embedding.weight.exp_avg``) for each state array (a bare leaf is named by its
-position, as PyTorch numbers them), and ``step``, the step count (a 0-d ``int64`` array).
+name>`` (``token_embedding.weight.exp_avg``) for each state array, and ``step`` (0-d ``int64``).
 """
 
 from __future__ import annotations
@@ -26,17 +25,13 @@ STEP_LIMIT: Final = int(np.iinfo(STEP_DTYPE).max)  # 2**63 - 1, the largest step
 NON_NEGATIVE: Final = frozenset({"exp_avg_sq", "sum"})  # sums of squares
 
 
-def state_key(parameter: str, state: str) -> str:
-    """The state-dict key of one parameter's state array: ``token_embedding.weight.exp_avg``."""
-    return f"{parameter}.{state}"
-
-
-def _keyed(
+def keyed(
     names: Sequence[str], states: Sequence[Mapping[str, FloatArray]]
 ) -> Iterator[tuple[str, str, FloatArray]]:
+    """Each state array with its key (``token_embedding.weight.exp_avg``) and state name."""
     for name, arrays in zip(names, states, strict=True):
         for state, array in arrays.items():
-            yield state_key(name, state), state, array
+            yield f"{name}.{state}", state, array
 
 
 def state_error(optimizer: str, key: object, requirement: str, actual: object) -> FormatError:
@@ -48,7 +43,7 @@ def state_error(optimizer: str, key: object, requirement: str, actual: object) -
 
 @dataclass(frozen=True, slots=True)
 class ExpectedArray:
-    """What a loaded array must be: its shape, its dtype, and whether it may be negative."""
+    """What a loaded array must be: its shape, its dtype, whether it may be negative."""
 
     shape: Shape
     dtype: np.dtype[Any]
@@ -68,7 +63,7 @@ def expected_arrays(
     """Every key of an optimizer's state dict, in order, with its expected array."""
     expected = {
         key: ExpectedArray(array.shape, array.dtype, state in NON_NEGATIVE)
-        for key, state, array in _keyed(names, states)
+        for key, state, array in keyed(names, states)
     }
     return expected | {STEP_KEY: ExpectedArray((), STEP_DTYPE, non_negative=True)}
 
@@ -77,7 +72,7 @@ def viewed(
     names: Sequence[str], states: Sequence[Mapping[str, FloatArray]], steps: int
 ) -> list[tuple[str, np.ndarray[Any, Any]]]:
     """Read-only views of every state array (no copy), then the step count."""
-    found = [(key, read_only_view(array)) for key, _, array in _keyed(names, states)]
+    found = [(key, read_only_view(array)) for key, _, array in keyed(names, states)]
     return [*found, (STEP_KEY, np.array(steps, dtype=STEP_DTYPE))]
 
 
@@ -85,9 +80,8 @@ def checked_state(
     optimizer: str, expected: Mapping[str, ExpectedArray], state: object, *, copy: bool = True
 ) -> dict[str, np.ndarray[Any, Any]]:
     """``state`` after every check, in order: the mapping (``optimizer.state-type``); missing
-    keys, then unknown ones; then each key's array type, shape, dtype and values (each the first
-    failing ``optimizer.state``). Each array is copied once and the copy checked, unless
-    ``copy`` is false (arrays just read from a file)."""
+    keys, then unknown ones; then each array's type, shape, dtype and values (the first failing
+    ``optimizer.state``); each copied once and the copy checked, unless ``copy`` is false."""
     if not isinstance(state, Mapping):
         value_type = type(state).__name__
         raise FormatError("optimizer.state-type", optimizer=optimizer, value_type=value_type)
@@ -123,7 +117,7 @@ def check_layout(
 def _checked_array(
     optimizer: str, key: str, want: ExpectedArray, value: object, copy: bool
 ) -> np.ndarray[Any, Any]:
-    """The array (its plain data; not masked), copied once so that what is checked is loaded."""
+    """The plain data (no mask), copied once so that what is checked is loaded."""
     if not isinstance(value, np.ndarray) or is_masked_array(value):
         raise state_error(optimizer, key, "be a NumPy array", type(value).__name__)
     plain = plain_view(value)
