@@ -137,6 +137,11 @@ class RowSparseGradient:
         object.__setattr__(gradient, "pending", PendingRows(indices, kept))
         return gradient
 
+    def summed_rows(self) -> tuple[IndexArray, FloatArray]:
+        """:attr:`rows` and :attr:`values` as held, not as read-only views: for the package's
+        own readers, which never write them (an optimizer step)."""
+        return self._rows, self._values
+
     def lists_no_rows(self) -> bool:
         """True for the all-zero gradient (a pending one always lists rows; not summed here)."""
         return self.pending is None and self._rows.size == 0

@@ -295,12 +295,14 @@ betas=(0.9, 0.999), eps=1e-08, weight_decay=0.0, step_count=0)
             assert gradient is not None  # a parameter always holds a gradient
             if isinstance(gradient, np.ndarray):
                 plans.append(self._numpy_write(position, None, gradient, step))
-            elif (
-                isinstance(gradient, RowSparseGradient)
-                and gradient.pending is None
-                and not runs_compiled(gradient.values.size)
-            ):
-                plans.append(self._numpy_write(position, gradient.rows, gradient.values, step))
+                continue
+            summed = (
+                gradient.summed_rows()
+                if isinstance(gradient, RowSparseGradient) and gradient.pending is None
+                else None
+            )
+            if summed is not None and not runs_compiled(summed[1].size):
+                plans.append(self._numpy_write(position, *summed, step))
             else:
                 plan = self._row_plan(position, gradient, step)
                 undoable = undoable or isinstance(plan, Planned)
