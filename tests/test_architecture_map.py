@@ -6,10 +6,14 @@ from __future__ import annotations
 import importlib
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+import numpy as np
+
 from llm_from_scratch.nn import Embedding, NamedParameter
+from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 
 from conftest import KNOWN_TABLE
@@ -88,10 +92,8 @@ def test_every_module_and_name_the_map_mentions_exists() -> None:
     assert unknown == []
 
 
-def traced_lookup() -> list[str]:
-    table = NamedParameter.from_tensor("token_embedding.weight", Tensor((4, 2), KNOWN_TABLE))
-    layer = Embedding.from_parameter(table)
-    layer([[2, 1, 2]])  # the first call loads what loads lazily
+def traced_order(call: Callable[[], object]) -> list[str]:
+    """The package functions ``call`` enters, by dotted name, in the order first entered."""
     order: list[str] = []
 
     def profile(frame: FrameType, event: str, _: object) -> None:
@@ -105,19 +107,68 @@ def traced_lookup() -> list[str]:
 
     sys.setprofile(profile)
     try:
-        layer([[2, 1, 2]])
+        call()
     finally:
         sys.setprofile(None)
     return order
 
 
-def test_the_numbered_lookup_path_is_the_traced_one_in_order() -> None:
-    listed = STEP.findall(map_text().split("## The path of a lookup")[1].split("\n## ")[0])
-    traced = traced_lookup()
+def known_layer_and_sgd() -> tuple[Embedding, SGD]:
+    table = NamedParameter.from_tensor("token_embedding.weight", Tensor((4, 2), KNOWN_TABLE))
+    layer = Embedding.from_parameter(table)
+    return layer, SGD(layer.parameters(), learning_rate=0.1)
+
+
+def traced_lookup() -> list[str]:
+    layer, _ = known_layer_and_sgd()
+    layer([[2, 1, 2]])  # the first call loads what loads lazily
+    return traced_order(lambda: layer([[2, 1, 2]]))
+
+
+def traced_training_step() -> list[str]:
+    seed = np.array([1.0, 0.0, 0.0, 2.0, 3.0, 4.0]).reshape(1, 3, 2)
+    warm, warm_optimizer = known_layer_and_sgd()
+    warm([[2, 1, 2]]).backward_with_seed(seed)
+    warm_optimizer.step()  # the first step loads what loads lazily
+    layer, optimizer = known_layer_and_sgd()
+    output = layer([[2, 1, 2]])
+
+    def step() -> None:
+        output.backward_with_seed(seed)
+        optimizer.step()
+
+    return traced_order(step)
+
+
+def listed_steps(section: str) -> list[str]:
+    return STEP.findall(map_text().split(f"## {section}")[1].split("\n## ")[0])
+
+
+def assert_listed_in_traced_order(listed: list[str], traced: list[str]) -> None:
     assert listed, "the map lists no numbered step"
     positions = [traced.index(name) if name in traced else -1 for name in listed]
     assert -1 not in positions, [name for name in listed if name not in traced]
     assert positions == sorted(positions), "the map lists the steps out of order"
+
+
+def test_the_numbered_lookup_path_is_the_traced_one_in_order() -> None:
+    assert_listed_in_traced_order(listed_steps("The path of a lookup"), traced_lookup())
+
+
+def test_the_numbered_training_step_is_the_traced_backward_then_step_in_order() -> None:
+    traced = traced_training_step()
+    assert_listed_in_traced_order(listed_steps("The path of a training step"), traced)
+
+
+def test_the_reading_order_names_every_file_a_lookup_and_a_training_step_pass() -> None:
+    section = map_text().split("## The path of a training step")[1].split("\n## ")[0]
+    listed = re.findall(r"`([a-z_]+/[a-z_]+\.py)`", section.split("\n\n")[1])
+    assert all((PACKAGE / file).is_file() for file in listed), listed
+    passed = {name.split(".")[0] + "/" + name.split(".")[1] + ".py" for name in traced_lookup()}
+    passed |= {
+        name.split(".")[0] + "/" + name.split(".")[1] + ".py" for name in traced_training_step()
+    }
+    assert passed <= set(listed), sorted(passed - set(listed))
 
 
 def test_each_module_imports_only_from_its_own_part_or_lower_ranks() -> None:
