@@ -1,14 +1,8 @@
-"""A training run's checkpoint, ``checkpoint.safetensors`` in the output folder: the two tables,
-the vocabulary, and in its metadata the options, the corpus (each file's size and SHA-256), the
-:class:`Position`, the vocabulary's fingerprint and the digest of the whole content
+"""A training run's checkpoint, ``checkpoint.safetensors``: the two tables, the vocabulary, and
+in its metadata the options, the corpus (each file's size and SHA-256), the :class:`Position`,
+the vocabulary's fingerprint and the digest of the whole content. :func:`load_checkpoint` checks
+every byte of it before a run uses any: what it returns is all the compiled loop trusts
 (``docs/training.md``, "Checkpoints and resuming").
-
-Every byte of it is checked before a run uses any (:func:`load_checkpoint`): the file by the one
-safetensors reader (:func:`llm_from_scratch.nn.checkpoint.opened`), each metadata field as a
-typed, bounded value (:mod:`~llm_from_scratch.training.checkpoint_fields`), each tensor's name,
-dtype and shape against the vocabulary and the options before its data is read, the vocabulary
-as a vocabulary, the tables finite, the digest, then the corpus by content. What it returns is
-all the compiled loop trusts: every ID it indexes by comes from that vocabulary and those shapes.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -122,13 +116,43 @@ class Origin:
 
 
 @dataclass(frozen=True, eq=False)
-class Checkpoint:
+class CorpusRecord:
+    """What a run trains on: its corpus files (with the encodings and digests found), the
+    vocabulary counted on them, and every word of the corpus read (``words``)."""
+
+    files: tuple[CorpusFile, ...]
+    vocabulary: Vocabulary
+    words: int
+
+
+class OnCorpus:
+    """A run, a checkpoint or a result of one :class:`CorpusRecord` (``corpus``), whose fields
+    it gives as ``files``, ``vocabulary`` and ``corpus_words``."""
+
+    corpus: CorpusRecord
+
+    @property
+    def files(self) -> tuple[CorpusFile, ...]:
+        """The corpus files, with the encodings and digests found."""
+        return self.corpus.files
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The vocabulary counted on the corpus."""
+        return self.corpus.vocabulary
+
+    @property
+    def corpus_words(self) -> int:
+        """Every word of the corpus read (outside the vocabulary too)."""
+        return self.corpus.words
+
+
+@dataclass(frozen=True, eq=False)
+class Checkpoint(OnCorpus):
     """A run's state (see the module docstring)."""
 
     options: TrainOptions
-    files: tuple[CorpusFile, ...]
-    vocabulary: Vocabulary
-    corpus_words: int
+    corpus: CorpusRecord
     inputs: npt.NDArray[Any]
     contexts: npt.NDArray[Any]
     position: Position
@@ -214,23 +238,7 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
         differences = TrainOptions(**_options(metadata)).differences(options, IDENTITY)
         if differences:
             raise _resume_error("options", folder, "; ".join(differences))
-        state = _state(folder, file, tensors, metadata, options)
-    checked = _corpus_files(folder, options.corpus, state.corpus, files)
-    found = (state.vocabulary, state.corpus_words, state.inputs, state.contexts, state.position)
-    return Checkpoint(options, checked, *found, state.origin)
-
-
-@dataclass(frozen=True, eq=False)
-class _State:
-    """A checkpoint's content, checked."""
-
-    corpus: tuple[SavedFile, ...]
-    vocabulary: Vocabulary
-    corpus_words: int
-    inputs: npt.NDArray[Any]
-    contexts: npt.NDArray[Any]
-    position: Position
-    origin: Origin
+        return _checkpoint(folder, (file, tensors, metadata), options, files)
 
 
 @contextlib.contextmanager
@@ -254,21 +262,21 @@ def _options(metadata: Mapping[str, str]) -> dict[str, Any]:
     return {**saved, "corpus": Path(saved["corpus"])}
 
 
-def _state(
+def _checkpoint(
     folder: Path,
-    file: io.FileIO,
-    tensors: list[StoredTensor],
-    metadata: Mapping[str, str],
+    content: tuple[io.FileIO, list[StoredTensor], Mapping[str, str]],
     options: TrainOptions,
-) -> _State:
-    """Fields first, then each tensor's layout, then the data (the digest last)."""
-    path = str(folder / CHECKPOINT_FILE)
+    files: list[CorpusFile],
+) -> Checkpoint:
+    """Fields first, then each tensor's layout, then the data (the digest last), then the corpus."""
+    file, tensors, metadata = content
     corpus = saved_corpus(json_field(metadata, "corpus"))
     total = sum(saved.size for saved in corpus)
     corpus_words = integer(json_field(metadata, "corpus_words"), "corpus_words", 1, total)
     position = _position(json_field(metadata, "position"), options.epochs, corpus)
     fingerprint = digest(metadata.get(FINGERPRINT_KEY), FINGERPRINT_KEY)
     stored = _layout(tensors, options.dim)
+    path = str(folder / CHECKPOINT_FILE)
     arrays = {
         name: read_tensor(path, file, stored[name], _native(name), name in TABLES)
         for name in DTYPES
@@ -283,9 +291,10 @@ def _state(
     recorded = digest(metadata.get(DIGEST_KEY), DIGEST_KEY)
     if content_digest(metadata, list(arrays.items())) != recorded:
         raise FieldError(DIGEST_KEY, "differs from the content's (the file was edited)")
-    vocabulary = Vocabulary(words, counts)
-    inputs, contexts = (arrays[name] for name in TABLES)
-    return _State(corpus, vocabulary, corpus_words, inputs, contexts, position, origin)
+    checked = _corpus_files(folder, cast(Path, options.corpus), corpus, files)
+    found = CorpusRecord(checked, Vocabulary(words, counts, reading=reading), corpus_words)
+    inputs, contexts = arrays[TABLES[0]], arrays[TABLES[1]]
+    return Checkpoint(options, found, inputs, contexts, position, origin)
 
 
 def _native(name: str) -> np.dtype[Any]:

@@ -26,13 +26,15 @@ from llm_from_scratch.errors import CorpusError, MismatchError, OptionError
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.training.checkpoint import (
     Checkpoint,
+    CorpusRecord,
     EpochTotals,
+    OnCorpus,
     Origin,
     Position,
     load_checkpoint,
     save_checkpoint,
 )
-from llm_from_scratch.training.corpus import CorpusFile, Counted, corpus_files
+from llm_from_scratch.training.corpus import Counted, corpus_files
 from llm_from_scratch.training.hogbatch import train_block_hogbatch
 from llm_from_scratch.training.kernels import SENTENCE_END, train_block
 from llm_from_scratch.training.options import (
@@ -57,7 +59,7 @@ from llm_from_scratch.training.sources import FileSource, SentenceSource
 from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.training.windows import block_windows
 from llm_from_scratch.training.windows import reference_block as reference_windows
-from llm_from_scratch.training.words import TOKENS, WORDS, Reading
+from llm_from_scratch.training.words import TOKENS, WORDS
 
 if TYPE_CHECKING:
     from llm_from_scratch.vectors import WordVectors
@@ -102,14 +104,12 @@ class ProgressState:
 
 
 @dataclass(frozen=True, eq=False)
-class TrainResult:
+class TrainResult(OnCorpus):
     """A trained model, what it was trained on, and what the run took; :attr:`vectors` to query
     it, :meth:`save` to write it."""
 
     model: SkipGram
-    vocabulary: Vocabulary
-    files: tuple[CorpusFile, ...]
-    corpus_words: int
+    corpus: CorpusRecord
     epochs: tuple[EpochSummary, ...]
     training_seconds: float
     peak_memory: int
@@ -177,13 +177,11 @@ def peak_memory_bytes(usage: Any = None) -> int:
 
 
 @dataclass(frozen=True, eq=False)
-class Run:
+class Run(OnCorpus):
     """A run ready to train (made by :meth:`start` or :meth:`continue_from`); it trains once."""
 
     options: TrainOptions
-    files: tuple[CorpusFile, ...]
-    vocabulary: Vocabulary
-    corpus_words: int
+    corpus: CorpusRecord
     checkpoint: Checkpoint | None
     source: FileSource | SentenceSource
     origin: Origin = field(default_factory=Origin)
@@ -193,6 +191,9 @@ class Run:
     """The thread that loads the compiled loop (:func:`load_compiled_loop`) while the corpus is
     read; None when the run trains on the tape."""
     _trained: list[bool] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self.options.check_memory(self.vocabulary.vocabulary_size)
 
     @classmethod
     def start(
@@ -225,7 +226,6 @@ class Run:
         loading = None
         if not options.reference:
             loading = threading.Thread(target=load_compiled_loop, args=(options.method,))
-        if loading is not None:
             loading.start()
         try:
             return replace(cls._read(options, resume, kept), loading=loading)
@@ -246,11 +246,10 @@ class Run:
         if kept is not None:
             return cls._continued(options, source, counted, kept)
         vocabulary = Vocabulary.from_counts(
-            counted.counts, options.min_count, options.max_final_vocab, _reading(source, options)
+            counted.counts, options.min_count, options.max_final_vocab, source.reading
         )
-        options.check_memory(vocabulary.vocabulary_size)
-        files = tuple(counted.files)
-        return cls(options, files, vocabulary, counted.words, None, _with_files(source, files))
+        corpus = CorpusRecord(tuple(counted.files), vocabulary, counted.words)
+        return cls(options, corpus, None, replace(source, files=corpus.files))
 
     @classmethod
     def continue_from(
@@ -275,11 +274,8 @@ class Run:
             detail = "a run of an iterable corpus writes no checkpoint to resume"
             raise MismatchError("resume.missing", folder=str(options.output), detail=detail)
         found = load_checkpoint(options.output, options, list(source.files))
-        options.check_memory(found.vocabulary.vocabulary_size)
-        words, counts = found.vocabulary.words, found.vocabulary.counts
-        vocabulary = Vocabulary(words, counts, reading=source.reading)
-        read = _with_files(source, found.files)
-        return cls(options, found.files, vocabulary, found.corpus_words, found, read, found.origin)
+        read = replace(source, files=found.files)
+        return cls(options, found.corpus, found, read, found.origin)
 
     @classmethod
     def _continued(
@@ -295,13 +291,10 @@ class Run:
         distinct = sum(1 for word in counted.counts if word not in known)
         if not vocabulary.counts.any():
             raise CorpusError("corpus.no-known-words", folder=str(kept.folder), outside=outside)
-        options.check_memory(vocabulary.vocabulary_size)
-        files = tuple(counted.files)
+        corpus = CorpusRecord(tuple(counted.files), vocabulary, counted.words)
         origin = Origin(kept.epochs, outside, distinct, str(kept.folder))
-        return cls(
-            options, files, vocabulary, counted.words, None, _with_files(source, files), origin,
-            (kept.inputs, kept.contexts),
-        )  # fmt: skip
+        read = replace(source, files=corpus.files)
+        return cls(options, corpus, None, read, origin, (kept.inputs, kept.contexts))
 
     def initial_model(self) -> SkipGram:
         """The model before training: the input table drawn from the seed, contexts zero (a new
@@ -350,8 +343,8 @@ class Run:
         finally:
             trainer.close()
         seconds = sum(epoch.seconds for epoch in epochs)
-        data = self.vocabulary, self.files, self.corpus_words, epochs, seconds
-        return TrainResult(trainer.model(), *data, peak_memory_bytes(), self.options, self.origin)
+        result = (epochs, seconds, peak_memory_bytes(), self.options, self.origin)
+        return TrainResult(trainer.model(), self.corpus, *result)
 
     def discard_checkpoint(self) -> None:
         """Remove the run's checkpoint from its output folder (if there is one)."""
@@ -415,8 +408,8 @@ class Run:
         trainer.wait()
         if not self.options.reads_files:
             return
-        found = (self.options, self.files, self.vocabulary, self.corpus_words)
-        save_checkpoint(Checkpoint(*found, *trainer.tables, position, self.origin))
+        tables = trainer.tables
+        save_checkpoint(Checkpoint(self.options, self.corpus, *tables, position, self.origin))
 
 
 def continued_options(kept: KeptModel, given: dict[str, Any]) -> TrainOptions:
@@ -437,17 +430,6 @@ def _source(options: TrainOptions, kept: KeptModel | None) -> FileSource | Sente
         return SentenceSource(options.corpus)
     verbatim = options.tokenized if kept is None else kept.tokenized
     return FileSource(tuple(corpus_files(options.corpus)), TOKENS if verbatim else WORDS)
-
-
-def _reading(source: FileSource | SentenceSource, options: TrainOptions) -> Reading:
-    return source.reading if isinstance(source, FileSource) else TOKENS
-
-
-def _with_files(
-    source: FileSource | SentenceSource, files: tuple[CorpusFile, ...]
-) -> FileSource | SentenceSource:
-    """``source`` with its files as counted (their encodings found)."""
-    return replace(source, files=files) if isinstance(source, FileSource) else source
 
 
 def load_compiled_loop(method: str = METHODS[0]) -> None:
