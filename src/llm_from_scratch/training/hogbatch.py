@@ -15,18 +15,18 @@ rounding. Compiled without the global interpreter lock, as the pair loop is.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper
-from llm_from_scratch.autograd.matvec import lane_dot
 from llm_from_scratch.training.kernels import (
+    add_scaled,
     draw_negatives,
+    draw_reach,
     keep_words,
-    splitmix_next,
-    splitmix_value,
+    score_step,
+    weighted_rows,
 )
 
 
@@ -38,29 +38,12 @@ def window_scales(
     label times ``sigmoid(-label * score)``), for the ``size`` words of ``window``."""
     loss = 0.0
     for k in range(targets.shape[0]):
-        label = 1.0 if k == 0 else (0.0 if targets[k] == targets[0] else -1.0)
         row = contexts[targets[k]]
         for j in range(size):
-            margin = -label * lane_dot(row, inputs[window[j]])
-            small = math.exp(-abs(margin))
-            loss += max(margin, 0.0) + math.log1p(small)
-            sigmoid = 1.0 / (1.0 + small) if margin >= 0 else small / (1.0 + small)
-            scales[k, j] = rate * label * sigmoid
+            term, scale = score_step(targets, k, row, inputs[window[j]], rate)
+            loss += term
+            scales[k, j] = scale
     return loss
-
-
-@kernel_helper
-def weighted_rows(
-    out: Any, table: Any, ids: Any, count: int, weights: Any
-) -> None:  # pragma: no cover - JIT
-    """``out = sum over i < count of weights[i] * table[ids[i]]``, ``i`` in order from 0."""
-    for f in range(out.shape[0]):
-        out[f] = 0
-    for i in range(count):
-        weight = out.dtype.type(weights[i])
-        row = table[ids[i]]
-        for f in range(out.shape[0]):
-            out[f] += weight * row[f]
 
 
 @kernel_helper
@@ -89,10 +72,7 @@ def train_window(
     for j in range(size):
         row = inputs[window[j]]
         for k in range(count):
-            scale = inputs.dtype.type(scales[k, j])
-            context = contexts[targets[k]]
-            for f in range(row.shape[0]):
-                row[f] += scale * context[f]
+            add_scaled(row, inputs.dtype.type(scales[k, j]), contexts[targets[k]])
     add_rows(contexts, targets, count, context_steps)
     return loss
 
@@ -117,8 +97,7 @@ def _train_block_hogbatch(
     while start <= tokens.shape[0]:
         end, count, read, state = keep_words(tokens, start, keep, state, sentence, positions, read)
         for target_at in range(count):
-            state = splitmix_next(state)
-            reach: Any = reach_most - np.int64(splitmix_value(state) % np.uint64(reach_most))
+            state, reach = draw_reach(state, reach_most)
             size = 0
             for context_at in range(max(0, target_at - reach), min(count, target_at + reach + 1)):
                 if context_at != target_at:

@@ -1,11 +1,7 @@
-"""The compiled training loop of skip-gram: one block of a corpus, pair after pair.
-
-:func:`train_block` is the fused form of what :mod:`~llm_from_scratch.training.skipgram` writes
-with the tape: for every pair of a block, the loss (forward), its gradients (VJP) and the SGD
-step on the rows they touch, before the next pair reads the tables. It draws the very samples of
-:func:`~llm_from_scratch.training.skipgram.block_pairs`, in the same order, and adds in the order
-of the tape's ``matvec`` (eight lanes), so both learn the same table up to rounding. Compiled
-without the global interpreter lock: threads train their own blocks on the shared tables.
+"""The compiled training loop of skip-gram, one block pair after pair: for each pair the forward,
+the VJP and the SGD step that :mod:`~llm_from_scratch.training.skipgram` writes on the tape, on
+the samples of its ``block_pairs`` in their order, adding in the tape's ``matvec`` lane order.
+Compiled without the global interpreter lock: threads train their blocks on the shared tables.
 """
 
 from __future__ import annotations
@@ -63,6 +59,48 @@ def draw_negatives(
 
 
 @kernel_helper
+def score_step(
+    targets: Any, k: int, context: Any, vector: Any, rate: float
+) -> Any:  # pragma: no cover - JIT
+    """Target ``k``'s loss ``-log sigmoid(label * score)`` (``softplus(margin)``) and its step
+    ``rate * label * sigmoid(margin)`` (label 1 for ``targets[0]``, 0 for a negative equal to
+    it, else -1), of the score of its ``context`` row with ``vector``."""
+    label = 1.0 if k == 0 else (0.0 if targets[k] == targets[0] else -1.0)
+    margin = -label * lane_dot(context, vector)
+    small = math.exp(-abs(margin))
+    sigmoid = 1.0 / (1.0 + small) if margin >= 0 else small / (1.0 + small)
+    return max(margin, 0.0) + math.log1p(small), rate * label * sigmoid
+
+
+@kernel_helper
+def draw_reach(state: Any, window: int) -> Any:  # pragma: no cover - JIT
+    """The next state, and the reach ``window - b`` it draws (``b`` in ``0..window-1``)."""
+    state = splitmix_next(state)
+    return state, window - np.int64(splitmix_value(state) % np.uint64(window))
+
+
+@kernel_helper
+def weighted_rows(
+    out: Any, table: Any, ids: Any, count: int, weights: Any
+) -> None:  # pragma: no cover - JIT
+    """``out = sum over i < count of weights[i] * table[ids[i]]``, ``i`` in order from 0."""
+    for f in range(out.shape[0]):
+        out[f] = 0
+    for i in range(count):
+        weight = out.dtype.type(weights[i])
+        row = table[ids[i]]
+        for f in range(out.shape[0]):
+            out[f] += weight * row[f]
+
+
+@kernel_helper
+def add_scaled(row: Any, scale: Any, other: Any) -> None:  # pragma: no cover - JIT
+    """``row += scale * other``."""
+    for f in range(row.shape[0]):
+        row[f] += scale * other[f]
+
+
+@kernel_helper
 def train_pair(
     vector: Any, contexts: Any, targets: Any, rate: float, scales: Any, gradient: Any
 ) -> float:  # pragma: no cover - JIT
@@ -70,27 +108,13 @@ def train_pair(
     ``targets`` the context word and the negatives."""
     count = targets.shape[0]
     loss = 0.0
-    # Forward and VJP at the values the pair starts from: each target's score, its loss
-    # -log sigmoid(label * score) = softplus(margin), and the step along its score.
+    for k in range(count):  # forward and VJP at the values the pair starts from
+        term, scale = score_step(targets, k, contexts[targets[k]], vector, rate)
+        loss += term
+        scales[k] = scale
+    weighted_rows(gradient, contexts, targets, count, scales)
     for k in range(count):
-        label = 1.0 if k == 0 else (0.0 if targets[k] == targets[0] else -1.0)
-        margin = -label * lane_dot(contexts[targets[k]], vector)
-        small = math.exp(-abs(margin))
-        loss += max(margin, 0.0) + math.log1p(small)
-        sigmoid = 1.0 / (1.0 + small) if margin >= 0 else small / (1.0 + small)
-        scales[k] = rate * label * sigmoid
-    for f in range(vector.shape[0]):
-        gradient[f] = 0
-    for k in range(count):
-        scale = vector.dtype.type(scales[k])
-        row = contexts[targets[k]]
-        for f in range(vector.shape[0]):
-            gradient[f] += scale * row[f]
-    for k in range(count):
-        scale = vector.dtype.type(scales[k])
-        row = contexts[targets[k]]
-        for f in range(vector.shape[0]):
-            row[f] += scale * vector[f]
+        add_scaled(contexts[targets[k]], vector.dtype.type(scales[k]), vector)
     for f in range(vector.shape[0]):
         vector[f] += gradient[f]
     return loss
@@ -139,8 +163,7 @@ def _train_block(
     while start <= tokens.shape[0]:
         end, count, read, state = keep_words(tokens, start, keep, state, sentence, positions, read)
         for centre_at in range(count):
-            state = splitmix_next(state)
-            reach: Any = window - np.int64(splitmix_value(state) % np.uint64(window))
+            state, reach = draw_reach(state, window)
             rate = max(rate_last, rate_first - slope * positions[centre_at])
             vector = inputs[sentence[centre_at]]
             for context_at in range(max(0, centre_at - reach), min(count, centre_at + reach + 1)):

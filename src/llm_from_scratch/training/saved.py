@@ -16,10 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.errors import LlmError, MismatchError
-from llm_from_scratch.files import (
-    replace_files,
-    write_new_file,
-)
+from llm_from_scratch.files import replace_files
 from llm_from_scratch.nn import load_metadata, load_parameters, save_parameters
 from llm_from_scratch.training.options import (
     MODEL_FILE,
@@ -76,10 +73,9 @@ def write_run(
     folder.mkdir(parents=True, exist_ok=True)
     metadata = run_metadata(options, vocabulary, epochs)
     table, contexts = model.inputs.parameters(), model.contexts.parameters()
-    tokenizer = [memoryview(vocabulary.tokenizer_json().encode("utf-8"))]
     writers = [
         (str(folder / TABLE_FILE), lambda path: save_parameters(path, table, metadata)),
-        (str(folder / TOKENIZER_FILE), lambda path: write_new_file(path, tokenizer)),
+        (str(folder / TOKENIZER_FILE), vocabulary.write_tokenizer),
     ]
     if options.keep_model:
         kept = {**metadata, "format": FORMAT}
