@@ -1,16 +1,9 @@
-"""The compiled HogBatch loop (Ji et al., 2016; IntelLabs/pWord2Vec): one block of a corpus,
-window after window, with one set of negatives shared by a window.
-
-For each kept word (the *target*) it draws the window as :func:`~llm_from_scratch.training.
-kernels.train_block` does, then ``K`` negatives once for the whole window, and trains the ``B``
-window words' input rows ``[B, d]`` against the target's and the negatives' context rows
-``[1 + K, d]`` as small matrix products: the ``B x (1 + K)`` scores, their gradients, then the
-gradient of every row summed over the batch and each row written once. A frequent noise word's
-context row is written once per window instead of once per pair: fewer writes to the rows every
-thread writes (``docs/performance.md``, "A contention model"). It draws the samples of
-:func:`~llm_from_scratch.training.windows.block_windows` in the same order and adds the scores
-in the tape's lane order, so the tape's version (``--reference``) learns the same table up to
-rounding. Compiled without the global interpreter lock, as the pair loop is.
+"""The compiled HogBatch loop (Ji et al., 2016; IntelLabs/pWord2Vec): one block window after
+window, the window's input rows ``[B, d]`` against the target's and one set of negatives'
+context rows ``[1 + K, d]`` as small matrix products, each row written once per window
+(``docs/training.md``, "The model"). It draws the samples of
+:func:`~llm_from_scratch.training.windows.block_windows` in their order and adds in the tape's
+lane order. Compiled without the global interpreter lock, as the pair loop is.
 """
 
 from __future__ import annotations
