@@ -63,9 +63,7 @@ IDENTITY: Final = (
     "tokenized", "sample", "alpha", "min_alpha", "ns_exponent", "max_vocab_size",
     "max_final_vocab",
 )  # fmt: skip
-"""The options a resumed run must share with the checkpoint (``--threads``,
-``--checkpoint-minutes`` and ``--keep-model`` may change, and ``--corpus`` may name a copy of
-the same files)."""
+"""The options a resumed run must share with the checkpoint (``--corpus`` may name a copy)."""
 SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes", "keep_model")
 """The options a checkpoint records: what a resumed run takes when it is not given them."""
 FINGERPRINT_KEY: Final = "vocabulary_fingerprint"
@@ -214,8 +212,7 @@ def content_digest(
 
 
 def saved_options(folder: Path) -> dict[str, Any]:
-    """The options of the run whose checkpoint is in ``folder`` (all but its output folder),
-    each of its option's type and range.
+    """The options of the run whose checkpoint is in ``folder`` (all but its output folder).
 
     Raises:
         MismatchError: ``resume.missing``, ``resume.unreadable`` (naming the field).
@@ -243,8 +240,7 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
 
 @contextlib.contextmanager
 def _opened(folder: Path) -> Iterator[tuple[io.FileIO, list[StoredTensor], dict[str, str]]]:
-    """The checkpoint file of ``folder`` opened by the one reader, once its format is this one;
-    what the reader or a field check refuses is ``resume.unreadable``."""
+    """The checkpoint of ``folder`` opened, of this format; a refusal is ``resume.unreadable``."""
     path = folder / CHECKPOINT_FILE
     if not path.is_file():
         raise _resume_error("missing", folder, f"{path} is not a file")
@@ -303,8 +299,7 @@ def _native(name: str) -> np.dtype[Any]:
 
 
 def _layout(tensors: list[StoredTensor], dim: int) -> dict[str, StoredTensor]:
-    """The tensors by name, once they are exactly :data:`DTYPES`, ``vocabulary.words`` and
-    ``vocabulary.counts`` one axis of at least 2 counts, and each table ``[counts, dim]``."""
+    """The tensors by name, once they are :data:`DTYPES` of the shapes a vocabulary gives."""
     stored = {tensor.name: tensor for tensor in tensors}
     for name in (*DTYPES, *stored):
         if name not in stored:
@@ -327,9 +322,8 @@ def _layout(tensors: list[StoredTensor], dim: int) -> dict[str, StoredTensor]:
 
 
 def _position(value: object, epochs: int, corpus: tuple[SavedFile, ...]) -> Position:
-    """The position a checkpoint records, inside its run and its corpus: an epoch of the run
-    (or its end, with nothing left of it), a file of the corpus, an offset inside it, blocks
-    and words no more than the bytes before it, one total per epoch done."""
+    """The position a checkpoint records, inside its run and its corpus (blocks and words no more
+    than the bytes before it, one total per epoch done)."""
     found = record(value, "position", tuple(item.name for item in fields(Position)))
     epoch = integer(found["epoch"], "position.epoch", 0, epochs)
     file = integer(found["file"], "position.file", 0, len(corpus) - 1)
@@ -339,23 +333,15 @@ def _position(value: object, epochs: int, corpus: tuple[SavedFile, ...]) -> Posi
     words = integer(found["words"], "position.words", 0, read)
     totals = _totals(found["totals"], "position.totals")
     done = items(found["done"], "position.done", epoch)
-    position = Position(
-        epoch,
-        block,
-        file,
-        offset,
-        words,
-        totals,
-        tuple(_totals(item, f"position.done[{index}]") for index, item in enumerate(done)),
-    )
+    done_totals = (_totals(item, f"position.done[{index}]") for index, item in enumerate(done))
+    position = Position(epoch, block, file, offset, words, totals, tuple(done_totals))
     if epoch == epochs and position != Position(epoch, done=position.done):
         raise FieldError("position", "the run is done, yet a block is recorded to go on from")
     return position
 
 
 def _origin(value: object, corpus_words: int) -> Origin:
-    """Where the run's tables started: from the seed (all zero, no folder), or a kept model's
-    epochs and folder, with at most ``corpus_words`` words outside its vocabulary."""
+    """Where the run's tables started: the seed (all zero), or a kept model (a folder)."""
     found = record(value, "origin", tuple(item.name for item in fields(Origin)))
     first_epoch = integer(found["first_epoch"], "origin.first_epoch", 0, 2**63 - 1)
     outside = integer(found["outside_words"], "origin.outside_words", 0, corpus_words)
@@ -381,8 +367,7 @@ def _relative(root: Path, path: Path) -> str:
 def _corpus_files(
     folder: Path, root: Path, saved: tuple[SavedFile, ...], files: list[CorpusFile]
 ) -> tuple[CorpusFile, ...]:
-    """The checkpoint's corpus files (with the encodings found when it counted them), if
-    ``files`` (the corpus as it is now) are the same files of the same sizes and bytes."""
+    """The checkpoint's corpus files, if ``files`` (the corpus now) are the same files and bytes."""
     now = {_relative(root, file.path): file for file in files}
     found = []
     for entry in saved:

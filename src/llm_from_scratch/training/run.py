@@ -145,8 +145,7 @@ class TrainResult(OnCorpus):
         """
         model, vocabulary, options = self.model, self.vocabulary, self.options
         interrupted = write_run(Path(folder), model, vocabulary, options, self.epochs_trained)
-        if options.reads_files:
-            (options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
+        _discard_checkpoint(options)
         if interrupted:
             raise KeyboardInterrupt(FILES_WRITTEN)
 
@@ -204,11 +203,10 @@ class Run(OnCorpus):
         continue_from: str | os.PathLike[str] | KeptModel | None = None,
     ) -> Run:
         """Check ``options``, then read the corpus (or the checkpoint in ``options.output``)
-        while another thread loads the compiled loop, and ask Numba's threads to sleep between
-        the run's many short kernels; ``thread_limit``
-        is the most threads (default: one per processor). With ``continue_from``, the folder of
-        a kept model (or the model read), the run trains its tables further with ``options``
-        as given (:meth:`continue_from` takes the model's options as the defaults).
+        while another thread loads the compiled loop; ``thread_limit`` is the most threads
+        (default: one per processor). With ``continue_from``, the folder of a kept model (or
+        the model read), the run trains its tables further with ``options`` as given
+        (:meth:`continue_from` takes the model's options as the defaults).
 
         Raises:
             OptionError: ``train.option``, ``train.one-shot-corpus``, before anything is read;
@@ -243,13 +241,16 @@ class Run(OnCorpus):
         if resume:
             return cls._resumed(options, source)
         counted = source.count(None if kept is not None else options.max_vocab_size)
-        if kept is not None:
-            return cls._continued(options, source, counted, kept)
-        vocabulary = Vocabulary.from_counts(
-            counted.counts, options.min_count, options.max_final_vocab, source.reading
-        )
+        origin, tables = Origin(), None
+        if kept is None:
+            vocabulary = Vocabulary.from_counts(
+                counted.counts, options.min_count, options.max_final_vocab, source.reading
+            )
+        else:
+            vocabulary, origin = _kept_vocabulary(counted, kept)
+            tables = kept.inputs, kept.contexts
         corpus = CorpusRecord(tuple(counted.files), vocabulary, counted.words)
-        return cls(options, corpus, None, replace(source, files=corpus.files))
+        return cls(options, corpus, None, replace(source, files=corpus.files), origin, tables)
 
     @classmethod
     def continue_from(
@@ -276,25 +277,6 @@ class Run(OnCorpus):
         found = load_checkpoint(options.output, options, list(source.files))
         read = replace(source, files=found.files)
         return cls(options, found.corpus, found, read, found.origin)
-
-    @classmethod
-    def _continued(
-        cls,
-        options: TrainOptions,
-        source: FileSource | SentenceSource,
-        counted: Counted,
-        kept: KeptModel,
-    ) -> Run:
-        vocabulary = kept.vocabulary(counted.counts)
-        outside = counted.words - int(vocabulary.counts.sum())
-        known = set(vocabulary.words[:-1])
-        distinct = sum(1 for word in counted.counts if word not in known)
-        if not vocabulary.counts.any():
-            raise CorpusError("corpus.no-known-words", folder=str(kept.folder), outside=outside)
-        corpus = CorpusRecord(tuple(counted.files), vocabulary, counted.words)
-        origin = Origin(kept.epochs, outside, distinct, str(kept.folder))
-        read = replace(source, files=corpus.files)
-        return cls(options, corpus, None, read, origin, (kept.inputs, kept.contexts))
 
     def initial_model(self) -> SkipGram:
         """The model before training: the input table drawn from the seed, contexts zero (a new
@@ -348,8 +330,7 @@ class Run(OnCorpus):
 
     def discard_checkpoint(self) -> None:
         """Remove the run's checkpoint from its output folder (if there is one)."""
-        if self.options.reads_files:
-            (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
+        _discard_checkpoint(self.options)
 
     def _epochs(
         self,
@@ -423,6 +404,17 @@ def continued_options(kept: KeptModel, given: dict[str, Any]) -> TrainOptions:
     return TrainOptions(**{**defaults, **given})
 
 
+def _kept_vocabulary(counted: Counted, kept: KeptModel) -> tuple[Vocabulary, Origin]:
+    """The kept model's vocabulary counted on the corpus, and the run's origin."""
+    vocabulary = kept.vocabulary(counted.counts)
+    outside = counted.words - int(vocabulary.counts.sum())
+    known = set(vocabulary.words[:-1])
+    distinct = sum(1 for word in counted.counts if word not in known)
+    if not vocabulary.counts.any():
+        raise CorpusError("corpus.no-known-words", folder=str(kept.folder), outside=outside)
+    return vocabulary, Origin(kept.epochs, outside, distinct, str(kept.folder))
+
+
 def _source(options: TrainOptions, kept: KeptModel | None) -> FileSource | SentenceSource:
     """The corpus of ``options`` (read as the kept model's vocabulary was, when continuing)."""
     if not isinstance(options.corpus, Path):
@@ -442,6 +434,11 @@ def load_compiled_loop(method: str = METHODS[0]) -> None:
     with contextlib.suppress(Exception):
         tokens = np.empty(0, np.int32)
         compiled(tokens, np.zeros(1), *noise, *tables, 1, 1, 0, RATES, 0, 1, np.zeros(2))
+
+
+def _discard_checkpoint(options: TrainOptions) -> None:
+    if options.reads_files:
+        (options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
 
 def _made_folder(folder: Path) -> Path | None:

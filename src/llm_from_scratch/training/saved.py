@@ -1,8 +1,6 @@
-"""What a finished run writes, and what ``--continue`` reads back (``docs/training.md``, "The
-end of a run" and "Keep training"): the pair (``table.safetensors``, the input table, and
-``tokenizer.json``, its vocabulary) written as one, and with ``keep_model`` the context table
-in ``model.safetensors`` beside it, whose metadata records the options and the epochs the
-tables were trained.
+"""What a finished run writes, and what ``--continue`` reads back: the pair (the input table and
+its tokenizer) written as one, and with ``keep_model`` the context table beside it, whose
+metadata records the options and the epochs trained (``docs/training.md``, "Keep training").
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from llm_from_scratch.training.options import (
     TABLE_FILE,
     TOKENIZER_FILE,
     TrainOptions,
-    flag,
 )
 from llm_from_scratch.training.skipgram import CONTEXT_TABLE, INPUT_TABLE, SkipGram
 from llm_from_scratch.training.vocabulary import Vocabulary
@@ -114,11 +111,8 @@ class KeptModel:
             MismatchError: ``continue.options``, every difference named.
         """
         names = FIXED if options.reads_files else ("dim",)
-        differences = [
-            f"--{flag(name)} {self.options[name]}, not {getattr(options, name)}"
-            for name in names
-            if self.options[name] != getattr(options, name)
-        ]
+        kept = TrainOptions(**{name: self.options[name] for name in names})
+        differences = kept.differences(options, names)
         if differences:
             detail = "; ".join(differences)
             raise MismatchError("continue.options", folder=str(self.folder), detail=detail)
