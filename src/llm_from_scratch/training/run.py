@@ -87,9 +87,9 @@ class EpochSummary:
 
 @dataclass(frozen=True)
 class ProgressState:
-    """Where a run is: the epoch, the share of its corpus read and of the whole run, words read
-    per second, the epoch's mean loss so far, the seconds so far and left at that speed (NaN
-    before a word is read), the peak memory in bytes; ``epoch_done`` at an epoch's end."""
+    """Where a run is: the epoch, the share of its corpus and of the run read, words a second,
+    the epoch's mean loss so far, the seconds so far and left (NaN before a word is read), the
+    peak memory in bytes; ``epoch_done`` at an epoch's end."""
 
     epoch: int
     epochs: int
@@ -425,9 +425,8 @@ def _source(options: TrainOptions, kept: KeptModel | None) -> FileSource | Sente
 
 
 def load_compiled_loop(method: str = METHODS[0]) -> None:
-    """Load the compiled loop of ``method`` (Numba and its kernel, compiled or read from its
-    cache) by training an empty block on one-row tables of a run's types; an error is left for
-    the first real block to raise."""
+    """Load the compiled loop of ``method`` (Numba, and its kernel compiled or read from its
+    cache) by training an empty block of a run's types; an error is left for a real block."""
     compiled = METHOD_STEPS[method][0]
     tables = np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32)
     noise = np.ones(1), np.zeros(1, np.intp)
@@ -467,9 +466,8 @@ class _Job:
 
 
 class _Trainer:
-    """Blocks trained in turn on the shared ``tables`` by the run's threads with the compiled
-    loop, or (``reference``) in the calling thread on the tape, whose model adopts the tables;
-    their loss and pairs are summed in :attr:`totals`."""
+    """Blocks trained on the shared ``tables`` by the run's threads (or, ``reference``, on the
+    tape in the calling thread); their loss and pairs summed in :attr:`totals`."""
 
     def __init__(self, tables: Tables, run: Run) -> None:
         options, counts = run.options, np.asarray(run.vocabulary.counts)

@@ -126,13 +126,14 @@ def learning_rate(position: int, words_total: int, rates: tuple[float, float]) -
 def initial_tables(
     vocabulary_size: int, width: int, seed: int, dtype: Any = np.float32
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-    """New arrays of the two tables before training, the values of :meth:`SkipGram.new`: the
-    input table drawn Xavier-uniform from ``SplitMix64.from_seed(seed)``, the context table
-    zeros (pages the system maps only once training writes them).
+    """New arrays of the two tables before training: the input table drawn Xavier-uniform from
+    ``SplitMix64.from_seed(seed)`` as the chapter's layer draws it, the context table zeros
+    (pages the system maps only once training writes them).
 
     Example:
         >>> inputs, contexts = initial_tables(3, 2, seed=1)
-        >>> bool((inputs == SkipGram.new(3, 2, 1).arrays()[0]).all()), contexts.any()
+        >>> layer = Embedding.new("t", 3, 2, SplitMix64.from_seed(1))
+        >>> bool((inputs == layer.table.tensor.numpy()).all()), contexts.any()
         (True, np.False_)
     """
     inputs = xavier_uniform_array(vocabulary_size, width, SplitMix64.from_seed(seed), dtype)
@@ -237,13 +238,9 @@ class SkipGram:
 
     @classmethod
     def new(cls, vocabulary_size: int, width: int, seed: int, dtype: Any = np.float32) -> SkipGram:
-        """An input table drawn Xavier-uniform by the chapter's layer from
-        ``SplitMix64.from_seed(seed)``, and a context table of zeros (as word2vec starts)."""
-        inputs = Embedding.new(
-            INPUT_TABLE, vocabulary_size, width, SplitMix64.from_seed(seed), dtype=dtype
-        )
-        zeros = np.zeros((vocabulary_size, width), dtype=dtype)
-        return cls(inputs, _table(CONTEXT_TABLE, zeros))
+        """An input table drawn Xavier-uniform from ``SplitMix64.from_seed(seed)`` (as the
+        chapter's layer draws it), and a context table of zeros (as word2vec starts)."""
+        return cls.adopt(*initial_tables(vocabulary_size, width, seed, dtype))
 
     @classmethod
     def from_arrays(cls, inputs: npt.NDArray[Any], contexts: npt.NDArray[Any]) -> SkipGram:
