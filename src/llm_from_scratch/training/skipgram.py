@@ -132,7 +132,7 @@ def initial_tables(
 
     Example:
         >>> inputs, contexts = initial_tables(3, 2, seed=1)
-        >>> layer = Embedding.new("t", 3, 2, SplitMix64.from_seed(1))
+        >>> layer = Embedding.new("t", 3, 2, SplitMix64.from_seed(1), dtype=np.float32)
         >>> bool((inputs == layer.table.tensor.numpy()).all()), contexts.any()
         (True, np.False_)
     """
