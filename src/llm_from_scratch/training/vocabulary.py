@@ -40,9 +40,8 @@ DEFAULT_MIN_COUNT: Final = 5
 
 @dataclass(frozen=True, eq=False)
 class Vocabulary:
-    """Words by ID (falling count, ties by the word), then the unknown token; and ``counts``:
-    how often each occurs (read-only ``int64``, 0 for the unknown token); and how a text becomes
-    its words (``reading``)."""
+    """Words by ID (falling count, ties by the word), then the unknown token; ``counts``, how
+    often each occurs (read-only ``int64``, 0 for the unknown token); ``reading``."""
 
     words: tuple[str, ...]
     counts: npt.NDArray[np.int64]
