@@ -178,9 +178,7 @@ def interrupted_run(folder: Path, epoch: int = 1) -> TrainOptions:
 
     inputs, contexts = run.initial_model().arrays()
     position = Position(epoch, done=(EpochTotals(),) * epoch)
-    checkpoint = Checkpoint(
-        run.options, run.files, run.vocabulary, run.corpus_words, inputs, contexts, position
-    )
+    checkpoint = Checkpoint(run.options, run.corpus, inputs, contexts, position)
     save_checkpoint(checkpoint)
     return run.options
 

@@ -22,6 +22,7 @@ from llm_from_scratch.demos.ch18_token_embeddings.train_command import processor
 from llm_from_scratch.nn import Embedding, SplitMix64, load_metadata
 from llm_from_scratch.training.options import TrainOptions, planned_megabytes
 from llm_from_scratch.training.skipgram import SkipGram
+from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.vectors.table_pair import vocabulary_fingerprint
 
 from checks import raises_rule
@@ -333,8 +334,9 @@ def test_ctrl_c_while_writing_leaves_the_earlier_files_and_no_temporary_one(
     stage: str,
 ) -> None:
     output, before = earlier
-    target = {"table": "save_parameters", "tokenizer": "write_new_file", "rename": ""}
-    real = getattr(saved_module, target[stage], None)
+    target = {"table": "save_parameters", "tokenizer": "write_tokenizer", "rename": ""}
+    owner = Vocabulary if stage == "tokenizer" else saved_module  # the one tokenizer writer
+    real = getattr(owner, target[stage], None)
     renames: list[object] = []
 
     def interrupted(*args: Any) -> None:
@@ -353,7 +355,7 @@ def test_ctrl_c_while_writing_leaves_the_earlier_files_and_no_temporary_one(
 
         monkeypatch.setattr(os, "replace", replace_once)
     else:
-        monkeypatch.setattr(saved_module, target[stage], interrupted)
+        monkeypatch.setattr(owner, target[stage], interrupted)
     status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
     assert status == 130 and f"--resume {output} goes on from it" in err
     names = sorted(path.name for path in output.iterdir())
@@ -388,10 +390,10 @@ def test_a_failed_write_is_one_line_and_leaves_the_earlier_files(
 ) -> None:
     output, before = earlier
 
-    def full_disk(path: Path, data: bytes) -> None:
-        raise OSError(28, "No space left on device", str(path))
+    def full_disk(vocabulary: Vocabulary, path: str) -> None:
+        raise OSError(28, "No space left on device", path)
 
-    monkeypatch.setattr(saved_module, "write_new_file", full_disk)
+    monkeypatch.setattr(Vocabulary, "write_tokenizer", full_disk)
     status, _, err = run_train(corpus, output, "--seed", "2", "--epochs", "1")
     assert status == 1 and err.count("\n") == 2  # the progress line, then the error
     assert "No space left on device" in err.splitlines()[-1]

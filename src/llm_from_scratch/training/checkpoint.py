@@ -1,14 +1,8 @@
-"""A training run's checkpoint, ``checkpoint.safetensors`` in the output folder: the two tables,
-the vocabulary, and in its metadata the options, the corpus (each file's size and SHA-256), the
-:class:`Position`, the vocabulary's fingerprint and the digest of the whole content
+"""A training run's checkpoint, ``checkpoint.safetensors``: the two tables, the vocabulary, and
+in its metadata the options, the corpus (each file's size and SHA-256), the :class:`Position`,
+the vocabulary's fingerprint and the digest of the whole content. :func:`load_checkpoint` checks
+every byte of it before a run uses any: what it returns is all the compiled loop trusts
 (``docs/training.md``, "Checkpoints and resuming").
-
-Every byte of it is checked before a run uses any (:func:`load_checkpoint`): the file by the one
-safetensors reader (:func:`llm_from_scratch.nn.checkpoint.opened`), each metadata field as a
-typed, bounded value (:mod:`~llm_from_scratch.training.checkpoint_fields`), each tensor's name,
-dtype and shape against the vocabulary and the options before its data is read, the vocabulary
-as a vocabulary, the tables finite, the digest, then the corpus by content. What it returns is
-all the compiled loop trusts: every ID it indexes by comes from that vocabulary and those shapes.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -69,9 +63,7 @@ IDENTITY: Final = (
     "tokenized", "sample", "alpha", "min_alpha", "ns_exponent", "max_vocab_size",
     "max_final_vocab",
 )  # fmt: skip
-"""The options a resumed run must share with the checkpoint (``--threads``,
-``--checkpoint-minutes`` and ``--keep-model`` may change, and ``--corpus`` may name a copy of
-the same files)."""
+"""The options a resumed run must share with the checkpoint (``--corpus`` may name a copy)."""
 SAVED: Final = ("corpus", *IDENTITY, "threads", "checkpoint_minutes", "keep_model")
 """The options a checkpoint records: what a resumed run takes when it is not given them."""
 FINGERPRINT_KEY: Final = "vocabulary_fingerprint"
@@ -122,13 +114,43 @@ class Origin:
 
 
 @dataclass(frozen=True, eq=False)
-class Checkpoint:
+class CorpusRecord:
+    """What a run trains on: its corpus files (with the encodings and digests found), the
+    vocabulary counted on them, and every word of the corpus read (``words``)."""
+
+    files: tuple[CorpusFile, ...]
+    vocabulary: Vocabulary
+    words: int
+
+
+class OnCorpus:
+    """A run, a checkpoint or a result of one :class:`CorpusRecord` (``corpus``), whose fields
+    it gives as ``files``, ``vocabulary`` and ``corpus_words``."""
+
+    corpus: CorpusRecord
+
+    @property
+    def files(self) -> tuple[CorpusFile, ...]:
+        """The corpus files, with the encodings and digests found."""
+        return self.corpus.files
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The vocabulary counted on the corpus."""
+        return self.corpus.vocabulary
+
+    @property
+    def corpus_words(self) -> int:
+        """Every word of the corpus read (outside the vocabulary too)."""
+        return self.corpus.words
+
+
+@dataclass(frozen=True, eq=False)
+class Checkpoint(OnCorpus):
     """A run's state (see the module docstring)."""
 
     options: TrainOptions
-    files: tuple[CorpusFile, ...]
-    vocabulary: Vocabulary
-    corpus_words: int
+    corpus: CorpusRecord
     inputs: npt.NDArray[Any]
     contexts: npt.NDArray[Any]
     position: Position
@@ -190,8 +212,7 @@ def content_digest(
 
 
 def saved_options(folder: Path) -> dict[str, Any]:
-    """The options of the run whose checkpoint is in ``folder`` (all but its output folder),
-    each of its option's type and range.
+    """The options of the run whose checkpoint is in ``folder`` (all but its output folder).
 
     Raises:
         MismatchError: ``resume.missing``, ``resume.unreadable`` (naming the field).
@@ -214,29 +235,12 @@ def load_checkpoint(folder: Path, options: TrainOptions, files: list[CorpusFile]
         differences = TrainOptions(**_options(metadata)).differences(options, IDENTITY)
         if differences:
             raise _resume_error("options", folder, "; ".join(differences))
-        state = _state(folder, file, tensors, metadata, options)
-    checked = _corpus_files(folder, options.corpus, state.corpus, files)
-    found = (state.vocabulary, state.corpus_words, state.inputs, state.contexts, state.position)
-    return Checkpoint(options, checked, *found, state.origin)
-
-
-@dataclass(frozen=True, eq=False)
-class _State:
-    """A checkpoint's content, checked."""
-
-    corpus: tuple[SavedFile, ...]
-    vocabulary: Vocabulary
-    corpus_words: int
-    inputs: npt.NDArray[Any]
-    contexts: npt.NDArray[Any]
-    position: Position
-    origin: Origin
+        return _checkpoint(folder, (file, tensors, metadata), options, files)
 
 
 @contextlib.contextmanager
 def _opened(folder: Path) -> Iterator[tuple[io.FileIO, list[StoredTensor], dict[str, str]]]:
-    """The checkpoint file of ``folder`` opened by the one reader, once its format is this one;
-    what the reader or a field check refuses is ``resume.unreadable``."""
+    """The checkpoint of ``folder`` opened, of this format; a refusal is ``resume.unreadable``."""
     path = folder / CHECKPOINT_FILE
     if not path.is_file():
         raise _resume_error("missing", folder, f"{path} is not a file")
@@ -254,21 +258,21 @@ def _options(metadata: Mapping[str, str]) -> dict[str, Any]:
     return {**saved, "corpus": Path(saved["corpus"])}
 
 
-def _state(
+def _checkpoint(
     folder: Path,
-    file: io.FileIO,
-    tensors: list[StoredTensor],
-    metadata: Mapping[str, str],
+    content: tuple[io.FileIO, list[StoredTensor], Mapping[str, str]],
     options: TrainOptions,
-) -> _State:
-    """Fields first, then each tensor's layout, then the data (the digest last)."""
-    path = str(folder / CHECKPOINT_FILE)
+    files: list[CorpusFile],
+) -> Checkpoint:
+    """Fields first, then each tensor's layout, then the data (the digest last), then the corpus."""
+    file, tensors, metadata = content
     corpus = saved_corpus(json_field(metadata, "corpus"))
     total = sum(saved.size for saved in corpus)
     corpus_words = integer(json_field(metadata, "corpus_words"), "corpus_words", 1, total)
     position = _position(json_field(metadata, "position"), options.epochs, corpus)
     fingerprint = digest(metadata.get(FINGERPRINT_KEY), FINGERPRINT_KEY)
     stored = _layout(tensors, options.dim)
+    path = str(folder / CHECKPOINT_FILE)
     arrays = {
         name: read_tensor(path, file, stored[name], _native(name), name in TABLES)
         for name in DTYPES
@@ -283,9 +287,10 @@ def _state(
     recorded = digest(metadata.get(DIGEST_KEY), DIGEST_KEY)
     if content_digest(metadata, list(arrays.items())) != recorded:
         raise FieldError(DIGEST_KEY, "differs from the content's (the file was edited)")
-    vocabulary = Vocabulary(words, counts)
-    inputs, contexts = (arrays[name] for name in TABLES)
-    return _State(corpus, vocabulary, corpus_words, inputs, contexts, position, origin)
+    checked = _corpus_files(folder, cast(Path, options.corpus), corpus, files)
+    found = CorpusRecord(checked, Vocabulary(words, counts, reading=reading), corpus_words)
+    inputs, contexts = arrays[TABLES[0]], arrays[TABLES[1]]
+    return Checkpoint(options, found, inputs, contexts, position, origin)
 
 
 def _native(name: str) -> np.dtype[Any]:
@@ -294,8 +299,7 @@ def _native(name: str) -> np.dtype[Any]:
 
 
 def _layout(tensors: list[StoredTensor], dim: int) -> dict[str, StoredTensor]:
-    """The tensors by name, once they are exactly :data:`DTYPES`, ``vocabulary.words`` and
-    ``vocabulary.counts`` one axis of at least 2 counts, and each table ``[counts, dim]``."""
+    """The tensors by name, once they are :data:`DTYPES` of the shapes a vocabulary gives."""
     stored = {tensor.name: tensor for tensor in tensors}
     for name in (*DTYPES, *stored):
         if name not in stored:
@@ -318,9 +322,8 @@ def _layout(tensors: list[StoredTensor], dim: int) -> dict[str, StoredTensor]:
 
 
 def _position(value: object, epochs: int, corpus: tuple[SavedFile, ...]) -> Position:
-    """The position a checkpoint records, inside its run and its corpus: an epoch of the run
-    (or its end, with nothing left of it), a file of the corpus, an offset inside it, blocks
-    and words no more than the bytes before it, one total per epoch done."""
+    """The position a checkpoint records, inside its run and its corpus (blocks and words no more
+    than the bytes before it, one total per epoch done)."""
     found = record(value, "position", tuple(item.name for item in fields(Position)))
     epoch = integer(found["epoch"], "position.epoch", 0, epochs)
     file = integer(found["file"], "position.file", 0, len(corpus) - 1)
@@ -330,23 +333,15 @@ def _position(value: object, epochs: int, corpus: tuple[SavedFile, ...]) -> Posi
     words = integer(found["words"], "position.words", 0, read)
     totals = _totals(found["totals"], "position.totals")
     done = items(found["done"], "position.done", epoch)
-    position = Position(
-        epoch,
-        block,
-        file,
-        offset,
-        words,
-        totals,
-        tuple(_totals(item, f"position.done[{index}]") for index, item in enumerate(done)),
-    )
+    done_totals = (_totals(item, f"position.done[{index}]") for index, item in enumerate(done))
+    position = Position(epoch, block, file, offset, words, totals, tuple(done_totals))
     if epoch == epochs and position != Position(epoch, done=position.done):
         raise FieldError("position", "the run is done, yet a block is recorded to go on from")
     return position
 
 
 def _origin(value: object, corpus_words: int) -> Origin:
-    """Where the run's tables started: from the seed (all zero, no folder), or a kept model's
-    epochs and folder, with at most ``corpus_words`` words outside its vocabulary."""
+    """Where the run's tables started: the seed (all zero), or a kept model (a folder)."""
     found = record(value, "origin", tuple(item.name for item in fields(Origin)))
     first_epoch = integer(found["first_epoch"], "origin.first_epoch", 0, 2**63 - 1)
     outside = integer(found["outside_words"], "origin.outside_words", 0, corpus_words)
@@ -372,8 +367,7 @@ def _relative(root: Path, path: Path) -> str:
 def _corpus_files(
     folder: Path, root: Path, saved: tuple[SavedFile, ...], files: list[CorpusFile]
 ) -> tuple[CorpusFile, ...]:
-    """The checkpoint's corpus files (with the encodings found when it counted them), if
-    ``files`` (the corpus as it is now) are the same files of the same sizes and bytes."""
+    """The checkpoint's corpus files, if ``files`` (the corpus now) are the same files and bytes."""
     now = {_relative(root, file.path): file for file in files}
     found = []
     for entry in saved:

@@ -1,8 +1,6 @@
-"""The fields of a training checkpoint's metadata read as typed, bounded values: JSON read
-exactly (:func:`llm_from_scratch.files.load_json`), then each value's type and range checked,
-so that what reaches a run is an ``int`` where an integer goes (never a ``bool``, a ``float``
-or a string) within the bounds the options and the corpus set. A field that fails is a
-:class:`FieldError` naming it as ``position.epoch``.
+"""The fields of a training checkpoint's metadata read as typed, bounded values (JSON read exactly
+by :func:`llm_from_scratch.files.load_json`): an ``int`` where an integer goes, never a ``bool``,
+a ``float`` or a string. A field that fails is a :class:`FieldError` naming it.
 
     >>> integer(3, "position.epoch", 0, 5)
     3
@@ -130,8 +128,7 @@ def items(value: object, field: str, count: int | None = None) -> list[Any]:
 
 def saved_options(value: object, names: tuple[str, ...]) -> dict[str, Any]:
     """The options ``names`` of a checkpoint's ``options`` entry, each of its option's type and
-    range (``epochs`` at least 1: a run of 0 epochs writes no checkpoint; ``corpus`` a path;
-    ``null`` only for a number whose default is None, as ``max_vocab_size``'s)."""
+    range (``epochs`` at least 1; ``null`` only for a number whose default is None)."""
     found = record(value, "options", names)
     checked: dict[str, Any] = {}
     unset = {item.name for item in dataclasses.fields(TrainOptions) if item.default is None}

@@ -155,9 +155,8 @@ def _cut(data: bytes, encoding: str) -> int:
 
 @dataclass(frozen=True, eq=False)
 class Counted:
-    """A corpus counted: its files with the encoding each is read in, how often each word
-    occurs, and every word read (words too long to count and words forgotten under
-    ``max_vocab_size`` included)."""
+    """A corpus counted: its files (their encodings found), how often each word occurs, and
+    every word read (those too long to count or forgotten under ``max_vocab_size`` too)."""
 
     files: list[CorpusFile]
     counts: Counter[str]
@@ -165,10 +164,8 @@ class Counted:
 
 
 def count_words(files: Sequence[CorpusFile]) -> tuple[list[CorpusFile], Counter[str]]:
-    """One pass over the corpus: the files with the encoding each is read in and their
-    :func:`file_digest`, and how often each word of at most
-    :data:`~llm_from_scratch.training.words.LONGEST_WORD` letters occurs (memory follows the
-    number of different words).
+    """One pass over the corpus: the files with their encodings and :func:`file_digest`, and
+    how often each word of at most ``LONGEST_WORD`` letters occurs.
 
     Raises:
         CorpusError: ``corpus.unreadable``, as :func:`pieces`.

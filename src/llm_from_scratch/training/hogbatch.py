@@ -1,139 +1,15 @@
-"""The compiled HogBatch loop (Ji et al., 2016; IntelLabs/pWord2Vec): one block of a corpus,
-window after window, with one set of negatives shared by a window.
-
-For each kept word (the *target*) it draws the window as :func:`~llm_from_scratch.training.
-kernels.train_block` does, then ``K`` negatives once for the whole window, and trains the ``B``
-window words' input rows ``[B, d]`` against the target's and the negatives' context rows
-``[1 + K, d]`` as small matrix products: the ``B x (1 + K)`` scores, their gradients, then the
-gradient of every row summed over the batch and each row written once. A frequent noise word's
-context row is written once per window instead of once per pair: fewer writes to the rows every
-thread writes (``docs/performance.md``, "A contention model"). It draws the samples of
-:func:`~llm_from_scratch.training.windows.block_windows` in the same order and adds the scores
-in the tape's lane order, so the tape's version (``--reference``) learns the same table up to
-rounding. Compiled without the global interpreter lock, as the pair loop is.
+"""HogBatch compiled (Ji et al., 2016; IntelLabs/pWord2Vec): one block window after window, the
+window's input rows ``[B, d]`` against the target's and one set of negatives' context rows
+``[1 + K, d]`` as small matrix products, each row written once per window (``docs/training.md``,
+"The model"), on the samples of :func:`~llm_from_scratch.training.windows.block_windows`. The
+loop and the window's step are :mod:`~llm_from_scratch.training.kernels`', beside the pairs'.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
-
-from llm_from_scratch.autograd.dispatch import compiled_kernel, kernel_helper
-from llm_from_scratch.autograd.matvec import lane_dot
-from llm_from_scratch.training.kernels import (
-    draw_negatives,
-    keep_words,
-    splitmix_next,
-    splitmix_value,
-)
-
-
-@kernel_helper
-def window_scales(
-    inputs: Any, contexts: Any, window: Any, size: int, targets: Any, rate: float, scales: Any
-) -> float:  # pragma: no cover - JIT
-    """The window's loss, and ``scales[k, j]``: the step of score ``(j, k)`` (the rate times the
-    label times ``sigmoid(-label * score)``), for the ``size`` words of ``window``."""
-    loss = 0.0
-    for k in range(targets.shape[0]):
-        label = 1.0 if k == 0 else (0.0 if targets[k] == targets[0] else -1.0)
-        row = contexts[targets[k]]
-        for j in range(size):
-            margin = -label * lane_dot(row, inputs[window[j]])
-            small = math.exp(-abs(margin))
-            loss += max(margin, 0.0) + math.log1p(small)
-            sigmoid = 1.0 / (1.0 + small) if margin >= 0 else small / (1.0 + small)
-            scales[k, j] = rate * label * sigmoid
-    return loss
-
-
-@kernel_helper
-def weighted_rows(
-    out: Any, table: Any, ids: Any, count: int, weights: Any
-) -> None:  # pragma: no cover - JIT
-    """``out = sum over i < count of weights[i] * table[ids[i]]``, ``i`` in order from 0."""
-    for f in range(out.shape[0]):
-        out[f] = 0
-    for i in range(count):
-        weight = out.dtype.type(weights[i])
-        row = table[ids[i]]
-        for f in range(out.shape[0]):
-            out[f] += weight * row[f]
-
-
-@kernel_helper
-def add_rows(table: Any, ids: Any, count: int, steps: Any) -> None:  # pragma: no cover - JIT
-    """``table[ids[i]] += steps[i]`` for ``i < count``, in order."""
-    for i in range(count):
-        row = table[ids[i]]
-        for f in range(row.shape[0]):
-            row[f] += steps[i, f]
-
-
-@kernel_helper
-def train_window(
-    tables: tuple[Any, Any], window: Any, size: int, targets: Any, rate: float, work: Any
-) -> float:  # pragma: no cover - JIT
-    """One window's forward, VJP and SGD step (every gradient from the values the window starts
-    from, then each row written once); its loss. The context rows' steps are summed first, from
-    the input rows as they were; then each input row takes its step, which reads only context
-    rows, before the context rows take theirs."""
-    inputs, contexts = tables
-    scales, context_steps = work
-    loss: float = window_scales(inputs, contexts, window, size, targets, rate, scales)
-    count = targets.shape[0]
-    for k in range(count):
-        weighted_rows(context_steps[k], inputs, window, size, scales[k])
-    for j in range(size):
-        row = inputs[window[j]]
-        for k in range(count):
-            scale = inputs.dtype.type(scales[k, j])
-            context = contexts[targets[k]]
-            for f in range(row.shape[0]):
-                row[f] += scale * context[f]
-    add_rows(contexts, targets, count, context_steps)
-    return loss
-
-
-@compiled_kernel(parallel=False, pack_lanes=True)
-def _train_block_hogbatch(
-    tokens: Any,
-    keep: Any,
-    noise: tuple[Any, Any],
-    tables: tuple[Any, Any],
-    reach_most: int,
-    state: Any,
-    schedule: tuple[float, float, int, int],
-    work: tuple[Any, Any, Any, Any, Any, Any],
-    totals: Any,
-) -> Any:  # pragma: no cover - JIT
-    accept, alias = noise
-    sentence, positions, window, targets, scales, context_steps = work
-    rate_first, rate_last, read, words_total = schedule
-    slope = (rate_first - rate_last) / words_total
-    start = 0
-    while start <= tokens.shape[0]:
-        end, count, read, state = keep_words(tokens, start, keep, state, sentence, positions, read)
-        for target_at in range(count):
-            state = splitmix_next(state)
-            reach: Any = reach_most - np.int64(splitmix_value(state) % np.uint64(reach_most))
-            size = 0
-            for context_at in range(max(0, target_at - reach), min(count, target_at + reach + 1)):
-                if context_at != target_at:
-                    window[size] = sentence[context_at]
-                    size += 1
-            if size == 0:
-                continue
-            targets[0] = sentence[target_at]
-            state = draw_negatives(state, targets, targets.shape[0] - 1, accept, alias)
-            rate = max(rate_last, rate_first - slope * positions[target_at])
-            steps = (scales, context_steps)
-            totals[0] += train_window(tables, window, size, targets, rate, steps)
-            totals[1] += size
-        start = end + 1
-    return state
+from llm_from_scratch.training.kernels import run_block
 
 
 def train_block_hogbatch(
@@ -168,16 +44,5 @@ def train_block_hogbatch(
     Shape:
         as :func:`~llm_from_scratch.training.kernels.train_block`'s.
     """
-    size, width, most = tokens.shape[0], inputs.shape[1], 2 * window
-    work = (
-        np.empty(size, np.int32),
-        np.empty(size, np.int64),
-        np.empty(most, np.int64),
-        np.empty(negatives + 1, np.int64),
-        np.empty((negatives + 1, most), np.float64),
-        np.empty((negatives + 1, width), inputs.dtype),
-    )
-    schedule = (rates[0], rates[1], words_before, max(words_total, 1))
-    noise, tables, start = (accept, alias), (inputs, contexts), np.uint64(state)
-    end = _train_block_hogbatch(tokens, keep, noise, tables, window, start, schedule, work, totals)
-    return int(end)
+    arguments = (tokens, keep, accept, alias, inputs, contexts, window, negatives, state)
+    return run_block(True, (*arguments, rates, words_before, words_total, totals))

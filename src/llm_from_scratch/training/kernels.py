@@ -1,11 +1,8 @@
-"""The compiled training loop of skip-gram: one block of a corpus, pair after pair.
-
-:func:`train_block` is the fused form of what :mod:`~llm_from_scratch.training.skipgram` writes
-with the tape: for every pair of a block, the loss (forward), its gradients (VJP) and the SGD
-step on the rows they touch, before the next pair reads the tables. It draws the very samples of
-:func:`~llm_from_scratch.training.skipgram.block_pairs`, in the same order, and adds in the order
-of the tape's ``matvec`` (eight lanes), so both learn the same table up to rounding. Compiled
-without the global interpreter lock: threads train their own blocks on the shared tables.
+"""The compiled training loop of skip-gram on one block: each kept word's pairs one after another
+(:func:`train_block`), or its window at once (HogBatch, ``hogbatch.train_block_hogbatch``). For
+each pair or window, the forward, the VJP and the SGD step the tape's version writes
+(``skipgram.py``, ``windows.py``), on its samples in their order, adding in the tape's lane
+order. Compiled without the global interpreter lock: threads train blocks on the shared tables.
 """
 
 from __future__ import annotations
@@ -63,6 +60,48 @@ def draw_negatives(
 
 
 @kernel_helper
+def score_step(
+    targets: Any, k: int, context: Any, vector: Any, rate: float
+) -> Any:  # pragma: no cover - JIT
+    """Target ``k``'s loss ``-log sigmoid(label * score)`` (``softplus(margin)``) and its step
+    ``rate * label * sigmoid(margin)`` (label 1 for ``targets[0]``, 0 for a negative equal to
+    it, else -1), of the score of its ``context`` row with ``vector``."""
+    label = 1.0 if k == 0 else (0.0 if targets[k] == targets[0] else -1.0)
+    margin = -label * lane_dot(context, vector)
+    small = math.exp(-abs(margin))
+    sigmoid = 1.0 / (1.0 + small) if margin >= 0 else small / (1.0 + small)
+    return max(margin, 0.0) + math.log1p(small), rate * label * sigmoid
+
+
+@kernel_helper
+def draw_reach(state: Any, window: int) -> Any:  # pragma: no cover - JIT
+    """The next state, and the reach ``window - b`` it draws (``b`` in ``0..window-1``)."""
+    state = splitmix_next(state)
+    return state, window - np.int64(splitmix_value(state) % np.uint64(window))
+
+
+@kernel_helper
+def weighted_rows(
+    out: Any, table: Any, ids: Any, count: int, weights: Any
+) -> None:  # pragma: no cover - JIT
+    """``out = sum over i < count of weights[i] * table[ids[i]]``, ``i`` in order from 0."""
+    for f in range(out.shape[0]):
+        out[f] = 0
+    for i in range(count):
+        weight = out.dtype.type(weights[i])
+        row = table[ids[i]]
+        for f in range(out.shape[0]):
+            out[f] += weight * row[f]
+
+
+@kernel_helper
+def add_scaled(row: Any, scale: Any, other: Any) -> None:  # pragma: no cover - JIT
+    """``row += scale * other``."""
+    for f in range(row.shape[0]):
+        row[f] += scale * other[f]
+
+
+@kernel_helper
 def train_pair(
     vector: Any, contexts: Any, targets: Any, rate: float, scales: Any, gradient: Any
 ) -> float:  # pragma: no cover - JIT
@@ -70,27 +109,13 @@ def train_pair(
     ``targets`` the context word and the negatives."""
     count = targets.shape[0]
     loss = 0.0
-    # Forward and VJP at the values the pair starts from: each target's score, its loss
-    # -log sigmoid(label * score) = softplus(margin), and the step along its score.
+    for k in range(count):  # forward and VJP at the values the pair starts from
+        term, scale = score_step(targets, k, contexts[targets[k]], vector, rate)
+        loss += term
+        scales[k] = scale
+    weighted_rows(gradient, contexts, targets, count, scales)
     for k in range(count):
-        label = 1.0 if k == 0 else (0.0 if targets[k] == targets[0] else -1.0)
-        margin = -label * lane_dot(contexts[targets[k]], vector)
-        small = math.exp(-abs(margin))
-        loss += max(margin, 0.0) + math.log1p(small)
-        sigmoid = 1.0 / (1.0 + small) if margin >= 0 else small / (1.0 + small)
-        scales[k] = rate * label * sigmoid
-    for f in range(vector.shape[0]):
-        gradient[f] = 0
-    for k in range(count):
-        scale = vector.dtype.type(scales[k])
-        row = contexts[targets[k]]
-        for f in range(vector.shape[0]):
-            gradient[f] += scale * row[f]
-    for k in range(count):
-        scale = vector.dtype.type(scales[k])
-        row = contexts[targets[k]]
-        for f in range(vector.shape[0]):
-            row[f] += scale * vector[f]
+        add_scaled(contexts[targets[k]], vector.dtype.type(scales[k]), vector)
     for f in range(vector.shape[0]):
         vector[f] += gradient[f]
     return loss
@@ -118,6 +143,53 @@ def keep_words(
     return index, count, read, state
 
 
+@kernel_helper
+def window_scales(
+    inputs: Any, contexts: Any, window: Any, size: int, targets: Any, rate: float, scales: Any
+) -> float:  # pragma: no cover - JIT
+    """The window's loss, and ``scales[k, j]``: the step of score ``(j, k)`` (the rate times the
+    label times ``sigmoid(-label * score)``), for the ``size`` words of ``window``."""
+    loss = 0.0
+    for k in range(targets.shape[0]):
+        row = contexts[targets[k]]
+        for j in range(size):
+            term, scale = score_step(targets, k, row, inputs[window[j]], rate)
+            loss += term
+            scales[k, j] = scale
+    return loss
+
+
+@kernel_helper
+def add_rows(table: Any, ids: Any, count: int, steps: Any) -> None:  # pragma: no cover - JIT
+    """``table[ids[i]] += steps[i]`` for ``i < count``, in order."""
+    for i in range(count):
+        row = table[ids[i]]
+        for f in range(row.shape[0]):
+            row[f] += steps[i, f]
+
+
+@kernel_helper
+def train_window(
+    tables: tuple[Any, Any], window: Any, size: int, targets: Any, rate: float, work: Any
+) -> float:  # pragma: no cover - JIT
+    """One window's forward, VJP and SGD step (every gradient from the values the window starts
+    from, then each row written once); its loss. The context rows' steps are summed first, from
+    the input rows as they were; then each input row takes its step, which reads only context
+    rows, before the context rows take theirs."""
+    inputs, contexts = tables
+    scales, context_steps = work
+    loss: float = window_scales(inputs, contexts, window, size, targets, rate, scales)
+    count = targets.shape[0]
+    for k in range(count):
+        weighted_rows(context_steps[k], inputs, window, size, scales[k])
+    for j in range(size):
+        row = inputs[window[j]]
+        for k in range(count):
+            add_scaled(row, inputs.dtype.type(scales[k, j]), contexts[targets[k]])
+    add_rows(contexts, targets, count, context_steps)
+    return loss
+
+
 @compiled_kernel(parallel=False, pack_lanes=True)
 def _train_block(
     tokens: Any,
@@ -127,30 +199,63 @@ def _train_block(
     window: int,
     state: Any,
     schedule: tuple[float, float, int, int],
-    work: tuple[Any, Any, Any, Any, Any],
+    work: tuple[Any, Any, Any, Any, tuple[Any, Any], tuple[Any, Any]],
     totals: Any,
+    hogbatch: bool,
 ) -> Any:  # pragma: no cover - JIT
     inputs, contexts = tables
     accept, alias = noise
-    sentence, positions, targets, scales, gradient = work
+    sentence, positions, near, targets, (scales, gradient), window_work = work
     rate_first, rate_last, read, words_total = schedule
     slope = (rate_first - rate_last) / words_total
     start = 0
     while start <= tokens.shape[0]:
         end, count, read, state = keep_words(tokens, start, keep, state, sentence, positions, read)
-        for centre_at in range(count):
-            state = splitmix_next(state)
-            reach: Any = window - np.int64(splitmix_value(state) % np.uint64(window))
-            rate = max(rate_last, rate_first - slope * positions[centre_at])
-            vector = inputs[sentence[centre_at]]
-            for context_at in range(max(0, centre_at - reach), min(count, centre_at + reach + 1)):
-                if context_at != centre_at:
-                    targets[0] = sentence[context_at]
-                    state = draw_negatives(state, targets, targets.shape[0] - 1, accept, alias)
-                    totals[0] += train_pair(vector, contexts, targets, rate, scales, gradient)
-                    totals[1] += 1
+        for at in range(count):
+            state, reach = draw_reach(state, window)
+            rate = max(rate_last, rate_first - slope * positions[at])
+            size = 0
+            for context_at in range(max(0, at - reach), min(count, at + reach + 1)):
+                if context_at == at:
+                    continue
+                if hogbatch:  # the window's words, trained at once after the loop
+                    near[size] = sentence[context_at]
+                    size += 1
+                    continue
+                targets[0] = sentence[context_at]
+                state = draw_negatives(state, targets, targets.shape[0] - 1, accept, alias)
+                vector = inputs[sentence[at]]
+                totals[0] += train_pair(vector, contexts, targets, rate, scales, gradient)
+                totals[1] += 1
+            if size > 0:
+                targets[0] = sentence[at]
+                state = draw_negatives(state, targets, targets.shape[0] - 1, accept, alias)
+                totals[0] += train_window(tables, near, size, targets, rate, window_work)
+                totals[1] += size
         start = end + 1
     return state
+
+
+def run_block(hogbatch: bool, arguments: tuple[Any, ...]) -> int:
+    """The compiled loop on one block (the arguments of :func:`train_block`), training each
+    kept word's pairs one by one, or (``hogbatch``) its window at once; the state after it."""
+    tokens, keep, accept, alias, inputs, contexts, window, negatives, state = arguments[:9]
+    rates, words_before, words_total, totals = arguments[9:]
+    size, width, targets = tokens.shape[0], inputs.shape[1], negatives + 1
+    pair, most = (0, 2 * window) if hogbatch else (1, 0)  # only the method's arrays are sized
+    work = (
+        np.empty(size, np.int32),
+        np.empty(size, np.int64),
+        np.empty(most, np.int64),
+        np.empty(targets, np.int64),
+        (np.empty(targets * pair, np.float64), np.empty(width * pair, inputs.dtype)),
+        (np.empty((targets, most), np.float64), np.empty((targets, most and width), inputs.dtype)),
+    )
+    schedule = (rates[0], rates[1], words_before, max(words_total, 1))
+    noise, tables, start = (accept, alias), (inputs, contexts), np.uint64(state)
+    return int(
+        _train_block(tokens, keep, noise, tables, window, start, schedule, work, totals, hogbatch)
+    )
 
 
 def train_block(
@@ -185,15 +290,5 @@ def train_block(
         ``tokens``: ``int32 [n]``; ``keep``, ``accept``: ``float64 [V]``; ``alias``: ``intp
         [V]``; ``inputs``, ``contexts``: ``[V, d]``; ``totals``: ``float64 [2]``.
     """
-    size = tokens.shape[0]
-    work = (
-        np.empty(size, np.int32),
-        np.empty(size, np.int64),
-        np.empty(negatives + 1, np.int64),
-        np.empty(negatives + 1, np.float64),
-        np.empty(inputs.shape[1], inputs.dtype),
-    )
-    schedule = (rates[0], rates[1], words_before, max(words_total, 1))
-    noise, tables, start = (accept, alias), (inputs, contexts), np.uint64(state)
-    end = _train_block(tokens, keep, noise, tables, window, start, schedule, work, totals)
-    return int(end)
+    arguments = (tokens, keep, accept, alias, inputs, contexts, window, negatives, state)
+    return run_block(False, (*arguments, rates, words_before, words_total, totals))

@@ -1,9 +1,7 @@
-"""The options of a training run, declared once: each field of :class:`TrainOptions` carries
-its help, default and range, from which the command line, the checks and the report are built.
-The options gensim's ``Word2Vec`` shares keep its names, defaults and meanings (``sample``,
-``alpha``, ``min_alpha``, ``ns_exponent``, ``max_vocab_size``, ``max_final_vocab``, ``window``,
-``min_count``, ``seed``, ``epochs``); its other names are answered with ours
-(:data:`GENSIM_NAMES`)."""
+"""The options of a training run, declared once: each field of :class:`TrainOptions` carries its
+help, default and range, from which the command line, the checks and the report are built. The
+options gensim's ``Word2Vec`` shares keep its names, defaults and meanings; its other names are
+answered with ours (:data:`GENSIM_NAMES`)."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ CHECKPOINT_FILE: Final = "checkpoint.safetensors"
 MODEL_FILE: Final = "model.safetensors"
 """The context table kept beside the pair (``keep_model``), which ``--continue`` trains further."""
 RATES: Final = (0.025, 0.0001)
-"""SGD's learning rate at the first and the last word of a run (gensim's ``alpha`` and
-``min_alpha`` defaults)."""
+"""The learning rate at the first and the last word of a run (gensim's defaults)."""
 SAMPLE: Final = 1e-3
 """gensim's subsampling threshold ``sample``."""
 NOISE_POWER: Final = 0.75
@@ -45,8 +42,7 @@ GENSIM_NAMES: Final = {
     "callbacks": "Run.train(on_epoch=...), called with each epoch's summary and vectors",
     "compute_loss": "no such option, the loss is always computed (EpochSummary.mean_loss)",
 }
-"""gensim's ``Word2Vec`` keywords this package names otherwise, each with ours: passed to
-:class:`TrainOptions`, each is refused in one line naming ours (``gensim.name``)."""
+"""gensim's ``Word2Vec`` keywords named otherwise here, each with ours (``gensim.name``)."""
 GENSIM_OPTIONS: Final = {
     "--vector-size": "--dim",
     "--size": "--dim",
@@ -58,8 +54,7 @@ GENSIM_OPTIONS: Final = {
     "--hs": "no such option, the loss is always negative sampling (hs=0): --negatives",
     "--compute-loss": "no such option, the loss is always computed and reported",
 }
-"""The same names on the command line of ``ch18 train`` (``--negative`` is not taken as an
-abbreviation of ``--negatives``)."""
+"""The same names on the command line of ``ch18 train``."""
 MEMORY_BUDGET_VARIABLE: Final = "LLM_FROM_SCRATCH_MEMORY_BUDGET"
 """The memory budget (MB) when ``--memory-budget`` is not given."""
 RUNTIME_BYTES: Final = 1 << 30
@@ -67,15 +62,13 @@ RUNTIME_BYTES: Final = 1 << 30
 METHODS: Final = ("hogbatch", "pairs")
 """The training methods (``--method``), the default first."""
 BYTES_PER_VALUE: Final = 8
-"""The memory a run plans per value of its ``[V, d]`` tables: the two float32 tables, drawn once
-and trained in place; nothing else of their size is allocated (the report's measures read the
-rows in chunks). Measured: ``docs/performance.md``, "Where the time and the memory go"."""
+"""The memory a run plans per value of its ``[V, d]`` tables: two float32 tables trained in place
+(``docs/performance.md``, "Where the time and the memory go")."""
 BYTES_PER_WORD: Final = 512
-"""The memory a run plans per word of its vocabulary: the counted words, their IDs, the sampling
-and noise tables and the tokenizer file (about 500 measured at 200,000 words)."""
+"""The memory a run plans per word of its vocabulary (about 500 measured at 200,000 words)."""
 RUNTIME_MB: Final = 240
-"""The memory a run plans besides its tables and vocabulary: the interpreter and NumPy (about 40
-MB), Numba, LLVM and the compiled loop (about 170 MB), with room for the report and its files."""
+"""The memory a run plans besides its tables and vocabulary: the interpreter, NumPy, Numba, LLVM
+and the compiled loop (about 210 MB), with room for the report."""
 
 
 def planned_megabytes(vocabulary_size: int, dim: int) -> int:
@@ -113,7 +106,7 @@ class OptionSpec:
 
 
 def _option(default: Any, text: str, minimum: float | None = None, **spec: Any) -> Any:
-    """A field of :class:`TrainOptions`: its default, and its :class:`OptionSpec`."""
+    """A field of :class:`TrainOptions` (a new ``dataclasses.field``: RUF009 cannot see it)."""
     return field(default=default, metadata={"spec": OptionSpec(text, minimum, **spec)})
 
 
@@ -121,7 +114,6 @@ def _option(default: Any, text: str, minimum: float | None = None, **spec: Any) 
 class TrainOptions:
     """What a training run is asked to do (see :meth:`checked`)."""
 
-    # _option returns a dataclasses.field, so no default is shared (RUF009 cannot see it)
     corpus: Path | Iterable[Sequence[str]] | None = _option(  # noqa: RUF009
         None,
         "a text file or a folder of .txt files (in Python also a restartable iterable of token "

@@ -26,13 +26,15 @@ from llm_from_scratch.files import peak_memory_bytes
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.training.checkpoint import (
     Checkpoint,
+    CorpusRecord,
     EpochTotals,
+    OnCorpus,
     Origin,
     Position,
     load_checkpoint,
     save_checkpoint,
 )
-from llm_from_scratch.training.corpus import CorpusFile, Counted, corpus_files
+from llm_from_scratch.training.corpus import Counted, corpus_files
 from llm_from_scratch.training.hogbatch import train_block_hogbatch
 from llm_from_scratch.training.kernels import SENTENCE_END, train_block
 from llm_from_scratch.training.options import (
@@ -57,7 +59,7 @@ from llm_from_scratch.training.sources import FileSource, SentenceSource
 from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.training.windows import block_windows
 from llm_from_scratch.training.windows import reference_block as reference_windows
-from llm_from_scratch.training.words import TOKENS, WORDS, Reading
+from llm_from_scratch.training.words import TOKENS, WORDS
 
 if TYPE_CHECKING:
     from llm_from_scratch.vectors import WordVectors
@@ -85,9 +87,9 @@ class EpochSummary:
 
 @dataclass(frozen=True)
 class ProgressState:
-    """Where a run is: the epoch, the share of its corpus read and of the whole run, words read
-    per second, the epoch's mean loss so far, the seconds so far and left at that speed (NaN
-    before a word is read), the peak memory in bytes; ``epoch_done`` at an epoch's end."""
+    """Where a run is: the epoch, the share of its corpus and of the run read, words a second,
+    the epoch's mean loss so far, the seconds so far and left (NaN before a word is read), the
+    peak memory in bytes; ``epoch_done`` at an epoch's end."""
 
     epoch: int
     epochs: int
@@ -102,14 +104,12 @@ class ProgressState:
 
 
 @dataclass(frozen=True, eq=False)
-class TrainResult:
+class TrainResult(OnCorpus):
     """A trained model, what it was trained on, and what the run took; :attr:`vectors` to query
     it, :meth:`save` to write it."""
 
     model: SkipGram
-    vocabulary: Vocabulary
-    files: tuple[CorpusFile, ...]
-    corpus_words: int
+    corpus: CorpusRecord
     epochs: tuple[EpochSummary, ...]
     training_seconds: float
     peak_memory: int
@@ -145,8 +145,7 @@ class TrainResult:
         """
         model, vocabulary, options = self.model, self.vocabulary, self.options
         interrupted = write_run(Path(folder), model, vocabulary, options, self.epochs_trained)
-        if options.reads_files:
-            (options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
+        _discard_checkpoint(options)
         if interrupted:
             raise KeyboardInterrupt(FILES_WRITTEN)
 
@@ -165,13 +164,11 @@ EpochCallback = Callable[[EpochSummary, "WordVectors"], None]
 
 
 @dataclass(frozen=True, eq=False)
-class Run:
+class Run(OnCorpus):
     """A run ready to train (made by :meth:`start` or :meth:`continue_from`); it trains once."""
 
     options: TrainOptions
-    files: tuple[CorpusFile, ...]
-    vocabulary: Vocabulary
-    corpus_words: int
+    corpus: CorpusRecord
     checkpoint: Checkpoint | None
     source: FileSource | SentenceSource
     origin: Origin = field(default_factory=Origin)
@@ -182,6 +179,9 @@ class Run:
     read; None when the run trains on the tape."""
     _trained: list[bool] = field(default_factory=list, repr=False)
 
+    def __post_init__(self) -> None:
+        self.options.check_memory(self.vocabulary.vocabulary_size)
+
     @classmethod
     def start(
         cls,
@@ -191,11 +191,10 @@ class Run:
         continue_from: str | os.PathLike[str] | KeptModel | None = None,
     ) -> Run:
         """Check ``options``, then read the corpus (or the checkpoint in ``options.output``)
-        while another thread loads the compiled loop, and ask Numba's threads to sleep between
-        the run's many short kernels; ``thread_limit``
-        is the most threads (default: one per processor). With ``continue_from``, the folder of
-        a kept model (or the model read), the run trains its tables further with ``options``
-        as given (:meth:`continue_from` takes the model's options as the defaults).
+        while another thread loads the compiled loop; ``thread_limit`` is the most threads
+        (default: one per processor). With ``continue_from``, the folder of a kept model (or
+        the model read), the run trains its tables further with ``options`` as given
+        (:meth:`continue_from` takes the model's options as the defaults).
 
         Raises:
             OptionError: ``train.option``, ``train.one-shot-corpus``, before anything is read;
@@ -213,7 +212,6 @@ class Run:
         loading = None
         if not options.reference:
             loading = threading.Thread(target=load_compiled_loop, args=(options.method,))
-        if loading is not None:
             loading.start()
         try:
             return replace(cls._read(options, resume, kept), loading=loading)
@@ -231,14 +229,16 @@ class Run:
         if resume:
             return cls._resumed(options, source)
         counted = source.count(None if kept is not None else options.max_vocab_size)
-        if kept is not None:
-            return cls._continued(options, source, counted, kept)
-        vocabulary = Vocabulary.from_counts(
-            counted.counts, options.min_count, options.max_final_vocab, _reading(source, options)
-        )
-        options.check_memory(vocabulary.vocabulary_size)
-        files = tuple(counted.files)
-        return cls(options, files, vocabulary, counted.words, None, _with_files(source, files))
+        origin, tables = Origin(), None
+        if kept is None:
+            vocabulary = Vocabulary.from_counts(
+                counted.counts, options.min_count, options.max_final_vocab, source.reading
+            )
+        else:
+            vocabulary, origin = _kept_vocabulary(counted, kept)
+            tables = kept.inputs, kept.contexts
+        corpus = CorpusRecord(tuple(counted.files), vocabulary, counted.words)
+        return cls(options, corpus, None, replace(source, files=corpus.files), origin, tables)
 
     @classmethod
     def continue_from(
@@ -263,33 +263,8 @@ class Run:
             detail = "a run of an iterable corpus writes no checkpoint to resume"
             raise MismatchError("resume.missing", folder=str(options.output), detail=detail)
         found = load_checkpoint(options.output, options, list(source.files))
-        options.check_memory(found.vocabulary.vocabulary_size)
-        words, counts = found.vocabulary.words, found.vocabulary.counts
-        vocabulary = Vocabulary(words, counts, reading=source.reading)
-        read = _with_files(source, found.files)
-        return cls(options, found.files, vocabulary, found.corpus_words, found, read, found.origin)
-
-    @classmethod
-    def _continued(
-        cls,
-        options: TrainOptions,
-        source: FileSource | SentenceSource,
-        counted: Counted,
-        kept: KeptModel,
-    ) -> Run:
-        vocabulary = kept.vocabulary(counted.counts)
-        outside = counted.words - int(vocabulary.counts.sum())
-        known = set(vocabulary.words[:-1])
-        distinct = sum(1 for word in counted.counts if word not in known)
-        if not vocabulary.counts.any():
-            raise CorpusError("corpus.no-known-words", folder=str(kept.folder), outside=outside)
-        options.check_memory(vocabulary.vocabulary_size)
-        files = tuple(counted.files)
-        origin = Origin(kept.epochs, outside, distinct, str(kept.folder))
-        return cls(
-            options, files, vocabulary, counted.words, None, _with_files(source, files), origin,
-            (kept.inputs, kept.contexts),
-        )  # fmt: skip
+        read = replace(source, files=found.files)
+        return cls(options, found.corpus, found, read, found.origin)
 
     def initial_model(self) -> SkipGram:
         """The model before training: the input table drawn from the seed, contexts zero (a new
@@ -338,13 +313,12 @@ class Run:
         finally:
             trainer.close()
         seconds = sum(epoch.seconds for epoch in epochs)
-        data = self.vocabulary, self.files, self.corpus_words, epochs, seconds
-        return TrainResult(trainer.model(), *data, peak_memory_bytes(), self.options, self.origin)
+        result = (epochs, seconds, peak_memory_bytes(), self.options, self.origin)
+        return TrainResult(trainer.model(), self.corpus, *result)
 
     def discard_checkpoint(self) -> None:
         """Remove the run's checkpoint from its output folder (if there is one)."""
-        if self.options.reads_files:
-            (self.options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
+        _discard_checkpoint(self.options)
 
     def _epochs(
         self,
@@ -403,8 +377,8 @@ class Run:
         trainer.wait()
         if not self.options.reads_files:
             return
-        found = (self.options, self.files, self.vocabulary, self.corpus_words)
-        save_checkpoint(Checkpoint(*found, *trainer.tables, position, self.origin))
+        tables = trainer.tables
+        save_checkpoint(Checkpoint(self.options, self.corpus, *tables, position, self.origin))
 
 
 def continued_options(kept: KeptModel, given: dict[str, Any]) -> TrainOptions:
@@ -418,6 +392,17 @@ def continued_options(kept: KeptModel, given: dict[str, Any]) -> TrainOptions:
     return TrainOptions(**{**defaults, **given})
 
 
+def _kept_vocabulary(counted: Counted, kept: KeptModel) -> tuple[Vocabulary, Origin]:
+    """The kept model's vocabulary counted on the corpus, and the run's origin."""
+    vocabulary = kept.vocabulary(counted.counts)
+    outside = counted.words - int(vocabulary.counts.sum())
+    known = set(vocabulary.words[:-1])
+    distinct = sum(1 for word in counted.counts if word not in known)
+    if not vocabulary.counts.any():
+        raise CorpusError("corpus.no-known-words", folder=str(kept.folder), outside=outside)
+    return vocabulary, Origin(kept.epochs, outside, distinct, str(kept.folder))
+
+
 def _source(options: TrainOptions, kept: KeptModel | None) -> FileSource | SentenceSource:
     """The corpus of ``options`` (read as the kept model's vocabulary was, when continuing)."""
     if not isinstance(options.corpus, Path):
@@ -427,27 +412,20 @@ def _source(options: TrainOptions, kept: KeptModel | None) -> FileSource | Sente
     return FileSource(tuple(corpus_files(options.corpus)), TOKENS if verbatim else WORDS)
 
 
-def _reading(source: FileSource | SentenceSource, options: TrainOptions) -> Reading:
-    return source.reading if isinstance(source, FileSource) else TOKENS
-
-
-def _with_files(
-    source: FileSource | SentenceSource, files: tuple[CorpusFile, ...]
-) -> FileSource | SentenceSource:
-    """``source`` with its files as counted (their encodings found)."""
-    return replace(source, files=files) if isinstance(source, FileSource) else source
-
-
 def load_compiled_loop(method: str = METHODS[0]) -> None:
-    """Load the compiled loop of ``method`` (Numba and its kernel, compiled or read from its
-    cache) by training an empty block on one-row tables of a run's types; an error is left for
-    the first real block to raise."""
+    """Load the compiled loop of ``method`` (Numba, and its kernel compiled or read from its
+    cache) by training an empty block of a run's types; an error is left for a real block."""
     compiled = METHOD_STEPS[method][0]
     tables = np.zeros((1, 1), np.float32), np.zeros((1, 1), np.float32)
     noise = np.ones(1), np.zeros(1, np.intp)
     with contextlib.suppress(Exception):
         tokens = np.empty(0, np.int32)
         compiled(tokens, np.zeros(1), *noise, *tables, 1, 1, 0, RATES, 0, 1, np.zeros(2))
+
+
+def _discard_checkpoint(options: TrainOptions) -> None:
+    if options.reads_files:
+        (options.output / CHECKPOINT_FILE).unlink(missing_ok=True)
 
 
 def _made_folder(folder: Path) -> Path | None:
@@ -476,9 +454,8 @@ class _Job:
 
 
 class _Trainer:
-    """Blocks trained in turn on the shared ``tables`` by the run's threads with the compiled
-    loop, or (``reference``) in the calling thread on the tape, whose model adopts the tables;
-    their loss and pairs are summed in :attr:`totals`."""
+    """Blocks trained on the shared ``tables`` by the run's threads (or, ``reference``, on the
+    tape in the calling thread); their loss and pairs summed in :attr:`totals`."""
 
     def __init__(self, tables: Tables, run: Run) -> None:
         options, counts = run.options, np.asarray(run.vocabulary.counts)

@@ -1,8 +1,6 @@
-"""What a finished run writes, and what ``--continue`` reads back (``docs/training.md``, "The
-end of a run" and "Keep training"): the pair (``table.safetensors``, the input table, and
-``tokenizer.json``, its vocabulary) written as one, and with ``keep_model`` the context table
-in ``model.safetensors`` beside it, whose metadata records the options and the epochs the
-tables were trained.
+"""What a finished run writes, and what ``--continue`` reads back: the pair (the input table and
+its tokenizer) written as one, and with ``keep_model`` the context table beside it, whose
+metadata records the options and the epochs trained (``docs/training.md``, "Keep training").
 """
 
 from __future__ import annotations
@@ -16,17 +14,13 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.errors import LlmError, MismatchError
-from llm_from_scratch.files import (
-    replace_files,
-    write_new_file,
-)
+from llm_from_scratch.files import replace_files
 from llm_from_scratch.nn import load_metadata, load_parameters, save_parameters
 from llm_from_scratch.training.options import (
     MODEL_FILE,
     TABLE_FILE,
     TOKENIZER_FILE,
     TrainOptions,
-    flag,
 )
 from llm_from_scratch.training.skipgram import CONTEXT_TABLE, INPUT_TABLE, SkipGram
 from llm_from_scratch.training.vocabulary import Vocabulary
@@ -76,10 +70,9 @@ def write_run(
     folder.mkdir(parents=True, exist_ok=True)
     metadata = run_metadata(options, vocabulary, epochs)
     table, contexts = model.inputs.parameters(), model.contexts.parameters()
-    tokenizer = [memoryview(vocabulary.tokenizer_json().encode("utf-8"))]
     writers = [
         (str(folder / TABLE_FILE), lambda path: save_parameters(path, table, metadata)),
-        (str(folder / TOKENIZER_FILE), lambda path: write_new_file(path, tokenizer)),
+        (str(folder / TOKENIZER_FILE), vocabulary.write_tokenizer),
     ]
     if options.keep_model:
         kept = {**metadata, "format": FORMAT}
@@ -118,11 +111,8 @@ class KeptModel:
             MismatchError: ``continue.options``, every difference named.
         """
         names = FIXED if options.reads_files else ("dim",)
-        differences = [
-            f"--{flag(name)} {self.options[name]}, not {getattr(options, name)}"
-            for name in names
-            if self.options[name] != getattr(options, name)
-        ]
+        kept = TrainOptions(**{name: self.options[name] for name in names})
+        differences = kept.differences(options, names)
         if differences:
             detail = "; ".join(differences)
             raise MismatchError("continue.options", folder=str(self.folder), detail=detail)

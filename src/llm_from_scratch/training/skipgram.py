@@ -1,47 +1,13 @@
-"""Skip-gram with negative sampling (Mikolov et al., 2013): the samples, the loss and the step.
+"""Skip-gram with negative sampling (Mikolov et al., 2013) on the tape: the samples, the loss and
+the step (``docs/training.md``, "The model" and "The samples").
 
-The model has two tables. The input table is the chapter's :class:`~llm_from_scratch.nn.Embedding`
-named ``token_embedding.weight``, ``[V, d]``: the vectors a run keeps. The output table
-``context_embedding.weight`` holds one context vector per word. For a centre word ``c`` and a word
-``o`` seen near it, with ``K`` negatives ``k`` drawn from the noise distribution, the loss of the
-pair is
-
-    ``-log sigmoid(u_o . v_c) - sum over k of log sigmoid(-u_k . v_c)``
-
-where ``v`` rows come from the input table and ``u`` rows from the output table.
-:meth:`SkipGram.loss` writes it with the tape's operations for a batch of pairs: two row
-lookups (``[B]`` centres, ``[B, 1 + K]`` targets), :meth:`~llm_from_scratch.autograd.TensorValue.
-matvec` (the ``B * (1 + K)`` scores), a product with the labels (``+1`` for the context word,
-``-1`` for a negative, ``0`` for a negative that is the context word itself, which word2vec
-skips), ``log_sigmoid``, ``sum`` and a product with ``-1``. Its backward adds the gradients of a
-row that occurs several times (a negative drawn twice, a centre of several pairs) into the one
-row, and an SGD step moves every row it touched.
-
-**One pair at a time.** A run steps after every pair, as word2vec does: each pair's gradients
-are computed from the values the pair before left (summed over many pairs, a frequent row would
-take hundreds of updates computed from the same stale values at once, and a run could diverge).
-:func:`reference_block` runs a block this way on the tape; the compiled
-:func:`~llm_from_scratch.training.kernels.train_block`, what a run uses, fuses the same
-arithmetic into one loop.
-
-**The samples** follow word2vec and come from the course's :class:`~llm_from_scratch.nn.
-SplitMix64`, one stream per block of the corpus (:func:`block_state`), drawn in this order
-(:func:`block_pairs`):
-
-- **frequent-word subsampling**: an occurrence of a word of count ``c`` among ``T`` words is
-  kept with probability ``(sqrt(c / (s T)) + 1) (s T) / c`` (at most 1; ``s`` is ``sample``,
-  ``1e-3`` by default, with gensim's meanings: :func:`keep_probabilities`), one draw per
-  occurrence of a word in the vocabulary; words outside it are dropped before the windows are
-  cut, as word2vec drops them;
-- **a dynamic window**: at the end of each sentence, each kept word ``i`` in turn draws ``b``
-  uniformly from ``0..window-1`` and pairs with the kept words at most ``window - b`` places
-  away in its sentence (nearer words so more often), from the left to the right;
-- **negatives** from the unigram distribution raised to the power ``ns_exponent`` (``3/4`` by
-  default; :class:`NoiseTable`, Walker's alias method: exact probabilities, one draw per
-  negative), ``K`` per pair.
-
-**The learning rate** falls linearly with the words read, from its first to its last value over
-the whole run (word2vec's ``alpha`` and ``min_alpha``): :func:`learning_rate`.
+The input table is the chapter's :class:`~llm_from_scratch.nn.Embedding`, the vectors a run
+keeps; the context table holds one vector per word. :meth:`SkipGram.loss` writes a pair's loss
+``-log sigmoid(u_o . v_c) - sum over k of log sigmoid(-u_k . v_c)`` with the tape's operations;
+:func:`reference_block` steps after every pair, as word2vec does, on the samples of
+:func:`block_pairs` (subsampling, a dynamic window, negatives from :class:`NoiseTable`), drawn
+from one :class:`~llm_from_scratch.nn.SplitMix64` stream per block (:func:`block_state`). The
+compiled :func:`~llm_from_scratch.training.kernels.train_block` fuses the same arithmetic.
 """
 
 from __future__ import annotations
@@ -137,6 +103,10 @@ class NoiseTable:
         slot = min(int(scaled), size - 1)
         return slot if scaled - slot < self.accept[slot] else int(self.alias[slot])
 
+    def draws(self, rng: SplitMix64, count: int) -> tuple[int, ...]:
+        """``count`` words drawn from ``rng``, one uniform number each."""
+        return tuple(self.draw(rng.next_unit_f64()) for _ in range(count))
+
 
 def block_state(seed: int, epoch: int, block: int) -> int:
     """The SplitMix64 state block ``block`` of epoch ``epoch`` draws from: ``seed``, then the
@@ -156,13 +126,14 @@ def learning_rate(position: int, words_total: int, rates: tuple[float, float]) -
 def initial_tables(
     vocabulary_size: int, width: int, seed: int, dtype: Any = np.float32
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-    """New arrays of the two tables before training, the values of :meth:`SkipGram.new`: the
-    input table drawn Xavier-uniform from ``SplitMix64.from_seed(seed)``, the context table
-    zeros (pages the system maps only once training writes them).
+    """New arrays of the two tables before training: the input table drawn Xavier-uniform from
+    ``SplitMix64.from_seed(seed)`` as the chapter's layer draws it, the context table zeros
+    (pages the system maps only once training writes them).
 
     Example:
         >>> inputs, contexts = initial_tables(3, 2, seed=1)
-        >>> bool((inputs == SkipGram.new(3, 2, 1).arrays()[0]).all()), contexts.any()
+        >>> layer = Embedding.new("t", 3, 2, SplitMix64.from_seed(1), dtype=np.float32)
+        >>> bool((inputs == layer.table.tensor.numpy()).all()), contexts.any()
         (True, np.False_)
     """
     inputs = xavier_uniform_array(vocabulary_size, width, SplitMix64.from_seed(seed), dtype)
@@ -197,6 +168,23 @@ def kept_sentences(
         sentence.clear()
 
 
+def block_reaches(
+    tokens: npt.NDArray[Any],
+    keep: npt.NDArray[np.float64],
+    window: int,
+    state: int,
+    words_before: int,
+) -> Iterator[tuple[SplitMix64, list[tuple[int, int]], int, range]]:
+    """Each kept word of a block in turn, from a SplitMix64 whose state is ``state``: the
+    stream, its sentence, its place there, and the places its window reaches (``window - b``
+    each side, ``b`` drawn; its own place included)."""
+    rng = SplitMix64(state)
+    for sentence in kept_sentences(tokens, keep, rng, words_before):
+        for at in range(len(sentence)):
+            reach = window - rng.next_u64() % window
+            yield rng, sentence, at, range(max(0, at - reach), min(len(sentence), at + reach + 1))
+
+
 def block_pairs(
     tokens: npt.NDArray[Any],
     keep: npt.NDArray[np.float64],
@@ -208,15 +196,12 @@ def block_pairs(
 ) -> Iterator[Pair]:
     """The pairs of one block of tokens (see the module docstring), drawn from a SplitMix64
     whose state is ``state``; ``words_before`` words of the run come before the block."""
-    rng = SplitMix64(state)
-    for sentence in kept_sentences(tokens, keep, rng, words_before):
-        for centre_at, (centre, position) in enumerate(sentence):
-            reach = window - rng.next_u64() % window
-            for context_at in range(max(0, centre_at - reach), centre_at + reach + 1):
-                if context_at == centre_at or context_at >= len(sentence):
-                    continue
-                drawn = tuple(noise.draw(rng.next_unit_f64()) for _ in range(negatives))
-                yield Pair(centre, (sentence[context_at][0], *drawn), position)
+    for rng, sentence, at, reached in block_reaches(tokens, keep, window, state, words_before):
+        centre, position = sentence[at]
+        for context_at in reached:
+            if context_at != at:
+                targets = (sentence[context_at][0], *noise.draws(rng, negatives))
+                yield Pair(centre, targets, position)
 
 
 @dataclass(frozen=True)
@@ -253,13 +238,9 @@ class SkipGram:
 
     @classmethod
     def new(cls, vocabulary_size: int, width: int, seed: int, dtype: Any = np.float32) -> SkipGram:
-        """An input table drawn Xavier-uniform by the chapter's layer from
-        ``SplitMix64.from_seed(seed)``, and a context table of zeros (as word2vec starts)."""
-        inputs = Embedding.new(
-            INPUT_TABLE, vocabulary_size, width, SplitMix64.from_seed(seed), dtype=dtype
-        )
-        zeros = np.zeros((vocabulary_size, width), dtype=dtype)
-        return cls(inputs, _table(CONTEXT_TABLE, zeros))
+        """An input table drawn Xavier-uniform from ``SplitMix64.from_seed(seed)`` (as the
+        chapter's layer draws it), and a context table of zeros (as word2vec starts)."""
+        return cls.adopt(*initial_tables(vocabulary_size, width, seed, dtype))
 
     @classmethod
     def from_arrays(cls, inputs: npt.NDArray[Any], contexts: npt.NDArray[Any]) -> SkipGram:
@@ -319,14 +300,25 @@ def reference_block(
     """Train on ``pairs`` one at a time with the tape: the loss of one pair, its backward and
     an SGD step at the pair's learning rate (none at a rate of 0). Returns the summed loss and
     the pairs."""
-    total, count = 0.0, 0
     dtype = model.parameters[0].tensor.dtype
-    for pair in pairs:
-        rate = learning_rate(pair.position, words_total, rates)
-        loss = model.loss(PairBatch.of([pair], dtype))
+    steps = ((model.loss(PairBatch.of([pair], dtype)), pair.position, 1) for pair in pairs)
+    return step_each(optimizer, steps, words_total, rates)
+
+
+def step_each(
+    optimizer: SGD,
+    steps: Iterator[tuple[TensorValue, int, int]],
+    words_total: int,
+    rates: tuple[float, float],
+) -> tuple[float, int]:
+    """For each sample's loss, position and pairs in turn: a backward and an SGD step at the
+    position's learning rate (none at 0); the summed loss and pairs."""
+    total, count = 0.0, 0
+    for loss, position, pairs in steps:  # each loss is made once the step before is taken
+        rate = learning_rate(position, words_total, rates)
         total += float(loss.numpy())
         if rate > 0:
             optimizer.learning_rate = rate
             optimizer.backward_step(loss)
-        count += 1
+        count += pairs
     return total, count

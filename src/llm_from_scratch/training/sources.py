@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.training.corpus import CorpusFile, Counted, count_corpus, pieces
 from llm_from_scratch.training.counting import WordCounter
-from llm_from_scratch.training.words import WHITE_SPACE, Reading, compiled
+from llm_from_scratch.training.words import TOKENS, WHITE_SPACE, Reading, compiled
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,6 +65,7 @@ class SentenceSource:
 
     sentences: Iterable[Sequence[str]]
     files: tuple[CorpusFile, ...] = ()
+    reading = TOKENS
 
     def count(self, max_vocab_size: int | None = None) -> Counted:
         """The tokens counted, each sentence checked as it is read.

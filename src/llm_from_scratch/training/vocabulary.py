@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from llm_from_scratch.errors import CorpusError
-from llm_from_scratch.training.corpus import write_atomically
+from llm_from_scratch.files import replace_file
+from llm_from_scratch.training.corpus import os_reason
 from llm_from_scratch.training.kernels import SENTENCE_END, UNKNOWN_WORD
 from llm_from_scratch.training.words import LINE_ENDS, WORDS, Reading, compiled
 
@@ -39,9 +40,8 @@ DEFAULT_MIN_COUNT: Final = 5
 
 @dataclass(frozen=True, eq=False)
 class Vocabulary:
-    """Words by ID (falling count, ties by the word), then the unknown token; and ``counts``:
-    how often each occurs (read-only ``int64``, 0 for the unknown token); and how a text becomes
-    its words (``reading``)."""
+    """Words by ID (falling count, ties by the word), then the unknown token; ``counts``, how
+    often each occurs (read-only ``int64``, 0 for the unknown token); ``reading``."""
 
     words: tuple[str, ...]
     counts: npt.NDArray[np.int64]
@@ -159,12 +159,26 @@ class Vocabulary:
         return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
 
     def save_tokenizer(self, path: Path) -> None:
-        """Write :meth:`tokenizer_json` to ``path`` atomically.
+        """Write :meth:`tokenizer_json` to ``path`` atomically (:meth:`write_tokenizer`).
 
         Raises:
             CorpusError: ``corpus.unwritable``, with the system's reason.
         """
-        write_atomically(path, self.tokenizer_json().encode("utf-8"))
+        try:
+            self.write_tokenizer(str(path))
+        except OSError as error:
+            detail = os_reason(error)
+            raise CorpusError("corpus.unwritable", path=str(path), detail=detail) from error
+
+    def write_tokenizer(self, path: str) -> None:
+        """The one writer of a ``tokenizer.json``: :meth:`tokenizer_json` to ``path`` by
+        :func:`~llm_from_scratch.files.replace_file` (a file ``replace_files`` stages, as a
+        finished run's pair, is written directly).
+
+        Raises:
+            OSError: as :func:`~llm_from_scratch.files.replace_file`.
+        """
+        replace_file(path, [memoryview(self.tokenizer_json().encode("utf-8"))])
 
 
 def checked_min_count(min_count: object) -> int:

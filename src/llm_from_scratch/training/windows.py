@@ -1,24 +1,8 @@
-"""HogBatch on the tape: a window's words against one set of negatives, as a matrix product.
-
-Ji et al. ("Parallelizing Word2Vec in Multi-Core and Many-Core Architectures", 2016) share one
-set of ``K`` negatives among the words of a window. For a kept word (the *target*) and the ``B``
-kept words at most ``window - b`` places away (the window, ``b`` drawn as for the pairs), the
-loss of the window is the sum over its words ``j`` of the pairs' loss with the same negatives:
-
-    ``-sum over j of [log sigmoid(u_t . v_j) + sum over k of log sigmoid(-u_k . v_j)]``
-
-:func:`window_loss` writes it with the tape's operations: two lookups (the window's input rows
-``[B, d]``, the target's and the negatives' context rows ``[1 + K, d]``), one matrix product
-(``inputs.matmul(contexts.t())``, the ``B x (1 + K)`` scores), a product with the labels
-(``+1``, ``-1``, ``0`` for a negative equal to the target), ``log_sigmoid``, ``sum``, ``-``.
-Its backward is the chapter's: a negative drawn twice, or a word twice in a window, adds its
-gradients into the one row; the SGD step then writes every row of the window once.
-:func:`reference_block` trains a block so, window after window; the compiled
-:func:`~llm_from_scratch.training.hogbatch.train_block_hogbatch` fuses the same arithmetic.
-
-The samples (:func:`block_windows`) are the pairs' (:func:`~llm_from_scratch.training.skipgram.
-block_pairs`) subsampling and dynamic window from the same stream, with the ``K`` negatives drawn
-once per window (after its ``b``) instead of once per pair.
+"""HogBatch on the tape (Ji et al., 2016): a window's words against one set of ``K`` negatives as
+one matrix product (``docs/training.md``, "The model"). :func:`window_loss` writes the window's
+loss with the tape's operations; :func:`reference_block` steps after every window on the samples
+of :func:`block_windows` (those of ``block_pairs``, with the negatives drawn once per window);
+the compiled :func:`~llm_from_scratch.training.hogbatch.train_block_hogbatch` fuses the same.
 """
 
 from __future__ import annotations
@@ -31,15 +15,14 @@ import numpy as np
 import numpy.typing as npt
 
 from llm_from_scratch.autograd import TensorValue
-from llm_from_scratch.nn import SplitMix64
 from llm_from_scratch.optim import SGD
 from llm_from_scratch.tensor import Tensor
 from llm_from_scratch.training.skipgram import (
     IdArray,
     NoiseTable,
     SkipGram,
-    kept_sentences,
-    learning_rate,
+    block_reaches,
+    step_each,
 )
 
 
@@ -64,15 +47,11 @@ def block_windows(
 ) -> Iterator[Window]:
     """The windows of one block of tokens (see the module docstring), drawn from a SplitMix64
     whose state is ``state``; ``words_before`` words of the run come before the block."""
-    rng = SplitMix64(state)
-    for sentence in kept_sentences(tokens, keep, rng, words_before):
-        for target_at, (target, position) in enumerate(sentence):
-            reach = window - rng.next_u64() % window
-            first, last = max(0, target_at - reach), min(len(sentence), target_at + reach + 1)
-            inputs = tuple(sentence[at][0] for at in range(first, last) if at != target_at)
-            if inputs:
-                drawn = tuple(noise.draw(rng.next_unit_f64()) for _ in range(negatives))
-                yield Window(inputs, (target, *drawn), position)
+    for rng, sentence, at, reached in block_reaches(tokens, keep, window, state, words_before):
+        inputs = tuple(sentence[near][0] for near in reached if near != at)
+        if inputs:
+            target, position = sentence[at]
+            yield Window(inputs, (target, *noise.draws(rng, negatives)), position)
 
 
 @dataclass(frozen=True)
@@ -113,14 +92,9 @@ def reference_block(
     """Train on ``windows`` one at a time with the tape: the loss of one window, its backward
     and an SGD step at the target's learning rate (none at a rate of 0). Returns the summed loss
     and the pairs (the windows' words)."""
-    total, count = 0.0, 0
     dtype = model.parameters[0].tensor.dtype
-    for window in windows:
-        rate = learning_rate(window.position, words_total, rates)
-        loss = window_loss(model, WindowBatch.of(window, dtype))
-        total += float(loss.numpy())
-        if rate > 0:
-            optimizer.learning_rate = rate
-            optimizer.backward_step(loss)
-        count += len(window.inputs)
-    return total, count
+    steps = (
+        (window_loss(model, WindowBatch.of(window, dtype)), window.position, len(window.inputs))
+        for window in windows
+    )
+    return step_each(optimizer, steps, words_total, rates)
