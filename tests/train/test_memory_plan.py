@@ -1,6 +1,8 @@
 """The memory budget plans what a run allocates: a whole ``ch18 train`` process, its peak read
 by ``wait4``, stays within the plan and near it (a copy of a table, a float64 or unit-length
-copy for the report's measures, would break the plan)."""
+copy for the report's measures, would break the plan). The run is a first run, its compiled
+loops compiled afresh (an empty Numba cache): the plan is a bound for that run too, and the
+peak of a run whose loops load from the cache is some 60 MB lower."""
 
 from __future__ import annotations
 
@@ -19,7 +21,10 @@ DIM = 300
 
 
 @pytest.mark.slow
-def test_a_run_peaks_within_its_planned_memory_and_near_it(tmp_path: Path) -> None:
+def test_a_run_peaks_within_its_planned_memory_and_near_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "compiled"))
     corpus = synthetic_corpus(tmp_path / "words.txt", WORDS)
     output = tmp_path / "out"
     command = [sys.executable, "-m", "llm_from_scratch", "ch18", "train", "--corpus", str(corpus)]
