@@ -12,8 +12,13 @@ import pytest
 from llm_from_scratch.autograd import (
     TensorValue,
 )
-from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES
-from llm_from_scratch.autograd.matvec import lane_dot_numpy, matvec_into, matvec_vjp_into
+from llm_from_scratch.autograd.dispatch import COMPILED_KERNEL_MIN_VALUES, compiled_kernel
+from llm_from_scratch.autograd.matvec import (
+    lane_dot_numpy,
+    lane_dot_pair,
+    matvec_into,
+    matvec_vjp_into,
+)
 from llm_from_scratch.errors import NonFiniteError, ShapeError, TapeError
 from llm_from_scratch.gradcheck import check_gradient
 from llm_from_scratch.tensor import Tensor
@@ -72,6 +77,23 @@ def test_the_compiled_kernels_give_the_numpy_paths_bits(dtype: str, width: int) 
     for m in range(rows):
         expected += upstream[:, m, None] * matrices[:, m, :]
     assert vector_gradient.tobytes() == expected.tobytes()
+
+
+@compiled_kernel(parallel=False, pack_lanes=True)
+def pair_dots_into(out: Any, rows: Any, vector: Any) -> None:  # pragma: no cover - JIT
+    for r in range(0, rows.shape[0], 2):
+        out[r], out[r + 1] = lane_dot_pair(rows[r], rows[r + 1], vector)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("width", [1, 7, 8, 13, 100, 129])
+def test_two_dot_products_side_by_side_give_each_ones_bits(dtype: str, width: int) -> None:
+    rng = np.random.default_rng(width)
+    rows = rng.normal(size=(64, width)).astype(dtype)
+    vector = rng.normal(size=width).astype(dtype)
+    out = np.empty(64, dtype=dtype)
+    pair_dots_into(out, rows, vector)
+    assert out.tobytes() == lane_dot_numpy(rows * vector).tobytes()
 
 
 def test_the_dot_product_adds_in_eight_lanes() -> None:

@@ -139,6 +139,52 @@ def lane_dot(row: Any, vector: Any) -> Any:  # pragma: no cover - JIT
 
 
 @kernel_helper
+def lane_dot_pair(row: Any, other: Any, vector: Any) -> Any:  # pragma: no cover - JIT
+    """``(row . vector, other . vector)``, each the bits of :func:`lane_dot`: the two sums
+    side by side share each load of ``vector`` and keep sixteen adders busy."""
+    width = vector.shape[0]
+    full = width - width % 8
+    zero = vector.dtype.type(0)
+    l0 = l1 = l2 = l3 = l4 = l5 = l6 = l7 = zero
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = zero
+    for f in range(0, full, 8):
+        l0 += row[f] * vector[f]
+        l1 += row[f + 1] * vector[f + 1]
+        l2 += row[f + 2] * vector[f + 2]
+        l3 += row[f + 3] * vector[f + 3]
+        l4 += row[f + 4] * vector[f + 4]
+        l5 += row[f + 5] * vector[f + 5]
+        l6 += row[f + 6] * vector[f + 6]
+        l7 += row[f + 7] * vector[f + 7]
+        m0 += other[f] * vector[f]
+        m1 += other[f + 1] * vector[f + 1]
+        m2 += other[f + 2] * vector[f + 2]
+        m3 += other[f + 3] * vector[f + 3]
+        m4 += other[f + 4] * vector[f + 4]
+        m5 += other[f + 5] * vector[f + 5]
+        m6 += other[f + 6] * vector[f + 6]
+        m7 += other[f + 7] * vector[f + 7]
+    if full < width:
+        l0 += row[full] * vector[full]
+        l1 += tail_product(row, vector, full + 1, zero)
+        l2 += tail_product(row, vector, full + 2, zero)
+        l3 += tail_product(row, vector, full + 3, zero)
+        l4 += tail_product(row, vector, full + 4, zero)
+        l5 += tail_product(row, vector, full + 5, zero)
+        l6 += tail_product(row, vector, full + 6, zero)
+        m0 += other[full] * vector[full]
+        m1 += tail_product(other, vector, full + 1, zero)
+        m2 += tail_product(other, vector, full + 2, zero)
+        m3 += tail_product(other, vector, full + 3, zero)
+        m4 += tail_product(other, vector, full + 4, zero)
+        m5 += tail_product(other, vector, full + 5, zero)
+        m6 += tail_product(other, vector, full + 6, zero)
+    return ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), (
+        ((m0 + m1) + (m2 + m3)) + ((m4 + m5) + (m6 + m7))
+    )
+
+
+@kernel_helper
 def tail_product(row: Any, vector: Any, feature: int, zero: Any) -> Any:  # pragma: no cover
     """``row[feature] * vector[feature]``, or ``zero`` past the last feature."""
     return row[feature] * vector[feature] if feature < vector.shape[0] else zero
