@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from llm_from_scratch.training.kernels import SENTENCE_END, UNKNOWN_WORD
-from llm_from_scratch.training.vocabulary import Vocabulary
+from llm_from_scratch.training.sources import KeptBlocks
 
 from cli_support import run_main
 
@@ -77,17 +78,19 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
 
 
 def interrupt_at_piece(monkeypatch: pytest.MonkeyPatch, number: int) -> None:
-    """Ctrl-C in the main thread when it reads the ``number``-th piece of the corpus."""
+    """Ctrl-C in the main thread when it takes the ``number``-th block of the corpus (a piece of
+    a file, read or kept from an earlier epoch)."""
     calls = []
-    real_tokens = Vocabulary.tokens
+    real_blocks = KeptBlocks.blocks_from
 
-    def interrupted(self: Vocabulary, text: str) -> Any:
-        calls.append(1)
-        if len(calls) == number:
-            raise KeyboardInterrupt
-        return real_tokens(self, text)
+    def interrupted(self: KeptBlocks, *arguments: Any) -> Iterator[Any]:
+        for block in real_blocks(self, *arguments):
+            calls.append(1)
+            if len(calls) == number:
+                raise KeyboardInterrupt
+            yield block
 
-    monkeypatch.setattr(Vocabulary, "tokens", interrupted)
+    monkeypatch.setattr(KeptBlocks, "blocks_from", interrupted)
 
 
 # Public calls that raise the training's rules, for tests/errors/test_error_catalogue.py --------

@@ -71,15 +71,17 @@ RUNTIME_MB: Final = 240
 and the compiled loop (about 210 MB), with room for the report."""
 
 
-def planned_megabytes(vocabulary_size: int, dim: int) -> int:
+def planned_megabytes(vocabulary_size: int, dim: int, kept_bytes: int = 0) -> int:
     """The memory (MB) a run of a ``[vocabulary_size, dim]`` table plans: :data:`RUNTIME_MB`,
-    :data:`BYTES_PER_VALUE` a table value and :data:`BYTES_PER_WORD` a word.
+    :data:`BYTES_PER_VALUE` a table value, :data:`BYTES_PER_WORD` a word, and the ``kept_bytes``
+    of tokens it keeps for its later epochs
+    (:func:`~llm_from_scratch.training.sources.kept_tokens_bytes`).
 
     Example:
         >>> planned_megabytes(200_001, 300)
         796
     """
-    planned = vocabulary_size * (dim * BYTES_PER_VALUE + BYTES_PER_WORD)
+    planned = vocabulary_size * (dim * BYTES_PER_VALUE + BYTES_PER_WORD) + kept_bytes
     return RUNTIME_MB + -(-planned // 2**20)
 
 
@@ -264,18 +266,19 @@ class TrainOptions:
         _check_output(self.output)
         return checked_options
 
-    def check_memory(self, vocabulary_size: int) -> None:
-        """Refuse a run whose ``[vocabulary_size, dim]`` tables would not fit the memory budget
-        (:func:`planned_megabytes`).
+    def check_memory(self, vocabulary_size: int, kept_bytes: int = 0) -> None:
+        """Refuse a run whose ``[vocabulary_size, dim]`` tables and ``kept_bytes`` of tokens
+        would not fit the memory budget (:func:`planned_megabytes`).
 
         Raises:
             OptionError: ``train.option``, ``--memory-budget`` below what the run needs.
         """
-        needed = planned_megabytes(vocabulary_size, self.dim)
+        needed = planned_megabytes(vocabulary_size, self.dim, kept_bytes)
         if self.memory_budget is not None and needed > self.memory_budget:
+            kept = f" and {-(-kept_bytes // 2**20)} MB of kept tokens" if kept_bytes else ""
             requirement = (
-                f"at least {needed} MB for a {vocabulary_size}x{self.dim} table (lower --dim or "
-                f"raise --min-count, or raise the budget)"
+                f"at least {needed} MB for a {vocabulary_size}x{self.dim} table{kept} (lower "
+                f"--dim or raise --min-count, or raise the budget)"
             )
             raise _refused("memory-budget", requirement, f"{self.memory_budget} MB")
 

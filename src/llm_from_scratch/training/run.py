@@ -55,7 +55,12 @@ from llm_from_scratch.training.skipgram import (
     learning_rate,
     reference_block,
 )
-from llm_from_scratch.training.sources import FileSource, SentenceSource
+from llm_from_scratch.training.sources import (
+    FileSource,
+    KeptBlocks,
+    SentenceSource,
+    kept_tokens_bytes,
+)
 from llm_from_scratch.training.vocabulary import Vocabulary
 from llm_from_scratch.training.windows import block_windows
 from llm_from_scratch.training.windows import reference_block as reference_windows
@@ -180,7 +185,13 @@ class Run(OnCorpus):
     _trained: list[bool] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
-        self.options.check_memory(self.vocabulary.vocabulary_size)
+        self.options.check_memory(self.vocabulary.vocabulary_size, self._kept_bytes)
+
+    @property
+    def _kept_bytes(self) -> int:
+        """The most bytes of tokens the run keeps for its later epochs."""
+        size, epochs = self.vocabulary.vocabulary_size, self.options.epochs
+        return kept_tokens_bytes(self.corpus_words, size, epochs)
 
     @classmethod
     def start(
@@ -306,7 +317,8 @@ class Run(OnCorpus):
         try:
             if self.loading is not None:  # the tables were drawn meanwhile
                 self.loading.join()
-            epochs = self._epochs(trainer, position, progress, on_epoch)
+            kept = KeptBlocks(self._kept_bytes, self.vocabulary.vocabulary_size)
+            epochs = self._epochs(trainer, (position, kept), progress, on_epoch)
         except BaseException:
             _remove_empty(self.options.output, made)
             raise
@@ -323,16 +335,17 @@ class Run(OnCorpus):
     def _epochs(
         self,
         trainer: _Trainer,
-        position: Position,
+        reading: tuple[Position, KeptBlocks],
         progress: Progress | None,
         on_epoch: EpochCallback | None,
     ) -> tuple[EpochSummary, ...]:
+        position, kept = reading
         summaries = [self._summary(epoch, totals) for epoch, totals in enumerate(position.done)]
         clock = _Clock(self.options, self.corpus_words, position, progress)
         for epoch in range(position.epoch, self.options.epochs):
             trainer.totals = position.totals
             started = time.perf_counter() - position.totals.seconds
-            for job, after in self._jobs(epoch, position):
+            for job, after in self._jobs(epoch, position, kept):
                 trainer.submit(job)
                 if clock.checkpoint_due():
                     self._save(trainer, replace(after, totals=trainer.timed(started)))
@@ -346,10 +359,13 @@ class Run(OnCorpus):
                 on_epoch(summaries[-1], word_vectors(self.vocabulary, trainer.tables[0], True))
         return tuple(summaries)
 
-    def _jobs(self, epoch: int, position: Position) -> Iterator[tuple[_Job, Position]]:
+    def _jobs(
+        self, epoch: int, position: Position, kept: KeptBlocks
+    ) -> Iterator[tuple[_Job, Position]]:
         """Each block of the epoch from ``position`` on, and the position after it."""
         block, words = position.block, position.words
-        for found in self.source.blocks(self.vocabulary, position.file, position.offset):
+        start = position.file, position.offset
+        for found in kept.blocks_from(self.source, self.vocabulary, *start):
             tokens = found.tokens
             state = block_state(self.options.seed, self.origin.first_epoch + epoch, block)
             job = _Job(tokens, state, epoch * self.corpus_words + words)

@@ -11,8 +11,10 @@ tokens the trainer takes in turn (``docs/training.md``, "Reading the corpus").
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+import numpy as np
 
 from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.training.corpus import CorpusFile, Counted, count_corpus, pieces
@@ -20,13 +22,14 @@ from llm_from_scratch.training.counting import WordCounter
 from llm_from_scratch.training.words import TOKENS, WHITE_SPACE, Reading, compiled
 
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
 
     from llm_from_scratch.training.vocabulary import Vocabulary
 
 BLOCK_WORDS: Final = 1 << 15
 """The least words of a block of an iterable corpus (whole sentences; the last block fewer)."""
+KEPT_TOKENS_BYTES: Final = 1 << 27
+"""The most bytes of tokens a run keeps of an epoch for the epochs after it."""
 _SPACE: Final = f"[{WHITE_SPACE}]"
 
 
@@ -95,6 +98,58 @@ class SentenceSource:
                 batch, words = [], 0
         if batch:
             yield Block(vocabulary.sentence_tokens(batch), 0, read)
+
+
+def kept_tokens_bytes(words: int, vocabulary_size: int, epochs: int) -> int:
+    """The most bytes of tokens a run of ``epochs`` keeps (:class:`KeptBlocks`): none for one
+    epoch, else two tokens a word of the corpus (a word, a line end) up to
+    :data:`KEPT_TOKENS_BYTES`.
+
+        >>> kept_tokens_bytes(913_572, 9_120, 5), kept_tokens_bytes(913_572, 9_120, 1)
+        (3654288, 0)
+    """
+    if epochs < 2:
+        return 0
+    return min(KEPT_TOKENS_BYTES, 2 * words * np.min_scalar_type(-vocabulary_size).itemsize)
+
+
+@dataclass(eq=False)
+class KeptBlocks:
+    """The blocks of an epoch read from the corpus's start, kept for the epochs after it, which
+    then read the corpus (and find its words) once: their tokens in the narrowest integer type
+    of the vocabulary's IDs, at most ``limit`` bytes, the first blocks of a larger corpus."""
+
+    limit: int
+    vocabulary_size: int
+    blocks: list[Block] = field(default_factory=list)
+    size: int = 0
+    complete: bool = False
+
+    def blocks_from(
+        self, source: FileSource | SentenceSource, vocabulary: Vocabulary, file: int, offset: int
+    ) -> Iterator[Block]:
+        """``source.blocks(vocabulary, file, offset)``, the kept ones from memory."""
+        if (file, offset) != (0, 0):  # a resumed epoch: read, keep nothing
+            yield from source.blocks(vocabulary, file, offset)
+        elif self.blocks:
+            for block in self.blocks:
+                yield block._replace(tokens=block.tokens.astype(np.int32))
+            if not self.complete:
+                yield from source.blocks(vocabulary, self.blocks[-1].file, self.blocks[-1].end)
+        else:
+            yield from self._kept(source.blocks(vocabulary))
+
+    def _kept(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        kind, keeping = np.min_scalar_type(-self.vocabulary_size), True
+        for block in blocks:
+            if keeping:
+                tokens = block.tokens.astype(kind)
+                keeping = self.size + tokens.nbytes <= self.limit
+            if keeping:
+                self.blocks.append(block._replace(tokens=tokens))
+                self.size += tokens.nbytes
+            yield block
+        self.complete = keeping
 
 
 def _checked_sentence(number: int, sentence: Any) -> list[str]:
