@@ -33,7 +33,14 @@ from llm_from_scratch.training.corpus import (
     write_atomically,
 )
 from llm_from_scratch.training.vocabulary import Vocabulary
-from llm_from_scratch.training.words import WORD_PATTERN, line_words
+from llm_from_scratch.training.words import (
+    ASCII_WORD_PATTERN,
+    LINE_END_PATTERN,
+    WORD_PATTERN,
+    WORDS,
+    compiled,
+    line_words,
+)
 
 from conftest import require_tokenizers
 
@@ -234,6 +241,15 @@ def test_words_match_the_documented_rule(line: str) -> None:
     letter = r"[^\W\d_]"
     assert line_words(line) == re.findall(rf"{letter}+(?:'{letter}+)?", folded)
     assert rf"{letter}+(?:'{letter}+)?" == WORD_PATTERN
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_an_ascii_text_gives_the_same_words_and_line_ends_by_its_faster_pattern(text: str) -> None:
+    assert WORDS.finder(text) == compiled(ASCII_WORD_PATTERN).findall
+    for line_ends in (False, True):
+        general = compiled(WORD_PATTERN + ("|" + LINE_END_PATTERN if line_ends else ""))
+        assert WORDS.finder(text, line_ends)(text) == general.findall(text)
+    assert WORDS.finder(text + "é") == compiled(WORD_PATTERN).findall
 
 
 def test_the_tokenizer_file_normalizes_and_splits_every_assigned_character_as_the_trainer() -> None:

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.files import open_file, replace_file
@@ -239,16 +239,16 @@ def _decodes(file: CorpusFile) -> bool:
 
 
 def _file_counts(file: CorpusFile, reading: Reading, counter: WordCounter) -> WordCounter:
-    find = compiled(reading.word_pattern).findall
     longest = reading.longest
     for piece in pieces(file, errors="strict"):
         text = reading.normalized(piece.text)
+        find = reading.finder(text)
         found = find(text)
         read = len(found)
         if longest is not None and found and max(map(len, found)) > longest:
             found = [word for word in found if len(word) <= longest]
 
-        def lines(text: str = text) -> Iterator[tuple[list[str], int]]:
+        def lines(text: str = text, find: Any = find) -> Iterator[tuple[list[str], int]]:
             for line in _LINE_END.split(text):
                 words = find(line)
                 if words:

@@ -27,7 +27,7 @@ from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.files import replace_file
 from llm_from_scratch.training.corpus import os_reason
 from llm_from_scratch.training.kernels import SENTENCE_END, UNKNOWN_WORD
-from llm_from_scratch.training.words import LINE_ENDS, WORDS, Reading, compiled
+from llm_from_scratch.training.words import LINE_ENDS, WORDS, Reading
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -127,7 +127,8 @@ class Vocabulary:
     def tokens(self, text: str) -> npt.NDArray[np.int32]:
         """The trainer's tokens of a text (``int32``; see the module docstring)."""
         reading = self.reading
-        found = compiled(reading.token_pattern).findall(reading.normalized(text))
+        text = reading.normalized(text)
+        found = reading.finder(text, line_ends=True)(text)
         get = self._token_ids.get
         return np.fromiter(map(get, found, repeat(UNKNOWN_WORD)), np.int32, len(found))
 

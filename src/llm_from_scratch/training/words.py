@@ -16,16 +16,22 @@ import functools
 import re
 import sys
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 WORD_PATTERN: Final = r"[^\W\d_]+(?:'[^\W\d_]+)?"
 """A word of a normalized text (Python's ``re`` syntax)."""
+ASCII_WORD_PATTERN: Final = r"[a-zA-Z]+(?:'[a-zA-Z]+)?"
+""":data:`WORD_PATTERN` for a text of ASCII characters only, where its letters are
+``[a-zA-Z]``: the same words, found in two thirds of the time."""
 LONGEST_WORD: Final = 100
 """The most characters of a word a vocabulary counts."""
 LINE_ENDS: Final = ("\r\n", "\r", "\n")
 """The tokens of :data:`TOKEN_PATTERN` that end a line."""
-TOKEN_PATTERN: Final = WORD_PATTERN + r"|\r\n?|\n"
+LINE_END_PATTERN: Final = r"\r\n?|\n"
+"""A line end (the tokens of :data:`LINE_ENDS`)."""
+TOKEN_PATTERN: Final = WORD_PATTERN + "|" + LINE_END_PATTERN
 """A word or a line end."""
 _TOKENIZER_LETTER: Final = r"[\p{L}\p{Nl}\p{No}]"
 """A letter, as the ``tokenizers`` package's regular expressions (Oniguruma) write it."""
@@ -101,19 +107,25 @@ class Reading:
     word_pattern: str
     longest: int | None
     """The most characters of a word a vocabulary counts (None: any)."""
-
-    @property
-    def token_pattern(self) -> str:
-        """A word or a line end."""
-        return self.word_pattern + r"|\r\n?|\n"
+    ascii_pattern: str | None = None
+    """``word_pattern`` for a text of ASCII characters only (None: the same)."""
 
     def normalized(self, text: str) -> str:
         """``text`` as its words are found in it."""
         return text if self.verbatim else normalized(text)
 
+    def finder(self, text: str, line_ends: bool = False) -> Callable[[str], list[str]]:
+        """The ``findall`` of the words (and the line ends, with ``line_ends``) of a normalized
+        ``text`` and of its parts: ``ascii_pattern``'s when ``text`` is ASCII."""
+        fast = self.ascii_pattern is not None and text.isascii()
+        pattern = self.ascii_pattern if fast else self.word_pattern
+        found = compiled(f"{pattern}|{LINE_END_PATTERN}" if line_ends else pattern).findall
+        return found
+
     def words(self, text: str) -> list[str]:
         """The words of ``text``, in order."""
-        return compiled(self.word_pattern).findall(self.normalized(text))
+        text = self.normalized(text)
+        return self.finder(text)(text)
 
     def tokenizer_parts(self) -> dict[str, object]:
         """The ``normalizer`` and ``pre_tokenizer`` of a tokenizer file reading as this does."""
@@ -122,7 +134,7 @@ class Reading:
         return {"normalizer": tokenizer_normalizer(), "pre_tokenizer": tokenizer_pre_tokenizer()}
 
 
-WORDS: Final = Reading(False, WORD_PATTERN, LONGEST_WORD)
+WORDS: Final = Reading(False, WORD_PATTERN, LONGEST_WORD, ASCII_WORD_PATTERN)
 """Words of letters in a normalized text (``docs/training.md``, "Words")."""
 TOKENS: Final = Reading(True, VERBATIM_PATTERN, None)
 """The tokens of a pre-tokenized text, kept verbatim (``--tokenized``)."""
