@@ -133,7 +133,7 @@ class KeptBlocks:
             yield from source.blocks(vocabulary, file, offset)
         elif self.blocks:
             for block in self.blocks:
-                yield block._replace(tokens=block.tokens.astype(np.int32))
+                yield Block(block.tokens.astype(np.int32), block.file, block.end)
             if not self.complete:
                 yield from source.blocks(vocabulary, self.blocks[-1].file, self.blocks[-1].end)
         else:
@@ -146,7 +146,7 @@ class KeptBlocks:
                 tokens = block.tokens.astype(kind)
                 keeping = self.size + tokens.nbytes <= self.limit
             if keeping:
-                self.blocks.append(block._replace(tokens=tokens))
+                self.blocks.append(Block(tokens, block.file, block.end))
                 self.size += tokens.nbytes
             yield block
         self.complete = keeping
