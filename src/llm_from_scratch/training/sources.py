@@ -64,7 +64,7 @@ class FileSource:
 @dataclass(frozen=True, eq=False)
 class SentenceSource:
     """A corpus given as a restartable iterable of token lists, read once to count and once an
-    epoch; its tokens are kept as they are."""
+    epoch (of what a run does not keep, :class:`KeptBlocks`); its tokens are kept as they are."""
 
     sentences: Iterable[Sequence[str]]
     files: tuple[CorpusFile, ...] = ()
