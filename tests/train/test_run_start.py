@@ -1,11 +1,10 @@
-"""``Run.start`` loads the compiled loop in a thread while it reads the corpus; ``Run.train``
-waits for it before its first block, and a refused start leaves no thread loading."""
+"""``Run.start`` reads the corpus, then loads the compiled loop of the run's method, so that
+``Run.train`` trains its first block at once; a run on the tape, or a refused start, loads
+nothing."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,43 +17,38 @@ from checks import raises_rule
 from train_support import write_corpus
 
 
-def test_a_run_loads_the_compiled_loop_while_it_counts_and_trains_after_it(
-    tmp_path: Path,
-) -> None:
-    options = TrainOptions(corpus=write_corpus(tmp_path), output=tmp_path / "out", epochs=1)
-    run = Run.start(options, 1)
-    assert isinstance(run.loading, threading.Thread)
-    result = run.train()
-    assert not run.loading.is_alive() and result.epochs[0].pairs > 0
+@pytest.fixture
+def loaded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The methods whose compiled loop a run loads (a record instead of the loading)."""
+    found: list[str] = []
+    monkeypatch.setattr(run_module, "load_compiled_loop", found.append)
+    return found
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_the_loader_loads_the_compiled_loop_of_the_runs_method(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+def test_a_started_run_has_counted_its_corpus_and_loaded_its_methods_loop(
+    tmp_path: Path, loaded: list[str], method: str
 ) -> None:
-    loaded: list[str] = []
-
-    def recording(name: str) -> Any:
-        return lambda *_: loaded.append(name)
-
-    steps = {name: (recording(name), *rest) for name, (_, *rest) in run_module.METHOD_STEPS.items()}
-    monkeypatch.setattr(run_module, "METHOD_STEPS", steps)
     options = TrainOptions(write_corpus(tmp_path, lines=20), tmp_path / "out", method=method)
-    loading = Run.start(options, 1).loading
-    assert loading is not None
-    loading.join()
+    run = Run.start(options, 1)
     assert loaded == [method]
+    assert run.corpus_words > 0
 
 
-def test_a_run_on_the_tape_loads_no_compiled_loop(tmp_path: Path) -> None:
+def test_a_run_on_the_tape_loads_no_compiled_loop(tmp_path: Path, loaded: list[str]) -> None:
     corpus = write_corpus(tmp_path, lines=20)
     options = TrainOptions(corpus=corpus, output=tmp_path / "out", epochs=1, reference=True)
-    assert Run.start(options, 1).loading is None
+    Run.start(options, 1)
+    assert loaded == []
 
 
-def test_a_refused_start_leaves_no_thread_loading(tmp_path: Path) -> None:
+def test_a_refused_start_loads_nothing(tmp_path: Path, loaded: list[str]) -> None:
     options = TrainOptions(corpus=write_corpus(tmp_path, lines=20), min_count=10**6)
-    before = set(threading.enumerate())
     with raises_rule(CorpusError, "corpus.empty-vocabulary"):
         Run.start(options, 1)
-    assert set(threading.enumerate()) <= before
+    assert loaded == []
+
+
+def test_a_started_run_trains_with_its_loaded_loop(tmp_path: Path) -> None:
+    options = TrainOptions(corpus=write_corpus(tmp_path), output=tmp_path / "out", epochs=1)
+    assert Run.start(options, 1).train().epochs[0].pairs > 0

@@ -159,7 +159,7 @@ def format_first_block(samples: Sequence[dict[str, float]], corpus: Path) -> str
         [
             f"Run.start and Run.train() on {corpus}, median of {len(samples)} fresh processes "
             f"(after one that fills Numba's cache):",
-            f"  Run.start (options, vocabulary pass, compiled loop loading alongside): "
+            f"  Run.start (options, vocabulary pass, then loading the compiled loop): "
             f"{median['start']:.3f} s",
             f"  Run.train(): compiled loop loaded {median['loaded']:.3f} s, tables drawn "
             f"{median['tables']:.3f} s, first block taken {median['first block']:.3f} s "

@@ -179,9 +179,6 @@ class Run(OnCorpus):
     origin: Origin = field(default_factory=Origin)
     tables: Tables | None = None
     """The tables a continued run starts from (None: drawn from the seed)."""
-    loading: threading.Thread | None = field(default=None, repr=False)
-    """The thread that loads the compiled loop (:func:`load_compiled_loop`) while the corpus is
-    read; None when the run trains on the tape."""
     _trained: list[bool] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -201,8 +198,9 @@ class Run(OnCorpus):
         resume: bool = False,
         continue_from: str | os.PathLike[str] | KeptModel | None = None,
     ) -> Run:
-        """Check ``options``, then read the corpus (or the checkpoint in ``options.output``)
-        while another thread loads the compiled loop; ``thread_limit`` is the most threads
+        """Check ``options``, read the corpus (or the checkpoint in ``options.output``), then
+        load the compiled loop (a thread loading it beside the reading made both slower:
+        ``docs/performance.md``); ``thread_limit`` is the most threads
         (default: one per processor). With ``continue_from``, the folder of a kept model (or
         the model read), the run trains its tables further with ``options`` as given
         (:meth:`continue_from` takes the model's options as the defaults).
@@ -220,16 +218,10 @@ class Run(OnCorpus):
             kept = load_kept_model(Path(kept))
         options = options.checked(thread_limit or processor_count())
         sleep_between_kernels()
-        loading = None
+        run = cls._read(options, resume, kept)
         if not options.reference:
-            loading = threading.Thread(target=load_compiled_loop, args=(options.method,))
-            loading.start()
-        try:
-            return replace(cls._read(options, resume, kept), loading=loading)
-        except BaseException:
-            if loading is not None:
-                loading.join()  # not left importing Numba while the interpreter exits
-            raise
+            load_compiled_loop(options.method)
+        return run
 
     @classmethod
     def _read(cls, options: TrainOptions, resume: bool, kept: KeptModel | None) -> Run:
@@ -315,8 +307,6 @@ class Run(OnCorpus):
         tables = self._initial_tables() if found is None else (found.inputs, found.contexts)
         trainer = _Trainer(tables, self)
         try:
-            if self.loading is not None:  # the tables were drawn meanwhile
-                self.loading.join()
             kept = KeptBlocks(self._kept_bytes, self.vocabulary.vocabulary_size)
             epochs = self._epochs(trainer, (position, kept), progress, on_epoch)
         except BaseException:
