@@ -33,7 +33,7 @@ from llm_from_scratch.tensor.storage import (
 )
 
 _MASK64: Final = (1 << 64) - 1
-_CHUNK: Final = 1 << 20  # generator values per vectorized block (bounds temporary memory)
+_CHUNK: Final = 1 << 19  # generator values per vectorized block (bounds temporary memory)
 
 
 class SplitMix64:
