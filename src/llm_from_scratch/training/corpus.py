@@ -6,25 +6,31 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from llm_from_scratch.errors import CorpusError
 from llm_from_scratch.files import open_file, replace_file
 from llm_from_scratch.training.counting import WordCounter
-from llm_from_scratch.training.words import WORD_PATTERN, WORDS, Reading, compiled, normalized
+from llm_from_scratch.training.words import (
+    LINE_END_PATTERN,
+    WORD_PATTERN,
+    WORDS,
+    Finder,
+    Reading,
+    compiled,
+    normalized,
+)
 
 PIECE_BYTES: Final = 1 << 18
 """The bytes read at a time; a piece of text holds at most twice as many."""
 DIGEST_BYTES: Final = 1 << 20
 """The bytes :func:`file_digest` reads at a time."""
 
-_LINE_END: Final = re.compile(r"\r\n?|\n")
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _SPACES: Final = (b" ", b"\t", b"\f", b"\v")
 
@@ -248,8 +254,8 @@ def _file_counts(file: CorpusFile, reading: Reading, counter: WordCounter) -> Wo
         if longest is not None and found and max(map(len, found)) > longest:
             found = [word for word in found if len(word) <= longest]
 
-        def lines(text: str = text, find: Any = find) -> Iterator[tuple[list[str], int]]:
-            for line in _LINE_END.split(text):
+        def lines(text: str = text, find: Finder = find) -> Iterator[tuple[list[str], int]]:
+            for line in compiled(LINE_END_PATTERN).split(text):
                 words = find(line)
                 if words:
                     kept = [w for w in words if longest is None or len(w) <= longest]
@@ -264,7 +270,7 @@ def sentences(files: Sequence[CorpusFile]) -> Iterator[list[str]]:
     find = compiled(WORD_PATTERN).findall
     for file in files:
         for piece in pieces(file):
-            for line in _LINE_END.split(normalized(piece.text)):
+            for line in compiled(LINE_END_PATTERN).split(normalized(piece.text)):
                 found = find(line)
                 if found:
                     yield found

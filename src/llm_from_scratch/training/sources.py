@@ -110,7 +110,16 @@ def kept_tokens_bytes(words: int, vocabulary_size: int, epochs: int) -> int:
     """
     if epochs < 2:
         return 0
-    return min(KEPT_TOKENS_BYTES, 2 * words * np.min_scalar_type(-vocabulary_size).itemsize)
+    return min(KEPT_TOKENS_BYTES, 2 * words * kept_token_type(vocabulary_size).itemsize)
+
+
+def kept_token_type(vocabulary_size: int) -> np.dtype[Any]:
+    """The narrowest integer type of a vocabulary's IDs and of the two marks (-1, -2).
+
+    >>> [str(kept_token_type(size)) for size in (128, 129, 32_768, 32_769)]
+    ['int8', 'int16', 'int16', 'int32']
+    """
+    return np.min_scalar_type(-vocabulary_size)
 
 
 @dataclass(eq=False)
@@ -140,7 +149,7 @@ class KeptBlocks:
             yield from self._kept(source.blocks(vocabulary))
 
     def _kept(self, blocks: Iterator[Block]) -> Iterator[Block]:
-        kind, keeping = np.min_scalar_type(-self.vocabulary_size), True
+        kind, keeping = kept_token_type(self.vocabulary_size), True
         for block in blocks:
             if keeping:
                 tokens = block.tokens.astype(kind)

@@ -28,11 +28,9 @@ ASCII_WORD_PATTERN: Final = r"[a-zA-Z]+(?:'[a-zA-Z]+)?"
 LONGEST_WORD: Final = 100
 """The most characters of a word a vocabulary counts."""
 LINE_ENDS: Final = ("\r\n", "\r", "\n")
-"""The tokens of :data:`TOKEN_PATTERN` that end a line."""
+"""The tokens that end a line."""
 LINE_END_PATTERN: Final = r"\r\n?|\n"
 """A line end (the tokens of :data:`LINE_ENDS`)."""
-TOKEN_PATTERN: Final = WORD_PATTERN + "|" + LINE_END_PATTERN
-"""A word or a line end."""
 _TOKENIZER_LETTER: Final = r"[\p{L}\p{Nl}\p{No}]"
 """A letter, as the ``tokenizers`` package's regular expressions (Oniguruma) write it."""
 
@@ -43,7 +41,8 @@ tokens of a pre-tokenized corpus, as the ``tokenizers`` package's ``WhitespaceSp
 VERBATIM_PATTERN: Final = f"[^{WHITE_SPACE}]+"
 """A token of a pre-tokenized text (Python's ``re`` syntax)."""
 
-_WORDS: Final = re.compile(WORD_PATTERN)
+Finder = Callable[[str], list[str]]
+"""A ``findall`` of a compiled pattern."""
 
 
 def normalized(text: str) -> str:
@@ -53,7 +52,7 @@ def normalized(text: str) -> str:
 
 def line_words(line: str) -> list[str]:
     """The words of one line of text (see the module docstring)."""
-    return _WORDS.findall(normalized(line))
+    return WORDS.words(line)
 
 
 def tokenizer_normalizer() -> dict[str, object]:
@@ -114,13 +113,12 @@ class Reading:
         """``text`` as its words are found in it."""
         return text if self.verbatim else normalized(text)
 
-    def finder(self, text: str, line_ends: bool = False) -> Callable[[str], list[str]]:
+    def finder(self, text: str, line_ends: bool = False) -> Finder:
         """The ``findall`` of the words (and the line ends, with ``line_ends``) of a normalized
         ``text`` and of its parts: ``ascii_pattern``'s when ``text`` is ASCII."""
         fast = self.ascii_pattern is not None and text.isascii()
         pattern = self.ascii_pattern if fast else self.word_pattern
-        found = compiled(f"{pattern}|{LINE_END_PATTERN}" if line_ends else pattern).findall
-        return found
+        return compiled(f"{pattern}|{LINE_END_PATTERN}" if line_ends else pattern).findall
 
     def words(self, text: str) -> list[str]:
         """The words of ``text``, in order."""
